@@ -1,0 +1,231 @@
+/*
+ * agmm: tensor-parallel all-gather + GEMM with communication/computation
+ * overlap, on CPUs.
+ *
+ * This is the one public header. A program uses it in three steps:
+ *
+ *   1. a world: the ranks taking part. On one host agmm_launch() forks the
+ *      ranks itself and hands each one its world (shared-memory transport);
+ *      under an MPI launcher agmm_world_create_mpi() wraps MPI_COMM_WORLD.
+ *   2. a plan: the shape, dtype, tiles and worker threads of one operation,
+ *      created collectively (every rank, same description) and reused for
+ *      every round. Window memory, signals and the converted weight live in
+ *      the plan.
+ *   3. rounds: agmm_plan_run() computes C_r = gather(A_0..A_{P-1}) @ W_r on
+ *      every rank, overlapping the transfer of row tiles with the GEMM of
+ *      tiles that have already arrived.
+ *
+ * Every function returns an agmm_status_t; agmm_status_str() names it and
+ * agmm_last_error() holds the one-line message of the most recent failure
+ * on the calling thread's rank (the message is printed once, where the
+ * failure was detected, when logging is on).
+ */
+#ifndef AGMM_H
+#define AGMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AGMM_VERSION_MAJOR 0
+#define AGMM_VERSION_MINOR 1
+#define AGMM_VERSION_PATCH 0
+#define AGMM_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum agmm_status {
+    AGMM_OK = 0,
+    AGMM_ERR_INVALID_ARG,  /* a null pointer, a bad size, a bad enum value */
+    AGMM_ERR_NO_MEMORY,    /* an allocation or a mapping failed */
+    AGMM_ERR_TOO_LARGE,    /* byte counts overflow, or exceed available memory */
+    AGMM_ERR_SYSTEM,       /* an OS call failed (errno in the message) */
+    AGMM_ERR_TIMEOUT,      /* a wait passed its deadline */
+    AGMM_ERR_ABORTED,      /* another rank failed and aborted the world */
+    AGMM_ERR_MISMATCH,     /* ranks disagree (plan description, world size) */
+    AGMM_ERR_BAD_STATE,    /* an object used after destroy or out of order */
+    AGMM_ERR_UNSUPPORTED,  /* not built in, or not available on this system */
+    AGMM_ERR_TRANSPORT,    /* the transport (e.g. MPI) reported an error */
+    AGMM_ERR_CHECK_FAILED, /* a result did not match its reference */
+    AGMM_STATUS_COUNT
+} agmm_status_t;
+
+/* A static string naming the status ("AGMM_ERR_TIMEOUT"); never NULL. */
+const char *agmm_status_str(agmm_status_t status);
+/* A static one-line description of the status; never NULL. */
+const char *agmm_status_describe(agmm_status_t status);
+/* The message of the last failure recorded by this process, "" if none. */
+const char *agmm_last_error(void);
+
+const char *agmm_version(void);
+
+/* ----------------------------------------------------------------- types */
+
+typedef enum agmm_dtype {
+    AGMM_DTYPE_FP16 = 0, /* IEEE 754 binary16 */
+    AGMM_DTYPE_BF16 = 1, /* bfloat16: the upper half of a binary32 */
+    AGMM_DTYPE_FP32 = 2,
+} agmm_dtype_t;
+
+size_t agmm_dtype_size(agmm_dtype_t dtype);   /* 0 for an invalid value */
+const char *agmm_dtype_name(agmm_dtype_t dtype); /* "fp16", "bf16", "fp32" */
+
+typedef enum agmm_weights {
+    AGMM_WEIGHTS_SHARED = 0,   /* the same W on every rank */
+    AGMM_WEIGHTS_PER_RANK = 1, /* rank r has its own W_r (column shard) */
+} agmm_weights_t;
+
+/* ----------------------------------------------------------------- world */
+
+typedef struct agmm_world agmm_world_t;
+
+int agmm_world_rank(const agmm_world_t *world); /* -1 for NULL */
+int agmm_world_size(const agmm_world_t *world); /* -1 for NULL */
+/* "shm" or "mpi". */
+const char *agmm_world_transport_name(const agmm_world_t *world);
+
+/* Collective: every rank returns once all ranks have entered, or with
+ * AGMM_ERR_TIMEOUT / AGMM_ERR_ABORTED. timeout_s <= 0 means the world's
+ * default timeout. */
+agmm_status_t agmm_world_barrier(agmm_world_t *world, double timeout_s);
+
+/* Collective: every rank contributes `bytes` bytes; `out` receives
+ * size * bytes, ordered by rank. For small control data only. */
+agmm_status_t agmm_world_allgather(agmm_world_t *world, const void *in,
+                                   void *out, size_t bytes);
+
+/* End the run on every rank: records `message` (one line) as the reason,
+ * wakes every rank blocked in an agmm wait with AGMM_ERR_ABORTED.
+ * Safe to call from any thread; the first abort wins. */
+void agmm_world_abort(agmm_world_t *world, const char *message);
+
+/* Options for agmm_launch(). Zero-initialise, then set what you need. */
+typedef struct agmm_launch_opts {
+    int nranks;          /* >= 1 */
+    double timeout_s;    /* default wait timeout, <= 0 means 60 s */
+    /* After the first rank fails, how long the others get to notice the
+     * abort and exit on their own before they are killed. <= 0: 2 s. */
+    double grace_s;
+    int quiet;           /* do not print launcher messages to stderr */
+} agmm_launch_opts_t;
+
+/* The function run by every rank. Its return value is the rank's exit code
+ * (0 on success, 1..125 on failure). */
+typedef int (*agmm_rank_main_fn)(agmm_world_t *world, void *arg);
+
+/* Run `rank_main` on `opts->nranks` ranks, each a process forked from the
+ * caller, sharing memory. Returns when every rank has exited. The launcher
+ * watches the ranks: when one exits with non-zero status or is killed it
+ * aborts the world at once, says which rank failed and how, and kills the
+ * ranks that have not exited after the grace period. Ranks die with the
+ * launcher (PR_SET_PDEATHSIG). No shared-memory object outlives the call.
+ *
+ * *exit_code (may be NULL) receives 0 if every rank returned 0, else the exit
+ * code of the first rank that failed (128 + signal for a killed rank). The
+ * status is AGMM_OK when the ranks ran, whatever they returned. */
+agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
+                          agmm_rank_main_fn rank_main, void *arg,
+                          int *exit_code);
+
+/* Under an MPI launcher: build a world over MPI_COMM_WORLD (initialising
+ * MPI if needed, at the thread level the backend needs). Returns
+ * AGMM_ERR_UNSUPPORTED when agmm was built without MPI. */
+agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
+                                    agmm_world_t **out);
+/* True when the process looks started by an MPI launcher (OMPI_*, PMI_*,
+ * PMIX_* variables). */
+int agmm_mpi_launcher_detected(void);
+/* Destroy a world made by agmm_world_create_mpi() (finalises MPI if agmm
+ * initialised it). Worlds from agmm_launch() belong to the launcher. */
+void agmm_world_destroy(agmm_world_t *world);
+
+/* ------------------------------------------------------------------ plan */
+
+typedef enum agmm_schedule {
+    AGMM_SCHEDULE_FUSED = 0,    /* overlapped all-gather + GEMM */
+    AGMM_SCHEDULE_BASELINE = 1, /* all-gather everything, then one GEMM */
+} agmm_schedule_t;
+
+/* What one plan computes and how. Zero-initialise with agmm_plan_desc_init()
+ * then set the fields. Every rank must pass an identical description. */
+typedef struct agmm_plan_desc {
+    int nranks;              /* must equal the world size */
+    const int64_t *m_local;  /* nranks row counts (each >= 0, sum >= 1) */
+    int64_t k;               /* >= 1 */
+    int64_t n;               /* >= 1 */
+    int64_t tile_m;          /* >= 1: rows per tile (last tile may be short) */
+    int64_t tile_n;          /* >= 1: columns per work item */
+    agmm_dtype_t dtype;      /* of A and W; C is always fp32 */
+    agmm_weights_t weights;
+    int comm_workers;        /* >= 0; 0: GEMM workers issue the puts */
+    int gemm_workers;        /* >= 1 */
+    double timeout_s;        /* per wait; <= 0: the world's default */
+} agmm_plan_desc_t;
+
+void agmm_plan_desc_init(agmm_plan_desc_t *desc);
+
+/* Validate a description without a world: sizes, tiles, workers, byte
+ * counts. On failure, agmm_last_error() names the field. */
+agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *desc);
+
+/* Bytes of memory one rank's plan needs (windows, converted weight,
+ * scratch), or 0 if the description is invalid or the count overflows. */
+uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *desc);
+
+typedef struct agmm_plan agmm_plan_t;
+
+/* Collective. Allocates the symmetric windows and signals and checks that
+ * every rank passed the same description. */
+agmm_status_t agmm_plan_create(agmm_world_t *world,
+                               const agmm_plan_desc_t *desc,
+                               agmm_plan_t **out);
+
+/* Local. Converts W ([k, n], row-major, desc->dtype) to fp32 once; call it
+ * before the first run and whenever the weight changes. With shared weights
+ * every rank passes the same W. */
+agmm_status_t agmm_plan_set_weight(agmm_plan_t *plan, const void *w);
+
+/* Collective. One round: a_local is this rank's [m_local[rank], k] shard in
+ * desc->dtype, row-major; c is [M, n] fp32 row-major, M = sum(m_local). On
+ * return the rank's C is complete and a_local may be changed. */
+agmm_status_t agmm_plan_run(agmm_plan_t *plan, agmm_schedule_t schedule,
+                            const void *a_local, float *c);
+
+/* Collective. Frees the windows. NULL is ignored. */
+agmm_status_t agmm_plan_destroy(agmm_plan_t *plan);
+
+/* Rows of the gathered matrix and the first row of rank `r`'s shard. */
+int64_t agmm_plan_rows(const agmm_plan_t *plan);
+int64_t agmm_plan_row_offset(const agmm_plan_t *plan, int r);
+
+/* ------------------------------------------------------------ reference */
+
+/* Convert n fp32 values to `dtype` (round to nearest even). */
+agmm_status_t agmm_convert_from_fp32(agmm_dtype_t dtype, const float *src,
+                                     void *dst, size_t n);
+
+/* The trusted result of the operation, computed the plain way: gather the
+ * shards (shards[r] is [m_local[r], k] in dtype) into one fp32 matrix with a
+ * scalar conversion, then one CBLAS GEMM with w ([k, n] in dtype) into c
+ * ([M, n] fp32). Shares no code with the plan's gathering, tiling or
+ * signals. Local; allocates its own scratch. */
+agmm_status_t agmm_reference(int nranks, const void *const *shards,
+                             const int64_t *m_local, int64_t k, int64_t n,
+                             agmm_dtype_t dtype, const void *w, float *c);
+
+/* ------------------------------------------------------------ BLAS info */
+
+/* "OpenBLAS 0.3.21" or the CBLAS the library was built with. */
+const char *agmm_blas_name(void);
+/* The kernel the BLAS picked at run time ("Haswell", "SkylakeX"), or
+ * "unknown" where the BLAS cannot say. */
+const char *agmm_blas_kernel(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AGMM_H */

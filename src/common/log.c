@@ -1,0 +1,64 @@
+#include "common/log.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Per-process state. Worker threads may record errors concurrently; the
+ * message buffer is per thread so a message is never torn, and the shared
+ * copy below is what agmm_last_error() returns from any thread. */
+static int log_rank = -1;
+static int log_quiet = 0;
+static _Thread_local char thread_msg[512];
+static char last_msg[512];
+static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void agmm_log_set_rank(int rank) { log_rank = rank; }
+void agmm_log_set_quiet(int quiet) { log_quiet = quiet; }
+const char *agmm_last_error(void) { return last_msg; }
+const char *agmm_thread_error(void) { return thread_msg; }
+
+static void record(int print, const char *prefix, const char *fmt,
+                   va_list ap)
+{
+    vsnprintf(thread_msg, sizeof thread_msg, fmt, ap);
+    if (!prefix) {
+        pthread_mutex_lock(&last_lock);
+        memcpy(last_msg, thread_msg, sizeof last_msg);
+        pthread_mutex_unlock(&last_lock);
+    }
+    if (!print || log_quiet) return;
+    /* One fprintf call per line so lines from threads don't interleave. */
+    if (log_rank >= 0)
+        fprintf(stderr, "agmm: rank %d: %s%s\n", log_rank, prefix ? prefix : "",
+                thread_msg);
+    else
+        fprintf(stderr, "agmm: %s%s\n", prefix ? prefix : "", thread_msg);
+}
+
+agmm_status_t agmm_error(agmm_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(1, NULL, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+agmm_status_t agmm_error_quiet(agmm_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(0, NULL, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void agmm_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(1, "warning: ", fmt, ap);
+    va_end(ap);
+}

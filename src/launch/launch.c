@@ -1,0 +1,210 @@
+/* The embedded launcher: fork one process per rank over the shared-memory
+ * transport, watch them, and end the whole run as soon as one fails.
+ *
+ * Threads: the launcher is the calling thread of agmm_launch(); it blocks
+ * SIGCHLD/SIGINT/SIGTERM/SIGHUP and takes them with sigtimedwait, so no
+ * signal handler runs and nothing races with waitpid.
+ *
+ * Failure handling, in order:
+ *   1. a rank exits non-zero or is killed: the launcher records "rank R
+ *      exited with status S" / "rank R was killed by signal N (NAME)" as the
+ *      world's abort reason (unless a rank already aborted with a better
+ *      one), which wakes every rank blocked in a wait;
+ *   2. the surviving ranks get `grace_s` to return on their own;
+ *   3. then they are killed with SIGKILL and reaped.
+ * Ranks also die with the launcher (PR_SET_PDEATHSIG), so killing the
+ * launcher leaves no process behind either. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "gemm/gemm.h"
+#include "transport/transport.h"
+
+typedef struct launch_state {
+    int nranks;
+    pid_t *pids;  /* 0 once reaped */
+    int running;
+    int first_failed_rank; /* -1: none */
+    int exit_code;         /* of the first failure */
+} launch_state_t;
+
+static int rank_of_pid(const launch_state_t *ls, pid_t pid)
+{
+    for (int r = 0; r < ls->nranks; r++)
+        if (ls->pids[r] == pid) return r;
+    return -1;
+}
+
+static void describe_exit(int rank, int status, char *buf, size_t len,
+                          int *code)
+{
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        snprintf(buf, len, "rank %d was killed by signal %d (%s)", rank, sig,
+                 strsignal(sig));
+        *code = 128 + sig;
+    } else {
+        int st = WEXITSTATUS(status);
+        snprintf(buf, len, "rank %d exited with status %d", rank, st);
+        *code = st;
+    }
+}
+
+/* Reap every child that has exited; on the first failure abort the world. */
+static void reap(launch_state_t *ls, agmm_shm_shared_t *sh, int quiet)
+{
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) return;
+        int r = rank_of_pid(ls, pid);
+        if (r < 0) continue; /* not ours */
+        ls->pids[r] = 0;
+        ls->running--;
+        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (ok) continue;
+        char what[128];
+        int code;
+        describe_exit(r, status, what, sizeof what, &code);
+        if (ls->first_failed_rank < 0) {
+            ls->first_failed_rank = r;
+            ls->exit_code = code;
+            /* A rank that failed by itself has printed why; the launcher
+             * says only what it can see. A rank that was killed printed
+             * nothing: this line is the only report. */
+            if (!quiet) {
+                const char *earlier = agmm_shm_abort_reason(sh);
+                if (WIFSIGNALED(status) || !earlier)
+                    fprintf(stderr, "agmm: %s; stopping the other ranks\n",
+                            what);
+            }
+        }
+        agmm_shm_abort_all(sh, what);
+    }
+}
+
+static void kill_all(launch_state_t *ls, int sig)
+{
+    for (int r = 0; r < ls->nranks; r++)
+        if (ls->pids[r] > 0) kill(ls->pids[r], sig);
+}
+
+static void rank_process(agmm_shm_shared_t *sh, int rank, double timeout_s,
+                         pid_t launcher, const sigset_t *old_mask,
+                         agmm_rank_main_fn rank_main, void *arg)
+{
+    /* Die with the launcher; if it is already gone, stop now. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher) _exit(127);
+    sigprocmask(SIG_SETMASK, old_mask, NULL);
+
+    agmm_world_t world;
+    agmm_shm_world_init(sh, rank, &world);
+    world.timeout_s = timeout_s;
+    agmm_log_set_rank(rank);
+    int code = rank_main(&world, arg);
+    if (code < 0 || code > 125) code = 1;
+    fflush(stdout);
+    fflush(stderr);
+    _exit(code);
+}
+
+agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
+                          agmm_rank_main_fn rank_main, void *arg,
+                          int *exit_code)
+{
+    if (!opts || !rank_main)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "launch: NULL argument");
+    if (opts->nranks < 1 || opts->nranks > 4096)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "launch: nranks %d (allowed 1..4096)", opts->nranks);
+    double timeout_s = opts->timeout_s > 0 ? opts->timeout_s : 60.0;
+    double grace_s = opts->grace_s > 0 ? opts->grace_s : 2.0;
+
+    /* The BLAS must be single-threaded before the fork: agmm's workers are
+     * the parallelism, and a forked BLAS thread pool would not survive. */
+    agmm_blas_init();
+
+    agmm_shm_shared_t *sh;
+    AGMM_CHECK(agmm_shm_prepare(opts->nranks, timeout_s, &sh));
+
+    launch_state_t ls = {opts->nranks, NULL, 0, -1, 0};
+    ls.pids = calloc((size_t)opts->nranks, sizeof *ls.pids);
+    if (!ls.pids) {
+        agmm_shm_release(sh);
+        return agmm_error(AGMM_ERR_NO_MEMORY, "launch: out of memory");
+    }
+
+    sigset_t mask, old_mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, &old_mask);
+
+    /* Anything buffered must not be written once per child. */
+    fflush(stdout);
+    fflush(stderr);
+    pid_t self = getpid();
+    agmm_status_t st = AGMM_OK;
+    for (int r = 0; r < opts->nranks; r++) {
+        pid_t pid = fork();
+        if (pid == 0)
+            rank_process(sh, r, timeout_s, self, &old_mask, rank_main, arg);
+        if (pid < 0) {
+            st = agmm_error(AGMM_ERR_SYSTEM, "launch: fork rank %d: %s", r,
+                            strerror(errno));
+            agmm_shm_abort_all(sh, "the launcher could not start every rank");
+            break;
+        }
+        ls.pids[r] = pid;
+        ls.running++;
+    }
+
+    double kill_at = 0; /* when to SIGKILL the survivors; 0: not yet */
+    int interrupted = 0;
+    if (st != AGMM_OK) kill_at = agmm_now() + grace_s;
+    while (ls.running > 0) {
+        reap(&ls, sh, opts->quiet);
+        if (ls.running == 0) break;
+        if (kill_at == 0 && agmm_shm_abort_reason(sh))
+            kill_at = agmm_now() + grace_s; /* a rank aborted the world */
+        if (kill_at > 0 && agmm_now() >= kill_at) {
+            kill_all(&ls, SIGKILL);
+            kill_at = agmm_now() + 3600; /* only reaping is left */
+        }
+        struct timespec tick = {0, 50 * 1000 * 1000};
+        int sig = sigtimedwait(&mask, NULL, &tick);
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+            if (!opts->quiet && !interrupted)
+                fprintf(stderr, "agmm: interrupted by signal %d (%s); "
+                                "stopping all ranks\n",
+                        sig, strsignal(sig));
+            interrupted = 128 + sig;
+            agmm_shm_abort_all(sh, "the run was interrupted");
+            kill_all(&ls, SIGTERM);
+            if (kill_at == 0 || kill_at > agmm_now() + grace_s)
+                kill_at = agmm_now() + grace_s;
+        }
+    }
+
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    free(ls.pids);
+    agmm_shm_release(sh);
+    if (exit_code) {
+        *exit_code = ls.first_failed_rank >= 0 ? ls.exit_code : 0;
+        if (interrupted && *exit_code == 0) *exit_code = interrupted;
+        if (st != AGMM_OK && *exit_code == 0) *exit_code = 1;
+    }
+    return st;
+}

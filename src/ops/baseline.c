@@ -1,0 +1,117 @@
+/* The non-overlapped baseline: all-gather every shard with one bulk put per
+ * peer, wait for all of them, then one GEMM over the gathered matrix (split
+ * over the same GEMM workers by columns, as a threaded BLAS would).
+ * It shares the plan's windows and epochs with the fused schedule, so the
+ * two can alternate round by round. */
+#include <string.h>
+
+#include "common/log.h"
+#include "gemm/gemm.h"
+#include "ops/plan_internal.h"
+#include "ops/schedule.h"
+#include "ops/workers.h"
+
+typedef struct base_ctx {
+    agmm_plan_t *p;
+    const void *a;
+    float *c;
+    uint64_t epoch;
+    int comm_workers, gemm_workers;
+} base_ctx_t;
+
+/* Bulk puts to peers i = first, first + stride, ... (in rotated order). */
+static agmm_status_t put_bulk(base_ctx_t *x, int first, int stride)
+{
+    agmm_plan_t *p = x->p;
+    agmm_world_t *w = p->world;
+    int r = p->rank;
+    size_t row_bytes = (size_t)p->desc.k * p->esize;
+    size_t bytes = (size_t)p->m_local[r] * row_bytes;
+    size_t off = (size_t)p->row_off[r] * row_bytes;
+    double deadline = agmm_deadline(w, p->desc.timeout_s);
+    /* fp32 rows are used in place, so the local shard joins the gathered
+     * matrix too (converted inputs land in g32 instead). */
+    if (first == 0 && p->desc.dtype == AGMM_DTYPE_FP32 && bytes > 0)
+        memcpy(p->gathered.local + off, x->a, bytes);
+    for (int i = 1 + first; i < p->nranks; i += stride) {
+        int q = (r + i) % p->nranks;
+        agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1};
+        AGMM_CHECK(agmm_signal_wait(
+            w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
+            x->epoch - 1, deadline, &what));
+        AGMM_CHECK(w->ops->put_signal(w, &p->gathered, q, off, x->a, bytes,
+                                      &p->signals, agmm_sig_off(p, SIG_BULK, r),
+                                      x->epoch));
+    }
+    return w->ops->quiet(w);
+}
+
+static agmm_status_t comm_worker(agmm_worker_t *self)
+{
+    base_ctx_t *x = self->ctx;
+    return put_bulk(x, self->index, x->comm_workers);
+}
+
+static agmm_status_t gemm_worker(agmm_worker_t *self)
+{
+    base_ctx_t *x = self->ctx;
+    agmm_plan_t *p = x->p;
+    if (x->comm_workers == 0)
+        AGMM_CHECK(put_bulk(x, self->index, x->gemm_workers));
+    /* Everything arrives before any GEMM starts: that is the baseline. */
+    for (int src = 0; src < p->nranks; src++) {
+        if (src == p->rank || p->m_local[src] == 0) continue;
+        agmm_wait_what_t what = {"shard", src, -1};
+        AGMM_CHECK(agmm_signal_wait(
+            p->world,
+            agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_BULK, src)),
+            x->epoch, agmm_deadline(p->world, p->desc.timeout_s), &what));
+    }
+    agmm_worker_share_t s;
+    if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s))
+        return AGMM_OK;
+    /* Rows [r0, r1) of the gathered matrix, whole tiles, for this row
+     * group; converted (shared claims) into one contiguous fp32 block. */
+    int64_t tiles_total = p->total_tiles, g0, g1;
+    agmm_share_tiles(&s, tiles_total, &g0, &g1);
+    if (g0 == g1) return AGMM_OK;
+    for (int src = 0; src < p->nranks; src++) {
+        int64_t t0 = AGMM_MAX(g0 - p->tile_base[src], 0);
+        int64_t t1 = AGMM_MIN(g1 - p->tile_base[src], p->tiles[src]);
+        if (t0 >= t1) continue;
+        const float *unused;
+        AGMM_CHECK(agmm_plan_rows_f32(p, src, t0, t1, x->a, x->epoch, &unused));
+        agmm_plan_count_items(p, src, t0, t1, s.j0, s.j1);
+    }
+    /* Global rows are contiguous in g32 (or, for fp32, in the window). */
+    int64_t k = p->desc.k, n = p->desc.n;
+    int64_t r0 = agmm_global_tile_row(p, g0), r1 = agmm_global_tile_row(p, g1);
+    const float *a = p->desc.dtype == AGMM_DTYPE_FP32
+                         ? (const float *)(const void *)p->gathered.local
+                         : p->g32;
+    a += (size_t)r0 * (size_t)k;
+    int64_t c0 = s.j0 * p->desc.tile_n;
+    int64_t c1 = AGMM_MIN(s.j1 * p->desc.tile_n, n);
+    agmm_gemm_f32(r1 - r0, c1 - c0, k, a, k, p->w32 + c0, n,
+                  x->c + (size_t)r0 * (size_t)n + c0, n);
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_run_baseline(agmm_plan_t *p, const void *a_local, float *c,
+                                uint64_t epoch)
+{
+    base_ctx_t x = {p, a_local, c, epoch, p->desc.comm_workers,
+                    p->desc.gemm_workers};
+    int n = x.comm_workers + x.gemm_workers;
+    agmm_worker_t *ws = agmm_alloc(sizeof *ws * (size_t)n);
+    if (!ws) return agmm_error(AGMM_ERR_NO_MEMORY, "run: out of memory");
+    for (int i = 0; i < n; i++) {
+        int gemm = i < x.gemm_workers;
+        ws[i].fn = gemm ? gemm_worker : comm_worker;
+        ws[i].index = gemm ? i : i - x.gemm_workers;
+        ws[i].ctx = &x;
+    }
+    agmm_status_t st = agmm_workers_run(p->world, ws, n);
+    agmm_free(ws);
+    return st;
+}

@@ -1,0 +1,333 @@
+/* Plan lifecycle: description checks, memory estimate, collective create
+ * and destroy, the weight, and the registry of live plans (so a destroyed
+ * plan is refused instead of crashing). */
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "gemm/convert.h"
+#include "ops/plan_internal.h"
+
+/* ------------------------------------------------------------ registry */
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static const agmm_plan_t *live[64];
+static int nlive;
+
+static int registry_add(const agmm_plan_t *p)
+{
+    pthread_mutex_lock(&live_lock);
+    int ok = nlive < (int)(sizeof live / sizeof live[0]);
+    if (ok) live[nlive++] = p;
+    pthread_mutex_unlock(&live_lock);
+    return ok;
+}
+
+static void registry_remove(const agmm_plan_t *p)
+{
+    pthread_mutex_lock(&live_lock);
+    for (int i = 0; i < nlive; i++)
+        if (live[i] == p) {
+            live[i] = live[--nlive];
+            break;
+        }
+    pthread_mutex_unlock(&live_lock);
+}
+
+int agmm_plan_is_live(const agmm_plan_t *p)
+{
+    int found = 0;
+    pthread_mutex_lock(&live_lock);
+    for (int i = 0; i < nlive && !found; i++) found = live[i] == p;
+    pthread_mutex_unlock(&live_lock);
+    return found;
+}
+
+/* -------------------------------------------------------- description */
+
+void agmm_plan_desc_init(agmm_plan_desc_t *d)
+{
+    if (!d) return;
+    memset(d, 0, sizeof *d);
+    d->nranks = 1;
+    d->k = d->n = 4096;
+    d->tile_m = 128;
+    d->tile_n = 256;
+    d->dtype = AGMM_DTYPE_FP16;
+    d->weights = AGMM_WEIGHTS_SHARED;
+    d->comm_workers = 1;
+    d->gemm_workers = 1;
+}
+
+agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
+{
+    if (!d) return agmm_error(AGMM_ERR_INVALID_ARG, "plan: desc is NULL");
+    if (d->nranks < 1)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: nranks %d (allowed >= 1)", d->nranks);
+    if (!d->m_local)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "plan: m_local is NULL");
+    int64_t M = 0;
+    for (int r = 0; r < d->nranks; r++) {
+        if (d->m_local[r] < 0)
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "plan: m_local[%d] = %lld (allowed >= 0)", r,
+                              (long long)d->m_local[r]);
+        if (!agmm_add_ok(M, d->m_local[r], &M))
+            return agmm_error(AGMM_ERR_TOO_LARGE,
+                              "plan: the sum of m_local overflows");
+    }
+    if (M < 1)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: every shard is empty (sum of m_local = 0)");
+    if (d->k < 1 || d->n < 1)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: k = %lld, n = %lld (allowed >= 1)",
+                          (long long)d->k, (long long)d->n);
+    if (M > INT_MAX || d->k > INT_MAX || d->n > INT_MAX)
+        return agmm_error(AGMM_ERR_TOO_LARGE,
+                          "plan: M, k and n must each be at most %d (CBLAS "
+                          "dimensions are int)",
+                          INT_MAX);
+    if (d->tile_m < 1 || d->tile_n < 1)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: tile_m = %lld, tile_n = %lld (allowed >= 1)",
+                          (long long)d->tile_m, (long long)d->tile_n);
+    if (agmm_dtype_size(d->dtype) == 0)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "plan: dtype %d is not valid",
+                          (int)d->dtype);
+    if (d->weights != AGMM_WEIGHTS_SHARED && d->weights != AGMM_WEIGHTS_PER_RANK)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: weights %d is not valid", (int)d->weights);
+    if (d->comm_workers < 0 || d->comm_workers > 1024)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: comm_workers %d (allowed 0..1024)",
+                          d->comm_workers);
+    if (d->gemm_workers < 1 || d->gemm_workers > 1024)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: gemm_workers %d (allowed 1..1024)",
+                          d->gemm_workers);
+    if (agmm_plan_bytes_per_rank(d) == 0)
+        return agmm_error(AGMM_ERR_TOO_LARGE,
+                          "plan: byte counts overflow 64 bits");
+    return AGMM_OK;
+}
+
+/* Sum of a + b*c*... in bytes, 0 on overflow. */
+static int64_t bytes3(int64_t a, int64_t b, int64_t c)
+{
+    int64_t ab, abc;
+    if (!agmm_mul_ok(a, b, &ab) || !agmm_mul_ok(ab, c, &abc)) return -1;
+    return abc;
+}
+
+uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
+{
+    if (!d || !d->m_local || d->nranks < 1) return 0;
+    int64_t M = 0, tiles = 0;
+    for (int r = 0; r < d->nranks; r++) {
+        if (d->m_local[r] < 0 || !agmm_add_ok(M, d->m_local[r], &M)) return 0;
+        if (d->tile_m >= 1) tiles += AGMM_DIV_UP(d->m_local[r], d->tile_m);
+    }
+    int64_t es = (int64_t)agmm_dtype_size(d->dtype);
+    if (es == 0) return 0;
+    int64_t parts[5] = {
+        bytes3(M, d->k, es),                                      /* gathered */
+        bytes3(tiles + 2 * d->nranks, AGMM_CACHE_LINE, 1),        /* signals */
+        bytes3(d->k, d->n, 4),                                    /* w32 */
+        d->dtype == AGMM_DTYPE_FP32 ? 0 : bytes3(M, d->k, 4),     /* g32 */
+        bytes3(tiles, 2 * AGMM_CACHE_LINE + 4 * 64, 1),           /* claims */
+    };
+    int64_t total = 0;
+    for (int i = 0; i < 5; i++)
+        if (parts[i] < 0 || !agmm_add_ok(total, parts[i], &total)) return 0;
+    return (uint64_t)total;
+}
+
+/* ------------------------------------------------------------ create */
+
+/* FNV-1a over the fields every rank must agree on. */
+static uint64_t desc_hash(const agmm_plan_desc_t *d)
+{
+    uint64_t h = 1469598103934665603ull;
+#define MIX(v)                                                                 \
+    do {                                                                       \
+        uint64_t x_ = (uint64_t)(v);                                           \
+        for (int i_ = 0; i_ < 8; i_++) {                                       \
+            h ^= (x_ >> (8 * i_)) & 0xff;                                      \
+            h *= 1099511628211ull;                                             \
+        }                                                                      \
+    } while (0)
+    MIX(d->nranks);
+    for (int r = 0; r < d->nranks; r++) MIX(d->m_local[r]);
+    MIX(d->k);
+    MIX(d->n);
+    MIX(d->tile_m);
+    MIX(d->tile_n);
+    MIX(d->dtype);
+    MIX(d->weights);
+#undef MIX
+    return h;
+}
+
+static void plan_free_local(agmm_plan_t *p)
+{
+    agmm_free(p->m_local);
+    agmm_free(p->row_off);
+    agmm_free(p->tiles);
+    agmm_free(p->tile_base);
+    agmm_free(p->w32);
+    agmm_free(p->g32);
+    agmm_free(p->claimed);
+    agmm_free(p->converted);
+    agmm_free((void *)p->item_count);
+    agmm_free(p);
+}
+
+static agmm_status_t plan_layout(agmm_plan_t *p, const agmm_plan_desc_t *d)
+{
+    int P = d->nranks;
+    p->m_local = agmm_alloc(sizeof(int64_t) * (size_t)P);
+    p->row_off = agmm_alloc(sizeof(int64_t) * (size_t)(P + 1));
+    p->tiles = agmm_alloc(sizeof(int64_t) * (size_t)P);
+    p->tile_base = agmm_alloc(sizeof(int64_t) * (size_t)(P + 1));
+    if (!p->m_local || !p->row_off || !p->tiles || !p->tile_base)
+        return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
+    for (int r = 0; r < P; r++) {
+        p->m_local[r] = d->m_local[r];
+        p->row_off[r + 1] = p->row_off[r] + d->m_local[r];
+        p->tiles[r] = AGMM_DIV_UP(d->m_local[r], d->tile_m);
+        p->tile_base[r + 1] = p->tile_base[r] + p->tiles[r];
+    }
+    p->desc = *d;
+    p->desc.m_local = p->m_local;
+    p->nranks = P;
+    p->M = p->row_off[P];
+    p->total_tiles = p->tile_base[P];
+    p->col_blocks = AGMM_DIV_UP(d->n, d->tile_n);
+    p->esize = agmm_dtype_size(d->dtype);
+
+    size_t nt = (size_t)(p->total_tiles > 0 ? p->total_tiles : 1);
+    p->w32 = agmm_alloc((size_t)d->k * (size_t)d->n * sizeof(float));
+    p->claimed = agmm_alloc(nt * sizeof(agmm_padded_counter_t));
+    p->converted = agmm_alloc(nt * sizeof(agmm_padded_counter_t));
+    p->item_count =
+        agmm_alloc(nt * (size_t)p->col_blocks * sizeof(_Atomic uint32_t));
+    if (d->dtype != AGMM_DTYPE_FP32)
+        p->g32 = agmm_alloc((size_t)p->M * (size_t)d->k * sizeof(float));
+    if (!p->w32 || !p->claimed || !p->converted || !p->item_count ||
+        (d->dtype != AGMM_DTYPE_FP32 && !p->g32))
+        return agmm_error(AGMM_ERR_NO_MEMORY,
+                          "plan: out of memory for %llu bytes",
+                          (unsigned long long)agmm_plan_bytes_per_rank(d));
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
+                               agmm_plan_t **out)
+{
+    if (!w || !out)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "plan_create: NULL argument");
+    *out = NULL;
+    AGMM_CHECK(agmm_plan_desc_check(d));
+    if (d->nranks != w->size)
+        return agmm_error(AGMM_ERR_MISMATCH,
+                          "plan_create: the plan is for %d ranks but the "
+                          "world has %d",
+                          d->nranks, w->size);
+
+    /* Every rank must describe the same operation. */
+    uint64_t mine = desc_hash(d), *all = calloc((size_t)w->size, sizeof mine);
+    if (!all) return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
+    agmm_status_t st = agmm_world_allgather(w, &mine, all, sizeof mine);
+    for (int r = 0; st == AGMM_OK && r < w->size; r++)
+        if (all[r] != mine)
+            st = agmm_error(AGMM_ERR_MISMATCH,
+                            "plan_create: rank %d passed a different plan "
+                            "description than rank %d",
+                            r, w->rank);
+    free(all);
+    AGMM_CHECK(st);
+
+    agmm_plan_t *p = agmm_alloc(sizeof *p);
+    if (!p) return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
+    p->world = w;
+    p->rank = w->rank;
+    /* A local failure must still take part in the collective allocations,
+     * or the other ranks would wait for us: agree on success first. */
+    st = plan_layout(p, d);
+    int ok = st == AGMM_OK, *oks = calloc((size_t)w->size, sizeof ok);
+    agmm_status_t st2 = oks ? agmm_world_allgather(w, &ok, oks, sizeof ok)
+                            : AGMM_ERR_NO_MEMORY;
+    for (int r = 0; st2 == AGMM_OK && r < w->size; r++)
+        if (!oks[r] && st == AGMM_OK)
+            st = agmm_error_quiet(AGMM_ERR_ABORTED,
+                                  "plan_create: rank %d failed", r);
+    free(oks);
+    if (st2 != AGMM_OK) st = st2;
+    if (st != AGMM_OK) goto fail_local;
+
+    st = w->ops->win_alloc(w, (size_t)p->M * (size_t)d->k * p->esize,
+                           &p->gathered);
+    if (st != AGMM_OK) goto fail_local;
+    st = w->ops->win_alloc(w, agmm_sig_off(p, SIG_ACK, p->nranks),
+                           &p->signals);
+    if (st != AGMM_OK) goto fail_gathered;
+    if (!registry_add(p)) {
+        st = agmm_error(AGMM_ERR_NO_MEMORY, "plan_create: too many live plans");
+        goto fail_signals;
+    }
+    *out = p;
+    return AGMM_OK;
+
+fail_signals:
+    w->ops->win_free(w, &p->signals);
+fail_gathered:
+    w->ops->win_free(w, &p->gathered);
+fail_local:
+    plan_free_local(p);
+    return st;
+}
+
+agmm_status_t agmm_plan_set_weight(agmm_plan_t *p, const void *wt)
+{
+    if (!p || !wt)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "set_weight: NULL argument");
+    if (!agmm_plan_is_live(p))
+        return agmm_error(AGMM_ERR_BAD_STATE,
+                          "set_weight: the plan was destroyed or never made");
+    agmm_convert_to_f32(p->desc.dtype, wt, p->w32,
+                        (size_t)p->desc.k * (size_t)p->desc.n);
+    p->weight_set = 1;
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_plan_destroy(agmm_plan_t *p)
+{
+    if (!p) return AGMM_OK;
+    if (!agmm_plan_is_live(p))
+        return agmm_error(AGMM_ERR_BAD_STATE,
+                          "plan_destroy: the plan was destroyed or never made");
+    registry_remove(p);
+    agmm_world_t *w = p->world;
+    /* No peer may still write into our windows (acks of the last round are
+     * sent before run returns, so after this barrier none is in flight). */
+    agmm_status_t st = w->ops->barrier(w, agmm_deadline(w, p->desc.timeout_s));
+    w->ops->win_free(w, &p->signals);
+    w->ops->win_free(w, &p->gathered);
+    plan_free_local(p);
+    return st;
+}
+
+int64_t agmm_plan_rows(const agmm_plan_t *p)
+{
+    return p && agmm_plan_is_live(p) ? p->M : -1;
+}
+
+int64_t agmm_plan_row_offset(const agmm_plan_t *p, int r)
+{
+    if (!p || !agmm_plan_is_live(p) || r < 0 || r > p->nranks) return -1;
+    return p->row_off[r];
+}

@@ -1,0 +1,102 @@
+/* The plan: what every schedule shares (layout, windows, signals, the
+ * converted weight, conversion claims). Internal to the ops layer. */
+#ifndef AGMM_OPS_PLAN_INTERNAL_H
+#define AGMM_OPS_PLAN_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "agmm.h"
+#include "common/util.h"
+#include "transport/transport.h"
+
+/* One 64-bit counter on a cache line of its own. */
+typedef struct agmm_padded_counter {
+    _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t value;
+} agmm_padded_counter_t;
+
+/* Signal window layout: one cache line per cell.
+ *   [0, total_tiles)              tile (src, t): raised by src, epoch e
+ *   [total_tiles, +P)             bulk[src]: src's whole shard (baseline)
+ *   [total_tiles + P, +P)         ack[p]: p finished reading round e
+ * Every cell has exactly one writer: the rank named by its index. */
+typedef enum { SIG_TILE, SIG_BULK, SIG_ACK } agmm_sig_kind_t;
+
+struct agmm_plan {
+    agmm_world_t *world;
+    agmm_plan_desc_t desc; /* desc.m_local points at m_local below */
+    int rank, nranks;
+    int64_t *m_local;   /* [P] rows per rank */
+    int64_t *row_off;   /* [P + 1] first global row of each rank */
+    int64_t *tiles;     /* [P] row tiles per rank */
+    int64_t *tile_base; /* [P + 1] first global tile index of each rank */
+    int64_t M;          /* total rows */
+    int64_t total_tiles;
+    int64_t col_blocks; /* ceil(n / tile_n) */
+    size_t esize;       /* bytes per input element */
+
+    agmm_win_t gathered; /* [M, k] in desc.dtype; rank r's rows are unused
+                            on rank r (local rows are read from a_local) */
+    agmm_win_t signals;
+
+    float *w32;          /* [k, n] weight, converted once per set_weight */
+    int weight_set;
+    float *g32;          /* [M, k] fp32 rows (only when dtype != fp32) */
+    /* Per global tile, in this process: the epoch whose conversion into g32
+     * is claimed / done. A worker that needs a tile claims it with a CAS on
+     * `claimed` (so it is converted once per round, by one thread) and
+     * publishes `converted` with release; others wait on it (acquire). */
+    agmm_padded_counter_t *claimed;
+    agmm_padded_counter_t *converted;
+    /* How often each work item (global tile, column block) was computed,
+     * summed over rounds: the schedule test checks it. */
+    _Atomic uint32_t *item_count;
+
+    uint64_t epoch; /* rounds run; round e publishes and waits for e */
+    int destroyed;
+};
+
+/* The offset of a signal cell in the signal window. */
+static inline size_t agmm_sig_off(const agmm_plan_t *p, agmm_sig_kind_t kind,
+                                  int64_t index)
+{
+    int64_t cell = index;
+    if (kind == SIG_BULK) cell += p->total_tiles;
+    if (kind == SIG_ACK) cell += p->total_tiles + p->nranks;
+    return (size_t)cell * AGMM_CACHE_LINE;
+}
+
+/* The first global row of global tile g (M for g == total_tiles). */
+static inline int64_t agmm_global_tile_row(const agmm_plan_t *p, int64_t g)
+{
+    for (int src = 0; src < p->nranks; src++)
+        if (g < p->tile_base[src + 1])
+            return p->row_off[src] + (g - p->tile_base[src]) * p->desc.tile_m;
+    return p->M;
+}
+
+/* Rows [row0, row0 + rows) of source rank `src` in fp32 for round `epoch`,
+ * converting them into g32 (once per tile per round) when needed. `a_local`
+ * is this rank's shard. Returns a pointer with leading dimension k. */
+agmm_status_t agmm_plan_rows_f32(agmm_plan_t *p, int src, int64_t t0,
+                                 int64_t t1, const void *a_local,
+                                 uint64_t epoch, const float **rows);
+
+/* Count the items (tiles [t0,t1) of src) x (column blocks [j0,j1)). */
+void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
+                           int64_t j0, int64_t j1);
+
+/* Test hook: how often item (global tile, block) was computed. */
+uint32_t agmm_plan_item_count(const agmm_plan_t *p, int64_t global_tile,
+                              int64_t col_block);
+
+/* Is `p` a live plan (created, not destroyed)? */
+int agmm_plan_is_live(const agmm_plan_t *p);
+
+/* Schedules (fused.c, baseline.c). */
+agmm_status_t agmm_run_fused(agmm_plan_t *p, const void *a_local, float *c,
+                             uint64_t epoch);
+agmm_status_t agmm_run_baseline(agmm_plan_t *p, const void *a_local, float *c,
+                                uint64_t epoch);
+
+#endif

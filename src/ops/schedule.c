@@ -1,0 +1,28 @@
+#include "ops/schedule.h"
+
+int agmm_busy_gemm_workers(int G, int64_t col_blocks)
+{
+    int64_t gc = col_blocks < G ? col_blocks : G;
+    return (int)(gc * (G / gc));
+}
+
+int agmm_worker_share(int g, int G, int64_t col_blocks,
+                      agmm_worker_share_t *s)
+{
+    int64_t gc = col_blocks < G ? col_blocks : G;
+    int gr = (int)(G / gc);
+    if (g >= gr * gc) return 0;
+    int64_t cg = g % gc;
+    s->j0 = cg * col_blocks / gc;
+    s->j1 = (cg + 1) * col_blocks / gc;
+    s->rg = (int)(g / gc);
+    s->gr = gr;
+    return 1;
+}
+
+void agmm_share_tiles(const agmm_worker_share_t *s, int64_t tiles,
+                      int64_t *t0, int64_t *t1)
+{
+    *t0 = s->rg * tiles / s->gr;
+    *t1 = (s->rg + 1) * tiles / s->gr;
+}

@@ -1,0 +1,68 @@
+#include "ops/workers.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "transport/transport.h"
+
+typedef struct {
+    agmm_world_t *world;
+    agmm_worker_t *self;
+} trampoline_t;
+
+static void run_one(agmm_world_t *w, agmm_worker_t *self)
+{
+    self->status = self->fn(self);
+    if (self->status == AGMM_OK) return;
+    snprintf(self->error, sizeof self->error, "%s", agmm_thread_error());
+    /* Timeouts abort in the wait itself; anything else aborts here. */
+    if (self->status != AGMM_ERR_ABORTED && self->status != AGMM_ERR_TIMEOUT) {
+        char reason[460];
+        snprintf(reason, sizeof reason, "rank %d failed: %s", w->rank,
+                 self->error);
+        w->ops->abort(w, reason);
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    trampoline_t *t = arg;
+    run_one(t->world, t->self);
+    return NULL;
+}
+
+agmm_status_t agmm_workers_run(agmm_world_t *w, agmm_worker_t *ws, int n)
+{
+    trampoline_t tr[n > 0 ? n : 1];
+    int started = 1;
+    agmm_status_t st = AGMM_OK;
+    for (int i = 1; i < n; i++) {
+        tr[i].world = w;
+        tr[i].self = &ws[i];
+        if (pthread_create(&ws[i].thread, NULL, thread_main, &tr[i]) != 0) {
+            st = agmm_error(AGMM_ERR_SYSTEM, "could not start worker thread %d",
+                            i);
+            w->ops->abort(w, "a rank could not start its worker threads");
+            break;
+        }
+        started++;
+    }
+    if (n > 0) run_one(w, &ws[0]);
+    for (int i = 1; i < started; i++) pthread_join(ws[i].thread, NULL);
+    if (st != AGMM_OK) return st;
+
+    int first = -1;
+    for (int i = 0; i < n; i++) {
+        if (ws[i].status == AGMM_OK) continue;
+        if (first < 0 || (ws[first].status == AGMM_ERR_ABORTED &&
+                          ws[i].status != AGMM_ERR_ABORTED))
+            first = i;
+    }
+    if (first < 0) return AGMM_OK;
+    /* Timeouts and local errors were printed where they were detected; an
+     * abort is printed here, once per rank, with what this rank waited for. */
+    if (ws[first].status == AGMM_ERR_ABORTED)
+        return agmm_error(AGMM_ERR_ABORTED, "%s", ws[first].error);
+    return agmm_error_quiet(ws[first].status, "%s", ws[first].error);
+}

@@ -1,0 +1,310 @@
+/* Shared-memory transport: ranks are processes forked by the launcher on one
+ * host. Before the fork the launcher maps two shared anonymous regions that
+ * every rank inherits at the same address:
+ *
+ *   - the control block (barrier counters, allgather slots, abort state),
+ *   - the symmetric heap: one slice of `slice` bytes per rank, reserved with
+ *     MAP_NORESERVE so only pages that are touched use memory.
+ *
+ * A window is an offset into every slice; rank p's copy of a window at
+ * offset o is heap + p * slice + o, so a put is a memcpy into the peer's
+ * slice followed by a release store of the signal. Shared anonymous memory
+ * has no name: nothing can be left behind in /dev/shm, whatever way the
+ * processes end; the kernel frees it with the last process.
+ *
+ * Each rank runs the same deterministic allocator over its own copy of the
+ * heap bookkeeping, so collective allocations return the same offset on every
+ * rank; win_alloc checks that with an allgather. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "transport/transport.h"
+
+enum { ABORT_NONE = 0, ABORT_WRITING = 1, ABORT_PUBLISHED = 2 };
+
+/* The control block. Each counter written by several processes sits on its
+ * own cache line. */
+typedef struct shm_ctl {
+    /* Barrier: a monotonic arrival counter and the number of completed
+     * barriers. The last of P arrivals of barrier g stores g + 1 to
+     * `generation` (release); the others wait for it (acquire). */
+    _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t arrived;
+    _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t generation;
+    /* Abort: 0 -> 1 by the first aborter (CAS), message written, then 2
+     * (release); readers that see 2 (acquire) may read the message. */
+    _Alignas(AGMM_CACHE_LINE) _Atomic int abort_state;
+    char abort_reason[384];
+    /* Allgather slots follow: AGMM_ALLGATHER_MAX bytes per rank. */
+    _Alignas(AGMM_CACHE_LINE) unsigned char slots[];
+} shm_ctl_t;
+
+struct agmm_shm_shared {
+    int nranks;
+    shm_ctl_t *ctl;
+    size_t ctl_bytes;
+    unsigned char *heap;
+    size_t slice; /* bytes of heap per rank */
+};
+
+/* A rank's private view. Allocations are kept sorted by offset. */
+#define SHM_MAX_BLOCKS 256
+typedef struct shm_rank {
+    agmm_shm_shared_t *sh;
+    uint64_t barriers_done; /* barriers this rank has completed */
+    int nblocks;
+    struct {
+        size_t off, bytes;
+    } blocks[SHM_MAX_BLOCKS];
+} shm_rank_t;
+
+static shm_rank_t *rank_of(agmm_world_t *w) { return (shm_rank_t *)w->impl; }
+
+static uint64_t meminfo_total(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    unsigned long long kb = 0;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) break;
+        fclose(f);
+    }
+    if (kb == 0) kb = 4ull << 20; /* 4 GiB if /proc is unreadable */
+    return (uint64_t)kb * 1024;
+}
+
+agmm_status_t agmm_shm_prepare(int nranks, double timeout_s,
+                               agmm_shm_shared_t **out)
+{
+    (void)timeout_s;
+    agmm_shm_shared_t *sh = calloc(1, sizeof *sh);
+    if (!sh) return agmm_error(AGMM_ERR_NO_MEMORY, "launcher: out of memory");
+    sh->nranks = nranks;
+    sh->ctl_bytes = sizeof(shm_ctl_t) + (size_t)nranks * AGMM_ALLGATHER_MAX;
+    sh->ctl = mmap(NULL, sh->ctl_bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh->ctl == MAP_FAILED) {
+        int e = errno;
+        free(sh);
+        return agmm_error(AGMM_ERR_SYSTEM, "launcher: mmap control block: %s",
+                          strerror(e));
+    }
+    /* One slice per rank as large as the machine's memory: a plan that does
+     * not fit is refused before it gets here, and untouched pages cost
+     * nothing. Rounded to 2 MiB so slices start on huge-page boundaries. */
+    size_t slice = (size_t)meminfo_total();
+    slice = (slice + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    sh->slice = slice;
+    sh->heap = mmap(NULL, slice * (size_t)nranks, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (sh->heap == MAP_FAILED) {
+        int e = errno;
+        munmap(sh->ctl, sh->ctl_bytes);
+        free(sh);
+        return agmm_error(AGMM_ERR_SYSTEM,
+                          "launcher: mmap %d x %zu MiB symmetric heap: %s",
+                          nranks, slice >> 20, strerror(e));
+    }
+    *out = sh;
+    return AGMM_OK;
+}
+
+void agmm_shm_release(agmm_shm_shared_t *sh)
+{
+    if (!sh) return;
+    munmap(sh->heap, sh->slice * (size_t)sh->nranks);
+    munmap(sh->ctl, sh->ctl_bytes);
+    free(sh);
+}
+
+void agmm_shm_abort_all(agmm_shm_shared_t *sh, const char *reason)
+{
+    int expected = ABORT_NONE;
+    if (!atomic_compare_exchange_strong_explicit(
+            &sh->ctl->abort_state, &expected, ABORT_WRITING,
+            memory_order_acq_rel, memory_order_acquire))
+        return; /* someone else aborted first: their reason stands */
+    snprintf(sh->ctl->abort_reason, sizeof sh->ctl->abort_reason, "%s",
+             reason);
+    atomic_store_explicit(&sh->ctl->abort_state, ABORT_PUBLISHED,
+                          memory_order_release);
+}
+
+const char *agmm_shm_abort_reason(agmm_shm_shared_t *sh)
+{
+    int st = atomic_load_explicit(&sh->ctl->abort_state, memory_order_acquire);
+    if (st == ABORT_NONE) return NULL;
+    if (st == ABORT_WRITING) return "another rank is aborting the run";
+    return sh->ctl->abort_reason;
+}
+
+/* ----------------------------------------------------------- vtable */
+
+static void shm_abort(agmm_world_t *w, const char *reason)
+{
+    agmm_shm_abort_all(rank_of(w)->sh, reason);
+}
+
+static const char *shm_aborted(agmm_world_t *w)
+{
+    return agmm_shm_abort_reason(rank_of(w)->sh);
+}
+
+static unsigned char *slice_of(agmm_shm_shared_t *sh, int rank)
+{
+    return sh->heap + (size_t)rank * sh->slice;
+}
+
+static agmm_status_t shm_barrier(agmm_world_t *w, double deadline)
+{
+    shm_rank_t *r = rank_of(w);
+    shm_ctl_t *ctl = r->sh->ctl;
+    uint64_t g = r->barriers_done;
+    uint64_t mine = atomic_fetch_add_explicit(&ctl->arrived, 1,
+                                              memory_order_acq_rel);
+    r->barriers_done = g + 1;
+    if (mine == (g + 1) * (uint64_t)w->size - 1) {
+        atomic_store_explicit(&ctl->generation, g + 1, memory_order_release);
+        return AGMM_OK;
+    }
+    agmm_wait_what_t what = {"barrier", -1, (int64_t)g};
+    return agmm_signal_wait(w, &ctl->generation, g + 1, deadline, &what);
+}
+
+static agmm_status_t shm_allgather(agmm_world_t *w, const void *in, void *out,
+                                   size_t bytes, double deadline)
+{
+    shm_ctl_t *ctl = rank_of(w)->sh->ctl;
+    memcpy(ctl->slots + (size_t)w->rank * AGMM_ALLGATHER_MAX, in, bytes);
+    AGMM_CHECK(shm_barrier(w, deadline)); /* every slot written */
+    for (int p = 0; p < w->size; p++)
+        memcpy((unsigned char *)out + (size_t)p * bytes,
+               ctl->slots + (size_t)p * AGMM_ALLGATHER_MAX, bytes);
+    return shm_barrier(w, deadline); /* every slot read: reusable */
+}
+
+static agmm_status_t shm_win_alloc(agmm_world_t *w, size_t bytes,
+                                   agmm_win_t *out)
+{
+    shm_rank_t *r = rank_of(w);
+    size_t align = 2u << 20; /* windows start on 2 MiB boundaries */
+    size_t need = (bytes + align - 1) & ~(align - 1);
+    if (need < bytes) need = bytes; /* overflow: refused below */
+    if (r->nblocks == SHM_MAX_BLOCKS)
+        return agmm_error(AGMM_ERR_NO_MEMORY, "shm: too many windows (%d)",
+                          SHM_MAX_BLOCKS);
+    /* First fit over the sorted blocks. */
+    size_t off = 0;
+    int at = 0;
+    for (; at < r->nblocks; at++) {
+        if (r->blocks[at].off - off >= need) break;
+        off = r->blocks[at].off + r->blocks[at].bytes;
+    }
+    if (need > r->sh->slice || off > r->sh->slice - need)
+        return agmm_error(AGMM_ERR_NO_MEMORY,
+                          "shm: a %zu MiB window does not fit the %zu MiB "
+                          "symmetric heap",
+                          bytes >> 20, r->sh->slice >> 20);
+    /* Every rank must have made the same sequence of allocations. */
+    uint64_t mine[2] = {off, bytes};
+    uint64_t all[2 * AGMM_ALLGATHER_MAX / 16];
+    if ((size_t)w->size * sizeof mine <= sizeof all) {
+        AGMM_CHECK(shm_allgather(w, mine, all, sizeof mine,
+                                 agmm_deadline(w, 0)));
+        for (int p = 0; p < w->size; p++)
+            if (all[2 * p] != off || all[2 * p + 1] != bytes)
+                return agmm_error(AGMM_ERR_MISMATCH,
+                                  "shm: window allocation differs between "
+                                  "rank %d (%llu bytes at %llu) and this rank "
+                                  "(%zu bytes at %zu)",
+                                  p, (unsigned long long)all[2 * p + 1],
+                                  (unsigned long long)all[2 * p], bytes, off);
+    }
+    memmove(&r->blocks[at + 1], &r->blocks[at],
+            (size_t)(r->nblocks - at) * sizeof r->blocks[0]);
+    r->blocks[at].off = off;
+    r->blocks[at].bytes = need;
+    r->nblocks++;
+    out->offset = off;
+    out->bytes = bytes;
+    out->local = slice_of(r->sh, w->rank) + off;
+    out->impl = NULL;
+    return AGMM_OK;
+}
+
+static void shm_win_free(agmm_world_t *w, agmm_win_t *win)
+{
+    shm_rank_t *r = rank_of(w);
+    for (int i = 0; i < r->nblocks; i++) {
+        if (r->blocks[i].off != win->offset) continue;
+        /* Give the pages back and leave them zeroed for the next window:
+         * MADV_REMOVE frees the shared backing store. Peers may still be
+         * touching our slice until the caller's barrier, which the plan
+         * does before freeing. */
+        madvise(win->local, r->blocks[i].bytes, MADV_REMOVE);
+        memmove(&r->blocks[i], &r->blocks[i + 1],
+                (size_t)(r->nblocks - i - 1) * sizeof r->blocks[0]);
+        r->nblocks--;
+        break;
+    }
+    memset(win, 0, sizeof *win);
+}
+
+static agmm_status_t shm_signal(agmm_world_t *w, const agmm_win_t *sigwin,
+                                int dst, size_t sig_off, uint64_t value)
+{
+    unsigned char *base = slice_of(rank_of(w)->sh, dst) + sigwin->offset;
+    /* Release: everything this thread wrote before (the tile) is visible to
+     * a reader whose acquire load returns `value`. */
+    atomic_store_explicit((_Atomic uint64_t *)(void *)(base + sig_off), value,
+                          memory_order_release);
+    return AGMM_OK;
+}
+
+static agmm_status_t shm_put_signal(agmm_world_t *w, const agmm_win_t *win,
+                                    int dst, size_t off, const void *src,
+                                    size_t bytes, const agmm_win_t *sigwin,
+                                    size_t sig_off, uint64_t value)
+{
+    unsigned char *base = slice_of(rank_of(w)->sh, dst) + win->offset;
+    memcpy(base + off, src, bytes);
+    return shm_signal(w, sigwin, dst, sig_off, value);
+}
+
+static agmm_status_t shm_quiet(agmm_world_t *w)
+{
+    (void)w; /* puts are synchronous copies */
+    return AGMM_OK;
+}
+
+static const agmm_transport_ops_t shm_ops = {
+    .name = "shm",
+    .win_alloc = shm_win_alloc,
+    .win_free = shm_win_free,
+    .put_signal = shm_put_signal,
+    .signal = shm_signal,
+    .quiet = shm_quiet,
+    .progress = NULL,
+    .barrier = shm_barrier,
+    .allgather = shm_allgather,
+    .abort = shm_abort,
+    .aborted = shm_aborted,
+};
+
+void agmm_shm_world_init(agmm_shm_shared_t *sh, int rank, agmm_world_t *w)
+{
+    /* The rank's private state lives for the life of the process. */
+    static shm_rank_t state;
+    memset(&state, 0, sizeof state);
+    state.sh = sh;
+    w->ops = &shm_ops;
+    w->rank = rank;
+    w->size = sh->nranks;
+    w->impl = &state;
+}

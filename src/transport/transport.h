@@ -1,0 +1,107 @@
+/* The transport layer: symmetric windows, put-with-signal, signal waits,
+ * barrier and abort, behind one vtable with one file per backend
+ * (shm.c: processes on one host sharing memory; mpi.c: MPI).
+ *
+ * Signals are 64-bit epoch counters living in a window. A signal has one
+ * writer (the rank that owns the data it guards) and is only ever raised:
+ * round e publishes the value e and a reader waits for ">= e". Publication
+ * is a release store made after the data is in place; the wait is an acquire
+ * load, so a reader that sees e also sees the data of round e. */
+#ifndef AGMM_TRANSPORT_H
+#define AGMM_TRANSPORT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agmm.h"
+
+typedef struct agmm_win {
+    size_t offset;        /* same on every rank (symmetric) */
+    size_t bytes;
+    unsigned char *local; /* this rank's copy */
+    void *impl;           /* backend state (e.g. an MPI window) */
+} agmm_win_t;
+
+typedef struct agmm_transport_ops {
+    const char *name;
+    /* Collective. A zeroed window of `bytes` on every rank. */
+    agmm_status_t (*win_alloc)(agmm_world_t *w, size_t bytes, agmm_win_t *out);
+    /* Collective. */
+    void (*win_free)(agmm_world_t *w, agmm_win_t *win);
+    /* Copy `bytes` from `src` to rank `dst`'s `win` at `off`, then raise the
+     * signal at `sig_off` of `dst`'s `sigwin` to `value` with release order.
+     * May return before the copy is done (the backend owns completion; src
+     * must stay unchanged until quiet()). */
+    agmm_status_t (*put_signal)(agmm_world_t *w, const agmm_win_t *win, int dst,
+                                size_t off, const void *src, size_t bytes,
+                                const agmm_win_t *sigwin, size_t sig_off,
+                                uint64_t value);
+    /* Raise a signal on `dst` without data (release). */
+    agmm_status_t (*signal)(agmm_world_t *w, const agmm_win_t *sigwin, int dst,
+                            size_t sig_off, uint64_t value);
+    /* Every put/signal issued by the calling thread is complete at its
+     * target. */
+    agmm_status_t (*quiet)(agmm_world_t *w);
+    /* Drive communication progress while waiting (NULL: none needed). */
+    void (*progress)(agmm_world_t *w);
+    /* Collective, with a deadline (agmm_now() seconds). */
+    agmm_status_t (*barrier)(agmm_world_t *w, double deadline);
+    /* Collective: `bytes` per rank, at most AGMM_ALLGATHER_MAX. */
+    agmm_status_t (*allgather)(agmm_world_t *w, const void *in, void *out,
+                               size_t bytes, double deadline);
+    /* Mark the world aborted with a one-line reason (first caller wins). */
+    void (*abort)(agmm_world_t *w, const char *reason);
+    /* NULL while the world runs; the reason once it is aborted. */
+    const char *(*aborted)(agmm_world_t *w);
+} agmm_transport_ops_t;
+
+#define AGMM_ALLGATHER_MAX 1024
+
+struct agmm_world {
+    const agmm_transport_ops_t *ops;
+    int rank;
+    int size;
+    double timeout_s; /* default wait timeout */
+    void *impl;       /* backend state */
+};
+
+/* What a wait was for, so a timeout or abort can say so. */
+typedef struct agmm_wait_what {
+    const char *kind; /* "tile", "ack", ... */
+    int peer;         /* the rank expected to raise the signal */
+    int64_t index;    /* tile index, or -1 */
+} agmm_wait_what_t;
+
+/* Wait until *sig >= at_least (acquire), the deadline passes, or the world
+ * is aborted. Spins briefly, then yields, then sleeps in short steps, so
+ * that ranks oversubscribing cores still make progress. On timeout or abort
+ * the error is recorded with rank, what, expected and observed values. */
+agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
+                               uint64_t at_least, double deadline,
+                               const agmm_wait_what_t *what);
+
+/* The signal cell at byte offset `off` of this rank's copy of `win`. */
+static inline _Atomic uint64_t *agmm_win_signal(const agmm_win_t *win,
+                                                size_t off)
+{
+    return (_Atomic uint64_t *)(void *)(win->local + off);
+}
+
+/* The deadline for a wait starting now with `timeout_s` (<= 0: world's). */
+double agmm_deadline(const agmm_world_t *w, double timeout_s);
+
+/* shm backend, used by the launcher (launch/launch.c). */
+typedef struct agmm_shm_shared agmm_shm_shared_t;
+/* Before fork: map the control block and the symmetric heap. */
+agmm_status_t agmm_shm_prepare(int nranks, double timeout_s,
+                               agmm_shm_shared_t **out);
+/* In rank `rank` after fork: the world over the shared mappings. */
+void agmm_shm_world_init(agmm_shm_shared_t *sh, int rank, agmm_world_t *w);
+/* From the launcher: abort every rank with `reason` (first abort wins). */
+void agmm_shm_abort_all(agmm_shm_shared_t *sh, const char *reason);
+const char *agmm_shm_abort_reason(agmm_shm_shared_t *sh);
+/* After every rank exited: unmap. */
+void agmm_shm_release(agmm_shm_shared_t *sh);
+
+#endif

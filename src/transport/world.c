@@ -1,0 +1,41 @@
+/* The public world functions: thin, checked wrappers over the vtable. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "transport/transport.h"
+
+int agmm_world_rank(const agmm_world_t *w) { return w ? w->rank : -1; }
+int agmm_world_size(const agmm_world_t *w) { return w ? w->size : -1; }
+
+const char *agmm_world_transport_name(const agmm_world_t *w)
+{
+    return w ? w->ops->name : "none";
+}
+
+agmm_status_t agmm_world_barrier(agmm_world_t *w, double timeout_s)
+{
+    if (!w) return agmm_error(AGMM_ERR_INVALID_ARG, "barrier: world is NULL");
+    return w->ops->barrier(w, agmm_deadline(w, timeout_s));
+}
+
+agmm_status_t agmm_world_allgather(agmm_world_t *w, const void *in, void *out,
+                                   size_t bytes)
+{
+    if (!w || !in || !out)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "allgather: NULL argument");
+    if (bytes == 0 || bytes > AGMM_ALLGATHER_MAX)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "allgather: %zu bytes per rank (allowed 1..%d)",
+                          bytes, AGMM_ALLGATHER_MAX);
+    return w->ops->allgather(w, in, out, bytes, agmm_deadline(w, 0));
+}
+
+void agmm_world_abort(agmm_world_t *w, const char *message)
+{
+    if (!w) return;
+    char reason[400];
+    snprintf(reason, sizeof reason, "rank %d aborted: %s", w->rank,
+             message ? message : "(no reason given)");
+    w->ops->abort(w, reason);
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Bad command lines for the agmm tool: every row must exit 2 with exactly one
+# line on stderr that contains the expected text (the option it names), and
+# nothing on stdout. A few good rows (help, version) must exit 0 with output.
+# Afterwards no agmm process and no /dev/shm/*agmm* object may be left.
+#
+# usage: tests/cli_bad_args.sh AGMM_BINARY
+set -u
+
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+    echo "usage: $0 AGMM_BINARY (an executable agmm)" >&2
+    exit 2
+fi
+AGMM=$1
+ONLINE=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/cli_bad_args.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+pass=0
+fail=0
+
+# Each row: "ARGS | EXPECTED STDERR SUBSTRING". ARGS is split like a shell
+# command line (quotes allowed); the substring is matched literally.
+rows=(
+    # commands and option syntax
+    "foo                                  | unknown command 'foo'"
+    "--ranks 2                            | unknown command '--ranks'"
+    "run --foo                            | unknown option '--foo'"
+    "bench -x                             | unknown option '-x'"
+    "run --ran 1                          | unknown option '--ran'"
+    "run --k                              | --k: missing value"
+    "bench --json --m-local               | --m-local: missing value"
+    "run extra                            | unexpected argument 'extra'"
+    "run --json=1                         | --json: takes no value"
+    # --ranks
+    "run --ranks two                      | --ranks:"
+    "run --ranks 0                        | --ranks:"
+    "run --ranks -1                       | --ranks:"
+    "run --ranks 1025                     | --ranks:"
+    "run --ranks 99999999999999999999     | --ranks: out of range"
+    "run --ranks ' 2'                     | --ranks:"
+    # --m-local
+    "run --m-local abc                    | --m-local:"
+    "run --m-local -1                     | --m-local:"
+    "run --m-local 12x                    | --m-local:"
+    "run --m-local 1,,2                   | --m-local: empty value"
+    "run --m-local 1,                     | --m-local: empty value"
+    "run --m-local ''                     | --m-local:"
+    "run --m-local 1,2,3                  | --m-local: 3 values given but --ranks is 2"
+    "run --m-local 0                      | --m-local: all shards are empty"
+    "run --ranks 2 --m-local 0,0          | --m-local: all shards are empty"
+    "run --m-local 99999999999999999999   | --m-local: out of range"
+    # --k / --n / tiles
+    "run --k 0                            | --k:"
+    "run --k 12x                          | --k:"
+    "run --k 99999999999999999999         | --k: out of range"
+    "run --n -5                           | --n:"
+    "run --n ''                           | --n:"
+    "run --tile-m 0                       | --tile-m:"
+    "run --tile-n 1.5                     | --tile-n:"
+    "run --k 4000000000 --n 4000000000    | --m-local/--k/--n: sizes overflow"
+    "run --m-local 4611686018427387904,4611686018427387904 | --m-local/--k/--n: sizes overflow"
+    # enums
+    "run --dtype fp64                     | --dtype: one of fp16, bf16, fp32"
+    "run --dtype FP16                     | --dtype:"
+    "bench --weights both                 | --weights: one of shared, per-rank"
+    # cores
+    "run --comm-cores -1                  | --comm-cores:"
+    "run --comm-cores x                   | --comm-cores:"
+    "run --gemm-cores 0                   | --gemm-cores:"
+    "run --gemm-cores 99999999999999999999 | --gemm-cores: out of range"
+    "run --ranks 2 --comm-cores $ONLINE --gemm-cores 1 | --comm-cores/--gemm-cores:"
+    "bench --ranks 2 --comm-cores 0 --gemm-cores $ONLINE | --comm-cores/--gemm-cores:"
+    # run control
+    "run --timeout 0                      | --timeout:"
+    "run --timeout -1                     | --timeout:"
+    "run --timeout nan                    | --timeout:"
+    "run --timeout inf                    | --timeout:"
+    "run --timeout 1e999                  | --timeout:"
+    "run --timeout 86401                  | --timeout:"
+    "run --timeout 5s                     | --timeout:"
+    "bench --rounds 0                     | --rounds:"
+    "bench --rounds many                  | --rounds:"
+    "bench --warmup -1                    | --warmup:"
+    "run --seed -1                        | --seed:"
+    "run --seed 18446744073709551616      | --seed: out of range"
+    "run --seed 0x10                      | --seed:"
+    # memory: rejected by the caller's check (agmm_cli_check_memory)
+    "run --m-local 3000000 --k 200000     | --m-local/--k/--n: the plan needs"
+)
+# The default core split cannot fit when there are more ranks than cores.
+if [ $((ONLINE + 1)) -le 1024 ]; then
+    rows+=("run --ranks $((ONLINE + 1)) --m-local 1 | --comm-cores/--gemm-cores:")
+fi
+
+run_row() { # expected_rc args... ; fills $TMP/out, $TMP/err, $rc
+    timeout 60 "$AGMM" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    rc=$?
+}
+
+for row in "${rows[@]}"; do
+    args=${row%%|*}
+    want=${row#*|}
+    args=${args%"${args##*[![:space:]]}"}
+    want=${want#"${want%%[![:space:]]*}"}
+    want=${want%"${want##*[![:space:]]}"}
+    eval "set -- $args"
+    run_row "$@"
+    lines=$(wc -l <"$TMP/err")
+    why=""
+    if [ "$rc" -ne 2 ]; then
+        why="exit $rc, want 2"
+    elif ! grep -qF -- "$want" "$TMP/err"; then
+        why="stderr lacks '$want'"
+    elif [ "$lines" -ne 1 ]; then
+        why="stderr has $lines lines, want 1"
+    elif ! head -n1 "$TMP/err" | grep -q '^agmm: '; then
+        why="stderr does not start with 'agmm: '"
+    elif [ -s "$TMP/out" ]; then
+        why="stdout not empty"
+    fi
+    if [ -n "$why" ]; then
+        fail=$((fail + 1))
+        echo "FAIL: agmm $args: $why; stderr: $(head -c 300 "$TMP/err" | tr '\n' '~')"
+    else
+        pass=$((pass + 1))
+    fi
+done
+
+# Good rows: parse only, print to stdout, exit 0.
+good=(
+    "--help"
+    "-h"
+    "--version"
+    "run --help"
+    "bench --help"
+    "run --ranks 4 --help"
+)
+for args in "${good[@]}"; do
+    eval "set -- $args"
+    run_row "$@"
+    why=""
+    if [ "$rc" -ne 0 ]; then
+        why="exit $rc, want 0"
+    elif [ ! -s "$TMP/out" ]; then
+        why="stdout empty"
+    elif [ -s "$TMP/err" ]; then
+        why="stderr not empty"
+    fi
+    if [ -n "$why" ]; then
+        fail=$((fail + 1))
+        echo "FAIL: agmm $args: $why"
+    else
+        pass=$((pass + 1))
+    fi
+done
+# --version names the version; run --help resolves the core defaults.
+if "$AGMM" --version 2>/dev/null | head -n1 | grep -qE '^agmm [0-9]+\.[0-9]+\.[0-9]+$'; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); echo "FAIL: agmm --version: first line is not 'agmm X.Y.Z'"
+fi
+if "$AGMM" run --help 2>/dev/null | grep -q 'default here:'; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); echo "FAIL: agmm run --help: no resolved core default ('default here:')"
+fi
+
+# Nothing left behind.
+if pgrep -x agmm >/dev/null 2>&1; then
+    fail=$((fail + 1)); echo "FAIL: agmm processes left: $(pgrep -x agmm | tr '\n' ' ')"
+else
+    pass=$((pass + 1))
+fi
+left=$(ls -d /dev/shm/*agmm* 2>/dev/null)
+if [ -n "$left" ]; then
+    fail=$((fail + 1)); echo "FAIL: shared-memory objects left: $(echo "$left" | tr '\n' ' ')"
+else
+    pass=$((pass + 1))
+fi
+
+echo "cli_bad_args: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

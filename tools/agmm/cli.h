@@ -1,0 +1,74 @@
+/*
+ * The command-line parser of the `agmm` tool.
+ *
+ *   agmm run   [options]   one round (by default) checked against a reference
+ *   agmm bench [options]   warmup + timed rounds
+ *
+ * agmm_cli_parse() reads argv into an agmm_cli_t, validates every option and
+ * the combinations (list lengths, byte-count overflow, core budget) and never
+ * exits the process. Every error is one line on `err`, starting "agmm: " and
+ * naming the option. See docs/cli.md.
+ */
+#ifndef AGMM_CLI_H
+#define AGMM_CLI_H
+
+#include "agmm.h"
+#include <stdint.h>
+#include <stdio.h>
+
+#define AGMM_CLI_MAX_RANKS 1024
+
+typedef enum { AGMM_CMD_RUN, AGMM_CMD_BENCH } agmm_cmd_t;
+
+typedef struct agmm_cli {
+    agmm_cmd_t cmd;
+    int ranks;                 /* --ranks P, default 2, 1..AGMM_CLI_MAX_RANKS */
+    int64_t m_local[AGMM_CLI_MAX_RANKS]; /* --m-local ROWS[,ROWS...] default 2048; one value = every rank; else exactly P values; each >= 0, sum >= 1 */
+    int m_local_count;         /* values given to --m-local (0: not given); after a successful parse m_local[0..ranks-1] is filled */
+    int64_t k, n;              /* --k 4096, --n 4096, >= 1 */
+    int64_t tile_m, tile_n;    /* --tile-m 128, --tile-n 256, >= 1 */
+    agmm_dtype_t dtype;        /* --dtype fp16|bf16|fp32 (fp16) */
+    agmm_weights_t weights;    /* --weights shared|per-rank (shared) */
+    int comm_cores;            /* --comm-cores C >= 0; default: 1 if ranks*2 <= online cores else 0 */
+    int gemm_cores;            /* --gemm-cores G >= 1; default: max(1, online/ranks - comm_cores) */
+    int comm_cores_set, gemm_cores_set; /* given explicitly */
+    int oversubscribe;         /* --oversubscribe */
+    double timeout_s;          /* --timeout SECONDS, > 0, default 60, at most 86400 */
+    int rounds, warmup;        /* --rounds R >= 1, --warmup W >= 0; defaults run: 1 and 0, bench: 20 and 5 */
+    uint64_t seed;             /* --seed S, default 42, 0..2^64-1 decimal */
+    int json;                  /* --json */
+    int check;                 /* run: on by default; --no-check turns it off (bench: off, never checks) */
+    int verbose;               /* --verbose / -v (repeatable: counts) */
+    int online_cores;          /* sysconf(_SC_NPROCESSORS_ONLN) at parse time (>= 1) */
+    int64_t m_total;           /* after a successful parse: sum of m_local (M) */
+} agmm_cli_t;
+
+/* Upper bounds of the core options (each per rank). */
+#define AGMM_CLI_MAX_CORES 65536
+
+/* Parses argv. Returns 0: run the command; 2: bad input (one line printed to
+ * err: "agmm: --option: what is allowed (got 'X')"); -1: help or version was
+ * printed to out, exit 0. Never exits the process itself. Warnings (idle
+ * cores) go to err with "agmm: warning: " and the return is still 0.
+ * Does not modify argv; safe to call repeatedly in one process. */
+int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err);
+
+/* The usage text for `agmm run --help` / `agmm bench --help`. With a
+ * non-NULL cli, the default core counts are resolved for its ranks and
+ * explicit core options; with NULL, for the defaults on this host. */
+void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd);
+
+/* The top-level usage text (`agmm --help`, or `agmm` with no command). */
+void agmm_cli_usage_top(FILE *out);
+
+/* Fill comm_cores / gemm_cores that were not given explicitly from the
+ * ranks and online_cores (the default rule). agmm_cli_parse() calls it. */
+void agmm_cli_resolve_cores(agmm_cli_t *cli);
+
+/* Reads MemAvailable from /proc/meminfo. Returns 2 and prints one line
+ * ("agmm: --m-local/--k/--n: the plan needs 12.5 GiB on 2 ranks but only
+ * 3.2 GiB is available") if ranks * bytes_per_rank exceeds it; 0 otherwise,
+ * also when /proc/meminfo cannot be read. */
+int agmm_cli_check_memory(const agmm_cli_t *cli, uint64_t bytes_per_rank, FILE *err);
+
+#endif /* AGMM_CLI_H */

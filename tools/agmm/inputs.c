@@ -1,0 +1,34 @@
+#include "inputs.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+agmm_status_t agmm_inputs_fill(uint64_t seed, int kind, int64_t id,
+                               agmm_dtype_t dtype, void *dst, int64_t n)
+{
+    float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!f) return AGMM_ERR_NO_MEMORY;
+    uint64_t key = splitmix64(seed ^ splitmix64(((uint64_t)kind << 56) ^
+                                                (uint64_t)id));
+    const double two_pi = 6.283185307179586;
+    for (int64_t i = 0; i < n; i += 2) {
+        /* Box-Muller on two 53-bit uniforms in (0, 1]. */
+        uint64_t h = splitmix64(key + (uint64_t)i);
+        double u1 = ((double)(h >> 11) + 1.0) * 0x1.0p-53;
+        double u2 = (double)(splitmix64(h) >> 11) * 0x1.0p-53;
+        double rad = sqrt(-2.0 * log(u1)) * 0.1;
+        f[i] = (float)(rad * cos(two_pi * u2));
+        if (i + 1 < n) f[i + 1] = (float)(rad * sin(two_pi * u2));
+    }
+    agmm_status_t st = agmm_convert_from_fp32(dtype, f, dst, (size_t)n);
+    free(f);
+    return st;
+}

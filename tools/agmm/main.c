@@ -1,0 +1,43 @@
+/* agmm: the command-line tool. Parses the options (cli.c), refuses what
+ * cannot run, starts the ranks (agmm_launch) and runs `run` (run.c) or
+ * `bench` (bench.c) on each. Everything goes through include/agmm.h. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "agmm.h"
+#include "cli.h"
+#include "tool.h"
+
+/* Memory one rank of the tool needs besides the plan: its shard, the
+ * weight in the input dtype, C, and for the check every shard plus the
+ * reference's fp32 copies and result. */
+static uint64_t tool_bytes_per_rank(const agmm_cli_t *cli)
+{
+    double es = (double)agmm_dtype_size(cli->dtype);
+    double M = (double)cli->m_total, k = (double)cli->k, n = (double)cli->n;
+    double mmax = 0;
+    for (int r = 0; r < cli->ranks; r++)
+        if ((double)cli->m_local[r] > mmax) mmax = (double)cli->m_local[r];
+    double bytes = mmax * k * es + k * n * es + M * n * 4;
+    if (cli->check) bytes += M * k * es + M * k * 4 + k * n * 4 + M * n * 4;
+    return bytes > 1.8e19 ? 0 : (uint64_t)bytes;
+}
+
+int main(int argc, char **argv)
+{
+    static agmm_cli_t cli; /* large (m_local table): not on the stack */
+    int rc = agmm_cli_parse(argc, argv, &cli, stdout, stderr);
+    if (rc < 0) return 0; /* help or version */
+    if (rc != 0) return rc;
+
+    agmm_plan_desc_t desc;
+    agmm_tool_desc(&cli, &desc);
+    uint64_t plan_bytes = agmm_plan_bytes_per_rank(&desc);
+    uint64_t tool_bytes = tool_bytes_per_rank(&cli);
+    uint64_t need = plan_bytes + tool_bytes;
+    if (plan_bytes == 0 || tool_bytes == 0 || need < plan_bytes) need = 0;
+    rc = agmm_cli_check_memory(&cli, need, stderr);
+    if (rc != 0) return rc;
+
+    return agmm_tool_launch(&cli);
+}

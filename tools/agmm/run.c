@@ -1,0 +1,159 @@
+/* `agmm run`: run the fused operation for --rounds rounds with new inputs
+ * every round and check every rank's output of every round against the
+ * reference (allclose rtol 1e-2, atol 1e-2). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "agmm.h"
+#include "inputs.h"
+#include "tool.h"
+
+#define RTOL 1e-2
+#define ATOL 1e-2
+
+typedef struct round_result {
+    double seconds;
+    double max_abs_diff;
+    int64_t mismatches; /* elements outside allclose */
+    int64_t first_bad;  /* flat index of the first one, -1 if none */
+} round_result_t;
+
+/* Compare c with the reference of this round; fills max diff and
+ * mismatches. Returns 0, or 1 if the reference could not be computed. */
+static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res)
+{
+    const agmm_cli_t *cli = t->cli;
+    size_t es = agmm_dtype_size(cli->dtype);
+    const void **shards = calloc((size_t)cli->ranks, sizeof *shards);
+    float *ref = malloc((size_t)cli->m_total * (size_t)cli->n * sizeof(float));
+    int rc = shards && ref ? 0 : 1;
+    for (int p = 0; rc == 0 && p < cli->ranks; p++) {
+        void *s = malloc((size_t)cli->m_local[p] * (size_t)cli->k * es + 1);
+        shards[p] = s;
+        if (!s || agmm_inputs_fill(cli->seed + (uint64_t)round, AGMM_STREAM_A,
+                                   p, cli->dtype, s,
+                                   cli->m_local[p] * cli->k) != AGMM_OK)
+            rc = 1;
+    }
+    if (rc == 0 && agmm_reference(cli->ranks, shards, cli->m_local, cli->k,
+                                  cli->n, cli->dtype, t->w, ref) != AGMM_OK)
+        rc = 1;
+    if (rc == 0) {
+        int64_t total = cli->m_total * cli->n;
+        res->max_abs_diff = 0;
+        res->mismatches = 0;
+        res->first_bad = -1;
+        for (int64_t i = 0; i < total; i++) {
+            double d = fabs((double)t->c[i] - (double)ref[i]);
+            if (!(d <= ATOL + RTOL * fabs((double)ref[i]))) { /* NaN fails */
+                if (res->first_bad < 0) res->first_bad = i;
+                res->mismatches++;
+            }
+            if (d > res->max_abs_diff || d != d) res->max_abs_diff = d;
+        }
+    } else {
+        fprintf(stderr, "agmm: rank %d: could not compute the reference\n",
+                t->rank);
+    }
+    for (int p = 0; shards && p < cli->ranks; p++) free((void *)shards[p]);
+    free(shards);
+    free(ref);
+    return rc;
+}
+
+int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
+{
+    agmm_tool_rank_t t;
+    int rc = agmm_tool_setup(world, cli, &t);
+    if (rc != 0) {
+        agmm_tool_teardown(&t);
+        return rc;
+    }
+    int P = cli->ranks, failed = 0;
+    round_result_t *all = calloc((size_t)P, sizeof *all);
+    if (!all) {
+        agmm_tool_teardown(&t);
+        return 1;
+    }
+    if (t.rank == 0 && !cli->json) agmm_tool_describe(cli, world, stdout);
+    if (t.rank == 0 && cli->json) printf("{\"command\":\"run\",\"rounds\":[");
+    double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
+
+    for (int round = 0; round < cli->rounds && rc == 0; round++) {
+        round_result_t res = {0, 0, 0, -1};
+        if ((rc = agmm_tool_fill_shard(&t, round)) != 0) break;
+        if (agmm_world_barrier(world, 0) != AGMM_OK) {
+            rc = 1;
+            break;
+        }
+        double t0 = agmm_tool_now();
+        if (agmm_plan_run(t.plan, AGMM_SCHEDULE_FUSED, t.a, t.c) != AGMM_OK) {
+            rc = 1;
+            break;
+        }
+        res.seconds = agmm_tool_now() - t0;
+        if (cli->check && check_round(&t, round, &res) != 0) {
+            res.mismatches = -1; /* could not check: counts as failed */
+        }
+        if (agmm_world_allgather(world, &res, all, sizeof res) != AGMM_OK) {
+            rc = 1;
+            break;
+        }
+        if (t.rank != 0) {
+            for (int p = 0; p < P; p++) failed |= all[p].mismatches != 0;
+            continue;
+        }
+        double slowest = 0, maxdiff = 0;
+        int bad_rank = -1;
+        for (int p = 0; p < P; p++) {
+            if (all[p].seconds > slowest) slowest = all[p].seconds;
+            if (all[p].max_abs_diff > maxdiff || all[p].max_abs_diff != all[p].max_abs_diff)
+                maxdiff = all[p].max_abs_diff;
+            if (all[p].mismatches != 0 && bad_rank < 0) bad_rank = p;
+        }
+        failed |= bad_rank >= 0;
+        if (cli->json) {
+            printf("%s{\"round\":%d,\"time_us\":%.1f,\"gflops\":%.2f", round ? "," : "",
+                   round + 1, slowest * 1e6, flop / slowest * 1e-9);
+            if (cli->check)
+                printf(",\"max_abs_diff\":%.6g,\"pass\":%s", maxdiff,
+                       bad_rank < 0 ? "true" : "false");
+            printf("}");
+            continue;
+        }
+        printf("round %d: %.3f ms (slowest rank), %.1f GFLOP/s", round + 1,
+               slowest * 1e3, flop / slowest * 1e-9);
+        if (!cli->check) {
+            printf(", not checked (--no-check)\n");
+            continue;
+        }
+        printf("; check: max |diff| %.3g over %d ranks, allclose(rtol=%g, "
+               "atol=%g) %s\n",
+               maxdiff, P, RTOL, ATOL, bad_rank < 0 ? "PASS" : "FAIL");
+        for (int p = 0; p < P; p++) {
+            if (all[p].mismatches == 0) continue;
+            if (all[p].mismatches < 0) {
+                printf("  rank %d: the reference could not be computed\n", p);
+                continue;
+            }
+            int64_t i = all[p].first_bad;
+            printf("  rank %d: %lld of %lld outputs differ; first at row %lld, "
+                   "column %lld\n",
+                   p, (long long)all[p].mismatches,
+                   (long long)(cli->m_total * cli->n),
+                   (long long)(i / cli->n), (long long)(i % cli->n));
+        }
+    }
+    if (t.rank == 0 && cli->json && rc == 0)
+        printf("],\"ranks\":%d,\"transport\":\"%s\",\"checked\":%s,\"pass\":%s}\n",
+               P, agmm_world_transport_name(world), cli->check ? "true" : "false",
+               failed ? "false" : "true");
+    fflush(stdout);
+    free(all);
+    if (rc == 0 && failed) rc = 1;
+    /* After a failure the world is aborted: skip the collective destroy's
+     * barrier wait by exiting; the launcher frees everything. */
+    if (rc == 0) agmm_tool_teardown(&t);
+    return rc;
+}

@@ -1,0 +1,120 @@
+#include "tool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inputs.h"
+
+void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
+{
+    agmm_plan_desc_init(d);
+    d->nranks = cli->ranks;
+    d->m_local = cli->m_local;
+    d->k = cli->k;
+    d->n = cli->n;
+    d->tile_m = cli->tile_m;
+    d->tile_n = cli->tile_n;
+    d->dtype = cli->dtype;
+    d->weights = cli->weights;
+    d->comm_workers = cli->comm_cores;
+    d->gemm_workers = cli->gemm_cores;
+    d->timeout_s = cli->timeout_s;
+}
+
+static int rank_main(agmm_world_t *world, void *arg)
+{
+    const agmm_cli_t *cli = arg;
+    return cli->cmd == AGMM_CMD_RUN ? agmm_tool_run(world, cli)
+                                    : agmm_tool_bench(world, cli);
+}
+
+int agmm_tool_launch(const agmm_cli_t *cli)
+{
+    agmm_launch_opts_t opts = {0};
+    opts.nranks = cli->ranks;
+    opts.timeout_s = cli->timeout_s;
+    int code = 1;
+    agmm_status_t st = agmm_launch(&opts, rank_main, (void *)cli, &code);
+    if (st != AGMM_OK) return 1; /* the launcher printed why */
+    return code == 0 ? 0 : (code == 2 ? 2 : 1);
+}
+
+int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
+                    agmm_tool_rank_t *t)
+{
+    memset(t, 0, sizeof *t);
+    t->world = world;
+    t->cli = cli;
+    t->rank = agmm_world_rank(world);
+    agmm_plan_desc_t desc;
+    agmm_tool_desc(cli, &desc);
+    if (agmm_plan_create(world, &desc, &t->plan) != AGMM_OK) return 1;
+
+    size_t es = agmm_dtype_size(cli->dtype);
+    size_t kn = (size_t)cli->k * (size_t)cli->n;
+    t->a = malloc((size_t)cli->m_local[t->rank] * (size_t)cli->k * es + 1);
+    t->w = malloc(kn * es);
+    t->c = malloc((size_t)cli->m_total * (size_t)cli->n * sizeof(float));
+    if (!t->a || !t->w || !t->c) {
+        fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
+                t->rank);
+        return 1;
+    }
+    int64_t wid = cli->weights == AGMM_WEIGHTS_SHARED ? 0 : t->rank + 1;
+    if (agmm_inputs_fill(cli->seed, AGMM_STREAM_W, wid, cli->dtype, t->w,
+                         (int64_t)kn) != AGMM_OK ||
+        agmm_plan_set_weight(t->plan, t->w) != AGMM_OK)
+        return 1;
+    return 0;
+}
+
+/* Round r's shard of rank `rank` comes from seed + r: inputs change every
+ * round, and the check regenerates them the same way. */
+int agmm_tool_fill_shard(agmm_tool_rank_t *t, int round)
+{
+    const agmm_cli_t *cli = t->cli;
+    return agmm_inputs_fill(cli->seed + (uint64_t)round, AGMM_STREAM_A,
+                            t->rank, cli->dtype, t->a,
+                            cli->m_local[t->rank] * cli->k) == AGMM_OK
+               ? 0
+               : 1;
+}
+
+void agmm_tool_teardown(agmm_tool_rank_t *t)
+{
+    if (t->plan) agmm_plan_destroy(t->plan);
+    free(t->a);
+    free(t->w);
+    free(t->c);
+    memset(t, 0, sizeof *t);
+}
+
+void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world, FILE *out)
+{
+    char shards[96] = "";
+    int same = 1;
+    for (int r = 1; r < cli->ranks; r++) same &= cli->m_local[r] == cli->m_local[0];
+    if (same) {
+        snprintf(shards, sizeof shards, "%lld per rank",
+                 (long long)cli->m_local[0]);
+    } else {
+        size_t len = 0;
+        for (int r = 0; r < cli->ranks && len + 24 < sizeof shards; r++)
+            len += (size_t)snprintf(shards + len, sizeof shards - len, "%s%lld",
+                                    r ? "," : "", (long long)cli->m_local[r]);
+        if (cli->ranks > 0 && len + 24 >= sizeof shards)
+            snprintf(shards + len, sizeof shards - len, ",...");
+    }
+    fprintf(out,
+            "agmm %s: %d ranks (%s), M=%lld (%s) K=%lld N=%lld, %s in, fp32 "
+            "out, %s weight, tiles %lldx%lld, %d comm + %d GEMM threads per "
+            "rank\n",
+            cli->cmd == AGMM_CMD_RUN ? "run" : "bench", cli->ranks,
+            agmm_world_transport_name(world), (long long)cli->m_total, shards,
+            (long long)cli->k, (long long)cli->n, agmm_dtype_name(cli->dtype),
+            cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
+            (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
+            cli->gemm_cores);
+    fprintf(out, "blas: %s, kernel %s\n", agmm_blas_name(), agmm_blas_kernel());
+}

@@ -1,0 +1,52 @@
+/* Shared pieces of the agmm tool's commands. */
+#ifndef AGMM_TOOL_H
+#define AGMM_TOOL_H
+
+#include <time.h>
+
+#include "agmm.h"
+#include "cli.h"
+
+static inline double agmm_tool_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The plan description the options ask for. */
+void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *desc);
+
+/* Start the ranks on the chosen transport and run the command on each;
+ * returns the process exit code. */
+int agmm_tool_launch(const agmm_cli_t *cli);
+
+/* Per-rank state every command sets up the same way: the plan with its
+ * weight, this rank's shard and its output. */
+typedef struct agmm_tool_rank {
+    agmm_world_t *world;
+    const agmm_cli_t *cli;
+    agmm_plan_t *plan;
+    int rank;
+    void *a;  /* [m_local[rank], k] in the input dtype */
+    void *w;  /* [k, n] in the input dtype */
+    float *c; /* [M, n] */
+} agmm_tool_rank_t;
+
+/* Create the plan and inputs; 0 on success, else an exit code (the error
+ * was printed). */
+int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
+                    agmm_tool_rank_t *t);
+/* Make this rank's shard for round `round` (inputs change every round). */
+int agmm_tool_fill_shard(agmm_tool_rank_t *t, int round);
+void agmm_tool_teardown(agmm_tool_rank_t *t);
+
+/* The commands, run on every rank. Return the rank's exit code. */
+int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli);
+int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli);
+
+/* One-line description of the configuration (rank 0 prints it). */
+void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
+                        FILE *out);
+
+#endif
