@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install what agmm needs to build and test on Debian 12 (run as root, or
+# with sudo available). Skips apt-get when everything is already there.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libopenblas-dev libopenmpi-dev
+      openmpi-bin iproute2 procps python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
