@@ -12,6 +12,8 @@ if [ $# -ne 1 ] || [ ! -x "$1" ]; then
     exit 2
 fi
 AGMM=$1
+# shellcheck source=tests/proc_tag.sh
+. "$(dirname "$0")/proc_tag.sh"
 ONLINE=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/cli_bad_args.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
@@ -167,8 +169,9 @@ else
 fi
 
 # Nothing left behind.
-if pgrep -x agmm >/dev/null 2>&1; then
-    fail=$((fail + 1)); echo "FAIL: agmm processes left: $(pgrep -x agmm | tr '\n' ' ')"
+left_pids=$(tagged_pids)
+if [ -n "$left_pids" ]; then
+    fail=$((fail + 1)); echo "FAIL: agmm processes left: $left_pids"
 else
     pass=$((pass + 1))
 fi

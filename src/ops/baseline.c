@@ -31,8 +31,14 @@ static agmm_status_t put_bulk(base_ctx_t *x, int first, int stride)
     double deadline = agmm_deadline(w, p->desc.timeout_s);
     /* fp32 rows are used in place, so the local shard joins the gathered
      * matrix too (converted inputs land in g32 instead). */
-    if (first == 0 && p->desc.dtype == AGMM_DTYPE_FP32 && bytes > 0)
-        memcpy(p->gathered.local + off, x->a, bytes);
+    if (first == 0) {
+        if (p->desc.dtype == AGMM_DTYPE_FP32 && bytes > 0)
+            memcpy(p->gathered.local + off, x->a, bytes);
+        /* The local shard is in place: GEMM workers wait for it as for any
+         * other (release; our own bulk cell has only us as writer). */
+        AGMM_CHECK(w->ops->signal(w, &p->signals, r,
+                                  agmm_sig_off(p, SIG_BULK, r), x->epoch));
+    }
     for (int i = 1 + first; i < p->nranks; i += stride) {
         int q = (r + i) % p->nranks;
         agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1};
@@ -60,7 +66,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         AGMM_CHECK(put_bulk(x, self->index, x->gemm_workers));
     /* Everything arrives before any GEMM starts: that is the baseline. */
     for (int src = 0; src < p->nranks; src++) {
-        if (src == p->rank || p->m_local[src] == 0) continue;
+        if (p->m_local[src] == 0) continue;
         agmm_wait_what_t what = {"shard", src, -1};
         AGMM_CHECK(agmm_signal_wait(
             p->world,

@@ -22,6 +22,19 @@ double agmm_deadline(const agmm_world_t *w, double timeout_s)
 #define YIELD_NS 1000000ull
 #define SLEEP_NS 20000L
 
+/* "tile 3 from rank 1", "shard from rank 2", "barrier 7 of all ranks". */
+static void describe(const agmm_wait_what_t *what, char *buf, size_t len)
+{
+    if (what->peer < 0)
+        snprintf(buf, len, "%s %lld of all ranks", what->kind,
+                 (long long)what->index);
+    else if (what->index < 0)
+        snprintf(buf, len, "%s from rank %d", what->kind, what->peer);
+    else
+        snprintf(buf, len, "%s %lld from rank %d", what->kind,
+                 (long long)what->index, what->peer);
+}
+
 agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
                                uint64_t at_least, double deadline,
                                const agmm_wait_what_t *what)
@@ -40,22 +53,24 @@ agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
             continue;
         }
         const char *reason = w->ops->aborted(w);
-        if (reason)
-            return agmm_error_quiet(
-                AGMM_ERR_ABORTED,
-                "aborted while waiting for %s %lld from rank %d (expected "
-                "epoch >= %llu, observed %llu): %s",
-                what->kind, (long long)what->index, what->peer,
-                (unsigned long long)at_least, (unsigned long long)seen,
-                reason);
+        if (reason) {
+            char waited[96];
+            describe(what, waited, sizeof waited);
+            return agmm_error_quiet(AGMM_ERR_ABORTED,
+                                    "aborted while waiting for %s (expected "
+                                    "epoch >= %llu, observed %llu): %s",
+                                    waited, (unsigned long long)at_least,
+                                    (unsigned long long)seen, reason);
+        }
         uint64_t now = agmm_now_ns();
         if ((double)now * 1e-9 > deadline) {
-            char msg[300];
+            char waited[96], msg[300];
+            describe(what, waited, sizeof waited);
             snprintf(msg, sizeof msg,
-                     "timed out waiting for %s %lld from rank %d (expected "
-                     "epoch >= %llu, observed %llu)",
-                     what->kind, (long long)what->index, what->peer,
-                     (unsigned long long)at_least, (unsigned long long)seen);
+                     "timed out waiting for %s (expected epoch >= %llu, "
+                     "observed %llu)",
+                     waited, (unsigned long long)at_least,
+                     (unsigned long long)seen);
             agmm_error(AGMM_ERR_TIMEOUT, "%s", msg);
             char reason[340];
             snprintf(reason, sizeof reason, "rank %d %s", w->rank, msg);

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# agmm bench --json: one JSON object with the documented keys, positive
+# medians, and a ratio equal to fused/baseline medians.
+set -u
+agmm=$1
+out=$("$agmm" bench --ranks 2 --m-local 96 --k 64 --n 80 --tile-m 16 \
+      --tile-n 32 --rounds 5 --warmup 1 --json)
+rc=$?
+[ $rc -eq 0 ] || { echo "bench exited $rc"; echo "bench_json: 0 passed, 1 failed"; exit 1; }
+python3 - "$out" <<'PY'
+import json, sys
+ok = fail = 0
+def check(cond, what):
+    global ok, fail
+    if cond: ok += 1
+    else:
+        fail += 1; print("FAILED:", what)
+d = json.loads(sys.argv[1])
+for mode in ("fused", "baseline"):
+    m = d["modes"][mode]
+    for key in ("min_us", "median_us", "mean_us", "max_us", "stdev_us", "tflops"):
+        check(key in m, f"modes.{mode}.{key}")
+    check(0 < m["min_us"] <= m["median_us"] <= m["max_us"], f"{mode} order")
+r = d["modes"]["fused"]["median_us"] / d["modes"]["baseline"]["median_us"]
+check(abs(d["ratio_fused_over_baseline"] - r) < 1e-3 * max(1, r), "ratio")
+check(d["blas"]["kernel"] != "", "kernel named")
+check(d["ranks"] == 2 and d["rounds"] == 5, "config echoed")
+print(f"bench_json: {ok} passed, {fail} failed")
+sys.exit(1 if fail else 0)
+PY

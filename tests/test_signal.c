@@ -1,0 +1,164 @@
+/* Signals and waits over the shared-memory transport: a published epoch
+ * wakes the waiter and carries the data with it; a missing one times out
+ * with rank, peer, index, expected and observed epoch in the message; an
+ * abort wakes every waiter; a barrier holds until all ranks arrive. */
+#include <string.h>
+#include <time.h>
+
+#include "agmm.h"
+#include "common/util.h"
+#include "rank_check.h"
+#include "transport/transport.h"
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+enum { DATA_BYTES = 4096 };
+
+/* Rank 0 puts data + signal epochs 1..3 with pauses; rank 1 waits for each
+ * and checks the data that came with it (release/acquire pairing). */
+static int publish_main(agmm_world_t *w, void *arg)
+{
+    (void)arg;
+    rank_checks_begin();
+    int r = agmm_world_rank(w);
+    agmm_win_t data, sig;
+    CHECK(w->ops->win_alloc(w, DATA_BYTES, &data) == AGMM_OK, "win data");
+    CHECK(w->ops->win_alloc(w, AGMM_CACHE_LINE, &sig) == AGMM_OK, "win sig");
+    unsigned char buf[DATA_BYTES];
+    for (uint64_t e = 1; e <= 3; e++) {
+        if (r == 0) {
+            sleep_ms(20);
+            memset(buf, (int)e, sizeof buf);
+            CHECK(w->ops->put_signal(w, &data, 1, 0, buf, sizeof buf, &sig, 0,
+                                     e) == AGMM_OK,
+                  "put_signal");
+            CHECK(w->ops->quiet(w) == AGMM_OK, "quiet");
+        } else {
+            agmm_wait_what_t what = {"tile", 0, 0};
+            agmm_status_t st = agmm_signal_wait(
+                w, agmm_win_signal(&sig, 0), e, agmm_now() + 20, &what);
+            CHECK(st == AGMM_OK, "wait epoch %llu: %s", (unsigned long long)e,
+                  agmm_status_str(st));
+            int same = 1;
+            for (int i = 0; i < DATA_BYTES; i++) same &= data.local[i] == e;
+            CHECK(same, "data of epoch %llu arrived with its signal",
+                  (unsigned long long)e);
+        }
+    }
+    /* An older epoch is already satisfied (waits are ">="). */
+    if (r == 1) {
+        agmm_wait_what_t what = {"tile", 0, 0};
+        CHECK(agmm_signal_wait(w, agmm_win_signal(&sig, 0), 2, agmm_now(),
+                               &what) == AGMM_OK,
+              "epoch 3 satisfies a wait for 2");
+    }
+    CHECK(agmm_world_barrier(w, 20) == AGMM_OK, "barrier");
+    w->ops->win_free(w, &sig);
+    w->ops->win_free(w, &data);
+    return rank_checks_save(r);
+}
+
+/* Rank 0 publishes epoch 2 but never 3: rank 1 times out naming what it
+ * waited for; rank 0, in a barrier, is woken by the abort. */
+static int timeout_main(agmm_world_t *w, void *arg)
+{
+    (void)arg;
+    rank_checks_begin();
+    int r = agmm_world_rank(w);
+    agmm_win_t sig;
+    CHECK(w->ops->win_alloc(w, AGMM_CACHE_LINE, &sig) == AGMM_OK, "win sig");
+    if (r == 0) {
+        CHECK(w->ops->signal(w, &sig, 1, 0, 2) == AGMM_OK, "signal");
+        agmm_status_t st = agmm_world_barrier(w, 30);
+        CHECK(st == AGMM_ERR_ABORTED, "barrier ends by abort, got %s",
+              agmm_status_str(st));
+        CHECK(strstr(agmm_last_error(), "rank 1 timed out") != NULL,
+              "abort reason names the rank that timed out: '%s'",
+              agmm_last_error());
+    } else {
+        agmm_wait_what_t what = {"tile", 0, 5};
+        double t0 = agmm_now();
+        agmm_status_t st = agmm_signal_wait(w, agmm_win_signal(&sig, 0), 3,
+                                            agmm_now() + 0.3, &what);
+        CHECK(st == AGMM_ERR_TIMEOUT, "timeout, got %s", agmm_status_str(st));
+        CHECK(agmm_now() - t0 >= 0.3, "did not give up before the deadline");
+        const char *msg = agmm_last_error();
+        CHECK(strstr(msg, "tile 5 from rank 0") &&
+                  strstr(msg, "expected epoch >= 3, observed 2"),
+              "message names tile, peer, expected and observed: '%s'", msg);
+    }
+    return rank_checks_save(r);
+}
+
+/* Rank 1 aborts; rank 0, waiting with a long deadline, wakes with
+ * AGMM_ERR_ABORTED and the reason. */
+static int abort_main(agmm_world_t *w, void *arg)
+{
+    (void)arg;
+    rank_checks_begin();
+    int r = agmm_world_rank(w);
+    agmm_win_t sig;
+    CHECK(w->ops->win_alloc(w, AGMM_CACHE_LINE, &sig) == AGMM_OK, "win sig");
+    if (r == 1) {
+        sleep_ms(50);
+        agmm_world_abort(w, "test abort");
+    } else {
+        agmm_wait_what_t what = {"tile", 1, 0};
+        agmm_status_t st = agmm_signal_wait(w, agmm_win_signal(&sig, 0), 1,
+                                            agmm_now() + 60, &what);
+        CHECK(st == AGMM_ERR_ABORTED, "abort wakes the waiter, got %s",
+              agmm_status_str(st));
+        CHECK(strstr(agmm_last_error(), "rank 1 aborted: test abort") != NULL,
+              "reason: '%s'", agmm_last_error());
+    }
+    return rank_checks_save(r);
+}
+
+/* Nobody leaves a barrier before the last rank has entered it. */
+static int barrier_main(agmm_world_t *w, void *arg)
+{
+    _Atomic uint64_t *entered = arg; /* shared anonymous memory */
+    rank_checks_begin();
+    int r = agmm_world_rank(w);
+    for (int round = 1; round <= 50; round++) {
+        if (r == round % agmm_world_size(w)) sleep_ms(1);
+        atomic_fetch_add(entered, 1);
+        CHECK(agmm_world_barrier(w, 20) == AGMM_OK, "barrier %d", round);
+        uint64_t seen = atomic_load(entered);
+        CHECK(seen >= (uint64_t)(round * agmm_world_size(w)),
+              "left barrier %d after only %llu arrivals", round,
+              (unsigned long long)seen);
+        CHECK(agmm_world_barrier(w, 20) == AGMM_OK, "barrier %d b", round);
+    }
+    return rank_checks_save(r);
+}
+
+static void launch(int n, agmm_rank_main_fn fn, void *arg, const char *name)
+{
+    agmm_launch_opts_t o = {0};
+    o.nranks = n;
+    o.timeout_s = 20;
+    o.quiet = 1;
+    int code = -1;
+    agmm_status_t st = agmm_launch(&o, fn, arg, &code);
+    CHECK(st == AGMM_OK && code == 0, "%s: launch %s, exit %d", name,
+          agmm_status_str(st), code);
+    rank_checks_collect(n);
+}
+
+int main(void)
+{
+    rank_checks_init(4);
+    launch(2, publish_main, NULL, "publish");
+    launch(2, timeout_main, NULL, "timeout");
+    launch(2, abort_main, NULL, "abort");
+    _Atomic uint64_t *entered =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    launch(3, barrier_main, (void *)entered, "barrier");
+    CHECK(agmm_status_str(AGMM_ERR_TIMEOUT)[0] == 'A', "status names");
+    CHECK_DONE("test_signal");
+}
