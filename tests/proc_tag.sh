@@ -10,7 +10,7 @@ tagged_pids() {
   for p in /proc/[0-9]*; do
     p=${p#/proc/}
     [ "$p" = "$$" ] || [ "$p" = "$BASHPID" ] && continue
-    tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "AGMM_TEST_TAG=$AGMM_TEST_TAG" \
+    grep -qxzF "AGMM_TEST_TAG=$AGMM_TEST_TAG" "/proc/$p/environ" 2>/dev/null \
       && grep -q agmm "/proc/$p/cmdline" 2>/dev/null && echo "$p"
   done
   return 0
