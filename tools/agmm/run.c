@@ -80,6 +80,12 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
     if (t.rank == 0 && cli->json) printf("{\"command\":\"run\",\"rounds\":[");
     double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
 
+    /* Warmup rounds run first, with their own inputs, unreported. */
+    for (int i = 0; i < cli->warmup && rc == 0; i++) {
+        if ((rc = agmm_tool_fill_shard(&t, -1 - i)) != 0) break;
+        if (agmm_plan_run(t.plan, AGMM_SCHEDULE_FUSED, t.a, t.c) != AGMM_OK)
+            rc = 1;
+    }
     for (int round = 0; round < cli->rounds && rc == 0; round++) {
         round_result_t res = {0, 0, 0, -1};
         if ((rc = agmm_tool_fill_shard(&t, round)) != 0) break;
@@ -124,6 +130,13 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         }
         printf("round %d: %.3f ms (slowest rank), %.1f GFLOP/s", round + 1,
                slowest * 1e3, flop / slowest * 1e-9);
+        if (cli->verbose) {
+            printf(" [");
+            for (int p = 0; p < P; p++)
+                printf("%srank %d %.3f ms", p ? ", " : "", p,
+                       all[p].seconds * 1e3);
+            printf("]");
+        }
         if (!cli->check) {
             printf(", not checked (--no-check)\n");
             continue;
