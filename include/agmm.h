@@ -112,8 +112,10 @@ typedef struct agmm_launch_opts {
     int quiet;           /* do not print launcher messages to stderr */
 } agmm_launch_opts_t;
 
-/* The function run by every rank. Its return value is the rank's exit code
- * (0 on success, 1..125 on failure). */
+/* The function run by every rank. Its return value is the rank's exit code:
+ * 0 on success; 1 when the rank failed and has said why (agmm's own errors
+ * are printed where they are detected); any other value 2..125 makes the
+ * launcher report "rank R exited with status S". */
 typedef int (*agmm_rank_main_fn)(agmm_world_t *world, void *arg);
 
 /* Run `rank_main` on `opts->nranks` ranks, each a process forked from the

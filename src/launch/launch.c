@@ -78,15 +78,11 @@ static void reap(launch_state_t *ls, agmm_shm_shared_t *sh, int quiet)
         if (ls->first_failed_rank < 0) {
             ls->first_failed_rank = r;
             ls->exit_code = code;
-            /* A rank that failed by itself has printed why; the launcher
-             * says only what it can see. A rank that was killed printed
+            /* Exit code 1 means the rank reported its failure itself; a
+             * rank that was killed, or exited with another code, printed
              * nothing: this line is the only report. */
-            if (!quiet) {
-                const char *earlier = agmm_shm_abort_reason(sh);
-                if (WIFSIGNALED(status) || !earlier)
-                    fprintf(stderr, "agmm: %s; stopping the other ranks\n",
-                            what);
-            }
+            if (!quiet && (WIFSIGNALED(status) || WEXITSTATUS(status) != 1))
+                fprintf(stderr, "agmm: %s; stopping the other ranks\n", what);
         }
         agmm_shm_abort_all(sh, what);
     }
