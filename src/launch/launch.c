@@ -95,7 +95,7 @@ static void kill_all(launch_state_t *ls, int sig)
 }
 
 static void rank_process(agmm_shm_shared_t *sh, int rank, double timeout_s,
-                         pid_t launcher, const sigset_t *old_mask,
+                         int oversubscribed, pid_t launcher, const sigset_t *old_mask,
                          agmm_rank_main_fn rank_main, void *arg)
 {
     /* Die with the launcher; if it is already gone, stop now. */
@@ -106,6 +106,7 @@ static void rank_process(agmm_shm_shared_t *sh, int rank, double timeout_s,
     agmm_world_t world;
     agmm_shm_world_init(sh, rank, &world);
     world.timeout_s = timeout_s;
+    world.oversubscribed = oversubscribed;
     agmm_log_set_rank(rank);
     int code = rank_main(&world, arg);
     if (code < 0 || code > 125) code = 1;
@@ -152,11 +153,13 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
     fflush(stdout);
     fflush(stderr);
     pid_t self = getpid();
+    int oversubscribed = opts->nranks > sysconf(_SC_NPROCESSORS_ONLN);
     agmm_status_t st = AGMM_OK;
     for (int r = 0; r < opts->nranks; r++) {
         pid_t pid = fork();
         if (pid == 0)
-            rank_process(sh, r, timeout_s, self, &old_mask, rank_main, arg);
+            rank_process(sh, r, timeout_s, oversubscribed, self, &old_mask,
+                         rank_main, arg);
         if (pid < 0) {
             st = agmm_error(AGMM_ERR_SYSTEM, "launch: fork rank %d: %s", r,
                             strerror(errno));

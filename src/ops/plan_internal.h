@@ -13,6 +13,7 @@
 /* One 64-bit counter on a cache line of its own. */
 typedef struct agmm_padded_counter {
     _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t value;
+    _Atomic uint32_t sleepers; /* signal cell layout: see signal.c */
 } agmm_padded_counter_t;
 
 /* Signal window layout: one cache line per cell.

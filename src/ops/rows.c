@@ -54,8 +54,7 @@ agmm_status_t agmm_plan_rows_f32(agmm_plan_t *p, int src, int64_t t0,
         agmm_convert_to_f32(p->desc.dtype, tile_src(p, src, t, a_local), dst,
                             (size_t)(tile_rows(p, src, t) * k));
         /* Release: the converted rows are visible to whoever acquires. */
-        atomic_store_explicit(&p->converted[gt].value, epoch,
-                              memory_order_release);
+        agmm_signal_publish(&p->converted[gt].value, epoch);
     }
     /* Pass 2: wait for the tiles other workers of this rank convert. */
     for (int64_t t = t0; pending && t < t1; t++) {

@@ -36,6 +36,7 @@ typedef struct shm_ctl {
      * `generation` (release); the others wait for it (acquire). */
     _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t arrived;
     _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t generation;
+    _Atomic uint32_t generation_sleepers; /* signal cell layout (signal.c) */
     /* Abort: 0 -> 1 by the first aborter (CAS), message written, then 2
      * (release); readers that see 2 (acquire) may read the message. */
     _Alignas(AGMM_CACHE_LINE) _Atomic int abort_state;
@@ -170,7 +171,7 @@ static agmm_status_t shm_barrier(agmm_world_t *w, double deadline)
                                               memory_order_acq_rel);
     r->barriers_done = g + 1;
     if (mine == (g + 1) * (uint64_t)w->size - 1) {
-        atomic_store_explicit(&ctl->generation, g + 1, memory_order_release);
+        agmm_signal_publish(&ctl->generation, g + 1);
         return AGMM_OK;
     }
     agmm_wait_what_t what = {"barrier", -1, (int64_t)g};
@@ -261,10 +262,7 @@ static agmm_status_t shm_signal(agmm_world_t *w, const agmm_win_t *sigwin,
                                 int dst, size_t sig_off, uint64_t value)
 {
     unsigned char *base = slice_of(rank_of(w)->sh, dst) + sigwin->offset;
-    /* Release: everything this thread wrote before (the tile) is visible to
-     * a reader whose acquire load returns `value`. */
-    atomic_store_explicit((_Atomic uint64_t *)(void *)(base + sig_off), value,
-                          memory_order_release);
+    agmm_signal_publish((_Atomic uint64_t *)(void *)(base + sig_off), value);
     return AGMM_OK;
 }
 

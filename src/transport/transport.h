@@ -63,6 +63,7 @@ struct agmm_world {
     int rank;
     int size;
     double timeout_s; /* default wait timeout */
+    int oversubscribed; /* more ranks than cores: waits must not spin */
     void *impl;       /* backend state */
 };
 
@@ -73,10 +74,19 @@ typedef struct agmm_wait_what {
     int64_t index;    /* tile index, or -1 */
 } agmm_wait_what_t;
 
+/* A signal cell: the first 16 bytes of its own cache line (signal.c): the
+ * 64-bit epoch, then the count of waiters sleeping in the kernel. */
+#define AGMM_SIGNAL_CELL_BYTES 16
+
+/* Raise the cell to `value` (release) and wake its sleepers. Every backend
+ * and every in-process counter that someone waits on publishes with it. */
+void agmm_signal_publish(_Atomic uint64_t *sig, uint64_t value);
+
 /* Wait until *sig >= at_least (acquire), the deadline passes, or the world
- * is aborted. Spins briefly, then yields, then sleeps in short steps, so
- * that ranks oversubscribing cores still make progress. On timeout or abort
- * the error is recorded with rank, what, expected and observed values. */
+ * is aborted. Spins briefly, then yields, then sleeps in the kernel until
+ * published, so that ranks oversubscribing cores still make progress. On
+ * timeout or abort the error is recorded with rank, what, expected and
+ * observed values; a timeout also aborts the world. */
 agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
                                uint64_t at_least, double deadline,
                                const agmm_wait_what_t *what);

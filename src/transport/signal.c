@@ -1,0 +1,157 @@
+/* Signals: publish and wait, shared by every backend. The signal waited on
+ * is always a cell in this rank's own memory (a peer process or a progress
+ * thread raises it).
+ *
+ * A cell is the first 16 bytes of its own cache line:
+ *   offset 0: _Atomic uint64_t epoch    (one writer; only ever raised)
+ *   offset 8: _Atomic uint32_t sleepers (waiters blocked in the kernel)
+ *
+ * Waiting spins briefly, then yields, then blocks in futex(2) on the low 32
+ * bits of the epoch (little-endian). The publisher makes a futex wake call
+ * only when someone sleeps. No wake-up is lost: the waiter increments
+ * `sleepers` and then re-reads the epoch, the publisher stores the epoch and
+ * then reads `sleepers`, both with sequentially consistent fences between,
+ * so at least one of them sees the other's write; and FUTEX_WAIT itself
+ * refuses to sleep if the word no longer holds the value the waiter read. */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "transport/transport.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the futex word is the low half of the 64-bit epoch: little-endian only"
+#endif
+
+double agmm_deadline(const agmm_world_t *w, double timeout_s)
+{
+    if (timeout_s <= 0) timeout_s = w->timeout_s > 0 ? w->timeout_s : 60.0;
+    return agmm_now() + timeout_s;
+}
+
+static _Atomic uint32_t *sleepers_of(const _Atomic uint64_t *sig)
+{
+    return (_Atomic uint32_t *)(void *)((char *)(uintptr_t)sig + 8);
+}
+
+static long futex(const void *addr, int op, uint32_t val,
+                  const struct timespec *timeout)
+{
+    /* Not FUTEX_PRIVATE: cells live in memory shared between processes. */
+    return syscall(SYS_futex, addr, op, val, timeout, NULL, 0);
+}
+
+void agmm_signal_publish(_Atomic uint64_t *sig, uint64_t value)
+{
+    /* Release: whatever this thread wrote before (the tile) is visible to a
+     * waiter whose acquire load returns `value`. */
+    atomic_store_explicit(sig, value, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(sleepers_of(sig), memory_order_relaxed) > 0)
+        futex(sig, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+/* Back-off schedule: spin with the CPU's pause hint for 20 us, where a peer
+ * on another core is usually caught; then yield the core until 1 ms (ranks
+ * may oversubscribe the cores, and the peer we wait for may need this one);
+ * then sleep in the kernel until woken, at most 20 ms at a time so the abort
+ * flag and the deadline are looked at. With more ranks than cores, skip the
+ * spinning and most of the yielding. */
+#define SPIN_NS 20000ull
+#define YIELD_NS 1000000ull
+#define YIELD_OVERSUB_NS 50000ull
+#define SLEEP_MAX_NS 20000000ull
+
+/* "tile 3 from rank 1", "shard from rank 2", "barrier 7 of all ranks". */
+static void describe(const agmm_wait_what_t *what, char *buf, size_t len)
+{
+    if (what->peer < 0)
+        snprintf(buf, len, "%s %lld of all ranks", what->kind,
+                 (long long)what->index);
+    else if (what->index < 0)
+        snprintf(buf, len, "%s from rank %d", what->kind, what->peer);
+    else
+        snprintf(buf, len, "%s %lld from rank %d", what->kind,
+                 (long long)what->index, what->peer);
+}
+
+/* Block until the epoch changes from `seen`, a wake, or `ns` pass. */
+static void sleep_on(const _Atomic uint64_t *sig, uint64_t seen, uint64_t ns)
+{
+    _Atomic uint32_t *sleepers = sleepers_of(sig);
+    atomic_fetch_add_explicit(sleepers, 1, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(sig, memory_order_relaxed) == seen) {
+        struct timespec ts = {(time_t)(ns / 1000000000ull),
+                              (long)(ns % 1000000000ull)};
+        futex(sig, FUTEX_WAIT, (uint32_t)seen, &ts);
+    }
+    atomic_fetch_sub_explicit(sleepers, 1, memory_order_relaxed);
+}
+
+agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
+                               uint64_t at_least, double deadline,
+                               const agmm_wait_what_t *what)
+{
+    uint64_t seen = atomic_load_explicit(sig, memory_order_acquire);
+    if (seen >= at_least) return AGMM_OK;
+
+    uint64_t start = agmm_now_ns();
+    uint64_t spin_ns = w->oversubscribed ? 0 : SPIN_NS;
+    uint64_t yield_ns = w->oversubscribed ? YIELD_OVERSUB_NS : YIELD_NS;
+    unsigned iter = 0;
+    for (;;) {
+        if (w->ops->progress) w->ops->progress(w);
+        seen = atomic_load_explicit(sig, memory_order_acquire);
+        if (seen >= at_least) return AGMM_OK;
+        if ((++iter & 63) != 0 && agmm_now_ns() - start < spin_ns) {
+            agmm_cpu_relax();
+            continue;
+        }
+        const char *reason = w->ops->aborted(w);
+        if (reason) {
+            char waited[96];
+            describe(what, waited, sizeof waited);
+            return agmm_error_quiet(AGMM_ERR_ABORTED,
+                                    "aborted while waiting for %s (expected "
+                                    "epoch >= %llu, observed %llu): %s",
+                                    waited, (unsigned long long)at_least,
+                                    (unsigned long long)seen, reason);
+        }
+        uint64_t now = agmm_now_ns();
+        double left = deadline - (double)now * 1e-9;
+        if (left < 0) {
+            char waited[96], msg[300];
+            describe(what, waited, sizeof waited);
+            snprintf(msg, sizeof msg,
+                     "timed out waiting for %s (expected epoch >= %llu, "
+                     "observed %llu)",
+                     waited, (unsigned long long)at_least,
+                     (unsigned long long)seen);
+            agmm_error(AGMM_ERR_TIMEOUT, "%s", msg);
+            char reason_buf[340];
+            snprintf(reason_buf, sizeof reason_buf, "rank %d %s", w->rank, msg);
+            w->ops->abort(w, reason_buf);
+            return AGMM_ERR_TIMEOUT;
+        }
+        if (now - start < spin_ns) {
+            agmm_cpu_relax();
+        } else if (now - start < yield_ns) {
+            sched_yield();
+        } else if (w->ops->progress) {
+            /* Someone must keep driving progress: short sleeps only. */
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        } else {
+            uint64_t ns = (uint64_t)(left * 1e9) + 1000;
+            sleep_on(sig, seen, ns < SLEEP_MAX_NS ? ns : SLEEP_MAX_NS);
+        }
+    }
+}
