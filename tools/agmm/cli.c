@@ -198,6 +198,24 @@ static int get_int(FILE *err, int val, const char *arg, int lo, int hi, int *out
 }
 
 /* --m-local ROWS[,ROWS...] */
+/* One of a fixed set of words: names[i] -> values[i]. Returns 0, or 2 after
+ * printing "agmm: --opt: one of a, b, c (got 'x')". */
+static int get_choice(FILE *err, const char *opt, const char *arg,
+                      const char *const *names, const int *values, int count,
+                      int *out)
+{
+    for (int i = 0; i < count; i++)
+        if (!strcmp(arg, names[i])) {
+            *out = values[i];
+            return 0;
+        }
+    fprintf(err, "agmm: %s: one of ", opt);
+    for (int i = 0; i < count; i++)
+        fprintf(err, "%s%s", i ? ", " : "", names[i]);
+    fprintf(err, " (got '%s')\n", arg);
+    return 2;
+}
+
 static int get_m_local(FILE *err, const char *arg, agmm_cli_t *cli)
 {
     const char *p = arg;
@@ -639,28 +657,25 @@ int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err)
             if (get_i64(err, o, arg, 1, INT64_MAX, &cli->tile_n))
                 return 2;
             break;
-        case OPT_DTYPE:
-            if (!strcmp(arg, "fp16"))
-                cli->dtype = AGMM_DTYPE_FP16;
-            else if (!strcmp(arg, "bf16"))
-                cli->dtype = AGMM_DTYPE_BF16;
-            else if (!strcmp(arg, "fp32"))
-                cli->dtype = AGMM_DTYPE_FP32;
-            else {
-                fprintf(err, "agmm: --dtype: one of fp16, bf16, fp32 (got '%s')\n", arg);
-                return 2;
-            }
+        case OPT_DTYPE: {
+            static const char *const names[] = {"fp16", "bf16", "fp32"};
+            static const int values[] = {AGMM_DTYPE_FP16, AGMM_DTYPE_BF16,
+                                         AGMM_DTYPE_FP32};
+            int v;
+            if (get_choice(err, "--dtype", arg, names, values, 3, &v)) return 2;
+            cli->dtype = (agmm_dtype_t)v;
             break;
-        case OPT_WEIGHTS:
-            if (!strcmp(arg, "shared"))
-                cli->weights = AGMM_WEIGHTS_SHARED;
-            else if (!strcmp(arg, "per-rank"))
-                cli->weights = AGMM_WEIGHTS_PER_RANK;
-            else {
-                fprintf(err, "agmm: --weights: one of shared, per-rank (got '%s')\n", arg);
+        }
+        case OPT_WEIGHTS: {
+            static const char *const names[] = {"shared", "per-rank"};
+            static const int values[] = {AGMM_WEIGHTS_SHARED,
+                                         AGMM_WEIGHTS_PER_RANK};
+            int v;
+            if (get_choice(err, "--weights", arg, names, values, 2, &v))
                 return 2;
-            }
+            cli->weights = (agmm_weights_t)v;
             break;
+        }
         case OPT_COMM_CORES:
             if (get_int(err, o, arg, 0, AGMM_CLI_MAX_CORES, &cli->comm_cores))
                 return 2;
