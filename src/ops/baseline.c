@@ -11,16 +11,8 @@
 #include "ops/schedule.h"
 #include "ops/workers.h"
 
-typedef struct base_ctx {
-    agmm_plan_t *p;
-    const void *a;
-    float *c;
-    uint64_t epoch;
-    int comm_workers, gemm_workers;
-} base_ctx_t;
-
 /* Bulk puts to peers i = first, first + stride, ... (in rotated order). */
-static agmm_status_t put_bulk(base_ctx_t *x, int first, int stride)
+static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
 {
     agmm_plan_t *p = x->p;
     agmm_world_t *w = p->world;
@@ -54,13 +46,13 @@ static agmm_status_t put_bulk(base_ctx_t *x, int first, int stride)
 
 static agmm_status_t comm_worker(agmm_worker_t *self)
 {
-    base_ctx_t *x = self->ctx;
+    agmm_round_t *x = self->ctx;
     return put_bulk(x, self->index, x->comm_workers);
 }
 
 static agmm_status_t gemm_worker(agmm_worker_t *self)
 {
-    base_ctx_t *x = self->ctx;
+    agmm_round_t *x = self->ctx;
     agmm_plan_t *p = x->p;
     if (x->comm_workers == 0)
         AGMM_CHECK(put_bulk(x, self->index, x->gemm_workers));
@@ -103,21 +95,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     return AGMM_OK;
 }
 
-agmm_status_t agmm_run_baseline(agmm_plan_t *p, const void *a_local, float *c,
-                                uint64_t epoch)
+agmm_status_t agmm_run_baseline(agmm_round_t *round)
 {
-    base_ctx_t x = {p, a_local, c, epoch, p->desc.comm_workers,
-                    p->desc.gemm_workers};
-    int n = x.comm_workers + x.gemm_workers;
-    agmm_worker_t *ws = agmm_alloc(sizeof *ws * (size_t)n);
-    if (!ws) return agmm_error(AGMM_ERR_NO_MEMORY, "run: out of memory");
-    for (int i = 0; i < n; i++) {
-        int gemm = i < x.gemm_workers;
-        ws[i].fn = gemm ? gemm_worker : comm_worker;
-        ws[i].index = gemm ? i : i - x.gemm_workers;
-        ws[i].ctx = &x;
-    }
-    agmm_status_t st = agmm_workers_run(p->world, ws, n);
-    agmm_free(ws);
-    return st;
+    return agmm_round_run(round, gemm_worker, comm_worker);
 }

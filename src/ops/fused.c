@@ -18,21 +18,13 @@
 #include "ops/schedule.h"
 #include "ops/workers.h"
 
-typedef struct fused_ctx {
-    agmm_plan_t *p;
-    const void *a;
-    float *c;
-    uint64_t epoch;
-    int comm_workers, gemm_workers;
-} fused_ctx_t;
-
 static double deadline_of(const agmm_plan_t *p)
 {
     return agmm_deadline(p->world, p->desc.timeout_s);
 }
 
 /* Put local tile t to every peer, each followed by its signal. */
-static agmm_status_t put_tile(fused_ctx_t *x, int64_t t)
+static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
 {
     agmm_plan_t *p = x->p;
     agmm_world_t *w = p->world;
@@ -58,7 +50,7 @@ static agmm_status_t put_tile(fused_ctx_t *x, int64_t t)
 }
 
 /* Tiles t = first, first + stride, ... of the local shard. */
-static agmm_status_t put_share(fused_ctx_t *x, int first, int stride)
+static agmm_status_t put_share(agmm_round_t *x, int first, int stride)
 {
     agmm_plan_t *p = x->p;
     for (int64_t t = first; t < p->tiles[p->rank]; t += stride)
@@ -68,7 +60,7 @@ static agmm_status_t put_share(fused_ctx_t *x, int first, int stride)
 
 static agmm_status_t comm_worker(agmm_worker_t *self)
 {
-    fused_ctx_t *x = self->ctx;
+    agmm_round_t *x = self->ctx;
     return put_share(x, self->index, x->comm_workers);
 }
 
@@ -82,7 +74,7 @@ static int tile_arrived(const agmm_plan_t *p, int src, int64_t t, uint64_t e)
 
 /* Compute tiles [t0, t1) of src over this worker's columns, one GEMM call
  * per run of arrived tiles. */
-static agmm_status_t gemm_source(fused_ctx_t *x, const agmm_worker_share_t *s,
+static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
                                  int src, int64_t t0, int64_t t1)
 {
     agmm_plan_t *p = x->p;
@@ -114,7 +106,7 @@ static agmm_status_t gemm_source(fused_ctx_t *x, const agmm_worker_share_t *s,
 
 static agmm_status_t gemm_worker(agmm_worker_t *self)
 {
-    fused_ctx_t *x = self->ctx;
+    agmm_round_t *x = self->ctx;
     agmm_plan_t *p = x->p;
     if (x->comm_workers == 0)
         AGMM_CHECK(put_share(x, self->index, x->gemm_workers));
@@ -130,22 +122,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     return AGMM_OK;
 }
 
-agmm_status_t agmm_run_fused(agmm_plan_t *p, const void *a_local, float *c,
-                             uint64_t epoch)
+agmm_status_t agmm_run_fused(agmm_round_t *round)
 {
-    fused_ctx_t x = {p, a_local, c, epoch, p->desc.comm_workers,
-                     p->desc.gemm_workers};
-    int n = x.comm_workers + x.gemm_workers;
-    agmm_worker_t *ws = agmm_alloc(sizeof *ws * (size_t)n);
-    if (!ws) return agmm_error(AGMM_ERR_NO_MEMORY, "run: out of memory");
-    /* GEMM workers first, so worker 0 (the calling thread) computes. */
-    for (int i = 0; i < n; i++) {
-        int gemm = i < x.gemm_workers;
-        ws[i].fn = gemm ? gemm_worker : comm_worker;
-        ws[i].index = gemm ? i : i - x.gemm_workers;
-        ws[i].ctx = &x;
-    }
-    agmm_status_t st = agmm_workers_run(p->world, ws, n);
-    agmm_free(ws);
-    return st;
+    return agmm_round_run(round, gemm_worker, comm_worker);
 }

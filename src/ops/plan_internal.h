@@ -94,10 +94,17 @@ uint32_t agmm_plan_item_count(const agmm_plan_t *p, int64_t global_tile,
 /* Is `p` a live plan (created, not destroyed)? */
 int agmm_plan_is_live(const agmm_plan_t *p);
 
-/* Schedules (fused.c, baseline.c). */
-agmm_status_t agmm_run_fused(agmm_plan_t *p, const void *a_local, float *c,
-                             uint64_t epoch);
-agmm_status_t agmm_run_baseline(agmm_plan_t *p, const void *a_local, float *c,
-                                uint64_t epoch);
+/* One round of a plan, as every worker of the rank sees it (read-only). */
+typedef struct agmm_round {
+    agmm_plan_t *p;
+    const void *a; /* this rank's shard */
+    float *c;      /* this rank's output */
+    uint64_t epoch;
+    int comm_workers, gemm_workers;
+} agmm_round_t;
+
+/* Schedules (fused.c, baseline.c): run one round on this rank. */
+agmm_status_t agmm_run_fused(agmm_round_t *round);
+agmm_status_t agmm_run_baseline(agmm_round_t *round);
 
 #endif

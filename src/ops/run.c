@@ -23,9 +23,11 @@ agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
     /* Round e publishes e and waits for >= e: signals are never reset, so a
      * signal left from round e - 1 can never satisfy a wait of round e. */
     uint64_t e = ++p->epoch;
+    agmm_round_t round = {p, a_local, c, e, p->desc.comm_workers,
+                          p->desc.gemm_workers};
     agmm_status_t st = schedule == AGMM_SCHEDULE_FUSED
-                           ? agmm_run_fused(p, a_local, c, e)
-                           : agmm_run_baseline(p, a_local, c, e);
+                           ? agmm_run_fused(&round)
+                           : agmm_run_baseline(&round);
     if (st != AGMM_OK) return st;
 
     /* Every worker of this rank has finished reading the gathered rows of

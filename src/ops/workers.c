@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "ops/plan_internal.h"
 #include "transport/transport.h"
 
 typedef struct {
@@ -65,4 +66,21 @@ agmm_status_t agmm_workers_run(agmm_world_t *w, agmm_worker_t *ws, int n)
     if (ws[first].status == AGMM_ERR_ABORTED)
         return agmm_error(AGMM_ERR_ABORTED, "%s", ws[first].error);
     return agmm_error_quiet(ws[first].status, "%s", ws[first].error);
+}
+
+agmm_status_t agmm_round_run(agmm_round_t *x, agmm_worker_fn gemm_fn,
+                             agmm_worker_fn comm_fn)
+{
+    int n = x->comm_workers + x->gemm_workers;
+    agmm_worker_t *ws = agmm_alloc(sizeof *ws * (size_t)n);
+    if (!ws) return agmm_error(AGMM_ERR_NO_MEMORY, "run: out of memory");
+    for (int i = 0; i < n; i++) {
+        int gemm = i < x->gemm_workers;
+        ws[i].fn = gemm ? gemm_fn : comm_fn;
+        ws[i].index = gemm ? i : i - x->gemm_workers;
+        ws[i].ctx = x;
+    }
+    agmm_status_t st = agmm_workers_run(x->p->world, ws, n);
+    agmm_free(ws);
+    return st;
 }

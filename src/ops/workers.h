@@ -29,4 +29,11 @@ struct agmm_worker {
 agmm_status_t agmm_workers_run(agmm_world_t *world, agmm_worker_t *workers,
                                int n);
 
+/* Run one round with the plan's comm and GEMM workers: GEMM workers get
+ * indices 0..G-1 (worker 0 runs on the calling thread), comm workers
+ * 0..C-1; every worker's ctx is `round`. */
+struct agmm_round;
+agmm_status_t agmm_round_run(struct agmm_round *round, agmm_worker_fn gemm_fn,
+                             agmm_worker_fn comm_fn);
+
 #endif
