@@ -203,6 +203,59 @@ agmm_status_t agmm_plan_destroy(agmm_plan_t *plan);
 int64_t agmm_plan_rows(const agmm_plan_t *plan);
 int64_t agmm_plan_row_offset(const agmm_plan_t *plan, int r);
 
+/* --------------------------------------------------------------- tracing */
+
+/* A timeline of a plan's rounds: every put, signal publish, blocking wait,
+ * conversion, GEMM call and round boundary of every worker thread of every
+ * rank, on one clock. Events go into buffers allocated when the trace is
+ * created: no lock and no allocation while a round runs, and a plan without
+ * a trace pays one predictable branch per event site. docs/tracing.md
+ * describes the outputs and how to read them. */
+typedef struct agmm_trace agmm_trace_t;
+
+/* Local. Record the rounds `plan` runs from now on, with room for
+ * `max_rounds` rounds (>= 1; events beyond it are dropped and counted).
+ * One trace per plan; destroy the trace before the plan. */
+agmm_status_t agmm_trace_create(agmm_plan_t *plan, int max_rounds,
+                                agmm_trace_t **out);
+
+/* Collective. Stop recording and gather every rank's events on rank 0 on
+ * rank 0's clock (ranks on rank 0's host share CLOCK_MONOTONIC; others are
+ * aligned at a barrier). */
+agmm_status_t agmm_trace_gather(agmm_trace_t *trace);
+
+/* Rank 0, after gather: write the Chrome trace-event JSON (opens in
+ * Perfetto and chrome://tracing) and/or an SVG timeline; a NULL path skips
+ * that file. A file appears complete or not at all (written under a
+ * temporary name, then renamed). Other ranks return AGMM_OK. */
+agmm_status_t agmm_trace_write(const agmm_trace_t *trace,
+                               const char *json_path, const char *svg_path);
+
+/* One rank's view of one round, from its events (docs/tracing.md). */
+typedef struct agmm_trace_summary {
+    int round;                /* 1-based, in the order the plan ran them */
+    agmm_schedule_t schedule;
+    double round_us;          /* the rank's agmm_plan_run */
+    double gemm_wait_us;      /* waits of its GEMM workers, summed */
+    double gemm_busy_us;      /* conversion + GEMM of its GEMM workers, summed */
+    double comm_busy_us;      /* time any of its puts was in progress */
+    double comm_hidden_us;    /* part of comm_busy_us during which at least
+                                 one of its GEMM workers converted or
+                                 multiplied; hidden share = hidden / busy */
+} agmm_trace_summary_t;
+
+/* Rank 0, after gather: rounds recorded (0 elsewhere), and the summary of
+ * round index `round` (0-based) on `rank`. */
+int agmm_trace_rounds(const agmm_trace_t *trace);
+agmm_status_t agmm_trace_summary(const agmm_trace_t *trace, int round,
+                                 int rank, agmm_trace_summary_t *out);
+/* Rank 0, after gather: events kept and dropped (buffers full), all ranks. */
+void agmm_trace_counts(const agmm_trace_t *trace, uint64_t *events,
+                       uint64_t *dropped);
+
+/* Local. Stop recording (if still attached) and free. NULL is ignored. */
+void agmm_trace_destroy(agmm_trace_t *trace);
+
 /* ------------------------------------------------------------ reference */
 
 /* Convert n fp32 values to `dtype` (round to nearest even). */

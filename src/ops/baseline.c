@@ -10,6 +10,7 @@
 #include "ops/plan_internal.h"
 #include "ops/schedule.h"
 #include "ops/workers.h"
+#include "trace/trace.h"
 
 /* Bulk puts to peers i = first, first + stride, ... (in rotated order). */
 static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
@@ -34,12 +35,15 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
     for (int i = 1 + first; i < p->nranks; i += stride) {
         int q = (r + i) % p->nranks;
         agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1};
-        AGMM_CHECK(agmm_signal_wait(
+        AGMM_CHECK(agmm_traced_wait(
             w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
-            x->epoch - 1, deadline, &what));
+            x->epoch - 1, deadline, &what, AGMM_TSIG_ACK));
+        uint64_t t_put = agmm_trace_clock();
         AGMM_CHECK(w->ops->put_signal(w, &p->gathered, q, off, x->a, bytes,
                                       &p->signals, agmm_sig_off(p, SIG_BULK, r),
                                       x->epoch));
+        agmm_trace_put(t_put, q, 0, p->tiles[r], bytes, x->epoch,
+                       AGMM_TSIG_SHARD);
     }
     return w->ops->quiet(w);
 }
@@ -47,6 +51,7 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
 static agmm_status_t comm_worker(agmm_worker_t *self)
 {
     agmm_round_t *x = self->ctx;
+    agmm_trace_thread(x->p->trace, AGMM_TRACE_COMM_WORKER, self->index);
     return put_bulk(x, self->index, x->comm_workers);
 }
 
@@ -54,16 +59,18 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
 {
     agmm_round_t *x = self->ctx;
     agmm_plan_t *p = x->p;
+    agmm_trace_thread(p->trace, AGMM_TRACE_GEMM_WORKER, self->index);
     if (x->comm_workers == 0)
         AGMM_CHECK(put_bulk(x, self->index, x->gemm_workers));
     /* Everything arrives before any GEMM starts: that is the baseline. */
     for (int src = 0; src < p->nranks; src++) {
         if (p->m_local[src] == 0) continue;
         agmm_wait_what_t what = {"shard", src, -1};
-        AGMM_CHECK(agmm_signal_wait(
+        AGMM_CHECK(agmm_traced_wait(
             p->world,
             agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_BULK, src)),
-            x->epoch, agmm_deadline(p->world, p->desc.timeout_s), &what));
+            x->epoch, agmm_deadline(p->world, p->desc.timeout_s), &what,
+            AGMM_TSIG_SHARD));
     }
     agmm_worker_share_t s;
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s))
@@ -73,6 +80,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     int64_t tiles_total = p->total_tiles, g0, g1;
     agmm_share_tiles(&s, tiles_total, &g0, &g1);
     if (g0 == g1) return AGMM_OK;
+    uint64_t t_conv = agmm_trace_clock();
     for (int src = 0; src < p->nranks; src++) {
         int64_t t0 = AGMM_MAX(g0 - p->tile_base[src], 0);
         int64_t t1 = AGMM_MIN(g1 - p->tile_base[src], p->tiles[src]);
@@ -90,8 +98,10 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     a += (size_t)r0 * (size_t)k;
     int64_t c0 = s.j0 * p->desc.tile_n;
     int64_t c1 = AGMM_MIN(s.j1 * p->desc.tile_n, n);
+    uint64_t t_gemm = agmm_trace_clock();
     agmm_gemm_f32(r1 - r0, c1 - c0, k, a, k, p->w32 + c0, n,
                   x->c + (size_t)r0 * (size_t)n + c0, n);
+    agmm_trace_gemm(t_conv, t_gemm, -1, g0, g1, s.j0, s.j1, r1 - r0);
     return AGMM_OK;
 }
 

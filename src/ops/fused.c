@@ -17,6 +17,7 @@
 #include "ops/plan_internal.h"
 #include "ops/schedule.h"
 #include "ops/workers.h"
+#include "trace/trace.h"
 
 static double deadline_of(const agmm_plan_t *p)
 {
@@ -39,12 +40,15 @@ static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
         int q = (r + i) % p->nranks;
         /* The peer may still read our rows of the previous round. */
         agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1};
-        AGMM_CHECK(agmm_signal_wait(
+        AGMM_CHECK(agmm_traced_wait(
             w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
-            x->epoch - 1, deadline_of(p), &what));
+            x->epoch - 1, deadline_of(p), &what, AGMM_TSIG_ACK));
+        uint64_t t_put = agmm_trace_clock();
         AGMM_CHECK(w->ops->put_signal(w, &p->gathered, q, dst_off, src,
                                       (size_t)rows * row_bytes, &p->signals,
                                       sig, x->epoch));
+        agmm_trace_put(t_put, q, t, t + 1, (size_t)rows * row_bytes, x->epoch,
+                       AGMM_TSIG_TILE);
     }
     return AGMM_OK;
 }
@@ -61,6 +65,7 @@ static agmm_status_t put_share(agmm_round_t *x, int first, int stride)
 static agmm_status_t comm_worker(agmm_worker_t *self)
 {
     agmm_round_t *x = self->ctx;
+    agmm_trace_thread(x->p->trace, AGMM_TRACE_COMM_WORKER, self->index);
     return put_share(x, self->index, x->comm_workers);
 }
 
@@ -85,19 +90,22 @@ static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
         int64_t u = t1; /* local tiles are all there */
         if (src != p->rank) {
             agmm_wait_what_t what = {"tile", src, t};
-            AGMM_CHECK(agmm_signal_wait(
+            AGMM_CHECK(agmm_traced_wait(
                 p->world,
                 agmm_win_signal(&p->signals,
                                 agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t)),
-                x->epoch, deadline_of(p), &what));
+                x->epoch, deadline_of(p), &what, AGMM_TSIG_TILE));
             for (u = t + 1; u < t1 && tile_arrived(p, src, u, x->epoch); u++) {
             }
         }
         const float *a;
+        uint64_t t_conv = agmm_trace_clock();
         AGMM_CHECK(agmm_plan_rows_f32(p, src, t, u, x->a, x->epoch, &a));
+        uint64_t t_gemm = agmm_trace_clock();
         int64_t rows = AGMM_MIN(u * tm, p->m_local[src]) - t * tm;
         float *c = x->c + (size_t)(p->row_off[src] + t * tm) * (size_t)n + c0;
         agmm_gemm_f32(rows, c1 - c0, k, a, k, p->w32 + c0, n, c, n);
+        agmm_trace_gemm(t_conv, t_gemm, src, t, u, s->j0, s->j1, rows);
         agmm_plan_count_items(p, src, t, u, s->j0, s->j1);
         t = u;
     }
@@ -108,6 +116,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
 {
     agmm_round_t *x = self->ctx;
     agmm_plan_t *p = x->p;
+    agmm_trace_thread(p->trace, AGMM_TRACE_GEMM_WORKER, self->index);
     if (x->comm_workers == 0)
         AGMM_CHECK(put_share(x, self->index, x->gemm_workers));
     agmm_worker_share_t s;

@@ -54,6 +54,7 @@ struct agmm_plan {
     _Atomic uint32_t *item_count;
 
     uint64_t epoch; /* rounds run; round e publishes and waits for e */
+    agmm_trace_t *trace; /* recording this plan's rounds, or NULL */
     int destroyed;
 };
 

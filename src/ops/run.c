@@ -2,6 +2,7 @@
  * end-of-round acknowledgements that make the next round's puts safe. */
 #include "common/log.h"
 #include "ops/plan_internal.h"
+#include "trace/trace.h"
 
 agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
                             const void *a_local, float *c)
@@ -25,6 +26,7 @@ agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
     uint64_t e = ++p->epoch;
     agmm_round_t round = {p, a_local, c, e, p->desc.comm_workers,
                           p->desc.gemm_workers};
+    uint64_t t_round = agmm_trace_round_begin(p->trace, schedule);
     agmm_status_t st = schedule == AGMM_SCHEDULE_FUSED
                            ? agmm_run_fused(&round)
                            : agmm_run_baseline(&round);
@@ -34,9 +36,13 @@ agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
      * round e: tell each peer it may overwrite its rows for round e + 1
      * (its comm workers wait for ack >= e before their first put to us). */
     agmm_world_t *w = p->world;
-    for (int q = 0; q < p->nranks; q++)
-        if (q != p->rank)
-            AGMM_CHECK(w->ops->signal(w, &p->signals, q,
-                                      agmm_sig_off(p, SIG_ACK, p->rank), e));
-    return w->ops->quiet(w);
+    for (int q = 0; q < p->nranks; q++) {
+        if (q == p->rank) continue;
+        AGMM_CHECK(w->ops->signal(w, &p->signals, q,
+                                  agmm_sig_off(p, SIG_ACK, p->rank), e));
+        agmm_trace_publish(q, -1, e, AGMM_TSIG_ACK);
+    }
+    st = w->ops->quiet(w);
+    agmm_trace_round_end(p->trace, t_round, e);
+    return st;
 }
