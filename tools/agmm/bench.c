@@ -69,6 +69,11 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     agmm_tool_rank_t t;
     int rc = agmm_tool_setup(world, cli, &t);
     if (rc == 0) rc = agmm_tool_fill_shard(&t, 0);
+    if (rc == 0) {
+        /* Every round of both modes; the library caps the memory. */
+        int64_t traced = ((int64_t)cli->warmup + cli->rounds) * NMODES;
+        rc = agmm_tool_trace_begin(&t, traced < (1 << 20) ? (int)traced : 1 << 20);
+    }
     double *us[NMODES] = {0};
     for (int m = 0; m < NMODES && rc == 0; m++) {
         us[m] = calloc((size_t)cli->rounds, sizeof(double));
@@ -92,6 +97,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
             else if (i >= cli->warmup) us[m][i - cli->warmup] = s * 1e6;
         }
     }
+    if (rc == 0) rc = agmm_tool_trace_end(&t);
     if (rc == 0 && t.rank == 0) {
         double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
         stats_t st[NMODES];
@@ -118,7 +124,8 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
                        m ? "," : "", modes[m].name, st[m].min, st[m].median,
                        st[m].mean, st[m].max, st[m].stdev,
                        flop / st[m].median * 1e-6);
-            printf("},\"ratio_fused_over_baseline\":%.6f}\n", ratio);
+            printf("},\"ratio_fused_over_baseline\":%.6f%s}\n", ratio,
+                   t.trace_json ? t.trace_json : "");
         } else {
             printf("%-9s %12s %12s %12s %12s %12s %9s\n", "mode", "min_us",
                    "median_us", "mean_us", "max_us", "stdev_us", "TFLOP/s");
@@ -128,6 +135,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
                        st[m].max, st[m].stdev,
                        flop / st[m].median * 1e-6);
             printf("fused / baseline (median): %.3f\n", ratio);
+            agmm_tool_trace_print(&t, 0, cli->warmup);
         }
         fflush(stdout);
     }

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CLI_DEFAULT_RANKS 2
@@ -49,6 +50,8 @@ enum {
     OPT_JSON,
     OPT_NO_CHECK,
     OPT_VERSION,
+    OPT_TRACE,
+    OPT_TRACE_SVG,
 };
 
 static const struct option k_long_opts[] = {
@@ -72,6 +75,8 @@ static const struct option k_long_opts[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"json", no_argument, NULL, OPT_JSON},
     {"no-check", no_argument, NULL, OPT_NO_CHECK},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"trace-svg", required_argument, NULL, OPT_TRACE_SVG},
     {NULL, 0, NULL, 0},
 };
 
@@ -425,6 +430,11 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
         fprintf(out, "  --no-check            skip the check against the reference (default: check)\n");
     fprintf(out,
             "  --json                print the result as one JSON object on stdout\n"
+            "  --trace FILE.json     write a timeline of every put, wait and GEMM call of\n"
+            "                        every rank and thread (Chrome trace events: open in\n"
+            "                        ui.perfetto.dev or chrome://tracing) and print a\n"
+            "                        per-round summary (see docs/tracing.md)\n"
+            "  --trace-svg FILE.svg  draw that timeline as an SVG picture\n"
             "  -v, --verbose         more output on stderr (repeatable)\n"
             "  -h, --help            this text\n"
             "      --version         print the version\n"
@@ -455,8 +465,52 @@ static int64_t ceil_div(int64_t a, int64_t b)
     return a / b + (a % b != 0);
 }
 
+/* An output file must be creatable: its directory exists and is writable,
+ * and the path is not a directory. Nothing is created here. */
+static int check_out_path(FILE *err, int val, const char *path)
+{
+    if (!*path) {
+        fprintf(err, "agmm: --%s: give a file name (got '')\n", opt_name(val));
+        return -1;
+    }
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(err, "agmm: --%s: '%s' is a directory; give a file name\n",
+                opt_name(val), path);
+        return -1;
+    }
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (strlen(path) >= sizeof dir - 16) {
+        fprintf(err, "agmm: --%s: path longer than %zu characters\n", opt_name(val),
+                sizeof dir - 16);
+        return -1;
+    }
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(err, "agmm: --%s: cannot write '%s' (directory '%s': %s)\n",
+                opt_name(val), path, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int validate(agmm_cli_t *cli, FILE *err)
 {
+    if (cli->trace_json && check_out_path(err, OPT_TRACE, cli->trace_json))
+        return 2;
+    if (cli->trace_svg && check_out_path(err, OPT_TRACE_SVG, cli->trace_svg))
+        return 2;
+    if (cli->trace_json && cli->trace_svg && !strcmp(cli->trace_json, cli->trace_svg)) {
+        fprintf(err, "agmm: --trace/--trace-svg: give two different files (both are '%s')\n",
+                cli->trace_json);
+        return 2;
+    }
     /* --m-local against --ranks */
     if (cli->m_local_count > 1 && cli->m_local_count != cli->ranks) {
         fprintf(err, "agmm: --m-local: %d values given but --ranks is %d (give 1 value or %d)\n",
@@ -722,6 +776,12 @@ int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err)
             break;
         case OPT_NO_CHECK:
             cli->check = 0;
+            break;
+        case OPT_TRACE:
+            cli->trace_json = arg;
+            break;
+        case OPT_TRACE_SVG:
+            cli->trace_svg = arg;
             break;
         case ':': {
             /* Missing argument: the option is the last word consumed. */

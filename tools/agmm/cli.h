@@ -39,6 +39,8 @@ typedef struct agmm_cli {
     int json;                  /* --json */
     int check;                 /* run: on by default; --no-check turns it off (bench: off, never checks) */
     int verbose;               /* --verbose / -v (repeatable: counts) */
+    const char *trace_json;    /* --trace FILE.json: Chrome trace events (NULL: off) */
+    const char *trace_svg;     /* --trace-svg FILE.svg: the timeline drawn (NULL: off) */
     int online_cores;          /* sysconf(_SC_NPROCESSORS_ONLN) at parse time (>= 1) */
     int64_t m_total;           /* after a successful parse: sum of m_local (M) */
 } agmm_cli_t;

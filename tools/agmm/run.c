@@ -66,6 +66,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
 {
     agmm_tool_rank_t t;
     int rc = agmm_tool_setup(world, cli, &t);
+    if (rc == 0) rc = agmm_tool_trace_begin(&t, cli->rounds);
     if (rc != 0) {
         agmm_tool_teardown(&t);
         return rc;
@@ -158,10 +159,13 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                    (long long)(i / cli->n), (long long)(i % cli->n));
         }
     }
+    /* The trace is written whatever the check found (it may explain it). */
+    if (rc == 0) rc = agmm_tool_trace_end(&t);
+    if (rc == 0) agmm_tool_trace_print(&t, 1, 0);
     if (t.rank == 0 && cli->json && rc == 0)
-        printf("],\"ranks\":%d,\"transport\":\"%s\",\"checked\":%s,\"pass\":%s}\n",
+        printf("],\"ranks\":%d,\"transport\":\"%s\",\"checked\":%s,\"pass\":%s%s}\n",
                P, agmm_world_transport_name(world), cli->check ? "true" : "false",
-               failed ? "false" : "true");
+               failed ? "false" : "true", t.trace_json ? t.trace_json : "");
     fflush(stdout);
     free(all);
     if (rc == 0 && failed) rc = 1;

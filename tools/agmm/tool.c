@@ -83,6 +83,8 @@ int agmm_tool_fill_shard(agmm_tool_rank_t *t, int round)
 
 void agmm_tool_teardown(agmm_tool_rank_t *t)
 {
+    agmm_trace_destroy(t->trace); /* before its plan */
+    free(t->trace_json);
     if (t->plan) agmm_plan_destroy(t->plan);
     free(t->a);
     free(t->w);

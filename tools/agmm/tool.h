@@ -31,6 +31,8 @@ typedef struct agmm_tool_rank {
     void *a;  /* [m_local[rank], k] in the input dtype */
     void *w;  /* [k, n] in the input dtype */
     float *c; /* [M, n] */
+    agmm_trace_t *trace; /* --trace / --trace-svg, else NULL */
+    char *trace_json;    /* rank 0, --json: the "trace" member, or NULL */
 } agmm_tool_rank_t;
 
 /* Create the plan and inputs; 0 on success, else an exit code (the error
@@ -40,6 +42,17 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
 /* Make this rank's shard for round `round` (inputs change every round). */
 int agmm_tool_fill_shard(agmm_tool_rank_t *t, int round);
 void agmm_tool_teardown(agmm_tool_rank_t *t);
+
+/* --trace / --trace-svg (trace.c). begin: record the next `rounds`
+ * rounds if asked. end (collective): gather and write the files; with
+ * --json rank 0 keeps the "trace" member in t->trace_json. Both return 0
+ * or an exit code. print (rank 0, text mode): the summary, every round if
+ * per_round, else per-schedule medians without the first `warmup` rounds
+ * of each. */
+int agmm_tool_trace_begin(agmm_tool_rank_t *t, int rounds);
+int agmm_tool_trace_end(agmm_tool_rank_t *t);
+void agmm_tool_trace_print(const agmm_tool_rank_t *t, int per_round,
+                           int warmup);
 
 /* The commands, run on every rank. Return the rank's exit code. */
 int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli);
