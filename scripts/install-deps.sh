@@ -3,7 +3,8 @@
 # with sudo available). Skips apt-get when everything is already there.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libopenblas-dev libopenmpi-dev
-      openmpi-bin iproute2 procps python3)
+      openmpi-bin iproute2 procps python3
+      chromium) # tests: the trace SVG rendered headless (trace_svg_screenshot)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

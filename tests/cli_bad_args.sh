@@ -87,6 +87,11 @@ rows=(
     "run --seed -1                        | --seed:"
     "run --seed 18446744073709551616      | --seed: out of range"
     "run --seed 0x10                      | --seed:"
+    # trace outputs: checked before any rank starts
+    "run --trace ''                       | --trace: give a file name"
+    "run --trace /nonexistent-agmm-dir/t.json | --trace: cannot write"
+    "bench --trace-svg /                  | --trace-svg: '/' is a directory"
+    "run --trace t.json --trace-svg t.json | --trace/--trace-svg: give two different files"
     # memory: rejected by the caller's check (agmm_cli_check_memory)
     "run --m-local 3000000 --k 200000     | --m-local/--k/--n: the plan needs"
 )
