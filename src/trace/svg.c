@@ -240,17 +240,26 @@ agmm_status_t agmm_trace_write_svg(const agmm_trace_t *t, const char *path)
             qsort(ord, n, sizeof *ord, cmp_ptr_t0);
             lane_bars(f, &v, ord, n, y);
         }
-        /* Round starts of this rank, across its lanes. */
+        /* Round starts of this rank, across its lanes; a label only where
+         * it does not run into the previous one. */
+        double last_label = -1e9;
         for (size_t i = 0; i < t->nall; i++) {
             const agmm_tev_t *e = &t->all[i];
             if (e->rank != r || e->kind != AGMM_TEV_ROUND) continue;
             double x = xof(&v, e->t0);
+            int left = x > v.x1 - 100; /* label left of the line at the end */
+            int room = x - last_label > 110;
+            int some = x - last_label > 16; /* room for the number */
+            if (some) last_label = x;
             fprintf(f,
                     "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" "
                     "stroke=\"#555\" stroke-dasharray=\"3,2\"/><text x=\"%.2f\" "
-                    "y=\"%.1f\" fill=\"#555\">round %u %s</text>\n",
-                    x, y0 + 2, x, y0 + RANK_HEAD + LANE_H * lanes, x + 3,
-                    y0 + 13, e->round, agmm_trace_sched_name(e->sched));
+                    "y=\"%.1f\" fill=\"#555\" text-anchor=\"%s\">%s%.0u %s"
+                    "</text>\n",
+                    x, y0 + 2, x, y0 + RANK_HEAD + LANE_H * lanes,
+                    left ? x - 3 : x + 3, y0 + 13, left ? "end" : "start",
+                    room ? "round " : "", some ? e->round : 0,
+                    room ? agmm_trace_sched_name(e->sched) : "");
         }
     }
     fprintf(f, "</svg>\n");

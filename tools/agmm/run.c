@@ -161,7 +161,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
     }
     /* The trace is written whatever the check found (it may explain it). */
     if (rc == 0) rc = agmm_tool_trace_end(&t);
-    if (rc == 0) agmm_tool_trace_print(&t, 1, 0);
+    if (rc == 0) agmm_tool_trace_print(&t, 1);
     if (t.rank == 0 && cli->json && rc == 0)
         printf("],\"ranks\":%d,\"transport\":\"%s\",\"checked\":%s,\"pass\":%s%s}\n",
                P, agmm_world_transport_name(world), cli->check ? "true" : "false",

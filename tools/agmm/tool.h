@@ -47,12 +47,10 @@ void agmm_tool_teardown(agmm_tool_rank_t *t);
  * rounds if asked. end (collective): gather and write the files; with
  * --json rank 0 keeps the "trace" member in t->trace_json. Both return 0
  * or an exit code. print (rank 0, text mode): the summary, every round if
- * per_round, else per-schedule medians without the first `warmup` rounds
- * of each. */
+ * per_round, else per-schedule medians. */
 int agmm_tool_trace_begin(agmm_tool_rank_t *t, int rounds);
 int agmm_tool_trace_end(agmm_tool_rank_t *t);
-void agmm_tool_trace_print(const agmm_tool_rank_t *t, int per_round,
-                           int warmup);
+void agmm_tool_trace_print(const agmm_tool_rank_t *t, int per_round);
 
 /* The commands, run on every rank. Return the rank's exit code. */
 int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli);

@@ -93,19 +93,19 @@ static double median(double *v, int n)
 }
 
 /* bench: per schedule and rank, the median of each quantity over the
- * rounds after the first `warmup` of that schedule. */
-static void print_medians(const agmm_trace_t *tr, int P, int warmup)
+ * traced (timed) rounds. */
+static void print_medians(const agmm_trace_t *tr, int P)
 {
     int rounds = agmm_trace_rounds(tr);
     double *v = malloc(sizeof(double) * 5 * (size_t)(rounds > 0 ? rounds : 1));
     if (!v) return;
     for (int sched = 0; sched < 2; sched++)
         for (int r = 0; r < P; r++) {
-            int n = 0, seen = 0;
+            int n = 0;
             for (int i = 0; i < rounds; i++) {
                 agmm_trace_summary_t s;
                 if (agmm_trace_summary(tr, i, r, &s) != AGMM_OK ||
-                    (int)s.schedule != sched || seen++ < warmup)
+                    (int)s.schedule != sched)
                     continue;
                 v[n] = s.round_us;
                 v[rounds + n] = s.gemm_wait_us;
@@ -138,7 +138,7 @@ int agmm_tool_trace_end(agmm_tool_rank_t *t)
     return t->trace_json ? 0 : 1;
 }
 
-void agmm_tool_trace_print(const agmm_tool_rank_t *t, int per_round, int warmup)
+void agmm_tool_trace_print(const agmm_tool_rank_t *t, int per_round)
 {
     const agmm_cli_t *cli = t->cli;
     if (!t->trace || t->rank != 0 || cli->json) return;
@@ -163,7 +163,7 @@ void agmm_tool_trace_print(const agmm_tool_rank_t *t, int per_round, int warmup)
            per_round ? "round" : "mode", "rank", "round", "gemm_wait",
            "gemm_busy", "comm_busy", "hidden");
     if (!per_round) {
-        print_medians(t->trace, P, warmup);
+        print_medians(t->trace, P);
     } else {
         for (int i = 0; i < agmm_trace_rounds(t->trace); i++)
             for (int r = 0; r < P; r++) {
