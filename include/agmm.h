@@ -87,6 +87,10 @@ int agmm_world_size(const agmm_world_t *world); /* -1 for NULL */
 /* "shm" or "mpi". */
 const char *agmm_world_transport_name(const agmm_world_t *world);
 
+/* The default wait timeout of the world's barriers, all-gathers and plans
+ * (seconds, > 0). Local; set it to the same value on every rank. */
+void agmm_world_set_timeout(agmm_world_t *world, double timeout_s);
+
 /* Collective: every rank returns once all ranks have entered, or with
  * AGMM_ERR_TIMEOUT / AGMM_ERR_ABORTED. timeout_s <= 0 means the world's
  * default timeout. */

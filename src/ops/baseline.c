@@ -1,6 +1,7 @@
 /* The non-overlapped baseline: all-gather every shard with one bulk put per
- * peer, wait for all of them, then one GEMM over the gathered matrix (split
- * over the same GEMM workers by columns, as a threaded BLAS would).
+ * peer (or the transport's native all-gather: MPI_Allgatherv on MPI), wait
+ * for all of them, then one GEMM over the gathered matrix (split over the
+ * same GEMM workers by columns, as a threaded BLAS would).
  * It shares the plan's windows and epochs with the fused schedule, so the
  * two can alternate round by round. */
 #include <string.h>
@@ -22,6 +23,22 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
     size_t bytes = (size_t)p->m_local[r] * row_bytes;
     size_t off = (size_t)p->row_off[r] * row_bytes;
     double deadline = agmm_deadline(w, p->desc.timeout_s);
+    if (w->ops->allgather_rows) {
+        /* The transport's own all-gather (MPI_Iallgatherv on MPI): what an
+         * MPI user writes today. One thread per rank takes part; it then
+         * raises this rank's bulk signals itself (release), so the GEMM
+         * workers wait exactly as with puts. No ack wait: a peer's rows
+         * land in our window only once we entered the collective, i.e.
+         * after we finished reading the previous round. */
+        if (first != 0) return AGMM_OK;
+        AGMM_CHECK(w->ops->allgather_rows(w, &p->gathered, x->a, row_bytes,
+                                          p->m_local, p->row_off, deadline));
+        for (int src = 0; src < p->nranks; src++)
+            atomic_store_explicit(
+                agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_BULK, src)),
+                x->epoch, memory_order_release);
+        return AGMM_OK;
+    }
     /* fp32 rows are used in place, so the local shard joins the gathered
      * matrix too (converted inputs land in g32 instead). */
     if (first == 0) {

@@ -11,7 +11,10 @@
  *     r+2, ...: wait tile(src, t) >= e (acquire), take every following tile
  *     of its share that has also arrived, convert them once (shared claims),
  *     and compute the whole run with one GEMM call over its columns.
- * The caller (run.c) raises ack[r] on every peer after all workers joined. */
+ * Without comm workers, GEMM worker g issues the puts of tiles g, g + G, ...
+ *   before its GEMM work and waits for their completion (quiet) after it.
+ * At the start of round e + 1 the caller (run.c) raises ack[r] = e on every
+ *   peer: by then every worker of round e has joined. */
 #include "common/log.h"
 #include "gemm/gemm.h"
 #include "ops/plan_internal.h"
@@ -53,20 +56,22 @@ static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
     return AGMM_OK;
 }
 
-/* Tiles t = first, first + stride, ... of the local shard. */
+/* Issue tiles t = first, first + stride, ... of the local shard (their
+ * completion is the caller's quiet()). */
 static agmm_status_t put_share(agmm_round_t *x, int first, int stride)
 {
     agmm_plan_t *p = x->p;
     for (int64_t t = first; t < p->tiles[p->rank]; t += stride)
         AGMM_CHECK(put_tile(x, t));
-    return p->world->ops->quiet(p->world);
+    return AGMM_OK;
 }
 
 static agmm_status_t comm_worker(agmm_worker_t *self)
 {
     agmm_round_t *x = self->ctx;
     agmm_trace_thread(x->p->trace, AGMM_TRACE_COMM_WORKER, self->index);
-    return put_share(x, self->index, x->comm_workers);
+    AGMM_CHECK(put_share(x, self->index, x->comm_workers));
+    return x->p->world->ops->quiet(x->p->world);
 }
 
 static int tile_arrived(const agmm_plan_t *p, int src, int64_t t, uint64_t e)
@@ -117,18 +122,21 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     agmm_round_t *x = self->ctx;
     agmm_plan_t *p = x->p;
     agmm_trace_thread(p->trace, AGMM_TRACE_GEMM_WORKER, self->index);
+    /* Without comm workers the puts are issued first and completed last
+     * (quiet), so an asynchronous transport (MPI) moves the tiles while
+     * this worker computes; on shm the puts are done when issued. */
     if (x->comm_workers == 0)
         AGMM_CHECK(put_share(x, self->index, x->gemm_workers));
     agmm_worker_share_t s;
-    if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s))
-        return AGMM_OK;
-    for (int i = 0; i < p->nranks; i++) {
-        int src = agmm_source_order(p->rank, p->nranks, i);
-        int64_t t0, t1;
-        agmm_share_tiles(&s, p->tiles[src], &t0, &t1);
-        AGMM_CHECK(gemm_source(x, &s, src, t0, t1));
+    if (agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
+        for (int i = 0; i < p->nranks; i++) {
+            int src = agmm_source_order(p->rank, p->nranks, i);
+            int64_t t0, t1;
+            agmm_share_tiles(&s, p->tiles[src], &t0, &t1);
+            AGMM_CHECK(gemm_source(x, &s, src, t0, t1));
+        }
     }
-    return AGMM_OK;
+    return x->comm_workers == 0 ? p->world->ops->quiet(p->world) : AGMM_OK;
 }
 
 agmm_status_t agmm_run_fused(agmm_round_t *round)

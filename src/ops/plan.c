@@ -225,6 +225,36 @@ static agmm_status_t plan_layout(agmm_plan_t *p, const agmm_plan_desc_t *d)
     return AGMM_OK;
 }
 
+/* Tell a two-sided transport every put this rank will receive, once per
+ * plan (ops->expect; shm needs nothing): each remote tile for the fused
+ * schedule, each remote shard for the baseline unless the transport
+ * gathers shards natively (allgather_rows). The group is the schedule, so
+ * a round arms only the receives it will use (run.c). */
+static agmm_status_t declare_puts(agmm_plan_t *p)
+{
+    agmm_world_t *w = p->world;
+    if (!w->ops->expect) return AGMM_OK;
+    size_t row_bytes = (size_t)p->desc.k * p->esize;
+    for (int src = 0; src < p->nranks; src++) {
+        if (src == p->rank) continue;
+        for (int64_t t = 0; t < p->tiles[src]; t++) {
+            int64_t row = t * p->desc.tile_m;
+            int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_local[src] - row);
+            AGMM_CHECK(w->ops->expect(
+                w, &p->gathered, src, (size_t)(p->row_off[src] + row) * row_bytes,
+                (size_t)rows * row_bytes, &p->signals,
+                agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t),
+                AGMM_SCHEDULE_FUSED));
+        }
+        if (w->ops->allgather_rows || p->m_local[src] == 0) continue;
+        AGMM_CHECK(w->ops->expect(
+            w, &p->gathered, src, (size_t)p->row_off[src] * row_bytes,
+            (size_t)p->m_local[src] * row_bytes, &p->signals,
+            agmm_sig_off(p, SIG_BULK, src), AGMM_SCHEDULE_BASELINE));
+    }
+    return AGMM_OK;
+}
+
 agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
                                agmm_plan_t **out)
 {
@@ -275,6 +305,8 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
     st = w->ops->win_alloc(w, agmm_sig_off(p, SIG_ACK, p->nranks),
                            &p->signals);
     if (st != AGMM_OK) goto fail_gathered;
+    st = declare_puts(p);
+    if (st != AGMM_OK) goto fail_signals;
     if (!registry_add(p)) {
         st = agmm_error(AGMM_ERR_NO_MEMORY, "plan_create: too many live plans");
         goto fail_signals;
@@ -312,8 +344,10 @@ agmm_status_t agmm_plan_destroy(agmm_plan_t *p)
                           "plan_destroy: the plan was destroyed or never made");
     registry_remove(p);
     agmm_world_t *w = p->world;
-    /* No peer may still write into our windows (acks of the last round are
-     * sent before run returns, so after this barrier none is in flight). */
+    /* No peer may still write into our windows: every put of the last
+     * round was received before its run returned, and acks are sent (and
+     * completed, quiet) at the start of a round, so after this barrier
+     * none is in flight. */
     agmm_status_t st = w->ops->barrier(w, agmm_deadline(w, p->desc.timeout_s));
     w->ops->win_free(w, &p->signals);
     w->ops->win_free(w, &p->gathered);

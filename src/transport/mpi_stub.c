@@ -1,17 +1,6 @@
-/* Built when agmm is configured without MPI: the MPI entry points say so. */
-#include <stdlib.h>
-#include <string.h>
-
+/* Built instead of mpi.c when agmm is configured without MPI: the MPI
+ * entry points say so. */
 #include "common/log.h"
-
-int agmm_mpi_launcher_detected(void)
-{
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                                 "PMIX_RANK", "MPI_LOCALNRANKS"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (getenv(vars[i])) return 1;
-    return 0;
-}
 
 agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
                                     agmm_world_t **out)

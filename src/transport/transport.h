@@ -1,6 +1,7 @@
 /* The transport layer: symmetric windows, put-with-signal, signal waits,
  * barrier and abort, behind one vtable with one file per backend
- * (shm.c: processes on one host sharing memory; mpi.c: MPI).
+ * (shm.c: processes on one host sharing memory; mpi.c: MPI, across hosts;
+ * mpi_stub.c stands in for mpi.c in builds without MPI).
  *
  * Signals are 64-bit epoch counters living in a window. A signal has one
  * writer (the rank that owns the data it guards) and is only ever raised:
@@ -50,6 +51,31 @@ typedef struct agmm_transport_ops {
     /* Collective: `bytes` per rank, at most AGMM_ALLGATHER_MAX. */
     agmm_status_t (*allgather)(agmm_world_t *w, const void *in, void *out,
                                size_t bytes, double deadline);
+    /* --- Optional entries (NULL: not needed, as on shm) ------------------
+     * A two-sided backend (mpi.c) receives every put straight into place
+     * with a receive it posted in advance, so it must know what will arrive.
+     * expect(): declared once per plan after win_alloc: `src` will put
+     * `bytes` at `off` of this rank's `win`, then raise cell `sig_off` of
+     * this rank's `sigwin`; the put belongs to slot group `group` (the ops
+     * layer uses the schedule, so a round arms only what it will use). */
+    agmm_status_t (*expect)(agmm_world_t *w, const agmm_win_t *win, int src,
+                            size_t off, size_t bytes, const agmm_win_t *sigwin,
+                            size_t sig_off, int group);
+    /* The round that raises signals of `sigwin` to `value` uses `group`:
+     * post its receives. The ops layer calls it before telling peers (with
+     * the end-of-round ack) that they may put this round's data, so every
+     * put finds its receive posted. */
+    agmm_status_t (*round_begin)(agmm_world_t *w, const agmm_win_t *sigwin,
+                                 int group, uint64_t value);
+    /* A native all-gather of row blocks (the baseline on MPI is the
+     * MPI_Allgather an MPI user would write). Collective, called by one
+     * thread per rank: rank r's rows[r] rows of `row_bytes` from its `src`
+     * land at row row_off[r] of every rank's `win`. Returns when this
+     * rank's copy is complete (or with a timeout / abort). */
+    agmm_status_t (*allgather_rows)(agmm_world_t *w, const agmm_win_t *win,
+                                    const void *src, size_t row_bytes,
+                                    const int64_t *rows,
+                                    const int64_t *row_off, double deadline);
     /* Mark the world aborted with a one-line reason (first caller wins). */
     void (*abort)(agmm_world_t *w, const char *reason);
     /* NULL while the world runs; the reason once it is aborted. */

@@ -13,6 +13,11 @@ const char *agmm_world_transport_name(const agmm_world_t *w)
     return w ? w->ops->name : "none";
 }
 
+void agmm_world_set_timeout(agmm_world_t *w, double timeout_s)
+{
+    if (w && timeout_s > 0) w->timeout_s = timeout_s;
+}
+
 agmm_status_t agmm_world_barrier(agmm_world_t *w, double timeout_s)
 {
     if (!w) return agmm_error(AGMM_ERR_INVALID_ARG, "barrier: world is NULL");

@@ -52,6 +52,7 @@ enum {
     OPT_VERSION,
     OPT_TRACE,
     OPT_TRACE_SVG,
+    OPT_TRANSPORT,
 };
 
 static const struct option k_long_opts[] = {
@@ -77,6 +78,7 @@ static const struct option k_long_opts[] = {
     {"no-check", no_argument, NULL, OPT_NO_CHECK},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"trace-svg", required_argument, NULL, OPT_TRACE_SVG},
+    {"transport", required_argument, NULL, OPT_TRANSPORT},
     {NULL, 0, NULL, 0},
 };
 
@@ -300,10 +302,12 @@ static int default_gemm(int ranks, int online, int comm)
 
 void agmm_cli_resolve_cores(agmm_cli_t *cli)
 {
+    /* The ranks that share this host's cores (all of them on shm). */
+    int here = cli->ranks_here > 0 ? cli->ranks_here : cli->ranks;
     if (!cli->comm_cores_set)
-        cli->comm_cores = default_comm(cli->ranks, cli->online_cores);
+        cli->comm_cores = default_comm(here, cli->online_cores);
     if (!cli->gemm_cores_set)
-        cli->gemm_cores = default_gemm(cli->ranks, cli->online_cores, cli->comm_cores);
+        cli->gemm_cores = default_gemm(here, cli->online_cores, cli->comm_cores);
 }
 
 /* ------------------------------------------------------------ usage */
@@ -429,6 +433,10 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
     else
         fprintf(out, "  --no-check            skip the check against the reference (default: check)\n");
     fprintf(out,
+            "  --transport T         shm: forked ranks on this host sharing memory | mpi: the\n"
+            "                        ranks of an MPI launcher (mpirun -np P agmm %s ...;\n"
+            "                        --ranks then defaults to P). Default: mpi when started\n"
+            "                        by an MPI launcher, else shm\n"
             "  --json                print the result as one JSON object on stdout\n"
             "  --trace FILE.json     write a timeline of every put, wait and GEMM call of\n"
             "                        every rank and thread (Chrome trace events: open in\n"
@@ -439,7 +447,8 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
             "  -h, --help            this text\n"
             "      --version         print the version\n"
             "\n"
-            "Exit codes: 0 ok, 1 check failed or a rank failed, 2 bad input.\n");
+            "Exit codes: 0 ok, 1 check failed or a rank failed, 2 bad input.\n",
+            cmd_name(cmd));
 }
 
 static void print_version(FILE *out)
@@ -500,7 +509,7 @@ static int check_out_path(FILE *err, int val, const char *path)
     return 0;
 }
 
-static int validate(agmm_cli_t *cli, FILE *err)
+static int validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
 {
     if (cli->trace_json && check_out_path(err, OPT_TRACE, cli->trace_json))
         return 2;
@@ -511,6 +520,20 @@ static int validate(agmm_cli_t *cli, FILE *err)
                 cli->trace_json);
         return 2;
     }
+    /* Under MPI the launcher decides the ranks. */
+    if (world_size > 0) {
+        if (cli->ranks_set && cli->ranks != world_size) {
+            fprintf(err, "agmm: --ranks: %d given but the MPI launcher started %d rank%s "
+                         "(omit --ranks or make it match)\n",
+                    cli->ranks, world_size, world_size == 1 ? "" : "s");
+            return 2;
+        }
+        cli->ranks = world_size;
+        cli->ranks_here = ranks_here > 0 && ranks_here <= world_size ? ranks_here : world_size;
+    } else {
+        cli->ranks_here = cli->ranks;
+    }
+
     /* --m-local against --ranks */
     if (cli->m_local_count > 1 && cli->m_local_count != cli->ranks) {
         fprintf(err, "agmm: --m-local: %d values given but --ranks is %d (give 1 value or %d)\n",
@@ -556,18 +579,18 @@ static int validate(agmm_cli_t *cli, FILE *err)
 
     /* Core budget */
     agmm_cli_resolve_cores(cli);
-    int64_t threads = (int64_t)cli->ranks * ((int64_t)cli->comm_cores + cli->gemm_cores);
+    int64_t threads = (int64_t)cli->ranks_here * ((int64_t)cli->comm_cores + cli->gemm_cores);
     if (threads > cli->online_cores && !cli->oversubscribe) {
-        const char *rs = cli->ranks == 1 ? "rank" : "ranks";
+        const char *rs = cli->ranks_here == 1 ? "rank" : "ranks";
         const char *cs = cli->online_cores == 1 ? "core" : "cores";
         fprintf(err,
                 "agmm: --comm-cores/--gemm-cores: %d %s x (%d comm + %d GEMM) = %" PRId64
                 " threads exceed the %d online %s",
-                cli->ranks, rs, cli->comm_cores, cli->gemm_cores, threads, cli->online_cores,
+                cli->ranks_here, rs, cli->comm_cores, cli->gemm_cores, threads, cli->online_cores,
                 cs);
         if (!cli->comm_cores_set && !cli->gemm_cores_set)
             fprintf(err, " (default for %d %s; pass --oversubscribe to run more threads "
-                         "than cores)\n", cli->ranks, rs);
+                         "than cores)\n", cli->ranks_here, rs);
         else if (!cli->gemm_cores_set)
             fprintf(err, " (--gemm-cores defaults to at least 1; use fewer cores or "
                          "--oversubscribe)\n");
@@ -608,7 +631,38 @@ static int validate(agmm_cli_t *cli, FILE *err)
 
 /* ------------------------------------------------------------ parse */
 
+int agmm_cli_wants_mpi(int argc, char **argv)
+{
+    int mpi = agmm_mpi_launcher_detected();
+    for (int i = 2; argv && i < argc && argv[i]; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--transport") && i + 1 < argc)
+            v = argv[++i];
+        else if (!strncmp(argv[i], "--transport=", 12))
+            v = argv[i] + 12;
+        if (v)
+            mpi = !strcmp(v, "mpi");
+    }
+    return mpi;
+}
+
+static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err,
+                      int world_size, int ranks_here);
+
 int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err)
+{
+    return parse_impl(argc, argv, cli, out, err, 0, 0);
+}
+
+int agmm_cli_parse_mpi(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err,
+                       int world_size, int ranks_here)
+{
+    return parse_impl(argc, argv, cli, out, err, world_size < 1 ? 1 : world_size,
+                      ranks_here);
+}
+
+static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err,
+                      int world_size, int ranks_here)
 {
     if (!cli)
         return 2;
@@ -690,6 +744,15 @@ int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err)
         case OPT_RANKS:
             if (get_int(err, o, arg, 1, AGMM_CLI_MAX_RANKS, &cli->ranks))
                 return 2;
+            cli->ranks_set = 1;
+            break;
+        case OPT_TRANSPORT:
+            if (!strcmp(arg, "shm") || !strcmp(arg, "mpi")) {
+                cli->transport_mpi = !strcmp(arg, "mpi");
+            } else {
+                fprintf(err, "agmm: --transport: one of shm, mpi (got '%s')\n", arg);
+                return 2;
+            }
             break;
         case OPT_M_LOCAL:
             if (get_m_local(err, arg, cli))
@@ -822,7 +885,9 @@ int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err)
     }
     /* Leave getopt clean for any later caller. */
     optind = 0;
-    return validate(cli, err);
+    if (world_size > 0)
+        cli->transport_mpi = 1;
+    return validate(cli, err, world_size, ranks_here);
 }
 
 /* ------------------------------------------------------------ memory */
@@ -860,7 +925,8 @@ int agmm_cli_check_memory(const agmm_cli_t *cli, uint64_t bytes_per_rank, FILE *
     if (!found)
         return 0;
     long double avail = (long double)avail_kib * 1024.0L;
-    int ranks = cli->ranks > 0 ? cli->ranks : 1;
+    /* The ranks on this host share its memory (all of them on shm). */
+    int ranks = cli->ranks_here > 0 ? cli->ranks_here : cli->ranks > 0 ? cli->ranks : 1;
     /* bytes_per_rank == 0 means the library found the plan invalid or its
      * byte count overflowing: treat as too large. */
     long double need = bytes_per_rank == 0 ? (long double)UINT64_MAX * ranks

@@ -43,6 +43,9 @@ typedef struct agmm_cli {
     const char *trace_svg;     /* --trace-svg FILE.svg: the timeline drawn (NULL: off) */
     int online_cores;          /* sysconf(_SC_NPROCESSORS_ONLN) at parse time (>= 1) */
     int64_t m_total;           /* after a successful parse: sum of m_local (M) */
+    int ranks_set;             /* --ranks given explicitly */
+    int transport_mpi;         /* --transport shm|mpi; default: mpi under an MPI launcher */
+    int ranks_here;            /* ranks sharing this host's cores and memory (= ranks on shm) */
 } agmm_cli_t;
 
 /* Upper bounds of the core options (each per rank). */
@@ -54,6 +57,16 @@ typedef struct agmm_cli {
  * cores) go to err with "agmm: warning: " and the return is still 0.
  * Does not modify argv; safe to call repeatedly in one process. */
 int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err);
+
+/* As agmm_cli_parse, for a process of an MPI world of `world_size` ranks,
+ * `ranks_here` of them on this host: --ranks defaults to world_size and
+ * must equal it if given; the core budget and defaults count ranks_here. */
+int agmm_cli_parse_mpi(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err,
+                       int world_size, int ranks_here);
+
+/* Whether the command line runs on MPI: --transport mpi, or no --transport
+ * and an MPI launcher detected. Looks at argv only (before MPI starts). */
+int agmm_cli_wants_mpi(int argc, char **argv);
 
 /* The usage text for `agmm run --help` / `agmm bench --help`. With a
  * non-NULL cli, the default core counts are resolved for its ranks and

@@ -1,6 +1,7 @@
 /* agmm: the command-line tool. Parses the options (cli.c), refuses what
- * cannot run, starts the ranks (agmm_launch) and runs `run` (run.c) or
- * `bench` (bench.c) on each. Everything goes through include/agmm.h. */
+ * cannot run, starts the ranks (agmm_launch; or, under an MPI launcher,
+ * joins the MPI world: tool.c) and runs `run` (run.c) or `bench` (bench.c)
+ * on each. Everything goes through include/agmm.h. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -11,7 +12,7 @@
 /* Memory one rank of the tool needs besides the plan: its shard, the
  * weight in the input dtype, C, and for the check every shard plus the
  * reference's fp32 copies and result. */
-static uint64_t tool_bytes_per_rank(const agmm_cli_t *cli)
+uint64_t agmm_tool_bytes_per_rank(const agmm_cli_t *cli)
 {
     double es = (double)agmm_dtype_size(cli->dtype);
     double M = (double)cli->m_total, k = (double)cli->k, n = (double)cli->n;
@@ -23,20 +24,26 @@ static uint64_t tool_bytes_per_rank(const agmm_cli_t *cli)
     return bytes > 1.8e19 ? 0 : (uint64_t)bytes;
 }
 
+int agmm_tool_check_memory(const agmm_cli_t *cli, FILE *err)
+{
+    agmm_plan_desc_t desc;
+    agmm_tool_desc(cli, &desc);
+    uint64_t plan_bytes = agmm_plan_bytes_per_rank(&desc);
+    uint64_t tool_bytes = agmm_tool_bytes_per_rank(cli);
+    uint64_t need = plan_bytes + tool_bytes;
+    if (plan_bytes == 0 || tool_bytes == 0 || need < plan_bytes) need = 0;
+    return agmm_cli_check_memory(cli, need, err);
+}
+
 int main(int argc, char **argv)
 {
     static agmm_cli_t cli; /* large (m_local table): not on the stack */
+    if (agmm_cli_wants_mpi(argc, argv)) return agmm_tool_mpi_main(argc, argv, &cli);
     int rc = agmm_cli_parse(argc, argv, &cli, stdout, stderr);
     if (rc < 0) return 0; /* help or version */
     if (rc != 0) return rc;
 
-    agmm_plan_desc_t desc;
-    agmm_tool_desc(&cli, &desc);
-    uint64_t plan_bytes = agmm_plan_bytes_per_rank(&desc);
-    uint64_t tool_bytes = tool_bytes_per_rank(&cli);
-    uint64_t need = plan_bytes + tool_bytes;
-    if (plan_bytes == 0 || tool_bytes == 0 || need < plan_bytes) need = 0;
-    rc = agmm_cli_check_memory(&cli, need, stderr);
+    rc = agmm_tool_check_memory(&cli, stderr);
     if (rc != 0) return rc;
 
     return agmm_tool_launch(&cli);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "inputs.h"
 
@@ -119,4 +120,55 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world, FILE *out)
             (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
             cli->gemm_cores);
     fprintf(out, "blas: %s, kernel %s\n", agmm_blas_name(), agmm_blas_kernel());
+}
+
+/* How many ranks of the world run on this host (same host name): they
+ * share its cores and memory. */
+static int ranks_on_this_host(agmm_world_t *world)
+{
+    char mine[64] = "";
+    gethostname(mine, sizeof mine - 1);
+    int size = agmm_world_size(world), here = 0;
+    char *all = malloc(sizeof mine * (size_t)size);
+    if (!all || agmm_world_allgather(world, mine, all, sizeof mine) != AGMM_OK) {
+        free(all);
+        return size;
+    }
+    for (int r = 0; r < size; r++)
+        here += strncmp(all + (size_t)r * sizeof mine, mine, sizeof mine) == 0;
+    free(all);
+    return here;
+}
+
+int agmm_tool_mpi_main(int argc, char **argv, agmm_cli_t *cli)
+{
+    agmm_world_t *world = NULL;
+    agmm_status_t st = agmm_world_create_mpi(&argc, &argv, 0, &world);
+    if (st != AGMM_OK) /* printed; "built without MPI" is a usage error */
+        return st == AGMM_ERR_UNSUPPORTED ? 2 : 1;
+    int rank = agmm_world_rank(world);
+    int here = ranks_on_this_host(world);
+    /* Every rank parses the same command line; only rank 0 prints. */
+    FILE *quiet = rank == 0 ? NULL : fopen("/dev/null", "w");
+    FILE *out = quiet ? quiet : stdout, *err = quiet ? quiet : stderr;
+    int rc = agmm_cli_parse_mpi(argc, argv, cli, out, err, agmm_world_size(world),
+                                here);
+    if (rc == 0) rc = agmm_tool_check_memory(cli, err);
+    if (quiet) fclose(quiet);
+    if (rc == 0) {
+        agmm_world_set_timeout(world, cli->timeout_s);
+        rc = cli->cmd == AGMM_CMD_RUN ? agmm_tool_run(world, cli)
+                                      : agmm_tool_bench(world, cli);
+        fflush(stdout);
+        /* A rank that failed tells the others at once (they may be waiting
+         * for it); failures every rank saw alike (a failed check) too,
+         * which is harmless. */
+        if (rc != 0) {
+            char why[64];
+            snprintf(why, sizeof why, "exiting with code %d", rc);
+            agmm_world_abort(world, why);
+        }
+    }
+    agmm_world_destroy(world);
+    return rc < 0 ? 0 : rc;
 }

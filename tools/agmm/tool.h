@@ -21,6 +21,17 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *desc);
  * returns the process exit code. */
 int agmm_tool_launch(const agmm_cli_t *cli);
 
+/* The whole tool on one rank of an MPI world (mpirun -np P agmm ...):
+ * start MPI, parse the options (only rank 0 prints), run the command on
+ * the MPI world, finish. Returns the process exit code. */
+int agmm_tool_mpi_main(int argc, char **argv, agmm_cli_t *cli);
+
+/* Memory one rank of the tool needs besides the plan (main.c). */
+uint64_t agmm_tool_bytes_per_rank(const agmm_cli_t *cli);
+/* 0 if the plan and the tool fit the available memory of the ranks on this
+ * host, else 2 with one line on `err` (main.c). */
+int agmm_tool_check_memory(const agmm_cli_t *cli, FILE *err);
+
 /* Per-rank state every command sets up the same way: the plan with its
  * weight, this rank's shard and its output. */
 typedef struct agmm_tool_rank {

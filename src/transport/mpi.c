@@ -1,0 +1,813 @@
+/* MPI transport: the ranks are the processes of MPI_COMM_WORLD, on one host
+ * or many. Standard MPI-3 calls only (OpenMPI, MPICH and vendor MPIs).
+ *
+ * Tiles are two-sided messages received straight into place:
+ *   - plan creation declares every incoming put with expect(); each becomes
+ *     a persistent receive (MPI_Recv_init) into the peer's rows of this
+ *     rank's `gathered` window, tagged with the signal cell it raises, on a
+ *     communicator of its own per signal window. Set up once per plan.
+ *   - round_begin() starts (MPI_Start) the receives of the round's group
+ *     and hands them to the progress thread. The ops layer calls it before
+ *     it acks the previous round to its peers, and a peer puts only after
+ *     that ack, so every tile finds its receive posted: MPI delivers it
+ *     into the gathered rows with no staging copy (eager or rendezvous).
+ *   - put_signal() is an MPI_Isend from the caller's thread; quiet() waits
+ *     for the calling thread's sends (with the world's timeout and abort).
+ *   - one progress thread per process tests the posted receives
+ *     (MPI_Testsome) and, for each completed tile, stores the round's epoch
+ *     into the tile's local signal cell with release order. GEMM workers
+ *     wait only on those local cells (agmm_signal_wait, acquire), exactly
+ *     as on shm: MPI's completion happens before the progress thread's
+ *     release store, so a worker that sees the epoch sees the rows.
+ *   - signal() (the end-of-round ack) is a 24-byte message {window, cell,
+ *     value} on the control communicator; the progress thread stores it.
+ *   - abort() records the reason and sends it to every peer on the control
+ *     communicator; the progress thread of a peer records it, so that
+ *     peer's waits fail with a message naming the rank that failed.
+ *   - the baseline's all-gather is MPI_Iallgatherv (allgather_rows) on a
+ *     communicator of its own, completed with a deadline.
+ * Workers send while the progress thread receives, so the backend needs
+ * MPI_THREAD_MULTIPLE and refuses to start with less.
+ *
+ * Threads: the caller's threads call win_alloc/free, round_begin, barrier
+ * and allgather (the thread that runs the plan); any worker thread calls
+ * put_signal, signal, quiet, abort; the progress thread owns the active
+ * receive list, guarded by `lock` (round_begin appends to it). */
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "transport/transport.h"
+
+enum { TAG_ABORT = 1, TAG_SIGNAL = 2 };
+enum { ABORT_NONE = 0, ABORT_WRITING = 1, ABORT_PUBLISHED = 2 };
+#define REASON_MAX 384
+#define MAX_WINDOWS 256
+#define MAX_PENDING 1024 /* sends in flight per thread before quiet */
+
+/* One declared incoming put: a persistent receive. */
+typedef struct slot {
+    MPI_Request req;
+    int group, src;
+    size_t bytes;
+    _Atomic uint64_t *cell; /* the local signal cell it raises */
+    uint64_t value;         /* set by round_begin, read on completion */
+} slot_t;
+
+/* win->impl */
+typedef struct mpi_win {
+    int id;
+    unsigned char *local; /* the window's memory on this rank */
+    size_t bytes;
+    MPI_Comm comm; /* tile messages guarded by this (signal) window */
+    slot_t **slots;
+    int nslots, cap;
+} mpi_win_t;
+
+typedef struct mpi_state {
+    MPI_Comm ctl;  /* abort and signal messages (progress thread receives) */
+    MPI_Comm coll; /* barrier, allgather, window set-up (plan thread) */
+    MPI_Comm bulk; /* allgather_rows (one comm worker per rank) */
+    int we_initialized;
+    int tag_ub;
+
+    /* Abort: 0 -> 1 by the first aborter (CAS), reason written, then 2
+     * (release); readers that see 2 (acquire) may read the reason. */
+    _Alignas(AGMM_CACHE_LINE) _Atomic int abort_state;
+    _Atomic int abort_originated; /* this rank aborted first */
+    char abort_reason[REASON_MAX];
+    MPI_Request *abort_sends; /* [size], to tell the peers */
+
+    /* Progress thread and its receive list. [0] abort, [1] signal, then
+     * the armed slots (slot_of[i] for i >= 2). */
+    pthread_t thread;
+    int thread_started;
+    _Alignas(AGMM_CACHE_LINE) _Atomic int stop;
+    pthread_mutex_t lock;
+    MPI_Request *active;
+    slot_t **slot_of;
+    int nactive, cap;
+    char abort_buf[REASON_MAX];
+    uint64_t sig_buf[3]; /* window id, cell offset, value */
+
+    mpi_win_t *windows[MAX_WINDOWS]; /* by id, guarded by lock */
+    int next_win_id;
+} mpi_state_t;
+
+static mpi_state_t *st_of(agmm_world_t *w) { return (mpi_state_t *)w->impl; }
+
+/* The one MPI world of this process (MPI_COMM_WORLD). */
+static agmm_world_t *the_world;
+
+static agmm_status_t mpi_fail(int rc, const char *what)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return agmm_error(AGMM_ERR_TRANSPORT, "MPI: %s failed: %s", what, msg);
+}
+
+#define MPI_TRY(call, what)                                                    \
+    do {                                                                       \
+        int mpi_rc_ = (call);                                                  \
+        if (mpi_rc_ != MPI_SUCCESS) return mpi_fail(mpi_rc_, what);            \
+    } while (0)
+
+/* ----------------------------------------------------------- abort */
+
+static const char *mpi_aborted(agmm_world_t *w)
+{
+    mpi_state_t *s = st_of(w);
+    int a = atomic_load_explicit(&s->abort_state, memory_order_acquire);
+    if (a == ABORT_NONE) return NULL;
+    if (a == ABORT_WRITING) return "another rank is aborting the run";
+    return s->abort_reason;
+}
+
+/* Record the reason; 1 if this call was the first. */
+static int record_abort(mpi_state_t *s, const char *reason)
+{
+    int expected = ABORT_NONE;
+    if (!atomic_compare_exchange_strong_explicit(
+            &s->abort_state, &expected, ABORT_WRITING, memory_order_acq_rel,
+            memory_order_acquire))
+        return 0;
+    snprintf(s->abort_reason, sizeof s->abort_reason, "%s", reason);
+    atomic_store_explicit(&s->abort_state, ABORT_PUBLISHED,
+                          memory_order_release);
+    return 1;
+}
+
+/* First abort wins; the reason goes to every peer as a control message
+ * (nonblocking: a dead peer must not block us). */
+static void mpi_abort(agmm_world_t *w, const char *reason)
+{
+    mpi_state_t *s = st_of(w);
+    if (!record_abort(s, reason)) return;
+    atomic_store_explicit(&s->abort_originated, 1, memory_order_relaxed);
+    for (int q = 0; q < w->size; q++)
+        if (q != w->rank)
+            MPI_Isend(s->abort_reason, (int)strlen(s->abort_reason) + 1,
+                      MPI_CHAR, q, TAG_ABORT, s->ctl, &s->abort_sends[q]);
+}
+
+/* ------------------------------------------------ waiting on requests */
+
+/* Sleep a little more the longer a wait lasts (ranks may oversubscribe
+ * the cores, and MPI progress is driven by the progress thread). */
+static void backoff(unsigned idle)
+{
+    if (idle < 64) {
+        agmm_cpu_relax();
+        return;
+    }
+    struct timespec ts = {0, idle < 1024 ? 10000L : 100000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Complete `n` requests by `deadline`, failing early if the world is
+ * aborted. `what` names the operation in messages. */
+static agmm_status_t wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
+                               double deadline, const char *what)
+{
+    for (unsigned idle = 0;; idle++) {
+        int done = 0;
+        int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            agmm_status_t e = mpi_fail(rc, what);
+            char reason[REASON_MAX];
+            snprintf(reason, sizeof reason, "rank %d: %s", w->rank,
+                     agmm_thread_error());
+            mpi_abort(w, reason);
+            return e;
+        }
+        if (done) return AGMM_OK;
+        const char *reason = mpi_aborted(w);
+        if (reason)
+            return agmm_error_quiet(AGMM_ERR_ABORTED, "aborted during %s: %s",
+                                    what, reason);
+        if (agmm_now() > deadline) {
+            agmm_error(AGMM_ERR_TIMEOUT, "timed out in %s", what);
+            char r[REASON_MAX];
+            snprintf(r, sizeof r, "rank %d timed out in %s", w->rank, what);
+            mpi_abort(w, r);
+            return AGMM_ERR_TIMEOUT;
+        }
+        backoff(idle);
+    }
+}
+
+/* ------------------------------------------------ sends of one thread */
+
+/* Sends issued by this thread and not yet known complete. The payload of
+ * a signal message lives here until its send completes. */
+typedef struct pending {
+    MPI_Request req;
+    int dst;
+    uint64_t payload[3];
+} pending_t;
+static _Thread_local pending_t pending[MAX_PENDING];
+static _Thread_local int npending;
+
+static agmm_status_t mpi_quiet(agmm_world_t *w)
+{
+    if (npending == 0) return AGMM_OK;
+    MPI_Request reqs[MAX_PENDING];
+    for (int i = 0; i < npending; i++) reqs[i] = pending[i].req;
+    char what[96];
+    snprintf(what, sizeof what, "completing %d send%s (the first to rank %d)",
+             npending, npending == 1 ? "" : "s", pending[0].dst);
+    agmm_status_t st = wait_reqs(w, reqs, npending, agmm_deadline(w, 0), what);
+    /* On failure the requests stay unfinished: the process is ending. */
+    npending = 0;
+    return st;
+}
+
+/* A free pending entry (waits for the earlier sends when all are used). */
+static agmm_status_t pending_slot(agmm_world_t *w, pending_t **out)
+{
+    if (npending == MAX_PENDING) AGMM_CHECK(mpi_quiet(w));
+    *out = &pending[npending];
+    return AGMM_OK;
+}
+
+static agmm_status_t mpi_put_signal(agmm_world_t *w, const agmm_win_t *win,
+                                    int dst, size_t off, const void *src,
+                                    size_t bytes, const agmm_win_t *sigwin,
+                                    size_t sig_off, uint64_t value)
+{
+    /* The receiver posted the receive for (this rank, cell) into `off` of
+     * its `win`, and publishes its round's epoch, which is `value`. */
+    (void)win;
+    (void)off;
+    (void)value;
+    if (bytes > (size_t)INT32_MAX)
+        return agmm_error(AGMM_ERR_TOO_LARGE,
+                          "MPI: one put of %zu bytes exceeds 2 GiB (use a "
+                          "smaller --tile-m)",
+                          bytes);
+    const mpi_win_t *mw = sigwin->impl;
+    pending_t *pe;
+    AGMM_CHECK(pending_slot(w, &pe));
+    MPI_TRY(MPI_Isend(src, (int)bytes, MPI_BYTE, dst,
+                      (int)(sig_off / sizeof(uint64_t)), mw->comm, &pe->req),
+            "MPI_Isend of a tile");
+    pe->dst = dst;
+    npending++;
+    return AGMM_OK;
+}
+
+static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
+                                int dst, size_t sig_off, uint64_t value)
+{
+    const mpi_win_t *mw = sigwin->impl;
+    pending_t *pe;
+    AGMM_CHECK(pending_slot(w, &pe));
+    pe->payload[0] = (uint64_t)mw->id;
+    pe->payload[1] = sig_off;
+    pe->payload[2] = value;
+    MPI_TRY(MPI_Isend(pe->payload, 3, MPI_UINT64_T, dst, TAG_SIGNAL,
+                      st_of(w)->ctl, &pe->req),
+            "MPI_Isend of a signal");
+    pe->dst = dst;
+    npending++;
+    return AGMM_OK;
+}
+
+/* ------------------------------------------------- progress thread */
+
+/* A completed receive of the list, at index i (lock held). Returns 1 if
+ * entry i was removed (the last entry moved into its place). */
+static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
+{
+    mpi_state_t *s = st_of(w);
+    if (i == 0) { /* a peer aborted: its reason becomes ours */
+        s->abort_buf[REASON_MAX - 1] = '\0';
+        record_abort(s, s->abort_buf);
+        MPI_Start(&s->active[0]);
+        return 0;
+    }
+    if (i == 1) { /* an ack (or any signal without data) */
+        uint64_t id = s->sig_buf[0], off = s->sig_buf[1];
+        const mpi_win_t *mw = id < MAX_WINDOWS ? s->windows[id] : NULL;
+        if (!mw || off % sizeof(uint64_t) != 0 ||
+            off + sizeof(uint64_t) > mw->bytes) {
+            char r[REASON_MAX];
+            snprintf(r, sizeof r,
+                     "rank %d got a signal from rank %d for cell %llu of "
+                     "window %llu, which it does not have",
+                     w->rank, status->MPI_SOURCE, (unsigned long long)off,
+                     (unsigned long long)id);
+            mpi_abort(w, r);
+        } else {
+            /* One writer per cell (the sender), messages from one sender
+             * arrive in order: a plain release store keeps it monotonic. */
+            atomic_store_explicit(
+                (_Atomic uint64_t *)(void *)(mw->local + off), s->sig_buf[2],
+                memory_order_release);
+        }
+        MPI_Start(&s->active[1]);
+        return 0;
+    }
+    slot_t *sl = s->slot_of[i];
+    int count = 0;
+    MPI_Get_count(status, MPI_BYTE, &count);
+    if ((size_t)count != sl->bytes) {
+        char r[REASON_MAX];
+        snprintf(r, sizeof r,
+                 "rank %d received %d bytes from rank %d where %zu were "
+                 "expected (ranks disagree on the plan)",
+                 w->rank, count, sl->src, sl->bytes);
+        mpi_abort(w, r);
+    }
+    /* Release: the rows MPI just completed are visible to a worker whose
+     * acquire load of the cell returns the epoch. */
+    atomic_store_explicit(sl->cell, sl->value, memory_order_release);
+    s->nactive--;
+    s->active[i] = s->active[s->nactive];
+    s->slot_of[i] = s->slot_of[s->nactive];
+    return 1;
+}
+
+static void *progress_main(void *arg)
+{
+    agmm_world_t *w = arg;
+    mpi_state_t *s = st_of(w);
+    int cap = 0, *idx = NULL;
+    MPI_Status *sts = NULL;
+    unsigned idle = 0;
+    while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
+        pthread_mutex_lock(&s->lock);
+        if (cap < s->nactive) { /* round_begin grew the list */
+            free(idx);
+            free(sts);
+            cap = s->cap;
+            idx = malloc(sizeof *idx * (size_t)cap);
+            sts = malloc(sizeof *sts * (size_t)cap);
+            if (!idx || !sts) {
+                pthread_mutex_unlock(&s->lock);
+                char r[REASON_MAX];
+                snprintf(r, sizeof r, "rank %d: progress thread out of memory",
+                         w->rank);
+                mpi_abort(w, r);
+                break;
+            }
+        }
+        int n = 0;
+        int rc = MPI_Testsome(s->nactive, s->active, &n, idx, sts);
+        int armed = s->nactive > 2;
+        if (rc != MPI_SUCCESS && !mpi_aborted(w)) {
+            pthread_mutex_unlock(&s->lock);
+            mpi_fail(rc, "MPI_Testsome in the progress thread");
+            char r[REASON_MAX];
+            snprintf(r, sizeof r, "rank %d: %s", w->rank, agmm_thread_error());
+            mpi_abort(w, r);
+            break;
+        }
+        if (rc == MPI_SUCCESS && n != MPI_UNDEFINED && n > 0) {
+            /* Highest index first, so removals don't move pending ones. */
+            for (int a = 0; a < n; a++)
+                for (int b = a + 1; b < n; b++)
+                    if (idx[b] > idx[a]) {
+                        int t = idx[a];
+                        idx[a] = idx[b];
+                        idx[b] = t;
+                        MPI_Status u = sts[a];
+                        sts[a] = sts[b];
+                        sts[b] = u;
+                    }
+            for (int a = 0; a < n; a++) on_complete(w, idx[a], &sts[a]);
+            idle = 0;
+        } else {
+            idle++;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (idle == 0) continue;
+        if (!armed) { /* only acks and aborts can come: poll gently */
+            struct timespec ts = {0, 200000L};
+            nanosleep(&ts, NULL);
+        } else {
+            backoff(idle);
+        }
+    }
+    free(idx);
+    free(sts);
+    return NULL;
+}
+
+/* ------------------------------------------------------ collectives */
+
+static agmm_status_t mpi_barrier(agmm_world_t *w, double deadline)
+{
+    MPI_Request req;
+    MPI_TRY(MPI_Ibarrier(st_of(w)->coll, &req), "MPI_Ibarrier");
+    return wait_reqs(w, &req, 1, deadline, "a barrier");
+}
+
+static agmm_status_t mpi_allgather(agmm_world_t *w, const void *in, void *out,
+                                   size_t bytes, double deadline)
+{
+    MPI_Request req;
+    MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes,
+                           MPI_BYTE, st_of(w)->coll, &req),
+            "MPI_Iallgather");
+    return wait_reqs(w, &req, 1, deadline, "an all-gather of control data");
+}
+
+static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
+                                        const void *src, size_t row_bytes,
+                                        const int64_t *rows,
+                                        const int64_t *row_off,
+                                        double deadline)
+{
+    if (row_bytes == 0 || row_bytes > (size_t)INT32_MAX)
+        return agmm_error(AGMM_ERR_TOO_LARGE,
+                          "MPI: rows of %zu bytes (allowed 1..2 GiB)",
+                          row_bytes);
+    int *counts = malloc(sizeof(int) * 2 * (size_t)w->size);
+    if (!counts) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+    int *displs = counts + w->size;
+    for (int r = 0; r < w->size; r++) { /* plan.c keeps M <= INT_MAX */
+        counts[r] = (int)rows[r];
+        displs[r] = (int)row_off[r];
+    }
+    MPI_Datatype row;
+    MPI_Request req;
+    int rc = MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &row);
+    if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&row);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Iallgatherv(src ? src : win->local, counts[w->rank], row,
+                             win->local, counts, displs, row, st_of(w)->bulk,
+                             &req);
+    agmm_status_t st = rc == MPI_SUCCESS
+                           ? wait_reqs(w, &req, 1, deadline,
+                                       "the baseline all-gather")
+                           : mpi_fail(rc, "MPI_Iallgatherv");
+    if (st == AGMM_OK) MPI_Type_free(&row);
+    free(counts);
+    return st;
+}
+
+/* ---------------------------------------------------------- windows */
+
+static agmm_status_t mpi_win_alloc(agmm_world_t *w, size_t bytes,
+                                   agmm_win_t *out)
+{
+    mpi_state_t *s = st_of(w);
+    /* Ids are the lowest free one: every rank allocates and frees windows
+     * in the same order, so they agree (checked below). */
+    int id = 0;
+    while (id < MAX_WINDOWS && s->windows[id]) id++;
+    if (id == MAX_WINDOWS)
+        return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: too many windows (%d)",
+                          MAX_WINDOWS);
+    uint64_t mine[2] = {(uint64_t)id, bytes};
+    uint64_t *all = malloc(sizeof mine * (size_t)w->size);
+    if (!all) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+    agmm_status_t st = mpi_allgather(w, mine, all, sizeof mine,
+                                     agmm_deadline(w, 0));
+    for (int p = 0; st == AGMM_OK && p < w->size; p++)
+        if (all[2 * p] != mine[0] || all[2 * p + 1] != mine[1])
+            st = agmm_error(AGMM_ERR_MISMATCH,
+                            "MPI: window allocation differs between rank %d "
+                            "(%llu bytes, id %llu) and this rank (%zu bytes, "
+                            "id %d)",
+                            p, (unsigned long long)all[2 * p + 1],
+                            (unsigned long long)all[2 * p], bytes, id);
+    free(all);
+    AGMM_CHECK(st);
+
+    mpi_win_t *mw = calloc(1, sizeof *mw);
+    unsigned char *mem = agmm_alloc(bytes); /* zeroed */
+    if (!mw || !mem) {
+        free(mw);
+        agmm_free(mem);
+        return agmm_error(AGMM_ERR_NO_MEMORY,
+                          "MPI: out of memory for a %zu-byte window", bytes);
+    }
+    MPI_Request req;
+    int rc = MPI_Comm_idup(s->coll, &mw->comm, &req);
+    st = rc == MPI_SUCCESS ? wait_reqs(w, &req, 1, agmm_deadline(w, 0),
+                                       "creating a window's communicator")
+                           : mpi_fail(rc, "MPI_Comm_idup");
+    if (st != AGMM_OK) {
+        free(mw);
+        agmm_free(mem);
+        return st;
+    }
+    MPI_Comm_set_errhandler(mw->comm, MPI_ERRORS_RETURN);
+    mw->id = id;
+    mw->local = mem;
+    mw->bytes = bytes;
+    pthread_mutex_lock(&s->lock);
+    s->windows[id] = mw;
+    pthread_mutex_unlock(&s->lock);
+    out->offset = (size_t)id;
+    out->bytes = bytes;
+    out->local = mem;
+    out->impl = mw;
+    return AGMM_OK;
+}
+
+/* Drop slot `sl` from the active list if it is there (lock held). */
+static void deactivate(mpi_state_t *s, slot_t *sl)
+{
+    for (int i = 2; i < s->nactive; i++) {
+        if (s->slot_of[i] != sl) continue;
+        MPI_Cancel(&sl->req);
+        MPI_Wait(&sl->req, MPI_STATUS_IGNORE);
+        s->nactive--;
+        s->active[i] = s->active[s->nactive];
+        s->slot_of[i] = s->slot_of[s->nactive];
+        return;
+    }
+}
+
+static void mpi_win_free(agmm_world_t *w, agmm_win_t *win)
+{
+    mpi_state_t *s = st_of(w);
+    mpi_win_t *mw = win->impl;
+    if (!mw) return;
+    pthread_mutex_lock(&s->lock);
+    s->windows[mw->id] = NULL;
+    for (int i = 0; i < mw->nslots; i++) {
+        deactivate(s, mw->slots[i]);
+        MPI_Request_free(&mw->slots[i]->req);
+        free(mw->slots[i]);
+    }
+    pthread_mutex_unlock(&s->lock);
+    free(mw->slots);
+    MPI_Comm_free(&mw->comm);
+    agmm_free(mw->local);
+    free(mw);
+    memset(win, 0, sizeof *win);
+}
+
+static agmm_status_t mpi_expect(agmm_world_t *w, const agmm_win_t *win,
+                                int src, size_t off, size_t bytes,
+                                const agmm_win_t *sigwin, size_t sig_off,
+                                int group)
+{
+    mpi_state_t *s = st_of(w);
+    mpi_win_t *mw = sigwin->impl;
+    size_t tag = sig_off / sizeof(uint64_t);
+    if (src < 0 || src >= w->size || src == w->rank || off > win->bytes ||
+        bytes > win->bytes - off || sig_off % sizeof(uint64_t) != 0 ||
+        sig_off + sizeof(uint64_t) > sigwin->bytes)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "MPI: expect: a put from rank %d of %zu bytes at "
+                          "%zu does not fit its window",
+                          src, bytes, off);
+    if (tag > (size_t)s->tag_ub)
+        return agmm_error(AGMM_ERR_TOO_LARGE,
+                          "MPI: signal cell %zu exceeds the MPI tag bound %d "
+                          "(use fewer, larger tiles)",
+                          tag, s->tag_ub);
+    if (bytes > (size_t)INT32_MAX)
+        return agmm_error(AGMM_ERR_TOO_LARGE,
+                          "MPI: one put of %zu bytes exceeds 2 GiB (use a "
+                          "smaller --tile-m)",
+                          bytes);
+    if (mw->nslots == mw->cap) {
+        int cap = mw->cap ? 2 * mw->cap : 64;
+        slot_t **n = realloc(mw->slots, sizeof *n * (size_t)cap);
+        if (!n) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+        mw->slots = n;
+        mw->cap = cap;
+    }
+    slot_t *sl = calloc(1, sizeof *sl);
+    if (!sl) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+    MPI_Recv_init(win->local + off, (int)bytes, MPI_BYTE, src, (int)tag,
+                  mw->comm, &sl->req);
+    sl->group = group;
+    sl->src = src;
+    sl->bytes = bytes;
+    sl->cell = (_Atomic uint64_t *)(void *)(sigwin->local + sig_off);
+    mw->slots[mw->nslots++] = sl;
+    return AGMM_OK;
+}
+
+static agmm_status_t mpi_round_begin(agmm_world_t *w, const agmm_win_t *sigwin,
+                                     int group, uint64_t value)
+{
+    mpi_state_t *s = st_of(w);
+    mpi_win_t *mw = sigwin->impl;
+    agmm_status_t st = AGMM_OK;
+    pthread_mutex_lock(&s->lock);
+    if (s->nactive + mw->nslots > s->cap) {
+        int cap = s->nactive + mw->nslots;
+        MPI_Request *a = realloc(s->active, sizeof *a * (size_t)cap);
+        if (a) s->active = a;
+        slot_t **o = a ? realloc(s->slot_of, sizeof *o * (size_t)cap) : NULL;
+        if (o) {
+            s->slot_of = o;
+            s->cap = cap;
+        } else {
+            st = agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+        }
+    }
+    for (int i = 0; st == AGMM_OK && i < mw->nslots; i++) {
+        slot_t *sl = mw->slots[i];
+        if (sl->group != group) continue;
+        for (int j = 2; j < s->nactive; j++)
+            if (s->slot_of[j] == sl)
+                st = agmm_error(AGMM_ERR_BAD_STATE,
+                                "MPI: a receive from rank %d of the previous "
+                                "round is still pending",
+                                sl->src);
+        if (st != AGMM_OK) break;
+        sl->value = value;
+        int rc = MPI_Start(&sl->req);
+        if (rc != MPI_SUCCESS) {
+            st = mpi_fail(rc, "MPI_Start of a tile receive");
+            break;
+        }
+        s->active[s->nactive] = sl->req;
+        s->slot_of[s->nactive++] = sl;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+static const agmm_transport_ops_t mpi_ops = {
+    .name = "mpi",
+    .win_alloc = mpi_win_alloc,
+    .win_free = mpi_win_free,
+    .put_signal = mpi_put_signal,
+    .signal = mpi_signal,
+    .quiet = mpi_quiet,
+    .progress = NULL, /* the progress thread drives MPI */
+    .barrier = mpi_barrier,
+    .allgather = mpi_allgather,
+    .expect = mpi_expect,
+    .round_begin = mpi_round_begin,
+    .allgather_rows = mpi_allgather_rows,
+    .abort = mpi_abort,
+    .aborted = mpi_aborted,
+};
+
+/* ------------------------------------------------------------ world */
+
+static const char *thread_level_name(int level)
+{
+    switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    default: return "MPI_THREAD_MULTIPLE";
+    }
+}
+
+static agmm_status_t dup_comm(MPI_Comm *out)
+{
+    MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, out), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+    return AGMM_OK;
+}
+
+static agmm_status_t state_init(agmm_world_t *w, mpi_state_t *s)
+{
+    AGMM_CHECK(dup_comm(&s->ctl));
+    AGMM_CHECK(dup_comm(&s->coll));
+    AGMM_CHECK(dup_comm(&s->bulk));
+    void *ub = NULL;
+    int flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    s->tag_ub = flag && ub ? *(int *)ub : 32767;
+    s->abort_sends = malloc(sizeof(MPI_Request) * (size_t)w->size);
+    s->cap = 16;
+    s->active = malloc(sizeof(MPI_Request) * (size_t)s->cap);
+    s->slot_of = calloc((size_t)s->cap, sizeof(slot_t *));
+    if (!s->abort_sends || !s->active || !s->slot_of)
+        return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+    for (int q = 0; q < w->size; q++) s->abort_sends[q] = MPI_REQUEST_NULL;
+    pthread_mutex_init(&s->lock, NULL);
+    MPI_TRY(MPI_Recv_init(s->abort_buf, REASON_MAX, MPI_CHAR, MPI_ANY_SOURCE,
+                          TAG_ABORT, s->ctl, &s->active[0]),
+            "MPI_Recv_init");
+    MPI_TRY(MPI_Recv_init(s->sig_buf, 3, MPI_UINT64_T, MPI_ANY_SOURCE,
+                          TAG_SIGNAL, s->ctl, &s->active[1]),
+            "MPI_Recv_init");
+    MPI_TRY(MPI_Startall(2, s->active), "MPI_Startall");
+    s->nactive = 2;
+    if (pthread_create(&s->thread, NULL, progress_main, w) != 0)
+        return agmm_error(AGMM_ERR_SYSTEM, "MPI: cannot start the progress "
+                                           "thread");
+    s->thread_started = 1;
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
+                                    agmm_world_t **out)
+{
+    if (!out)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "world_create_mpi: out is NULL");
+    *out = NULL;
+    if (the_world)
+        return agmm_error(AGMM_ERR_BAD_STATE,
+                          "world_create_mpi: this process already has an MPI "
+                          "world");
+    int inited = 0, finalized = 0, provided = MPI_THREAD_SINGLE;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (finalized)
+        return agmm_error(AGMM_ERR_BAD_STATE,
+                          "world_create_mpi: MPI was already finalized");
+    if (!inited) {
+        int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+        if (rc != MPI_SUCCESS)
+            return agmm_error(AGMM_ERR_TRANSPORT, "MPI_Init_thread failed");
+    } else {
+        MPI_Query_thread(&provided);
+    }
+    if (provided < MPI_THREAD_MULTIPLE) {
+        agmm_error(AGMM_ERR_UNSUPPORTED,
+                   "MPI provides only %s; agmm's MPI transport needs "
+                   "MPI_THREAD_MULTIPLE (worker threads send while a progress "
+                   "thread receives): use an MPI built with thread support",
+                   thread_level_name(provided));
+        if (!inited) MPI_Finalize();
+        return AGMM_ERR_UNSUPPORTED;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    agmm_world_t *w = calloc(1, sizeof *w);
+    mpi_state_t *s = agmm_alloc(sizeof *s);
+    if (!w || !s) {
+        free(w);
+        agmm_free(s);
+        return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+    }
+    s->we_initialized = !inited;
+    w->ops = &mpi_ops;
+    w->impl = s;
+    w->timeout_s = timeout_s > 0 ? timeout_s : 60.0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &w->size);
+    agmm_log_set_rank(w->rank);
+    agmm_status_t st = state_init(w, s);
+    if (st != AGMM_OK) {
+        /* Without the progress thread nobody can be told: MPI_Abort. */
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return st;
+    }
+    the_world = w;
+    *out = w;
+    return AGMM_OK;
+}
+
+/* Wait (bounded) for the requests, ignoring errors: used on the way out. */
+static void drain(MPI_Request *reqs, int n, double seconds)
+{
+    double end = agmm_now() + seconds;
+    int done = 0;
+    while (!done && agmm_now() < end) {
+        if (MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+            return;
+        if (!done) backoff(1024);
+    }
+}
+
+void agmm_world_destroy(agmm_world_t *w)
+{
+    if (!w || w != the_world) return;
+    mpi_state_t *s = st_of(w);
+    int aborted = mpi_aborted(w) != NULL;
+    if (aborted && atomic_load_explicit(&s->abort_originated,
+                                        memory_order_relaxed)) {
+        /* Let the peers' progress threads take our reason and print it
+         * before the launcher, seeing us exit non-zero, stops them. */
+        drain(s->abort_sends, w->size, 1.0);
+        struct timespec ts = {0, 300000000L};
+        nanosleep(&ts, NULL);
+    }
+    atomic_store_explicit(&s->stop, 1, memory_order_release);
+    if (s->thread_started) pthread_join(s->thread, NULL);
+    the_world = NULL;
+    if (aborted) {
+        /* Finalize is collective and a peer may be gone or stuck: leave MPI
+         * as it is. The caller exits non-zero and the launcher ends the
+         * job. */
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        MPI_Cancel(&s->active[i]);
+        MPI_Wait(&s->active[i], MPI_STATUS_IGNORE);
+        MPI_Request_free(&s->active[i]);
+    }
+    MPI_Comm_free(&s->ctl);
+    MPI_Comm_free(&s->coll);
+    MPI_Comm_free(&s->bulk);
+    if (s->we_initialized) MPI_Finalize();
+    pthread_mutex_destroy(&s->lock);
+    free(s->active);
+    free(s->slot_of);
+    free(s->abort_sends);
+    agmm_free(s);
+    free(w);
+}
