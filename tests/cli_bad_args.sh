@@ -92,6 +92,9 @@ rows=(
     "run --trace /nonexistent-agmm-dir/t.json | --trace: cannot write"
     "bench --trace-svg /                  | --trace-svg: '/' is a directory"
     "run --trace t.json --trace-svg t.json | --trace/--trace-svg: give two different files"
+    # transport
+    "run --transport tcp                  | --transport: one of shm, mpi"
+    "run --transport                      | --transport: missing value"
     # memory: rejected by the caller's check (agmm_cli_check_memory)
     "run --m-local 3000000 --k 200000     | --m-local/--k/--n: the plan needs"
 )

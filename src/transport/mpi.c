@@ -402,11 +402,21 @@ static void *progress_main(void *arg)
 
 /* ------------------------------------------------------ collectives */
 
+/* Barrier and all-gather run on the plan's thread, outside the worker
+ * pool that prints a rank's abort once: print it here. */
+static agmm_status_t loud(agmm_status_t st)
+{
+    if (st == AGMM_ERR_ABORTED)
+        return agmm_error(AGMM_ERR_ABORTED, "%s", agmm_thread_error());
+    return st;
+}
+
 static agmm_status_t mpi_barrier(agmm_world_t *w, double deadline)
 {
     MPI_Request req;
     MPI_TRY(MPI_Ibarrier(st_of(w)->coll, &req), "MPI_Ibarrier");
-    return wait_reqs(w, &req, 1, deadline, "a barrier");
+    return loud(wait_reqs(w, &req, 1, deadline,
+                          "a barrier (not every rank arrived in time)"));
 }
 
 static agmm_status_t mpi_allgather(agmm_world_t *w, const void *in, void *out,
@@ -416,7 +426,8 @@ static agmm_status_t mpi_allgather(agmm_world_t *w, const void *in, void *out,
     MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes,
                            MPI_BYTE, st_of(w)->coll, &req),
             "MPI_Iallgather");
-    return wait_reqs(w, &req, 1, deadline, "an all-gather of control data");
+    return loud(wait_reqs(w, &req, 1, deadline,
+                          "an all-gather of control data"));
 }
 
 static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,

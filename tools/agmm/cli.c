@@ -640,8 +640,10 @@ int agmm_cli_wants_mpi(int argc, char **argv)
             v = argv[++i];
         else if (!strncmp(argv[i], "--transport=", 12))
             v = argv[i] + 12;
+        /* Anything but shm keeps a detected launcher's world, so a bad
+         * value is reported once (by rank 0) under mpirun. */
         if (v)
-            mpi = !strcmp(v, "mpi");
+            mpi = strcmp(v, "shm") != 0 && (mpi || !strcmp(v, "mpi"));
     }
     return mpi;
 }

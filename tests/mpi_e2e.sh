@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# agmm on the MPI transport, one host: `mpirun -np P agmm run` with 2, 3
+# and 4 ranks (oversubscribed), uneven and empty shards, partial tiles,
+# several dtypes and both weight modes, several rounds with new inputs,
+# each checked against the reference; bad command lines under mpirun; and
+# a rank killed or stopped mid-run ending the job with a non-zero exit and
+# a message within the timeout, never a hang.
+#
+# usage: tests/mpi_e2e.sh AGMM_BINARY
+set -u
+AGMM=$(readlink -f "$1")
+command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/install-deps.sh)"; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# No CMA single copy (ptrace may be restricted in containers).
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/mpi_e2e.XXXXXX")
+MP=""
+trap '[ -n "$MP" ] && kill -9 $MP 2>/dev/null; rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() {
+    fail=$((fail + 1))
+    echo "FAIL: $*"
+    sed 's/^/  | /' "$TMP/out" "$TMP/err" | grep -v '^  | *-*$' | head -20
+}
+mpi() { # mpi NP ARGS...
+    local np=$1
+    shift
+    timeout 120 mpirun --oversubscribe -np "$np" "$AGMM" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    rc=$?
+}
+
+# --- checked runs: "NP | ARGS"
+runs=(
+    "2 | --m-local 300,77 --k 96 --n 70 --tile-m 32 --tile-n 32 --rounds 3"
+    "2 | --m-local 64,0 --k 33 --n 17 --tile-m 7 --dtype fp32 --comm-cores 1 --gemm-cores 2 --rounds 2"
+    "3 | --m-local 100,0,37 --k 80 --n 50 --tile-m 16 --tile-n 16 --dtype bf16 --weights per-rank --rounds 3"
+    "3 | --m-local 1,65,9 --k 64 --n 64 --tile-m 8 --dtype fp32 --comm-cores 1 --gemm-cores 1 --rounds 2"
+    "4 | --m-local 65,1,0,130 --k 96 --n 70 --tile-m 16 --tile-n 32 --weights per-rank --rounds 3"
+    "4 | --m-local 40 --k 48 --n 40 --tile-m 5 --dtype bf16 --comm-cores 1 --gemm-cores 2 --rounds 2"
+)
+for row in "${runs[@]}"; do
+    np=${row%%|*}
+    args=${row#*|}
+    # shellcheck disable=SC2086
+    mpi $np run $args --oversubscribe --timeout 30
+    rounds=$(echo "$args" | sed -n 's/.*--rounds \([0-9]*\).*/\1/p')
+    if [ "$rc" -eq 0 ] && [ "$(grep -c PASS "$TMP/out")" -eq "$rounds" ] &&
+        grep -q "ranks (mpi)" "$TMP/out" && [ ! -s "$TMP/err" ]; then
+        ok
+    else
+        bad "mpirun -np $np agmm run $args (exit $rc)"
+    fi
+done
+
+# bench under MPI: both modes, JSON, only rank 0 prints (one line).
+mpi 2 bench --m-local 96,40 --k 64 --n 64 --tile-m 16 --rounds 3 --warmup 1 --json
+if [ "$rc" -eq 0 ] && [ "$(wc -l <"$TMP/out")" -eq 1 ] &&
+    grep -q '"transport":"mpi"' "$TMP/out" && grep -q '"ratio_fused_over_baseline"' "$TMP/out"; then
+    ok
+else
+    bad "mpirun -np 2 agmm bench --json (exit $rc)"
+fi
+
+# --- bad command lines under mpirun: exit 2, one agmm line (rank 0 only)
+bads=(
+    "--ranks 3 | --ranks: 3 given but the MPI launcher started 2 ranks"
+    "--m-local 1,2,3 | --m-local: 3 values given but --ranks is 2"
+    "--transport tcp | --transport: one of shm, mpi"
+)
+for row in "${bads[@]}"; do
+    args=${row%%|*}
+    want=${row#*| }
+    # shellcheck disable=SC2086
+    mpi 2 run $args
+    if [ "$rc" -eq 2 ] && [ "$(grep -c '^agmm: ' "$TMP/err")" -eq 1 ] && grep -qF -- "$want" "$TMP/err"; then
+        ok
+    else
+        bad "mpirun -np 2 agmm run $args: want exit 2 and one line '$want' (exit $rc)"
+    fi
+done
+# --transport mpi without a launcher: a world of one rank.
+timeout 60 "$AGMM" run --transport mpi --m-local 40 --k 32 --n 32 --tile-m 8 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "1 ranks (mpi)\|1 rank (mpi)" "$TMP/out"; then ok; else bad "agmm run --transport mpi (singleton, exit $rc)"; fi
+
+# --- a rank killed (KILL) or stuck (STOP) mid-run: non-zero exit, a message,
+# within --timeout (3 s) plus launcher slack; never a hang.
+for sig in KILL STOP; do
+    timeout 60 mpirun --oversubscribe -np 3 "$AGMM" run --oversubscribe --m-local 256 \
+        --k 256 --n 256 --tile-m 32 --rounds 1000000 --no-check --timeout 3 \
+        >"$TMP/out" 2>"$TMP/err" </dev/null &
+    MP=$!
+    for _ in $(seq 300); do [ "$(wc -l <"$TMP/out")" -ge 3 ] && break; sleep 0.1; done
+    launcher=$(pgrep -P "$MP" -x mpirun) # $MP is timeout(1)
+    victim=$(pgrep -P "${launcher:-0}" -x agmm | sed -n 2p)
+    start=$(date +%s)
+    [ -n "$victim" ] && kill -"$sig" "$victim"
+    wait "$MP"
+    rc=$?
+    MP=""
+    took=$(($(date +%s) - start))
+    [ -n "$victim" ] && kill -9 "$victim" 2>/dev/null
+    want="exited on signal 9"
+    [ "$sig" = STOP ] && want="timed out"
+    if [ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 20 ] &&
+        grep -q "$want" "$TMP/err"; then
+        ok
+    else
+        bad "rank sent SIG$sig: exit $rc after ${took}s, want non-zero within 20 s and '$want'"
+    fi
+done
+
+echo "mpi_e2e: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
