@@ -13,8 +13,9 @@
  *     and compute the whole run with one GEMM call over its columns.
  * Without comm workers, GEMM worker g issues the puts of tiles g, g + G, ...
  *   before its GEMM work and waits for their completion (quiet) after it.
- * At the start of round e + 1 the caller (run.c) raises ack[r] = e on every
- *   peer: by then every worker of round e has joined. */
+ * The caller (run.c) raises ack[r] = e on every peer once every worker of
+ *   round e has joined: at the end of round e, or, on a transport that
+ *   posts receives (MPI), at the start of round e + 1 after posting them. */
 #include "common/log.h"
 #include "gemm/gemm.h"
 #include "ops/plan_internal.h"

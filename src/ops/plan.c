@@ -345,9 +345,9 @@ agmm_status_t agmm_plan_destroy(agmm_plan_t *p)
     registry_remove(p);
     agmm_world_t *w = p->world;
     /* No peer may still write into our windows: every put of the last
-     * round was received before its run returned, and acks are sent (and
-     * completed, quiet) at the start of a round, so after this barrier
-     * none is in flight. */
+     * round was received before its run returned, and acks are completed
+     * (quiet) inside agmm_plan_run, so after this barrier none is in
+     * flight. */
     agmm_status_t st = w->ops->barrier(w, agmm_deadline(w, p->desc.timeout_s));
     w->ops->win_free(w, &p->signals);
     w->ops->win_free(w, &p->gathered);

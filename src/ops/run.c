@@ -7,29 +7,34 @@
 #include "ops/plan_internal.h"
 #include "trace/trace.h"
 
-/* The start of round e on this rank, before any worker runs:
- *   1. a two-sided transport posts the receives of this round's schedule
- *      (ops->round_begin; NULL on shm);
- *   2. ack[r] = e - 1 is raised on every peer: every worker of this rank
- *      finished reading the gathered rows of round e - 1 when the previous
- *      agmm_plan_run returned, so peers may overwrite them (their puts of
- *      round e wait for ack >= e - 1). Sending the ack only now, after 1,
- *      guarantees that every put of round e finds its receive posted.
+/* ack[r] = value on every peer: every worker of this rank has finished
+ * reading the gathered rows of round `value`, so peers may overwrite them
+ * (their puts of round value + 1 wait for ack >= value). */
+static agmm_status_t send_acks(agmm_plan_t *p, uint64_t value)
+{
+    agmm_world_t *w = p->world;
+    for (int q = 0; q < p->nranks; q++) {
+        if (q == p->rank) continue;
+        AGMM_CHECK(w->ops->signal(w, &p->signals, q,
+                                  agmm_sig_off(p, SIG_ACK, p->rank), value));
+        agmm_trace_publish(q, -1, value, AGMM_TSIG_ACK);
+    }
+    return w->ops->quiet(w);
+}
+
+/* The start of round e on this rank, before any worker runs. A transport
+ * that receives into posted receives (ops->round_begin: MPI) posts this
+ * round's receives first and only then acks round e - 1, so every put of
+ * round e finds its receive posted. Other transports (shm) ack at the end
+ * of each round instead, which lets a peer start its puts sooner.
  * A failure here aborts the world: peers would otherwise wait for our ack
  * until their timeout. */
 static agmm_status_t round_start(agmm_plan_t *p, int group, uint64_t e)
 {
     agmm_world_t *w = p->world;
-    agmm_status_t st = AGMM_OK;
-    if (w->ops->round_begin)
-        st = w->ops->round_begin(w, &p->signals, group, e);
-    for (int q = 0; st == AGMM_OK && e > 1 && q < p->nranks; q++)
-        if (q != p->rank) {
-            st = w->ops->signal(w, &p->signals, q,
-                                agmm_sig_off(p, SIG_ACK, p->rank), e - 1);
-            agmm_trace_publish(q, -1, e - 1, AGMM_TSIG_ACK);
-        }
-    if (st == AGMM_OK) st = w->ops->quiet(w);
+    if (!w->ops->round_begin) return AGMM_OK;
+    agmm_status_t st = w->ops->round_begin(w, &p->signals, group, e);
+    if (st == AGMM_OK && e > 1) st = send_acks(p, e - 1);
     if (st != AGMM_OK && st != AGMM_ERR_ABORTED && st != AGMM_ERR_TIMEOUT) {
         char reason[460];
         snprintf(reason, sizeof reason, "rank %d failed to start round %llu: %s",
@@ -66,6 +71,7 @@ agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
     if (st == AGMM_OK)
         st = schedule == AGMM_SCHEDULE_FUSED ? agmm_run_fused(&round)
                                              : agmm_run_baseline(&round);
+    if (st == AGMM_OK && !p->world->ops->round_begin) st = send_acks(p, e);
     agmm_trace_round_end(p->trace, t_round, e);
     return st;
 }
