@@ -63,6 +63,17 @@ else
     bad "mpirun -np 2 agmm bench --json (exit $rc)"
 fi
 
+# --trace under MPI: rank 0 gathers every rank's events (posted receives).
+mpi 3 run --oversubscribe --m-local 64,0,30 --k 64 --n 64 --tile-m 16 --rounds 2 \
+    --trace "$TMP/t.json"
+if [ "$rc" -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1]));
+e=d["traceEvents"] if isinstance(d,dict) else d
+sys.exit(0 if {0, 1, 2} <= {x.get("pid") for x in e} else 1)' "$TMP/t.json"; then
+    ok
+else
+    bad "mpirun -np 3 agmm run --trace (exit $rc)"
+fi
+
 # --- bad command lines under mpirun: exit 2, one agmm line (rank 0 only)
 bads=(
     "--ranks 3 | --ranks: 3 given but the MPI launcher started 2 ranks"

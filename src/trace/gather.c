@@ -95,7 +95,19 @@ static agmm_status_t exchange(agmm_trace_t *t, const agmm_tev_t *mine,
 
     agmm_status_t st = AGMM_OK;
     size_t mine_bytes = hdr[t->rank].count * sizeof(agmm_tev_t);
-    if (t->rank != 0) {
+    /* A two-sided transport (MPI) receives into posted receives: rank 0
+     * declares and posts one per sender (see transport.h). */
+    for (int r = 1, off = 0; t->rank == 0 && w->ops->expect && r < P; r++) {
+        off += (int)hdr[r - 1].count;
+        st = w->ops->expect(w, &win, r, (size_t)off * sizeof(agmm_tev_t),
+                            hdr[r].count * sizeof(agmm_tev_t), &win,
+                            data + (size_t)r * AGMM_CACHE_LINE, 0);
+        if (st == AGMM_OK && r == P - 1) st = w->ops->round_begin(w, &win, 0, 1);
+        if (st != AGMM_OK) break;
+    }
+    if (st != AGMM_OK) {
+        /* fall through to the barrier and free below */
+    } else if (t->rank != 0) {
         st = w->ops->put_signal(w, &win, 0, at * sizeof(agmm_tev_t), mine,
                                 mine_bytes, &win,
                                 data + (size_t)t->rank * AGMM_CACHE_LINE, 1);
