@@ -306,10 +306,10 @@ static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
             mpi_abort(w, r);
         } else {
             /* One writer per cell (the sender), messages from one sender
-             * arrive in order: a plain release store keeps it monotonic. */
-            atomic_store_explicit(
-                (_Atomic uint64_t *)(void *)(mw->local + off), s->sig_buf[2],
-                memory_order_release);
+             * arrive in order: a release store keeps it monotonic; publish
+             * also wakes waiters sleeping in the kernel. */
+            agmm_signal_publish((_Atomic uint64_t *)(void *)(mw->local + off),
+                                s->sig_buf[2]);
         }
         MPI_Start(&s->active[1]);
         return 0;
@@ -327,7 +327,7 @@ static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
     }
     /* Release: the rows MPI just completed are visible to a worker whose
      * acquire load of the cell returns the epoch. */
-    atomic_store_explicit(sl->cell, sl->value, memory_order_release);
+    agmm_signal_publish(sl->cell, sl->value);
     s->nactive--;
     s->active[i] = s->active[s->nactive];
     s->slot_of[i] = s->slot_of[s->nactive];
