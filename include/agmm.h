@@ -86,6 +86,10 @@ int agmm_world_rank(const agmm_world_t *world); /* -1 for NULL */
 int agmm_world_size(const agmm_world_t *world); /* -1 for NULL */
 /* "shm" or "mpi". */
 const char *agmm_world_transport_name(const agmm_world_t *world);
+/* 1 when the world's links are emulated (agmm_launch_opts_t.link_gbps),
+ * with the settings in *gbps and *latency_us (either may be NULL). */
+int agmm_world_link_emulated(const agmm_world_t *world, double *gbps,
+                             double *latency_us);
 
 /* The default wait timeout of the world's barriers, all-gathers and plans
  * (seconds, > 0). Local; set it to the same value on every rank. */
@@ -114,6 +118,15 @@ typedef struct agmm_launch_opts {
      * abort and exit on their own before they are killed. <= 0: 2 s. */
     double grace_s;
     int quiet;           /* do not print launcher messages to stderr */
+    /* Link emulator (shared memory only), for studying overlap on one host:
+     * every put and signal on each outgoing link (rank -> peer) is paced
+     * like a wire of link_gbps Gbit/s with link_latency_us one-way latency.
+     * Posting does not block; the data and its signal become visible to the
+     * peer at the modelled arrival time, queued behind earlier puts on the
+     * same link. link_gbps <= 0 (the default): no emulation, latency
+     * ignored. */
+    double link_gbps;
+    double link_latency_us; /* >= 0 */
 } agmm_launch_opts_t;
 
 /* The function run by every rank. Its return value is the rank's exit code:
@@ -153,7 +166,16 @@ void agmm_world_destroy(agmm_world_t *world);
 typedef enum agmm_schedule {
     AGMM_SCHEDULE_FUSED = 0,    /* overlapped all-gather + GEMM */
     AGMM_SCHEDULE_BASELINE = 1, /* all-gather everything, then one GEMM */
+    /* The faster of the two for this plan on this machine, by measurement:
+     * the plan's first AGMM_SCHEDULE_AUTO rounds alternate fused and
+     * baseline (each a real round with a correct result) and time them
+     * (slowest rank); then it keeps the faster. agmm_plan_schedule_info()
+     * says what it ran and why. */
+    AGMM_SCHEDULE_AUTO = 2,
 } agmm_schedule_t;
+
+/* "fused", "baseline", "auto" ("invalid" for anything else). */
+const char *agmm_schedule_name(agmm_schedule_t schedule);
 
 /* What one plan computes and how. Zero-initialise with agmm_plan_desc_init()
  * then set the fields. Every rank must pass an identical description. */
@@ -199,6 +221,44 @@ agmm_status_t agmm_plan_set_weight(agmm_plan_t *plan, const void *w);
  * return the rank's C is complete and a_local may be changed. */
 agmm_status_t agmm_plan_run(agmm_plan_t *plan, agmm_schedule_t schedule,
                             const void *a_local, float *c);
+
+/* What AGMM_SCHEDULE_AUTO did so far for a plan. */
+typedef struct agmm_schedule_info {
+    agmm_schedule_t last;  /* FUSED or BASELINE: what the last auto round ran */
+    agmm_schedule_t pick;  /* once decided: what every later auto round runs */
+    int decided;           /* 0 while measuring */
+    int trials;            /* auto rounds measured (AGMM_AUTO_TRIALS each) */
+    double fused_us;       /* best measured round (slowest rank), 0: none */
+    double baseline_us;
+    char reason[200];      /* one line: why `last` ran, or why `pick` won */
+} agmm_schedule_info_t;
+
+/* Measured auto rounds per schedule before auto decides. */
+#define AGMM_AUTO_TRIALS 2
+
+/* Local. Fills *info (zeroed, reason "no auto round yet" before the first
+ * auto round). Every rank gets the same answer. */
+agmm_status_t agmm_plan_schedule_info(const agmm_plan_t *plan,
+                                      agmm_schedule_info_t *info);
+
+/* Benchmark parts (collective, like a round): one part of a schedule on its
+ * own, to show where a round's time goes. The result in c is not the
+ * operation's (parts skip work); use them only for timing.
+ *   COMM_ONLY:  the fused schedule's puts and signals, each rank waiting
+ *               until every tile has arrived; no GEMM.
+ *   GEMM_ONLY:  the fused schedule's conversion and GEMM work with every
+ *               tile taken as already in place (the last round's rows);
+ *               no communication.
+ *   MONOLITHIC: the same rows converted and multiplied by one GEMM per
+ *               GEMM worker (column split) over the whole pre-gathered
+ *               matrix, as the baseline does after its all-gather. */
+typedef enum agmm_part {
+    AGMM_PART_COMM_ONLY = 0,
+    AGMM_PART_GEMM_ONLY = 1,
+    AGMM_PART_MONOLITHIC = 2,
+} agmm_part_t;
+agmm_status_t agmm_plan_run_part(agmm_plan_t *plan, agmm_part_t part,
+                                 const void *a_local, float *c);
 
 /* Collective. Frees the windows. NULL is ignored. */
 agmm_status_t agmm_plan_destroy(agmm_plan_t *plan);
@@ -282,6 +342,9 @@ const char *agmm_blas_name(void);
 /* The kernel the BLAS picked at run time ("Haswell", "SkylakeX"), or
  * "unknown" where the BLAS cannot say. */
 const char *agmm_blas_kernel(void);
+/* Threads the BLAS uses per call (agmm makes it 1: its workers are the
+ * parallelism), or -1 where the BLAS cannot say. */
+int agmm_blas_threads(void);
 
 #ifdef __cplusplus
 }

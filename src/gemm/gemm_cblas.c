@@ -12,6 +12,7 @@
 extern char *openblas_get_corename(void);
 extern char *openblas_get_config(void);
 extern void openblas_set_num_threads(int num_threads);
+extern int openblas_get_num_threads(void);
 #endif
 
 void agmm_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a,
@@ -56,5 +57,14 @@ const char *agmm_blas_kernel(void)
     return openblas_get_corename();
 #else
     return "unknown";
+#endif
+}
+
+int agmm_blas_threads(void)
+{
+#ifdef AGMM_HAVE_OPENBLAS
+    return openblas_get_num_threads();
+#else
+    return -1;
 #endif
 }

@@ -104,12 +104,13 @@ static void rank_process(agmm_shm_shared_t *sh, int rank, double timeout_s,
     sigprocmask(SIG_SETMASK, old_mask, NULL);
 
     agmm_world_t world;
-    agmm_shm_world_init(sh, rank, &world);
+    agmm_log_set_rank(rank);
+    if (agmm_shm_world_init(sh, rank, &world) != AGMM_OK) _exit(1);
     world.timeout_s = timeout_s;
     world.oversubscribed = oversubscribed;
-    agmm_log_set_rank(rank);
     int code = rank_main(&world, arg);
     if (code < 0 || code > 125) code = 1;
+    agmm_shm_world_fini(&world);
     fflush(stdout);
     fflush(stderr);
     _exit(code);
@@ -126,13 +127,19 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
                           "launch: nranks %d (allowed 1..4096)", opts->nranks);
     double timeout_s = opts->timeout_s > 0 ? opts->timeout_s : 60.0;
     double grace_s = opts->grace_s > 0 ? opts->grace_s : 2.0;
+    if (opts->link_gbps > 0 &&
+        !(opts->link_latency_us >= 0 && opts->link_latency_us <= 1e9))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "launch: link_latency_us %g (allowed 0..1e9)",
+                          opts->link_latency_us);
 
     /* The BLAS must be single-threaded before the fork: agmm's workers are
      * the parallelism, and a forked BLAS thread pool would not survive. */
     agmm_blas_init();
 
     agmm_shm_shared_t *sh;
-    AGMM_CHECK(agmm_shm_prepare(opts->nranks, timeout_s, &sh));
+    AGMM_CHECK(agmm_shm_prepare(opts->nranks, timeout_s, opts->link_gbps,
+                                   opts->link_latency_us, &sh));
 
     launch_state_t ls = {opts->nranks, NULL, 0, -1, 0};
     ls.pids = calloc((size_t)opts->nranks, sizeof *ls.pids);

@@ -3,7 +3,9 @@
  * for all of them, then one GEMM over the gathered matrix (split over the
  * same GEMM workers by columns, as a threaded BLAS would).
  * It shares the plan's windows and epochs with the fused schedule, so the
- * two can alternate round by round. */
+ * two can alternate round by round. With `phases` lacking COMM (the
+ * monolithic benchmark part) nobody puts or waits: the GEMM runs over the
+ * rows already in place. */
 #include <string.h>
 
 #include "common/log.h"
@@ -69,6 +71,7 @@ static agmm_status_t comm_worker(agmm_worker_t *self)
 {
     agmm_round_t *x = self->ctx;
     agmm_trace_thread(x->p->trace, AGMM_TRACE_COMM_WORKER, self->index);
+    if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK;
     return put_bulk(x, self->index, x->comm_workers);
 }
 
@@ -77,10 +80,11 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     agmm_round_t *x = self->ctx;
     agmm_plan_t *p = x->p;
     agmm_trace_thread(p->trace, AGMM_TRACE_GEMM_WORKER, self->index);
-    if (x->comm_workers == 0)
+    int comm = x->phases & AGMM_PHASE_COMM;
+    if (comm && x->comm_workers == 0)
         AGMM_CHECK(put_bulk(x, self->index, x->gemm_workers));
     /* Everything arrives before any GEMM starts: that is the baseline. */
-    for (int src = 0; src < p->nranks; src++) {
+    for (int src = 0; comm && src < p->nranks; src++) {
         if (p->m_local[src] == 0) continue;
         agmm_wait_what_t what = {"shard", src, -1};
         AGMM_CHECK(agmm_traced_wait(

@@ -7,7 +7,12 @@
  *     r+1, r+2, ...: wait ack[q] >= e-1 (q no longer reads round e-1's rows
  *     from r), copy tile t into q's gathered rows, then raise q's signal
  *     tile(r, t) to e (release).
- *   GEMM worker g: its local items first (no waiting), then sources r+1,
+ *   GEMM worker g: if every tile of its share has arrived when it starts
+ *     (the common case on shared memory, where the all-gather takes a few
+ *     ms), it converts them (shared claims) and computes its whole share
+ *     with one GEMM call per contiguous block of rows, like the baseline:
+ *     a GEMM call packs the weight again, so fewer, larger calls win.
+ *     Otherwise: its local items first (no waiting), then sources r+1,
  *     r+2, ...: wait tile(src, t) >= e (acquire), take every following tile
  *     of its share that has also arrived, convert them once (shared claims),
  *     and compute the whole run with one GEMM call over its columns.
@@ -15,7 +20,11 @@
  *   before its GEMM work and waits for their completion (quiet) after it.
  * The caller (run.c) raises ack[r] = e on every peer once every worker of
  *   round e has joined: at the end of round e, or, on a transport that
- *   posts receives (MPI), at the start of round e + 1 after posting them. */
+ *   posts receives (MPI), at the start of round e + 1 after posting them.
+ *
+ * Benchmark parts (agmm_plan_run_part): `phases` without GEMM makes the
+ * GEMM workers only wait for their tiles; without COMM nobody puts and every
+ * tile counts as arrived. */
 #include "common/log.h"
 #include "gemm/gemm.h"
 #include "ops/plan_internal.h"
@@ -71,6 +80,7 @@ static agmm_status_t comm_worker(agmm_worker_t *self)
 {
     agmm_round_t *x = self->ctx;
     agmm_trace_thread(x->p->trace, AGMM_TRACE_COMM_WORKER, self->index);
+    if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK;
     AGMM_CHECK(put_share(x, self->index, x->comm_workers));
     return x->p->world->ops->quiet(x->p->world);
 }
@@ -83,35 +93,129 @@ static int tile_arrived(const agmm_plan_t *p, int src, int64_t t, uint64_t e)
                memory_order_acquire) >= e;
 }
 
+static agmm_status_t wait_tile(agmm_round_t *x, int src, int64_t t)
+{
+    agmm_plan_t *p = x->p;
+    agmm_wait_what_t what = {"tile", src, t};
+    return agmm_traced_wait(
+        p->world,
+        agmm_win_signal(&p->signals,
+                        agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t)),
+        x->epoch, deadline_of(p), &what, AGMM_TSIG_TILE);
+}
+
+/* Has every tile of this worker's share arrived (or is local)? */
+static int share_arrived(agmm_round_t *x, const agmm_worker_share_t *s)
+{
+    agmm_plan_t *p = x->p;
+    if (!(x->phases & AGMM_PHASE_COMM)) return 1;
+    for (int src = 0; src < p->nranks; src++) {
+        if (src == p->rank) continue;
+        int64_t t0, t1;
+        agmm_share_tiles(s, p->tiles[src], &t0, &t1);
+        for (int64_t t = t0; t < t1; t++)
+            if (!tile_arrived(p, src, t, x->epoch)) return 0;
+    }
+    return 1;
+}
+
+/* C rows [r0, r1) over this worker's columns from fp32 rows `a`, with
+ * conversion having started at t_conv; `src` and tiles [t0, t1) name the
+ * rows in the trace (src -1: several sources, global tiles). */
+static void gemm_rows(agmm_round_t *x, const agmm_worker_share_t *s, int64_t r0,
+                      int64_t r1, const float *a, uint64_t t_conv, int src,
+                      int64_t t0, int64_t t1)
+{
+    agmm_plan_t *p = x->p;
+    int64_t k = p->desc.k, n = p->desc.n;
+    int64_t c0 = s->j0 * p->desc.tile_n;
+    int64_t c1 = AGMM_MIN(s->j1 * p->desc.tile_n, n);
+    uint64_t t_gemm = agmm_trace_clock();
+    agmm_gemm_f32(r1 - r0, c1 - c0, k, a, k, p->w32 + c0, n,
+                  x->c + (size_t)r0 * (size_t)n + c0, n);
+    agmm_trace_gemm(t_conv, t_gemm, src, t0, t1, s->j0, s->j1, r1 - r0);
+}
+
+/* Every tile of the share is in place: convert them and run one GEMM per
+ * block of rows that is contiguous in memory. Converted rows (g32) of
+ * adjacent sources are contiguous; fp32 rows are used in place, from the
+ * local shard or the window, so each source is its own block there. */
+static agmm_status_t gemm_share_at_once(agmm_round_t *x,
+                                        const agmm_worker_share_t *s)
+{
+    agmm_plan_t *p = x->p;
+    int merge = p->desc.dtype != AGMM_DTYPE_FP32;
+    int64_t r0 = 0, r1 = 0; /* the pending block of global rows */
+    int bsrc = 0;           /* its source, -1 once it spans several */
+    int64_t bt0 = 0, bt1 = 0;
+    const float *block = NULL;
+    uint64_t t_conv = agmm_trace_clock();
+    for (int src = 0; src < p->nranks; src++) {
+        int64_t t0, t1;
+        agmm_share_tiles(s, p->tiles[src], &t0, &t1);
+        if (t0 >= t1) continue;
+        const float *a;
+        AGMM_CHECK(agmm_plan_rows_f32(p, src, t0, t1, x->a, x->epoch, &a));
+        agmm_plan_count_items(p, src, t0, t1, s->j0, s->j1);
+        int64_t g0 = p->row_off[src] + t0 * p->desc.tile_m;
+        int64_t g1 = p->row_off[src] + AGMM_MIN(t1 * p->desc.tile_m,
+                                                p->m_local[src]);
+        if (block && merge && g0 == r1) {
+            r1 = g1;
+            bsrc = -1;
+            bt1 = p->tile_base[src] + t1;
+            continue;
+        }
+        if (block) {
+            gemm_rows(x, s, r0, r1, block, t_conv, bsrc, bt0, bt1);
+            t_conv = agmm_trace_clock();
+        }
+        block = a;
+        r0 = g0;
+        r1 = g1;
+        bsrc = src;
+        bt0 = t0;
+        bt1 = t1;
+        if (merge) { /* global tile numbers, in case the block grows */
+            bt0 += p->tile_base[src];
+            bt1 += p->tile_base[src];
+        }
+    }
+    if (block) {
+        if (bsrc >= 0 && merge) { /* one source after all: its own tiles */
+            bt0 -= p->tile_base[bsrc];
+            bt1 -= p->tile_base[bsrc];
+        }
+        gemm_rows(x, s, r0, r1, block, t_conv, bsrc, bt0, bt1);
+    }
+    return AGMM_OK;
+}
+
 /* Compute tiles [t0, t1) of src over this worker's columns, one GEMM call
  * per run of arrived tiles. */
 static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
                                  int src, int64_t t0, int64_t t1)
 {
     agmm_plan_t *p = x->p;
-    int64_t k = p->desc.k, n = p->desc.n, tm = p->desc.tile_m;
-    int64_t c0 = s->j0 * p->desc.tile_n;
-    int64_t c1 = AGMM_MIN(s->j1 * p->desc.tile_n, n);
+    int64_t tm = p->desc.tile_m;
+    if (!(x->phases & AGMM_PHASE_GEMM)) { /* comm-only: just the arrivals */
+        for (int64_t t = t0; src != p->rank && t < t1; t++)
+            AGMM_CHECK(wait_tile(x, src, t));
+        return AGMM_OK;
+    }
     for (int64_t t = t0; t < t1;) {
         int64_t u = t1; /* local tiles are all there */
         if (src != p->rank) {
-            agmm_wait_what_t what = {"tile", src, t};
-            AGMM_CHECK(agmm_traced_wait(
-                p->world,
-                agmm_win_signal(&p->signals,
-                                agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t)),
-                x->epoch, deadline_of(p), &what, AGMM_TSIG_TILE));
+            AGMM_CHECK(wait_tile(x, src, t));
             for (u = t + 1; u < t1 && tile_arrived(p, src, u, x->epoch); u++) {
             }
         }
         const float *a;
         uint64_t t_conv = agmm_trace_clock();
         AGMM_CHECK(agmm_plan_rows_f32(p, src, t, u, x->a, x->epoch, &a));
-        uint64_t t_gemm = agmm_trace_clock();
-        int64_t rows = AGMM_MIN(u * tm, p->m_local[src]) - t * tm;
-        float *c = x->c + (size_t)(p->row_off[src] + t * tm) * (size_t)n + c0;
-        agmm_gemm_f32(rows, c1 - c0, k, a, k, p->w32 + c0, n, c, n);
-        agmm_trace_gemm(t_conv, t_gemm, src, t, u, s->j0, s->j1, rows);
+        gemm_rows(x, s, p->row_off[src] + t * tm,
+                  p->row_off[src] + AGMM_MIN(u * tm, p->m_local[src]), a,
+                  t_conv, src, t, u);
         agmm_plan_count_items(p, src, t, u, s->j0, s->j1);
         t = u;
     }
@@ -125,11 +229,16 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     agmm_trace_thread(p->trace, AGMM_TRACE_GEMM_WORKER, self->index);
     /* Without comm workers the puts are issued first and completed last
      * (quiet), so an asynchronous transport (MPI) moves the tiles while
-     * this worker computes; on shm the puts are done when issued. */
-    if (x->comm_workers == 0)
-        AGMM_CHECK(put_share(x, self->index, x->gemm_workers));
+     * this worker computes; on shm they are done when issued, unless the
+     * link is emulated. */
+    int sends = x->comm_workers == 0 && (x->phases & AGMM_PHASE_COMM);
+    if (sends) AGMM_CHECK(put_share(x, self->index, x->gemm_workers));
     agmm_worker_share_t s;
-    if (agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
+    if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
+        /* No GEMM items: nothing to wait for. */
+    } else if ((x->phases & AGMM_PHASE_GEMM) && share_arrived(x, &s)) {
+        AGMM_CHECK(gemm_share_at_once(x, &s));
+    } else {
         for (int i = 0; i < p->nranks; i++) {
             int src = agmm_source_order(p->rank, p->nranks, i);
             int64_t t0, t1;
@@ -137,7 +246,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
             AGMM_CHECK(gemm_source(x, &s, src, t0, t1));
         }
     }
-    return x->comm_workers == 0 ? p->world->ops->quiet(p->world) : AGMM_OK;
+    return sends ? p->world->ops->quiet(p->world) : AGMM_OK;
 }
 
 agmm_status_t agmm_run_fused(agmm_round_t *round)

@@ -55,6 +55,9 @@ struct agmm_plan {
 
     uint64_t epoch; /* rounds run; round e publishes and waits for e */
     agmm_trace_t *trace; /* recording this plan's rounds, or NULL */
+    /* AGMM_SCHEDULE_AUTO's state (auto.c): computed from allgathered round
+     * times, so it is the same on every rank. */
+    agmm_schedule_info_t autoinfo;
     int destroyed;
 };
 
@@ -102,10 +105,22 @@ typedef struct agmm_round {
     float *c;      /* this rank's output */
     uint64_t epoch;
     int comm_workers, gemm_workers;
+    int phases; /* AGMM_PHASE_*: all for a real round */
 } agmm_round_t;
+
+/* Which phases of a schedule a round runs: both for a real round, one of
+ * them for the benchmark parts (agmm_plan_run_part). */
+enum { AGMM_PHASE_COMM = 1, AGMM_PHASE_GEMM = 2, AGMM_PHASE_ALL = 3 };
 
 /* Schedules (fused.c, baseline.c): run one round on this rank. */
 agmm_status_t agmm_run_fused(agmm_round_t *round);
 agmm_status_t agmm_run_baseline(agmm_round_t *round);
+
+/* AGMM_SCHEDULE_AUTO (auto.c): the schedule the next auto round runs, and
+ * recording its time (collective while measuring: allgathers the slowest
+ * rank's time). */
+agmm_schedule_t agmm_auto_next(agmm_plan_t *p);
+agmm_status_t agmm_auto_record(agmm_plan_t *p, agmm_schedule_t ran,
+                               double seconds);
 
 #endif

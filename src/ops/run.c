@@ -1,9 +1,10 @@
-/* agmm_plan_run: argument checks, the round's epoch, the start of the round
- * (posting receives, acknowledging the previous round so peers may put
- * again), and the schedule. */
+/* agmm_plan_run and agmm_plan_run_part: argument checks, the round's epoch,
+ * the start of the round (posting receives, acknowledging the previous round
+ * so peers may put again), the schedule, and AGMM_SCHEDULE_AUTO's timing. */
 #include <stdio.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "ops/plan_internal.h"
 #include "trace/trace.h"
 
@@ -44,8 +45,8 @@ static agmm_status_t round_start(agmm_plan_t *p, int group, uint64_t e)
     return st;
 }
 
-agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
-                            const void *a_local, float *c)
+static agmm_status_t check_args(agmm_plan_t *p, const void *a_local,
+                                const float *c)
 {
     if (!p) return agmm_error(AGMM_ERR_INVALID_ARG, "run: plan is NULL");
     if (!agmm_plan_is_live(p))
@@ -57,15 +58,18 @@ agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
     if (!p->weight_set)
         return agmm_error(AGMM_ERR_BAD_STATE,
                           "run: no weight (call agmm_plan_set_weight first)");
-    if (schedule != AGMM_SCHEDULE_FUSED && schedule != AGMM_SCHEDULE_BASELINE)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "run: schedule %d is not valid",
-                          (int)schedule);
+    return AGMM_OK;
+}
 
+/* One round of `schedule` (FUSED or BASELINE) running `phases`. */
+static agmm_status_t round_run(agmm_plan_t *p, agmm_schedule_t schedule,
+                               int phases, const void *a_local, float *c)
+{
     /* Round e publishes e and waits for >= e: signals are never reset, so a
      * signal left from round e - 1 can never satisfy a wait of round e. */
     uint64_t e = ++p->epoch;
-    agmm_round_t round = {p, a_local, c, e, p->desc.comm_workers,
-                          p->desc.gemm_workers};
+    agmm_round_t round = {p,      a_local, c, e, p->desc.comm_workers,
+                          p->desc.gemm_workers, phases};
     uint64_t t_round = agmm_trace_round_begin(p->trace, schedule);
     agmm_status_t st = round_start(p, (int)schedule, e);
     if (st == AGMM_OK)
@@ -74,4 +78,43 @@ agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
     if (st == AGMM_OK && !p->world->ops->round_begin) st = send_acks(p, e);
     agmm_trace_round_end(p->trace, t_round, e);
     return st;
+}
+
+agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
+                            const void *a_local, float *c)
+{
+    AGMM_CHECK(check_args(p, a_local, c));
+    if (schedule == AGMM_SCHEDULE_FUSED || schedule == AGMM_SCHEDULE_BASELINE)
+        return round_run(p, schedule, AGMM_PHASE_ALL, a_local, c);
+    if (schedule != AGMM_SCHEDULE_AUTO)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "run: schedule %d is not valid",
+                          (int)schedule);
+    agmm_schedule_t s = agmm_auto_next(p);
+    double t0 = agmm_now();
+    AGMM_CHECK(round_run(p, s, AGMM_PHASE_ALL, a_local, c));
+    return agmm_auto_record(p, s, agmm_now() - t0);
+}
+
+agmm_status_t agmm_plan_run_part(agmm_plan_t *p, agmm_part_t part,
+                                 const void *a_local, float *c)
+{
+    AGMM_CHECK(check_args(p, a_local, c));
+    /* A transport that posts this round's receives (MPI) would leave them
+     * unmatched in a round without puts. */
+    if (part != AGMM_PART_COMM_ONLY && p->world->ops->round_begin)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "run_part: the gemm-only and monolithic parts need a "
+                          "transport without posted receives (shm, not %s)",
+                          p->world->ops->name);
+    switch (part) {
+    case AGMM_PART_COMM_ONLY:
+        return round_run(p, AGMM_SCHEDULE_FUSED, AGMM_PHASE_COMM, a_local, c);
+    case AGMM_PART_GEMM_ONLY:
+        return round_run(p, AGMM_SCHEDULE_FUSED, AGMM_PHASE_GEMM, a_local, c);
+    case AGMM_PART_MONOLITHIC:
+        return round_run(p, AGMM_SCHEDULE_BASELINE, AGMM_PHASE_GEMM, a_local,
+                         c);
+    }
+    return agmm_error(AGMM_ERR_INVALID_ARG, "run_part: part %d is not valid",
+                      (int)part);
 }

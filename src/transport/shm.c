@@ -14,7 +14,13 @@
  *
  * Each rank runs the same deterministic allocator over its own copy of the
  * heap bookkeeping, so collective allocations return the same offset on every
- * rank; win_alloc checks that with an allgather. */
+ * rank; win_alloc checks that with an allgather.
+ *
+ * With the link emulator on (agmm_launch_opts_t.link_gbps > 0), puts and
+ * signals to peers go through link.c instead: queued per peer and delivered
+ * by the rank's delivery thread at their modelled arrival; quiet waits for
+ * the queues to drain. Barriers and allgathers (control data) are not
+ * paced. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +30,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "transport/link.h"
 #include "transport/transport.h"
 
 enum { ABORT_NONE = 0, ABORT_WRITING = 1, ABORT_PUBLISHED = 2 };
@@ -51,6 +58,7 @@ struct agmm_shm_shared {
     size_t ctl_bytes;
     unsigned char *heap;
     size_t slice; /* bytes of heap per rank */
+    double link_gbps, link_latency_us; /* link emulator; gbps 0: off */
 };
 
 /* A rank's private view. Allocations are kept sorted by offset. */
@@ -58,6 +66,7 @@ struct agmm_shm_shared {
 typedef struct shm_rank {
     agmm_shm_shared_t *sh;
     uint64_t barriers_done; /* barriers this rank has completed */
+    agmm_link_t *link;      /* the link emulator, NULL when off */
     int nblocks;
     struct {
         size_t off, bytes;
@@ -80,13 +89,19 @@ static uint64_t meminfo_total(void)
     return (uint64_t)kb * 1024;
 }
 
-agmm_status_t agmm_shm_prepare(int nranks, double timeout_s,
-                               agmm_shm_shared_t **out)
+agmm_status_t agmm_shm_prepare(int nranks, double timeout_s, double link_gbps,
+                               double link_latency_us, agmm_shm_shared_t **out)
 {
     (void)timeout_s;
+    if (link_gbps > 0 && !(link_latency_us >= 0))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "launcher: link latency %g us (allowed >= 0)",
+                          link_latency_us);
     agmm_shm_shared_t *sh = calloc(1, sizeof *sh);
     if (!sh) return agmm_error(AGMM_ERR_NO_MEMORY, "launcher: out of memory");
     sh->nranks = nranks;
+    sh->link_gbps = link_gbps > 0 ? link_gbps : 0;
+    sh->link_latency_us = link_gbps > 0 ? link_latency_us : 0;
     sh->ctl_bytes = sizeof(shm_ctl_t) + (size_t)nranks * AGMM_ALLGATHER_MAX;
     sh->ctl = mmap(NULL, sh->ctl_bytes, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -261,7 +276,12 @@ static void shm_win_free(agmm_world_t *w, agmm_win_t *win)
 static agmm_status_t shm_signal(agmm_world_t *w, const agmm_win_t *sigwin,
                                 int dst, size_t sig_off, uint64_t value)
 {
-    unsigned char *base = slice_of(rank_of(w)->sh, dst) + sigwin->offset;
+    shm_rank_t *r = rank_of(w);
+    unsigned char *base = slice_of(r->sh, dst) + sigwin->offset;
+    if (r->link && dst != w->rank)
+        return agmm_link_post(r->link, dst, NULL, NULL, 0,
+                              (_Atomic uint64_t *)(void *)(base + sig_off),
+                              value);
     agmm_signal_publish((_Atomic uint64_t *)(void *)(base + sig_off), value);
     return AGMM_OK;
 }
@@ -271,15 +291,24 @@ static agmm_status_t shm_put_signal(agmm_world_t *w, const agmm_win_t *win,
                                     size_t bytes, const agmm_win_t *sigwin,
                                     size_t sig_off, uint64_t value)
 {
-    unsigned char *base = slice_of(rank_of(w)->sh, dst) + win->offset;
+    shm_rank_t *r = rank_of(w);
+    unsigned char *base = slice_of(r->sh, dst) + win->offset;
+    if (r->link && dst != w->rank) {
+        unsigned char *sig = slice_of(r->sh, dst) + sigwin->offset + sig_off;
+        return agmm_link_post(r->link, dst, base + off, src, bytes,
+                              (_Atomic uint64_t *)(void *)sig, value);
+    }
     memcpy(base + off, src, bytes);
     return shm_signal(w, sigwin, dst, sig_off, value);
 }
 
 static agmm_status_t shm_quiet(agmm_world_t *w)
 {
-    (void)w; /* puts are synchronous copies */
-    return AGMM_OK;
+    shm_rank_t *r = rank_of(w);
+    if (!r->link) return AGMM_OK; /* puts are synchronous copies */
+    /* Drains every queued put of the rank (a superset of the calling
+     * thread's, which is what quiet promises). */
+    return agmm_link_drain(r->link, w, agmm_deadline(w, 0));
 }
 
 static const agmm_transport_ops_t shm_ops = {
@@ -296,7 +325,8 @@ static const agmm_transport_ops_t shm_ops = {
     .aborted = shm_aborted,
 };
 
-void agmm_shm_world_init(agmm_shm_shared_t *sh, int rank, agmm_world_t *w)
+agmm_status_t agmm_shm_world_init(agmm_shm_shared_t *sh, int rank,
+                                  agmm_world_t *w)
 {
     /* The rank's private state lives for the life of the process. */
     static shm_rank_t state;
@@ -306,4 +336,23 @@ void agmm_shm_world_init(agmm_shm_shared_t *sh, int rank, agmm_world_t *w)
     w->rank = rank;
     w->size = sh->nranks;
     w->impl = &state;
+    if (sh->link_gbps > 0 && sh->nranks > 1)
+        return agmm_link_create(sh->nranks, sh->link_gbps, sh->link_latency_us,
+                                &state.link);
+    return AGMM_OK;
+}
+
+void agmm_shm_world_fini(agmm_world_t *w)
+{
+    shm_rank_t *r = rank_of(w);
+    agmm_link_destroy(r->link);
+    r->link = NULL;
+}
+
+int agmm_shm_link(const agmm_world_t *w, double *gbps, double *latency_us)
+{
+    const shm_rank_t *r = (const shm_rank_t *)w->impl;
+    if (gbps) *gbps = r->sh->link_gbps;
+    if (latency_us) *latency_us = r->sh->link_latency_us;
+    return r->sh->link_gbps > 0;
 }

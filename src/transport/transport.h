@@ -129,11 +129,18 @@ double agmm_deadline(const agmm_world_t *w, double timeout_s);
 
 /* shm backend, used by the launcher (launch/launch.c). */
 typedef struct agmm_shm_shared agmm_shm_shared_t;
-/* Before fork: map the control block and the symmetric heap. */
-agmm_status_t agmm_shm_prepare(int nranks, double timeout_s,
-                               agmm_shm_shared_t **out);
-/* In rank `rank` after fork: the world over the shared mappings. */
-void agmm_shm_world_init(agmm_shm_shared_t *sh, int rank, agmm_world_t *w);
+/* Before fork: map the control block and the symmetric heap. link_gbps > 0
+ * turns the link emulator on (link.h). */
+agmm_status_t agmm_shm_prepare(int nranks, double timeout_s, double link_gbps,
+                               double link_latency_us, agmm_shm_shared_t **out);
+/* In rank `rank` after fork: the world over the shared mappings (starts the
+ * link emulator's delivery thread when it is on). */
+agmm_status_t agmm_shm_world_init(agmm_shm_shared_t *sh, int rank,
+                                  agmm_world_t *w);
+/* In the rank, before it exits: stops the delivery thread. */
+void agmm_shm_world_fini(agmm_world_t *w);
+/* The emulated link settings of a shm world; 1 when emulated. */
+int agmm_shm_link(const agmm_world_t *w, double *gbps, double *latency_us);
 /* From the launcher: abort every rank with `reason` (first abort wins). */
 void agmm_shm_abort_all(agmm_shm_shared_t *sh, const char *reason);
 const char *agmm_shm_abort_reason(agmm_shm_shared_t *sh);

@@ -18,6 +18,15 @@ void agmm_world_set_timeout(agmm_world_t *w, double timeout_s)
     if (w && timeout_s > 0) w->timeout_s = timeout_s;
 }
 
+int agmm_world_link_emulated(const agmm_world_t *w, double *gbps,
+                             double *latency_us)
+{
+    if (gbps) *gbps = 0;
+    if (latency_us) *latency_us = 0;
+    if (!w || strcmp(w->ops->name, "shm") != 0) return 0;
+    return agmm_shm_link(w, gbps, latency_us);
+}
+
 agmm_status_t agmm_world_barrier(agmm_world_t *w, double timeout_s)
 {
     if (!w) return agmm_error(AGMM_ERR_INVALID_ARG, "barrier: world is NULL");

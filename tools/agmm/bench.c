@@ -1,7 +1,9 @@
-/* `agmm bench`: time the fused schedule and the non-overlapped baseline in
- * the same invocation, on the same ranks, cores and BLAS. Rounds of the two
- * modes alternate, so machine noise hits both alike. A round's time is the
- * slowest rank's, from a common barrier to the end of its run. */
+/* `agmm bench`: time the modes (--mode) in the same invocation, on the same
+ * ranks, cores and BLAS: the fused schedule, the non-overlapped baseline,
+ * auto, and the parts that bound the fused one (gemm-only with the
+ * monolithic GEMM beside it, comm-only). Rounds of the modes alternate, so
+ * machine noise hits all alike. A round's time is the slowest rank's, from
+ * a common barrier to the end of its run. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +36,32 @@ static stats_t summarize(double *us, int n)
     return s;
 }
 
-/* One timed round of `schedule`: the slowest rank's seconds, or < 0. */
-static double timed_round(agmm_tool_rank_t *t, agmm_schedule_t schedule)
+typedef enum {
+    M_FUSED,
+    M_BASELINE,
+    M_AUTO,
+    M_GEMM_ONLY,
+    M_MONOLITHIC,
+    M_COMM_ONLY,
+    NMODES
+} mode_t_;
+
+static const struct {
+    const char *name;
+    unsigned flag; /* the --mode that times it */
+    int part;      /* 1: agmm_plan_run_part(what), 0: agmm_plan_run(what) */
+    int what;
+} modes[NMODES] = {
+    {"fused", AGMM_BENCH_FUSED, 0, AGMM_SCHEDULE_FUSED},
+    {"baseline", AGMM_BENCH_BASELINE, 0, AGMM_SCHEDULE_BASELINE},
+    {"auto", AGMM_BENCH_AUTO, 0, AGMM_SCHEDULE_AUTO},
+    {"gemm-only", AGMM_BENCH_GEMM_ONLY, 1, AGMM_PART_GEMM_ONLY},
+    {"monolithic", AGMM_BENCH_GEMM_ONLY, 1, AGMM_PART_MONOLITHIC},
+    {"comm-only", AGMM_BENCH_COMM_ONLY, 1, AGMM_PART_COMM_ONLY},
+};
+
+/* One timed round of mode m: the slowest rank's seconds, or < 0. */
+static double timed_round(agmm_tool_rank_t *t, int m)
 {
     int P = agmm_world_size(t->world);
     double *all = malloc(sizeof(double) * (size_t)P);
@@ -43,7 +69,11 @@ static double timed_round(agmm_tool_rank_t *t, agmm_schedule_t schedule)
     double slowest = -1;
     if (agmm_world_barrier(t->world, 0) == AGMM_OK) {
         double t0 = agmm_tool_now();
-        if (agmm_plan_run(t->plan, schedule, t->a, t->c) == AGMM_OK) {
+        agmm_status_t st =
+            modes[m].part
+                ? agmm_plan_run_part(t->plan, (agmm_part_t)modes[m].what, t->a, t->c)
+                : agmm_plan_run(t->plan, (agmm_schedule_t)modes[m].what, t->a, t->c);
+        if (st == AGMM_OK) {
             double mine = agmm_tool_now() - t0;
             if (agmm_world_allgather(t->world, &mine, all, sizeof mine) ==
                 AGMM_OK) {
@@ -57,12 +87,116 @@ static double timed_round(agmm_tool_rank_t *t, agmm_schedule_t schedule)
     return slowest;
 }
 
-static const struct {
-    const char *name;
-    agmm_schedule_t schedule;
-} modes[] = {{"fused", AGMM_SCHEDULE_FUSED},
-             {"baseline", AGMM_SCHEDULE_BASELINE}};
-#define NMODES ((int)(sizeof modes / sizeof modes[0]))
+/* The ratios of medians, or 0 where a mode was not timed. */
+typedef struct ratios {
+    double fused_over_baseline, gemm_over_monolithic, fused_over_bound;
+    double auto_over_best; /* auto / min(fused, baseline) */
+} ratios_t;
+
+static ratios_t ratios_of(const stats_t *st, const int *on)
+{
+    ratios_t r = {0, 0, 0, 0};
+    if (on[M_FUSED] && on[M_BASELINE])
+        r.fused_over_baseline = st[M_FUSED].median / st[M_BASELINE].median;
+    if (on[M_GEMM_ONLY])
+        r.gemm_over_monolithic = st[M_GEMM_ONLY].median / st[M_MONOLITHIC].median;
+    if (on[M_FUSED] && on[M_GEMM_ONLY] && on[M_COMM_ONLY]) {
+        double bound = st[M_GEMM_ONLY].median > st[M_COMM_ONLY].median
+                           ? st[M_GEMM_ONLY].median
+                           : st[M_COMM_ONLY].median;
+        r.fused_over_bound = st[M_FUSED].median / bound;
+    }
+    if (on[M_AUTO] && on[M_FUSED] && on[M_BASELINE]) {
+        double best = st[M_FUSED].median < st[M_BASELINE].median
+                          ? st[M_FUSED].median
+                          : st[M_BASELINE].median;
+        r.auto_over_best = st[M_AUTO].median / best;
+    }
+    return r;
+}
+
+static void json_ratio(const char *key, double v)
+{
+    if (v > 0) printf(",\"%s\":%.6f", key, v);
+    else printf(",\"%s\":null", key);
+}
+
+static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
+                       const stats_t *st, const int *on, ratios_t r,
+                       const agmm_schedule_info_t *ai, double flop)
+{
+    const agmm_cli_t *cli = t->cli;
+    const char *coretype = getenv("OPENBLAS_CORETYPE");
+    const char *l2 = getenv("OPENBLAS_L2_SIZE");
+    printf("{\"command\":\"bench\",");
+    agmm_tool_json_common(cli, world);
+    printf(",\"m\":%lld,\"k\":%lld,\"n\":%lld,\"dtype\":\"%s\","
+           "\"weights\":\"%s\",\"tile_m\":%lld,\"tile_n\":%lld,"
+           "\"comm_cores\":%d,\"gemm_cores\":%d,\"rounds\":%d,"
+           "\"warmup\":%d,\"blas\":{\"name\":\"%s\",\"kernel\":\"%s\","
+           "\"threads_per_call\":%d,\"OPENBLAS_CORETYPE\":\"%s\","
+           "\"OPENBLAS_L2_SIZE\":\"%s\"},\"modes\":{",
+           (long long)cli->m_total, (long long)cli->k, (long long)cli->n,
+           agmm_dtype_name(cli->dtype),
+           cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
+           (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
+           cli->gemm_cores, cli->rounds, cli->warmup, agmm_blas_name(),
+           agmm_blas_kernel(), agmm_blas_threads(), coretype ? coretype : "",
+           l2 ? l2 : "");
+    int first = 1;
+    for (int m = 0; m < NMODES; m++) {
+        if (!on[m]) continue;
+        printf("%s\"%s\":{\"min_us\":%.3f,\"median_us\":%.3f,"
+               "\"mean_us\":%.3f,\"max_us\":%.3f,\"stdev_us\":%.3f,"
+               "\"tflops\":%.4f}",
+               first ? "" : ",", modes[m].name, st[m].min, st[m].median,
+               st[m].mean, st[m].max, st[m].stdev,
+               flop / st[m].median * 1e-6);
+        first = 0;
+    }
+    printf("}");
+    json_ratio("ratio_fused_over_baseline", r.fused_over_baseline);
+    json_ratio("ratio_gemm_over_monolithic", r.gemm_over_monolithic);
+    json_ratio("ratio_fused_over_bound", r.fused_over_bound);
+    json_ratio("ratio_auto_over_best", r.auto_over_best);
+    if (on[M_AUTO])
+        printf(",\"auto\":{\"pick\":\"%s\",\"decided\":%s,\"trials\":%d,"
+               "\"fused_us\":%.1f,\"baseline_us\":%.1f,\"reason\":\"%s\"}",
+               agmm_schedule_name(ai->decided ? ai->pick : ai->last),
+               ai->decided ? "true" : "false", ai->trials, ai->fused_us,
+               ai->baseline_us, ai->reason);
+    printf("%s}\n", t->trace_json ? t->trace_json : "");
+}
+
+static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
+                       const int *on, ratios_t r,
+                       const agmm_schedule_info_t *ai, double flop)
+{
+    const agmm_cli_t *cli = t->cli;
+    const char *tag = agmm_tool_link_tag(cli);
+    printf("%-10s %12s %12s %12s %12s %12s %9s%s\n", "mode", "min_us",
+           "median_us", "mean_us", "max_us", "stdev_us", "TFLOP/s", tag);
+    for (int m = 0; m < NMODES; m++)
+        if (on[m])
+            printf("%-10s %12.1f %12.1f %12.1f %12.1f %12.1f %9.4f%s\n",
+                   modes[m].name, st[m].min, st[m].median, st[m].mean,
+                   st[m].max, st[m].stdev, flop / st[m].median * 1e-6, tag);
+    if (r.fused_over_baseline > 0)
+        printf("fused / baseline (median): %.3f%s\n", r.fused_over_baseline, tag);
+    if (r.gemm_over_monolithic > 0)
+        printf("gemm-only / monolithic (median): %.3f%s\n",
+               r.gemm_over_monolithic, tag);
+    if (r.fused_over_bound > 0)
+        printf("fused / max(comm-only, gemm-only) (median): %.3f%s\n",
+               r.fused_over_bound, tag);
+    if (r.auto_over_best > 0)
+        printf("auto / min(fused, baseline) (median): %.3f%s\n",
+               r.auto_over_best, tag);
+    if (on[M_AUTO])
+        printf("auto %s %s: %s%s\n", ai->decided ? "picked" : "is still measuring, last ran",
+               agmm_schedule_name(ai->decided ? ai->pick : ai->last), ai->reason, tag);
+    agmm_tool_trace_print(t, 0);
+}
 
 int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
 {
@@ -70,19 +204,24 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     int rc = agmm_tool_setup(world, cli, &t);
     if (rc == 0) rc = agmm_tool_fill_shard(&t, 0);
     double *us[NMODES] = {0};
-    for (int m = 0; m < NMODES && rc == 0; m++) {
-        us[m] = calloc((size_t)cli->rounds, sizeof(double));
-        if (!us[m]) rc = 1;
+    int on[NMODES];
+    for (int m = 0; m < NMODES; m++) {
+        on[m] = (cli->bench_modes & modes[m].flag) != 0;
+        if (on[m] && rc == 0) {
+            us[m] = calloc((size_t)cli->rounds, sizeof(double));
+            if (!us[m]) rc = 1;
+        }
     }
     if (rc != 0) {
         for (int m = 0; m < NMODES; m++) free(us[m]);
         agmm_tool_teardown(&t);
         return rc;
     }
+    const char *tag = agmm_tool_link_tag(cli);
     if (t.rank == 0 && !cli->json) {
         agmm_tool_describe(cli, world, stdout);
-        printf("rounds: %d timed + %d warmup per mode, modes alternate\n",
-               cli->rounds, cli->warmup);
+        printf("rounds: %d timed + %d warmup per mode, modes alternate%s\n",
+               cli->rounds, cli->warmup, tag);
         fflush(stdout);
     }
     for (int i = 0; i < cli->warmup + cli->rounds && rc == 0; i++) {
@@ -94,51 +233,28 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
                                                               : 1 << 20);
         }
         for (int m = 0; m < NMODES && rc == 0; m++) {
-            double s = timed_round(&t, modes[m].schedule);
+            if (!on[m]) continue;
+            double s = timed_round(&t, m);
             if (s < 0) rc = 1;
             else if (i >= cli->warmup) us[m][i - cli->warmup] = s * 1e6;
         }
     }
     if (rc == 0) rc = agmm_tool_trace_end(&t);
+    agmm_schedule_info_t ai;
+    if (rc == 0 && agmm_plan_schedule_info(t.plan, &ai) != AGMM_OK) rc = 1;
     if (rc == 0 && t.rank == 0) {
         double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
-        stats_t st[NMODES];
-        for (int m = 0; m < NMODES; m++) st[m] = summarize(us[m], cli->rounds);
-        double ratio = st[0].median / st[1].median;
-        if (cli->json) {
-            printf("{\"command\":\"bench\",\"ranks\":%d,\"transport\":\"%s\","
-                   "\"m\":%lld,\"k\":%lld,\"n\":%lld,\"dtype\":\"%s\","
-                   "\"weights\":\"%s\",\"tile_m\":%lld,\"tile_n\":%lld,"
-                   "\"comm_cores\":%d,\"gemm_cores\":%d,\"rounds\":%d,"
-                   "\"warmup\":%d,\"blas\":{\"name\":\"%s\",\"kernel\":\"%s\"},"
-                   "\"modes\":{",
-                   cli->ranks, agmm_world_transport_name(world),
-                   (long long)cli->m_total, (long long)cli->k,
-                   (long long)cli->n, agmm_dtype_name(cli->dtype),
-                   cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
-                   (long long)cli->tile_m, (long long)cli->tile_n,
-                   cli->comm_cores, cli->gemm_cores, cli->rounds, cli->warmup,
-                   agmm_blas_name(), agmm_blas_kernel());
-            for (int m = 0; m < NMODES; m++)
-                printf("%s\"%s\":{\"min_us\":%.3f,\"median_us\":%.3f,"
-                       "\"mean_us\":%.3f,\"max_us\":%.3f,\"stdev_us\":%.3f,"
-                       "\"tflops\":%.4f}",
-                       m ? "," : "", modes[m].name, st[m].min, st[m].median,
-                       st[m].mean, st[m].max, st[m].stdev,
-                       flop / st[m].median * 1e-6);
-            printf("},\"ratio_fused_over_baseline\":%.6f%s}\n", ratio,
-                   t.trace_json ? t.trace_json : "");
-        } else {
-            printf("%-9s %12s %12s %12s %12s %12s %9s\n", "mode", "min_us",
-                   "median_us", "mean_us", "max_us", "stdev_us", "TFLOP/s");
-            for (int m = 0; m < NMODES; m++)
-                printf("%-9s %12.1f %12.1f %12.1f %12.1f %12.1f %9.4f\n",
-                       modes[m].name, st[m].min, st[m].median, st[m].mean,
-                       st[m].max, st[m].stdev,
-                       flop / st[m].median * 1e-6);
-            printf("fused / baseline (median): %.3f\n", ratio);
-            agmm_tool_trace_print(&t, 0);
-        }
+        stats_t st[NMODES] = {{0, 0, 0, 0, 0}};
+        for (int m = 0; m < NMODES; m++)
+            if (on[m]) st[m] = summarize(us[m], cli->rounds);
+        ratios_t r = ratios_of(st, on);
+        if (cli->json) print_json(&t, world, st, on, r, &ai, flop);
+        else print_text(&t, st, on, r, &ai, flop);
+        if (cli->verbose && on[M_AUTO])
+            fprintf(stderr, "agmm: schedule auto: %s %s (%s)%s\n",
+                    ai.decided ? "picked" : "ran",
+                    agmm_schedule_name(ai.decided ? ai.pick : ai.last),
+                    ai.reason, tag);
         fflush(stdout);
     }
     for (int m = 0; m < NMODES; m++) free(us[m]);

@@ -28,6 +28,8 @@
 #define CLI_MAX_TIMEOUT 86400.0
 #define CLI_DEFAULT_SEED 42u
 #define CLI_MAX_COUNT INT_MAX /* --rounds, --warmup */
+#define CLI_MAX_LINK_GBPS 10000.0
+#define CLI_MAX_LINK_LATENCY_US 1000000.0
 
 enum {
     OPT_HELP = 'h',
@@ -53,6 +55,10 @@ enum {
     OPT_TRACE,
     OPT_TRACE_SVG,
     OPT_TRANSPORT,
+    OPT_SCHEDULE,
+    OPT_MODE,
+    OPT_LINK_GBPS,
+    OPT_LINK_LATENCY,
 };
 
 static const struct option k_long_opts[] = {
@@ -79,6 +85,10 @@ static const struct option k_long_opts[] = {
     {"trace", required_argument, NULL, OPT_TRACE},
     {"trace-svg", required_argument, NULL, OPT_TRACE_SVG},
     {"transport", required_argument, NULL, OPT_TRANSPORT},
+    {"schedule", required_argument, NULL, OPT_SCHEDULE},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"link-gbps", required_argument, NULL, OPT_LINK_GBPS},
+    {"link-latency-us", required_argument, NULL, OPT_LINK_LATENCY},
     {NULL, 0, NULL, 0},
 };
 
@@ -277,6 +287,44 @@ static int get_m_local(FILE *err, const char *arg, agmm_cli_t *cli)
     return 0;
 }
 
+/* --mode M */
+static int get_mode(FILE *err, const char *arg, unsigned *modes)
+{
+    static const struct {
+        const char *name;
+        unsigned modes;
+    } k[] = {{"all", AGMM_BENCH_ALL},           {"fused", AGMM_BENCH_FUSED},
+             {"baseline", AGMM_BENCH_BASELINE}, {"auto", AGMM_BENCH_AUTO},
+             {"gemm-only", AGMM_BENCH_GEMM_ONLY}, {"comm-only", AGMM_BENCH_COMM_ONLY}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (!strcmp(arg, k[i].name)) {
+            *modes = k[i].modes;
+            return 0;
+        }
+    fprintf(err, "agmm: --mode: one of all, fused, baseline, auto, gemm-only, comm-only "
+                 "(got '%s')\n", arg);
+    return -1;
+}
+
+/* A finite decimal number in (lo, hi], or [lo, hi] when lo_inclusive. */
+static int get_number(FILE *err, int val, const char *arg, double lo, int lo_inclusive,
+                      double hi, const char *unit, double *out)
+{
+    /* parse_seconds takes (lo_excl, hi]: widen, then apply the bound. */
+    double v = 0;
+    num_result_t r = parse_seconds(arg, lo_inclusive ? -1.0 : lo, hi, &v);
+    if (r == NUM_OK && (v < lo || (!lo_inclusive && v <= lo)))
+        r = NUM_RANGE;
+    if (r != NUM_OK) {
+        fprintf(err, "agmm: --%s: %sa number of %s %s %g and <= %g (got '%s')\n",
+                opt_name(val), r == NUM_RANGE ? "out of range; give " : "give ", unit,
+                lo_inclusive ? ">=" : ">", lo, hi, arg);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 /* ------------------------------------------------------------ cores */
 
 static int online_cores(void)
@@ -346,6 +394,8 @@ static void cli_defaults(agmm_cli_t *cli, agmm_cmd_t cmd)
     cli->warmup = cmd == AGMM_CMD_BENCH ? 5 : 0;
     cli->seed = CLI_DEFAULT_SEED;
     cli->check = cmd == AGMM_CMD_RUN ? 1 : 0;
+    cli->schedule = AGMM_SCHEDULE_AUTO;
+    cli->bench_modes = AGMM_BENCH_ALL;
     cli->online_cores = online_cores();
 }
 
@@ -421,6 +471,25 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
             "                        default rule: comm = 1 if 2 x ranks <= online cores,\n"
             "                        else 0; GEMM = max(1, online / ranks - comm)\n"
             "\n");
+
+    fprintf(out,
+            "Schedule:\n"
+            "  --schedule S          fused | baseline | auto: auto measures its first %d\n"
+            "                        rounds (fused and baseline alternate) and keeps the\n"
+            "                        faster (default auto)%s\n",
+            2 * AGMM_AUTO_TRIALS,
+            bench ? "; bench: time this schedule alone" : "");
+    if (bench)
+        fprintf(out,
+                "  --mode M              all | fused | baseline | auto | gemm-only | comm-only\n"
+                "                        (default all; gemm-only also times the monolithic GEMM)\n");
+    fprintf(out,
+            "  --link-gbps G         emulate a link of G Gbit/s per direction between every\n"
+            "                        pair of ranks, 0 < G <= %.0f (default: no emulation)\n"
+            "  --link-latency-us L   its one-way latency, 0..%.0f us (default 0; needs\n"
+            "                        --link-gbps)\n"
+            "\n",
+            CLI_MAX_LINK_GBPS, CLI_MAX_LINK_LATENCY_US);
 
     fprintf(out,
             "Run:\n"
@@ -534,6 +603,16 @@ static int validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
         cli->ranks_here = cli->ranks;
     }
 
+    if (cli->link_latency_us > 0 && !(cli->link_gbps > 0)) {
+        fprintf(err, "agmm: --link-latency-us: needs --link-gbps (the link emulator is off "
+                     "without a link speed)\n");
+        return 2;
+    }
+    if (cli->link_gbps > 0 && cli->transport_mpi) {
+        fprintf(err, "agmm: --link-gbps: the link emulator is part of the shared-memory "
+                     "transport (not with MPI)\n");
+        return 2;
+    }
     /* --m-local against --ranks */
     if (cli->m_local_count > 1 && cli->m_local_count != cli->ranks) {
         fprintf(err, "agmm: --m-local: %d values given but --ranks is %d (give 1 value or %d)\n",
@@ -707,6 +786,7 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
      * argument as ':'. optind = 0 re-initialises glibc's getopt fully. */
     int sub_argc = argc - 1;
     char **sub_argv = argv + 1;
+    int mode_set = 0;
     optind = 0;
     opterr = 0;
     for (;;) {
@@ -839,6 +919,37 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
         case OPT_JSON:
             cli->json = 1;
             break;
+        case OPT_SCHEDULE:
+            if (!strcmp(arg, "fused"))
+                cli->schedule = AGMM_SCHEDULE_FUSED;
+            else if (!strcmp(arg, "baseline"))
+                cli->schedule = AGMM_SCHEDULE_BASELINE;
+            else if (!strcmp(arg, "auto"))
+                cli->schedule = AGMM_SCHEDULE_AUTO;
+            else {
+                fprintf(err, "agmm: --schedule: one of fused, baseline, auto (got '%s')\n", arg);
+                return 2;
+            }
+            cli->schedule_set = 1;
+            break;
+        case OPT_MODE:
+            if (cmd != AGMM_CMD_BENCH) {
+                fprintf(err, "agmm: --mode: only for agmm bench (agmm run takes --schedule)\n");
+                return 2;
+            }
+            if (get_mode(err, arg, &cli->bench_modes))
+                return 2;
+            mode_set = 1;
+            break;
+        case OPT_LINK_GBPS:
+            if (get_number(err, o, arg, 0.0, 0, CLI_MAX_LINK_GBPS, "Gbit/s", &cli->link_gbps))
+                return 2;
+            break;
+        case OPT_LINK_LATENCY:
+            if (get_number(err, o, arg, 0.0, 1, CLI_MAX_LINK_LATENCY_US, "microseconds",
+                           &cli->link_latency_us))
+                return 2;
+            break;
         case OPT_NO_CHECK:
             cli->check = 0;
             break;
@@ -878,6 +989,17 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
             return 2;
         }
         }
+    }
+    if (cmd == AGMM_CMD_BENCH && cli->schedule_set) {
+        unsigned want = cli->schedule == AGMM_SCHEDULE_FUSED      ? AGMM_BENCH_FUSED
+                        : cli->schedule == AGMM_SCHEDULE_BASELINE ? AGMM_BENCH_BASELINE
+                                                                  : AGMM_BENCH_AUTO;
+        if (mode_set && cli->bench_modes != want) {
+            fprintf(err, "agmm: --schedule: conflicts with --mode (bench times --mode; "
+                         "--schedule S alone means --mode S)\n");
+            return 2;
+        }
+        cli->bench_modes = want;
     }
     if (optind < sub_argc) {
         fprintf(err, "agmm: unexpected argument '%s' (agmm %s takes only options; see "

@@ -20,6 +20,16 @@
 
 typedef enum { AGMM_CMD_RUN, AGMM_CMD_BENCH } agmm_cmd_t;
 
+/* What `agmm bench --mode` times (a set; `all` is every one). */
+enum {
+    AGMM_BENCH_FUSED = 1,
+    AGMM_BENCH_BASELINE = 2,
+    AGMM_BENCH_AUTO = 4,
+    AGMM_BENCH_GEMM_ONLY = 8, /* with the monolithic GEMM alongside */
+    AGMM_BENCH_COMM_ONLY = 16,
+    AGMM_BENCH_ALL = 31,
+};
+
 typedef struct agmm_cli {
     agmm_cmd_t cmd;
     int ranks;                 /* --ranks P, default 2, 1..AGMM_CLI_MAX_RANKS */
@@ -41,6 +51,11 @@ typedef struct agmm_cli {
     int verbose;               /* --verbose / -v (repeatable: counts) */
     const char *trace_json;    /* --trace FILE.json: Chrome trace events (NULL: off) */
     const char *trace_svg;     /* --trace-svg FILE.svg: the timeline drawn (NULL: off) */
+    agmm_schedule_t schedule;  /* --schedule fused|baseline|auto (auto) */
+    int schedule_set;
+    unsigned bench_modes;      /* bench: --mode (AGMM_BENCH_*; default all, or the --schedule given) */
+    double link_gbps;          /* --link-gbps G > 0 (0: no link emulation) */
+    double link_latency_us;    /* --link-latency-us L >= 0 (0); needs --link-gbps */
     int online_cores;          /* sysconf(_SC_NPROCESSORS_ONLN) at parse time (>= 1) */
     int64_t m_total;           /* after a successful parse: sum of m_local (M) */
     int ranks_set;             /* --ranks given explicitly */

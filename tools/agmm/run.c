@@ -1,4 +1,4 @@
-/* `agmm run`: run the fused operation for --rounds rounds with new inputs
+/* `agmm run`: run the operation (--schedule, default auto) for --rounds rounds with new inputs
  * every round and check every rank's output of every round against the
  * reference (allclose rtol 1e-2, atol 1e-2). */
 #include <math.h>
@@ -78,6 +78,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         return 1;
     }
     if (t.rank == 0 && !cli->json) agmm_tool_describe(cli, world, stdout);
+    const char *tag = agmm_tool_link_tag(cli);
     if (t.rank == 0 && cli->json) printf("{\"command\":\"run\",\"rounds\":[");
     double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
 
@@ -95,11 +96,24 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             break;
         }
         double t0 = agmm_tool_now();
-        if (agmm_plan_run(t.plan, AGMM_SCHEDULE_FUSED, t.a, t.c) != AGMM_OK) {
+        if (agmm_plan_run(t.plan, cli->schedule, t.a, t.c) != AGMM_OK) {
             rc = 1;
             break;
         }
         res.seconds = agmm_tool_now() - t0;
+        /* What ran: the schedule asked for, or what auto chose. */
+        agmm_schedule_t ran = cli->schedule;
+        agmm_schedule_info_t ai;
+        if (cli->schedule == AGMM_SCHEDULE_AUTO) {
+            if (agmm_plan_schedule_info(t.plan, &ai) != AGMM_OK) {
+                rc = 1;
+                break;
+            }
+            ran = ai.last;
+            if (t.rank == 0 && cli->verbose)
+                fprintf(stderr, "agmm: round %d: schedule auto ran %s: %s%s\n",
+                        round + 1, agmm_schedule_name(ran), ai.reason, tag);
+        }
         if (cli->check && check_round(&t, round, &res) != 0) {
             res.mismatches = -1; /* could not check: counts as failed */
         }
@@ -121,16 +135,20 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         }
         failed |= bad_rank >= 0;
         if (cli->json) {
-            printf("%s{\"round\":%d,\"time_us\":%.1f,\"gflops\":%.2f", round ? "," : "",
-                   round + 1, slowest * 1e6, flop / slowest * 1e-9);
+            printf("%s{\"round\":%d,\"schedule\":\"%s\",\"time_us\":%.1f,"
+                   "\"gflops\":%.2f",
+                   round ? "," : "", round + 1, agmm_schedule_name(ran),
+                   slowest * 1e6, flop / slowest * 1e-9);
             if (cli->check)
                 printf(",\"max_abs_diff\":%.6g,\"pass\":%s", maxdiff,
                        bad_rank < 0 ? "true" : "false");
             printf("}");
             continue;
         }
-        printf("round %d: %.3f ms (slowest rank), %.1f GFLOP/s", round + 1,
-               slowest * 1e3, flop / slowest * 1e-9);
+        printf("round %d: %s%s, %.3f ms (slowest rank), %.1f GFLOP/s", round + 1,
+               agmm_schedule_name(ran),
+               cli->schedule == AGMM_SCHEDULE_AUTO ? " (auto)" : "", slowest * 1e3,
+               flop / slowest * 1e-9);
         if (cli->verbose) {
             printf(" [");
             for (int p = 0; p < P; p++)
@@ -139,33 +157,45 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             printf("]");
         }
         if (!cli->check) {
-            printf(", not checked (--no-check)\n");
+            printf(", not checked (--no-check)%s\n", tag);
             continue;
         }
         printf("; check: max |diff| %.3g over %d ranks, allclose(rtol=%g, "
-               "atol=%g) %s\n",
-               maxdiff, P, RTOL, ATOL, bad_rank < 0 ? "PASS" : "FAIL");
+               "atol=%g) %s%s\n",
+               maxdiff, P, RTOL, ATOL, bad_rank < 0 ? "PASS" : "FAIL", tag);
         for (int p = 0; p < P; p++) {
             if (all[p].mismatches == 0) continue;
             if (all[p].mismatches < 0) {
-                printf("  rank %d: the reference could not be computed\n", p);
+                printf("  rank %d: the reference could not be computed%s\n", p, tag);
                 continue;
             }
             int64_t i = all[p].first_bad;
             printf("  rank %d: %lld of %lld outputs differ; first at row %lld, "
-                   "column %lld\n",
+                   "column %lld%s\n",
                    p, (long long)all[p].mismatches,
                    (long long)(cli->m_total * cli->n),
-                   (long long)(i / cli->n), (long long)(i % cli->n));
+                   (long long)(i / cli->n), (long long)(i % cli->n), tag);
         }
     }
     /* The trace is written whatever the check found (it may explain it). */
     if (rc == 0) rc = agmm_tool_trace_end(&t);
     if (rc == 0) agmm_tool_trace_print(&t, 1);
-    if (t.rank == 0 && cli->json && rc == 0)
-        printf("],\"ranks\":%d,\"transport\":\"%s\",\"checked\":%s,\"pass\":%s%s}\n",
-               P, agmm_world_transport_name(world), cli->check ? "true" : "false",
+    if (t.rank == 0 && cli->json && rc == 0) {
+        agmm_schedule_info_t ai;
+        printf("],");
+        agmm_tool_json_common(cli, world);
+        printf(",\"schedule\":{\"requested\":\"%s\"",
+               agmm_schedule_name(cli->schedule));
+        if (cli->schedule == AGMM_SCHEDULE_AUTO &&
+            agmm_plan_schedule_info(t.plan, &ai) == AGMM_OK)
+            printf(",\"last\":\"%s\",\"decided\":%s,\"pick\":%s%s%s,"
+                   "\"reason\":\"%s\"",
+                   agmm_schedule_name(ai.last), ai.decided ? "true" : "false",
+                   ai.decided ? "\"" : "", ai.decided ? agmm_schedule_name(ai.pick) : "null",
+                   ai.decided ? "\"" : "", ai.reason);
+        printf("},\"checked\":%s,\"pass\":%s%s}\n", cli->check ? "true" : "false",
                failed ? "false" : "true", t.trace_json ? t.trace_json : "");
+    }
     fflush(stdout);
     free(all);
     if (rc == 0 && failed) rc = 1;

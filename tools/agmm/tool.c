@@ -35,6 +35,8 @@ int agmm_tool_launch(const agmm_cli_t *cli)
     agmm_launch_opts_t opts = {0};
     opts.nranks = cli->ranks;
     opts.timeout_s = cli->timeout_s;
+    opts.link_gbps = cli->link_gbps;
+    opts.link_latency_us = cli->link_latency_us;
     int code = 1;
     agmm_status_t st = agmm_launch(&opts, rank_main, (void *)cli, &code);
     if (st != AGMM_OK) return 1; /* the launcher printed why */
@@ -109,17 +111,44 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world, FILE *out)
         if (cli->ranks > 0 && len + 24 >= sizeof shards)
             snprintf(shards + len, sizeof shards - len, ",...");
     }
+    const char *tag = agmm_tool_link_tag(cli);
     fprintf(out,
             "agmm %s: %d ranks (%s), M=%lld (%s) K=%lld N=%lld, %s in, fp32 "
             "out, %s weight, tiles %lldx%lld, %d comm + %d GEMM threads per "
-            "rank\n",
+            "rank%s\n",
             cli->cmd == AGMM_CMD_RUN ? "run" : "bench", cli->ranks,
             agmm_world_transport_name(world), (long long)cli->m_total, shards,
             (long long)cli->k, (long long)cli->n, agmm_dtype_name(cli->dtype),
             cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
             (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
-            cli->gemm_cores);
-    fprintf(out, "blas: %s, kernel %s\n", agmm_blas_name(), agmm_blas_kernel());
+            cli->gemm_cores, tag);
+    const char *coretype = getenv("OPENBLAS_CORETYPE");
+    const char *l2 = getenv("OPENBLAS_L2_SIZE");
+    fprintf(out,
+            "blas: %s, kernel %s, %d thread per GEMM call (OPENBLAS_CORETYPE=%s, "
+            "OPENBLAS_L2_SIZE=%s)%s\n",
+            agmm_blas_name(), agmm_blas_kernel(), agmm_blas_threads(),
+            coretype ? coretype : "unset", l2 ? l2 : "unset", tag);
+}
+
+const char *agmm_tool_link_tag(const agmm_cli_t *cli)
+{
+    static char tag[96];
+    if (!(cli->link_gbps > 0)) return "";
+    snprintf(tag, sizeof tag, " [emulated link: %g Gbit/s, %g us]",
+             cli->link_gbps, cli->link_latency_us);
+    return tag;
+}
+
+void agmm_tool_json_common(const agmm_cli_t *cli, agmm_world_t *world)
+{
+    printf("\"ranks\":%d,\"transport\":\"%s\",\"link\":", cli->ranks,
+           agmm_world_transport_name(world));
+    if (cli->link_gbps > 0)
+        printf("{\"kind\":\"emulated link\",\"gbps\":%g,\"latency_us\":%g}",
+               cli->link_gbps, cli->link_latency_us);
+    else
+        printf("null");
 }
 
 /* How many ranks of the world run on this host (same host name): they

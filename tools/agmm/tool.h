@@ -71,4 +71,12 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli);
 void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
                         FILE *out);
 
+/* " [emulated link: G Gbit/s, L us]" when the link is emulated, else "":
+ * every text line of an emulated run ends with it. */
+const char *agmm_tool_link_tag(const agmm_cli_t *cli);
+
+/* Prints the JSON members every command's object has ("ranks", "transport",
+ * "link": {"kind":"emulated link",...} or null), without a leading comma. */
+void agmm_tool_json_common(const agmm_cli_t *cli, agmm_world_t *world);
+
 #endif
