@@ -95,6 +95,21 @@ rows=(
     # transport
     "run --transport tcp                  | --transport: one of shm, mpi"
     "run --transport                      | --transport: missing value"
+    # schedule, bench modes, link emulator
+    "run --schedule fast                  | --schedule: one of fused, baseline, auto"
+    "bench --schedule ''                  | --schedule: one of fused, baseline, auto"
+    "run --schedule                       | --schedule: missing value"
+    "bench --mode everything              | --mode: one of all, fused, baseline, auto, gemm-only, comm-only"
+    "run --mode fused                     | --mode: only for agmm bench"
+    "bench --mode fused --schedule baseline | --schedule: conflicts with --mode"
+    "run --link-gbps 0                    | --link-gbps: out of range"
+    "run --link-gbps -1                   | --link-gbps:"
+    "run --link-gbps fast                 | --link-gbps:"
+    "run --link-gbps inf                  | --link-gbps:"
+    "run --link-gbps 10001                | --link-gbps: out of range"
+    "run --link-gbps 1 --link-latency-us -1 | --link-latency-us: out of range"
+    "run --link-gbps 1 --link-latency-us 20us | --link-latency-us:"
+    "run --link-latency-us 20             | --link-latency-us: needs --link-gbps"
     # memory: rejected by the caller's check (agmm_cli_check_memory)
     "run --m-local 3000000 --k 200000     | --m-local/--k/--n: the plan needs"
 )
