@@ -24,12 +24,12 @@ run() { # NAME COMMAND...
 }
 
 # 1. The original example's shape, 2 ranks, 1 GEMM core each.
-run default "$AGMM" bench --rounds "$ROUNDS" --warmup 4 --json
+run default "$AGMM" bench --mode all --rounds "$ROUNDS" --warmup 4 --json
 # 2. Emulated 1 Gbit/s link, 20 us latency, N = 256.
-run link "$AGMM" bench --n 256 --link-gbps 1 --link-latency-us 20 \
+run link "$AGMM" bench --mode all --n 256 --link-gbps 1 --link-latency-us 20 \
     --rounds $((ROUNDS * 2)) --warmup 4 --json
 # 3. Decode-like shape.
-run decode "$AGMM" bench --m-local 128 --rounds $((ROUNDS * 4)) --warmup 4 --json
+run decode "$AGMM" bench --mode all --m-local 128 --rounds $((ROUNDS * 4)) --warmup 4 --json
 # 4. Signal ping-pong on shared memory.
 run pingpong "$BUILD/bench/agmm_pingpong" 10000 31
 # 5. One GEMM call per row tile against one call (why runs are coalesced).

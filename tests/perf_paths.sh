@@ -65,7 +65,7 @@ bench_json() {
     timeout 120 "$AGMM" bench --oversubscribe --rounds 2 --warmup 4 --json "$@" \
         >"$TMP/json" 2>"$TMP/err"
 }
-bench_json --m-local 96 --k 48 --n 64 --tile-m 16
+bench_json --m-local 96 --k 48 --n 64 --tile-m 16 --mode all
 for key in '"modes":{"fused":{' '"baseline":{' '"auto":{' '"gemm-only":{' \
            '"monolithic":{' '"comm-only":{' '"median_us":' \
            '"ratio_fused_over_baseline":' '"ratio_gemm_over_monolithic":' \

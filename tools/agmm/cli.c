@@ -287,7 +287,7 @@ static int get_m_local(FILE *err, const char *arg, agmm_cli_t *cli)
     return 0;
 }
 
-/* --mode M */
+/* --mode M[,M...] */
 static int get_mode(FILE *err, const char *arg, unsigned *modes)
 {
     static const struct {
@@ -296,14 +296,26 @@ static int get_mode(FILE *err, const char *arg, unsigned *modes)
     } k[] = {{"all", AGMM_BENCH_ALL},           {"fused", AGMM_BENCH_FUSED},
              {"baseline", AGMM_BENCH_BASELINE}, {"auto", AGMM_BENCH_AUTO},
              {"gemm-only", AGMM_BENCH_GEMM_ONLY}, {"comm-only", AGMM_BENCH_COMM_ONLY}};
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        if (!strcmp(arg, k[i].name)) {
-            *modes = k[i].modes;
-            return 0;
+    unsigned set = 0;
+    const char *p = arg;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        size_t i = 0;
+        while (i < sizeof k / sizeof k[0] &&
+               !(strlen(k[i].name) == len && !strncmp(p, k[i].name, len)))
+            i++;
+        if (i == sizeof k / sizeof k[0]) {
+            fprintf(err, "agmm: --mode: a comma-separated list of all, fused, baseline, "
+                         "auto, gemm-only, comm-only (got '%s')\n", arg);
+            return -1;
         }
-    fprintf(err, "agmm: --mode: one of all, fused, baseline, auto, gemm-only, comm-only "
-                 "(got '%s')\n", arg);
-    return -1;
+        set |= k[i].modes;
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    *modes = set;
+    return 0;
 }
 
 /* A finite decimal number in (lo, hi], or [lo, hi] when lo_inclusive. */
@@ -395,7 +407,7 @@ static void cli_defaults(agmm_cli_t *cli, agmm_cmd_t cmd)
     cli->seed = CLI_DEFAULT_SEED;
     cli->check = cmd == AGMM_CMD_RUN ? 1 : 0;
     cli->schedule = AGMM_SCHEDULE_AUTO;
-    cli->bench_modes = AGMM_BENCH_ALL;
+    cli->bench_modes = AGMM_BENCH_FUSED | AGMM_BENCH_BASELINE;
     cli->online_cores = online_cores();
 }
 
@@ -481,8 +493,9 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
             bench ? "; bench: time this schedule alone" : "");
     if (bench)
         fprintf(out,
-                "  --mode M              all | fused | baseline | auto | gemm-only | comm-only\n"
-                "                        (default all; gemm-only also times the monolithic GEMM)\n");
+                "  --mode M[,M...]       all | fused | baseline | auto | gemm-only | comm-only\n"
+                "                        (default fused,baseline; gemm-only also times the\n"
+                "                        monolithic GEMM)\n");
     fprintf(out,
             "  --link-gbps G         emulate a link of G Gbit/s per direction between every\n"
             "                        pair of ranks, 0 < G <= %.0f (default: no emulation)\n"

@@ -53,7 +53,7 @@ typedef struct agmm_cli {
     const char *trace_svg;     /* --trace-svg FILE.svg: the timeline drawn (NULL: off) */
     agmm_schedule_t schedule;  /* --schedule fused|baseline|auto (auto) */
     int schedule_set;
-    unsigned bench_modes;      /* bench: --mode (AGMM_BENCH_*; default all, or the --schedule given) */
+    unsigned bench_modes;      /* bench: --mode (AGMM_BENCH_*; default fused|baseline, or the --schedule given) */
     double link_gbps;          /* --link-gbps G > 0 (0: no link emulation) */
     double link_latency_us;    /* --link-latency-us L >= 0 (0); needs --link-gbps */
     int online_cores;          /* sysconf(_SC_NPROCESSORS_ONLN) at parse time (>= 1) */
