@@ -87,31 +87,53 @@ static double timed_round(agmm_tool_rank_t *t, int m)
     return slowest;
 }
 
-/* The ratios of medians, or 0 where a mode was not timed. */
+/* Ratios between modes, 0 where a mode was not timed. */
 typedef struct ratios {
     double fused_over_baseline, gemm_over_monolithic, fused_over_bound;
     double auto_over_best; /* auto / min(fused, baseline) */
 } ratios_t;
 
-static ratios_t ratios_of(const stats_t *st, const int *on)
+/* The ratios of one time per mode (v[m], microseconds). */
+static ratios_t ratios_of(const double *v, const int *on)
 {
     ratios_t r = {0, 0, 0, 0};
     if (on[M_FUSED] && on[M_BASELINE])
-        r.fused_over_baseline = st[M_FUSED].median / st[M_BASELINE].median;
-    if (on[M_GEMM_ONLY])
-        r.gemm_over_monolithic = st[M_GEMM_ONLY].median / st[M_MONOLITHIC].median;
-    if (on[M_FUSED] && on[M_GEMM_ONLY] && on[M_COMM_ONLY]) {
-        double bound = st[M_GEMM_ONLY].median > st[M_COMM_ONLY].median
-                           ? st[M_GEMM_ONLY].median
-                           : st[M_COMM_ONLY].median;
-        r.fused_over_bound = st[M_FUSED].median / bound;
+        r.fused_over_baseline = v[M_FUSED] / v[M_BASELINE];
+    if (on[M_GEMM_ONLY]) r.gemm_over_monolithic = v[M_GEMM_ONLY] / v[M_MONOLITHIC];
+    if (on[M_FUSED] && on[M_GEMM_ONLY] && on[M_COMM_ONLY])
+        r.fused_over_bound =
+            v[M_FUSED] / (v[M_GEMM_ONLY] > v[M_COMM_ONLY] ? v[M_GEMM_ONLY]
+                                                          : v[M_COMM_ONLY]);
+    if (on[M_AUTO] && on[M_FUSED] && on[M_BASELINE])
+        r.auto_over_best =
+            v[M_AUTO] / (v[M_FUSED] < v[M_BASELINE] ? v[M_FUSED] : v[M_BASELINE]);
+    return r;
+}
+
+/* The median over rounds of each round's ratios (modes of one round run
+ * back to back): on a machine whose load changes over seconds this pairs
+ * each round with its neighbours, where the ratio of medians does not. */
+static ratios_t paired_ratios(double *const *us, const int *on, int rounds)
+{
+    double *col[4];
+    ratios_t r = {0, 0, 0, 0};
+    for (int k = 0; k < 4; k++) col[k] = calloc((size_t)rounds, sizeof(double));
+    if (col[0] && col[1] && col[2] && col[3]) {
+        for (int i = 0; i < rounds; i++) {
+            double v[NMODES] = {0};
+            for (int m = 0; m < NMODES; m++) v[m] = on[m] ? us[m][i] : 0;
+            ratios_t one = ratios_of(v, on);
+            col[0][i] = one.fused_over_baseline;
+            col[1][i] = one.gemm_over_monolithic;
+            col[2][i] = one.fused_over_bound;
+            col[3][i] = one.auto_over_best;
+        }
+        r.fused_over_baseline = summarize(col[0], rounds).median;
+        r.gemm_over_monolithic = summarize(col[1], rounds).median;
+        r.fused_over_bound = summarize(col[2], rounds).median;
+        r.auto_over_best = summarize(col[3], rounds).median;
     }
-    if (on[M_AUTO] && on[M_FUSED] && on[M_BASELINE]) {
-        double best = st[M_FUSED].median < st[M_BASELINE].median
-                          ? st[M_FUSED].median
-                          : st[M_BASELINE].median;
-        r.auto_over_best = st[M_AUTO].median / best;
-    }
+    for (int k = 0; k < 4; k++) free(col[k]);
     return r;
 }
 
@@ -123,7 +145,8 @@ static void json_ratio(const char *key, double v)
 
 static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                        const stats_t *st, const int *on, ratios_t r,
-                       const agmm_schedule_info_t *ai, double flop)
+                       ratios_t paired, const agmm_schedule_info_t *ai,
+                       double flop)
 {
     const agmm_cli_t *cli = t->cli;
     const char *coretype = getenv("OPENBLAS_CORETYPE");
@@ -159,6 +182,12 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
     json_ratio("ratio_gemm_over_monolithic", r.gemm_over_monolithic);
     json_ratio("ratio_fused_over_bound", r.fused_over_bound);
     json_ratio("ratio_auto_over_best", r.auto_over_best);
+    printf(",\"paired\":{\"rounds\":%d", cli->rounds);
+    json_ratio("fused_over_baseline", paired.fused_over_baseline);
+    json_ratio("gemm_over_monolithic", paired.gemm_over_monolithic);
+    json_ratio("fused_over_bound", paired.fused_over_bound);
+    json_ratio("auto_over_best", paired.auto_over_best);
+    printf("}");
     if (on[M_AUTO])
         printf(",\"auto\":{\"pick\":\"%s\",\"decided\":%s,\"trials\":%d,"
                "\"fused_us\":%.1f,\"baseline_us\":%.1f,\"reason\":\"%s\"}",
@@ -169,7 +198,7 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
 }
 
 static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
-                       const int *on, ratios_t r,
+                       const int *on, ratios_t r, ratios_t pr,
                        const agmm_schedule_info_t *ai, double flop)
 {
     const agmm_cli_t *cli = t->cli;
@@ -181,17 +210,19 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
             printf("%-10s %12.1f %12.1f %12.1f %12.1f %12.1f %9.4f%s\n",
                    modes[m].name, st[m].min, st[m].median, st[m].mean,
                    st[m].max, st[m].stdev, flop / st[m].median * 1e-6, tag);
+    /* "(median)": of the medians; "paired": median of per-round ratios. */
     if (r.fused_over_baseline > 0)
-        printf("fused / baseline (median): %.3f%s\n", r.fused_over_baseline, tag);
+        printf("fused / baseline (median): %.3f, paired %.3f%s\n",
+               r.fused_over_baseline, pr.fused_over_baseline, tag);
     if (r.gemm_over_monolithic > 0)
-        printf("gemm-only / monolithic (median): %.3f%s\n",
-               r.gemm_over_monolithic, tag);
+        printf("gemm-only / monolithic (median): %.3f, paired %.3f%s\n",
+               r.gemm_over_monolithic, pr.gemm_over_monolithic, tag);
     if (r.fused_over_bound > 0)
-        printf("fused / max(comm-only, gemm-only) (median): %.3f%s\n",
-               r.fused_over_bound, tag);
+        printf("fused / max(comm-only, gemm-only) (median): %.3f, paired %.3f%s\n",
+               r.fused_over_bound, pr.fused_over_bound, tag);
     if (r.auto_over_best > 0)
-        printf("auto / min(fused, baseline) (median): %.3f%s\n",
-               r.auto_over_best, tag);
+        printf("auto / min(fused, baseline) (median): %.3f, paired %.3f%s\n",
+               r.auto_over_best, pr.auto_over_best, tag);
     if (on[M_AUTO])
         printf("auto %s %s: %s%s\n", ai->decided ? "picked" : "is still measuring, last ran",
                agmm_schedule_name(ai->decided ? ai->pick : ai->last), ai->reason, tag);
@@ -244,12 +275,17 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     if (rc == 0 && agmm_plan_schedule_info(t.plan, &ai) != AGMM_OK) rc = 1;
     if (rc == 0 && t.rank == 0) {
         double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
+        ratios_t pr = paired_ratios(us, on, cli->rounds); /* before sorting */
         stats_t st[NMODES] = {{0, 0, 0, 0, 0}};
+        double med[NMODES] = {0};
         for (int m = 0; m < NMODES; m++)
-            if (on[m]) st[m] = summarize(us[m], cli->rounds);
-        ratios_t r = ratios_of(st, on);
-        if (cli->json) print_json(&t, world, st, on, r, &ai, flop);
-        else print_text(&t, st, on, r, &ai, flop);
+            if (on[m]) {
+                st[m] = summarize(us[m], cli->rounds);
+                med[m] = st[m].median;
+            }
+        ratios_t r = ratios_of(med, on);
+        if (cli->json) print_json(&t, world, st, on, r, pr, &ai, flop);
+        else print_text(&t, st, on, r, pr, &ai, flop);
         if (cli->verbose && on[M_AUTO])
             fprintf(stderr, "agmm: schedule auto: %s %s (%s)%s\n",
                     ai.decided ? "picked" : "ran",
