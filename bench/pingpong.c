@@ -33,7 +33,7 @@ static int rank_main(agmm_world_t *w, void *arg)
     /* Cell 0: ping (raised by rank 0 on rank 1); cell 1: pong. */
     if (w->ops->win_alloc(w, 2 * AGMM_CACHE_LINE, &sig) != AGMM_OK) return 1;
     int me = w->rank, peer = 1 - me;
-    size_t mine = (size_t)me * AGMM_CACHE_LINE;    /* cell I wait on */
+    size_t mine = (size_t)me * AGMM_CACHE_LINE;     /* cell I wait on */
     size_t theirs = (size_t)peer * AGMM_CACHE_LINE; /* cell I raise */
     double *us = calloc((size_t)a->batches, sizeof *us);
     if (!us) return 1;

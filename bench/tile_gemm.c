@@ -36,7 +36,8 @@ int main(int argc, char **argv)
         N = atoll(argv[3]);
     }
     if (argc >= 5) rounds = atoi(argv[4]);
-    for (int i = 5; i < argc && nv < MAXV - 1; i++) rows[nv++] = atoll(argv[i]);
+    for (int i = 5; i < argc && nv < MAXV - 1; i++)
+        rows[nv++] = atoll(argv[i]);
     if (nv == 0) {
         int64_t d[] = {128, 256, 512, 1024};
         for (int i = 0; i < 4; i++)
@@ -53,8 +54,10 @@ int main(int argc, char **argv)
     float *c = agmm_alloc((size_t)(M * N) * sizeof(float));
     double *t = calloc((size_t)(nv * rounds), sizeof *t);
     if (!a || !w || !c || !t) return 1;
-    for (int64_t i = 0; i < M * K; i++) a[i] = (float)((i * 7) % 13) * 0.1f;
-    for (int64_t i = 0; i < K * N; i++) w[i] = (float)((i * 5) % 11) * 0.1f;
+    for (int64_t i = 0; i < M * K; i++)
+        a[i] = (float)((i * 7) % 13) * 0.1f;
+    for (int64_t i = 0; i < K * N; i++)
+        w[i] = (float)((i * 5) % 11) * 0.1f;
     for (int r = -1; r < rounds; r++) /* round -1 warms up */
         for (int v = 0; v < nv; v++) {
             double t0 = agmm_now();

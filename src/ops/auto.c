@@ -19,9 +19,12 @@
 const char *agmm_schedule_name(agmm_schedule_t s)
 {
     switch (s) {
-    case AGMM_SCHEDULE_FUSED: return "fused";
-    case AGMM_SCHEDULE_BASELINE: return "baseline";
-    case AGMM_SCHEDULE_AUTO: return "auto";
+    case AGMM_SCHEDULE_FUSED:
+        return "fused";
+    case AGMM_SCHEDULE_BASELINE:
+        return "baseline";
+    case AGMM_SCHEDULE_AUTO:
+        return "auto";
     }
     return "invalid";
 }
@@ -32,8 +35,9 @@ agmm_status_t agmm_plan_schedule_info(const agmm_plan_t *p,
     if (!p || !info)
         return agmm_error(AGMM_ERR_INVALID_ARG, "schedule_info: NULL argument");
     if (!agmm_plan_is_live(p))
-        return agmm_error(AGMM_ERR_BAD_STATE,
-                          "schedule_info: the plan was destroyed or never made");
+        return agmm_error(
+            AGMM_ERR_BAD_STATE,
+            "schedule_info: the plan was destroyed or never made");
     *info = p->autoinfo;
     if (info->trials == 0 && !info->reason[0])
         snprintf(info->reason, sizeof info->reason, "no auto round yet");
@@ -43,7 +47,8 @@ agmm_status_t agmm_plan_schedule_info(const agmm_plan_t *p,
 agmm_schedule_t agmm_auto_next(agmm_plan_t *p)
 {
     agmm_schedule_info_t *a = &p->autoinfo;
-    if (!a->decided && (size_t)p->nranks * sizeof(double) > AGMM_ALLGATHER_MAX) {
+    if (!a->decided &&
+        (size_t)p->nranks * sizeof(double) > AGMM_ALLGATHER_MAX) {
         a->decided = 1;
         a->pick = AGMM_SCHEDULE_FUSED;
         snprintf(a->reason, sizeof a->reason,

@@ -119,6 +119,23 @@ static int share_arrived(agmm_round_t *x, const agmm_worker_share_t *s)
     return 1;
 }
 
+/* Does the whole share arrive within `ns` from now? Every rank posts its
+ * tiles at the start of the round, as this worker just did in `ns`: a peer
+ * posting as much is likely to finish about as fast. Waiting that long (a
+ * copy's time, not a GEMM's) for one GEMM call over the whole share beats
+ * splitting it into calls that each pack the weight again (measured in
+ * docs/performance.md, decode-like shape). 0 ns: just look. */
+static int share_arrives_within(agmm_round_t *x, const agmm_worker_share_t *s,
+                                uint64_t ns)
+{
+    uint64_t until = agmm_now_ns() + ns;
+    while (!share_arrived(x, s)) {
+        if (agmm_now_ns() >= until) return 0;
+        agmm_cpu_relax();
+    }
+    return 1;
+}
+
 /* C rows [r0, r1) over this worker's columns from fp32 rows `a`, with
  * conversion having started at t_conv; `src` and tiles [t0, t1) name the
  * rows in the trace (src -1: several sources, global tiles). */
@@ -232,11 +249,14 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
      * this worker computes; on shm they are done when issued, unless the
      * link is emulated. */
     int sends = x->comm_workers == 0 && (x->phases & AGMM_PHASE_COMM);
+    uint64_t t_post = agmm_now_ns();
     if (sends) AGMM_CHECK(put_share(x, self->index, x->gemm_workers));
+    t_post = agmm_now_ns() - t_post;
     agmm_worker_share_t s;
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
         /* No GEMM items: nothing to wait for. */
-    } else if ((x->phases & AGMM_PHASE_GEMM) && share_arrived(x, &s)) {
+    } else if ((x->phases & AGMM_PHASE_GEMM) &&
+               share_arrives_within(x, &s, t_post)) {
         AGMM_CHECK(gemm_share_at_once(x, &s));
     } else {
         for (int i = 0; i < p->nranks; i++) {

@@ -1,7 +1,6 @@
 /* The link emulator: see link.h for the model. */
 #include "transport/link.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +115,8 @@ agmm_status_t agmm_link_create(int nlinks, double gbps, double latency_us,
                           "(allowed: >= 1 link, > 0 Gbit/s, >= 0 us)",
                           nlinks, gbps, latency_us);
     agmm_link_t *l = calloc(1, sizeof *l);
-    if (!l) return agmm_error(AGMM_ERR_NO_MEMORY, "link emulator: out of memory");
+    if (!l)
+        return agmm_error(AGMM_ERR_NO_MEMORY, "link emulator: out of memory");
     l->queues = calloc((size_t)nlinks, sizeof *l->queues);
     l->nlinks = nlinks;
     l->ns_per_byte = 8.0 / gbps; /* gbps bits per ns */
@@ -142,7 +142,8 @@ agmm_status_t agmm_link_post(agmm_link_t *l, int link, void *dst,
                              _Atomic uint64_t *sig, uint64_t value)
 {
     msg_t *m = malloc(sizeof *m);
-    if (!m) return agmm_error(AGMM_ERR_NO_MEMORY, "link emulator: out of memory");
+    if (!m)
+        return agmm_error(AGMM_ERR_NO_MEMORY, "link emulator: out of memory");
     *m = (msg_t){NULL, 0, dst, src, bytes, sig, value};
     pthread_mutex_lock(&l->lock);
     queue_t *q = &l->queues[link];
@@ -150,8 +151,10 @@ agmm_status_t agmm_link_post(agmm_link_t *l, int link, void *dst,
     uint64_t start = q->wire_free_ns > now ? q->wire_free_ns : now;
     q->wire_free_ns = start + (uint64_t)((double)bytes * l->ns_per_byte + 0.5);
     m->arrival_ns = q->wire_free_ns + l->latency_ns;
-    if (q->tail) q->tail->next = m;
-    else q->head = m;
+    if (q->tail)
+        q->tail->next = m;
+    else
+        q->head = m;
     q->tail = m;
     l->posted++;
     pthread_cond_signal(&l->work);

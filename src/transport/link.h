@@ -38,8 +38,7 @@ agmm_status_t agmm_link_post(agmm_link_t *l, int link, void *dst,
 
 /* Wait until every message posted before the call is delivered, the world
  * is aborted, or the deadline (agmm_now() seconds) passes. */
-agmm_status_t agmm_link_drain(agmm_link_t *l, agmm_world_t *w,
-                              double deadline);
+agmm_status_t agmm_link_drain(agmm_link_t *l, agmm_world_t *w, double deadline);
 
 /* Stop the delivery thread (undelivered messages are dropped) and free. */
 void agmm_link_destroy(agmm_link_t *l);
