@@ -39,20 +39,30 @@ if command -v python3 >/dev/null; then
     python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
+keys = [("fused_over_baseline", "fused/baseline"),
+        ("gemm_over_monolithic", "gemm-only/monolithic"),
+        ("fused_over_bound", "fused/max(comm-only,gemm-only)"),
+        ("auto_over_best", "auto/min(fused,baseline)")]
 print()
-print("| shape | fused/baseline | gemm-only/monolithic | fused/max(comm,gemm) | auto/min(fused,baseline) | auto pick | fused median ms (min-max) | baseline median ms (min-max) | kernel |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("Ratios: of the medians, then [the median of per-round ratios].")
+print()
+print("| shape | " + " | ".join(k[1] for k in keys) + " | auto pick | kernel |")
+print("|---|" + "---|" * (len(keys) + 2))
 for name in ("default", "link", "decode"):
     j = json.load(open(f"{out}/{name}.out"))
-    m = j["modes"]
-    def r(k):
-        v = j.get(k)
-        return "n/a" if v is None else f"{v:.3f}"
-    def span(mode):
-        s = m[mode]
-        return f'{s["median_us"]/1e3:.1f} ({s["min_us"]/1e3:.1f}-{s["max_us"]/1e3:.1f})'
-    print(f'| {name} | {r("ratio_fused_over_baseline")} | {r("ratio_gemm_over_monolithic")} '
-          f'| {r("ratio_fused_over_bound")} | {r("ratio_auto_over_best")} | {j["auto"]["pick"]} '
-          f'| {span("fused")} | {span("baseline")} | {j["blas"]["name"]} {j["blas"]["kernel"]} |')
+    cells = []
+    for k, _ in keys:
+        v, pv = j.get("ratio_" + k), j["paired"].get(k)
+        cells.append("n/a" if v is None else f"{v:.3f} [{pv:.3f}]")
+    print(f"| {name} | " + " | ".join(cells) +
+          f' | {j["auto"]["pick"]} | {j["blas"]["name"]} {j["blas"]["kernel"]} |')
+print()
+print("| shape | mode | median ms | min ms | max ms | stdev ms |")
+print("|---|---|---|---|---|---|")
+for name in ("default", "link", "decode"):
+    j = json.load(open(f"{out}/{name}.out"))
+    for mode, s in j["modes"].items():
+        print(f'| {name} | {mode} | {s["median_us"]/1e3:.1f} | {s["min_us"]/1e3:.1f} '
+              f'| {s["max_us"]/1e3:.1f} | {s["stdev_us"]/1e3:.1f} |')
 PY
 fi
