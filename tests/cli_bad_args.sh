@@ -112,6 +112,8 @@ rows=(
     "run --link-gbps 1 --link-latency-us -1 | --link-latency-us: out of range"
     "run --link-gbps 1 --link-latency-us 20us | --link-latency-us:"
     "run --link-latency-us 20             | --link-latency-us: needs --link-gbps"
+    "run --transport mpi --link-gbps 1    | --link-gbps: the link emulator is part of the shared-memory"
+    "bench --transport mpi --mode all     | --mode: gemm-only (also in 'all') needs the shared-memory"
     # memory: rejected by the caller's check (agmm_cli_check_memory)
     "run --m-local 3000000 --k 200000     | --m-local/--k/--n: the plan needs"
 )

@@ -621,6 +621,12 @@ static int validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
                      "without a link speed)\n");
         return 2;
     }
+    if (cli->cmd == AGMM_CMD_BENCH && (cli->bench_modes & AGMM_BENCH_GEMM_ONLY) &&
+        cli->transport_mpi) {
+        fprintf(err, "agmm: --mode: gemm-only (also in 'all') needs the shared-memory "
+                     "transport; under MPI use --mode fused,baseline,auto,comm-only\n");
+        return 2;
+    }
     if (cli->link_gbps > 0 && cli->transport_mpi) {
         fprintf(err, "agmm: --link-gbps: the link emulator is part of the shared-memory "
                      "transport (not with MPI)\n");
