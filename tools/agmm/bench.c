@@ -197,6 +197,12 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
     printf("%s}\n", t->trace_json ? t->trace_json : "");
 }
 
+/* One ratio line, if the ratio was measured. */
+static void text_ratio(const char *what, double v, double paired, const char *tag)
+{
+    if (v > 0) printf("%s (median): %.3f, paired %.3f%s\n", what, v, paired, tag);
+}
+
 static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
                        const int *on, ratios_t r, ratios_t pr,
                        const agmm_schedule_info_t *ai, double flop)
@@ -211,18 +217,13 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
                    modes[m].name, st[m].min, st[m].median, st[m].mean,
                    st[m].max, st[m].stdev, flop / st[m].median * 1e-6, tag);
     /* "(median)": of the medians; "paired": median of per-round ratios. */
-    if (r.fused_over_baseline > 0)
-        printf("fused / baseline (median): %.3f, paired %.3f%s\n",
-               r.fused_over_baseline, pr.fused_over_baseline, tag);
-    if (r.gemm_over_monolithic > 0)
-        printf("gemm-only / monolithic (median): %.3f, paired %.3f%s\n",
-               r.gemm_over_monolithic, pr.gemm_over_monolithic, tag);
-    if (r.fused_over_bound > 0)
-        printf("fused / max(comm-only, gemm-only) (median): %.3f, paired %.3f%s\n",
-               r.fused_over_bound, pr.fused_over_bound, tag);
-    if (r.auto_over_best > 0)
-        printf("auto / min(fused, baseline) (median): %.3f, paired %.3f%s\n",
-               r.auto_over_best, pr.auto_over_best, tag);
+    text_ratio("fused / baseline", r.fused_over_baseline, pr.fused_over_baseline, tag);
+    text_ratio("gemm-only / monolithic", r.gemm_over_monolithic,
+               pr.gemm_over_monolithic, tag);
+    text_ratio("fused / max(comm-only, gemm-only)", r.fused_over_bound,
+               pr.fused_over_bound, tag);
+    text_ratio("auto / min(fused, baseline)", r.auto_over_best, pr.auto_over_best,
+               tag);
     if (on[M_AUTO])
         printf("auto %s %s: %s%s\n", ai->decided ? "picked" : "is still measuring, last ran",
                agmm_schedule_name(ai->decided ? ai->pick : ai->last), ai->reason, tag);
