@@ -25,6 +25,7 @@
  * Benchmark parts (agmm_plan_run_part): `phases` without GEMM makes the
  * GEMM workers only wait for their tiles; without COMM nobody puts and every
  * tile counts as arrived. */
+#include "common/fault.h"
 #include "common/log.h"
 #include "gemm/gemm.h"
 #include "ops/plan_internal.h"
@@ -56,6 +57,7 @@ static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
         AGMM_CHECK(agmm_traced_wait(
             w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
             x->epoch - 1, deadline_of(p), &what, AGMM_TSIG_ACK));
+        AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
         uint64_t t_put = agmm_trace_clock();
         AGMM_CHECK(w->ops->put_signal(w, &p->gathered, q, dst_off, src,
                                       (size_t)rows * row_bytes, &p->signals,
