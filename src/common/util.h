@@ -12,7 +12,8 @@
 
 #define AGMM_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define AGMM_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define AGMM_DIV_UP(a, b) (((a) + (b)-1) / (b))
+/* ceil(a / b) for a >= 0, b >= 1, without overflow for any such pair. */
+#define AGMM_DIV_UP(a, b) ((a) / (b) + ((a) % (b) != 0))
 
 /* CLOCK_MONOTONIC in seconds / nanoseconds: one clock for the whole host,
  * comparable across processes. */

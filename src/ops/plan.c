@@ -2,6 +2,7 @@
  * and destroy, the weight, and the registry of live plans (so a destroyed
  * plan is refused instead of crashing). */
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,11 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "plan: gemm_workers %d (allowed 1..1024)",
                           d->gemm_workers);
+    if (!isfinite(d->timeout_s)) /* NaN would make every wait endless */
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: timeout_s %g (allowed: finite seconds; <= 0 "
+                          "for the world's default)",
+                          d->timeout_s);
     if (agmm_plan_bytes_per_rank(d) == 0)
         return agmm_error(AGMM_ERR_TOO_LARGE,
                           "plan: byte counts overflow 64 bits");

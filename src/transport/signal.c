@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -32,7 +33,10 @@
 
 double agmm_deadline(const agmm_world_t *w, double timeout_s)
 {
-    if (timeout_s <= 0) timeout_s = w->timeout_s > 0 ? w->timeout_s : 60.0;
+    /* NaN or infinity would make the wait endless: the default instead. */
+    if (!(timeout_s > 0) || isinf(timeout_s))
+        timeout_s = w->timeout_s > 0 && !isinf(w->timeout_s) ? w->timeout_s
+                                                             : 60.0;
     return agmm_now() + timeout_s;
 }
 
