@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Fault tests: a rank that stops publishing (hangs), exits early with an
+# error, fails a put, or is killed (SIGKILL) by the fault hook or from
+# outside at a random moment; the launcher killed or interrupted. Every
+# case must end the whole run
+#   - with a non-zero exit,
+#   - within its timeout (--timeout + the launcher's 2 s grace + slack),
+#   - with a message naming the failed rank (launcher cases: saying what
+#     happened),
+# and leave no process this test started (tests/proc_tag.sh) and no agmm
+# object in /dev/shm.
+#
+# The moment of each injected fault is random (the put number, the delay
+# before a kill); the seed is printed, AGMM_TEST_SEED=S repeats a run.
+#
+# usage: tests/faults.sh AGMM_BINARY [TRIALS]   (TRIALS per mode, default 2)
+set -u
+if [ $# -lt 1 ] || [ ! -x "$1" ]; then
+    echo "usage: $0 AGMM_BINARY [TRIALS]" >&2
+    exit 2
+fi
+AGMM=$1
+TRIALS=${2:-2}
+. "$(dirname "$0")/proc_tag.sh" # tagged_pids: our processes only
+SEED=${AGMM_TEST_SEED:-$(( $(date +%s) % 100000 ))}
+RANDOM=$SEED
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/agmm_faults.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+echo "faults: seed $SEED (AGMM_TEST_SEED=$SEED repeats this run)"
+
+# The shape: 3 ranks on however many cores, 8 row tiles per rank, so each
+# rank makes 8 tiles x 2 peers = 16 puts per round.
+RANKS=3
+ROUNDS=200
+PUTS=$((ROUNDS * 8 * (RANKS - 1)))
+TIMEOUT=${AGMM_TEST_TIMEOUT:-3} # --timeout of every run
+GRACE=2
+SLACK=${AGMM_TEST_SLACK:-20} # a loaded 2-core machine, sanitizer builds
+BASE=(run --ranks $RANKS --m-local 64 --k 32 --n 32 --tile-m 8 --tile-n 8
+      --timeout $TIMEOUT --oversubscribe)
+
+pass=0
+fail=0
+injected=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+shm_objects() { ls -d /dev/shm/*agmm* /dev/shm/*AGMM* 2>/dev/null; return 0; }
+shm_before=$(shm_objects)
+
+# Nothing of ours may be left once the launcher has returned.
+check_leftovers() { # what
+    local left
+    left=$(tagged_pids)
+    if [ -n "$left" ]; then
+        bad "$1: agmm processes left: $(echo "$left" | tr '\n' ' ')"
+        kill -9 $left 2>/dev/null
+    else
+        ok
+    fi
+    if [ "$(shm_objects)" != "$shm_before" ]; then
+        bad "$1: new /dev/shm objects: $(shm_objects | tr '\n' ' ')"
+    else
+        ok
+    fi
+}
+
+# check_run WHAT RC SECONDS LIMIT PATTERN: non-zero, in time, message.
+check_run() {
+    local what=$1 rc=$2 secs=$3 limit=$4 pattern=$5
+    injected=$((injected + 1))
+    if [ "$rc" -eq 0 ]; then
+        bad "$what: exit 0"
+    else
+        ok
+    fi
+    if [ "$secs" -gt "$limit" ]; then
+        bad "$what: took ${secs}s, limit ${limit}s"
+    else
+        ok
+    fi
+    if grep -qE -- "$pattern" "$TMP/err"; then
+        ok
+    else
+        bad "$what: stderr lacks /$pattern/: $(head -c 600 "$TMP/err" | tr '\n' '~')"
+    fi
+    check_leftovers "$what"
+    echo "  $what: exit $rc after ${secs}s"
+}
+
+# Faults injected through the library's hook (src/common/fault.c).
+# mode | pattern the stderr must match (RANK is the faulty rank)
+cases=(
+    "hang  | timed out waiting for (tile|ack of round) -?[0-9]+ from rank RANK"
+    "exit  | rank RANK exited with status 3"
+    "kill  | rank RANK was killed by signal 9"
+    "error | rank RANK: AGMM_FAULT: injected error"
+)
+for row in "${cases[@]}"; do
+    mode=${row%%|*}
+    mode=${mode// /}
+    pattern=${row#*| }
+    for ((trial = 0; trial < TRIALS; trial++)); do
+        rank=$((RANDOM % RANKS))
+        after=$(((RANDOM * 32768 + RANDOM) % PUTS))
+        # Half the trials put from a comm thread, half from the GEMM thread.
+        cores=(--comm-cores $((trial % 2)) --gemm-cores 1)
+        what="mode=$mode rank=$rank after_puts=$after comm-cores=$((trial % 2))"
+        start=$(date +%s)
+        AGMM_FAULT="rank=$rank,after_puts=$after,mode=$mode" \
+            timeout 120 "$AGMM" "${BASE[@]}" --rounds $ROUNDS "${cores[@]}" \
+            >"$TMP/out" 2>"$TMP/err" </dev/null
+        rc=$?
+        secs=$(($(date +%s) - start))
+        check_run "$what" $rc $secs $((TIMEOUT + GRACE + SLACK)) \
+            "${pattern//RANK/$rank}"
+        # The fault fired (the hook says so), at the chosen put.
+        if [ "$mode" = error ] ||
+            grep -q "rank $rank: AGMM_FAULT: $mode before put $((after + 1))\$" "$TMP/err"; then
+            ok
+        else
+            bad "$what: the hook did not report firing at put $((after + 1))"
+        fi
+    done
+done
+
+# start_long: an agmm run that would last minutes, in the background; sets
+# $launcher and waits until its ranks exist.
+start_long() {
+    "$AGMM" "${BASE[@]}" --rounds 100000000 >"$TMP/out" 2>"$TMP/err" </dev/null &
+    launcher=$!
+    local i
+    for ((i = 0; i < 200; i++)); do
+        [ "$(pgrep -P $launcher | wc -l)" -eq $RANKS ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# A rank killed from outside at a random moment.
+for ((trial = 0; trial < TRIALS + 1; trial++)); do
+    start_long || bad "kill: the ranks did not start"
+    delay=$(printf '0.%02d' $((10 + RANDOM % 90)))
+    sleep "$delay"
+    mapfile -t kids < <(pgrep -P $launcher)
+    victim=${kids[RANDOM % ${#kids[@]}]}
+    start=$(date +%s)
+    kill -9 "$victim"
+    wait $launcher
+    rc=$?
+    secs=$(($(date +%s) - start))
+    check_run "SIGKILL of pid $victim after ${delay}s" $rc $secs \
+        $((GRACE + SLACK)) "rank [0-9]+ was killed by signal 9"
+done
+
+# The launcher interrupted (Ctrl-C): every rank stops.
+start_long || bad "SIGINT: the ranks did not start"
+sleep 0.$((10 + RANDOM % 80))
+start=$(date +%s)
+kill -INT $launcher
+wait $launcher
+rc=$?
+secs=$(($(date +%s) - start))
+check_run "SIGINT to the launcher" $rc $secs $((GRACE + SLACK)) \
+    "interrupted by signal 2"
+
+# The launcher itself killed: its ranks die with it (PR_SET_PDEATHSIG).
+start_long || bad "launcher kill: the ranks did not start"
+sleep 0.$((10 + RANDOM % 80))
+kill -9 $launcher
+{ wait $launcher; } 2>/dev/null
+injected=$((injected + 1))
+for ((i = 0; i < 100; i++)); do
+    [ -z "$(tagged_pids)" ] && break
+    sleep 0.05
+done
+check_leftovers "SIGKILL to the launcher"
+
+echo "faults: $injected faults injected, each ended the run as required" \
+     "or is reported above (seed $SEED)"
+echo "faults: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
