@@ -29,6 +29,19 @@
 #include "gemm/gemm.h"
 #include "transport/transport.h"
 
+/* In an AddressSanitizer / LeakSanitizer build, a rank checks for leaks
+ * before _exit, which skips the sanitizer's at-exit check. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_LEAK__)
+#define AGMM_LEAK_CHECK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define AGMM_LEAK_CHECK 1
+#endif
+#endif
+#ifdef AGMM_LEAK_CHECK
+#include <sanitizer/lsan_interface.h>
+#endif
+
 typedef struct launch_state {
     int nranks;
     pid_t *pids;  /* 0 once reaped */
@@ -113,6 +126,11 @@ static void rank_process(agmm_shm_shared_t *sh, int rank, double timeout_s,
     agmm_shm_world_fini(&world);
     fflush(stdout);
     fflush(stderr);
+#ifdef AGMM_LEAK_CHECK
+    /* A failed rank skips its cleanup on purpose; a successful one must
+     * have freed everything (a leak ends the process with an error). */
+    if (code == 0) __lsan_do_leak_check();
+#endif
     _exit(code);
 }
 
