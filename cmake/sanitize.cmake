@@ -27,3 +27,13 @@ if(AGMM_SANITIZE)
   add_link_options(${_agmm_san_flags})
   message(STATUS "agmm: building with -fsanitize=${AGMM_SANITIZE}")
 endif()
+
+# libFuzzer targets (fuzz/): clang only. Every target of the build gets
+# coverage instrumentation; use it with AGMM_SANITIZE=address,undefined.
+option(AGMM_FUZZ "Build the libFuzzer targets in fuzz/ (clang)" OFF)
+if(AGMM_FUZZ)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "AGMM_FUZZ needs clang (CC=clang cmake ...)")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()

@@ -660,6 +660,11 @@ static int validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
         fprintf(err, "agmm: --m-local: all shards are empty; at least one row is needed\n");
         return 2;
     }
+    if (!overflow && m > INT_MAX) { /* CBLAS dimensions are int */
+        fprintf(err, "agmm: --m-local: the shards add up to %" PRId64 " rows; at most %d "
+                     "(M is a CBLAS int dimension)\n", m, INT_MAX);
+        return 2;
+    }
     if (!overflow) {
         int64_t t;
         if (mul_i64(m, cli->k, &t) || mul_i64(t, 4, &t) ||
@@ -859,12 +864,12 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
             if (get_m_local(err, arg, cli))
                 return 2;
             break;
-        case OPT_K:
-            if (get_i64(err, o, arg, 1, INT64_MAX, &cli->k))
+        case OPT_K: /* CBLAS dimensions are int */
+            if (get_i64(err, o, arg, 1, INT_MAX, &cli->k))
                 return 2;
             break;
         case OPT_N:
-            if (get_i64(err, o, arg, 1, INT64_MAX, &cli->n))
+            if (get_i64(err, o, arg, 1, INT_MAX, &cli->n))
                 return 2;
             break;
         case OPT_TILE_M:

@@ -1,0 +1,68 @@
+/* libFuzzer target: plan validation through the library API, with any bit
+ * pattern in every field of agmm_plan_desc_t (negative and huge sizes,
+ * invalid enums, NaN timeouts) and up to 8 ranks.
+ *
+ * Checks: agmm_plan_desc_check() and agmm_plan_bytes_per_rank() never
+ * crash or overflow (the sanitizers watch the arithmetic); a refusal
+ * records a message; an accepted description has a non-zero size that
+ * covers its largest buffers (gathered rows and the fp32 weight). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agmm.h"
+
+static void fail(const char *why)
+{
+    fprintf(stderr, "fuzz_plan: %s (%s)\n", why, agmm_last_error());
+    abort();
+}
+
+static void take(const uint8_t **data, size_t *size, void *dst, size_t n)
+{
+    memset(dst, 0, n);
+    size_t k = *size < n ? *size : n;
+    memcpy(dst, *data, k);
+    *data += k;
+    *size -= k;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    agmm_plan_desc_t d;
+    agmm_plan_desc_init(&d);
+    uint8_t nr = 0;
+    take(&data, &size, &nr, 1);
+    int64_t m[8];
+    d.nranks = nr % 9; /* 0..8: 0 is invalid */
+    take(&data, &size, m, sizeof m);
+    d.m_local = (nr & 0x80) ? NULL : m;
+    take(&data, &size, &d.k, sizeof d.k);
+    take(&data, &size, &d.n, sizeof d.n);
+    take(&data, &size, &d.tile_m, sizeof d.tile_m);
+    take(&data, &size, &d.tile_n, sizeof d.tile_n);
+    int32_t e[4];
+    take(&data, &size, e, sizeof e);
+    d.dtype = (agmm_dtype_t)e[0];
+    d.weights = (agmm_weights_t)e[1];
+    d.comm_workers = e[2];
+    d.gemm_workers = e[3];
+    take(&data, &size, &d.timeout_s, sizeof d.timeout_s);
+
+    agmm_status_t st = agmm_plan_desc_check(&d);
+    uint64_t bytes = agmm_plan_bytes_per_rank(&d);
+    if (st >= AGMM_STATUS_COUNT) fail("status out of range");
+    if (st != AGMM_OK && !*agmm_last_error()) fail("refused without a message");
+    if (st == AGMM_OK) {
+        if (bytes == 0) fail("accepted plan has size 0");
+        long double M = 0;
+        for (int r = 0; r < d.nranks; r++) M += (long double)m[r];
+        long double need = M * d.k * agmm_dtype_size(d.dtype) +
+                           (long double)d.k * d.n * 4;
+        if ((long double)bytes < need) fail("size misses a buffer");
+        if (!isfinite(d.timeout_s)) fail("accepted a non-finite timeout");
+    }
+    return 0;
+}
