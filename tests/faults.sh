@@ -31,7 +31,7 @@ echo "faults: seed $SEED (AGMM_TEST_SEED=$SEED repeats this run)"
 # The shape: 3 ranks on however many cores, 8 row tiles per rank, so each
 # rank makes 8 tiles x 2 peers = 16 puts per round.
 RANKS=3
-ROUNDS=200
+ROUNDS=50
 PUTS=$((ROUNDS * 8 * (RANKS - 1)))
 TIMEOUT=${AGMM_TEST_TIMEOUT:-3} # --timeout of every run
 GRACE=2
