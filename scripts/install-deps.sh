@@ -4,7 +4,9 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libopenblas-dev libopenmpi-dev
       openmpi-bin iproute2 procps python3
-      chromium) # tests: the trace SVG rendered headless (trace_svg_screenshot)
+      chromium # tests: the trace SVG rendered headless (trace_svg_screenshot)
+      # scripts/reliability.sh: clang's sanitizers and libFuzzer
+      clang libclang-rt-14-dev llvm-14)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The reliability checks of docs/reliability.md, as CI runs them:
+#   asan  the whole test suite built with clang -fsanitize=address,undefined
+#         (LeakSanitizer included, in every rank), and the fuzz targets;
+#   tsan  the whole test suite built with clang -fsanitize=thread;
+#   fuzz  each libFuzzer target for FUZZ_SECONDS (default 30) from the seed
+#         corpus (needs the asan build).
+# usage: scripts/reliability.sh [asan] [tsan] [fuzz]   (default: all three)
+# Build directories: build-asan, build-tsan. Needs clang and
+# libclang-rt-14-dev (scripts/install-deps.sh installs them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SUPP=$ROOT/tests/sanitizers
+FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(asan tsan fuzz)
+
+# llvm-symbolizer turns sanitizer stack traces into file:line.
+[ -d /usr/lib/llvm-14/bin ] && export PATH=/usr/lib/llvm-14/bin:$PATH
+# Every finding fails the process that made it (ranks included: the
+# launcher reports the rank's non-zero exit). The suppression files hold
+# findings in third-party code only, each explained there.
+export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1"
+export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
+
+configure() { # dir cmake-args...
+    local dir=$1
+    shift
+    CC=clang cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    cmake --build "$dir" -j"$(nproc)"
+}
+
+for step in "${steps[@]}"; do
+    case $step in
+    asan)
+        echo "== ASan + UBSan + LSan: the test suite"
+        configure build-asan -DAGMM_SANITIZE=address,undefined -DAGMM_FUZZ=ON
+        (cd build-asan && ctest --output-on-failure --timeout 900)
+        ;;
+    tsan)
+        echo "== TSan: the test suite"
+        configure build-tsan -DAGMM_SANITIZE=thread
+        (cd build-tsan && ctest --output-on-failure --timeout 900)
+        ;;
+    fuzz)
+        [ -x build-asan/fuzz/fuzz_cli ] ||
+            configure build-asan -DAGMM_SANITIZE=address,undefined -DAGMM_FUZZ=ON
+        work=$(mktemp -d "${TMPDIR:-/tmp}/agmm_fuzz.XXXXXX")
+        for target in cli plan; do
+            echo "== libFuzzer: fuzz_$target for ${FUZZ_SECONDS}s"
+            mkdir -p "$work/$target"
+            # New inputs go to the scratch directory, crashes too; the
+            # repository's corpus is only read.
+            build-asan/fuzz/fuzz_$target -max_total_time="$FUZZ_SECONDS" \
+                -print_final_stats=1 -artifact_prefix="$work/" \
+                "$work/$target" "fuzz/corpus/$target" 2>"$work/log" || {
+                tail -n 60 "$work/log"
+                echo "fuzz_$target found a failing input (above); save it to" \
+                     "fuzz/regressions/$target/ with the fix"
+                exit 1
+            }
+            execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
+            units=$(ls "$work/$target" | wc -l)
+            echo "fuzz_$target: $execs executions in ${FUZZ_SECONDS}s, no" \
+                 "failure; $units new corpus inputs"
+        done
+        rm -rf "$work"
+        ;;
+    *)
+        echo "usage: $0 [asan] [tsan] [fuzz]" >&2
+        exit 2
+        ;;
+    esac
+done
