@@ -60,7 +60,10 @@ rows=(
     "run --n ''                           | --n:"
     "run --tile-m 0                       | --tile-m:"
     "run --tile-n 1.5                     | --tile-n:"
-    "run --k 4000000000 --n 4000000000    | --m-local/--k/--n: sizes overflow"
+    "run --k 2147483648                   | --k: out of range"
+    "run --n 4000000000                   | --n: out of range"
+    "run --ranks 2 --m-local 1073741824   | --m-local: the shards add up to 2147483648 rows"
+    "run --m-local 2147483647 --k 2147483647 --n 1 --ranks 1 | --m-local/--k/--n: sizes overflow"
     "run --m-local 4611686018427387904,4611686018427387904 | --m-local/--k/--n: sizes overflow"
     # enums
     "run --dtype fp64                     | --dtype: one of fp16, bf16, fp32"
