@@ -127,6 +127,10 @@ agmm_status_t agmm_shm_prepare(int nranks, double timeout_s, double link_gbps,
                           "launcher: mmap %d x %zu MiB symmetric heap: %s",
                           nranks, slice >> 20, strerror(e));
     }
+    /* Keep the heap out of core dumps: dumping it reads every page, and
+     * reading shared memory allocates it, so one crashing rank with core
+     * dumps on would write and allocate nranks x MemTotal bytes. */
+    madvise(sh->heap, slice * (size_t)nranks, MADV_DONTDUMP);
     *out = sh;
     return AGMM_OK;
 }
