@@ -26,6 +26,12 @@ export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
 
+# Sanitizer builds leave out the MPI transport: OpenMPI leaves allocations
+# to the process exit in components it has already unloaded, so
+# LeakSanitizer reports them from '<unknown module>' and no suppression can
+# name them (see docs/reliability.md, "What is left").
+NO_MPI=-DAGMM_MPI=OFF
+
 configure() { # dir cmake-args...
     local dir=$1
     shift
@@ -37,17 +43,17 @@ for step in "${steps[@]}"; do
     case $step in
     asan)
         echo "== ASan + UBSan + LSan: the test suite"
-        configure build-asan -DAGMM_SANITIZE=address,undefined -DAGMM_FUZZ=ON
+        configure build-asan -DAGMM_SANITIZE=address,undefined -DAGMM_FUZZ=ON $NO_MPI
         (cd build-asan && ctest --output-on-failure --timeout 900)
         ;;
     tsan)
         echo "== TSan: the test suite"
-        configure build-tsan -DAGMM_SANITIZE=thread
+        configure build-tsan -DAGMM_SANITIZE=thread $NO_MPI
         (cd build-tsan && ctest --output-on-failure --timeout 900)
         ;;
     fuzz)
         [ -x build-asan/fuzz/fuzz_cli ] ||
-            configure build-asan -DAGMM_SANITIZE=address,undefined -DAGMM_FUZZ=ON
+            configure build-asan -DAGMM_SANITIZE=address,undefined -DAGMM_FUZZ=ON $NO_MPI
         work=$(mktemp -d "${TMPDIR:-/tmp}/agmm_fuzz.XXXXXX")
         for target in cli plan; do
             echo "== libFuzzer: fuzz_$target for ${FUZZ_SECONDS}s"

@@ -177,7 +177,7 @@ else
     ulimit -c "$old_limit"
     cd - >/dev/null
     check_run "SIGSEGV with core dumps on" $rc $secs $((GRACE + SLACK)) \
-        "rank [0-9]+ was killed by signal 11"
+        "rank [0-9]+ (was killed by signal 11|exited with status [0-9]+)" # ASan takes SIGSEGV
     core_kib=$(du -sk "$TMP/cores" | cut -f1)
     if [ "$core_kib" -lt 65536 ]; then
         ok
