@@ -15,18 +15,9 @@
 #
 # usage: tests/faults.sh AGMM_BINARY [TRIALS]   (TRIALS per mode, default 2)
 set -u
-if [ $# -lt 1 ] || [ ! -x "$1" ]; then
-    echo "usage: $0 AGMM_BINARY [TRIALS]" >&2
-    exit 2
-fi
-AGMM=$(readlink -f "$1")
+TEST_NAME=faults TEST_ARGS="[TRIALS]"
+. "$(dirname "$0")/seeded.sh" # AGMM, SEED, RANDOM, TMP, tagged_pids
 TRIALS=${2:-2}
-. "$(dirname "$0")/proc_tag.sh" # tagged_pids: our processes only
-SEED=${AGMM_TEST_SEED:-$(( $(date +%s) % 100000 ))}
-RANDOM=$SEED
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/agmm_faults.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-echo "faults: seed $SEED (AGMM_TEST_SEED=$SEED repeats this run)"
 
 # The shape: 3 ranks on however many cores, 8 row tiles per rank, so each
 # rank makes 8 tiles x 2 peers = 16 puts per round.

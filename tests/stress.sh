@@ -9,19 +9,10 @@
 # usage: tests/stress.sh AGMM_BINARY [CONFIGS [ROUNDS]]   (default 6 1000)
 # AGMM_TEST_SEED=S repeats a run (the seed is printed).
 set -u
-if [ $# -lt 1 ] || [ ! -x "$1" ]; then
-    echo "usage: $0 AGMM_BINARY [CONFIGS [ROUNDS]]" >&2
-    exit 2
-fi
-AGMM=$1
+TEST_NAME=stress TEST_ARGS="[CONFIGS [ROUNDS]]"
+. "$(dirname "$0")/seeded.sh" # AGMM, SEED, RANDOM, TMP, tagged_pids
 CONFIGS=${2:-6}
 ROUNDS=${3:-1000}
-. "$(dirname "$0")/proc_tag.sh" # tagged_pids: our processes only
-SEED=${AGMM_TEST_SEED:-$(( $(date +%s) % 100000 ))}
-RANDOM=$SEED
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/agmm_stress.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-echo "stress: seed $SEED (AGMM_TEST_SEED=$SEED repeats this run)"
 
 pass=0
 fail=0
