@@ -21,7 +21,10 @@ steps=("$@")
 # Every finding fails the process that made it (ranks included: the
 # launcher reports the rank's non-zero exit). The suppression files hold
 # findings in third-party code only, each explained there.
-export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1"
+# exitcode=86: a rank that ASan, UBSan or LSan stops must not exit with 1,
+# which the launcher takes for "the rank reported its failure itself" and
+# does not name; with 86 it says "rank R exited with status 86".
+export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:exitcode=86"
 export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
