@@ -27,8 +27,9 @@ PUTS=$((ROUNDS * 8 * (RANKS - 1)))
 TIMEOUT=${AGMM_TEST_TIMEOUT:-3} # --timeout of every run
 GRACE=2
 SLACK=${AGMM_TEST_SLACK:-20} # a loaded 2-core machine, sanitizer builds
+# --schedule fused: the fault hook is in the fused schedule's put path.
 BASE=(run --ranks $RANKS --m-local 64 --k 32 --n 32 --tile-m 8 --tile-n 8
-      --timeout $TIMEOUT --oversubscribe)
+      --schedule fused --timeout $TIMEOUT --oversubscribe)
 
 pass=0
 fail=0

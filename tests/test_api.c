@@ -328,8 +328,9 @@ static int world_rank_main(agmm_world_t *w, void *arg)
     CHECK(agmm_plan_run(p, AGMM_SCHEDULE_FUSED, NULL, c) ==
               AGMM_ERR_INVALID_ARG,
           "run with a_local NULL");
-    CHECK(agmm_plan_run(p, (agmm_schedule_t)2, a16, c) == AGMM_ERR_INVALID_ARG,
-          "run with schedule 2");
+    CHECK(agmm_plan_run(p, (agmm_schedule_t)(AGMM_SCHEDULE_AUTO + 1), a16,
+                        c) == AGMM_ERR_INVALID_ARG,
+          "run with a schedule past the last");
     CHECK(agmm_plan_run(p, (agmm_schedule_t)-1, a16, c) ==
               AGMM_ERR_INVALID_ARG,
           "run with schedule -1");
