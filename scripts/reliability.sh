@@ -30,9 +30,10 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsa
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
 
 # Sanitizer builds leave out the MPI transport: OpenMPI leaves allocations
-# to the process exit in components it has already unloaded, so
+# to the process exit in components it has already unloaded (any process
+# that initialises MPI, even one that then refuses its options), so
 # LeakSanitizer reports them from '<unknown module>' and no suppression can
-# name them (see docs/reliability.md, "What is left").
+# name them (docs/reliability.md, "What is left").
 NO_MPI=-DAGMM_MPI=OFF
 
 configure() { # dir cmake-args...
