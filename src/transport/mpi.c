@@ -477,21 +477,7 @@ static agmm_status_t mpi_win_alloc(agmm_world_t *w, size_t bytes,
     if (id == MAX_WINDOWS)
         return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: too many windows (%d)",
                           MAX_WINDOWS);
-    uint64_t mine[2] = {(uint64_t)id, bytes};
-    uint64_t *all = malloc(sizeof mine * (size_t)w->size);
-    if (!all) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
-    agmm_status_t st = mpi_allgather(w, mine, all, sizeof mine,
-                                     agmm_deadline(w, 0));
-    for (int p = 0; st == AGMM_OK && p < w->size; p++)
-        if (all[2 * p] != mine[0] || all[2 * p + 1] != mine[1])
-            st = agmm_error(AGMM_ERR_MISMATCH,
-                            "MPI: window allocation differs between rank %d "
-                            "(%llu bytes, id %llu) and this rank (%zu bytes, "
-                            "id %d)",
-                            p, (unsigned long long)all[2 * p + 1],
-                            (unsigned long long)all[2 * p], bytes, id);
-    free(all);
-    AGMM_CHECK(st);
+    AGMM_CHECK(agmm_win_agree(w, (uint64_t)id, bytes));
 
     mpi_win_t *mw = calloc(1, sizeof *mw);
     unsigned char *mem = agmm_alloc(bytes); /* zeroed */
@@ -503,9 +489,10 @@ static agmm_status_t mpi_win_alloc(agmm_world_t *w, size_t bytes,
     }
     MPI_Request req;
     int rc = MPI_Comm_idup(s->coll, &mw->comm, &req);
-    st = rc == MPI_SUCCESS ? wait_reqs(w, &req, 1, agmm_deadline(w, 0),
-                                       "creating a window's communicator")
-                           : mpi_fail(rc, "MPI_Comm_idup");
+    agmm_status_t st =
+        rc == MPI_SUCCESS ? wait_reqs(w, &req, 1, agmm_deadline(w, 0),
+                                      "creating a window's communicator")
+                          : mpi_fail(rc, "MPI_Comm_idup");
     if (st != AGMM_OK) {
         free(mw);
         agmm_free(mem);

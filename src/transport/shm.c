@@ -232,21 +232,7 @@ static agmm_status_t shm_win_alloc(agmm_world_t *w, size_t bytes,
                           "symmetric heap",
                           bytes >> 20, r->sh->slice >> 20);
     /* Every rank must have made the same sequence of allocations. */
-    uint64_t mine[2] = {off, bytes};
-    uint64_t *all = malloc(sizeof mine * (size_t)w->size);
-    if (!all) return agmm_error(AGMM_ERR_NO_MEMORY, "shm: out of memory");
-    agmm_status_t st =
-        shm_allgather(w, mine, all, sizeof mine, agmm_deadline(w, 0));
-    for (int p = 0; st == AGMM_OK && p < w->size; p++)
-        if (all[2 * p] != off || all[2 * p + 1] != bytes)
-            st = agmm_error(AGMM_ERR_MISMATCH,
-                            "shm: window allocation differs between rank %d "
-                            "(%llu bytes at %llu) and this rank (%zu bytes "
-                            "at %zu)",
-                            p, (unsigned long long)all[2 * p + 1],
-                            (unsigned long long)all[2 * p], bytes, off);
-    free(all);
-    AGMM_CHECK(st);
+    AGMM_CHECK(agmm_win_agree(w, off, bytes));
     memmove(&r->blocks[at + 1], &r->blocks[at],
             (size_t)(r->nblocks - at) * sizeof r->blocks[0]);
     r->blocks[at].off = off;

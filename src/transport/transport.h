@@ -127,6 +127,10 @@ static inline _Atomic uint64_t *agmm_win_signal(const agmm_win_t *win,
 /* The deadline for a wait starting now with `timeout_s` (<= 0: world's). */
 double agmm_deadline(const agmm_world_t *w, double timeout_s);
 
+/* Collective, for backends' win_alloc: check that every rank allocates the
+ * same window (same `key`, e.g. offset or id, and same size). */
+agmm_status_t agmm_win_agree(agmm_world_t *w, uint64_t key, size_t bytes);
+
 /* shm backend, used by the launcher (launch/launch.c). */
 typedef struct agmm_shm_shared agmm_shm_shared_t;
 /* Before fork: map the control block and the symmetric heap. link_gbps > 0

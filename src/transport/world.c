@@ -1,5 +1,6 @@
 /* The public world functions: thin, checked wrappers over the vtable. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -52,4 +53,25 @@ void agmm_world_abort(agmm_world_t *w, const char *message)
     snprintf(reason, sizeof reason, "rank %d aborted: %s", w->rank,
              message ? message : "(no reason given)");
     w->ops->abort(w, reason);
+}
+
+agmm_status_t agmm_win_agree(agmm_world_t *w, uint64_t key, size_t bytes)
+{
+    uint64_t mine[2] = {key, bytes};
+    uint64_t *all = malloc(sizeof mine * (size_t)w->size);
+    if (!all) return agmm_error(AGMM_ERR_NO_MEMORY, "%s: out of memory",
+                                w->ops->name);
+    agmm_status_t st =
+        w->ops->allgather(w, mine, all, sizeof mine, agmm_deadline(w, 0));
+    for (int p = 0; st == AGMM_OK && p < w->size; p++)
+        if (all[2 * p] != mine[0] || all[2 * p + 1] != mine[1])
+            st = agmm_error(AGMM_ERR_MISMATCH,
+                            "%s: window allocation differs between rank %d "
+                            "(%llu bytes, key %llu) and this rank (%zu bytes, "
+                            "key %llu)",
+                            w->ops->name, p, (unsigned long long)all[2 * p + 1],
+                            (unsigned long long)all[2 * p], bytes,
+                            (unsigned long long)key);
+    free(all);
+    return st;
 }
