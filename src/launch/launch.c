@@ -156,7 +156,7 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
     agmm_blas_init();
 
     agmm_shm_shared_t *sh;
-    AGMM_CHECK(agmm_shm_prepare(opts->nranks, timeout_s, opts->link_gbps,
+    AGMM_CHECK(agmm_shm_prepare(opts->nranks, opts->link_gbps,
                                    opts->link_latency_us, &sh));
 
     launch_state_t ls = {opts->nranks, NULL, 0, -1, 0};

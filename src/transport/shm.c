@@ -89,10 +89,9 @@ static uint64_t meminfo_total(void)
     return (uint64_t)kb * 1024;
 }
 
-agmm_status_t agmm_shm_prepare(int nranks, double timeout_s, double link_gbps,
+agmm_status_t agmm_shm_prepare(int nranks, double link_gbps,
                                double link_latency_us, agmm_shm_shared_t **out)
 {
-    (void)timeout_s;
     if (link_gbps > 0 && !(link_latency_us >= 0))
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "launcher: link latency %g us (allowed >= 0)",

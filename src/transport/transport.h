@@ -135,7 +135,7 @@ agmm_status_t agmm_win_agree(agmm_world_t *w, uint64_t key, size_t bytes);
 typedef struct agmm_shm_shared agmm_shm_shared_t;
 /* Before fork: map the control block and the symmetric heap. link_gbps > 0
  * turns the link emulator on (link.h). */
-agmm_status_t agmm_shm_prepare(int nranks, double timeout_s, double link_gbps,
+agmm_status_t agmm_shm_prepare(int nranks, double link_gbps,
                                double link_latency_us, agmm_shm_shared_t **out);
 /* In rank `rank` after fork: the world over the shared mappings (starts the
  * link emulator's delivery thread when it is on). */
