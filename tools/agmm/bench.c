@@ -99,9 +99,10 @@ typedef struct peak {
 } peak_t;
 
 /* Rank 0 times the peak probe (~0.1 s) between two barriers: the other
- * ranks block in the barrier (on shared memory they sleep in futex after
- * 20 us; MPI's barrier polls, on their own cores), so the probe has its
- * core to itself. Returns 0 or 1 (a failed barrier). */
+ * ranks wait in the barrier (on shared memory they sleep in futex after
+ * 20 us; MPI's barrier polls), and the probe counts only its own CPU time,
+ * so ranks sharing its core do not lower the peak. Returns 0 or 1 (a
+ * failed barrier). */
 static int measure_peak(agmm_tool_rank_t *t, peak_t *pk)
 {
     pk->gflops = 0;
