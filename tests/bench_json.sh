@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # agmm bench --json: one JSON object with the documented keys, positive
-# medians, and a ratio equal to fused/baseline medians.
+# medians, and a ratio equal to fused/baseline medians; the measured peak
+# and each mode's fraction of it (positive, below a loose 1.5, and equal to
+# the mode's TFLOP/s per GEMM core over the peak).
 set -u
 agmm=$1
 out=$("$agmm" bench --ranks 2 --m-local 96 --k 64 --n 80 --tile-m 16 \
@@ -24,6 +26,17 @@ for mode in ("fused", "baseline"):
 r = d["modes"]["fused"]["median_us"] / d["modes"]["baseline"]["median_us"]
 check(abs(d["ratio_fused_over_baseline"] - r) < 1e-3 * max(1, r), "ratio")
 check(d["blas"]["kernel"] != "", "kernel named")
+peak = d.get("peak_gflops_per_core")
+check(isinstance(peak, (int, float)) and peak > 0, f"peak_gflops_per_core {peak}")
+check(isinstance(d.get("peak_instr"), str) and d["peak_instr"] != "", "peak_instr named")
+for mode in ("fused", "baseline"):
+    m = d["modes"][mode]
+    f = m.get("fraction_of_peak")
+    check(isinstance(f, (int, float)) and 0 < f < 1.5, f"{mode} fraction_of_peak {f}")
+    if isinstance(f, (int, float)) and peak:
+        want = m["tflops"] * 1e3 / d["gemm_cores"] / peak  # tflops has 4 decimals
+        check(abs(f - want) <= 0.02 * want + 5e-5 * 1e3 / peak,
+              f"{mode} fraction_of_peak {f} vs tflops {m['tflops']} / peak {peak}")
 check(d["ranks"] == 2 and d["rounds"] == 5, "config echoed")
 print(f"bench_json: {ok} passed, {fail} failed")
 sys.exit(1 if fail else 0)

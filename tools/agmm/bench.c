@@ -3,13 +3,18 @@
  * auto, and the parts that bound the fused one (gemm-only with the
  * monolithic GEMM beside it, comm-only). Rounds of the modes alternate, so
  * machine noise hits all alike. A round's time is the slowest rank's, from
- * a common barrier to the end of its run. */
+ * a common barrier to the end of its run.
+ *
+ * At the start, rank 0 measures its core's physical peak for the plan's
+ * dtype (src/gemm/peak.h) while the other ranks wait in a barrier; each
+ * mode's fraction_of_peak is its GEMM rate per GEMM core over that peak. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agmm.h"
+#include "gemm/peak.h"
 #include "tool.h"
 
 typedef struct stats {
@@ -87,6 +92,39 @@ static double timed_round(agmm_tool_rank_t *t, int m)
     return slowest;
 }
 
+/* The peak of one core, measured on rank 0 (gflops 0 elsewhere). */
+typedef struct peak {
+    double gflops;
+    const char *instr;
+} peak_t;
+
+/* Rank 0 times the peak probe (~0.1 s) between two barriers: the other
+ * ranks wait in the barrier (on shared memory they sleep in futex after
+ * 20 us; MPI's barrier polls), and the probe counts only its own CPU time,
+ * so ranks sharing its core do not lower the peak. Returns 0 or 1 (a
+ * failed barrier). */
+static int measure_peak(agmm_tool_rank_t *t, peak_t *pk)
+{
+    pk->gflops = 0;
+    pk->instr = NULL;
+    if (agmm_world_barrier(t->world, 0) != AGMM_OK) return 1;
+    if (t->rank == 0) pk->gflops = agmm_peak_gflops(t->cli->dtype, &pk->instr);
+    return agmm_world_barrier(t->world, 0) == AGMM_OK ? 0 : 1;
+}
+
+/* Mode m's GEMM rate per GEMM core over the peak: `flop` (one rank's,
+ * 2*M*K*N) per median round, divided by the rank's GEMM threads; 0 for
+ * comm-only (no GEMM) or an unknown peak. */
+static double fraction_of_peak(int m, double flop, double median_us,
+                               int gemm_cores, const peak_t *pk)
+{
+    if (m == M_COMM_ONLY || !(pk->gflops > 0) || !(median_us > 0) ||
+        gemm_cores < 1)
+        return 0;
+    double gflops_per_core = flop / median_us * 1e-3 / gemm_cores;
+    return gflops_per_core / pk->gflops;
+}
+
 /* Ratios between modes, 0 where a mode was not timed. */
 typedef struct ratios {
     double fused_over_baseline, gemm_over_monolithic, fused_over_bound;
@@ -146,7 +184,7 @@ static void json_ratio(const char *key, double v)
 static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                        const stats_t *st, const int *on, ratios_t r,
                        ratios_t paired, const agmm_schedule_info_t *ai,
-                       double flop)
+                       double flop, const peak_t *pk)
 {
     const agmm_cli_t *cli = t->cli;
     const char *coretype = getenv("OPENBLAS_CORETYPE");
@@ -158,23 +196,27 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
            "\"comm_cores\":%d,\"gemm_cores\":%d,\"rounds\":%d,"
            "\"warmup\":%d,\"blas\":{\"name\":\"%s\",\"kernel\":\"%s\","
            "\"threads_per_call\":%d,\"OPENBLAS_CORETYPE\":\"%s\","
-           "\"OPENBLAS_L2_SIZE\":\"%s\"},\"modes\":{",
+           "\"OPENBLAS_L2_SIZE\":\"%s\"},\"peak_gflops_per_core\":%.3f,"
+           "\"peak_instr\":\"%s\",\"modes\":{",
            (long long)cli->m_total, (long long)cli->k, (long long)cli->n,
            agmm_dtype_name(cli->dtype),
            cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
            (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
            cli->gemm_cores, cli->rounds, cli->warmup, agmm_blas_name(),
            agmm_blas_kernel(), agmm_blas_threads(), coretype ? coretype : "",
-           l2 ? l2 : "");
+           l2 ? l2 : "", pk->gflops, pk->instr ? pk->instr : "");
     int first = 1;
     for (int m = 0; m < NMODES; m++) {
         if (!on[m]) continue;
         printf("%s\"%s\":{\"min_us\":%.3f,\"median_us\":%.3f,"
                "\"mean_us\":%.3f,\"max_us\":%.3f,\"stdev_us\":%.3f,"
-               "\"tflops\":%.4f}",
+               "\"tflops\":%.4f",
                first ? "" : ",", modes[m].name, st[m].min, st[m].median,
                st[m].mean, st[m].max, st[m].stdev,
                flop / st[m].median * 1e-6);
+        json_ratio("fraction_of_peak",
+                   fraction_of_peak(m, flop, st[m].median, cli->gemm_cores, pk));
+        printf("}");
         first = 0;
     }
     printf("}");
@@ -205,17 +247,23 @@ static void text_ratio(const char *what, double v, double paired, const char *ta
 
 static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
                        const int *on, ratios_t r, ratios_t pr,
-                       const agmm_schedule_info_t *ai, double flop)
+                       const agmm_schedule_info_t *ai, double flop,
+                       const peak_t *pk)
 {
     const agmm_cli_t *cli = t->cli;
     const char *tag = agmm_tool_link_tag(cli);
-    printf("%-10s %12s %12s %12s %12s %12s %9s%s\n", "mode", "min_us",
-           "median_us", "mean_us", "max_us", "stdev_us", "TFLOP/s", tag);
-    for (int m = 0; m < NMODES; m++)
-        if (on[m])
-            printf("%-10s %12.1f %12.1f %12.1f %12.1f %12.1f %9.4f%s\n",
-                   modes[m].name, st[m].min, st[m].median, st[m].mean,
-                   st[m].max, st[m].stdev, flop / st[m].median * 1e-6, tag);
+    printf("%-10s %12s %12s %12s %12s %12s %9s %8s%s\n", "mode", "min_us",
+           "median_us", "mean_us", "max_us", "stdev_us", "TFLOP/s", "of_peak",
+           tag);
+    for (int m = 0; m < NMODES; m++) {
+        if (!on[m]) continue;
+        char frac[16] = "-"; /* comm-only runs no GEMM */
+        double f = fraction_of_peak(m, flop, st[m].median, cli->gemm_cores, pk);
+        if (f > 0) snprintf(frac, sizeof frac, "%.3f", f);
+        printf("%-10s %12.1f %12.1f %12.1f %12.1f %12.1f %9.4f %8s%s\n",
+               modes[m].name, st[m].min, st[m].median, st[m].mean, st[m].max,
+               st[m].stdev, flop / st[m].median * 1e-6, frac, tag);
+    }
     /* "(median)": of the medians; "paired": median of per-round ratios. */
     text_ratio("fused / baseline", r.fused_over_baseline, pr.fused_over_baseline, tag);
     text_ratio("gemm-only / monolithic", r.gemm_over_monolithic,
@@ -249,9 +297,15 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         agmm_tool_teardown(&t);
         return rc;
     }
+    peak_t pk;
+    rc = measure_peak(&t, &pk);
     const char *tag = agmm_tool_link_tag(cli);
-    if (t.rank == 0 && !cli->json) {
+    if (rc == 0 && t.rank == 0 && !cli->json) {
         agmm_tool_describe(cli, world, stdout);
+        printf("peak: %.1f GF/s per core (%s, %s, measured on rank 0); "
+               "of_peak = GEMM rate per GEMM core / peak%s\n",
+               pk.gflops, pk.instr ? pk.instr : "none",
+               agmm_dtype_name(cli->dtype), tag);
         printf("rounds: %d timed + %d warmup per mode, modes alternate%s\n",
                cli->rounds, cli->warmup, tag);
         fflush(stdout);
@@ -285,8 +339,8 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
                 med[m] = st[m].median;
             }
         ratios_t r = ratios_of(med, on);
-        if (cli->json) print_json(&t, world, st, on, r, pr, &ai, flop);
-        else print_text(&t, st, on, r, pr, &ai, flop);
+        if (cli->json) print_json(&t, world, st, on, r, pr, &ai, flop, &pk);
+        else print_text(&t, st, on, r, pr, &ai, flop, &pk);
         if (cli->verbose && on[M_AUTO])
             fprintf(stderr, "agmm: schedule auto: %s %s (%s)%s\n",
                     ai.decided ? "picked" : "ran",

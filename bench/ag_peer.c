@@ -1,0 +1,345 @@
+/* agmm_ag_peer: the program a user writes who gathers first and then calls
+ * the field's standard CPU GEMM library: MPI_Allgather of every rank's rows
+ * of A, then one GEMM of the gathered A [M, K] with the rank's weight
+ * [K, N] (issue 9). agmm's fused operation is measured against it.
+ *
+ *   --engine onednn    (when built with libdnnl-dev) one oneDNN matmul:
+ *                      bf16 x bf16 -> f32, f32, fp16 as f16 where the CPU
+ *                      has it (else converted to f32); weight reordered
+ *                      once, primitive created once
+ *   --engine openblas  convert to fp32 (fp16, bf16) + one cblas_sgemm
+ *
+ * One thread per rank. A round: MPI_Barrier, then on each rank the time of
+ * MPI_Allgather + the GEMM (+ conversion); the round's time is the slowest
+ * rank's (MPI_Reduce max). Before the rounds, one untimed round's output is
+ * checked at 64 entries per rank against double-precision dot products of
+ * the same inputs (regenerated, so a wrong gather fails too).
+ *
+ * usage: mpirun -np P agmm_ag_peer [--m-local R] [--k K] [--n N]
+ *            [--dtype bf16|fp16|fp32] [--engine onednn|openblas]
+ *            [--rounds N] [--warmup N] [--json]
+ * defaults: 2048 rows per rank, K = N = 4096, bf16, oneDNN if built,
+ * 10 rounds, 2 warmup. Exit 0, 1 (failed check or run), 2 (bad usage). */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ag_peer.h"
+#include "gemm/convert.h"
+
+#define NCHECK 64
+
+typedef struct opts {
+    int64_t m_local, k, n;
+    agmm_dtype_t dt;
+    int onednn; /* else OpenBLAS */
+    int rounds, warmup, json;
+} opts_t;
+
+static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end = NULL;
+    long long v = s ? strtoll(s, &end, 10) : 0;
+    if (!s || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* 0, or 2 with one line on stderr if `say`. */
+static int parse(int argc, char **argv, opts_t *o, int say)
+{
+#ifdef AG_PEER_ONEDNN
+    o->onednn = 1;
+#else
+    o->onednn = 0;
+#endif
+    o->m_local = 2048, o->k = 4096, o->n = 4096;
+    o->dt = AGMM_DTYPE_BF16;
+    o->rounds = 10, o->warmup = 2, o->json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t x = 0;
+        int bad = 0, used = 1;
+        if (!strcmp(a, "--json")) {
+            o->json = 1;
+            used = 0;
+        } else if (!strcmp(a, "--m-local")) {
+            bad = parse_int(v, 1, 1 << 24, &o->m_local);
+        } else if (!strcmp(a, "--k")) {
+            bad = parse_int(v, 1, 1 << 24, &o->k);
+        } else if (!strcmp(a, "--n")) {
+            bad = parse_int(v, 1, 1 << 24, &o->n);
+        } else if (!strcmp(a, "--rounds") || !strcmp(a, "--warmup")) {
+            int r = a[2] == 'r';
+            bad = parse_int(v, r, 100000, &x);
+            *(r ? &o->rounds : &o->warmup) = (int)x;
+        } else if (!strcmp(a, "--dtype")) {
+            if (v && !strcmp(v, "bf16")) o->dt = AGMM_DTYPE_BF16;
+            else if (v && !strcmp(v, "fp16")) o->dt = AGMM_DTYPE_FP16;
+            else if (v && !strcmp(v, "fp32")) o->dt = AGMM_DTYPE_FP32;
+            else bad = 1;
+        } else if (!strcmp(a, "--engine")) {
+            if (v && !strcmp(v, "openblas")) o->onednn = 0;
+            else if (v && !strcmp(v, "onednn")) o->onednn = 1;
+            else bad = 1;
+        } else {
+            if (say)
+                fprintf(stderr, "agmm_ag_peer: unknown option '%s' (see the "
+                                "usage in bench/ag_peer.c)\n", a);
+            return 2;
+        }
+        if (bad) {
+            if (say) fprintf(stderr, "agmm_ag_peer: %s: bad or missing value\n", a);
+            return 2;
+        }
+        i += used;
+    }
+#ifndef AG_PEER_ONEDNN
+    if (o->onednn) {
+        if (say)
+            fprintf(stderr, "agmm_ag_peer: --engine onednn: built without "
+                            "oneDNN (apt-get install libdnnl-dev)\n");
+        return 2;
+    }
+#endif
+    return 0;
+}
+
+/* ------------------------------------------------------------- inputs */
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Element i of input stream `stream`: uniform in [-1, 1), rounded to dt
+ * (returned as the float it represents). */
+static float in_value(agmm_dtype_t dt, uint64_t stream, uint64_t i)
+{
+    uint64_t h = splitmix64((stream << 40) ^ i);
+    float f = (float)((double)(h >> 11) * 0x1p-52 - 1.0);
+    if (dt == AGMM_DTYPE_BF16) return agmm_bf16_to_f32(agmm_f32_to_bf16(f));
+    if (dt == AGMM_DTYPE_FP16) return agmm_fp16_to_f32(agmm_f32_to_fp16(f));
+    return f;
+}
+
+static void fill(agmm_dtype_t dt, uint64_t stream, void *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float f = in_value(dt, stream, (uint64_t)i);
+        if (dt == AGMM_DTYPE_FP32) ((float *)dst)[i] = f;
+        else if (dt == AGMM_DTYPE_BF16) ((uint16_t *)dst)[i] = agmm_f32_to_bf16(f);
+        else ((uint16_t *)dst)[i] = agmm_f32_to_fp16(f);
+    }
+}
+
+/* Streams: rank r's rows of A, rank r's weight. */
+static uint64_t stream_a(int r) { return 1 + (uint64_t)r; }
+static uint64_t stream_w(int r) { return 1000001 + (uint64_t)r; }
+
+/* NCHECK entries of this rank's c [M, N] against double-precision dot
+ * products of the regenerated inputs; rows spread over every source
+ * rank. out[0] = max |diff|, out[1] = max |diff| / sum_k |a*w|. */
+static void check(const opts_t *o, int rank, const float *c, double *out)
+{
+    int64_t M = o->m_local, K = o->k, N = o->n;
+    int nranks = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    M *= nranks;
+    out[0] = out[1] = 0;
+    for (int t = 0; t < NCHECK; t++) {
+        int64_t i = (int64_t)t * M / NCHECK + (t * 37) % (M / NCHECK + 1);
+        if (i >= M) i = M - 1;
+        int64_t j = (int64_t)(((uint64_t)t * 7919 + 3) % (uint64_t)N);
+        int src = (int)(i / o->m_local);
+        int64_t row = i % o->m_local;
+        double dot = 0, mag = 0;
+        for (int64_t k = 0; k < K; k++) {
+            double a = in_value(o->dt, stream_a(src), (uint64_t)(row * K + k));
+            double w = in_value(o->dt, stream_w(rank), (uint64_t)(k * N + j));
+            dot += a * w;
+            mag += fabs(a * w);
+        }
+        double d = fabs((double)c[i * N + j] - dot);
+        if (!(d <= out[0])) out[0] = d; /* NaN wins */
+        double rel = mag > 0 ? d / mag : d;
+        if (!(rel <= out[1])) out[1] = rel;
+    }
+}
+
+/* ------------------------------------------------------------- stats */
+
+typedef struct stats {
+    double min, median, mean, max, stdev, spread; /* us; spread (max-min)/median */
+} stats_t;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static stats_t summarize(double *us, int n)
+{
+    stats_t s = {0, 0, 0, 0, 0, 0};
+    qsort(us, (size_t)n, sizeof *us, cmp_double);
+    s.min = us[0];
+    s.max = us[n - 1];
+    s.median = n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]);
+    for (int i = 0; i < n; i++) s.mean += us[i] / n;
+    for (int i = 0; i < n; i++) s.stdev += (us[i] - s.mean) * (us[i] - s.mean);
+    s.stdev = n > 1 ? sqrt(s.stdev / (n - 1)) : 0;
+    s.spread = s.median > 0 ? (s.max - s.min) / s.median : 0;
+    return s;
+}
+
+static void json_stats(const char *key, const stats_t *s)
+{
+    printf("\"%s\":{\"min_us\":%.3f,\"median_us\":%.3f,\"mean_us\":%.3f,"
+           "\"max_us\":%.3f,\"stdev_us\":%.3f,\"spread\":%.4f}",
+           key, s->min, s->median, s->mean, s->max, s->stdev, s->spread);
+}
+
+static void text_stats(const char *what, const stats_t *s)
+{
+    printf("%-10s %11.3f %11.3f %11.3f %11.3f %11.3f %8.1f%%\n", what,
+           s->median / 1e3, s->min / 1e3, s->max / 1e3, s->mean / 1e3,
+           s->stdev / 1e3, 100 * s->spread);
+}
+
+static void report(const opts_t *o, int P, const ag_engine_t *e,
+                   const double *chk, double bound, int pass, stats_t tot,
+                   stats_t gat)
+{
+    int64_t M = o->m_local * P;
+    double gflops = 2.0 * (double)M * (double)o->k * (double)o->n /
+                    (tot.median * 1e-6) * 1e-9; /* one thread per rank */
+    const char *dt = agmm_dtype_name(o->dt), *eng = o->onednn ? "onednn" : "openblas";
+    if (o->json) {
+        printf("{\"command\":\"ag_peer\",\"ranks\":%d,\"m_local\":%lld,"
+               "\"m\":%lld,\"k\":%lld,\"n\":%lld,\"dtype\":\"%s\","
+               "\"engine\":\"%s\",\"library\":\"%s\",\"what\":\"%s\","
+               "\"impl\":\"%s\",\"threads_per_rank\":1,\"rounds\":%d,"
+               "\"warmup\":%d,",
+               P, (long long)o->m_local, (long long)M, (long long)o->k,
+               (long long)o->n, dt, eng, e->name, e->what, e->impl, o->rounds,
+               o->warmup);
+        json_stats("round", &tot);
+        printf(",");
+        json_stats("allgather", &gat);
+        printf(",\"gflops_per_core\":%.3f,\"check\":{\"entries\":%d,"
+               "\"max_abs_diff\":%.6g,\"max_rel_diff\":%.6g,\"bound\":%.6g,"
+               "\"pass\":%s}}\n",
+               gflops, NCHECK, chk[0], chk[1], bound, pass ? "true" : "false");
+        return;
+    }
+    printf("agmm_ag_peer: %d ranks, M=%lld (%lld per rank) K=%lld N=%lld, %s "
+           "in, fp32 out; a round = MPI_Allgather + GEMM, 1 thread per rank\n",
+           P, (long long)M, (long long)o->m_local, (long long)o->k,
+           (long long)o->n, dt);
+    printf("engine: %s (%s), %s; impl %s\n", eng, e->name, e->what, e->impl);
+    printf("check: %d entries per rank against double-precision dot products: "
+           "max |diff| %.3g, max |diff|/sum|a*w| %.3g (bound %.3g): %s\n",
+           NCHECK, chk[0], chk[1], bound, pass ? "PASS" : "FAIL");
+    printf("rounds: %d timed + %d warmup; a round's time is the slowest "
+           "rank's, from a common barrier\n",
+           o->rounds, o->warmup);
+    printf("%-10s %11s %11s %11s %11s %11s %9s\n", "part", "median_ms",
+           "min_ms", "max_ms", "mean_ms", "stdev_ms", "spread");
+    text_stats("round", &tot);
+    text_stats("allgather", &gat);
+    printf("GF/s per core (median round): %.1f\n", gflops);
+}
+
+/* One round: barrier, then this rank's allgather and GEMM times (s). */
+static void one_round(const opts_t *o, MPI_Datatype row, ag_engine_t *e,
+                      const void *a_local, void *a_all, float *c, double *t)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    MPI_Allgather(a_local, (int)o->m_local, row, a_all, (int)o->m_local, row,
+                  MPI_COMM_WORLD);
+    double t1 = MPI_Wtime();
+    if (e->run(e, a_all, c) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
+    double t2 = MPI_Wtime();
+    t[0] = t2 - t0;
+    t[1] = t1 - t0;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank = 0, P = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    opts_t o;
+    int rc = parse(argc, argv, &o, rank == 0);
+    if (rc != 0) {
+        MPI_Finalize();
+        return rc;
+    }
+    int64_t M = o.m_local * P, K = o.k, N = o.n;
+    size_t es = agmm_dtype_size(o.dt);
+    void *a_local = malloc((size_t)(o.m_local * K) * es);
+    void *a_all = malloc((size_t)(M * K) * es);
+    void *w = malloc((size_t)(K * N) * es);
+    float *c = malloc((size_t)(M * N) * sizeof(float));
+    double *tot = calloc((size_t)o.rounds, sizeof(double));
+    double *gat = calloc((size_t)o.rounds, sizeof(double));
+    if (!a_local || !a_all || !w || !c || !tot || !gat) {
+        fprintf(stderr, "agmm_ag_peer: rank %d: out of memory\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    fill(o.dt, stream_a(rank), a_local, o.m_local * K);
+    fill(o.dt, stream_w(rank), w, K * N);
+
+    /* Everything done once, outside the rounds. */
+    ag_engine_t e;
+#ifdef AG_PEER_ONEDNN
+    rc = o.onednn ? ag_engine_onednn(&e, o.dt, M, K, N, w)
+                  : ag_engine_openblas(&e, o.dt, M, K, N, w);
+#else
+    rc = ag_engine_openblas(&e, o.dt, M, K, N, w);
+#endif
+    if (rc != 0) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Datatype row;
+    MPI_Type_contiguous((int)((size_t)K * es), MPI_BYTE, &row);
+    MPI_Type_commit(&row);
+
+    /* The check round (untimed), then warmup and timed rounds. */
+    double t[2], worst[2], chk[2], chk_all[2];
+    one_round(&o, row, &e, a_local, a_all, c, t);
+    check(&o, rank, c, chk);
+    MPI_Reduce(chk, chk_all, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    /* Summation error of K fp32 additions, worst case: K * 2^-24 of the
+     * sum of magnitudes (the products of bf16/fp16 inputs are exact). */
+    double bound = (double)(K + 2) * 0x1p-24;
+    int pass = chk_all[1] <= bound;
+    MPI_Bcast(&pass, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!pass && rank == 0) /* nobody benchmarks a wrong peer */
+        fprintf(stderr, "agmm_ag_peer: check FAILED: max |diff| %.3g, max "
+                        "|diff|/sum|a*w| %.3g > bound %.3g; not timed\n",
+                chk_all[0], chk_all[1], bound);
+    for (int i = 0; pass && i < o.warmup + o.rounds; i++) {
+        one_round(&o, row, &e, a_local, a_all, c, t);
+        MPI_Reduce(t, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (i >= o.warmup) {
+            tot[i - o.warmup] = worst[0] * 1e6;
+            gat[i - o.warmup] = worst[1] * 1e6;
+        }
+    }
+    if (rank == 0 && pass)
+        report(&o, P, &e, chk_all, bound, pass, summarize(tot, o.rounds),
+               summarize(gat, o.rounds));
+    fflush(stdout);
+    MPI_Type_free(&row);
+    e.destroy(&e);
+    free(a_local), free(a_all), free(w), free(c), free(tot), free(gat);
+    MPI_Finalize();
+    return pass ? 0 : 1;
+}

@@ -1,0 +1,252 @@
+/*
+ * Physical peak probe (peak.h): a register-only loop of independent
+ * multiply-adds, timed on the calling thread.
+ *
+ * Each kernel keeps its accumulators in registers and updates every one of
+ * them once per iteration with the probed instruction. The updates of one
+ * accumulator form a dependency chain, so the loop reaches the
+ * instruction's throughput only with at least latency x instructions per
+ * cycle accumulators. Measured on Zen 5 (2 x 512-bit pipes): VFMADD231PS
+ * zmm needs 8 (4 accumulators give half the peak: 130 instead of 260
+ * GF/s), VDPBF16PS zmm about 16 (12 give 483, 16-28 give 510-524 GF/s).
+ * The zmm kernels use 24 of the 32 registers, the ymm and scalar ones 12
+ * of 16. The inputs are hidden from the compiler (an empty asm) so it
+ * cannot fold the multiply, and the accumulators' sum goes to a volatile
+ * so it cannot drop the loop.
+ *
+ * Flops are counted as a GEMM counts them (2*M*N*K: one multiply and one
+ * add per (m, n, k)):
+ *   VFMADD231PS zmm: 16 fp32 lanes x (1 multiply + 1 add)       = 32 flops
+ *   VFMADD231PS ymm:  8 fp32 lanes x (1 multiply + 1 add)       = 16 flops
+ *   VDPBF16PS zmm:   16 fp32 lanes, each adding two bf16 products
+ *                    (a0*b0 + a1*b1 + c): 16 x (2 mul + 2 add)   = 64 flops
+ *   scalar:          one fp32 multiply and one add               =  2 flops
+ *
+ * Timing: the iteration count doubles until one call takes CALIB_S (this
+ * also wakes the vector unit up), then REPEATS calls of about TARGET_S
+ * each; the fastest call is the least disturbed one. About 0.1 s in all.
+ * Calls are timed in the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), not
+ * wall time: on a machine where other processes share the core, wall time
+ * would count their time slices too (measured: a busy loop on the same
+ * core halves a wall-clock probe, 216 instead of 523 GF/s bf16, however
+ * short the calls), while the peak is what the core does while it runs
+ * us. Interrupts and a hypervisor's steal time still count against it.
+ */
+#include "gemm/peak.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PEAK_X86 1
+#endif
+
+#define CALIB_S 2e-3
+#define TARGET_S 15e-3
+#define REPEATS 5
+
+/* The accumulators a0..a11, a0..a23. */
+#define REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define REP24(X)                                                           \
+    REP12(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21)  \
+        X(22) X(23)
+
+typedef float (*kernel_fn)(uint64_t iters);
+
+typedef struct probe {
+    const char *instr;
+    double flops_per_instr;
+    int instrs_per_iter; /* = accumulators */
+    kernel_fn run;       /* iters iterations */
+} probe_t;
+
+/* ------------------------------------------------------------ kernels */
+
+#if defined(__GNUC__) && !defined(__clang__)
+/* Keep the scalar loop scalar (GCC 12 vectorizes at -O2). */
+__attribute__((optimize("no-tree-vectorize")))
+#endif
+static float kernel_scalar(uint64_t iters)
+{
+    volatile float vx = 0.5f, vy = 0x1p-10f; /* opaque: no folding */
+    float x = vx, y = vy;
+#define DECL(i) float a##i = (float)(i);
+    REP12(DECL)
+#undef DECL
+    for (uint64_t it = 0; it < iters; it++) {
+        /* a = a * 0.5 + y converges to 2y: no overflow, no subnormals */
+#define STEP(i) a##i = a##i * x + y;
+        REP12(STEP)
+#undef STEP
+    }
+#define SUM(i) +a##i
+    return 0.0f REP12(SUM);
+#undef SUM
+}
+
+#ifdef PEAK_X86
+__attribute__((target("avx2,fma"))) static float kernel_fma_ymm(uint64_t iters)
+{
+    __m256 x = _mm256_set1_ps(0.5f), y = _mm256_set1_ps(0x1p-20f);
+    __asm__("" : "+x"(x), "+x"(y)); /* opaque (ymm0-15: no AVX-512 here) */
+#define DECL(i) __m256 a##i = _mm256_set1_ps((float)(i));
+    REP12(DECL)
+#undef DECL
+    for (uint64_t it = 0; it < iters; it++) {
+#define STEP(i) a##i = _mm256_fmadd_ps(x, y, a##i);
+        REP12(STEP)
+#undef STEP
+    }
+    __m256 s = _mm256_setzero_ps();
+#define SUM(i) s = _mm256_add_ps(s, a##i);
+    REP12(SUM)
+#undef SUM
+    float lanes[8];
+    _mm256_storeu_ps(lanes, s);
+    float sum = 0;
+    for (int i = 0; i < 8; i++) sum += lanes[i];
+    return sum;
+}
+
+__attribute__((target("avx512f"))) static float kernel_fma_zmm(uint64_t iters)
+{
+    __m512 x = _mm512_set1_ps(0.5f), y = _mm512_set1_ps(0x1p-20f);
+    __asm__("" : "+v"(x), "+v"(y));
+#define DECL(i) __m512 a##i = _mm512_set1_ps((float)(i));
+    REP24(DECL)
+#undef DECL
+    for (uint64_t it = 0; it < iters; it++) {
+#define STEP(i) a##i = _mm512_fmadd_ps(x, y, a##i);
+        REP24(STEP)
+#undef STEP
+    }
+    __m512 s = _mm512_setzero_ps();
+#define SUM(i) s = _mm512_add_ps(s, a##i);
+    REP24(SUM)
+#undef SUM
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static float
+kernel_dpbf16_zmm(uint64_t iters)
+{
+    /* bf16 pairs (0.5, 0.5) and (2^-20, 2^-20): each lane gains 2^-20 per
+     * instruction; exact in bf16, no subnormals. */
+    __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.5f));
+    __m512bh y = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0x1p-20f),
+                                     _mm512_set1_ps(0x1p-20f));
+    __asm__("" : "+v"(x), "+v"(y));
+#define DECL(i) __m512 a##i = _mm512_set1_ps((float)(i));
+    REP24(DECL)
+#undef DECL
+    for (uint64_t it = 0; it < iters; it++) {
+#define STEP(i) a##i = _mm512_dpbf16_ps(a##i, x, y);
+        REP24(STEP)
+#undef STEP
+    }
+    __m512 s = _mm512_setzero_ps();
+#define SUM(i) s = _mm512_add_ps(s, a##i);
+    REP24(SUM)
+#undef SUM
+    return _mm512_reduce_add_ps(s);
+}
+#endif /* PEAK_X86 */
+
+/* ------------------------------------------------------------- driver */
+
+agmm_peak_isa_t agmm_peak_isa(void)
+{
+#ifdef PEAK_X86
+    /* GCC's __builtin_cpu_supports("avx512*") also checks that the OS
+     * saves the zmm state (XCR0). */
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) {
+        if (__builtin_cpu_supports("avx512bf16")) return AGMM_PEAK_AVX512_BF16;
+        return AGMM_PEAK_AVX512F;
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return AGMM_PEAK_AVX2_FMA;
+#endif
+    return AGMM_PEAK_SCALAR;
+}
+
+/* The probe for dtype with instruction sets up to isa; 0 if dtype is
+ * invalid. */
+static int pick(agmm_dtype_t dtype, agmm_peak_isa_t isa, probe_t *p)
+{
+    static const probe_t scalar = {"scalar", 2, 12, kernel_scalar};
+    if (dtype != AGMM_DTYPE_FP16 && dtype != AGMM_DTYPE_BF16 &&
+        dtype != AGMM_DTYPE_FP32)
+        return 0;
+    *p = scalar;
+#ifdef PEAK_X86
+    static const probe_t dp_zmm = {"VDPBF16PS zmm", 64, 24, kernel_dpbf16_zmm};
+    static const probe_t fma_zmm = {"VFMADD231PS zmm", 32, 24, kernel_fma_zmm};
+    static const probe_t fma_ymm = {"VFMADD231PS ymm", 16, 12, kernel_fma_ymm};
+    /* bf16 without AVX512_BF16, and fp16, are computed in fp32. */
+    if (dtype == AGMM_DTYPE_BF16 && isa >= AGMM_PEAK_AVX512_BF16) *p = dp_zmm;
+    else if (isa >= AGMM_PEAK_AVX512F) *p = fma_zmm;
+    else if (isa >= AGMM_PEAK_AVX2_FMA) *p = fma_ymm;
+#else
+    (void)isa;
+#endif
+    return 1;
+}
+
+const char *agmm_peak_instr(agmm_dtype_t dtype)
+{
+    probe_t p;
+    return pick(dtype, agmm_peak_isa(), &p) ? p.instr : NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static volatile float peak_sink; /* keeps every kernel's result alive */
+
+static double timed(kernel_fn run, uint64_t iters)
+{
+    double t0 = now_s();
+    float s = run(iters);
+    double t = now_s() - t0;
+    peak_sink = s;
+    return t;
+}
+
+double agmm_peak_gflops_isa(agmm_dtype_t dtype, agmm_peak_isa_t max_isa,
+                            const char **instr)
+{
+    agmm_peak_isa_t isa = agmm_peak_isa();
+    if (max_isa < isa) isa = max_isa;
+    probe_t p;
+    if (instr) *instr = NULL;
+    if (!pick(dtype, isa, &p)) return 0;
+    if (instr) *instr = p.instr;
+
+    uint64_t iters = 256;
+    double t = timed(p.run, iters);
+    while (t < CALIB_S && iters < ((uint64_t)1 << 40)) {
+        iters *= 2;
+        t = timed(p.run, iters);
+    }
+    double per_iter = t / (double)iters;
+    uint64_t n = (uint64_t)(TARGET_S / (per_iter > 0 ? per_iter : 1e-9)) + 1;
+    double best = INFINITY;
+    for (int r = 0; r < REPEATS; r++) {
+        double s = timed(p.run, n);
+        if (s < best) best = s;
+    }
+    if (!(best > 0)) return 0;
+    return p.flops_per_instr * p.instrs_per_iter * (double)n / best * 1e-9;
+}
+
+double agmm_peak_gflops(agmm_dtype_t dtype, const char **instr)
+{
+    return agmm_peak_gflops_isa(dtype, AGMM_PEAK_AVX512_BF16, instr);
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# bench/ag_peer.c under mpirun, tiny shapes: each engine and dtype runs,
+# its correctness check passes, and --json has the documented keys. The
+# oneDNN engine is skipped (said so) when the build has none. No timing.
+#
+# usage: tests/ag_peer.sh AGMM_AG_PEER_BINARY
+set -u
+PEER=$(readlink -f "$1")
+command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/install-deps.sh)"; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none # no CMA in containers
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ag_peer.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+peer() { # NP ARGS...
+    local np=$1
+    shift
+    timeout 60 mpirun --oversubscribe -np "$np" "$PEER" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    rc=$?
+}
+bad() {
+    fail=$((fail + 1))
+    echo "FAIL: $*"
+    sed 's/^/  | /' "$TMP/out" "$TMP/err" | head -20
+}
+
+for engine in onednn openblas; do
+    for dtype in bf16 fp16 fp32; do
+        peer 2 --engine $engine --dtype $dtype --m-local 9 --k 40 --n 24 --rounds 2 --warmup 1
+        if [ $engine = onednn ] && [ $rc -eq 2 ] && grep -q "built without oneDNN" "$TMP/err"; then
+            echo "skip: $engine (built without oneDNN)"
+            break
+        fi
+        if [ $rc -eq 0 ] && grep -q "^check: .*: PASS$" "$TMP/out" &&
+            grep -q "^round " "$TMP/out"; then
+            pass=$((pass + 1))
+        else
+            bad "$engine $dtype (exit $rc)"
+        fi
+    done
+done
+
+# --json on 3 ranks: one object from rank 0 with the documented keys.
+peer 3 --engine openblas --dtype fp16 --m-local 5 --k 17 --n 11 --rounds 3 --json
+if [ $rc -eq 0 ] && python3 - "$TMP/out" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1, lines
+d = json.loads(lines[0])
+for k in ("ranks", "m", "k", "n", "dtype", "engine", "library", "impl", "what",
+          "round", "allgather", "gflops_per_core", "check"):
+    assert k in d, k
+assert d["ranks"] == 3 and d["m"] == 15 and d["check"]["pass"] is True
+r = d["round"]
+assert 0 < r["min_us"] <= r["median_us"] <= r["max_us"], r
+assert d["gflops_per_core"] > 0
+PY
+then pass=$((pass + 1)); else bad "--json on 3 ranks (exit $rc)"; fi
+
+# Bad usage: exit 2, one line.
+peer 2 --dtype int8
+if [ $rc -eq 2 ] && [ "$(grep -c agmm_ag_peer "$TMP/err")" -eq 1 ]; then
+    pass=$((pass + 1))
+else
+    bad "--dtype int8: want exit 2 and one line (exit $rc)"
+fi
+
+echo "ag_peer: $pass passed, $fail failed"
+[ $fail -eq 0 ]
