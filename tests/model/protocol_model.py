@@ -26,6 +26,7 @@ import sys
 import time
 from collections import deque
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from protocol_rules import PLANT_WHERE, PLANTS, Model, Violation
 
 ALL_SEQS = ("FF", "FB", "BF", "FBF")
