@@ -39,6 +39,7 @@ PLANTS = {
                        "last acks; MPI window ids reused lowest-free; a "
                        "control message for an unknown window aborts",
     "no-ack-wait": "puts do not wait for the destination's ack",
+    "quiet-no-wait": "the emulated link's quiet returns at once",
     "signal-before-data": "shm put_signal raises the signal before the copy",
 }
 # The deliveries where a plant changes anything (the self-test looks there).
@@ -46,6 +47,7 @@ PLANT_WHERE = {
     "ack-before-join": ("shm", "link"),  # MPI acks at the next round's start
     "destroy-no-wait": ("mpi",),  # shm/link acks are delivered by then
     "no-ack-wait": ("shm", "link", "mpi"),  # harmless on MPI: see design.md
+    "quiet-no-wait": ("link",),  # shm copies at once; MPI: not modelled
     "signal-before-data": ("shm",),  # shm_put_signal only
 }
 GUARDS = {"join", "pass", "dwait", "quiet"}
@@ -89,6 +91,7 @@ class Model:
         self.sig_key = (1, 1 if reuse else 3)
         self.MEM0, self.POSTED0, self.CHAN0 = N, 3 * N, 4 * N
         self.nparts = 4 * N + N * N + (N if delivery == "mpi" else 0)
+        self.round_end = [{} for _ in range(N)]  # (P, e) -> its last op
         self.prog = [self.plan_program(r) for r in range(N)]
         self.ctx, self.done_before = [], []
         for r in range(N):  # per pc: the round in progress, rounds joined
@@ -152,7 +155,7 @@ class Model:
                     ops += [("join", P, e)] + acks(P, e)
                 else:
                     ops.append(("join", P, e))
-            # agmm_plan_destroy: wait for the last ack of every peer (E on
+                self.round_end[r][P, e] = len(ops) - 1            # agmm_plan_destroy: wait for the last ack of every peer (E on
             # shm, sent at the end of round E; E-1 on MPI, sent at the start
             # of round E), then the barrier, then free the windows.
             last = len(seq) if not mpi else len(seq) - 1
@@ -300,7 +303,7 @@ class Model:
             return all(cells[self.ack_cell(op[1], q)] >= op[2]
                        for q in range(self.N) if q != r)
         if kind == "quiet":  # this thread's queued link messages delivered
-            return not any(m[4] == thread for q in range(self.N)
+            return self.plant == "quiet-no-wait" or not any(m[4] == thread for q in range(self.N)
                            for m in st[self.CHAN0 + r * self.N + q])
         raise AssertionError(kind)
 
@@ -312,11 +315,12 @@ class Model:
     def plan_step(self, st, r):
         pc, ws, coll, arrived, dropped = st[r]
         ops = self.prog[r]
+        joined = ""
         while pc < len(ops) and ops[pc][0] in GUARDS:
             if not self.guard(st, r, ops[pc], -1):
                 return None
             if ops[pc][0] == "join":
-                ws = None
+                ws, joined = None, f"join {self.tag(*ops[pc][1:])}; "
             pc += 1
         if pc == len(ops):
             return None
@@ -356,7 +360,7 @@ class Model:
                      f"({'fused' if cur[2] == 'F' else 'baseline'})")
             pc += 1
         s[r] = (pc, ws, coll, arrived, dropped)
-        return label, tuple(s)
+        return (r, "plan", joined + label[2]), tuple(s)
 
     def send_signal(self, s, r, q, P, cell, v, thread, label):
         if self.deliv == "shm":
@@ -475,6 +479,13 @@ class Model:
                     s[ch] = st[ch][1:]
                     label = (r, "link", f"deliver {'rows+' if blocks else ''}"
                              f"cell {cell} = {v} to rank {q} (plan {PLAN_NAME[P]})")
+                    # The delivery thread copies from A_r now: the caller may
+                    # change A_r once agmm_plan_run of that round returned.
+                    if blocks and st[r][0] > self.round_end[r][P, v]:
+                        raise Violation(f"rank {r}'s link copies round {v}'s rows "
+                                        f"from A_{r} after its agmm_plan_run "
+                                        "returned (the caller may have changed "
+                                        "them)", label)
                     self.land(s, r, q, P, blocks, cell, v, label)
                     out.append((label, tuple(s)))
         elif self.deliv == "mpi":
