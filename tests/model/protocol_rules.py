@@ -541,13 +541,18 @@ class Model:
         waiting = []
         for r in range(N):
             pc, ws = st[r][0], st[r][1]
-            if pc < len(self.prog[r]):
-                waiting.append(f"rank {r} plan thread at {self.prog[r][pc]}")
+            cur = self.ctx[r][pc]
+            threads = [("plan", self.prog[r], pc, -1)]
             if ws is not None:
-                cur = self.ctx[r][pc]
-                for i, (name, ops, _) in enumerate(self.workers(r, *cur)):
-                    if ws[i] < len(ops):
-                        waiting.append(f"rank {r} {name} at {ops[ws[i]]}")
+                threads += [(name, ops, ws[i], i) for i, (name, ops, _)
+                            in enumerate(self.workers(r, *cur))]
+            for name, ops, pc, i in threads:
+                while (pc < len(ops) and ops[pc][0] in GUARDS
+                       and self.guard(st, r, ops[pc], i)):
+                    pc += 1
+                if pc < len(ops):
+                    waiting.append(f"rank {r} {name} waits in "
+                                   f"{self.op_text(ops[pc], cur)}")
         if waiting:
             raise Violation("deadlock: " + "; ".join(waiting))
         left = [p for p in st[self.POSTED0:] if p]
@@ -555,6 +560,24 @@ class Model:
             raise Violation(f"finished with messages or receives left: {left}")
         if any(st[r][4] for r in range(N)) and not self.silent:
             raise Violation("a control message was dropped (it outlived its plan)")
+
+    def op_text(self, op, cur):
+        """A blocked step, for deadlock reports."""
+        k = op[0]
+        if k in ("join", "dwait", "pass"):
+            return {"join": f"the join of round {self.tag(*op[1:])}",
+                    "dwait": f"destroy of plan {PLAN_NAME[op[1]]}, for every "
+                             f"peer's ack >= {op[2] if len(op) > 2 else ''}",
+                    "pass": f"barrier {op[1]}"}[k]
+        P, e = cur[0], cur[1]
+        if k in ("put", "sig", "bput"):
+            q = op[-1]
+            return f"{k} to rank {q}, for ack[{q}] >= {e - 1} ({self.tag(P, e)})"
+        if k == "gemm":
+            return f"the GEMM, for its signals >= {e} ({self.tag(P, e)})"
+        if k == "agdone":
+            return f"all-gather #{op[1]}, for every rank to enter it"
+        return str(op)
 
     def describe(self, label):
         r, thread, text = label
