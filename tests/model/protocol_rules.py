@@ -62,7 +62,8 @@ class Violation(Exception):
 
 class Model:
     def __init__(self, delivery, tiles, comm, gemm, seq, tiles_b=None,
-                 seq_b="F", plant=None, isolation=True, silent=False):
+                 seq_b="F", plant=None, isolation=True, silent=False,
+                 destroy_wait=True):
         assert delivery in ("shm", "link", "mpi") and plant in (None, *PLANTS)
         self.deliv, self.C, self.G, self.plant = delivery, comm, gemm, plant
         # Plan isolation checks (no message outlives its plan, none lands in
@@ -72,6 +73,9 @@ class Model:
         # silent: paths where a rank aborts end there (the failure is seen);
         # look only for wrong results and deadlocks.
         self.silent = silent
+        # destroy_wait False: half of issue 15's fix, ids never reused and
+        # stale control messages dropped, without the wait in destroy.
+        self.destroy_wait = destroy_wait and plant != "destroy-no-wait"
         self.N = N = len(tiles)
         self.tiles = (tuple(tiles), tuple(tiles_b or tiles))
         self.seqs = (seq, seq_b)
@@ -159,7 +163,7 @@ class Model:
             # shm, sent at the end of round E; E-1 on MPI, sent at the start
             # of round E), then the barrier, then free the windows.
             last = len(seq) if not mpi else len(seq) - 1
-            if self.plant != "destroy-no-wait" and last > 0:
+            if self.destroy_wait and last > 0:
                 ops.append(("dwait", P, last))
             k += 1
             ops += [("arrive", k), ("pass", k), ("free", P)]
