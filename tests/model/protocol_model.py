@@ -19,7 +19,10 @@ docs/design.md, "The protocol model", says what is modelled and what is
 abstracted, and maps each action to the code. Every change to the round
 protocol updates this model and that section together.
 
-Usage: protocol_model.py [--plant NAME] [--self-test] [--only SUBSTR] [-v]
+Usage: protocol_model.py [-v] [--only SUBSTR]      every configuration
+       protocol_model.py --plant NAME [--symptoms [--silent]]
+       protocol_model.py --self-test [-v]          every plant is caught
+       protocol_model.py --without-destroy-wait --symptoms --silent
 """
 import argparse
 import sys
@@ -42,7 +45,8 @@ def configurations():
         for tiles in ((1, 1), (2, 1), (0, 1)):
             for comm in (1, 0):
                 for seq in ALL_SEQS:
-                    add(delivery=deliv, tiles=tiles, comm=comm, gemm=1, seq=seq)
+                    add(delivery=deliv, tiles=tiles, comm=comm, gemm=1,
+                        seq=seq)
         # Two GEMM workers (with C = 0 they split the puts between them).
         for comm in (1, 0):
             for seq in ALL_SEQS:
@@ -76,7 +80,8 @@ def explore(model, limit=2_000_000):
             if not succ:
                 model.check_final(s)
         except Violation as v:
-            return len(parent), v, path(parent, s) + ([v.label] if v.label else [])
+            trace = path(parent, s) + ([v.label] if v.label else [])
+            return len(parent), v, trace
         for label, s2 in succ:
             if s2 not in parent:
                 parent[s2] = (s, label)
@@ -94,35 +99,6 @@ def path(parent, s):
     return labels[::-1]
 
 
-def path(parent, s):
-    labels = []
-    while parent[s] is not None:
-        s, label = parent[s]
-        labels.append(label)
-    return labels[::-1]
-
-
-def run_configs(plant, only, verbose, stop_at_first):
-    """Explore every configuration; return the first violation found."""
-    total, t0, found = 0, time.time(), None
-    for kw in configurations():
-        model = Model(plant=plant, **kw)
-        if only and only not in model.name:
-            continue
-        t1 = time.time()
-        n, v, trace = explore(model)
-        total += n
-        result = "ok" if v is None else "VIOLATION: " + v.msg
-        if verbose or v is not None:
-            print(f"  {model.name:44s} {n:7d} states {time.time() - t1:6.2f} s  "
-                  f"{result}")
-        if v is not None and found is None:
-            found = (model, v, trace)
-            if stop_at_first:
-                break
-    return total, time.time() - t0, found
-
-
 def run_configs(plant=None, isolation=True, only=None, verbose=False,
                 stop_at_first=False, silent=False, destroy_wait=True):
     """Explore every configuration; return (states, seconds, first violation
@@ -138,7 +114,8 @@ def run_configs(plant=None, isolation=True, only=None, verbose=False,
         n, v, trace = explore(model)
         total += n
         if verbose or (v is not None and not plant):
-            print(f"  {model.name:42s} {n:6d} states {time.time() - t1:5.2f} s  "
+            print(f"  {model.name:42s} {n:6d} states "
+                  f"{time.time() - t1:5.2f} s  "
                   + ("ok" if v is None else "VIOLATION: " + v.msg))
         if v is not None and found is None:
             found = (model, v, trace)
@@ -159,8 +136,9 @@ def self_test(only, verbose):
     isolation checks off, by its symptoms in plan B: an abort, and (with
     aborting paths cut) wrong rows read."""
     missed = []
-    for plant, isolation, silent in [(p, True, False) for p in sorted(PLANTS)] + [
-            ("destroy-no-wait", False, False), ("destroy-no-wait", False, True)]:
+    runs = [(p, True, False) for p in sorted(PLANTS)] + [
+        ("destroy-no-wait", False, False), ("destroy-no-wait", False, True)]
+    for plant, isolation, silent in runs:
         name = plant + ("" if isolation else " --symptoms") + (
             " --silent" if silent else "")
         total, secs, found = run_configs(plant, isolation, only, False, True,

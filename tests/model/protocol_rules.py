@@ -143,7 +143,8 @@ class Model:
                 # is usable once the allocation's allgather is passed; MPI:
                 # the id is entered in the table after the collectives.
                 create = [("arrive", k), ("pass", k)]
-                ops += create + [("alloc", 1)] if mpi else [("alloc", 1)] + create
+                alloc = [("alloc", 1)]
+                ops += create + alloc if mpi else alloc + create
             for e, s in enumerate(seq, 1):
                 if mpi:  # round_start: post this round's receives, ack e-1
                     if s == "F":
@@ -159,7 +160,8 @@ class Model:
                     ops += [("join", P, e)] + acks(P, e)
                 else:
                     ops.append(("join", P, e))
-                self.round_end[r][P, e] = len(ops) - 1            # agmm_plan_destroy: wait for the last ack of every peer (E on
+                self.round_end[r][P, e] = len(ops) - 1
+            # agmm_plan_destroy: wait for the last ack of every peer (E on
             # shm, sent at the end of round E; E-1 on MPI, sent at the start
             # of round E), then the barrier, then free the windows.
             last = len(seq) if not mpi else len(seq) - 1
@@ -183,7 +185,8 @@ class Model:
             out = []
             for t in range(first, ntiles, stride):
                 for q in self.peers(r):
-                    if self.plant == "signal-before-data" and self.deliv == "shm":
+                    if (self.plant == "signal-before-data"
+                            and self.deliv == "shm"):
                         out += [("sig", t, q), ("copy", t, q)]
                     else:
                         out.append(("put", t, q))
@@ -239,7 +242,8 @@ class Model:
         cur = self.ctx[q][pc]
         if ws is not None and cur[0] == P:
             W = self.workers(q, *cur)
-            if all(pcw > W[i][2] for i, pcw in enumerate(ws) if W[i][2] is not None):
+            if all(pcw > W[i][2] for i, pcw in enumerate(ws)
+                   if W[i][2] is not None):
                 done = max(done, cur[1])
         return done
 
@@ -250,8 +254,9 @@ class Model:
         mem = self.MEM0 + 2 * q + P
         if blocks:
             if self.plan_at(st, q, self.data_key[P], self.data_key) != P:
-                raise Violation(f"rows of plan {PLAN_NAME[P]} land in rank {q}'s "
-                                "memory after it freed that plan", label)
+                raise Violation(f"rows of plan {PLAN_NAME[P]} land in rank "
+                                f"{q}'s memory after it freed that plan",
+                                label)
             b = list(st[mem][0])
             for g in blocks:
                 self.check_overwrite(st, src, q, P, g, rows, label)
@@ -259,9 +264,9 @@ class Model:
             st[mem] = (tuple(b), st[mem][1])
         if cell is not None:
             if self.plan_at(st, q, self.sig_key[P], self.sig_key) != P:
-                raise Violation(f"a signal of plan {PLAN_NAME[P]} lands in rank "
-                                f"{q}'s signal window after it freed that plan",
-                                label)
+                raise Violation(f"a signal of plan {PLAN_NAME[P]} lands in "
+                                f"rank {q}'s signal window after it freed "
+                                "that plan", label)
             self.set_cell(st, mem, cell, value)
 
     def set_cell(self, st, mem, cell, value):
@@ -273,9 +278,10 @@ class Model:
         done = self.rounds_read(st, q, P)
         if done < e - 1:
             s, t = self.gmap[P][g]
-            raise Violation(f"round {e}'s rows of tile {t} of rank {s} overwrite "
-                            f"rows rank {q} has not finished reading for round "
-                            f"{done + 1} (plan {PLAN_NAME[P]})", label)
+            raise Violation(f"round {e}'s rows of tile {t} of rank {s} "
+                            f"overwrite rows rank {q} has not finished "
+                            f"reading for round {done + 1} (plan "
+                            f"{PLAN_NAME[P]})", label)
 
     # ------------------------------------------------------------ steps
     def successors(self, st):
@@ -307,12 +313,14 @@ class Model:
             return all(cells[self.ack_cell(op[1], q)] >= op[2]
                        for q in range(self.N) if q != r)
         if kind == "quiet":  # this thread's queued link messages delivered
-            return self.plant == "quiet-no-wait" or not any(m[4] == thread for q in range(self.N)
-                           for m in st[self.CHAN0 + r * self.N + q])
+            return self.plant == "quiet-no-wait" or not any(
+                m[4] == thread for q in range(self.N)
+                for m in st[self.CHAN0 + r * self.N + q])
         raise AssertionError(kind)
 
     def finished(self, st, r, i, ops, pc):
-        while pc < len(ops) and ops[pc][0] in GUARDS and self.guard(st, r, ops[pc], i):
+        while (pc < len(ops) and ops[pc][0] in GUARDS
+               and self.guard(st, r, ops[pc], i)):
             pc += 1
         return pc == len(ops)
 
@@ -329,7 +337,7 @@ class Model:
         if pc == len(ops):
             return None
         op, s = ops[pc], list(st)
-        kind, P = op[0], op[1]
+        kind, P = op[0], op[1]  # P: the plan (the barrier for "arrive")
         label = (r, "plan", "")
         if kind == "post":
             label = (r, "plan", f"post receives of round {self.tag(P, op[2])}")
@@ -342,7 +350,8 @@ class Model:
             s[self.POSTED0 + r] = tuple(sorted(posted))
         elif kind == "ack":
             q, v = op[2], op[3]
-            label = (r, "plan", f"ack[{r}] = {v} -> rank {q} ({self.tag(P, v)})")
+            label = (r, "plan", f"ack[{r}] = {v} -> rank {q} "
+                     f"({self.tag(P, v)})")
             self.send_signal(s, r, q, P, self.ack_cell(P, r), v, -1, label)
         elif kind == "arrive":
             label = (r, "plan", f"arrive at barrier {P}")
@@ -360,7 +369,8 @@ class Model:
         if pc < len(ops) and ops[pc][0] == "spawn":
             cur = ops[pc][1:]
             ws = tuple(0 for _ in self.workers(r, *cur))
-            label = (r, "plan", label[2] + ("; " if label[2] else "") + f"start round {self.tag(P, cur[1])} "
+            label = (r, "plan", label[2] + ("; " if label[2] else "")
+                     + f"start round {self.tag(cur[0], cur[1])} "
                      f"({'fused' if cur[2] == 'F' else 'baseline'})")
             pc += 1
         s[r] = (pc, ws, coll, arrived, dropped)
@@ -382,16 +392,18 @@ class Model:
         for q in range(N * (self.deliv != "shm")):
             for m in s[self.CHAN0 + q * N + r]:
                 if self.deliv == "link" and m[0] == P:
-                    msgs.append(f"link message (cell {m[2]} = {m[3]}) from rank {q}")
+                    msgs.append(f"link message (cell {m[2]} = {m[3]}) from "
+                                f"rank {q}")
                 elif self.deliv == "mpi" and m[3] == P:
-                    msgs.append(f"control message {{window {m[0]}, cell {m[1]}, "
-                                f"{m[2]}}} from rank {q}")
+                    msgs.append(f"control message {{window {m[0]}, cell "
+                                f"{m[1]}, {m[2]}}} from rank {q}")
         if self.deliv == "mpi":
             msgs += [f"tile message {m}" for m in s[self.CHAN0 + N * N + r]
                      if m[0] == P]
         if msgs and self.isolation:
             raise Violation(f"rank {r} frees plan {PLAN_NAME[P]} while a "
-                            f"{msgs[0]} for that plan is still in flight", label)
+                            f"{msgs[0]} for that plan is still in flight",
+                            label)
 
     def worker_step(self, st, r, i, name, ops, cur):
         P, e, sched, kth = cur
@@ -408,7 +420,8 @@ class Model:
         if kind in ("put", "sig", "copy", "bput"):
             q = op[2] if kind != "bput" else op[1]
             if kind == "bput":
-                blocks = tuple(self.base[P][r] + t for t in range(self.tiles[P][r]))
+                blocks = tuple(self.base[P][r] + t
+                               for t in range(self.tiles[P][r]))
                 cell, what = self.bulk_cell(P, r), "shard"
             else:
                 blocks = (self.base[P][r] + op[1],)
@@ -438,7 +451,8 @@ class Model:
             rk = s[r]
             s[r] = (rk[0], rk[1], rk[2] + 1, rk[3], rk[4])
         elif kind == "agdone":
-            label = (r, name, f"MPI_Iallgatherv #{kth} done, bulk[*] = {e} ({tg})")
+            label = (r, name, f"MPI_Iallgatherv #{kth} done, bulk[*] = {e} "
+                     f"({tg})")
             if any(st[q][2] < op[1] for q in range(self.N)):
                 return None
             self.land(s, None, r, P, tuple(self.remote(P, r)), None, e, label)
@@ -458,8 +472,8 @@ class Model:
                 if blocks[g] != e:
                     src, t = self.gmap[P][g]
                     raise Violation(
-                        f"rank {r} reads tile {t} of rank {src} in round {e} of "
-                        f"plan {PLAN_NAME[P]} but it holds round "
+                        f"rank {r} reads tile {t} of rank {src} in round {e} "
+                        f"of plan {PLAN_NAME[P]} but it holds round "
                         f"{blocks[g]}'s rows" + (" (not yet written)"
                                                  if blocks[g] < e else ""),
                         label)
@@ -482,14 +496,15 @@ class Model:
                     s = list(st)
                     s[ch] = st[ch][1:]
                     label = (r, "link", f"deliver {'rows+' if blocks else ''}"
-                             f"cell {cell} = {v} to rank {q} (plan {PLAN_NAME[P]})")
+                             f"cell {cell} = {v} to rank {q} "
+                             f"(plan {PLAN_NAME[P]})")
                     # The delivery thread copies from A_r now: the caller may
                     # change A_r once agmm_plan_run of that round returned.
                     if blocks and st[r][0] > self.round_end[r][P, v]:
-                        raise Violation(f"rank {r}'s link copies round {v}'s rows "
-                                        f"from A_{r} after its agmm_plan_run "
-                                        "returned (the caller may have changed "
-                                        "them)", label)
+                        raise Violation(
+                            f"rank {r}'s link copies round {v}'s rows from "
+                            f"A_{r} after its agmm_plan_run returned (the "
+                            "caller may have changed them)", label)
                     self.land(s, r, q, P, blocks, cell, v, label)
                     out.append((label, tuple(s)))
         elif self.deliv == "mpi":
@@ -499,27 +514,29 @@ class Model:
                     key, cell, v, P = st[ch][0]
                     s = list(st)
                     s[ch] = st[ch][1:]
-                    label = (q, "progress", f"apply {{window {key}, cell {cell}, "
-                             f"{v}}} from rank {r} (sent for plan {PLAN_NAME[P]})")
+                    label = (q, "progress", f"apply {{window {key}, cell "
+                             f"{cell}, {v}}} from rank {r} (sent for plan "
+                             f"{PLAN_NAME[P]})")
                     at = self.plan_at(st, q, key, self.sig_key)
                     abort = at is not None and cell >= self.T[at] + 2 * N
                     if self.silent and (abort or (
                             at is None and self.plant == "destroy-no-wait")):
                         continue  # mpi_abort: the run fails loudly
                     if at is None and self.plant == "destroy-no-wait":
-                        raise Violation(f"abort: rank {q} got a signal for window "
-                                        f"{key}, which it does not have", label)
+                        raise Violation(f"abort: rank {q} got a signal for "
+                                        f"window {key}, which it does not "
+                                        "have", label)
                     if at is None:
                         rk = s[q]
                         s[q] = rk[:4] + (rk[4] + 1,)
                     elif at != P and self.isolation:
-                        raise Violation(f"a control message of plan {PLAN_NAME[P]} "
-                                        f"is applied to plan {PLAN_NAME[at]}'s "
-                                        "window", label)
+                        raise Violation(f"a control message of plan "
+                                        f"{PLAN_NAME[P]} is applied to plan "
+                                        f"{PLAN_NAME[at]}'s window", label)
                     elif abort:  # mpi.c on_complete's range check
-                        raise Violation(f"abort: rank {q} got a signal for cell "
-                                        f"{cell} of window {key}, which it does "
-                                        "not have", label)
+                        raise Violation(f"abort: rank {q} got a signal for "
+                                        f"cell {cell} of window {key}, which "
+                                        "it does not have", label)
                     else:  # applied as the code does: by (window id, cell)
                         self.set_cell(s, self.MEM0 + 2 * q + at, cell, v)
                     out.append((label, tuple(s)))
@@ -532,8 +549,8 @@ class Model:
                         s[self.POSTED0 + q] = tuple(
                             x for x in st[self.POSTED0 + q] if x != (P, g, v))
                         src, t = self.gmap[P][g]
-                        label = (q, "progress", f"receive tile {t} of rank {src} "
-                                 f"({self.tag(P, m[2])}), signal = {v}")
+                        label = (q, "progress", f"receive tile {t} of rank "
+                                 f"{src} ({self.tag(P, m[2])}), signal = {v}")
                         self.land(s, src, q, P, (g,), g, v, label, rows=m[2])
                         out.append((label, tuple(s)))
                         break
@@ -563,7 +580,8 @@ class Model:
         if left and not self.silent:
             raise Violation(f"finished with messages or receives left: {left}")
         if any(st[r][4] for r in range(N)) and not self.silent:
-            raise Violation("a control message was dropped (it outlived its plan)")
+            raise Violation("a control message was dropped (it outlived its "
+                            "plan)")
 
     def op_text(self, op, cur):
         """A blocked step, for deadlock reports."""
@@ -576,7 +594,8 @@ class Model:
         P, e = cur[0], cur[1]
         if k in ("put", "sig", "bput"):
             q = op[-1]
-            return f"{k} to rank {q}, for ack[{q}] >= {e - 1} ({self.tag(P, e)})"
+            return (f"{k} to rank {q}, for ack[{q}] >= {e - 1} "
+                    f"({self.tag(P, e)})")
         if k == "gemm":
             return f"the GEMM, for its signals >= {e} ({self.tag(P, e)})"
         if k == "agdone":
