@@ -30,7 +30,9 @@ Granularity (why exploring fewer, larger steps loses no violation):
   - A copy followed by its release store in one thread is one step: a
     reader seeing the copied rows before the store would see the same rows
     after it (the plant signal-before-data splits the two, in the wrong
-    order).
+    order). The MPI all-gather lands all rows at its completion: they
+    arrive after this rank entered it and only its own GEMM workers read
+    them, after the bulk signals raised at the completion.
 """
 
 PLANTS = {
