@@ -63,7 +63,9 @@ def configurations():
                                        ((1, 0, 1), 1, 1, "BF"),
                                        ((0, 1, 1), 0, 1, "FB"),
                                        ((1, 1, 1), 0, 2, "FB"),
-                                       ((1, 1, 0), 1, 1, "FF")):
+                                       ((1, 1, 0), 1, 1, "FF"),
+                                       ((2, 2, 1), 1, 1, "FB"),
+                                       ((2, 0, 2), 0, 1, "BF")):
             add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm, seq=seq)
     return out
 
