@@ -51,6 +51,9 @@ def configurations():
         for comm in (1, 0):
             for seq in ALL_SEQS:
                 add(delivery=deliv, tiles=(2, 2), comm=comm, gemm=2, seq=seq)
+        # Two comm workers (tiles t = c, c + 2, ...).
+        for seq in ("FB", "BF"):
+            add(delivery=deliv, tiles=(2, 2), comm=2, gemm=1, seq=seq)
         # Plan B of another shape; B's round a baseline; and a B whose tile
         # cells sit where A's ack cells were (what a stale ack would hit).
         add(delivery=deliv, tiles=(1, 1), tiles_b=(2, 0), comm=1, gemm=1,
