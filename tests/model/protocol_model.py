@@ -25,6 +25,7 @@ Usage: protocol_model.py [-v] [--only SUBSTR]      every configuration
        protocol_model.py --without-destroy-wait --symptoms --silent
 """
 import argparse
+import os
 import sys
 import time
 from collections import deque
@@ -170,9 +171,12 @@ def main():
         epilog="plants:\n" + "\n".join(f"  {k}: {v}" for k, v in
                                        sorted(PLANTS.items())))
     ap.add_argument("--plant", choices=sorted(PLANTS),
+                    default=os.environ.get("AGMM_MODEL_PLANT") or None,
                     help="switch a planted bug on; print the shortest "
                          "counterexample of the first configuration that "
-                         "shows it; exit 1 if found")
+                         "shows it; exit 1 if found (default: "
+                         "$AGMM_MODEL_PLANT, so `AGMM_MODEL_PLANT=NAME ctest "
+                         "-R protocol_model` fails)")
     ap.add_argument("--symptoms", action="store_true",
                     help="turn the plan isolation checks off: a stale message "
                          "acts as in the code, only its effects are checked")
@@ -191,6 +195,8 @@ def main():
                          "dropped stale messages, no wait in destroy (use "
                          "with --symptoms [--silent])")
     a = ap.parse_args()
+    if a.plant and a.plant not in PLANTS:  # from the environment
+        ap.error(f"AGMM_MODEL_PLANT={a.plant}: not a plant")
     if a.self_test:
         return self_test(a.only, a.verbose)
     total, secs, found = run_configs(a.plant, not a.symptoms, a.only,
