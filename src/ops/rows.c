@@ -1,5 +1,7 @@
-/* Input rows in fp32 for the GEMM: straight from the window (fp32 input) or
- * converted once per tile per round into the plan's g32 buffer. */
+/* Input rows for the GEMM engine: straight from the local shard or the
+ * window when the engine reads the dtype (oneDNN: bf16, fp32; OpenBLAS:
+ * fp32), or converted to fp32 once per tile per round into the plan's g32
+ * buffer. */
 #include "common/log.h"
 #include "gemm/convert.h"
 #include "ops/plan_internal.h"
@@ -22,13 +24,13 @@ static const unsigned char *tile_src(const agmm_plan_t *p, int src, int64_t t,
     return p->gathered.local + (size_t)(p->row_off[src] + row) * row_bytes;
 }
 
-agmm_status_t agmm_plan_rows_f32(agmm_plan_t *p, int src, int64_t t0,
-                                 int64_t t1, const void *a_local,
-                                 uint64_t epoch, const float **rows)
+agmm_status_t agmm_plan_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
+                                  int64_t t1, const void *a_local,
+                                  uint64_t epoch, const void **rows)
 {
     int64_t k = p->desc.k;
-    if (p->desc.dtype == AGMM_DTYPE_FP32) {
-        *rows = (const float *)(const void *)tile_src(p, src, t0, a_local);
+    if (p->native) {
+        *rows = tile_src(p, src, t0, a_local);
         return AGMM_OK;
     }
     float *dst0 = p->g32 + (size_t)(p->row_off[src] + t0 * p->desc.tile_m) *
