@@ -7,7 +7,15 @@
  *     r+1, r+2, ...: wait ack[q] >= e-1 (q no longer reads round e-1's rows
  *     from r), copy tile t into q's gathered rows, then raise q's signal
  *     tile(r, t) to e (release).
- *   GEMM worker g: if every tile of its share has arrived when it starts
+ *   GEMM worker g, with an engine whose tile calls are cheap (oneDNN: the
+ *     weight is prepared once, a call packs nothing): its local tiles first
+ *     (no waiting), then sources r+1, r+2, ...: wait tile(src, t) >= e
+ *     (acquire), convert it if the engine needs fp32 (shared claims) and
+ *     compute it over its columns, one call per tile, as tiles arrive. The
+ *     row counts are then tile_m and each shard's last partial tile, all
+ *     prepared with the plan (gemm_plan.c).
+ *   GEMM worker g, otherwise (OpenBLAS): if every tile of its share has
+ *     arrived when it starts
  *     (the common case on shared memory, where the all-gather takes a few
  *     ms), it converts them (shared claims) and computes its whole share
  *     with one GEMM call per contiguous block of rows, like the baseline:
@@ -206,8 +214,9 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
     return AGMM_OK;
 }
 
-/* Compute tiles [t0, t1) of src over this worker's columns, one GEMM call
- * per run of arrived tiles. */
+/* Compute tiles [t0, t1) of src over this worker's columns: one GEMM call
+ * per tile with an engine whose tile calls are cheap, else one per run of
+ * arrived tiles. */
 static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
                                  int src, int64_t t0, int64_t t1)
 {
@@ -218,11 +227,14 @@ static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
             AGMM_CHECK(wait_tile(x, src, t));
         return AGMM_OK;
     }
+    int per_tile = p->engine->cheap_tile_calls;
     for (int64_t t = t0; t < t1;) {
-        int64_t u = t1; /* local tiles are all there */
-        if (src != p->rank) {
+        int64_t u = per_tile ? t + 1 : t1; /* local tiles are all there */
+        /* gemm-only (no COMM phase): every tile counts as arrived. */
+        if (src != p->rank && (x->phases & AGMM_PHASE_COMM)) {
             AGMM_CHECK(wait_tile(x, src, t));
-            for (u = t + 1; u < t1 && tile_arrived(p, src, u, x->epoch); u++) {
+            for (u = t + 1;
+                 !per_tile && u < t1 && tile_arrived(p, src, u, x->epoch); u++) {
             }
         }
         const void *a;
@@ -253,7 +265,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     agmm_worker_share_t s;
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
         /* No GEMM items: nothing to wait for. */
-    } else if ((x->phases & AGMM_PHASE_GEMM) &&
+    } else if ((x->phases & AGMM_PHASE_GEMM) && !p->engine->cheap_tile_calls &&
                share_arrives_within(x, &s, t_post)) {
         AGMM_CHECK(gemm_share_at_once(x, &s));
     } else {
