@@ -153,6 +153,7 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
     const char *l2 = getenv("OPENBLAS_L2_SIZE");
     printf("{\"command\":\"bench\",");
     agmm_tool_json_common(cli, world);
+    agmm_tool_json_gemm(t->plan);
     printf(",\"m\":%lld,\"k\":%lld,\"n\":%lld,\"dtype\":\"%s\","
            "\"weights\":\"%s\",\"tile_m\":%lld,\"tile_n\":%lld,"
            "\"comm_cores\":%d,\"gemm_cores\":%d,\"rounds\":%d,"
@@ -251,7 +252,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     }
     const char *tag = agmm_tool_link_tag(cli);
     if (t.rank == 0 && !cli->json) {
-        agmm_tool_describe(cli, world, stdout);
+        agmm_tool_describe(cli, world, t.plan, stdout);
         printf("rounds: %d timed + %d warmup per mode, modes alternate%s\n",
                cli->rounds, cli->warmup, tag);
         fflush(stdout);
