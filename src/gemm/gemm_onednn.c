@@ -252,6 +252,12 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
     p->dt = s->dtype == AGMM_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
     int64_t mmax = 0;
     for (int i = 0; i < s->nrows; i++) mmax = AGMM_MAX(mmax, s->rows[i]);
+    /* One thread for everything here too: the weight's allocation zeroes
+     * its padding in a parallel region, and the reorder fixes its thread
+     * count when created. (A process that ran an OpenMP region with more
+     * threads cannot fork ranks safely: libgomp's pool does not survive
+     * fork.) */
+    int saved = one_omp_thread();
     agmm_status_t st = choose_layout(p, mmax);
     if (st == AGMM_OK) st = make_weight(p);
     for (int i = 0; i < s->nrows && st == AGMM_OK; i++) {
@@ -259,6 +265,7 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
         for (int j = 0; j < i; j++) dup |= s->rows[j] == s->rows[i];
         if (!dup && s->rows[i] > 0) st = add_prim(p, s->rows[i]);
     }
+    restore_omp(saved);
     if (st != AGMM_OK) {
         dn_destroy(p);
         return st;
