@@ -107,7 +107,8 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         int64_t t1 = AGMM_MIN(g1 - p->tile_base[src], p->tiles[src]);
         if (t0 >= t1) continue;
         const void *unused;
-        AGMM_CHECK(agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, &unused));
+        AGMM_CHECK(agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, 0,
+                                       &unused));
         agmm_plan_count_items(p, src, t0, t1, s.j0, s.j1);
     }
     /* Global rows are contiguous in g32 (or, read in place, in the

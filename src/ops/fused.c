@@ -8,12 +8,19 @@
  *     from r), copy tile t into q's gathered rows, then raise q's signal
  *     tile(r, t) to e (release).
  *   GEMM worker g, with an engine whose tile calls are cheap (oneDNN: the
- *     weight is prepared once, a call packs nothing): its local tiles first
- *     (no waiting), then sources r+1, r+2, ...: wait tile(src, t) >= e
- *     (acquire), convert it if the engine needs fp32 (shared claims) and
- *     compute it over its columns, one call per tile, as tiles arrive. The
- *     row counts are then tile_m and each shard's last partial tile, all
- *     prepared with the plan (gemm_plan.c).
+ *     weight is prepared once, a call packs nothing): if its whole share
+ *     arrives within the time its own posting took (see
+ *     share_arrives_within; one row group only), one call over all M rows,
+ *     local rows copied into the window beside the others (shared claims):
+ *     at decode sizes every call streams the whole weight from memory, so
+ *     one call beats one per source (measured: 1.15x slower per tile at
+ *     --m-local 16, parity with the wait). Otherwise its local tiles first
+ *     (no waiting), then
+ *     sources r+1, r+2, ...: wait tile(src, t) >= e (acquire), convert it
+ *     if the engine needs fp32 (shared claims) and compute it over its
+ *     columns, one call per tile, as tiles arrive. The row counts are
+ *     M, tile_m and each shard's last partial tile, all prepared with the
+ *     plan (gemm_plan.c).
  *   GEMM worker g, otherwise (OpenBLAS): if every tile of its share has
  *     arrived when it starts
  *     (the common case on shared memory, where the all-gather takes a few
@@ -167,7 +174,10 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
                                         const agmm_worker_share_t *s)
 {
     agmm_plan_t *p = x->p;
-    int merge = !p->native;
+    /* Rows of adjacent sources are contiguous in g32, and in the window
+     * when local rows are copied there (engines with cheap calls). */
+    int cheap = p->engine->cheap_tile_calls;
+    int merge = !p->native || cheap;
     int64_t r0 = 0, r1 = 0; /* the pending block of global rows */
     int bsrc = 0;           /* its source, -1 once it spans several */
     int64_t bt0 = 0, bt1 = 0;
@@ -178,7 +188,8 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
         agmm_share_tiles(s, p->tiles[src], &t0, &t1);
         if (t0 >= t1) continue;
         const void *a;
-        AGMM_CHECK(agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, &a));
+        AGMM_CHECK(
+            agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, cheap, &a));
         agmm_plan_count_items(p, src, t0, t1, s->j0, s->j1);
         int64_t g0 = p->row_off[src] + t0 * p->desc.tile_m;
         int64_t g1 = p->row_off[src] + AGMM_MIN(t1 * p->desc.tile_m,
@@ -239,7 +250,7 @@ static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
         }
         const void *a;
         uint64_t t_conv = agmm_trace_clock();
-        AGMM_CHECK(agmm_plan_gemm_rows(p, src, t, u, x->a, x->epoch, &a));
+        AGMM_CHECK(agmm_plan_gemm_rows(p, src, t, u, x->a, x->epoch, 0, &a));
         AGMM_CHECK(gemm_rows(x, s, p->row_off[src] + t * tm,
                              p->row_off[src] + AGMM_MIN(u * tm, p->m_local[src]),
                              a, t_conv, src, t, u));
@@ -265,7 +276,8 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     agmm_worker_share_t s;
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
         /* No GEMM items: nothing to wait for. */
-    } else if ((x->phases & AGMM_PHASE_GEMM) && !p->engine->cheap_tile_calls &&
+    } else if ((x->phases & AGMM_PHASE_GEMM) &&
+               (!p->engine->cheap_tile_calls || s.gr == 1) &&
                share_arrives_within(x, &s, t_post)) {
         AGMM_CHECK(gemm_share_at_once(x, &s));
     } else {

@@ -91,11 +91,14 @@ static inline int64_t agmm_global_tile_row(const agmm_plan_t *p, int64_t g)
 
 /* Tiles [t0, t1) of source rank `src` in the engine's input dtype for round
  * `epoch`: in place (native dtype) or converted into g32 (once per tile per
- * round). `a_local` is this rank's shard. Returns a pointer with leading
- * dimension k, elements of p->gemm_esize bytes. */
+ * round). `a_local` is this rank's shard; with `in_window`, local rows in
+ * the native dtype are copied into the window (once per tile per round) so
+ * that every source's rows are contiguous there, as in g32. Returns a
+ * pointer with leading dimension k, elements of p->gemm_esize bytes. */
 agmm_status_t agmm_plan_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
                                   int64_t t1, const void *a_local,
-                                  uint64_t epoch, const void **rows);
+                                  uint64_t epoch, int in_window,
+                                  const void **rows);
 
 /* The engine side of the plan (gemm_plan.c): prepare the engine for the
  * plan's column groups and row counts, load a weight, free. */
