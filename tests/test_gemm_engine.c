@@ -20,6 +20,7 @@
 #include "check.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
+#include "gemm/gemm.h"
 #include "gemm/gemm_ref.h"
 
 enum { K = 67, N = 150, LDA = K + 3, TILE = 32, ROW_OFF = 5 };
@@ -193,6 +194,7 @@ static void test_plan_rounds(agmm_gemm_engine_kind_t kind, agmm_dtype_t dt)
 
 int main(void)
 {
+    agmm_blas_init(); /* one BLAS thread per call, as in every rank */
     static const agmm_gemm_engine_kind_t kinds[] = {AGMM_GEMM_ENGINE_OPENBLAS,
                                                     AGMM_GEMM_ENGINE_ONEDNN};
     static const agmm_dtype_t dts[] = {AGMM_DTYPE_FP16, AGMM_DTYPE_BF16,
