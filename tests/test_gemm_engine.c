@@ -192,6 +192,29 @@ static void test_plan_rounds(agmm_gemm_engine_kind_t kind, agmm_dtype_t dt)
           agmm_gemm_engine_name(kind), agmm_dtype_name(dt), code);
 }
 
+/* The memory estimate counts what each engine allocates: oneDNN keeps a
+ * bf16 weight as bf16 and reads bf16/fp32 rows in place (no g32). */
+static void test_bytes(void)
+{
+    int64_t m_local[2] = {2048, 2048};
+    agmm_plan_desc_t d;
+    agmm_plan_desc_init(&d);
+    d.nranks = 2;
+    d.m_local = m_local;
+    d.dtype = AGMM_DTYPE_BF16;
+    d.gemm_engine = AGMM_GEMM_ENGINE_OPENBLAS;
+    uint64_t ob = agmm_plan_bytes_per_rank(&d);
+    uint64_t kn = (uint64_t)(d.k * d.n), mk = (uint64_t)(4096 * d.k);
+    CHECK(ob >= mk * 2 + kn * 4 + mk * 4, "openblas bf16 estimate %llu",
+          (unsigned long long)ob);
+    d.gemm_engine = AGMM_GEMM_ENGINE_ONEDNN;
+    if (!agmm_gemm_engine_available(d.gemm_engine)) return;
+    uint64_t dn = agmm_plan_bytes_per_rank(&d);
+    CHECK(dn > 0 && ob - dn >= kn * 2 + mk * 4,
+          "onednn bf16 estimate %llu: no fp32 weight, no g32 (openblas %llu)",
+          (unsigned long long)dn, (unsigned long long)ob);
+}
+
 int main(void)
 {
     agmm_blas_init(); /* one BLAS thread per call, as in every rank */
@@ -200,6 +223,7 @@ int main(void)
     static const agmm_dtype_t dts[] = {AGMM_DTYPE_FP16, AGMM_DTYPE_BF16,
                                        AGMM_DTYPE_FP32};
     CHECK(agmm_gemm_engine_get(AGMM_GEMM_ENGINE_AUTO) != NULL, "no AUTO engine");
+    test_bytes();
     CHECK(agmm_gemm_engine_get((agmm_gemm_engine_kind_t)7) == NULL,
           "an invalid kind has an engine");
     for (int ki = 0; ki < 2; ki++) {
