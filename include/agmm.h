@@ -215,8 +215,10 @@ void agmm_plan_desc_init(agmm_plan_desc_t *desc);
  * counts. On failure, agmm_last_error() names the field. */
 agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *desc);
 
-/* Bytes of memory one rank's plan needs (windows, converted weight,
- * scratch), or 0 if the description is invalid or the count overflows. */
+/* Bytes of memory one rank's plan needs (windows, the GEMM engine's
+ * prepared weight, fp32 rows where the engine does not read the dtype),
+ * or 0 if the description is invalid, names an engine not built in, or
+ * the count overflows. */
 uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *desc);
 
 typedef struct agmm_plan agmm_plan_t;
