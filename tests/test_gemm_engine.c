@@ -38,11 +38,11 @@ static float val(uint64_t i, uint64_t salt)
 typedef struct {
     const agmm_gemm_engine_t *e;
     agmm_gemm_prep_t *prep;
-    const void *a;     /* MMAX x LDA in the engine's input dtype */
-    const float *ref;  /* MMAX x ncols */
+    const void *a;    /* MMAX x LDA in the engine's input dtype */
+    const float *ref; /* MMAX x ncols */
     int64_t m, ncols, ldc;
     void *scratch;
-    int ok;            /* result */
+    int ok; /* result */
 } job_t;
 
 /* Run m rows into C at ROW_OFF (ldc), compare with ref, check the rest of
@@ -52,7 +52,8 @@ static void *run_job(void *arg)
     job_t *j = arg;
     int64_t rows = ROW_OFF + j->m + 2;
     float *c = malloc(sizeof(float) * (size_t)(rows * j->ldc));
-    for (int64_t i = 0; i < rows * j->ldc; i++) c[i] = NAN;
+    for (int64_t i = 0; i < rows * j->ldc; i++)
+        c[i] = NAN;
     j->ok = j->e->run(j->prep, j->m, j->a, c + ROW_OFF * j->ldc, j->scratch) ==
             AGMM_OK;
     for (int64_t r = 0; r < rows && j->ok; r++)
@@ -76,8 +77,10 @@ static void test_engine(const agmm_gemm_engine_t *e, agmm_dtype_t dt)
     /* W [K, N] and A [MMAX, LDA] in dt, and their fp32 values. */
     float *w32 = malloc(sizeof(float) * K * N);
     float *a32 = malloc(sizeof(float) * MMAX * LDA);
-    for (int i = 0; i < K * N; i++) w32[i] = val((uint64_t)i, 1);
-    for (int i = 0; i < MMAX * LDA; i++) a32[i] = val((uint64_t)i, 2);
+    for (int i = 0; i < K * N; i++)
+        w32[i] = val((uint64_t)i, 1);
+    for (int i = 0; i < MMAX * LDA; i++)
+        a32[i] = val((uint64_t)i, 2);
     void *w = malloc(es * K * N), *a = malloc(es * MMAX * LDA);
     agmm_convert_from_f32(dt, w32, w, K * N);
     agmm_convert_from_f32(dt, a32, a, MMAX * LDA);
@@ -87,9 +90,14 @@ static void test_engine(const agmm_gemm_engine_t *e, agmm_dtype_t dt)
     for (int ri = 0; ri < 2; ri++) {
         int64_t c0 = ranges[ri][0], ncols = ranges[ri][1] - c0;
         int64_t ldc = ncols + 7;
-        agmm_gemm_shape_t shape = {.dtype = dt, .k = K, .ncols = ncols,
-                                   .ldw = N, .lda = LDA, .ldc = ldc,
-                                   .rows = k_rows, .nrows = NROWS};
+        agmm_gemm_shape_t shape = {.dtype = dt,
+                                   .k = K,
+                                   .ncols = ncols,
+                                   .ldw = N,
+                                   .lda = LDA,
+                                   .ldc = ldc,
+                                   .rows = k_rows,
+                                   .nrows = NROWS};
         agmm_gemm_prep_t *prep = NULL;
         agmm_status_t st = e->prepare(&shape, &prep);
         CHECK(st == AGMM_OK, "%s %s: prepare: %s", e->name, agmm_dtype_name(dt),
@@ -222,14 +230,16 @@ int main(void)
                                                     AGMM_GEMM_ENGINE_ONEDNN};
     static const agmm_dtype_t dts[] = {AGMM_DTYPE_FP16, AGMM_DTYPE_BF16,
                                        AGMM_DTYPE_FP32};
-    CHECK(agmm_gemm_engine_get(AGMM_GEMM_ENGINE_AUTO) != NULL, "no AUTO engine");
+    CHECK(agmm_gemm_engine_get(AGMM_GEMM_ENGINE_AUTO) != NULL,
+          "no AUTO engine");
     test_bytes();
     CHECK(agmm_gemm_engine_get((agmm_gemm_engine_kind_t)7) == NULL,
           "an invalid kind has an engine");
     for (int ki = 0; ki < 2; ki++) {
         const agmm_gemm_engine_t *e = agmm_gemm_engine_get(kinds[ki]);
         if (!e) {
-            printf("%s: not built in, skipped\n", agmm_gemm_engine_name(kinds[ki]));
+            printf("%s: not built in, skipped\n",
+                   agmm_gemm_engine_name(kinds[ki]));
             /* The plan refuses it by name. */
             int64_t m = 4;
             agmm_plan_desc_t d;

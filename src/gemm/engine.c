@@ -47,9 +47,12 @@ const agmm_gemm_engine_t *agmm_gemm_engine_get(agmm_gemm_engine_kind_t kind)
 const char *agmm_gemm_engine_name(agmm_gemm_engine_kind_t kind)
 {
     switch (kind) {
-    case AGMM_GEMM_ENGINE_AUTO: return "auto";
-    case AGMM_GEMM_ENGINE_ONEDNN: return "onednn";
-    case AGMM_GEMM_ENGINE_OPENBLAS: return "openblas";
+    case AGMM_GEMM_ENGINE_AUTO:
+        return "auto";
+    case AGMM_GEMM_ENGINE_ONEDNN:
+        return "onednn";
+    case AGMM_GEMM_ENGINE_OPENBLAS:
+        return "openblas";
     }
     return "invalid";
 }

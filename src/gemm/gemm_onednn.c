@@ -76,7 +76,7 @@ static void engine_init(void)
 
 static agmm_status_t fail(dnnl_status_t s, const char *what)
 {
-    return agmm_error(s == dnnl_out_of_memory ? AGMM_ERR_NO_MEMORY
+    return agmm_error(s == dnnl_out_of_memory   ? AGMM_ERR_NO_MEMORY
                       : s == dnnl_unimplemented ? AGMM_ERR_UNSUPPORTED
                                                 : AGMM_ERR_SYSTEM,
                       "gemm: oneDNN %s failed: %s", what, dnnl_status2str(s));
@@ -136,16 +136,24 @@ static agmm_status_t make_pd(const agmm_gemm_prep_t *p, int64_t m,
     dnnl_dims_t a_dims = {m, s->k}, a_str = {s->lda, 1};
     dnnl_dims_t w_dims = {s->k, s->ncols};
     dnnl_dims_t c_dims = {m, s->ncols}, c_str = {s->ldc, 1};
-    DN(dnnl_memory_desc_init_by_strides(&a_md, 2, a_dims, p->dt, a_str), "A desc");
-    DN(dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims, dnnl_f32, c_str), "C desc");
-    if (wmd) w_md = *wmd;
-    else DN(dnnl_memory_desc_init_by_tag(&w_md, 2, w_dims, p->dt, dnnl_format_tag_any), "W desc");
+    DN(dnnl_memory_desc_init_by_strides(&a_md, 2, a_dims, p->dt, a_str),
+       "A desc");
+    DN(dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims, dnnl_f32, c_str),
+       "C desc");
+    if (wmd)
+        w_md = *wmd;
+    else
+        DN(dnnl_memory_desc_init_by_tag(&w_md, 2, w_dims, p->dt,
+                                        dnnl_format_tag_any),
+           "W desc");
     dnnl_matmul_desc_t md;
     DN(dnnl_matmul_desc_init(&md, &a_md, &w_md, NULL, &c_md), "matmul desc");
     dnnl_primitive_attr_t attr;
     DN(dnnl_primitive_attr_create(&attr), "attr");
-    dnnl_status_t st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-    if (st == dnnl_success) st = dnnl_primitive_desc_create(pd, &md, attr, g_engine, NULL);
+    dnnl_status_t st = dnnl_primitive_attr_set_scratchpad_mode(
+        attr, dnnl_scratchpad_mode_user);
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(pd, &md, attr, g_engine, NULL);
     dnnl_primitive_attr_destroy(attr);
     if (st != dnnl_success) return fail(st, "matmul primitive descriptor");
     return AGMM_OK;
@@ -162,9 +170,10 @@ static agmm_status_t add_prim(agmm_gemm_prep_t *p, int64_t m)
     int saved = one_omp_thread();
     dnnl_primitive_desc_t pd;
     agmm_status_t st = make_pd(p, m, NULL, &pd);
-    if (st == AGMM_OK && !dnnl_memory_desc_equal(
-                             dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
-                             &p->w_md)) {
+    if (st == AGMM_OK &&
+        !dnnl_memory_desc_equal(
+            dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
+            &p->w_md)) {
         dnnl_primitive_desc_destroy(pd);
         st = make_pd(p, m, &p->w_md, &pd);
     }
@@ -194,7 +203,8 @@ static void dn_destroy(agmm_gemm_prep_t *p)
 {
     if (!p) return;
     int n = atomic_load_explicit(&p->count, memory_order_acquire);
-    for (int i = 0; i < n; i++) dnnl_primitive_destroy(p->prims[i].prim);
+    for (int i = 0; i < n; i++)
+        dnnl_primitive_destroy(p->prims[i].prim);
     if (p->reorder) dnnl_primitive_destroy(p->reorder);
     if (p->w_mem) dnnl_memory_destroy(p->w_mem);
     pthread_mutex_destroy(&p->lock);
@@ -240,9 +250,11 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
                                 agmm_gemm_prep_t **out)
 {
     pthread_once(&g_engine_once, engine_init);
-    if (g_engine_status != dnnl_success) return fail(g_engine_status, "CPU engine");
+    if (g_engine_status != dnnl_success)
+        return fail(g_engine_status, "CPU engine");
     if (s->nrows < 1)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "gemm: no row counts to prepare");
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: no row counts to prepare");
     agmm_gemm_prep_t *p = agmm_alloc(sizeof *p);
     if (!p) return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
     pthread_mutex_init(&p->lock, NULL);
@@ -251,7 +263,8 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
     p->shape.nrows = 0;
     p->dt = s->dtype == AGMM_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
     int64_t mmax = 0;
-    for (int i = 0; i < s->nrows; i++) mmax = AGMM_MAX(mmax, s->rows[i]);
+    for (int i = 0; i < s->nrows; i++)
+        mmax = AGMM_MAX(mmax, s->rows[i]);
     /* One thread for everything here too: the weight's allocation zeroes
      * its padding in a parallel region, and the reorder fixes its thread
      * count when created. (A process that ran an OpenMP region with more
@@ -262,7 +275,8 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
     if (st == AGMM_OK) st = make_weight(p);
     for (int i = 0; i < s->nrows && st == AGMM_OK; i++) {
         int dup = 0;
-        for (int j = 0; j < i; j++) dup |= s->rows[j] == s->rows[i];
+        for (int j = 0; j < i; j++)
+            dup |= s->rows[j] == s->rows[i];
         if (!dup && s->rows[i] > 0) st = add_prim(p, s->rows[i]);
     }
     restore_omp(saved);
@@ -293,11 +307,13 @@ static agmm_status_t dn_load(agmm_gemm_prep_t *p, const void *w)
     int saved = one_omp_thread();
     dnnl_memory_t src = NULL;
     dnnl_stream_t stream = NULL;
-    dnnl_status_t st = dnnl_memory_create(&src, &p->wsrc_md, g_engine, (void *)w);
+    dnnl_status_t st =
+        dnnl_memory_create(&src, &p->wsrc_md, g_engine, (void *)w);
     if (st == dnnl_success)
         st = dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags);
     if (st == dnnl_success) {
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, p->w_mem}};
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src},
+                                   {DNNL_ARG_TO, p->w_mem}};
         st = dnnl_primitive_execute(p->reorder, stream, 2, args);
     }
     if (st == dnnl_success) st = dnnl_stream_wait(stream);
@@ -349,8 +365,7 @@ static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
             &cm, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0),
             g_engine, c);
     if (st == dnnl_success)
-        st = dnnl_memory_create(
-            &sm, sp_md, g_engine, scratch);
+        st = dnnl_memory_create(&sm, sp_md, g_engine, scratch);
     if (st == dnnl_success)
         st = dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags);
     if (st == dnnl_success) {
@@ -369,9 +384,15 @@ static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     return st == dnnl_success ? AGMM_OK : fail(st, "matmul");
 }
 
-static size_t dn_scratch_bytes(const agmm_gemm_prep_t *p) { return p->scratch; }
+static size_t dn_scratch_bytes(const agmm_gemm_prep_t *p)
+{
+    return p->scratch;
+}
 
-static const char *dn_impl(const agmm_gemm_prep_t *p) { return p->impl; }
+static const char *dn_impl(const agmm_gemm_prep_t *p)
+{
+    return p->impl;
+}
 
 const agmm_gemm_engine_t agmm_gemm_engine_onednn = {
     .name = "onednn",

@@ -131,10 +131,10 @@ static agmm_status_t ob_load(agmm_gemm_prep_t *p, const void *w)
 {
     const agmm_gemm_shape_t *s = &p->shape;
     size_t es = agmm_dtype_size(s->dtype);
-    for (int64_t r = 0; r < s->k; r++)
-        agmm_convert_to_f32(s->dtype,
-                            (const unsigned char *)w + (size_t)(r * s->ldw) * es,
-                            p->w + (size_t)(r * s->ncols), (size_t)s->ncols);
+    const unsigned char *row = w;
+    for (int64_t r = 0; r < s->k; r++, row += (size_t)s->ldw * es)
+        agmm_convert_to_f32(s->dtype, row, p->w + (size_t)(r * s->ncols),
+                            (size_t)s->ncols);
     return AGMM_OK;
 }
 

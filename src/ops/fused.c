@@ -244,16 +244,17 @@ static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
         /* gemm-only (no COMM phase): every tile counts as arrived. */
         if (src != p->rank && (x->phases & AGMM_PHASE_COMM)) {
             AGMM_CHECK(wait_tile(x, src, t));
-            for (u = t + 1;
-                 !per_tile && u < t1 && tile_arrived(p, src, u, x->epoch); u++) {
+            for (u = t + 1; !per_tile && u < t1 &&
+                            tile_arrived(p, src, u, x->epoch);
+                 u++) {
             }
         }
         const void *a;
         uint64_t t_conv = agmm_trace_clock();
         AGMM_CHECK(agmm_plan_gemm_rows(p, src, t, u, x->a, x->epoch, 0, &a));
-        AGMM_CHECK(gemm_rows(x, s, p->row_off[src] + t * tm,
-                             p->row_off[src] + AGMM_MIN(u * tm, p->m_local[src]),
-                             a, t_conv, src, t, u));
+        int64_t r1 = p->row_off[src] + AGMM_MIN(u * tm, p->m_local[src]);
+        AGMM_CHECK(gemm_rows(x, s, p->row_off[src] + t * tm, r1, a, t_conv,
+                             src, t, u));
         agmm_plan_count_items(p, src, t, u, s->j0, s->j1);
         t = u;
     }

@@ -62,8 +62,10 @@ agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
     const agmm_plan_desc_t *d = &p->desc;
     p->engine = agmm_gemm_engine_get(d->gemm_engine);
     if (!p->engine) /* desc_check refused it already */
-        return agmm_error(AGMM_ERR_UNSUPPORTED, "plan: gemm engine %s is not "
-                          "built in", agmm_gemm_engine_name(d->gemm_engine));
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "plan: gemm engine %s is not "
+                          "built in",
+                          agmm_gemm_engine_name(d->gemm_engine));
     p->gemm_dtype = p->engine->input_dtype(d->dtype);
     p->native = p->gemm_dtype == d->dtype;
     p->gemm_esize = agmm_dtype_size(p->gemm_dtype);
@@ -76,9 +78,13 @@ agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
         agmm_free(rows);
         return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
     }
-    agmm_gemm_shape_t shape = {
-        .dtype = d->dtype, .k = d->k, .ldw = d->n, .lda = d->k, .ldc = d->n,
-        .rows = rows, .nrows = row_counts(p, rows)};
+    agmm_gemm_shape_t shape = {.dtype = d->dtype,
+                               .k = d->k,
+                               .ldw = d->n,
+                               .lda = d->k,
+                               .ldc = d->n,
+                               .rows = rows,
+                               .nrows = row_counts(p, rows)};
     size_t scratch = 0;
     agmm_status_t st = AGMM_OK;
     for (int cg = 0; cg < p->ngroups && st == AGMM_OK; cg++) {

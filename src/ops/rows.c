@@ -60,7 +60,8 @@ agmm_status_t agmm_plan_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
             pending = 1; /* another worker converts it */
             continue;
         }
-        unsigned char *dst = dst0 + (size_t)((t - t0) * p->desc.tile_m) * row_bytes;
+        unsigned char *dst =
+            dst0 + (size_t)((t - t0) * p->desc.tile_m) * row_bytes;
         if (copy)
             memcpy(dst, tile_src(p, src, t, a_local),
                    (size_t)tile_rows(p, src, t) * row_bytes);
