@@ -2,9 +2,11 @@
  * reordered once into the layout the primitive asks for (format_tag any).
  *
  * dtypes: bf16 tiles and weights are used as bf16 (bf16 x bf16 -> f32,
- * AVX512_BF16 / AMX where the CPU has them), fp32 as fp32. fp16 is read as
- * fp32: tiles are converted by the caller (input_dtype), the weight once
- * here; native f16 matmul needs AVX512_FP16 / AMX-FP16.
+ * AVX512_BF16 / AMX where the CPU has them), fp32 as fp32. fp16 likewise
+ * where this oneDNN has a non-reference f16 matmul on this CPU
+ * (AVX512_FP16 / AMX-FP16; probed once: one primitive descriptor, no
+ * primitive); else it is read as fp32: tiles converted by the caller
+ * (input_dtype), the weight once here.
  *
  * Primitives: one per row count the plan will call (shape->rows), all made
  * in prepare, plus the weight's reorder. They share the weight layout of
@@ -69,9 +71,37 @@ static dnnl_engine_t g_engine;
 static dnnl_status_t g_engine_status = dnnl_runtime_error;
 static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;
 
+static int g_f16_native; /* set once by engine_init */
+
+/* Does a 16 x 64 x 64 f16 matmul get an implementation other than the
+ * reference one? */
+static int probe_f16(void)
+{
+    dnnl_memory_desc_t a, w, c;
+    dnnl_dims_t ad = {16, 64}, wd = {64, 64};
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_memory_desc_init_by_tag(&a, 2, ad, dnnl_f16, dnnl_ab) ||
+        dnnl_memory_desc_init_by_tag(&w, 2, wd, dnnl_f16,
+                                     dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&c, 2, ad, dnnl_f32, dnnl_ab) ||
+        dnnl_matmul_desc_init(&md, &a, &w, NULL, &c) ||
+        dnnl_primitive_desc_create(&pd, &md, NULL, g_engine, NULL))
+        return 0;
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    int native = impl && strncmp(impl, "ref", 3) != 0;
+    dnnl_primitive_desc_destroy(pd);
+    return native;
+}
+
 static void engine_init(void)
 {
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
     g_engine_status = dnnl_engine_create(&g_engine, dnnl_cpu, 0);
+    g_f16_native = g_engine_status == dnnl_success && probe_f16();
+    omp_set_num_threads(saved);
 }
 
 static agmm_status_t fail(dnnl_status_t s, const char *what)
@@ -113,16 +143,19 @@ static const char *dn_version(void)
 
 static agmm_dtype_t dn_input_dtype(agmm_dtype_t dt)
 {
-    return dt == AGMM_DTYPE_FP16 ? AGMM_DTYPE_FP32 : dt;
+    if (dt != AGMM_DTYPE_FP16) return dt;
+    pthread_once(&g_engine_once, engine_init);
+    return g_f16_native ? dt : AGMM_DTYPE_FP32;
 }
 
 static uint64_t dn_weight_bytes(agmm_dtype_t dt, int64_t k, int64_t ncols)
 {
     /* Blocked layouts pad columns to their block (<= 64) and bf16 rows to
      * pairs. */
-    uint64_t kk = (uint64_t)k + (dt == AGMM_DTYPE_BF16 ? (uint64_t)k % 2 : 0);
+    int half = dn_input_dtype(dt) != AGMM_DTYPE_FP32;
+    uint64_t kk = (uint64_t)k + (half ? (uint64_t)k % 2 : 0);
     uint64_t nn = ((uint64_t)ncols + 63) / 64 * 64;
-    return kk * nn * (dt == AGMM_DTYPE_BF16 ? 2u : 4u);
+    return kk * nn * (half ? 2u : 4u);
 }
 
 /* The matmul of m rows; weights `wmd`, or NULL for the layout oneDNN
@@ -232,7 +265,9 @@ static agmm_status_t make_weight(agmm_gemm_prep_t *p)
     DN(dnnl_memory_create(&p->w_mem, &p->w_md, g_engine, DNNL_MEMORY_ALLOCATE),
        "weight memory");
     dnnl_dims_t dims = {s->k, s->ncols};
-    dnnl_dims_t str = {s->dtype == AGMM_DTYPE_FP16 ? s->ncols : s->ldw, 1};
+    /* Converted fp16 comes from a dense fp32 copy (dn_load). */
+    int conv = s->dtype == AGMM_DTYPE_FP16 && p->dt == dnnl_f32;
+    dnnl_dims_t str = {conv ? s->ncols : s->ldw, 1};
     DN(dnnl_memory_desc_init_by_strides(&p->wsrc_md, 2, dims, p->dt, str),
        "weight source desc");
     dnnl_primitive_desc_t pd;
@@ -261,7 +296,9 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
     p->shape = *s;
     p->shape.rows = NULL;
     p->shape.nrows = 0;
-    p->dt = s->dtype == AGMM_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
+    p->dt = dn_input_dtype(s->dtype) == AGMM_DTYPE_FP32 ? dnnl_f32
+            : s->dtype == AGMM_DTYPE_BF16               ? dnnl_bf16
+                                                        : dnnl_f16;
     int64_t mmax = 0;
     for (int i = 0; i < s->nrows; i++)
         mmax = AGMM_MAX(mmax, s->rows[i]);
@@ -293,7 +330,8 @@ static agmm_status_t dn_load(agmm_gemm_prep_t *p, const void *w)
 {
     const agmm_gemm_shape_t *s = &p->shape;
     float *w32 = NULL;
-    if (s->dtype == AGMM_DTYPE_FP16) { /* to fp32 first, then reordered */
+    if (s->dtype == AGMM_DTYPE_FP16 && p->dt == dnnl_f32) {
+        /* to fp32 first, then reordered */
         w32 = agmm_alloc((size_t)s->k * (size_t)s->ncols * sizeof(float));
         if (!w32)
             return agmm_error(AGMM_ERR_NO_MEMORY,
