@@ -1,16 +1,22 @@
 /* What a GEMM call per row tile costs against one call over all rows, on
- * one thread with the library's CBLAS: C[M, N] = A[M, K] @ W[K, N] computed
- * as M / ROWS calls of ROWS rows each, for several ROWS, rounds alternating
- * so noise hits all alike. Every call packs W again; this shows how much
- * that costs, and so how much coalescing runs of arrived tiles saves.
+ * one thread with one of the library's GEMM engines (src/gemm/engine.h):
+ * C[M, N] = A[M, K] @ W[K, N] computed as M / ROWS calls of ROWS rows each,
+ * for several ROWS, rounds alternating so noise hits all alike. With
+ * OpenBLAS every call packs W again; this shows how much that costs, and so
+ * how much coalescing runs of arrived tiles saves. With oneDNN the weight
+ * is prepared once (as a plan does), so tile calls should cost nothing.
  *
- * usage: agmm_tile_gemm [M K N [ROUNDS [ROWS...]]]
- *        (2048 4096 4096, 5, rows 128 256 512 1024 and M) */
+ * usage: [ENGINE=openblas|onednn] [DTYPE=fp32|bf16|fp16] \
+ *        agmm_tile_gemm [M K N [ROUNDS [ROWS...]]]
+ *        (openblas, fp32; 2048 4096 4096, 5, rows 128 256 512 1024 and M) */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "agmm.h"
 #include "common/util.h"
+#include "gemm/convert.h"
+#include "gemm/engine.h"
 #include "gemm/gemm.h"
 
 #define MAXV 16
@@ -49,28 +55,61 @@ int main(int argc, char **argv)
         return 2;
     }
     agmm_blas_init();
-    float *a = agmm_alloc((size_t)(M * K) * sizeof(float));
-    float *w = agmm_alloc((size_t)(K * N) * sizeof(float));
+    const char *en = getenv("ENGINE"), *dn = getenv("DTYPE");
+    const agmm_gemm_engine_t *e = agmm_gemm_engine_get(
+        en && !strcmp(en, "onednn") ? AGMM_GEMM_ENGINE_ONEDNN
+                                    : AGMM_GEMM_ENGINE_OPENBLAS);
+    agmm_dtype_t dt = dn && !strcmp(dn, "bf16")   ? AGMM_DTYPE_BF16
+                      : dn && !strcmp(dn, "fp16") ? AGMM_DTYPE_FP16
+                                                  : AGMM_DTYPE_FP32;
+    if (!e) {
+        fprintf(stderr, "%s: engine %s is not built in\n", argv[0], en);
+        return 2;
+    }
+    agmm_dtype_t in = e->input_dtype(dt);
+    size_t ies = agmm_dtype_size(in);
+    float *a32 = agmm_alloc((size_t)(M * K) * sizeof(float));
+    float *w32 = agmm_alloc((size_t)(K * N) * sizeof(float));
+    void *a = agmm_alloc((size_t)(M * K) * ies);
+    void *w = agmm_alloc((size_t)(K * N) * agmm_dtype_size(dt));
     float *c = agmm_alloc((size_t)(M * N) * sizeof(float));
     double *t = calloc((size_t)(nv * rounds), sizeof *t);
-    if (!a || !w || !c || !t) return 1;
+    if (!a32 || !w32 || !a || !w || !c || !t) return 1;
     for (int64_t i = 0; i < M * K; i++)
-        a[i] = (float)((i * 7) % 13) * 0.1f;
+        a32[i] = (float)((i * 7) % 13) * 0.1f;
     for (int64_t i = 0; i < K * N; i++)
-        w[i] = (float)((i * 5) % 11) * 0.1f;
+        w32[i] = (float)((i * 5) % 11) * 0.1f;
+    agmm_convert_from_f32(in, a32, a, (size_t)(M * K));
+    agmm_convert_from_f32(dt, w32, w, (size_t)(K * N));
+    /* Every row count a call uses, remainders included. */
+    int64_t counts[2 * MAXV];
+    int nc = 0;
+    for (int v = 0; v < nv; v++) {
+        counts[nc++] = AGMM_MIN(rows[v], M);
+        if (M % rows[v]) counts[nc++] = M % rows[v];
+    }
+    agmm_gemm_shape_t shape = {.dtype = dt, .k = K, .ncols = N, .ldw = N,
+                               .lda = K, .ldc = N, .rows = counts, .nrows = nc};
+    agmm_gemm_prep_t *prep;
+    if (e->prepare(&shape, &prep) != AGMM_OK || e->load(prep, w) != AGMM_OK)
+        return 1;
+    void *scratch = e->scratch_bytes(prep) ? agmm_alloc(e->scratch_bytes(prep))
+                                           : NULL;
     for (int r = -1; r < rounds; r++) /* round -1 warms up */
         for (int v = 0; v < nv; v++) {
             double t0 = agmm_now();
             for (int64_t r0 = 0; r0 < M; r0 += rows[v]) {
                 int64_t m = AGMM_MIN(rows[v], M - r0);
-                agmm_gemm_f32(m, N, K, a + r0 * K, K, w, N, c + r0 * N, N);
+                if (e->run(prep, m, (const char *)a + (size_t)(r0 * K) * ies,
+                           c + r0 * N, scratch) != AGMM_OK)
+                    return 1;
             }
             if (r >= 0) t[v * rounds + r] = agmm_now() - t0;
         }
-    printf("tile_gemm: M=%lld K=%lld N=%lld, 1 thread, %s kernel %s, "
+    printf("tile_gemm: M=%lld K=%lld N=%lld %s, 1 thread, %s %s impl %s, "
            "median of %d rounds\n",
-           (long long)M, (long long)K, (long long)N, agmm_blas_name(),
-           agmm_blas_kernel(), rounds);
+           (long long)M, (long long)K, (long long)N, agmm_dtype_name(dt),
+           e->name, e->version(), e->impl(prep), rounds);
     double mono = 0;
     double med[MAXV];
     for (int v = 0; v < nv; v++) {
@@ -85,6 +124,10 @@ int main(int argc, char **argv)
                (long long)AGMM_DIV_UP(M, rows[v]), med[v] * 1e3,
                t[v * rounds] * 1e3, t[v * rounds + rounds - 1] * 1e3,
                med[v] / mono);
+    e->destroy(prep);
+    agmm_free(scratch);
+    agmm_free(a32);
+    agmm_free(w32);
     agmm_free(a);
     agmm_free(w);
     agmm_free(c);

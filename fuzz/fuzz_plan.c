@@ -50,6 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     d.comm_workers = e[2];
     d.gemm_workers = e[3];
     take(&data, &size, &d.timeout_s, sizeof d.timeout_s);
+    int32_t engine = 0; /* last, so older corpus inputs keep AUTO */
+    take(&data, &size, &engine, sizeof engine);
+    d.gemm_engine = (agmm_gemm_engine_kind_t)engine;
 
     agmm_status_t st = agmm_plan_desc_check(&d);
     uint64_t bytes = agmm_plan_bytes_per_rank(&d);
@@ -59,8 +62,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (bytes == 0) fail("accepted plan has size 0");
         long double M = 0;
         for (int r = 0; r < d.nranks; r++) M += (long double)m[r];
-        long double need = M * d.k * agmm_dtype_size(d.dtype) +
-                           (long double)d.k * d.n * 4;
+        /* The weight: fp32, except bf16 kept as bf16 (oneDNN). */
+        long double need =
+            M * d.k * agmm_dtype_size(d.dtype) +
+            (long double)d.k * d.n * (d.dtype == AGMM_DTYPE_BF16 ? 2 : 4);
         if ((long double)bytes < need) fail("size misses a buffer");
         if (!isfinite(d.timeout_s)) fail("accepted a non-finite timeout");
     }

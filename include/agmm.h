@@ -78,6 +78,19 @@ typedef enum agmm_weights {
     AGMM_WEIGHTS_PER_RANK = 1, /* rank r has its own W_r (column shard) */
 } agmm_weights_t;
 
+/* The library that runs the tile GEMMs (docs/performance.md, "GEMM
+ * engines"). AUTO: oneDNN when agmm was built with it, else OpenBLAS. */
+typedef enum agmm_gemm_engine_kind {
+    AGMM_GEMM_ENGINE_AUTO = 0,
+    AGMM_GEMM_ENGINE_ONEDNN = 1,   /* oneDNN matmul, weight reordered once */
+    AGMM_GEMM_ENGINE_OPENBLAS = 2, /* CBLAS sgemm on fp32 copies */
+} agmm_gemm_engine_kind_t;
+
+/* "auto", "onednn", "openblas" ("invalid" for anything else). */
+const char *agmm_gemm_engine_name(agmm_gemm_engine_kind_t kind);
+/* 1 when `kind` is built in (AUTO always is), else 0. */
+int agmm_gemm_engine_available(agmm_gemm_engine_kind_t kind);
+
 /* ----------------------------------------------------------------- world */
 
 typedef struct agmm_world agmm_world_t;
@@ -191,6 +204,9 @@ typedef struct agmm_plan_desc {
     int comm_workers;        /* >= 0; 0: GEMM workers issue the puts */
     int gemm_workers;        /* >= 1 */
     double timeout_s;        /* per wait; <= 0: the world's default */
+    /* AUTO (0, the default), ONEDNN or OPENBLAS; one not built in makes
+     * the plan fail with AGMM_ERR_UNSUPPORTED. */
+    agmm_gemm_engine_kind_t gemm_engine;
 } agmm_plan_desc_t;
 
 void agmm_plan_desc_init(agmm_plan_desc_t *desc);
@@ -199,8 +215,10 @@ void agmm_plan_desc_init(agmm_plan_desc_t *desc);
  * counts. On failure, agmm_last_error() names the field. */
 agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *desc);
 
-/* Bytes of memory one rank's plan needs (windows, converted weight,
- * scratch), or 0 if the description is invalid or the count overflows. */
+/* Bytes of memory one rank's plan needs (windows, the GEMM engine's
+ * prepared weight, fp32 rows where the engine does not read the dtype),
+ * or 0 if the description is invalid, names an engine not built in, or
+ * the count overflows. */
 uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *desc);
 
 typedef struct agmm_plan agmm_plan_t;
@@ -211,9 +229,10 @@ agmm_status_t agmm_plan_create(agmm_world_t *world,
                                const agmm_plan_desc_t *desc,
                                agmm_plan_t **out);
 
-/* Local. Converts W ([k, n], row-major, desc->dtype) to fp32 once; call it
- * before the first run and whenever the weight changes. With shared weights
- * every rank passes the same W. */
+/* Local. Prepares W ([k, n], row-major, desc->dtype) for the plan's GEMM
+ * engine once (oneDNN: reordered into its blocked layout, bf16 kept bf16;
+ * OpenBLAS: converted to fp32); call it before the first run and whenever
+ * the weight changes. With shared weights every rank passes the same W. */
 agmm_status_t agmm_plan_set_weight(agmm_plan_t *plan, const void *w);
 
 /* Collective. One round: a_local is this rank's [m_local[rank], k] shard in
@@ -262,6 +281,23 @@ agmm_status_t agmm_plan_run_part(agmm_plan_t *plan, agmm_part_t part,
 
 /* Collective. Frees the windows. NULL is ignored. */
 agmm_status_t agmm_plan_destroy(agmm_plan_t *plan);
+
+/* The GEMM engine a plan runs, for reports. */
+typedef struct agmm_gemm_info {
+    agmm_gemm_engine_kind_t engine; /* ONEDNN or OPENBLAS (AUTO resolved) */
+    const char *name;               /* "onednn", "openblas" */
+    const char *version;            /* the library's, e.g. "2.6.3" */
+    char impl[128];  /* the kernel it picked, e.g. "brg:avx512_core_bf16" */
+    int threads_per_call; /* 1: agmm's workers are the parallelism */
+    /* Engine primitives created by this process so far (all plans): stays
+     * constant while rounds run, since every plan creates its own at
+     * agmm_plan_create. */
+    uint64_t primitives_created;
+} agmm_gemm_info_t;
+
+/* Local. Fills *info for a live plan. */
+agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *plan,
+                                  agmm_gemm_info_t *info);
 
 /* Rows of the gathered matrix and the first row of rank `r`'s shard. */
 int64_t agmm_plan_rows(const agmm_plan_t *plan);

@@ -3,6 +3,7 @@
 # with sudo available). Skips apt-get when everything is already there.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libopenblas-dev libopenmpi-dev
+      libdnnl-dev # the oneDNN GEMM engine (optional: the build works without)
       openmpi-bin iproute2 procps python3
       chromium # tests: the trace SVG rendered headless (trace_svg_screenshot)
       # scripts/reliability.sh: clang's sanitizers and libFuzzer

@@ -68,6 +68,8 @@ rows=(
     # enums
     "run --dtype fp64                     | --dtype: one of fp16, bf16, fp32"
     "run --dtype FP16                     | --dtype:"
+    "run --gemm-engine mkl                | --gemm-engine: one of onednn, openblas, auto (got 'mkl')"
+    "bench --gemm-engine ''               | --gemm-engine: one of onednn, openblas, auto"
     "bench --weights both                 | --weights: one of shared, per-rank"
     # cores
     "run --comm-cores -1                  | --comm-cores:"
@@ -123,6 +125,10 @@ rows=(
 # The default core split cannot fit when there are more ranks than cores.
 if [ $((ONLINE + 1)) -le 1024 ]; then
     rows+=("run --ranks $((ONLINE + 1)) --m-local 1 | --comm-cores/--gemm-cores:")
+fi
+# A build without oneDNN refuses the engine by name.
+if ! "$AGMM" --version | grep -q '^gemm engines:.*onednn'; then
+    rows+=("run --gemm-engine onednn | --gemm-engine: onednn is not built in")
 fi
 
 run_row() { # expected_rc args... ; fills $TMP/out, $TMP/err, $rc

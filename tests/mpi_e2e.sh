@@ -40,9 +40,13 @@ runs=(
     "4 | --m-local 65,1,0,130 --k 96 --n 70 --tile-m 16 --tile-n 32 --weights per-rank --rounds 3"
     "4 | --m-local 40 --k 48 --n 40 --tile-m 5 --dtype bf16 --comm-cores 1 --gemm-cores 2 --rounds 2"
 )
+# Every checked run with every GEMM engine built in ("gemm engines: ..."
+# of --version).
+engines=$("$AGMM" --version | sed -n 's/^gemm engines: //p')
 for row in "${runs[@]}"; do
+  for engine in $engines; do
     np=${row%%|*}
-    args=${row#*|}
+    args="${row#*|} --gemm-engine $engine"
     # shellcheck disable=SC2086
     mpi $np run $args --oversubscribe --timeout 30
     rounds=$(echo "$args" | sed -n 's/.*--rounds \([0-9]*\).*/\1/p')
@@ -52,6 +56,7 @@ for row in "${runs[@]}"; do
     else
         bad "mpirun -np $np agmm run $args (exit $rc)"
     fi
+  done
 done
 
 # bench under MPI: both modes, JSON, only rank 0 prints (one line).

@@ -18,8 +18,18 @@ fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
-# run ARGS...: must exit 0 with a PASS on every round and no FAIL.
+# Every GEMM engine built in ("gemm engines: ..." of --version): the
+# fused schedule takes different paths with each (per-tile calls with
+# oneDNN, coalesced runs and whole shares with OpenBLAS).
+ENGINES=$("$AGMM" --version | sed -n 's/^gemm engines: //p')
+
+# run ARGS...: with each engine, must exit 0 with a PASS on every round and
+# no FAIL.
 run() {
+    local engine
+    for engine in $ENGINES; do run1 --gemm-engine "$engine" "$@"; done
+}
+run1() {
     timeout 120 "$AGMM" run --oversubscribe --timeout 30 "$@" >"$TMP/out" 2>"$TMP/err"
     local rc=$?
     local rounds passes

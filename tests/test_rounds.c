@@ -4,6 +4,8 @@
  * schedules alternating at random; every round of every rank is compared
  * with agmm_reference().
  *
+ * Each configuration draws its GEMM engine among those built in.
+ *
  * Inputs are small multiples of 1/2, so every product and sum is exact in
  * fp32 (and in fp16/bf16 inputs): the result must equal the reference bit
  * for bit, whatever order the BLAS adds in. C is filled with NaN before
@@ -76,6 +78,8 @@ static int rank_main(agmm_world_t *w, void *arg)
     float *c = malloc(sizeof(float) * (size_t)(M * n));
     float *ref = malloc(sizeof(float) * (size_t)(M * n));
     int bad = agmm_plan_set_weight(plan, wt) != AGMM_OK ? 101 : 0;
+    agmm_gemm_info_t gi0, gi1;
+    if (!bad && agmm_plan_gemm_info(plan, &gi0) != AGMM_OK) bad = 105;
     uint64_t sched = cf->seed ^ 0x5eed;
     for (int round = 0; round < cf->rounds && !bad; round++) {
         void *shards[MAX_RANKS];
@@ -105,6 +109,14 @@ static int rank_main(agmm_world_t *w, void *arg)
             }
         }
         for (int p = 0; p < P; p++) free(shards[p]);
+    }
+    /* No engine primitive was created by a round. */
+    if (!bad && (agmm_plan_gemm_info(plan, &gi1) != AGMM_OK ||
+                 gi1.primitives_created != gi0.primitives_created)) {
+        fprintf(stderr, "rank %d: %llu primitives created during rounds\n", r,
+                (unsigned long long)(gi1.primitives_created -
+                                     gi0.primitives_created));
+        bad = 106;
     }
     if (!bad && agmm_plan_destroy(plan) != AGMM_OK) bad = 104;
     free(wt);
@@ -143,6 +155,11 @@ int main(int argc, char **argv)
         d->comm_workers = (int)pick(&s, 0, 2);
         d->gemm_workers = (int)pick(&s, 1, 3);
         d->timeout_s = 60;
+        /* Either engine built in (drawn last: earlier draws unchanged). */
+        d->gemm_engine = agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN) &&
+                                 pick(&s, 0, 1)
+                             ? AGMM_GEMM_ENGINE_ONEDNN
+                             : AGMM_GEMM_ENGINE_OPENBLAS;
         cf.rounds = rounds;
         cf.seed = mix(seed + (uint64_t)i);
 
@@ -157,12 +174,13 @@ int main(int argc, char **argv)
                             p ? "," : "", (long long)cf.m_local[p]);
         CHECK(st == AGMM_OK && code == 0,
               "config %d: ranks %d m_local %s k %lld n %lld tiles %lldx%lld "
-              "%s %s weights, %d comm + %d GEMM workers: exit code %d",
+              "%s %s weights, %d comm + %d GEMM workers, %s: exit code %d",
               i, d->nranks, m, (long long)d->k, (long long)d->n,
               (long long)d->tile_m, (long long)d->tile_n,
               agmm_dtype_name(d->dtype),
               d->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
-              d->comm_workers, d->gemm_workers, code);
+              d->comm_workers, d->gemm_workers,
+              agmm_gemm_engine_name(d->gemm_engine), code);
         total_rounds += rounds;
     }
     printf("test_rounds: %d configurations, %d rounds each, %d rounds "

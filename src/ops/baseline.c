@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "gemm/gemm.h"
 #include "ops/plan_internal.h"
 #include "ops/schedule.h"
 #include "ops/workers.h"
@@ -41,10 +40,11 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
                 x->epoch, memory_order_release);
         return AGMM_OK;
     }
-    /* fp32 rows are used in place, so the local shard joins the gathered
-     * matrix too (converted inputs land in g32 instead). */
+    /* Rows the engine reads in place (its native dtype) are read from the
+     * window, so the local shard joins the gathered matrix too (converted
+     * inputs land in g32 instead). */
     if (first == 0) {
-        if (p->desc.dtype == AGMM_DTYPE_FP32 && bytes > 0)
+        if (p->native && bytes > 0)
             memcpy(p->gathered.local + off, x->a, bytes);
         /* The local shard is in place: GEMM workers wait for it as for any
          * other (release; our own bulk cell has only us as writer). */
@@ -106,22 +106,19 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         int64_t t0 = AGMM_MAX(g0 - p->tile_base[src], 0);
         int64_t t1 = AGMM_MIN(g1 - p->tile_base[src], p->tiles[src]);
         if (t0 >= t1) continue;
-        const float *unused;
-        AGMM_CHECK(agmm_plan_rows_f32(p, src, t0, t1, x->a, x->epoch, &unused));
+        const void *unused;
+        AGMM_CHECK(agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, 0,
+                                       &unused));
         agmm_plan_count_items(p, src, t0, t1, s.j0, s.j1);
     }
-    /* Global rows are contiguous in g32 (or, for fp32, in the window). */
-    int64_t k = p->desc.k, n = p->desc.n;
+    /* Global rows are contiguous in g32 (or, read in place, in the
+     * window). */
     int64_t r0 = agmm_global_tile_row(p, g0), r1 = agmm_global_tile_row(p, g1);
-    const float *a = p->desc.dtype == AGMM_DTYPE_FP32
-                         ? (const float *)(const void *)p->gathered.local
-                         : p->g32;
-    a += (size_t)r0 * (size_t)k;
-    int64_t c0 = s.j0 * p->desc.tile_n;
-    int64_t c1 = AGMM_MIN(s.j1 * p->desc.tile_n, n);
+    const unsigned char *a = p->native ? p->gathered.local
+                                       : (const unsigned char *)p->g32;
+    a += (size_t)r0 * (size_t)p->desc.k * p->gemm_esize;
     uint64_t t_gemm = agmm_trace_clock();
-    agmm_gemm_f32(r1 - r0, c1 - c0, k, a, k, p->w32 + c0, n,
-                  x->c + (size_t)r0 * (size_t)n + c0, n);
+    AGMM_CHECK(agmm_plan_gemm(p, &s, r0, r1 - r0, a, x->c));
     agmm_trace_gemm(t_conv, t_gemm, -1, g0, g1, s.j0, s.j1, r1 - r0);
     return AGMM_OK;
 }

@@ -7,7 +7,22 @@
  *     r+1, r+2, ...: wait ack[q] >= e-1 (q no longer reads round e-1's rows
  *     from r), copy tile t into q's gathered rows, then raise q's signal
  *     tile(r, t) to e (release).
- *   GEMM worker g: if every tile of its share has arrived when it starts
+ *   GEMM worker g, with an engine whose tile calls are cheap (oneDNN: the
+ *     weight is prepared once, a call packs nothing): if its whole share
+ *     arrives within the time its own posting took (see
+ *     share_arrives_within; one row group only), one call over all M rows,
+ *     local rows copied into the window beside the others (shared claims):
+ *     at decode sizes every call streams the whole weight from memory, so
+ *     one call beats one per source (measured: 1.15x slower per tile at
+ *     --m-local 16, parity with the wait). Otherwise its local tiles first
+ *     (no waiting), then
+ *     sources r+1, r+2, ...: wait tile(src, t) >= e (acquire), convert it
+ *     if the engine needs fp32 (shared claims) and compute it over its
+ *     columns, one call per tile, as tiles arrive. The row counts are
+ *     M, tile_m and each shard's last partial tile, all prepared with the
+ *     plan (gemm_plan.c).
+ *   GEMM worker g, otherwise (OpenBLAS): if every tile of its share has
+ *     arrived when it starts
  *     (the common case on shared memory, where the all-gather takes a few
  *     ms), it converts them (shared claims) and computes its whole share
  *     with one GEMM call per contiguous block of rows, like the baseline:
@@ -27,7 +42,6 @@
  * tile counts as arrived. */
 #include "common/fault.h"
 #include "common/log.h"
-#include "gemm/gemm.h"
 #include "ops/plan_internal.h"
 #include "ops/schedule.h"
 #include "ops/workers.h"
@@ -138,21 +152,18 @@ static int share_arrives_within(agmm_round_t *x, const agmm_worker_share_t *s,
     return 1;
 }
 
-/* C rows [r0, r1) over this worker's columns from fp32 rows `a`, with
- * conversion having started at t_conv; `src` and tiles [t0, t1) name the
- * rows in the trace (src -1: several sources, global tiles). */
-static void gemm_rows(agmm_round_t *x, const agmm_worker_share_t *s, int64_t r0,
-                      int64_t r1, const float *a, uint64_t t_conv, int src,
-                      int64_t t0, int64_t t1)
+/* C rows [r0, r1) over this worker's columns from rows `a` (the engine's
+ * input dtype), with conversion having started at t_conv; `src` and tiles
+ * [t0, t1) name the rows in the trace (src -1: several sources, global
+ * tiles). */
+static agmm_status_t gemm_rows(agmm_round_t *x, const agmm_worker_share_t *s,
+                               int64_t r0, int64_t r1, const void *a,
+                               uint64_t t_conv, int src, int64_t t0, int64_t t1)
 {
-    agmm_plan_t *p = x->p;
-    int64_t k = p->desc.k, n = p->desc.n;
-    int64_t c0 = s->j0 * p->desc.tile_n;
-    int64_t c1 = AGMM_MIN(s->j1 * p->desc.tile_n, n);
     uint64_t t_gemm = agmm_trace_clock();
-    agmm_gemm_f32(r1 - r0, c1 - c0, k, a, k, p->w32 + c0, n,
-                  x->c + (size_t)r0 * (size_t)n + c0, n);
+    AGMM_CHECK(agmm_plan_gemm(x->p, s, r0, r1 - r0, a, x->c));
     agmm_trace_gemm(t_conv, t_gemm, src, t0, t1, s->j0, s->j1, r1 - r0);
+    return AGMM_OK;
 }
 
 /* Every tile of the share is in place: convert them and run one GEMM per
@@ -163,18 +174,22 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
                                         const agmm_worker_share_t *s)
 {
     agmm_plan_t *p = x->p;
-    int merge = p->desc.dtype != AGMM_DTYPE_FP32;
+    /* Rows of adjacent sources are contiguous in g32, and in the window
+     * when local rows are copied there (engines with cheap calls). */
+    int cheap = p->engine->cheap_tile_calls;
+    int merge = !p->native || cheap;
     int64_t r0 = 0, r1 = 0; /* the pending block of global rows */
     int bsrc = 0;           /* its source, -1 once it spans several */
     int64_t bt0 = 0, bt1 = 0;
-    const float *block = NULL;
+    const void *block = NULL;
     uint64_t t_conv = agmm_trace_clock();
     for (int src = 0; src < p->nranks; src++) {
         int64_t t0, t1;
         agmm_share_tiles(s, p->tiles[src], &t0, &t1);
         if (t0 >= t1) continue;
-        const float *a;
-        AGMM_CHECK(agmm_plan_rows_f32(p, src, t0, t1, x->a, x->epoch, &a));
+        const void *a;
+        AGMM_CHECK(
+            agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, cheap, &a));
         agmm_plan_count_items(p, src, t0, t1, s->j0, s->j1);
         int64_t g0 = p->row_off[src] + t0 * p->desc.tile_m;
         int64_t g1 = p->row_off[src] + AGMM_MIN(t1 * p->desc.tile_m,
@@ -186,7 +201,7 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
             continue;
         }
         if (block) {
-            gemm_rows(x, s, r0, r1, block, t_conv, bsrc, bt0, bt1);
+            AGMM_CHECK(gemm_rows(x, s, r0, r1, block, t_conv, bsrc, bt0, bt1));
             t_conv = agmm_trace_clock();
         }
         block = a;
@@ -205,13 +220,14 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
             bt0 -= p->tile_base[bsrc];
             bt1 -= p->tile_base[bsrc];
         }
-        gemm_rows(x, s, r0, r1, block, t_conv, bsrc, bt0, bt1);
+        AGMM_CHECK(gemm_rows(x, s, r0, r1, block, t_conv, bsrc, bt0, bt1));
     }
     return AGMM_OK;
 }
 
-/* Compute tiles [t0, t1) of src over this worker's columns, one GEMM call
- * per run of arrived tiles. */
+/* Compute tiles [t0, t1) of src over this worker's columns: one GEMM call
+ * per tile with an engine whose tile calls are cheap, else one per run of
+ * arrived tiles. */
 static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
                                  int src, int64_t t0, int64_t t1)
 {
@@ -222,19 +238,23 @@ static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
             AGMM_CHECK(wait_tile(x, src, t));
         return AGMM_OK;
     }
+    int per_tile = p->engine->cheap_tile_calls;
     for (int64_t t = t0; t < t1;) {
-        int64_t u = t1; /* local tiles are all there */
-        if (src != p->rank) {
+        int64_t u = per_tile ? t + 1 : t1; /* local tiles are all there */
+        /* gemm-only (no COMM phase): every tile counts as arrived. */
+        if (src != p->rank && (x->phases & AGMM_PHASE_COMM)) {
             AGMM_CHECK(wait_tile(x, src, t));
-            for (u = t + 1; u < t1 && tile_arrived(p, src, u, x->epoch); u++) {
+            for (u = t + 1; !per_tile && u < t1 &&
+                            tile_arrived(p, src, u, x->epoch);
+                 u++) {
             }
         }
-        const float *a;
+        const void *a;
         uint64_t t_conv = agmm_trace_clock();
-        AGMM_CHECK(agmm_plan_rows_f32(p, src, t, u, x->a, x->epoch, &a));
-        gemm_rows(x, s, p->row_off[src] + t * tm,
-                  p->row_off[src] + AGMM_MIN(u * tm, p->m_local[src]), a,
-                  t_conv, src, t, u);
+        AGMM_CHECK(agmm_plan_gemm_rows(p, src, t, u, x->a, x->epoch, 0, &a));
+        int64_t r1 = p->row_off[src] + AGMM_MIN(u * tm, p->m_local[src]);
+        AGMM_CHECK(gemm_rows(x, s, p->row_off[src] + t * tm, r1, a, t_conv,
+                             src, t, u));
         agmm_plan_count_items(p, src, t, u, s->j0, s->j1);
         t = u;
     }
@@ -258,6 +278,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
         /* No GEMM items: nothing to wait for. */
     } else if ((x->phases & AGMM_PHASE_GEMM) &&
+               (!p->engine->cheap_tile_calls || s.gr == 1) &&
                share_arrives_within(x, &s, t_post)) {
         AGMM_CHECK(gemm_share_at_once(x, &s));
     } else {

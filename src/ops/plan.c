@@ -102,6 +102,15 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
     if (d->weights != AGMM_WEIGHTS_SHARED && d->weights != AGMM_WEIGHTS_PER_RANK)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "plan: weights %d is not valid", (int)d->weights);
+    if (!agmm_gemm_engine_available(d->gemm_engine))
+        return strcmp(agmm_gemm_engine_name(d->gemm_engine), "invalid")
+                   ? agmm_error(AGMM_ERR_UNSUPPORTED,
+                                "plan: gemm engine %s is not built in (needs "
+                                "libdnnl-dev and -DAGMM_ONEDNN=ON)",
+                                agmm_gemm_engine_name(d->gemm_engine))
+                   : agmm_error(AGMM_ERR_INVALID_ARG,
+                                "plan: gemm_engine %d is not valid",
+                                (int)d->gemm_engine);
     if (d->comm_workers < 0 || d->comm_workers > 1024)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "plan: comm_workers %d (allowed 0..1024)",
@@ -138,12 +147,17 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
         if (d->tile_m >= 1) tiles += AGMM_DIV_UP(d->m_local[r], d->tile_m);
     }
     int64_t es = (int64_t)agmm_dtype_size(d->dtype);
-    if (es == 0) return 0;
+    const agmm_gemm_engine_t *e = agmm_gemm_engine_get(d->gemm_engine);
+    if (es == 0 || !e || d->k < 0 || d->n < 0) return 0;
+    /* The engine's prepared weight (fp32 for OpenBLAS; bf16 stays bf16 on
+     * oneDNN); g32 only when the engine does not read the dtype itself. */
+    uint64_t wb = e->weight_bytes(d->dtype, d->k, d->n);
     int64_t parts[5] = {
         bytes3(M, d->k, es),                                      /* gathered */
         bytes3(tiles + 2 * d->nranks, AGMM_CACHE_LINE, 1),        /* signals */
-        bytes3(d->k, d->n, 4),                                    /* w32 */
-        d->dtype == AGMM_DTYPE_FP32 ? 0 : bytes3(M, d->k, 4),     /* g32 */
+        wb > INT64_MAX ? -1 : (int64_t)wb,                        /* weight */
+        e->input_dtype(d->dtype) == d->dtype ? 0
+                                             : bytes3(M, d->k, 4), /* g32 */
         bytes3(tiles, 2 * AGMM_CACHE_LINE + 4 * 64, 1),           /* claims */
     };
     int64_t total = 0;
@@ -174,6 +188,9 @@ static uint64_t desc_hash(const agmm_plan_desc_t *d)
     MIX(d->tile_n);
     MIX(d->dtype);
     MIX(d->weights);
+    /* The engine that actually runs (AUTO resolved): ranks built
+     * differently must not silently compute with different engines. */
+    MIX(agmm_gemm_engine_get(d->gemm_engine)->kind);
 #undef MIX
     return h;
 }
@@ -184,7 +201,7 @@ static void plan_free_local(agmm_plan_t *p)
     agmm_free(p->row_off);
     agmm_free(p->tiles);
     agmm_free(p->tile_base);
-    agmm_free(p->w32);
+    if (p->engine) agmm_plan_engine_free(p);
     agmm_free(p->g32);
     agmm_free(p->claimed);
     agmm_free(p->converted);
@@ -216,15 +233,16 @@ static agmm_status_t plan_layout(agmm_plan_t *p, const agmm_plan_desc_t *d)
     p->esize = agmm_dtype_size(d->dtype);
 
     size_t nt = (size_t)(p->total_tiles > 0 ? p->total_tiles : 1);
-    p->w32 = agmm_alloc((size_t)d->k * (size_t)d->n * sizeof(float));
+    agmm_status_t st = agmm_plan_engine_init(p);
+    if (st != AGMM_OK) return st;
     p->claimed = agmm_alloc(nt * sizeof(agmm_padded_counter_t));
     p->converted = agmm_alloc(nt * sizeof(agmm_padded_counter_t));
     p->item_count =
         agmm_alloc(nt * (size_t)p->col_blocks * sizeof(_Atomic uint32_t));
-    if (d->dtype != AGMM_DTYPE_FP32)
+    if (!p->native)
         p->g32 = agmm_alloc((size_t)p->M * (size_t)d->k * sizeof(float));
-    if (!p->w32 || !p->claimed || !p->converted || !p->item_count ||
-        (d->dtype != AGMM_DTYPE_FP32 && !p->g32))
+    if (!p->claimed || !p->converted || !p->item_count ||
+        (!p->native && !p->g32))
         return agmm_error(AGMM_ERR_NO_MEMORY,
                           "plan: out of memory for %llu bytes",
                           (unsigned long long)agmm_plan_bytes_per_rank(d));
@@ -336,8 +354,8 @@ agmm_status_t agmm_plan_set_weight(agmm_plan_t *p, const void *wt)
     if (!agmm_plan_is_live(p))
         return agmm_error(AGMM_ERR_BAD_STATE,
                           "set_weight: the plan was destroyed or never made");
-    agmm_convert_to_f32(p->desc.dtype, wt, p->w32,
-                        (size_t)p->desc.k * (size_t)p->desc.n);
+    p->weight_set = 0; /* a failed load leaves no half-loaded weight in use */
+    AGMM_CHECK(agmm_plan_engine_load(p, wt));
     p->weight_set = 1;
     return AGMM_OK;
 }

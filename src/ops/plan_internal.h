@@ -8,6 +8,7 @@
 
 #include "agmm.h"
 #include "common/util.h"
+#include "gemm/engine.h"
 #include "transport/transport.h"
 
 /* One 64-bit counter on a cache line of its own. */
@@ -40,9 +41,17 @@ struct agmm_plan {
                             on rank r (local rows are read from a_local) */
     agmm_win_t signals;
 
-    float *w32;          /* [k, n] weight, converted once per set_weight */
+    /* The GEMM engine and its weight, prepared per column group of GEMM
+     * workers (gemm_plan.c): prep[cg] covers the columns of group cg. */
+    const agmm_gemm_engine_t *engine;
+    agmm_gemm_prep_t **prep; /* [ngroups] */
+    int ngroups;
+    void **scratch;          /* [gemm_workers]: each worker's own */
+    agmm_dtype_t gemm_dtype; /* what the engine reads: dtype or fp32 */
+    int native;              /* gemm_dtype == dtype: rows used in place */
+    size_t gemm_esize;
     int weight_set;
-    float *g32;          /* [M, k] fp32 rows (only when dtype != fp32) */
+    float *g32;          /* [M, k] fp32 rows (only when !native) */
     /* Per global tile, in this process: the epoch whose conversion into g32
      * is claimed / done. A worker that needs a tile claims it with a CAS on
      * `claimed` (so it is converted once per round, by one thread) and
@@ -80,12 +89,28 @@ static inline int64_t agmm_global_tile_row(const agmm_plan_t *p, int64_t g)
     return p->M;
 }
 
-/* Rows [row0, row0 + rows) of source rank `src` in fp32 for round `epoch`,
- * converting them into g32 (once per tile per round) when needed. `a_local`
- * is this rank's shard. Returns a pointer with leading dimension k. */
-agmm_status_t agmm_plan_rows_f32(agmm_plan_t *p, int src, int64_t t0,
-                                 int64_t t1, const void *a_local,
-                                 uint64_t epoch, const float **rows);
+/* Tiles [t0, t1) of source rank `src` in the engine's input dtype for round
+ * `epoch`: in place (native dtype) or converted into g32 (once per tile per
+ * round). `a_local` is this rank's shard; with `in_window`, local rows in
+ * the native dtype are copied into the window (once per tile per round) so
+ * that every source's rows are contiguous there, as in g32. Returns a
+ * pointer with leading dimension k, elements of p->gemm_esize bytes. */
+agmm_status_t agmm_plan_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
+                                  int64_t t1, const void *a_local,
+                                  uint64_t epoch, int in_window,
+                                  const void **rows);
+
+/* The engine side of the plan (gemm_plan.c): prepare the engine for the
+ * plan's column groups and row counts, load a weight, free. */
+agmm_status_t agmm_plan_engine_init(agmm_plan_t *p);
+agmm_status_t agmm_plan_engine_load(agmm_plan_t *p, const void *w);
+void agmm_plan_engine_free(agmm_plan_t *p);
+
+/* C rows [r0, r0 + m) (global rows, of c) over the columns of worker share
+ * s, from m rows `a` in gemm_dtype (leading dimension k). */
+struct agmm_worker_share;
+agmm_status_t agmm_plan_gemm(agmm_plan_t *p, const struct agmm_worker_share *s,
+                             int64_t r0, int64_t m, const void *a, float *c);
 
 /* Count the items (tiles [t0,t1) of src) x (column blocks [j0,j1)). */
 void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,

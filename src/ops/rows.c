@@ -1,5 +1,9 @@
-/* Input rows in fp32 for the GEMM: straight from the window (fp32 input) or
- * converted once per tile per round into the plan's g32 buffer. */
+/* Input rows for the GEMM engine: straight from the local shard or the
+ * window when the engine reads the dtype (oneDNN: bf16, fp32; OpenBLAS:
+ * fp32), or converted to fp32 once per tile per round into the plan's g32
+ * buffer. */
+#include <string.h>
+
 #include "common/log.h"
 #include "gemm/convert.h"
 #include "ops/plan_internal.h"
@@ -22,17 +26,23 @@ static const unsigned char *tile_src(const agmm_plan_t *p, int src, int64_t t,
     return p->gathered.local + (size_t)(p->row_off[src] + row) * row_bytes;
 }
 
-agmm_status_t agmm_plan_rows_f32(agmm_plan_t *p, int src, int64_t t0,
-                                 int64_t t1, const void *a_local,
-                                 uint64_t epoch, const float **rows)
+agmm_status_t agmm_plan_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
+                                  int64_t t1, const void *a_local,
+                                  uint64_t epoch, int in_window,
+                                  const void **rows)
 {
     int64_t k = p->desc.k;
-    if (p->desc.dtype == AGMM_DTYPE_FP32) {
-        *rows = (const float *)(const void *)tile_src(p, src, t0, a_local);
+    int copy = p->native && in_window && src == p->rank;
+    if (p->native && !copy) {
+        *rows = tile_src(p, src, t0, a_local);
         return AGMM_OK;
     }
-    float *dst0 = p->g32 + (size_t)(p->row_off[src] + t0 * p->desc.tile_m) *
-                               (size_t)k;
+    /* Converted rows go to g32; local rows wanted in the window are copied
+     * there (same claims: once per tile per round, by one worker). */
+    size_t first = (size_t)(p->row_off[src] + t0 * p->desc.tile_m) * (size_t)k;
+    unsigned char *dst0 = copy ? p->gathered.local + first * p->esize
+                               : (unsigned char *)(p->g32 + first);
+    size_t row_bytes = (size_t)k * p->gemm_esize;
     *rows = dst0;
     /* Pass 1: convert every tile nobody has claimed for this round yet. */
     int pending = 0;
@@ -50,9 +60,15 @@ agmm_status_t agmm_plan_rows_f32(agmm_plan_t *p, int src, int64_t t0,
             pending = 1; /* another worker converts it */
             continue;
         }
-        float *dst = dst0 + (size_t)((t - t0) * p->desc.tile_m) * (size_t)k;
-        agmm_convert_to_f32(p->desc.dtype, tile_src(p, src, t, a_local), dst,
-                            (size_t)(tile_rows(p, src, t) * k));
+        unsigned char *dst =
+            dst0 + (size_t)((t - t0) * p->desc.tile_m) * row_bytes;
+        if (copy)
+            memcpy(dst, tile_src(p, src, t, a_local),
+                   (size_t)tile_rows(p, src, t) * row_bytes);
+        else
+            agmm_convert_to_f32(p->desc.dtype, tile_src(p, src, t, a_local),
+                                (float *)(void *)dst,
+                                (size_t)(tile_rows(p, src, t) * k));
         /* Release: the converted rows are visible to whoever acquires. */
         agmm_signal_publish(&p->converted[gt].value, epoch);
     }

@@ -17,6 +17,8 @@ int agmm_worker_share(int g, int G, int64_t col_blocks,
     s->j1 = (cg + 1) * col_blocks / gc;
     s->rg = (int)(g / gc);
     s->gr = gr;
+    s->cg = (int)cg;
+    s->g = g;
     return 1;
 }
 

@@ -15,6 +15,8 @@
 typedef struct agmm_worker_share {
     int64_t j0, j1; /* column blocks [j0, j1) */
     int rg, gr;     /* row group rg of gr */
+    int cg;         /* column group (the plan's prepared weight prep[cg]) */
+    int g;          /* the worker (its scratch) */
 } agmm_worker_share_t;
 
 /* The share of worker g of G over `col_blocks` column blocks. Returns 0 if

@@ -191,6 +191,7 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
     const char *l2 = getenv("OPENBLAS_L2_SIZE");
     printf("{\"command\":\"bench\",");
     agmm_tool_json_common(cli, world);
+    agmm_tool_json_gemm(t->plan);
     printf(",\"m\":%lld,\"k\":%lld,\"n\":%lld,\"dtype\":\"%s\","
            "\"weights\":\"%s\",\"tile_m\":%lld,\"tile_n\":%lld,"
            "\"comm_cores\":%d,\"gemm_cores\":%d,\"rounds\":%d,"
@@ -301,7 +302,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     rc = measure_peak(&t, &pk);
     const char *tag = agmm_tool_link_tag(cli);
     if (rc == 0 && t.rank == 0 && !cli->json) {
-        agmm_tool_describe(cli, world, stdout);
+        agmm_tool_describe(cli, world, t.plan, stdout);
         printf("peak: %.1f GF/s per core (%s, %s, measured on rank 0); "
                "of_peak = GEMM rate per GEMM core / peak%s\n",
                pk.gflops, pk.instr ? pk.instr : "none",

@@ -41,6 +41,7 @@ enum {
     OPT_TILE_M,
     OPT_TILE_N,
     OPT_DTYPE,
+    OPT_GEMM_ENGINE,
     OPT_WEIGHTS,
     OPT_COMM_CORES,
     OPT_GEMM_CORES,
@@ -72,6 +73,7 @@ static const struct option k_long_opts[] = {
     {"tile-m", required_argument, NULL, OPT_TILE_M},
     {"tile-n", required_argument, NULL, OPT_TILE_N},
     {"dtype", required_argument, NULL, OPT_DTYPE},
+    {"gemm-engine", required_argument, NULL, OPT_GEMM_ENGINE},
     {"weights", required_argument, NULL, OPT_WEIGHTS},
     {"comm-cores", required_argument, NULL, OPT_COMM_CORES},
     {"gemm-cores", required_argument, NULL, OPT_GEMM_CORES},
@@ -447,11 +449,15 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
             "  --tile-m ROWS         rows per tile, >= 1 (default %d)\n"
             "  --tile-n COLS         columns per GEMM work item, >= 1 (default %d)\n"
             "  --dtype T             fp16 | bf16 | fp32, of A and W; C is fp32 (default fp16)\n"
+            "  --gemm-engine E       onednn | openblas | auto: the tile GEMM library; auto is\n"
+            "                        onednn when built in (here: %s)\n"
             "  --weights W           shared (same W on every rank) | per-rank (default shared)\n"
             "  --seed S              input seed, 0..18446744073709551615 (default %u)\n"
             "\n",
             AGMM_CLI_MAX_RANKS, CLI_DEFAULT_RANKS, CLI_DEFAULT_M_LOCAL, CLI_DEFAULT_K,
-            CLI_DEFAULT_N, CLI_DEFAULT_TILE_M, CLI_DEFAULT_TILE_N, CLI_DEFAULT_SEED);
+            CLI_DEFAULT_N, CLI_DEFAULT_TILE_M, CLI_DEFAULT_TILE_N,
+            agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN) ? "onednn" : "openblas",
+            CLI_DEFAULT_SEED);
 
     fprintf(out, "Threads (per rank; ranks x (comm + GEMM) must fit the online cores):\n");
     if (tmp.comm_cores_set)
@@ -537,6 +543,8 @@ static void print_version(FILE *out)
 {
     fprintf(out, "agmm %s\n", AGMM_VERSION_STRING);
     fprintf(out, "all-gather + GEMM with communication/computation overlap, on CPUs\n");
+    fprintf(out, "gemm engines: %sopenblas\n",
+            agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN) ? "onednn " : "");
 }
 
 /* ------------------------------------------------------------ validation */
@@ -887,6 +895,22 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
             int v;
             if (get_choice(err, "--dtype", arg, names, values, 3, &v)) return 2;
             cli->dtype = (agmm_dtype_t)v;
+            break;
+        }
+        case OPT_GEMM_ENGINE: {
+            static const char *const names[] = {"onednn", "openblas", "auto"};
+            static const int values[] = {AGMM_GEMM_ENGINE_ONEDNN,
+                                         AGMM_GEMM_ENGINE_OPENBLAS,
+                                         AGMM_GEMM_ENGINE_AUTO};
+            int v;
+            if (get_choice(err, "--gemm-engine", arg, names, values, 3, &v))
+                return 2;
+            if (!agmm_gemm_engine_available((agmm_gemm_engine_kind_t)v)) {
+                fprintf(err, "agmm: --gemm-engine: %s is not built in (this "
+                        "agmm has openblas; build with libdnnl-dev)\n", arg);
+                return 2;
+            }
+            cli->gemm_engine = (agmm_gemm_engine_kind_t)v;
             break;
         }
         case OPT_WEIGHTS: {

@@ -38,6 +38,7 @@ typedef struct agmm_cli {
     int64_t k, n;              /* --k 4096, --n 4096, >= 1 */
     int64_t tile_m, tile_n;    /* --tile-m 128, --tile-n 256, >= 1 */
     agmm_dtype_t dtype;        /* --dtype fp16|bf16|fp32 (fp16) */
+    agmm_gemm_engine_kind_t gemm_engine; /* --gemm-engine onednn|openblas|auto (auto) */
     agmm_weights_t weights;    /* --weights shared|per-rank (shared) */
     int comm_cores;            /* --comm-cores C >= 0; default: 1 if ranks*2 <= online cores else 0 */
     int gemm_cores;            /* --gemm-cores G >= 1; default: max(1, online/ranks - comm_cores) */

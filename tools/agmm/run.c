@@ -77,7 +77,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         agmm_tool_teardown(&t);
         return 1;
     }
-    if (t.rank == 0 && !cli->json) agmm_tool_describe(cli, world, stdout);
+    if (t.rank == 0 && !cli->json) agmm_tool_describe(cli, world, t.plan, stdout);
     const char *tag = agmm_tool_link_tag(cli);
     if (t.rank == 0 && cli->json) printf("{\"command\":\"run\",\"rounds\":[");
     double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
@@ -184,6 +184,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         agmm_schedule_info_t ai;
         printf("],");
         agmm_tool_json_common(cli, world);
+        agmm_tool_json_gemm(t.plan);
         printf(",\"schedule\":{\"requested\":\"%s\"",
                agmm_schedule_name(cli->schedule));
         if (cli->schedule == AGMM_SCHEDULE_AUTO &&

@@ -17,6 +17,7 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->tile_m = cli->tile_m;
     d->tile_n = cli->tile_n;
     d->dtype = cli->dtype;
+    d->gemm_engine = cli->gemm_engine;
     d->weights = cli->weights;
     d->comm_workers = cli->comm_cores;
     d->gemm_workers = cli->gemm_cores;
@@ -95,7 +96,8 @@ void agmm_tool_teardown(agmm_tool_rank_t *t)
     memset(t, 0, sizeof *t);
 }
 
-void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world, FILE *out)
+void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
+                        const agmm_plan_t *plan, FILE *out)
 {
     char shards[96] = "";
     int same = 1;
@@ -129,6 +131,19 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world, FILE *out)
             "OPENBLAS_L2_SIZE=%s)%s\n",
             agmm_blas_name(), agmm_blas_kernel(), agmm_blas_threads(),
             coretype ? coretype : "unset", l2 ? l2 : "unset", tag);
+    agmm_gemm_info_t g;
+    if (agmm_plan_gemm_info(plan, &g) == AGMM_OK)
+        fprintf(out, "gemm: %s %s, impl %s, %d thread per call%s\n", g.name,
+                g.version, g.impl, g.threads_per_call, tag);
+}
+
+void agmm_tool_json_gemm(const agmm_plan_t *plan)
+{
+    agmm_gemm_info_t g;
+    if (agmm_plan_gemm_info(plan, &g) != AGMM_OK) return;
+    printf(",\"gemm\":{\"engine\":\"%s\",\"version\":\"%s\",\"impl\":\"%s\","
+           "\"threads_per_call\":%d}",
+           g.name, g.version, g.impl, g.threads_per_call);
 }
 
 const char *agmm_tool_link_tag(const agmm_cli_t *cli)

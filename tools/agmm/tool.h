@@ -69,7 +69,9 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli);
 
 /* One-line description of the configuration (rank 0 prints it). */
 void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
-                        FILE *out);
+                        const agmm_plan_t *plan, FILE *out);
+/* ,"gemm":{"engine","version","impl","threads_per_call"} of the plan. */
+void agmm_tool_json_gemm(const agmm_plan_t *plan);
 
 /* " [emulated link: G Gbit/s, L us]" when the link is emulated, else "":
  * every text line of an emulated run ends with it. */

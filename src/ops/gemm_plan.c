@@ -1,0 +1,158 @@
+/* The plan's GEMM engine: one prepared weight per column group of GEMM
+ * workers, each prepared for every row count the schedules call, and each
+ * worker's scratch. Everything here runs on the plan owner's thread at
+ * plan creation and set_weight, except agmm_plan_gemm (every GEMM worker,
+ * concurrently: the engine's run is thread-safe given per-worker scratch).
+ *
+ * The row counts (so that no engine primitive is created inside a round):
+ *   - fused, per tile (engines with cheap tile calls): tile_m and each
+ *     shard's last partial tile;
+ *   - baseline and monolithic: one call per row group over its whole tiles
+ *     (schedule.c), i.e. at most gemm_workers counts.
+ * An engine without cheap tile calls (OpenBLAS) takes any row count, and
+ * the fused schedule coalesces arrived tiles for it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "ops/plan_internal.h"
+#include "ops/schedule.h"
+
+static void add_count(int64_t *rows, int *n, int64_t m)
+{
+    if (m <= 0) return;
+    for (int i = 0; i < *n; i++)
+        if (rows[i] == m) return;
+    rows[(*n)++] = m;
+}
+
+/* The row counts of every call the schedules make on this plan (at most
+ * 2 * nranks + gemm_workers + 1 values). */
+static int row_counts(const agmm_plan_t *p, int64_t *rows)
+{
+    int n = 0;
+    int64_t tm = p->desc.tile_m;
+    for (int src = 0; src < p->nranks; src++) {
+        if (p->tiles[src] == 0) continue;
+        if (p->m_local[src] >= tm) add_count(rows, &n, tm);
+        add_count(rows, &n, p->m_local[src] - (p->tiles[src] - 1) * tm);
+    }
+    int G = p->desc.gemm_workers;
+    for (int g = 0; g < G; g++) {
+        agmm_worker_share_t s;
+        if (!agmm_worker_share(g, G, p->col_blocks, &s)) continue;
+        int64_t g0, g1;
+        agmm_share_tiles(&s, p->total_tiles, &g0, &g1);
+        add_count(rows, &n,
+                  agmm_global_tile_row(p, g1) - agmm_global_tile_row(p, g0));
+    }
+    return n;
+}
+
+/* Columns [c0, c1) of column group cg (as agmm_worker_share makes them). */
+static void group_cols(const agmm_plan_t *p, int cg, int64_t *c0, int64_t *c1)
+{
+    int64_t gc = p->ngroups;
+    *c0 = cg * p->col_blocks / gc * p->desc.tile_n;
+    *c1 = AGMM_MIN((cg + 1) * p->col_blocks / gc * p->desc.tile_n, p->desc.n);
+}
+
+agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
+{
+    const agmm_plan_desc_t *d = &p->desc;
+    p->engine = agmm_gemm_engine_get(d->gemm_engine);
+    if (!p->engine) /* desc_check refused it already */
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "plan: gemm engine %s is not "
+                          "built in",
+                          agmm_gemm_engine_name(d->gemm_engine));
+    p->gemm_dtype = p->engine->input_dtype(d->dtype);
+    p->native = p->gemm_dtype == d->dtype;
+    p->gemm_esize = agmm_dtype_size(p->gemm_dtype);
+    int G = d->gemm_workers;
+    p->ngroups = (int)AGMM_MIN((int64_t)G, p->col_blocks);
+    p->prep = agmm_alloc(sizeof *p->prep * (size_t)p->ngroups);
+    p->scratch = agmm_alloc(sizeof *p->scratch * (size_t)G);
+    int64_t *rows = agmm_alloc(sizeof *rows * (size_t)(2 * p->nranks + G + 1));
+    if (!p->prep || !p->scratch || !rows) {
+        agmm_free(rows);
+        return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
+    }
+    agmm_gemm_shape_t shape = {.dtype = d->dtype,
+                               .k = d->k,
+                               .ldw = d->n,
+                               .lda = d->k,
+                               .ldc = d->n,
+                               .rows = rows,
+                               .nrows = row_counts(p, rows)};
+    size_t scratch = 0;
+    agmm_status_t st = AGMM_OK;
+    for (int cg = 0; cg < p->ngroups && st == AGMM_OK; cg++) {
+        int64_t c0, c1;
+        group_cols(p, cg, &c0, &c1);
+        shape.ncols = c1 - c0;
+        st = p->engine->prepare(&shape, &p->prep[cg]);
+        if (st == AGMM_OK)
+            scratch = AGMM_MAX(scratch, p->engine->scratch_bytes(p->prep[cg]));
+    }
+    agmm_free(rows);
+    for (int g = 0; g < G && st == AGMM_OK && scratch > 0; g++)
+        if (!(p->scratch[g] = agmm_alloc(scratch)))
+            st = agmm_error(AGMM_ERR_NO_MEMORY,
+                            "plan: out of memory for GEMM scratch");
+    return st;
+}
+
+agmm_status_t agmm_plan_engine_load(agmm_plan_t *p, const void *w)
+{
+    size_t es = agmm_dtype_size(p->desc.dtype);
+    for (int cg = 0; cg < p->ngroups; cg++) {
+        int64_t c0, c1;
+        group_cols(p, cg, &c0, &c1);
+        AGMM_CHECK(p->engine->load(p->prep[cg],
+                                   (const unsigned char *)w + (size_t)c0 * es));
+    }
+    return AGMM_OK;
+}
+
+void agmm_plan_engine_free(agmm_plan_t *p)
+{
+    for (int cg = 0; p->prep && cg < p->ngroups; cg++)
+        if (p->prep[cg]) p->engine->destroy(p->prep[cg]);
+    for (int g = 0; p->scratch && g < p->desc.gemm_workers; g++)
+        agmm_free(p->scratch[g]);
+    agmm_free(p->prep);
+    agmm_free(p->scratch);
+    p->prep = NULL;
+    p->scratch = NULL;
+}
+
+agmm_status_t agmm_plan_gemm(agmm_plan_t *p, const agmm_worker_share_t *s,
+                             int64_t r0, int64_t m, const void *a, float *c)
+{
+    if (m <= 0) return AGMM_OK;
+    int64_t c0, c1;
+    group_cols(p, s->cg, &c0, &c1);
+    return p->engine->run(p->prep[s->cg], m, a,
+                          c + (size_t)r0 * (size_t)p->desc.n + c0,
+                          p->scratch[s->g]);
+}
+
+agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *p, agmm_gemm_info_t *info)
+{
+    if (!p || !info)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "gemm_info: NULL argument");
+    if (!agmm_plan_is_live(p))
+        return agmm_error(AGMM_ERR_BAD_STATE,
+                          "gemm_info: the plan was destroyed or never made");
+    memset(info, 0, sizeof *info);
+    info->engine = p->engine->kind;
+    info->name = p->engine->name;
+    info->version = p->engine->version();
+    snprintf(info->impl, sizeof info->impl, "%s",
+             p->ngroups > 0 ? p->engine->impl(p->prep[0]) : "");
+    info->threads_per_call =
+        p->engine->kind == AGMM_GEMM_ENGINE_OPENBLAS ? agmm_blas_threads() : 1;
+    info->primitives_created = agmm_gemm_engine_created();
+    return AGMM_OK;
+}
