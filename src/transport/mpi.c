@@ -137,7 +137,8 @@ static int record_abort(mpi_state_t *s, const char *reason)
             &s->abort_state, &expected, ABORT_WRITING, memory_order_acq_rel,
             memory_order_acquire))
         return 0;
-    snprintf(s->abort_reason, sizeof s->abort_reason, "%s", reason);
+    snprintf(s->abort_reason, sizeof s->abort_reason, "%s",
+             reason && *reason ? reason : "a rank aborted without a reason");
     atomic_store_explicit(&s->abort_state, ABORT_PUBLISHED,
                           memory_order_release);
     return 1;
@@ -406,9 +407,13 @@ static void *progress_main(void *arg)
  * pool that prints a rank's abort once: print it here. */
 static agmm_status_t loud(agmm_status_t st)
 {
-    if (st == AGMM_ERR_ABORTED)
-        return agmm_error(AGMM_ERR_ABORTED, "%s", agmm_thread_error());
-    return st;
+    if (st != AGMM_ERR_ABORTED) return st;
+    /* A copy: agmm_error writes the thread's message buffer, which must not
+     * also be its argument (that printed "agmm: rank 0: " and nothing). */
+    char reason[REASON_MAX + 128];
+    snprintf(reason, sizeof reason, "%s", agmm_thread_error());
+    return agmm_error(AGMM_ERR_ABORTED, "%s",
+                      reason[0] ? reason : "aborted (no reason recorded)");
 }
 
 static agmm_status_t mpi_barrier(agmm_world_t *w, double deadline)
