@@ -107,6 +107,8 @@ typedef struct agmm_wait_what {
 /* Raise the cell to `value` (release) and wake its sleepers. Every backend
  * and every in-process counter that someone waits on publishes with it. */
 void agmm_signal_publish(_Atomic uint64_t *sig, uint64_t value);
+/* Test hook: futex wake calls agmm_signal_publish made in this process. */
+uint64_t agmm_signal_wake_count(void);
 
 /* Wait until *sig >= at_least (acquire), the deadline passes, or the world
  * is aborted. Spins briefly, then yields, then sleeps in the kernel until
