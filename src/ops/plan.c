@@ -342,6 +342,30 @@ agmm_status_t agmm_plan_set_weight(agmm_plan_t *p, const void *wt)
     return AGMM_OK;
 }
 
+/* Wait until every peer's ack cell holds the last ack value it sends for
+ * this plan, which is the one this rank sent (see last_ack_sent): shm
+ * acks round e at its end (E after E rounds), MPI at the start of round
+ * e + 1 (E - 1). Not in an aborted world: nobody acks any more there, and
+ * destroy must return promptly (the windows are still freed). */
+static agmm_status_t wait_last_acks(agmm_plan_t *p)
+{
+    agmm_world_t *w = p->world;
+    uint64_t last = p->last_ack_sent;
+    if (last == 0) return AGMM_OK;
+    double deadline = agmm_deadline(w, p->desc.timeout_s);
+    for (int q = 0; q < p->nranks; q++) {
+        if (q == p->rank) continue;
+        if (w->ops->aborted(w)) return AGMM_OK;
+        agmm_wait_what_t what = {"ack of round", q, (int64_t)last};
+        agmm_status_t st = agmm_signal_wait(
+            w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)), last,
+            deadline, &what);
+        if (st == AGMM_ERR_ABORTED) return AGMM_OK; /* the barrier says so */
+        AGMM_CHECK(st);
+    }
+    return AGMM_OK;
+}
+
 agmm_status_t agmm_plan_destroy(agmm_plan_t *p)
 {
     if (!p) return AGMM_OK;
@@ -350,11 +374,15 @@ agmm_status_t agmm_plan_destroy(agmm_plan_t *p)
                           "plan_destroy: the plan was destroyed or never made");
     registry_remove(p);
     agmm_world_t *w = p->world;
-    /* No peer may still write into our windows: every put of the last
-     * round was received before its run returned, and acks are completed
-     * (quiet) inside agmm_plan_run, so after this barrier none is in
-     * flight. */
-    agmm_status_t st = w->ops->barrier(w, agmm_deadline(w, p->desc.timeout_s));
+    /* No peer may still write into our windows once they are freed. Every
+     * put of the last round was received before its run returned; acks
+     * may still be in flight (an MPI send's completion is not its
+     * delivery), so first wait for the last one of each peer, then the
+     * barrier: after it no peer sends anything for this plan. */
+    agmm_status_t st = wait_last_acks(p);
+    agmm_status_t st2 =
+        w->ops->barrier(w, agmm_deadline(w, p->desc.timeout_s));
+    if (st == AGMM_OK) st = st2;
     w->ops->win_free(w, &p->signals);
     w->ops->win_free(w, &p->gathered);
     plan_free_local(p);

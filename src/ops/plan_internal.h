@@ -54,6 +54,12 @@ struct agmm_plan {
     _Atomic uint32_t *item_count;
 
     uint64_t epoch; /* rounds run; round e publishes and waits for e */
+    /* The last ack value this rank sent for this plan (run.c), 0: none.
+     * Rounds are collective and every failure aborts the world, so in a
+     * world that is not aborted every rank sent the same: destroy waits
+     * until each peer's ack cell holds it (no older ack is then in flight,
+     * MPI messages from one sender being non-overtaking). */
+    uint64_t last_ack_sent;
     agmm_trace_t *trace; /* recording this plan's rounds, or NULL */
     /* AGMM_SCHEDULE_AUTO's state (auto.c): computed from allgathered round
      * times, so it is the same on every rank. */

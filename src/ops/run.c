@@ -20,7 +20,9 @@ static agmm_status_t send_acks(agmm_plan_t *p, uint64_t value)
                                   agmm_sig_off(p, SIG_ACK, p->rank), value));
         agmm_trace_publish(q, -1, value, AGMM_TSIG_ACK);
     }
-    return w->ops->quiet(w);
+    AGMM_CHECK(w->ops->quiet(w));
+    p->last_ack_sent = value; /* what destroy waits for from every peer */
+    return AGMM_OK;
 }
 
 /* The start of round e on this rank, before any worker runs. A transport

@@ -43,11 +43,11 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "transport/transport.h"
+#include "transport/wintab.h"
 
 enum { TAG_ABORT = 1, TAG_SIGNAL = 2 };
 enum { ABORT_NONE = 0, ABORT_WRITING = 1, ABORT_PUBLISHED = 2 };
 #define REASON_MAX 384
-#define MAX_WINDOWS 256
 #define MAX_PENDING 1024 /* sends in flight per thread before quiet */
 
 /* One declared incoming put: a persistent receive. */
@@ -61,7 +61,7 @@ typedef struct slot {
 
 /* win->impl */
 typedef struct mpi_win {
-    int id;
+    uint64_t id; /* never reused within the world (wintab.h) */
     unsigned char *local; /* the window's memory on this rank */
     size_t bytes;
     MPI_Comm comm; /* tile messages guarded by this (signal) window */
@@ -94,9 +94,13 @@ typedef struct mpi_state {
     int nactive, cap;
     char abort_buf[REASON_MAX];
     uint64_t sig_buf[3]; /* window id, cell offset, value */
+    /* Test hook AGMM_TEST_CTL_DELAY_US: the progress thread applies each
+     * signal message that long after it arrived (progress thread only). */
+    long ctl_delay_us;
+    uint64_t deferred[3];
+    int deferred_src; /* its sender + 1; 0: none deferred */
 
-    mpi_win_t *windows[MAX_WINDOWS]; /* by id, guarded by lock */
-    int next_win_id;
+    agmm_wintab_t windows; /* live windows by id, guarded by lock */
 } mpi_state_t;
 
 static mpi_state_t *st_of(agmm_world_t *w) { return (mpi_state_t *)w->impl; }
@@ -269,7 +273,7 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
     const mpi_win_t *mw = sigwin->impl;
     pending_t *pe;
     AGMM_CHECK(pending_slot(w, &pe));
-    pe->payload[0] = (uint64_t)mw->id;
+    pe->payload[0] = mw->id;
     pe->payload[1] = sig_off;
     pe->payload[2] = value;
     MPI_TRY(MPI_Isend(pe->payload, 3, MPI_UINT64_T, dst, TAG_SIGNAL,
@@ -281,6 +285,44 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
 }
 
 /* ------------------------------------------------- progress thread */
+
+/* A signal message {window id, cell offset, value} from rank `src` (lock
+ * held). */
+static void apply_signal(agmm_world_t *w, const uint64_t msg[3], int src)
+{
+    mpi_state_t *s = st_of(w);
+    uint64_t id = msg[0], off = msg[1];
+    void *item;
+    agmm_win_state_t ws = agmm_wintab_find(&s->windows, id, &item);
+    const mpi_win_t *mw = item;
+    if (ws == AGMM_WIN_FREED) {
+        /* Its window is gone: a message that outlived its plan. The plan's
+         * teardown waits for every ack peers send (plan.c), so none is
+         * expected; should one come, it must not land in a later window
+         * (ids are never reused), and it is counted. */
+        s->windows.dropped++;
+    } else if (!mw || off % sizeof(uint64_t) != 0 ||
+               off + sizeof(uint64_t) > mw->bytes) {
+        /* An id not allocated yet cannot come from a correct peer: a
+         * window is in the table before its rank takes part in the
+         * allocation's agreement (mpi_win_alloc), and a peer signals into
+         * it only after that agreement completed on the peer, i.e. after
+         * every rank contributed. */
+        char r[REASON_MAX];
+        snprintf(r, sizeof r,
+                 "rank %d got a signal from rank %d for cell %llu of window "
+                 "%llu, which it does not have",
+                 w->rank, src, (unsigned long long)off,
+                 (unsigned long long)id);
+        mpi_abort(w, r);
+    } else {
+        /* One writer per cell (the sender), messages from one sender
+         * arrive in order: a release store keeps it monotonic; publish
+         * also wakes waiters sleeping in the kernel. */
+        agmm_signal_publish((_Atomic uint64_t *)(void *)(mw->local + off),
+                            msg[2]);
+    }
+}
 
 /* A completed receive of the list, at index i (lock held). Returns 1 if
  * entry i was removed (the last entry moved into its place). */
@@ -294,24 +336,14 @@ static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
         return 0;
     }
     if (i == 1) { /* an ack (or any signal without data) */
-        uint64_t id = s->sig_buf[0], off = s->sig_buf[1];
-        const mpi_win_t *mw = id < MAX_WINDOWS ? s->windows[id] : NULL;
-        if (!mw || off % sizeof(uint64_t) != 0 ||
-            off + sizeof(uint64_t) > mw->bytes) {
-            char r[REASON_MAX];
-            snprintf(r, sizeof r,
-                     "rank %d got a signal from rank %d for cell %llu of "
-                     "window %llu, which it does not have",
-                     w->rank, status->MPI_SOURCE, (unsigned long long)off,
-                     (unsigned long long)id);
-            mpi_abort(w, r);
-        } else {
-            /* One writer per cell (the sender), messages from one sender
-             * arrive in order: a release store keeps it monotonic; publish
-             * also wakes waiters sleeping in the kernel. */
-            agmm_signal_publish((_Atomic uint64_t *)(void *)(mw->local + off),
-                                s->sig_buf[2]);
+        if (s->ctl_delay_us > 0) {
+            /* Test hook: applied later by progress_main, outside the lock
+             * (the receive is re-armed only then, so order is kept). */
+            memcpy(s->deferred, s->sig_buf, sizeof s->deferred);
+            s->deferred_src = status->MPI_SOURCE + 1;
+            return 0;
         }
+        apply_signal(w, s->sig_buf, status->MPI_SOURCE);
         MPI_Start(&s->active[1]);
         return 0;
     }
@@ -343,6 +375,16 @@ static void *progress_main(void *arg)
     MPI_Status *sts = NULL;
     unsigned idle = 0;
     while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
+        if (s->deferred_src) { /* test hook: a late ack, see on_complete */
+            struct timespec ts = {s->ctl_delay_us / 1000000,
+                                  s->ctl_delay_us % 1000000 * 1000};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&s->lock);
+            apply_signal(w, s->deferred, s->deferred_src - 1);
+            s->deferred_src = 0;
+            MPI_Start(&s->active[1]);
+            pthread_mutex_unlock(&s->lock);
+        }
         pthread_mutex_lock(&s->lock);
         if (cap < s->nactive) { /* round_begin grew the list */
             free(idx);
@@ -475,41 +517,50 @@ static agmm_status_t mpi_win_alloc(agmm_world_t *w, size_t bytes,
                                    agmm_win_t *out)
 {
     mpi_state_t *s = st_of(w);
-    /* Ids are the lowest free one: every rank allocates and frees windows
-     * in the same order, so they agree (checked below). */
-    int id = 0;
-    while (id < MAX_WINDOWS && s->windows[id]) id++;
-    if (id == MAX_WINDOWS)
-        return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: too many windows (%d)",
-                          MAX_WINDOWS);
-    AGMM_CHECK(agmm_win_agree(w, (uint64_t)id, bytes));
-
+    /* Ids count up and are never reused (wintab.h): every rank allocates
+     * windows in the same order, so they agree (checked below). The
+     * window enters the table before the agreement, so a peer that got
+     * past the agreement can only signal a window we already have. */
+    pthread_mutex_lock(&s->lock);
+    uint64_t id = agmm_wintab_take_id(&s->windows);
+    pthread_mutex_unlock(&s->lock);
     mpi_win_t *mw = calloc(1, sizeof *mw);
     unsigned char *mem = agmm_alloc(bytes); /* zeroed */
-    if (!mw || !mem) {
-        free(mw);
-        agmm_free(mem);
-        return agmm_error(AGMM_ERR_NO_MEMORY,
-                          "MPI: out of memory for a %zu-byte window", bytes);
+    int added = -1;
+    if (mw && mem) {
+        mw->id = id;
+        mw->local = mem;
+        mw->bytes = bytes;
+        mw->comm = MPI_COMM_NULL;
+        pthread_mutex_lock(&s->lock);
+        added = agmm_wintab_add(&s->windows, id, mw);
+        pthread_mutex_unlock(&s->lock);
     }
-    MPI_Request req;
-    int rc = MPI_Comm_idup(s->coll, &mw->comm, &req);
+    /* Every rank takes part in the agreement even when out of memory, so
+     * the others do not wait for it. */
     agmm_status_t st =
-        rc == MPI_SUCCESS ? wait_reqs(w, &req, 1, agmm_deadline(w, 0),
-                                      "creating a window's communicator")
-                          : mpi_fail(rc, "MPI_Comm_idup");
+        added == 0 ? AGMM_OK
+                   : agmm_error(AGMM_ERR_NO_MEMORY,
+                                "MPI: out of memory for a %zu-byte window",
+                                bytes);
+    agmm_status_t agree = agmm_win_agree(w, added == 0 ? id : 0, bytes);
+    if (st == AGMM_OK) st = agree;
+    if (st == AGMM_OK) {
+        MPI_Request req;
+        int rc = MPI_Comm_idup(s->coll, &mw->comm, &req);
+        st = rc == MPI_SUCCESS ? wait_reqs(w, &req, 1, agmm_deadline(w, 0),
+                                           "creating a window's communicator")
+                               : mpi_fail(rc, "MPI_Comm_idup");
+    }
     if (st != AGMM_OK) {
+        pthread_mutex_lock(&s->lock);
+        agmm_wintab_remove(&s->windows, id);
+        pthread_mutex_unlock(&s->lock);
         free(mw);
         agmm_free(mem);
         return st;
     }
     MPI_Comm_set_errhandler(mw->comm, MPI_ERRORS_RETURN);
-    mw->id = id;
-    mw->local = mem;
-    mw->bytes = bytes;
-    pthread_mutex_lock(&s->lock);
-    s->windows[id] = mw;
-    pthread_mutex_unlock(&s->lock);
     out->offset = (size_t)id;
     out->bytes = bytes;
     out->local = mem;
@@ -537,7 +588,7 @@ static void mpi_win_free(agmm_world_t *w, agmm_win_t *win)
     mpi_win_t *mw = win->impl;
     if (!mw) return;
     pthread_mutex_lock(&s->lock);
-    s->windows[mw->id] = NULL;
+    agmm_wintab_remove(&s->windows, mw->id);
     for (int i = 0; i < mw->nslots; i++) {
         deactivate(s, mw->slots[i]);
         MPI_Request_free(&mw->slots[i]->req);
@@ -637,6 +688,16 @@ static agmm_status_t mpi_round_begin(agmm_world_t *w, const agmm_win_t *sigwin,
     return st;
 }
 
+/* Control messages dropped because their window was freed (wintab.h). */
+static uint64_t mpi_dropped(agmm_world_t *w)
+{
+    mpi_state_t *s = st_of(w);
+    pthread_mutex_lock(&s->lock);
+    uint64_t n = s->windows.dropped;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
 static const agmm_transport_ops_t mpi_ops = {
     .name = "mpi",
     .win_alloc = mpi_win_alloc,
@@ -652,6 +713,7 @@ static const agmm_transport_ops_t mpi_ops = {
     .allgather_rows = mpi_allgather_rows,
     .abort = mpi_abort,
     .aborted = mpi_aborted,
+    .dropped = mpi_dropped,
 };
 
 /* ------------------------------------------------------------ world */
@@ -690,6 +752,11 @@ static agmm_status_t state_init(agmm_world_t *w, mpi_state_t *s)
         return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
     for (int q = 0; q < w->size; q++) s->abort_sends[q] = MPI_REQUEST_NULL;
     pthread_mutex_init(&s->lock, NULL);
+    /* Test hook (tests/test_recreate.c): the progress thread sleeps this
+     * long before it applies each ack, so acks land late. */
+    const char *delay = getenv("AGMM_TEST_CTL_DELAY_US");
+    s->ctl_delay_us = delay ? atol(delay) : 0;
+    if (s->ctl_delay_us < 0 || s->ctl_delay_us > 1000000) s->ctl_delay_us = 0;
     MPI_TRY(MPI_Recv_init(s->abort_buf, REASON_MAX, MPI_CHAR, MPI_ANY_SOURCE,
                           TAG_ABORT, s->ctl, &s->active[0]),
             "MPI_Recv_init");
@@ -808,6 +875,7 @@ void agmm_world_destroy(agmm_world_t *w)
     MPI_Comm_free(&s->bulk);
     if (s->we_initialized) MPI_Finalize();
     pthread_mutex_destroy(&s->lock);
+    agmm_wintab_free(&s->windows);
     free(s->active);
     free(s->slot_of);
     free(s->abort_sends);
