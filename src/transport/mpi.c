@@ -19,8 +19,11 @@
  *     wait only on those local cells (agmm_signal_wait, acquire), exactly
  *     as on shm: MPI's completion happens before the progress thread's
  *     release store, so a worker that sees the epoch sees the rows.
- *   - signal() (the end-of-round ack) is a 24-byte message {window, cell,
- *     value} on the control communicator; the progress thread stores it.
+ *   - signal() (the end-of-round ack) is a 24-byte message {window id,
+ *     cell, value} on the control communicator; the progress thread
+ *     stores it. Window ids are never reused (wintab.h): a message for a
+ *     window freed meanwhile is dropped and counted, never applied to a
+ *     later window (plan teardown waits for acks, so none is expected).
  *   - abort() records the reason and sends it to every peer on the control
  *     communicator; the progress thread of a peer records it, so that
  *     peer's waits fail with a message naming the rank that failed.
@@ -28,6 +31,9 @@
  *     communicator of its own, completed with a deadline.
  * Workers send while the progress thread receives, so the backend needs
  * MPI_THREAD_MULTIPLE and refuses to start with less.
+ *
+ * Windows, the declared receives and round_begin are in mpi_win.c, the
+ * state shared by both files in mpi_internal.h.
  *
  * Threads: the caller's threads call win_alloc/free, round_begin, barrier
  * and allgather (the thread that runs the plan); any worker thread calls
@@ -42,73 +48,16 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "transport/transport.h"
-#include "transport/wintab.h"
+#include "transport/mpi_internal.h"
 
-enum { TAG_ABORT = 1, TAG_SIGNAL = 2 };
-enum { ABORT_NONE = 0, ABORT_WRITING = 1, ABORT_PUBLISHED = 2 };
-#define REASON_MAX 384
 #define MAX_PENDING 1024 /* sends in flight per thread before quiet */
 
-/* One declared incoming put: a persistent receive. */
-typedef struct slot {
-    MPI_Request req;
-    int group, src;
-    size_t bytes;
-    _Atomic uint64_t *cell; /* the local signal cell it raises */
-    uint64_t value;         /* set by round_begin, read on completion */
-} slot_t;
-
-/* win->impl */
-typedef struct mpi_win {
-    uint64_t id; /* never reused within the world (wintab.h) */
-    unsigned char *local; /* the window's memory on this rank */
-    size_t bytes;
-    MPI_Comm comm; /* tile messages guarded by this (signal) window */
-    slot_t **slots;
-    int nslots, cap;
-} mpi_win_t;
-
-typedef struct mpi_state {
-    MPI_Comm ctl;  /* abort and signal messages (progress thread receives) */
-    MPI_Comm coll; /* barrier, allgather, window set-up (plan thread) */
-    MPI_Comm bulk; /* allgather_rows (one comm worker per rank) */
-    int we_initialized;
-    int tag_ub;
-
-    /* Abort: 0 -> 1 by the first aborter (CAS), reason written, then 2
-     * (release); readers that see 2 (acquire) may read the reason. */
-    _Alignas(AGMM_CACHE_LINE) _Atomic int abort_state;
-    _Atomic int abort_originated; /* this rank aborted first */
-    char abort_reason[REASON_MAX];
-    MPI_Request *abort_sends; /* [size], to tell the peers */
-
-    /* Progress thread and its receive list. [0] abort, [1] signal, then
-     * the armed slots (slot_of[i] for i >= 2). */
-    pthread_t thread;
-    int thread_started;
-    _Alignas(AGMM_CACHE_LINE) _Atomic int stop;
-    pthread_mutex_t lock;
-    MPI_Request *active;
-    slot_t **slot_of;
-    int nactive, cap;
-    char abort_buf[REASON_MAX];
-    uint64_t sig_buf[3]; /* window id, cell offset, value */
-    /* Test hook AGMM_TEST_CTL_DELAY_US: the progress thread applies each
-     * signal message that long after it arrived (progress thread only). */
-    long ctl_delay_us;
-    uint64_t deferred[3];
-    int deferred_src; /* its sender + 1; 0: none deferred */
-
-    agmm_wintab_t windows; /* live windows by id, guarded by lock */
-} mpi_state_t;
-
-static mpi_state_t *st_of(agmm_world_t *w) { return (mpi_state_t *)w->impl; }
+static mpi_state_t *st_of(agmm_world_t *w) { return agmm_mpi_state(w); }
 
 /* The one MPI world of this process (MPI_COMM_WORLD). */
 static agmm_world_t *the_world;
 
-static agmm_status_t mpi_fail(int rc, const char *what)
+agmm_status_t agmm_mpi_fail(int rc, const char *what)
 {
     char msg[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
@@ -116,11 +65,6 @@ static agmm_status_t mpi_fail(int rc, const char *what)
     return agmm_error(AGMM_ERR_TRANSPORT, "MPI: %s failed: %s", what, msg);
 }
 
-#define MPI_TRY(call, what)                                                    \
-    do {                                                                       \
-        int mpi_rc_ = (call);                                                  \
-        if (mpi_rc_ != MPI_SUCCESS) return mpi_fail(mpi_rc_, what);            \
-    } while (0)
 
 /* ----------------------------------------------------------- abort */
 
@@ -175,16 +119,14 @@ static void backoff(unsigned idle)
     nanosleep(&ts, NULL);
 }
 
-/* Complete `n` requests by `deadline`, failing early if the world is
- * aborted. `what` names the operation in messages. */
-static agmm_status_t wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
-                               double deadline, const char *what)
+agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
+                                 double deadline, const char *what)
 {
     for (unsigned idle = 0;; idle++) {
         int done = 0;
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) {
-            agmm_status_t e = mpi_fail(rc, what);
+            agmm_status_t e = agmm_mpi_fail(rc, what);
             char reason[REASON_MAX];
             snprintf(reason, sizeof reason, "rank %d: %s", w->rank,
                      agmm_thread_error());
@@ -227,7 +169,7 @@ static agmm_status_t mpi_quiet(agmm_world_t *w)
     char what[96];
     snprintf(what, sizeof what, "completing %d send%s (the first to rank %d)",
              npending, npending == 1 ? "" : "s", pending[0].dst);
-    agmm_status_t st = wait_reqs(w, reqs, npending, agmm_deadline(w, 0), what);
+    agmm_status_t st = agmm_mpi_wait_reqs(w, reqs, npending, agmm_deadline(w, 0), what);
     /* On failure the requests stay unfinished: the process is ending. */
     npending = 0;
     return st;
@@ -406,7 +348,7 @@ static void *progress_main(void *arg)
         int armed = s->nactive > 2;
         if (rc != MPI_SUCCESS && !mpi_aborted(w)) {
             pthread_mutex_unlock(&s->lock);
-            mpi_fail(rc, "MPI_Testsome in the progress thread");
+            agmm_mpi_fail(rc, "MPI_Testsome in the progress thread");
             char r[REASON_MAX];
             snprintf(r, sizeof r, "rank %d: %s", w->rank, agmm_thread_error());
             mpi_abort(w, r);
@@ -462,7 +404,7 @@ static agmm_status_t mpi_barrier(agmm_world_t *w, double deadline)
 {
     MPI_Request req;
     MPI_TRY(MPI_Ibarrier(st_of(w)->coll, &req), "MPI_Ibarrier");
-    return loud(wait_reqs(w, &req, 1, deadline,
+    return loud(agmm_mpi_wait_reqs(w, &req, 1, deadline,
                           "a barrier (not every rank arrived in time)"));
 }
 
@@ -473,7 +415,7 @@ static agmm_status_t mpi_allgather(agmm_world_t *w, const void *in, void *out,
     MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes,
                            MPI_BYTE, st_of(w)->coll, &req),
             "MPI_Iallgather");
-    return loud(wait_reqs(w, &req, 1, deadline,
+    return loud(agmm_mpi_wait_reqs(w, &req, 1, deadline,
                           "an all-gather of control data"));
 }
 
@@ -503,217 +445,30 @@ static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
                              win->local, counts, displs, row, st_of(w)->bulk,
                              &req);
     agmm_status_t st = rc == MPI_SUCCESS
-                           ? wait_reqs(w, &req, 1, deadline,
+                           ? agmm_mpi_wait_reqs(w, &req, 1, deadline,
                                        "the baseline all-gather")
-                           : mpi_fail(rc, "MPI_Iallgatherv");
+                           : agmm_mpi_fail(rc, "MPI_Iallgatherv");
     if (st == AGMM_OK) MPI_Type_free(&row);
     free(counts);
     return st;
 }
 
-/* ---------------------------------------------------------- windows */
-
-static agmm_status_t mpi_win_alloc(agmm_world_t *w, size_t bytes,
-                                   agmm_win_t *out)
-{
-    mpi_state_t *s = st_of(w);
-    /* Ids count up and are never reused (wintab.h): every rank allocates
-     * windows in the same order, so they agree (checked below). The
-     * window enters the table before the agreement, so a peer that got
-     * past the agreement can only signal a window we already have. */
-    pthread_mutex_lock(&s->lock);
-    uint64_t id = agmm_wintab_take_id(&s->windows);
-    pthread_mutex_unlock(&s->lock);
-    mpi_win_t *mw = calloc(1, sizeof *mw);
-    unsigned char *mem = agmm_alloc(bytes); /* zeroed */
-    int added = -1;
-    if (mw && mem) {
-        mw->id = id;
-        mw->local = mem;
-        mw->bytes = bytes;
-        mw->comm = MPI_COMM_NULL;
-        pthread_mutex_lock(&s->lock);
-        added = agmm_wintab_add(&s->windows, id, mw);
-        pthread_mutex_unlock(&s->lock);
-    }
-    /* Every rank takes part in the agreement even when out of memory, so
-     * the others do not wait for it. */
-    agmm_status_t st =
-        added == 0 ? AGMM_OK
-                   : agmm_error(AGMM_ERR_NO_MEMORY,
-                                "MPI: out of memory for a %zu-byte window",
-                                bytes);
-    agmm_status_t agree = agmm_win_agree(w, added == 0 ? id : 0, bytes);
-    if (st == AGMM_OK) st = agree;
-    if (st == AGMM_OK) {
-        MPI_Request req;
-        int rc = MPI_Comm_idup(s->coll, &mw->comm, &req);
-        st = rc == MPI_SUCCESS ? wait_reqs(w, &req, 1, agmm_deadline(w, 0),
-                                           "creating a window's communicator")
-                               : mpi_fail(rc, "MPI_Comm_idup");
-    }
-    if (st != AGMM_OK) {
-        pthread_mutex_lock(&s->lock);
-        agmm_wintab_remove(&s->windows, id);
-        pthread_mutex_unlock(&s->lock);
-        free(mw);
-        agmm_free(mem);
-        return st;
-    }
-    MPI_Comm_set_errhandler(mw->comm, MPI_ERRORS_RETURN);
-    out->offset = (size_t)id;
-    out->bytes = bytes;
-    out->local = mem;
-    out->impl = mw;
-    return AGMM_OK;
-}
-
-/* Drop slot `sl` from the active list if it is there (lock held). */
-static void deactivate(mpi_state_t *s, slot_t *sl)
-{
-    for (int i = 2; i < s->nactive; i++) {
-        if (s->slot_of[i] != sl) continue;
-        MPI_Cancel(&sl->req);
-        MPI_Wait(&sl->req, MPI_STATUS_IGNORE);
-        s->nactive--;
-        s->active[i] = s->active[s->nactive];
-        s->slot_of[i] = s->slot_of[s->nactive];
-        return;
-    }
-}
-
-static void mpi_win_free(agmm_world_t *w, agmm_win_t *win)
-{
-    mpi_state_t *s = st_of(w);
-    mpi_win_t *mw = win->impl;
-    if (!mw) return;
-    pthread_mutex_lock(&s->lock);
-    agmm_wintab_remove(&s->windows, mw->id);
-    for (int i = 0; i < mw->nslots; i++) {
-        deactivate(s, mw->slots[i]);
-        MPI_Request_free(&mw->slots[i]->req);
-        free(mw->slots[i]);
-    }
-    pthread_mutex_unlock(&s->lock);
-    free(mw->slots);
-    MPI_Comm_free(&mw->comm);
-    agmm_free(mw->local);
-    free(mw);
-    memset(win, 0, sizeof *win);
-}
-
-static agmm_status_t mpi_expect(agmm_world_t *w, const agmm_win_t *win,
-                                int src, size_t off, size_t bytes,
-                                const agmm_win_t *sigwin, size_t sig_off,
-                                int group)
-{
-    mpi_state_t *s = st_of(w);
-    mpi_win_t *mw = sigwin->impl;
-    size_t tag = sig_off / sizeof(uint64_t);
-    if (src < 0 || src >= w->size || src == w->rank || off > win->bytes ||
-        bytes > win->bytes - off || sig_off % sizeof(uint64_t) != 0 ||
-        sig_off + sizeof(uint64_t) > sigwin->bytes)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "MPI: expect: a put from rank %d of %zu bytes at "
-                          "%zu does not fit its window",
-                          src, bytes, off);
-    if (tag > (size_t)s->tag_ub)
-        return agmm_error(AGMM_ERR_TOO_LARGE,
-                          "MPI: signal cell %zu exceeds the MPI tag bound %d "
-                          "(use fewer, larger tiles)",
-                          tag, s->tag_ub);
-    if (bytes > (size_t)INT32_MAX)
-        return agmm_error(AGMM_ERR_TOO_LARGE,
-                          "MPI: one put of %zu bytes exceeds 2 GiB (use a "
-                          "smaller --tile-m)",
-                          bytes);
-    if (mw->nslots == mw->cap) {
-        int cap = mw->cap ? 2 * mw->cap : 64;
-        slot_t **n = realloc(mw->slots, sizeof *n * (size_t)cap);
-        if (!n) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
-        mw->slots = n;
-        mw->cap = cap;
-    }
-    slot_t *sl = calloc(1, sizeof *sl);
-    if (!sl) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
-    MPI_Recv_init(win->local + off, (int)bytes, MPI_BYTE, src, (int)tag,
-                  mw->comm, &sl->req);
-    sl->group = group;
-    sl->src = src;
-    sl->bytes = bytes;
-    sl->cell = (_Atomic uint64_t *)(void *)(sigwin->local + sig_off);
-    mw->slots[mw->nslots++] = sl;
-    return AGMM_OK;
-}
-
-static agmm_status_t mpi_round_begin(agmm_world_t *w, const agmm_win_t *sigwin,
-                                     int group, uint64_t value)
-{
-    mpi_state_t *s = st_of(w);
-    mpi_win_t *mw = sigwin->impl;
-    agmm_status_t st = AGMM_OK;
-    pthread_mutex_lock(&s->lock);
-    if (s->nactive + mw->nslots > s->cap) {
-        int cap = s->nactive + mw->nslots;
-        MPI_Request *a = realloc(s->active, sizeof *a * (size_t)cap);
-        if (a) s->active = a;
-        slot_t **o = a ? realloc(s->slot_of, sizeof *o * (size_t)cap) : NULL;
-        if (o) {
-            s->slot_of = o;
-            s->cap = cap;
-        } else {
-            st = agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
-        }
-    }
-    for (int i = 0; st == AGMM_OK && i < mw->nslots; i++) {
-        slot_t *sl = mw->slots[i];
-        if (sl->group != group) continue;
-        for (int j = 2; j < s->nactive; j++)
-            if (s->slot_of[j] == sl)
-                st = agmm_error(AGMM_ERR_BAD_STATE,
-                                "MPI: a receive from rank %d of the previous "
-                                "round is still pending",
-                                sl->src);
-        if (st != AGMM_OK) break;
-        sl->value = value;
-        int rc = MPI_Start(&sl->req);
-        if (rc != MPI_SUCCESS) {
-            st = mpi_fail(rc, "MPI_Start of a tile receive");
-            break;
-        }
-        s->active[s->nactive] = sl->req;
-        s->slot_of[s->nactive++] = sl;
-    }
-    pthread_mutex_unlock(&s->lock);
-    return st;
-}
-
-/* Control messages dropped because their window was freed (wintab.h). */
-static uint64_t mpi_dropped(agmm_world_t *w)
-{
-    mpi_state_t *s = st_of(w);
-    pthread_mutex_lock(&s->lock);
-    uint64_t n = s->windows.dropped;
-    pthread_mutex_unlock(&s->lock);
-    return n;
-}
-
 static const agmm_transport_ops_t mpi_ops = {
     .name = "mpi",
-    .win_alloc = mpi_win_alloc,
-    .win_free = mpi_win_free,
+    .win_alloc = agmm_mpi_win_alloc,
+    .win_free = agmm_mpi_win_free,
     .put_signal = mpi_put_signal,
     .signal = mpi_signal,
     .quiet = mpi_quiet,
     .progress = NULL, /* the progress thread drives MPI */
     .barrier = mpi_barrier,
     .allgather = mpi_allgather,
-    .expect = mpi_expect,
-    .round_begin = mpi_round_begin,
+    .expect = agmm_mpi_expect,
+    .round_begin = agmm_mpi_round_begin,
     .allgather_rows = mpi_allgather_rows,
     .abort = mpi_abort,
     .aborted = mpi_aborted,
-    .dropped = mpi_dropped,
+    .dropped = agmm_mpi_dropped,
 };
 
 /* ------------------------------------------------------------ world */
