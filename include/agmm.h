@@ -19,6 +19,26 @@
  * agmm_last_error() holds the one-line message of the most recent failure
  * on the calling thread's rank (the message is printed once, where the
  * failure was detected, when logging is on).
+ *
+ * Threads. A plan is used by one thread at a time: agmm_plan_set_weight(),
+ * agmm_plan_run(), agmm_plan_run_part() and agmm_plan_destroy() on the same
+ * plan must not overlap (calls one after another from different threads
+ * are fine: each call's effects are visible to the next). An overlapping
+ * call is detected and refused with AGMM_ERR_BAD_STATE, without touching
+ * the plan or the running call. Different plans of one world may be used
+ * from different threads only for local calls (set_weight); collective
+ * calls (plan create/run/destroy, barrier, allgather) must be made by
+ * every rank in the same order, so one thread per rank issues them.
+ * agmm_world_abort() and agmm_last_error() may be called from any thread
+ * at any time; agmm_plan_rows(), agmm_plan_row_offset() and
+ * agmm_plan_schedule_info() from any thread while the plan is not being
+ * destroyed.
+ *
+ * Failures. A failure one rank detects during a collective call (a
+ * timeout, a bad argument to agmm_plan_run on a live plan, a transport
+ * error) aborts the world: every other rank's waits end at once with
+ * AGMM_ERR_ABORTED and a message naming the rank and the reason. A NULL or
+ * destroyed plan has no world to abort: the caller just gets the status.
  */
 #ifndef AGMM_H
 #define AGMM_H
@@ -279,7 +299,12 @@ typedef enum agmm_part {
 agmm_status_t agmm_plan_run_part(agmm_plan_t *plan, agmm_part_t part,
                                  const void *a_local, float *c);
 
-/* Collective. Frees the windows. NULL is ignored. */
+/* Collective. Waits until the last acknowledgement every peer sends for
+ * this plan has arrived (none is then in flight towards its windows),
+ * then a barrier, then frees the windows. In an aborted world it waits for
+ * nothing and still frees. NULL is ignored; AGMM_ERR_BAD_STATE for a plan
+ * destroyed already or with another call in progress (then nothing is
+ * freed). */
 agmm_status_t agmm_plan_destroy(agmm_plan_t *plan);
 
 /* The GEMM engine a plan runs, for reports. */

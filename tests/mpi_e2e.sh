@@ -6,9 +6,13 @@
 # a rank killed or stopped mid-run ending the job with a non-zero exit and
 # a message within the timeout, never a hang.
 #
-# usage: tests/mpi_e2e.sh AGMM_BINARY
+# With TEST_RECREATE (tests/test_recreate.c): an abort's reason reaches
+# the peer's message.
+#
+# usage: tests/mpi_e2e.sh AGMM_BINARY [TEST_RECREATE]
 set -u
 AGMM=$(readlink -f "$1")
+RECREATE=${2:+$(readlink -f "$2")}
 command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/install-deps.sh)"; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # No CMA single copy (ptrace may be restricted in containers).
@@ -121,12 +125,27 @@ for sig in KILL STOP; do
     want="exited on signal 9"
     [ "$sig" = STOP ] && want="timed out"
     if [ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 20 ] &&
-        grep -q "$want" "$TMP/err"; then
+        grep -q "$want" "$TMP/err" && ! grep -qE '^agmm: rank [0-9]+: *$' "$TMP/err"; then
         ok
     else
         bad "rank sent SIG$sig: exit $rc after ${took}s, want non-zero within 20 s and '$want'"
     fi
 done
+
+# --- every abort message carries its reason: rank 1 aborts while rank 0
+# waits in a barrier; rank 0's line must say why (it printed "agmm: rank 0: "
+# and nothing else when its error buffer was also the format's argument).
+if [ -n "$RECREATE" ]; then
+    timeout 120 mpirun --oversubscribe -np 2 "$RECREATE" abort-message >"$TMP/out" 2>"$TMP/err" </dev/null
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] &&
+        grep -q '^agmm: rank 0: .*rank 1 aborted: test_recreate: planted abort' "$TMP/err" &&
+        ! grep -qE '^agmm: rank [0-9]+: *$' "$TMP/err"; then
+        ok
+    else
+        bad "an abort's reason in the peer's message (exit $rc)"
+    fi
+fi
 
 echo "mpi_e2e: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

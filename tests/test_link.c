@@ -3,6 +3,8 @@
  * posted, queued behind earlier puts on the same link), its data is intact,
  * and quiet returns only after delivery. Only lower bounds on time are
  * asserted: the machine may be slow, never faster than the model. */
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "check.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "transport/link.h"
 #include "transport/transport.h"
 
 #define GBPS       0.2    /* 0.2 bits per ns: 40 ns per byte */
@@ -95,8 +98,104 @@ static int rank_main(agmm_world_t *w, void *arg)
     return check_failed_ ? 1 : 0;
 }
 
+/* ------------------------------------- the link alone, in this process */
+
+/* A stand-in world: never aborted until abort() is called. */
+static char fake_reason[256];
+static const char *fake_aborted(agmm_world_t *w)
+{
+    (void)w;
+    return fake_reason[0] ? fake_reason : NULL;
+}
+static void fake_abort(agmm_world_t *w, const char *reason)
+{
+    (void)w;
+    if (!fake_reason[0]) snprintf(fake_reason, sizeof fake_reason, "%s", reason);
+}
+static const agmm_transport_ops_t fake_ops = {
+    .name = "fake", .abort = fake_abort, .aborted = fake_aborted};
+
+typedef struct cell {
+    _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t value;
+    _Atomic uint32_t sleepers; /* signal cell layout (signal.c) */
+} cell_t;
+
+#define BIG (4 << 20) /* 168 ms on the wire at 0.2 Gbit/s */
+
+typedef struct two {
+    agmm_link_t *l;
+    cell_t sig_b;
+    _Atomic int a_done;
+    long b_messages;
+} two_t;
+
+/* Thread B: small signals on link 1, one at a time (each waited for by
+ * looking at its cell, not with quiet), until thread A's quiet returned. */
+static void *thread_b(void *arg)
+{
+    two_t *t = arg;
+    for (uint64_t n = 1; !atomic_load(&t->a_done) && n < 100000; n++) {
+        if (agmm_link_post(t->l, 1, NULL, NULL, 0, &t->sig_b.value, n) !=
+            AGMM_OK)
+            break;
+        t->b_messages++;
+        while (atomic_load_explicit(&t->sig_b.value, memory_order_acquire) <
+                   n &&
+               !atomic_load(&t->a_done))
+            sched_yield();
+    }
+    return NULL;
+}
+
+/* Quiet is per thread: thread A's quiet must cover A's own put even while
+ * thread B's messages (posted after A's quiet began) are delivered; the
+ * drain used to count every thread's messages and returned once as many
+ * had been delivered as were posted when it started, i.e. as soon as B's
+ * later, faster messages arrived, long before A's large put. */
+static void test_quiet_is_per_thread(void)
+{
+    agmm_world_t w = {&fake_ops, 0, 1, 30, 0, NULL};
+    two_t t = {0};
+    cell_t sig_a = {0};
+    unsigned char *src = malloc(BIG), *dst = calloc(1, BIG);
+    CHECK(src && dst, "memory");
+    if (!src || !dst) return;
+    for (size_t i = 0; i < BIG; i++) src[i] = (unsigned char)(i * 13 + 5);
+    CHECK(agmm_link_create(2, GBPS, LATENCY_US, &t.l) == AGMM_OK, "link");
+    pthread_t b;
+    CHECK(agmm_link_post(t.l, 0, dst, src, BIG, &sig_a.value, 1) == AGMM_OK,
+          "big put");
+    CHECK(pthread_create(&b, NULL, thread_b, &t) == 0, "thread B");
+    CHECK(agmm_link_drain(t.l, &w, agmm_now() + 30) == AGMM_OK, "quiet: %s",
+          agmm_last_error());
+    CHECK(atomic_load_explicit(&sig_a.value, memory_order_acquire) == 1,
+          "thread A's quiet returned before its own put was delivered "
+          "(thread B had %ld messages delivered meanwhile)",
+          t.b_messages);
+    CHECK(memcmp(dst, src, BIG) == 0, "thread A's put is not all there");
+    atomic_store(&t.a_done, 1);
+    pthread_join(b, NULL);
+
+    /* A drain that times out aborts the world (peers would otherwise wait
+     * for these puts until their own timeout). The deadline has passed
+     * already and the put needs 168 ms: no timing involved. */
+    agmm_log_set_quiet(1);
+    CHECK(agmm_link_post(t.l, 0, dst, src, BIG, &sig_a.value, 2) == AGMM_OK,
+          "big put 2");
+    CHECK(agmm_link_drain(t.l, &w, agmm_now() - 1) == AGMM_ERR_TIMEOUT,
+          "drain past its deadline");
+    CHECK(strstr(fake_reason, "rank 0 timed out waiting for the emulated link"),
+          "drain timeout did not abort the world (reason '%s')", fake_reason);
+    agmm_log_set_quiet(0);
+    agmm_link_destroy(t.l);
+    free(src);
+    free(dst);
+}
+
 int main(void)
 {
+    test_quiet_is_per_thread();
+
     agmm_launch_opts_t opts = {0};
     opts.nranks = 2;
     opts.timeout_s = 30;

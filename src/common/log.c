@@ -22,7 +22,13 @@ const char *agmm_thread_error(void) { return thread_msg; }
 static void record(int print, const char *prefix, const char *fmt,
                    va_list ap)
 {
-    vsnprintf(thread_msg, sizeof thread_msg, fmt, ap);
+    /* Format into a local buffer first: an argument may be this thread's
+     * own message (agmm_thread_error(), e.g. re-recording a peer's abort
+     * reason), and vsnprintf into the buffer it reads from is undefined
+     * behaviour (in practice an empty line). */
+    char msg[sizeof thread_msg];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(thread_msg, msg, sizeof thread_msg);
     if (!prefix) {
         pthread_mutex_lock(&last_lock);
         memcpy(last_msg, thread_msg, sizeof last_msg);

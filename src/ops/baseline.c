@@ -34,10 +34,13 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
         if (first != 0) return AGMM_OK;
         AGMM_CHECK(w->ops->allgather_rows(w, &p->gathered, x->a, row_bytes,
                                           p->m_local, p->row_off, deadline));
+        /* agmm_signal_publish, not a bare store: a GEMM worker may be
+         * asleep on the cell in the kernel (futex) and must be woken, not
+         * left to its 20 ms re-check. */
         for (int src = 0; src < p->nranks; src++)
-            atomic_store_explicit(
+            agmm_signal_publish(
                 agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_BULK, src)),
-                x->epoch, memory_order_release);
+                x->epoch);
         return AGMM_OK;
     }
     /* Rows the engine reads in place (its native dtype) are read from the

@@ -26,24 +26,69 @@ static int registry_add(const agmm_plan_t *p)
     return ok;
 }
 
-static void registry_remove(const agmm_plan_t *p)
+static void registry_remove_locked(const agmm_plan_t *p)
 {
-    pthread_mutex_lock(&live_lock);
     for (int i = 0; i < nlive; i++)
         if (live[i] == p) {
             live[i] = live[--nlive];
             break;
         }
-    pthread_mutex_unlock(&live_lock);
+}
+
+static int is_live_locked(const agmm_plan_t *p)
+{
+    for (int i = 0; i < nlive; i++)
+        if (live[i] == p) return 1;
+    return 0;
 }
 
 int agmm_plan_is_live(const agmm_plan_t *p)
 {
-    int found = 0;
     pthread_mutex_lock(&live_lock);
-    for (int i = 0; i < nlive && !found; i++) found = live[i] == p;
+    int found = is_live_locked(p);
     pthread_mutex_unlock(&live_lock);
     return found;
+}
+
+/* The busy flag is taken under the registry lock, so a plan being
+ * destroyed (removed from the registry under the same lock) is never
+ * entered: a call either sees it live and not busy, or refuses. The
+ * successful exchange is acquire and agmm_plan_leave's store release, so
+ * everything one call wrote to the plan (the weight, the epoch, the last
+ * ack) happens before the next call on it, whichever thread makes it. */
+static agmm_status_t enter(agmm_plan_t *p, const char *who, int unregister)
+{
+    pthread_mutex_lock(&live_lock);
+    int live = is_live_locked(p), was_busy = 1;
+    if (live)
+        was_busy = atomic_exchange_explicit(&p->busy, 1, memory_order_acquire);
+    if (live && !was_busy && unregister) registry_remove_locked(p);
+    pthread_mutex_unlock(&live_lock);
+    if (!live)
+        return agmm_error(AGMM_ERR_BAD_STATE,
+                          "%s: the plan was destroyed or never made", who);
+    if (was_busy)
+        return agmm_error(AGMM_ERR_BAD_STATE,
+                          "%s: another call on this plan is in progress (a "
+                          "plan is used by one thread at a time, see agmm.h)",
+                          who);
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_plan_enter(agmm_plan_t *p, const char *who)
+{
+    return enter(p, who, 0);
+}
+
+void agmm_plan_leave(agmm_plan_t *p)
+{
+    atomic_store_explicit(&p->busy, 0, memory_order_release);
+}
+
+int agmm_plan_busy(const agmm_plan_t *p)
+{
+    return atomic_load_explicit(&((agmm_plan_t *)p)->busy,
+                                memory_order_relaxed);
 }
 
 /* -------------------------------------------------------- description */
@@ -351,28 +396,53 @@ agmm_status_t agmm_plan_set_weight(agmm_plan_t *p, const void *wt)
 {
     if (!p || !wt)
         return agmm_error(AGMM_ERR_INVALID_ARG, "set_weight: NULL argument");
-    if (!agmm_plan_is_live(p))
-        return agmm_error(AGMM_ERR_BAD_STATE,
-                          "set_weight: the plan was destroyed or never made");
+    AGMM_CHECK(agmm_plan_enter(p, "set_weight"));
     p->weight_set = 0; /* a failed load leaves no half-loaded weight in use */
-    AGMM_CHECK(agmm_plan_engine_load(p, wt));
-    p->weight_set = 1;
+    agmm_status_t st = agmm_plan_engine_load(p, wt);
+    if (st == AGMM_OK) p->weight_set = 1;
+    agmm_plan_leave(p);
+    return st;
+}
+
+/* Wait until every peer's ack cell holds the last ack value it sends for
+ * this plan, which is the one this rank sent (see last_ack_sent): shm
+ * acks round e at its end (E after E rounds), MPI at the start of round
+ * e + 1 (E - 1). Not in an aborted world: nobody acks any more there, and
+ * destroy must return promptly (the windows are still freed). */
+static agmm_status_t wait_last_acks(agmm_plan_t *p)
+{
+    agmm_world_t *w = p->world;
+    uint64_t last = p->last_ack_sent;
+    if (last == 0) return AGMM_OK;
+    double deadline = agmm_deadline(w, p->desc.timeout_s);
+    for (int q = 0; q < p->nranks; q++) {
+        if (q == p->rank) continue;
+        if (w->ops->aborted(w)) return AGMM_OK;
+        agmm_wait_what_t what = {"ack of round", q, (int64_t)last};
+        agmm_status_t st = agmm_signal_wait(
+            w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)), last,
+            deadline, &what);
+        if (st == AGMM_ERR_ABORTED) return AGMM_OK; /* the barrier says so */
+        AGMM_CHECK(st);
+    }
     return AGMM_OK;
 }
 
 agmm_status_t agmm_plan_destroy(agmm_plan_t *p)
 {
     if (!p) return AGMM_OK;
-    if (!agmm_plan_is_live(p))
-        return agmm_error(AGMM_ERR_BAD_STATE,
-                          "plan_destroy: the plan was destroyed or never made");
-    registry_remove(p);
+    /* Out of the registry at once: no other call can start on it. */
+    AGMM_CHECK(enter(p, "plan_destroy", 1));
     agmm_world_t *w = p->world;
-    /* No peer may still write into our windows: every put of the last
-     * round was received before its run returned, and acks are completed
-     * (quiet) inside agmm_plan_run, so after this barrier none is in
-     * flight. */
-    agmm_status_t st = w->ops->barrier(w, agmm_deadline(w, p->desc.timeout_s));
+    /* No peer may still write into our windows once they are freed. Every
+     * put of the last round was received before its run returned; acks
+     * may still be in flight (an MPI send's completion is not its
+     * delivery), so first wait for the last one of each peer, then the
+     * barrier: after it no peer sends anything for this plan. */
+    agmm_status_t st = wait_last_acks(p);
+    agmm_status_t st2 =
+        w->ops->barrier(w, agmm_deadline(w, p->desc.timeout_s));
+    if (st == AGMM_OK) st = st2;
     w->ops->win_free(w, &p->signals);
     w->ops->win_free(w, &p->gathered);
     plan_free_local(p);

@@ -63,11 +63,19 @@ struct agmm_plan {
     _Atomic uint32_t *item_count;
 
     uint64_t epoch; /* rounds run; round e publishes and waits for e */
+    /* The last ack value this rank sent for this plan (run.c), 0: none.
+     * Rounds are collective and every failure aborts the world, so in a
+     * world that is not aborted every rank sent the same: destroy waits
+     * until each peer's ack cell holds it (no older ack is then in flight,
+     * MPI messages from one sender being non-overtaking). */
+    uint64_t last_ack_sent;
+    /* 1 while set_weight, run or destroy runs on this plan (plan.c:
+     * agmm_plan_enter / agmm_plan_leave). */
+    _Atomic int busy;
     agmm_trace_t *trace; /* recording this plan's rounds, or NULL */
     /* AGMM_SCHEDULE_AUTO's state (auto.c): computed from allgathered round
      * times, so it is the same on every rank. */
     agmm_schedule_info_t autoinfo;
-    int destroyed;
 };
 
 /* The offset of a signal cell in the signal window. */
@@ -122,6 +130,14 @@ uint32_t agmm_plan_item_count(const agmm_plan_t *p, int64_t global_tile,
 
 /* Is `p` a live plan (created, not destroyed)? */
 int agmm_plan_is_live(const agmm_plan_t *p);
+
+/* Start a call on `p` that must not overlap another one on the same plan
+ * (set_weight, run, run_part, destroy): AGMM_ERR_BAD_STATE, logged with
+ * `who`, if `p` is not live or another such call is in progress. */
+agmm_status_t agmm_plan_enter(agmm_plan_t *p, const char *who);
+void agmm_plan_leave(agmm_plan_t *p);
+/* Test hook: is a call in progress on `p`? */
+int agmm_plan_busy(const agmm_plan_t *p);
 
 /* One round of a plan, as every worker of the rank sees it (read-only). */
 typedef struct agmm_round {

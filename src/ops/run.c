@@ -20,7 +20,24 @@ static agmm_status_t send_acks(agmm_plan_t *p, uint64_t value)
                                   agmm_sig_off(p, SIG_ACK, p->rank), value));
         agmm_trace_publish(q, -1, value, AGMM_TSIG_ACK);
     }
-    return w->ops->quiet(w);
+    AGMM_CHECK(w->ops->quiet(w));
+    p->last_ack_sent = value; /* what destroy waits for from every peer */
+    return AGMM_OK;
+}
+
+/* A failure that only this rank saw: abort the world so that peers are
+ * told at once instead of waiting out their timeout for our puts or acks.
+ * Timeouts abort in the wait itself and ABORTED echoes another abort. */
+static agmm_status_t abort_on_failure(agmm_plan_t *p, agmm_status_t st,
+                                      const char *doing, uint64_t e)
+{
+    if (st == AGMM_OK || st == AGMM_ERR_ABORTED || st == AGMM_ERR_TIMEOUT)
+        return st;
+    char reason[460];
+    snprintf(reason, sizeof reason, "rank %d failed to %s round %llu: %s",
+             p->rank, doing, (unsigned long long)e, agmm_thread_error());
+    p->world->ops->abort(p->world, reason);
+    return st;
 }
 
 /* The start of round e on this rank, before any worker runs. A transport
@@ -36,29 +53,40 @@ static agmm_status_t round_start(agmm_plan_t *p, int group, uint64_t e)
     if (!w->ops->round_begin) return AGMM_OK;
     agmm_status_t st = w->ops->round_begin(w, &p->signals, group, e);
     if (st == AGMM_OK && e > 1) st = send_acks(p, e - 1);
-    if (st != AGMM_OK && st != AGMM_ERR_ABORTED && st != AGMM_ERR_TIMEOUT) {
-        char reason[460];
-        snprintf(reason, sizeof reason, "rank %d failed to start round %llu: %s",
-                 p->rank, (unsigned long long)e, agmm_thread_error());
-        w->ops->abort(w, reason);
-    }
+    return abort_on_failure(p, st, "start", e);
+}
+
+/* A bad argument on one rank of a live plan aborts the world with a reason
+ * naming the rank and the argument: the peers' round would otherwise wait
+ * for this rank until their timeout. (A NULL or destroyed plan has no
+ * world to abort: the caller just gets the status.) */
+static agmm_status_t bad_arg(agmm_plan_t *p, agmm_status_t st, const char *fn,
+                             const char *what)
+{
+    agmm_error(st, "%s: %s", fn, what);
+    char reason[300];
+    snprintf(reason, sizeof reason, "rank %d called %s with %s", p->rank, fn,
+             what);
+    p->world->ops->abort(p->world, reason);
     return st;
 }
 
-static agmm_status_t check_args(agmm_plan_t *p, const void *a_local,
-                                const float *c)
+/* Enters the plan (busy flag, plan.c) on success: the caller leaves it. */
+static agmm_status_t check_args(agmm_plan_t *p, const char *fn,
+                                const void *a_local, const float *c)
 {
-    if (!p) return agmm_error(AGMM_ERR_INVALID_ARG, "run: plan is NULL");
-    if (!agmm_plan_is_live(p))
-        return agmm_error(AGMM_ERR_BAD_STATE,
-                          "run: the plan was destroyed or never made");
-    if (!c || (!a_local && p->m_local[p->rank] > 0))
-        return agmm_error(AGMM_ERR_INVALID_ARG, "run: %s is NULL",
-                          c ? "a_local" : "c");
-    if (!p->weight_set)
-        return agmm_error(AGMM_ERR_BAD_STATE,
-                          "run: no weight (call agmm_plan_set_weight first)");
-    return AGMM_OK;
+    if (!p) return agmm_error(AGMM_ERR_INVALID_ARG, "%s: plan is NULL", fn);
+    AGMM_CHECK(agmm_plan_enter(p, fn));
+    agmm_status_t st = AGMM_OK;
+    if (!c)
+        st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, "c NULL");
+    else if (!a_local && p->m_local[p->rank] > 0)
+        st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, "a_local NULL");
+    else if (!p->weight_set)
+        st = bad_arg(p, AGMM_ERR_BAD_STATE, fn,
+                     "no weight (call agmm_plan_set_weight first)");
+    if (st != AGMM_OK) agmm_plan_leave(p);
+    return st;
 }
 
 /* One round of `schedule` (FUSED or BASELINE) running `phases`. */
@@ -75,32 +103,39 @@ static agmm_status_t round_run(agmm_plan_t *p, agmm_schedule_t schedule,
     if (st == AGMM_OK)
         st = schedule == AGMM_SCHEDULE_FUSED ? agmm_run_fused(&round)
                                              : agmm_run_baseline(&round);
-    if (st == AGMM_OK && !p->world->ops->round_begin) st = send_acks(p, e);
+    if (st == AGMM_OK && !p->world->ops->round_begin)
+        st = abort_on_failure(p, send_acks(p, e), "acknowledge", e);
     agmm_trace_round_end(p->trace, t_round, e);
     return st;
 }
 
-agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
-                            const void *a_local, float *c)
+static agmm_status_t run_entered(agmm_plan_t *p, agmm_schedule_t schedule,
+                                 const void *a_local, float *c)
 {
-    AGMM_CHECK(check_args(p, a_local, c));
     if (schedule == AGMM_SCHEDULE_FUSED || schedule == AGMM_SCHEDULE_BASELINE)
         return round_run(p, schedule, AGMM_PHASE_ALL, a_local, c);
     if (schedule != AGMM_SCHEDULE_AUTO)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "run: schedule %d is not valid",
-                          (int)schedule);
+        return bad_arg(p, AGMM_ERR_INVALID_ARG, "run", "an invalid schedule");
     agmm_schedule_t s = agmm_auto_next(p);
     double t0 = agmm_now();
     AGMM_CHECK(round_run(p, s, AGMM_PHASE_ALL, a_local, c));
     return agmm_auto_record(p, s, agmm_now() - t0);
 }
 
-agmm_status_t agmm_plan_run_part(agmm_plan_t *p, agmm_part_t part,
-                                 const void *a_local, float *c)
+agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
+                            const void *a_local, float *c)
 {
-    AGMM_CHECK(check_args(p, a_local, c));
+    AGMM_CHECK(check_args(p, "run", a_local, c));
+    agmm_status_t st = run_entered(p, schedule, a_local, c);
+    agmm_plan_leave(p);
+    return st;
+}
+
+static agmm_status_t part_entered(agmm_plan_t *p, agmm_part_t part,
+                                  const void *a_local, float *c)
+{
     /* A transport that posts this round's receives (MPI) would leave them
-     * unmatched in a round without puts. */
+     * unmatched in a round without puts. Every rank decides alike. */
     if (part != AGMM_PART_COMM_ONLY && p->world->ops->round_begin)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "run_part: the gemm-only and monolithic parts need a "
@@ -115,6 +150,14 @@ agmm_status_t agmm_plan_run_part(agmm_plan_t *p, agmm_part_t part,
         return round_run(p, AGMM_SCHEDULE_BASELINE, AGMM_PHASE_GEMM, a_local,
                          c);
     }
-    return agmm_error(AGMM_ERR_INVALID_ARG, "run_part: part %d is not valid",
-                      (int)part);
+    return bad_arg(p, AGMM_ERR_INVALID_ARG, "run_part", "an invalid part");
+}
+
+agmm_status_t agmm_plan_run_part(agmm_plan_t *p, agmm_part_t part,
+                                 const void *a_local, float *c)
+{
+    AGMM_CHECK(check_args(p, "run_part", a_local, c));
+    agmm_status_t st = part_entered(p, part, a_local, c);
+    agmm_plan_leave(p);
+    return st;
 }

@@ -2,6 +2,7 @@
 #include "transport/link.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -18,6 +19,7 @@ typedef struct msg {
     size_t bytes;
     _Atomic uint64_t *sig;
     uint64_t value;
+    uint64_t owner; /* thread_id() of the thread that posted it */
 } msg_t;
 
 typedef struct queue {
@@ -26,8 +28,10 @@ typedef struct queue {
 } queue_t;
 
 /* Everything below `lock` is guarded by it. The delivery thread copies a
- * message with the lock released; `posted` and `delivered` count messages
- * so that drain() knows when the queues are empty and the copy is done. */
+ * message with the lock released; `copying` names the poster of that
+ * message meanwhile, so drain() of a thread waits exactly until none of
+ * its own messages is queued or being copied (quiet is per thread: other
+ * threads' messages are theirs to wait for). */
 struct agmm_link {
     pthread_mutex_t lock;
     pthread_cond_t work; /* a message was posted, or stop */
@@ -37,9 +41,31 @@ struct agmm_link {
     double ns_per_byte;
     uint64_t latency_ns;
     int stop;
-    uint64_t posted, delivered;
+    uint64_t copying; /* owner of the message being copied, 0: none */
     queue_t *queues;
 };
+
+/* A process-wide number per posting thread (never 0, never reused). */
+static _Atomic uint64_t next_thread_id = 1;
+static _Thread_local uint64_t my_thread_id;
+
+static uint64_t thread_id(void)
+{
+    if (!my_thread_id)
+        my_thread_id =
+            atomic_fetch_add_explicit(&next_thread_id, 1, memory_order_relaxed);
+    return my_thread_id;
+}
+
+/* Messages of `owner` not yet delivered (lock held). */
+static uint64_t undelivered(const agmm_link_t *l, uint64_t owner)
+{
+    uint64_t n = l->copying == owner;
+    for (int i = 0; i < l->nlinks; i++)
+        for (const msg_t *m = l->queues[i].head; m; m = m->next)
+            n += m->owner == owner;
+    return n;
+}
 
 static void abs_time(uint64_t ns, struct timespec *ts)
 {
@@ -81,6 +107,7 @@ static void *delivery_main(void *arg)
         }
         l->queues[q].head = m->next;
         if (!m->next) l->queues[q].tail = NULL;
+        l->copying = m->owner;
         pthread_mutex_unlock(&l->lock);
         if (m->bytes) memcpy(m->dst, m->src, m->bytes);
         /* Release: the copy above is visible to whoever acquires value
@@ -88,7 +115,7 @@ static void *delivery_main(void *arg)
         agmm_signal_publish(m->sig, m->value);
         free(m);
         pthread_mutex_lock(&l->lock);
-        l->delivered++;
+        l->copying = 0;
         pthread_cond_broadcast(&l->done);
     }
     pthread_mutex_unlock(&l->lock);
@@ -144,7 +171,7 @@ agmm_status_t agmm_link_post(agmm_link_t *l, int link, void *dst,
     msg_t *m = malloc(sizeof *m);
     if (!m)
         return agmm_error(AGMM_ERR_NO_MEMORY, "link emulator: out of memory");
-    *m = (msg_t){NULL, 0, dst, src, bytes, sig, value};
+    *m = (msg_t){NULL, 0, dst, src, bytes, sig, value, thread_id()};
     pthread_mutex_lock(&l->lock);
     queue_t *q = &l->queues[link];
     uint64_t now = agmm_now_ns();
@@ -156,7 +183,6 @@ agmm_status_t agmm_link_post(agmm_link_t *l, int link, void *dst,
     else
         q->head = m;
     q->tail = m;
-    l->posted++;
     pthread_cond_signal(&l->work);
     pthread_mutex_unlock(&l->lock);
     return AGMM_OK;
@@ -165,32 +191,40 @@ agmm_status_t agmm_link_post(agmm_link_t *l, int link, void *dst,
 agmm_status_t agmm_link_drain(agmm_link_t *l, agmm_world_t *w, double deadline)
 {
     agmm_status_t st = AGMM_OK;
+    uint64_t me = thread_id(), left = 0;
     pthread_mutex_lock(&l->lock);
-    uint64_t target = l->posted;
-    while (l->delivered < target) {
+    while ((left = undelivered(l, me)) > 0) {
         /* Re-check abort and deadline every millisecond. */
         struct timespec ts;
         abs_time(agmm_now_ns() + 1000000ull, &ts);
         pthread_cond_timedwait(&l->done, &l->lock, &ts);
-        if (l->delivered >= target) break;
+        if ((left = undelivered(l, me)) == 0) break;
         const char *reason = w->ops->aborted(w);
         if (reason) {
             st = agmm_error_quiet(AGMM_ERR_ABORTED,
                                   "aborted while the emulated link delivered "
                                   "%llu queued puts: %s",
-                                  (unsigned long long)(target - l->delivered),
-                                  reason);
+                                  (unsigned long long)left, reason);
             break;
         }
         if (agmm_now() > deadline) {
-            st = agmm_error(AGMM_ERR_TIMEOUT,
-                            "timed out waiting for the emulated link to "
-                            "deliver %llu queued puts",
-                            (unsigned long long)(target - l->delivered));
+            st = AGMM_ERR_TIMEOUT;
             break;
         }
     }
     pthread_mutex_unlock(&l->lock);
+    if (st == AGMM_ERR_TIMEOUT) {
+        /* Like every timeout: say it once and abort the world, so peers
+         * waiting for these puts are told at once. */
+        char msg[160], reason[200];
+        snprintf(msg, sizeof msg,
+                 "timed out waiting for the emulated link to deliver %llu "
+                 "queued puts",
+                 (unsigned long long)left);
+        agmm_error(AGMM_ERR_TIMEOUT, "%s", msg);
+        snprintf(reason, sizeof reason, "rank %d %s", w->rank, msg);
+        w->ops->abort(w, reason);
+    }
     return st;
 }
 

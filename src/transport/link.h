@@ -12,7 +12,7 @@
  *
  * Threads: any thread of the rank may post (the queues are under one
  * mutex); one delivery thread per rank delivers; drain() waits until every
- * message posted so far is delivered. The source buffer of a put must stay
+ * message the calling thread posted is delivered. The source buffer of a put must stay
  * unchanged until drain() (the transport's quiet) returns. */
 #ifndef AGMM_TRANSPORT_LINK_H
 #define AGMM_TRANSPORT_LINK_H
@@ -36,8 +36,9 @@ agmm_status_t agmm_link_post(agmm_link_t *l, int link, void *dst,
                              const void *src, size_t bytes,
                              _Atomic uint64_t *sig, uint64_t value);
 
-/* Wait until every message posted before the call is delivered, the world
- * is aborted, or the deadline (agmm_now() seconds) passes. */
+/* Wait until every message the calling thread posted is delivered, the
+ * world is aborted, or the deadline (agmm_now() seconds) passes (then the
+ * world is aborted too). Other threads' messages are not waited for. */
 agmm_status_t agmm_link_drain(agmm_link_t *l, agmm_world_t *w, double deadline);
 
 /* Stop the delivery thread (undelivered messages are dropped) and free. */

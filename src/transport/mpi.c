@@ -19,8 +19,11 @@
  *     wait only on those local cells (agmm_signal_wait, acquire), exactly
  *     as on shm: MPI's completion happens before the progress thread's
  *     release store, so a worker that sees the epoch sees the rows.
- *   - signal() (the end-of-round ack) is a 24-byte message {window, cell,
- *     value} on the control communicator; the progress thread stores it.
+ *   - signal() (the end-of-round ack) is a 24-byte message {window id,
+ *     cell, value} on the control communicator; the progress thread
+ *     stores it. Window ids are never reused (wintab.h): a message for a
+ *     window freed meanwhile is dropped and counted, never applied to a
+ *     later window (plan teardown waits for acks, so none is expected).
  *   - abort() records the reason and sends it to every peer on the control
  *     communicator; the progress thread of a peer records it, so that
  *     peer's waits fail with a message naming the rank that failed.
@@ -28,6 +31,9 @@
  *     communicator of its own, completed with a deadline.
  * Workers send while the progress thread receives, so the backend needs
  * MPI_THREAD_MULTIPLE and refuses to start with less.
+ *
+ * Windows, the declared receives and round_begin are in mpi_win.c, the
+ * state shared by both files in mpi_internal.h.
  *
  * Threads: the caller's threads call win_alloc/free, round_begin, barrier
  * and allgather (the thread that runs the plan); any worker thread calls
@@ -42,69 +48,16 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "transport/transport.h"
+#include "transport/mpi_internal.h"
 
-enum { TAG_ABORT = 1, TAG_SIGNAL = 2 };
-enum { ABORT_NONE = 0, ABORT_WRITING = 1, ABORT_PUBLISHED = 2 };
-#define REASON_MAX 384
-#define MAX_WINDOWS 256
 #define MAX_PENDING 1024 /* sends in flight per thread before quiet */
 
-/* One declared incoming put: a persistent receive. */
-typedef struct slot {
-    MPI_Request req;
-    int group, src;
-    size_t bytes;
-    _Atomic uint64_t *cell; /* the local signal cell it raises */
-    uint64_t value;         /* set by round_begin, read on completion */
-} slot_t;
-
-/* win->impl */
-typedef struct mpi_win {
-    int id;
-    unsigned char *local; /* the window's memory on this rank */
-    size_t bytes;
-    MPI_Comm comm; /* tile messages guarded by this (signal) window */
-    slot_t **slots;
-    int nslots, cap;
-} mpi_win_t;
-
-typedef struct mpi_state {
-    MPI_Comm ctl;  /* abort and signal messages (progress thread receives) */
-    MPI_Comm coll; /* barrier, allgather, window set-up (plan thread) */
-    MPI_Comm bulk; /* allgather_rows (one comm worker per rank) */
-    int we_initialized;
-    int tag_ub;
-
-    /* Abort: 0 -> 1 by the first aborter (CAS), reason written, then 2
-     * (release); readers that see 2 (acquire) may read the reason. */
-    _Alignas(AGMM_CACHE_LINE) _Atomic int abort_state;
-    _Atomic int abort_originated; /* this rank aborted first */
-    char abort_reason[REASON_MAX];
-    MPI_Request *abort_sends; /* [size], to tell the peers */
-
-    /* Progress thread and its receive list. [0] abort, [1] signal, then
-     * the armed slots (slot_of[i] for i >= 2). */
-    pthread_t thread;
-    int thread_started;
-    _Alignas(AGMM_CACHE_LINE) _Atomic int stop;
-    pthread_mutex_t lock;
-    MPI_Request *active;
-    slot_t **slot_of;
-    int nactive, cap;
-    char abort_buf[REASON_MAX];
-    uint64_t sig_buf[3]; /* window id, cell offset, value */
-
-    mpi_win_t *windows[MAX_WINDOWS]; /* by id, guarded by lock */
-    int next_win_id;
-} mpi_state_t;
-
-static mpi_state_t *st_of(agmm_world_t *w) { return (mpi_state_t *)w->impl; }
+static mpi_state_t *st_of(agmm_world_t *w) { return agmm_mpi_state(w); }
 
 /* The one MPI world of this process (MPI_COMM_WORLD). */
 static agmm_world_t *the_world;
 
-static agmm_status_t mpi_fail(int rc, const char *what)
+agmm_status_t agmm_mpi_fail(int rc, const char *what)
 {
     char msg[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
@@ -112,11 +65,6 @@ static agmm_status_t mpi_fail(int rc, const char *what)
     return agmm_error(AGMM_ERR_TRANSPORT, "MPI: %s failed: %s", what, msg);
 }
 
-#define MPI_TRY(call, what)                                                    \
-    do {                                                                       \
-        int mpi_rc_ = (call);                                                  \
-        if (mpi_rc_ != MPI_SUCCESS) return mpi_fail(mpi_rc_, what);            \
-    } while (0)
 
 /* ----------------------------------------------------------- abort */
 
@@ -137,7 +85,8 @@ static int record_abort(mpi_state_t *s, const char *reason)
             &s->abort_state, &expected, ABORT_WRITING, memory_order_acq_rel,
             memory_order_acquire))
         return 0;
-    snprintf(s->abort_reason, sizeof s->abort_reason, "%s", reason);
+    snprintf(s->abort_reason, sizeof s->abort_reason, "%s",
+             reason && *reason ? reason : "a rank aborted without a reason");
     atomic_store_explicit(&s->abort_state, ABORT_PUBLISHED,
                           memory_order_release);
     return 1;
@@ -170,16 +119,14 @@ static void backoff(unsigned idle)
     nanosleep(&ts, NULL);
 }
 
-/* Complete `n` requests by `deadline`, failing early if the world is
- * aborted. `what` names the operation in messages. */
-static agmm_status_t wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
-                               double deadline, const char *what)
+agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
+                                 double deadline, const char *what)
 {
     for (unsigned idle = 0;; idle++) {
         int done = 0;
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) {
-            agmm_status_t e = mpi_fail(rc, what);
+            agmm_status_t e = agmm_mpi_fail(rc, what);
             char reason[REASON_MAX];
             snprintf(reason, sizeof reason, "rank %d: %s", w->rank,
                      agmm_thread_error());
@@ -222,7 +169,7 @@ static agmm_status_t mpi_quiet(agmm_world_t *w)
     char what[96];
     snprintf(what, sizeof what, "completing %d send%s (the first to rank %d)",
              npending, npending == 1 ? "" : "s", pending[0].dst);
-    agmm_status_t st = wait_reqs(w, reqs, npending, agmm_deadline(w, 0), what);
+    agmm_status_t st = agmm_mpi_wait_reqs(w, reqs, npending, agmm_deadline(w, 0), what);
     /* On failure the requests stay unfinished: the process is ending. */
     npending = 0;
     return st;
@@ -268,7 +215,7 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
     const mpi_win_t *mw = sigwin->impl;
     pending_t *pe;
     AGMM_CHECK(pending_slot(w, &pe));
-    pe->payload[0] = (uint64_t)mw->id;
+    pe->payload[0] = mw->id;
     pe->payload[1] = sig_off;
     pe->payload[2] = value;
     MPI_TRY(MPI_Isend(pe->payload, 3, MPI_UINT64_T, dst, TAG_SIGNAL,
@@ -280,6 +227,44 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
 }
 
 /* ------------------------------------------------- progress thread */
+
+/* A signal message {window id, cell offset, value} from rank `src` (lock
+ * held). */
+static void apply_signal(agmm_world_t *w, const uint64_t msg[3], int src)
+{
+    mpi_state_t *s = st_of(w);
+    uint64_t id = msg[0], off = msg[1];
+    void *item;
+    agmm_win_state_t ws = agmm_wintab_find(&s->windows, id, &item);
+    const mpi_win_t *mw = item;
+    if (ws == AGMM_WIN_FREED) {
+        /* Its window is gone: a message that outlived its plan. The plan's
+         * teardown waits for every ack peers send (plan.c), so none is
+         * expected; should one come, it must not land in a later window
+         * (ids are never reused), and it is counted. */
+        s->windows.dropped++;
+    } else if (!mw || off % sizeof(uint64_t) != 0 ||
+               off + sizeof(uint64_t) > mw->bytes) {
+        /* An id not allocated yet cannot come from a correct peer: a
+         * window is in the table before its rank takes part in the
+         * allocation's agreement (mpi_win_alloc), and a peer signals into
+         * it only after that agreement completed on the peer, i.e. after
+         * every rank contributed. */
+        char r[REASON_MAX];
+        snprintf(r, sizeof r,
+                 "rank %d got a signal from rank %d for cell %llu of window "
+                 "%llu, which it does not have",
+                 w->rank, src, (unsigned long long)off,
+                 (unsigned long long)id);
+        mpi_abort(w, r);
+    } else {
+        /* One writer per cell (the sender), messages from one sender
+         * arrive in order: a release store keeps it monotonic; publish
+         * also wakes waiters sleeping in the kernel. */
+        agmm_signal_publish((_Atomic uint64_t *)(void *)(mw->local + off),
+                            msg[2]);
+    }
+}
 
 /* A completed receive of the list, at index i (lock held). Returns 1 if
  * entry i was removed (the last entry moved into its place). */
@@ -293,24 +278,14 @@ static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
         return 0;
     }
     if (i == 1) { /* an ack (or any signal without data) */
-        uint64_t id = s->sig_buf[0], off = s->sig_buf[1];
-        const mpi_win_t *mw = id < MAX_WINDOWS ? s->windows[id] : NULL;
-        if (!mw || off % sizeof(uint64_t) != 0 ||
-            off + sizeof(uint64_t) > mw->bytes) {
-            char r[REASON_MAX];
-            snprintf(r, sizeof r,
-                     "rank %d got a signal from rank %d for cell %llu of "
-                     "window %llu, which it does not have",
-                     w->rank, status->MPI_SOURCE, (unsigned long long)off,
-                     (unsigned long long)id);
-            mpi_abort(w, r);
-        } else {
-            /* One writer per cell (the sender), messages from one sender
-             * arrive in order: a release store keeps it monotonic; publish
-             * also wakes waiters sleeping in the kernel. */
-            agmm_signal_publish((_Atomic uint64_t *)(void *)(mw->local + off),
-                                s->sig_buf[2]);
+        if (s->ctl_delay_us > 0) {
+            /* Test hook: applied later by progress_main, outside the lock
+             * (the receive is re-armed only then, so order is kept). */
+            memcpy(s->deferred, s->sig_buf, sizeof s->deferred);
+            s->deferred_src = status->MPI_SOURCE + 1;
+            return 0;
         }
+        apply_signal(w, s->sig_buf, status->MPI_SOURCE);
         MPI_Start(&s->active[1]);
         return 0;
     }
@@ -342,6 +317,16 @@ static void *progress_main(void *arg)
     MPI_Status *sts = NULL;
     unsigned idle = 0;
     while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
+        if (s->deferred_src) { /* test hook: a late ack, see on_complete */
+            struct timespec ts = {s->ctl_delay_us / 1000000,
+                                  s->ctl_delay_us % 1000000 * 1000};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&s->lock);
+            apply_signal(w, s->deferred, s->deferred_src - 1);
+            s->deferred_src = 0;
+            MPI_Start(&s->active[1]);
+            pthread_mutex_unlock(&s->lock);
+        }
         pthread_mutex_lock(&s->lock);
         if (cap < s->nactive) { /* round_begin grew the list */
             free(idx);
@@ -363,7 +348,7 @@ static void *progress_main(void *arg)
         int armed = s->nactive > 2;
         if (rc != MPI_SUCCESS && !mpi_aborted(w)) {
             pthread_mutex_unlock(&s->lock);
-            mpi_fail(rc, "MPI_Testsome in the progress thread");
+            agmm_mpi_fail(rc, "MPI_Testsome in the progress thread");
             char r[REASON_MAX];
             snprintf(r, sizeof r, "rank %d: %s", w->rank, agmm_thread_error());
             mpi_abort(w, r);
@@ -406,16 +391,20 @@ static void *progress_main(void *arg)
  * pool that prints a rank's abort once: print it here. */
 static agmm_status_t loud(agmm_status_t st)
 {
-    if (st == AGMM_ERR_ABORTED)
-        return agmm_error(AGMM_ERR_ABORTED, "%s", agmm_thread_error());
-    return st;
+    if (st != AGMM_ERR_ABORTED) return st;
+    /* A copy: agmm_error writes the thread's message buffer, which must not
+     * also be its argument (that printed "agmm: rank 0: " and nothing). */
+    char reason[REASON_MAX + 128];
+    snprintf(reason, sizeof reason, "%s", agmm_thread_error());
+    return agmm_error(AGMM_ERR_ABORTED, "%s",
+                      reason[0] ? reason : "aborted (no reason recorded)");
 }
 
 static agmm_status_t mpi_barrier(agmm_world_t *w, double deadline)
 {
     MPI_Request req;
     MPI_TRY(MPI_Ibarrier(st_of(w)->coll, &req), "MPI_Ibarrier");
-    return loud(wait_reqs(w, &req, 1, deadline,
+    return loud(agmm_mpi_wait_reqs(w, &req, 1, deadline,
                           "a barrier (not every rank arrived in time)"));
 }
 
@@ -426,7 +415,7 @@ static agmm_status_t mpi_allgather(agmm_world_t *w, const void *in, void *out,
     MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes,
                            MPI_BYTE, st_of(w)->coll, &req),
             "MPI_Iallgather");
-    return loud(wait_reqs(w, &req, 1, deadline,
+    return loud(agmm_mpi_wait_reqs(w, &req, 1, deadline,
                           "an all-gather of control data"));
 }
 
@@ -456,197 +445,30 @@ static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
                              win->local, counts, displs, row, st_of(w)->bulk,
                              &req);
     agmm_status_t st = rc == MPI_SUCCESS
-                           ? wait_reqs(w, &req, 1, deadline,
+                           ? agmm_mpi_wait_reqs(w, &req, 1, deadline,
                                        "the baseline all-gather")
-                           : mpi_fail(rc, "MPI_Iallgatherv");
+                           : agmm_mpi_fail(rc, "MPI_Iallgatherv");
     if (st == AGMM_OK) MPI_Type_free(&row);
     free(counts);
     return st;
 }
 
-/* ---------------------------------------------------------- windows */
-
-static agmm_status_t mpi_win_alloc(agmm_world_t *w, size_t bytes,
-                                   agmm_win_t *out)
-{
-    mpi_state_t *s = st_of(w);
-    /* Ids are the lowest free one: every rank allocates and frees windows
-     * in the same order, so they agree (checked below). */
-    int id = 0;
-    while (id < MAX_WINDOWS && s->windows[id]) id++;
-    if (id == MAX_WINDOWS)
-        return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: too many windows (%d)",
-                          MAX_WINDOWS);
-    AGMM_CHECK(agmm_win_agree(w, (uint64_t)id, bytes));
-
-    mpi_win_t *mw = calloc(1, sizeof *mw);
-    unsigned char *mem = agmm_alloc(bytes); /* zeroed */
-    if (!mw || !mem) {
-        free(mw);
-        agmm_free(mem);
-        return agmm_error(AGMM_ERR_NO_MEMORY,
-                          "MPI: out of memory for a %zu-byte window", bytes);
-    }
-    MPI_Request req;
-    int rc = MPI_Comm_idup(s->coll, &mw->comm, &req);
-    agmm_status_t st =
-        rc == MPI_SUCCESS ? wait_reqs(w, &req, 1, agmm_deadline(w, 0),
-                                      "creating a window's communicator")
-                          : mpi_fail(rc, "MPI_Comm_idup");
-    if (st != AGMM_OK) {
-        free(mw);
-        agmm_free(mem);
-        return st;
-    }
-    MPI_Comm_set_errhandler(mw->comm, MPI_ERRORS_RETURN);
-    mw->id = id;
-    mw->local = mem;
-    mw->bytes = bytes;
-    pthread_mutex_lock(&s->lock);
-    s->windows[id] = mw;
-    pthread_mutex_unlock(&s->lock);
-    out->offset = (size_t)id;
-    out->bytes = bytes;
-    out->local = mem;
-    out->impl = mw;
-    return AGMM_OK;
-}
-
-/* Drop slot `sl` from the active list if it is there (lock held). */
-static void deactivate(mpi_state_t *s, slot_t *sl)
-{
-    for (int i = 2; i < s->nactive; i++) {
-        if (s->slot_of[i] != sl) continue;
-        MPI_Cancel(&sl->req);
-        MPI_Wait(&sl->req, MPI_STATUS_IGNORE);
-        s->nactive--;
-        s->active[i] = s->active[s->nactive];
-        s->slot_of[i] = s->slot_of[s->nactive];
-        return;
-    }
-}
-
-static void mpi_win_free(agmm_world_t *w, agmm_win_t *win)
-{
-    mpi_state_t *s = st_of(w);
-    mpi_win_t *mw = win->impl;
-    if (!mw) return;
-    pthread_mutex_lock(&s->lock);
-    s->windows[mw->id] = NULL;
-    for (int i = 0; i < mw->nslots; i++) {
-        deactivate(s, mw->slots[i]);
-        MPI_Request_free(&mw->slots[i]->req);
-        free(mw->slots[i]);
-    }
-    pthread_mutex_unlock(&s->lock);
-    free(mw->slots);
-    MPI_Comm_free(&mw->comm);
-    agmm_free(mw->local);
-    free(mw);
-    memset(win, 0, sizeof *win);
-}
-
-static agmm_status_t mpi_expect(agmm_world_t *w, const agmm_win_t *win,
-                                int src, size_t off, size_t bytes,
-                                const agmm_win_t *sigwin, size_t sig_off,
-                                int group)
-{
-    mpi_state_t *s = st_of(w);
-    mpi_win_t *mw = sigwin->impl;
-    size_t tag = sig_off / sizeof(uint64_t);
-    if (src < 0 || src >= w->size || src == w->rank || off > win->bytes ||
-        bytes > win->bytes - off || sig_off % sizeof(uint64_t) != 0 ||
-        sig_off + sizeof(uint64_t) > sigwin->bytes)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "MPI: expect: a put from rank %d of %zu bytes at "
-                          "%zu does not fit its window",
-                          src, bytes, off);
-    if (tag > (size_t)s->tag_ub)
-        return agmm_error(AGMM_ERR_TOO_LARGE,
-                          "MPI: signal cell %zu exceeds the MPI tag bound %d "
-                          "(use fewer, larger tiles)",
-                          tag, s->tag_ub);
-    if (bytes > (size_t)INT32_MAX)
-        return agmm_error(AGMM_ERR_TOO_LARGE,
-                          "MPI: one put of %zu bytes exceeds 2 GiB (use a "
-                          "smaller --tile-m)",
-                          bytes);
-    if (mw->nslots == mw->cap) {
-        int cap = mw->cap ? 2 * mw->cap : 64;
-        slot_t **n = realloc(mw->slots, sizeof *n * (size_t)cap);
-        if (!n) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
-        mw->slots = n;
-        mw->cap = cap;
-    }
-    slot_t *sl = calloc(1, sizeof *sl);
-    if (!sl) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
-    MPI_Recv_init(win->local + off, (int)bytes, MPI_BYTE, src, (int)tag,
-                  mw->comm, &sl->req);
-    sl->group = group;
-    sl->src = src;
-    sl->bytes = bytes;
-    sl->cell = (_Atomic uint64_t *)(void *)(sigwin->local + sig_off);
-    mw->slots[mw->nslots++] = sl;
-    return AGMM_OK;
-}
-
-static agmm_status_t mpi_round_begin(agmm_world_t *w, const agmm_win_t *sigwin,
-                                     int group, uint64_t value)
-{
-    mpi_state_t *s = st_of(w);
-    mpi_win_t *mw = sigwin->impl;
-    agmm_status_t st = AGMM_OK;
-    pthread_mutex_lock(&s->lock);
-    if (s->nactive + mw->nslots > s->cap) {
-        int cap = s->nactive + mw->nslots;
-        MPI_Request *a = realloc(s->active, sizeof *a * (size_t)cap);
-        if (a) s->active = a;
-        slot_t **o = a ? realloc(s->slot_of, sizeof *o * (size_t)cap) : NULL;
-        if (o) {
-            s->slot_of = o;
-            s->cap = cap;
-        } else {
-            st = agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
-        }
-    }
-    for (int i = 0; st == AGMM_OK && i < mw->nslots; i++) {
-        slot_t *sl = mw->slots[i];
-        if (sl->group != group) continue;
-        for (int j = 2; j < s->nactive; j++)
-            if (s->slot_of[j] == sl)
-                st = agmm_error(AGMM_ERR_BAD_STATE,
-                                "MPI: a receive from rank %d of the previous "
-                                "round is still pending",
-                                sl->src);
-        if (st != AGMM_OK) break;
-        sl->value = value;
-        int rc = MPI_Start(&sl->req);
-        if (rc != MPI_SUCCESS) {
-            st = mpi_fail(rc, "MPI_Start of a tile receive");
-            break;
-        }
-        s->active[s->nactive] = sl->req;
-        s->slot_of[s->nactive++] = sl;
-    }
-    pthread_mutex_unlock(&s->lock);
-    return st;
-}
-
 static const agmm_transport_ops_t mpi_ops = {
     .name = "mpi",
-    .win_alloc = mpi_win_alloc,
-    .win_free = mpi_win_free,
+    .win_alloc = agmm_mpi_win_alloc,
+    .win_free = agmm_mpi_win_free,
     .put_signal = mpi_put_signal,
     .signal = mpi_signal,
     .quiet = mpi_quiet,
     .progress = NULL, /* the progress thread drives MPI */
     .barrier = mpi_barrier,
     .allgather = mpi_allgather,
-    .expect = mpi_expect,
-    .round_begin = mpi_round_begin,
+    .expect = agmm_mpi_expect,
+    .round_begin = agmm_mpi_round_begin,
     .allgather_rows = mpi_allgather_rows,
     .abort = mpi_abort,
     .aborted = mpi_aborted,
+    .dropped = agmm_mpi_dropped,
 };
 
 /* ------------------------------------------------------------ world */
@@ -685,6 +507,11 @@ static agmm_status_t state_init(agmm_world_t *w, mpi_state_t *s)
         return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
     for (int q = 0; q < w->size; q++) s->abort_sends[q] = MPI_REQUEST_NULL;
     pthread_mutex_init(&s->lock, NULL);
+    /* Test hook (tests/test_recreate.c): the progress thread sleeps this
+     * long before it applies each ack, so acks land late. */
+    const char *delay = getenv("AGMM_TEST_CTL_DELAY_US");
+    s->ctl_delay_us = delay ? atol(delay) : 0;
+    if (s->ctl_delay_us < 0 || s->ctl_delay_us > 1000000) s->ctl_delay_us = 0;
     MPI_TRY(MPI_Recv_init(s->abort_buf, REASON_MAX, MPI_CHAR, MPI_ANY_SOURCE,
                           TAG_ABORT, s->ctl, &s->active[0]),
             "MPI_Recv_init");
@@ -803,6 +630,7 @@ void agmm_world_destroy(agmm_world_t *w)
     MPI_Comm_free(&s->bulk);
     if (s->we_initialized) MPI_Finalize();
     pthread_mutex_destroy(&s->lock);
+    agmm_wintab_free(&s->windows);
     free(s->active);
     free(s->slot_of);
     free(s->abort_sends);

@@ -295,8 +295,8 @@ static agmm_status_t shm_quiet(agmm_world_t *w)
 {
     shm_rank_t *r = rank_of(w);
     if (!r->link) return AGMM_OK; /* puts are synchronous copies */
-    /* Drains every queued put of the rank (a superset of the calling
-     * thread's, which is what quiet promises). */
+    /* Waits for the calling thread's own queued puts and signals, which is
+     * what quiet promises (link.c). */
     return agmm_link_drain(r->link, w, agmm_deadline(w, 0));
 }
 

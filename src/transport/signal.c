@@ -52,14 +52,25 @@ static long futex(const void *addr, int op, uint32_t val,
     return syscall(SYS_futex, addr, op, val, timeout, NULL, 0);
 }
 
+/* Wake-up system calls made by this process (a test hook: a publisher
+ * that wakes nobody while a waiter sleeps is the bug it catches). */
+static _Atomic uint64_t wakes;
+
+uint64_t agmm_signal_wake_count(void)
+{
+    return atomic_load_explicit(&wakes, memory_order_relaxed);
+}
+
 void agmm_signal_publish(_Atomic uint64_t *sig, uint64_t value)
 {
     /* Release: whatever this thread wrote before (the tile) is visible to a
      * waiter whose acquire load returns `value`. */
     atomic_store_explicit(sig, value, memory_order_release);
     atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(sleepers_of(sig), memory_order_relaxed) > 0)
+    if (atomic_load_explicit(sleepers_of(sig), memory_order_relaxed) > 0) {
+        atomic_fetch_add_explicit(&wakes, 1, memory_order_relaxed);
         futex(sig, FUTEX_WAKE, INT_MAX, NULL);
+    }
 }
 
 /* Back-off schedule: spin with the CPU's pause hint for 20 us, where a peer

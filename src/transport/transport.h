@@ -80,6 +80,9 @@ typedef struct agmm_transport_ops {
     void (*abort)(agmm_world_t *w, const char *reason);
     /* NULL while the world runs; the reason once it is aborted. */
     const char *(*aborted)(agmm_world_t *w);
+    /* Optional (NULL: none can be): control messages that arrived for a
+     * window already freed, dropped and counted (mpi.c, wintab.h). */
+    uint64_t (*dropped)(agmm_world_t *w);
 } agmm_transport_ops_t;
 
 #define AGMM_ALLGATHER_MAX 1024
@@ -92,6 +95,14 @@ struct agmm_world {
     int oversubscribed; /* more ranks than cores: waits must not spin */
     void *impl;       /* backend state */
 };
+
+/* Internal query (tests, --verbose): control messages dropped because they
+ * outlived their window. Plan teardown waits for in-flight acks, so this
+ * stays 0 unless a world was aborted. */
+static inline uint64_t agmm_world_dropped_messages(agmm_world_t *w)
+{
+    return w && w->ops->dropped ? w->ops->dropped(w) : 0;
+}
 
 /* What a wait was for, so a timeout or abort can say so. */
 typedef struct agmm_wait_what {
@@ -107,6 +118,8 @@ typedef struct agmm_wait_what {
 /* Raise the cell to `value` (release) and wake its sleepers. Every backend
  * and every in-process counter that someone waits on publishes with it. */
 void agmm_signal_publish(_Atomic uint64_t *sig, uint64_t value);
+/* Test hook: futex wake calls agmm_signal_publish made in this process. */
+uint64_t agmm_signal_wake_count(void);
 
 /* Wait until *sig >= at_least (acquire), the deadline passes, or the world
  * is aborted. Spins briefly, then yields, then sleeps in the kernel until

@@ -1,0 +1,105 @@
+/* Internal to the MPI transport (mpi.c, mpi_win.c): the backend's state,
+ * its windows and declared receives, and the helpers both files use. See
+ * mpi.c for the design, threads and memory order. */
+#ifndef AGMM_TRANSPORT_MPI_INTERNAL_H
+#define AGMM_TRANSPORT_MPI_INTERNAL_H
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/util.h"
+#include "transport/transport.h"
+#include "transport/wintab.h"
+
+enum { TAG_ABORT = 1, TAG_SIGNAL = 2 };
+enum { ABORT_NONE = 0, ABORT_WRITING = 1, ABORT_PUBLISHED = 2 };
+#define REASON_MAX 384
+
+/* One declared incoming put: a persistent receive. */
+typedef struct slot {
+    MPI_Request req;
+    int group, src;
+    size_t bytes;
+    _Atomic uint64_t *cell; /* the local signal cell it raises */
+    uint64_t value;         /* set by round_begin, read on completion */
+} slot_t;
+
+/* win->impl */
+typedef struct mpi_win {
+    uint64_t id; /* never reused within the world (wintab.h) */
+    unsigned char *local; /* the window's memory on this rank */
+    size_t bytes;
+    MPI_Comm comm; /* tile messages guarded by this (signal) window */
+    slot_t **slots;
+    int nslots, cap;
+} mpi_win_t;
+
+typedef struct mpi_state {
+    MPI_Comm ctl;  /* abort and signal messages (progress thread receives) */
+    MPI_Comm coll; /* barrier, allgather, window set-up (plan thread) */
+    MPI_Comm bulk; /* allgather_rows (one comm worker per rank) */
+    int we_initialized;
+    int tag_ub;
+
+    /* Abort: 0 -> 1 by the first aborter (CAS), reason written, then 2
+     * (release); readers that see 2 (acquire) may read the reason. */
+    _Alignas(AGMM_CACHE_LINE) _Atomic int abort_state;
+    _Atomic int abort_originated; /* this rank aborted first */
+    char abort_reason[REASON_MAX];
+    MPI_Request *abort_sends; /* [size], to tell the peers */
+
+    /* Progress thread and its receive list. [0] abort, [1] signal, then
+     * the armed slots (slot_of[i] for i >= 2). */
+    pthread_t thread;
+    int thread_started;
+    _Alignas(AGMM_CACHE_LINE) _Atomic int stop;
+    pthread_mutex_t lock;
+    MPI_Request *active;
+    slot_t **slot_of;
+    int nactive, cap;
+    char abort_buf[REASON_MAX];
+    uint64_t sig_buf[3]; /* window id, cell offset, value */
+    /* Test hook AGMM_TEST_CTL_DELAY_US: the progress thread applies each
+     * signal message that long after it arrived (progress thread only). */
+    long ctl_delay_us;
+    uint64_t deferred[3];
+    int deferred_src; /* its sender + 1; 0: none deferred */
+
+    agmm_wintab_t windows; /* live windows by id, guarded by lock */
+} mpi_state_t;
+
+static inline mpi_state_t *agmm_mpi_state(agmm_world_t *w)
+{
+    return (mpi_state_t *)w->impl;
+}
+
+/* Record an MPI error `rc` of `what`; AGMM_ERR_TRANSPORT. */
+agmm_status_t agmm_mpi_fail(int rc, const char *what);
+
+#define MPI_TRY(call, what)                                                    \
+    do {                                                                       \
+        int mpi_rc_ = (call);                                                  \
+        if (mpi_rc_ != MPI_SUCCESS) return agmm_mpi_fail(mpi_rc_, what);       \
+    } while (0)
+
+/* Complete `n` requests by `deadline`, failing early if the world is
+ * aborted; a timeout or MPI error aborts the world. `what` names the
+ * operation in messages. */
+agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
+                                 double deadline, const char *what);
+
+/* The window entries of the vtable (mpi_win.c). */
+agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes,
+                                 agmm_win_t *out);
+void agmm_mpi_win_free(agmm_world_t *w, agmm_win_t *win);
+agmm_status_t agmm_mpi_expect(agmm_world_t *w, const agmm_win_t *win, int src,
+                              size_t off, size_t bytes,
+                              const agmm_win_t *sigwin, size_t sig_off,
+                              int group);
+agmm_status_t agmm_mpi_round_begin(agmm_world_t *w, const agmm_win_t *sigwin,
+                                   int group, uint64_t value);
+uint64_t agmm_mpi_dropped(agmm_world_t *w);
+
+#endif
