@@ -34,6 +34,14 @@ run decode "$AGMM" bench --mode all --m-local 128 --rounds $((ROUNDS * 4)) --war
 run pingpong "$BUILD/bench/agmm_pingpong" 10000 31
 # 5. One GEMM call per row tile against one call (why runs are coalesced).
 run tile_gemm "$BUILD/bench/agmm_tile_gemm" 2048 4096 4096 "$ROUNDS"
+#    The same with the oneDNN engine in bf16 (prepared weight): 32- and
+#    128-row calls against one call (issue 9: tile calls as fast as one).
+run tile_gemm_bf16 env ENGINE=onednn DTYPE=bf16 "$BUILD/bench/agmm_tile_gemm" \
+    2048 4096 4096 "$ROUNDS" 32 128
+#    gemm-only/monolithic at --tile-m 32, bf16 (the GEMM part of a fused
+#    round without communication, against one call over the gathered rows).
+run tile32 "$AGMM" bench --dtype bf16 --tile-m 32 --mode gemm-only \
+    --rounds "$ROUNDS" --warmup 2 --json
 # 6. Issue 9: agmm next to the gather-then-GEMM peer (bench/ag_peer.c:
 #    MPI_Allgather + one oneDNN matmul, or + convert + one OpenBLAS sgemm)
 #    in the same sitting: bf16 seed and decode shapes against oneDNN (when
