@@ -1,0 +1,1 @@
+$ build/agmm bench --mode all --rounds 7 --warmup 4 --json

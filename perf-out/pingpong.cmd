@@ -1,0 +1,1 @@
+$ build/bench/agmm_pingpong 10000 31

@@ -1,0 +1,1 @@
+$ env ENGINE=onednn DTYPE=bf16 build/bench/agmm_tile_gemm 2048 4096 4096 7 32 128
