@@ -1,18 +1,75 @@
 /*
  * The checks of the `agmm` command line that one option-table row cannot
- * state (options.h): --schedule against --mode, the output paths, --m-local
- * against --ranks, M and the byte counts, the link emulator and MPI, the
- * core budget with its host-dependent defaults, the idle-core warnings and
- * the memory check. Each refusal is one line "agmm: --option: ...".
+ * state (options.h): the --m-local list syntax, --schedule against --mode,
+ * the output paths, --m-local against --ranks, M and the byte counts, the
+ * link emulator and MPI, the core budget with its host-dependent defaults,
+ * the idle-core warnings and the memory check. Each refusal is one line "agmm: --option: ...".
  */
 #include "options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* ------------------------------------------------------------ --m-local */
+
+/* ROWS[,ROWS...]: the list syntax; against --ranks in opt_validate. */
+int opt_get_rows(FILE *err, const char *arg, agmm_cli_t *cli)
+{
+    const char *p = arg;
+    int count = 0;
+    if (!*arg) {
+        fprintf(err, "agmm: --m-local: give ROWS or a comma-separated list ROWS,ROWS,... "
+                     "(got '')\n");
+        return -1;
+    }
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0) {
+            fprintf(err, "agmm: --m-local: empty value in the list; give ROWS or "
+                         "ROWS,ROWS,... without empty elements (got '%s')\n", arg);
+            return -1;
+        }
+        if (count >= AGMM_CLI_MAX_RANKS) {
+            fprintf(err, "agmm: --m-local: at most %d values (one per rank) (got '%.40s...')\n",
+                    AGMM_CLI_MAX_RANKS, arg);
+            return -1;
+        }
+        char buf[64];
+        int64_t v = 0;
+        num_result_t r;
+        if (len >= sizeof buf) {
+            r = NUM_JUNK;
+            /* A very long run of digits is out of range, anything else junk. */
+            size_t i = (p[0] == '+') ? 1 : 0;
+            while (i < len && isdigit((unsigned char)p[i]))
+                i++;
+            if (i == len)
+                r = NUM_RANGE;
+        } else {
+            memcpy(buf, p, len);
+            buf[len] = '\0';
+            r = opt_parse_i64(buf, 0, INT64_MAX, &v);
+        }
+        if (r != NUM_OK) {
+            fprintf(err, "agmm: --m-local: %seach value an integer from 0 to %" PRId64
+                         " (got '%.*s' in '%s')\n",
+                    opt_range_prefix(r), (int64_t)INT64_MAX, (int)(len > 40 ? 40 : len), p, arg);
+            return -1;
+        }
+        cli->m_local[count++] = v;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    cli->m_local_count = count;
+    return 0;
+}
 
 /* ------------------------------------------------------------ schedule */
 

@@ -5,8 +5,8 @@
  *
  *   options.c  the table, the word lists, the defaults
  *   parse.c    getopt_long over the table; strict numbers; one error line
- *   checks.c   what one row cannot say: cross-option checks, core budget,
- *              output paths, memory
+ *   checks.c   what one row cannot say: the --m-local list, cross-option
+ *              checks, core budget, output paths, memory
  *   usage.c    --help / --version text from the table
  */
 #ifndef AGMM_TOOL_OPTIONS_H
@@ -104,6 +104,16 @@ void opt_help_cores_gemm(FILE *out, const agmm_cli_t *resolved);
 
 /* "run" / "bench" */
 const char *opt_cmd_name(agmm_cmd_t cmd);
+
+/* Strict numbers (parse.c): no whitespace, no junk, '+' allowed. */
+typedef enum { NUM_OK, NUM_JUNK, NUM_RANGE } num_result_t;
+num_result_t opt_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* "out of range; give " or "give ": how a refusal message starts. */
+const char *opt_range_prefix(num_result_t r);
+
+/* --m-local ROWS[,ROWS...] into cli->m_local and m_local_count (checks.c).
+ * Returns 0, or -1 after one error line. */
+int opt_get_rows(FILE *err, const char *arg, agmm_cli_t *cli);
 
 /* bench: --schedule S alone means --mode S, and conflicts with another
  * --mode (checks.c). Returns 0 or 2 after one error line. */

@@ -34,10 +34,8 @@ static const opt_row_t *row_of_val(int val)
 
 /* ------------------------------------------------------------ numbers */
 
-typedef enum { NUM_OK, NUM_JUNK, NUM_RANGE } num_result_t;
-
 /* Strict decimal int64 in [lo, hi]: no whitespace, no junk, '+' allowed. */
-static num_result_t parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+num_result_t opt_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     if (!s || !*s || isspace((unsigned char)s[0]))
         return NUM_JUNK;
@@ -105,66 +103,12 @@ static num_result_t parse_double(const char *s, double lo_excl, double hi, doubl
     return NUM_OK;
 }
 
-static const char *range_prefix(num_result_t r)
+const char *opt_range_prefix(num_result_t r)
 {
     return r == NUM_RANGE ? "out of range; give " : "give ";
 }
 
 /* ------------------------------------------------------------ values */
-
-/* --m-local ROWS[,ROWS...] */
-static int get_rows(FILE *err, const char *arg, agmm_cli_t *cli)
-{
-    const char *p = arg;
-    int count = 0;
-    if (!*arg) {
-        fprintf(err, "agmm: --m-local: give ROWS or a comma-separated list ROWS,ROWS,... "
-                     "(got '')\n");
-        return -1;
-    }
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == 0) {
-            fprintf(err, "agmm: --m-local: empty value in the list; give ROWS or "
-                         "ROWS,ROWS,... without empty elements (got '%s')\n", arg);
-            return -1;
-        }
-        if (count >= AGMM_CLI_MAX_RANKS) {
-            fprintf(err, "agmm: --m-local: at most %d values (one per rank) (got '%.40s...')\n",
-                    AGMM_CLI_MAX_RANKS, arg);
-            return -1;
-        }
-        char buf[64];
-        int64_t v = 0;
-        num_result_t r;
-        if (len >= sizeof buf) {
-            r = NUM_JUNK;
-            /* A very long run of digits is out of range, anything else junk. */
-            size_t i = (p[0] == '+') ? 1 : 0;
-            while (i < len && isdigit((unsigned char)p[i]))
-                i++;
-            if (i == len)
-                r = NUM_RANGE;
-        } else {
-            memcpy(buf, p, len);
-            buf[len] = '\0';
-            r = parse_i64(buf, 0, INT64_MAX, &v);
-        }
-        if (r != NUM_OK) {
-            fprintf(err, "agmm: --m-local: %seach value an integer from 0 to %" PRId64
-                         " (got '%.*s' in '%s')\n",
-                    range_prefix(r), (int64_t)INT64_MAX, (int)(len > 40 ? 40 : len), p, arg);
-            return -1;
-        }
-        cli->m_local[count++] = v;
-        if (!comma)
-            break;
-        p = comma + 1;
-    }
-    cli->m_local_count = count;
-    return 0;
-}
 
 /* One word of row->choices (CHOICE), or a comma-separated set of them
  * (LIST, values OR-ed). Prints "agmm: --opt: one of a, b, c (got 'x')" or
@@ -204,10 +148,10 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_
     case OPTK_INT:
     case OPTK_INT64: {
         int64_t v = 0;
-        num_result_t r = parse_i64(arg, row->min, row->max, &v);
+        num_result_t r = opt_parse_i64(arg, row->min, row->max, &v);
         if (r != NUM_OK) {
             fprintf(err, "agmm: --%s: %san integer from %" PRId64 " to %" PRId64 " (got '%s')\n",
-                    row->name, range_prefix(r), row->min, row->max, arg);
+                    row->name, opt_range_prefix(r), row->min, row->max, arg);
             return -1;
         }
         if (row->kind == OPTK_INT) {
@@ -223,7 +167,7 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_
         num_result_t r = parse_u64(arg, &v);
         if (r != NUM_OK) {
             fprintf(err, "agmm: --%s: %sa decimal integer from 0 to %" PRIu64 " (got '%s')\n",
-                    row->name, range_prefix(r), UINT64_MAX, arg);
+                    row->name, opt_range_prefix(r), UINT64_MAX, arg);
             return -1;
         }
         memcpy(f, &v, sizeof v);
@@ -237,7 +181,7 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_
             r = NUM_RANGE;
         if (r != NUM_OK) {
             fprintf(err, "agmm: --%s: %sa number of %s %s %g and <= %g (got '%s')\n",
-                    row->name, range_prefix(r), row->unit, row->min_incl ? ">=" : ">", lo,
+                    row->name, opt_range_prefix(r), row->unit, row->min_incl ? ">=" : ">", lo,
                     row->dmax, arg);
             return -1;
         }
@@ -260,7 +204,7 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_
         return 0;
     }
     case OPTK_ROWS:
-        return get_rows(err, arg, cli);
+        return opt_get_rows(err, arg, cli);
     case OPTK_PATH: /* checked once all options are read (checks.c) */
         memcpy(f, &arg, sizeof arg);
         return 0;
