@@ -1,5 +1,6 @@
-/* libFuzzer target: the agmm command line (tools/agmm/cli.c) and, for every
- * command line it accepts, the library's plan validation.
+/* libFuzzer target: the agmm command line (tools/agmm/parse.c over the
+ * option table in options.c) and, for every command line it accepts, the
+ * library's plan validation.
  *
  * Input: the words after "agmm", one per line ('\n' separates words; a
  * word may hold any other byte). For each input the target checks what the

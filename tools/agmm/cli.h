@@ -8,6 +8,9 @@
  * the combinations (list lengths, byte-count overflow, core budget) and never
  * exits the process. Every error is one line on `err`, starting "agmm: " and
  * naming the option. See docs/cli.md.
+ *
+ * Implemented by options.c (the option table), parse.c, checks.c and
+ * usage.c; options.h describes the table.
  */
 #ifndef AGMM_CLI_H
 #define AGMM_CLI_H
@@ -30,33 +33,36 @@ enum {
     AGMM_BENCH_ALL = 31,
 };
 
+/* What the command line says. The ranges, defaults and help text of each
+ * option are in one place: the option table in options.c (the defaults the
+ * library also has come from agmm_plan_desc_init()). */
 typedef struct agmm_cli {
     agmm_cmd_t cmd;
-    int ranks;                 /* --ranks P, default 2, 1..AGMM_CLI_MAX_RANKS */
-    int64_t m_local[AGMM_CLI_MAX_RANKS]; /* --m-local ROWS[,ROWS...] default 2048; one value = every rank; else exactly P values; each >= 0, sum >= 1 */
+    int ranks;                 /* --ranks */
+    int64_t m_local[AGMM_CLI_MAX_RANKS]; /* --m-local: one value = every rank, else exactly `ranks` values */
     int m_local_count;         /* values given to --m-local (0: not given); after a successful parse m_local[0..ranks-1] is filled */
-    int64_t k, n;              /* --k 4096, --n 4096, >= 1 */
-    int64_t tile_m, tile_n;    /* --tile-m 128, --tile-n 256, >= 1 */
-    agmm_dtype_t dtype;        /* --dtype fp16|bf16|fp32 (fp16) */
-    agmm_gemm_engine_kind_t gemm_engine; /* --gemm-engine onednn|openblas|auto (auto) */
-    agmm_weights_t weights;    /* --weights shared|per-rank (shared) */
-    int comm_cores;            /* --comm-cores C >= 0; default: 1 if ranks*2 <= online cores else 0 */
-    int gemm_cores;            /* --gemm-cores G >= 1; default: max(1, online/ranks - comm_cores) */
+    int64_t k, n;              /* --k, --n */
+    int64_t tile_m, tile_n;    /* --tile-m, --tile-n */
+    agmm_dtype_t dtype;        /* --dtype */
+    agmm_gemm_engine_kind_t gemm_engine; /* --gemm-engine */
+    agmm_weights_t weights;    /* --weights */
+    int comm_cores;            /* --comm-cores; default: 1 if ranks*2 <= online cores else 0 */
+    int gemm_cores;            /* --gemm-cores; default: max(1, online/ranks - comm_cores) */
     int comm_cores_set, gemm_cores_set; /* given explicitly */
     int oversubscribe;         /* --oversubscribe */
-    double timeout_s;          /* --timeout SECONDS, > 0, default 60, at most 86400 */
-    int rounds, warmup;        /* --rounds R >= 1, --warmup W >= 0; defaults run: 1 and 0, bench: 20 and 5 */
-    uint64_t seed;             /* --seed S, default 42, 0..2^64-1 decimal */
+    double timeout_s;          /* --timeout */
+    int rounds, warmup;        /* --rounds, --warmup (defaults differ for run and bench) */
+    uint64_t seed;             /* --seed */
     int json;                  /* --json */
     int check;                 /* run: on by default; --no-check turns it off (bench: off, never checks) */
     int verbose;               /* --verbose / -v (repeatable: counts) */
     const char *trace_json;    /* --trace FILE.json: Chrome trace events (NULL: off) */
     const char *trace_svg;     /* --trace-svg FILE.svg: the timeline drawn (NULL: off) */
-    agmm_schedule_t schedule;  /* --schedule fused|baseline|auto (auto) */
+    agmm_schedule_t schedule;  /* --schedule */
     int schedule_set;
-    unsigned bench_modes;      /* bench: --mode (AGMM_BENCH_*; default fused|baseline, or the --schedule given) */
-    double link_gbps;          /* --link-gbps G > 0 (0: no link emulation) */
-    double link_latency_us;    /* --link-latency-us L >= 0 (0); needs --link-gbps */
+    unsigned bench_modes;      /* bench: --mode (AGMM_BENCH_*; --schedule S alone means --mode S) */
+    double link_gbps;          /* --link-gbps (0: no link emulation) */
+    double link_latency_us;    /* --link-latency-us; needs --link-gbps */
     int online_cores;          /* sysconf(_SC_NPROCESSORS_ONLN) at parse time (>= 1) */
     int64_t m_total;           /* after a successful parse: sum of m_local (M) */
     int ranks_set;             /* --ranks given explicitly */

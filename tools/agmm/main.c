@@ -1,7 +1,8 @@
-/* agmm: the command-line tool. Parses the options (cli.c), refuses what
- * cannot run, starts the ranks (agmm_launch; or, under an MPI launcher,
- * joins the MPI world: tool.c) and runs `run` (run.c) or `bench` (bench.c)
- * on each. Everything goes through include/agmm.h. */
+/* agmm: the command-line tool. Parses the options (cli.h: parse.c over the
+ * option table in options.c), refuses what cannot run, starts the ranks
+ * (agmm_launch; or, under an MPI launcher, joins the MPI world: tool.c) and
+ * runs `run` (run.c) or `bench` (bench.c) on each. Everything goes through
+ * include/agmm.h. */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -1,0 +1,360 @@
+/*
+ * The checks of the `agmm` command line that one option-table row cannot
+ * state (options.h): the --m-local list syntax, --schedule against --mode,
+ * the output paths, --m-local against --ranks, M and the byte counts, the
+ * link emulator and MPI, the core budget with its host-dependent defaults,
+ * the idle-core warnings and the memory check. Each refusal is one line "agmm: --option: ...".
+ */
+#include "options.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ --m-local */
+
+/* ROWS[,ROWS...]: the list syntax; against --ranks in opt_validate. */
+int opt_get_rows(FILE *err, const char *arg, agmm_cli_t *cli)
+{
+    const char *p = arg;
+    int count = 0;
+    if (!*arg) {
+        fprintf(err, "agmm: --m-local: give ROWS or a comma-separated list ROWS,ROWS,... "
+                     "(got '')\n");
+        return -1;
+    }
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0) {
+            fprintf(err, "agmm: --m-local: empty value in the list; give ROWS or "
+                         "ROWS,ROWS,... without empty elements (got '%s')\n", arg);
+            return -1;
+        }
+        if (count >= AGMM_CLI_MAX_RANKS) {
+            fprintf(err, "agmm: --m-local: at most %d values (one per rank) (got '%.40s...')\n",
+                    AGMM_CLI_MAX_RANKS, arg);
+            return -1;
+        }
+        char buf[64];
+        int64_t v = 0;
+        num_result_t r;
+        if (len >= sizeof buf) {
+            r = NUM_JUNK;
+            /* A very long run of digits is out of range, anything else junk. */
+            size_t i = (p[0] == '+') ? 1 : 0;
+            while (i < len && isdigit((unsigned char)p[i]))
+                i++;
+            if (i == len)
+                r = NUM_RANGE;
+        } else {
+            memcpy(buf, p, len);
+            buf[len] = '\0';
+            r = opt_parse_i64(buf, 0, INT64_MAX, &v);
+        }
+        if (r != NUM_OK) {
+            fprintf(err, "agmm: --m-local: %seach value an integer from 0 to %" PRId64
+                         " (got '%.*s' in '%s')\n",
+                    opt_range_prefix(r), (int64_t)INT64_MAX, (int)(len > 40 ? 40 : len), p, arg);
+            return -1;
+        }
+        cli->m_local[count++] = v;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    cli->m_local_count = count;
+    return 0;
+}
+
+/* ------------------------------------------------------------ schedule */
+
+int opt_check_schedule_mode(agmm_cli_t *cli, FILE *err, int mode_given)
+{
+    if (!cli->schedule_set)
+        return 0;
+    unsigned want = cli->schedule == AGMM_SCHEDULE_FUSED      ? AGMM_BENCH_FUSED
+                    : cli->schedule == AGMM_SCHEDULE_BASELINE ? AGMM_BENCH_BASELINE
+                                                              : AGMM_BENCH_AUTO;
+    if (mode_given && cli->bench_modes != want) {
+        fprintf(err, "agmm: --schedule: conflicts with --mode (bench times --mode; "
+                     "--schedule S alone means --mode S)\n");
+        return 2;
+    }
+    cli->bench_modes = want;
+    return 0;
+}
+
+/* ------------------------------------------------------------ cores */
+
+static int default_comm(int ranks, int online)
+{
+    return (int64_t)ranks * 2 <= (int64_t)online ? 1 : 0;
+}
+
+static int default_gemm(int ranks, int online, int comm)
+{
+    int64_t g = (int64_t)(online / (ranks > 0 ? ranks : 1)) - comm;
+    return g < 1 ? 1 : (int)g;
+}
+
+void agmm_cli_resolve_cores(agmm_cli_t *cli)
+{
+    /* The ranks that share this host's cores (all of them on shm). */
+    int here = cli->ranks_here > 0 ? cli->ranks_here : cli->ranks;
+    if (!cli->comm_cores_set)
+        cli->comm_cores = default_comm(here, cli->online_cores);
+    if (!cli->gemm_cores_set)
+        cli->gemm_cores = default_gemm(here, cli->online_cores, cli->comm_cores);
+}
+
+/* ------------------------------------------------------------ validation */
+
+static int mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    if (a < 0 || b < 0)
+        return -1;
+    if (a != 0 && b > INT64_MAX / a)
+        return -1;
+    *out = a * b;
+    return 0;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+/* An output file must be creatable: its directory exists and is writable,
+ * and the path is not a directory. Nothing is created here. */
+static int check_out_path(FILE *err, const char *name, const char *path)
+{
+    if (!*path) {
+        fprintf(err, "agmm: --%s: give a file name (got '')\n", name);
+        return -1;
+    }
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(err, "agmm: --%s: '%s' is a directory; give a file name\n",
+                name, path);
+        return -1;
+    }
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (strlen(path) >= sizeof dir - 16) {
+        fprintf(err, "agmm: --%s: path longer than %zu characters\n", name,
+                sizeof dir - 16);
+        return -1;
+    }
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(err, "agmm: --%s: cannot write '%s' (directory '%s': %s)\n",
+                name, path, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
+{
+    if (cli->trace_json && check_out_path(err, "trace", cli->trace_json))
+        return 2;
+    if (cli->trace_svg && check_out_path(err, "trace-svg", cli->trace_svg))
+        return 2;
+    if (cli->trace_json && cli->trace_svg && !strcmp(cli->trace_json, cli->trace_svg)) {
+        fprintf(err, "agmm: --trace/--trace-svg: give two different files (both are '%s')\n",
+                cli->trace_json);
+        return 2;
+    }
+    /* Under MPI the launcher decides the ranks. */
+    if (world_size > 0) {
+        if (cli->ranks_set && cli->ranks != world_size) {
+            fprintf(err, "agmm: --ranks: %d given but the MPI launcher started %d rank%s "
+                         "(omit --ranks or make it match)\n",
+                    cli->ranks, world_size, world_size == 1 ? "" : "s");
+            return 2;
+        }
+        cli->ranks = world_size;
+        cli->ranks_here = ranks_here > 0 && ranks_here <= world_size ? ranks_here : world_size;
+    } else {
+        cli->ranks_here = cli->ranks;
+    }
+
+    if (cli->link_latency_us > 0 && !(cli->link_gbps > 0)) {
+        fprintf(err, "agmm: --link-latency-us: needs --link-gbps (the link emulator is off "
+                     "without a link speed)\n");
+        return 2;
+    }
+    if (cli->cmd == AGMM_CMD_BENCH && (cli->bench_modes & AGMM_BENCH_GEMM_ONLY) &&
+        cli->transport_mpi) {
+        fprintf(err, "agmm: --mode: gemm-only (also in 'all') needs the shared-memory "
+                     "transport; under MPI use --mode fused,baseline,auto,comm-only\n");
+        return 2;
+    }
+    if (cli->link_gbps > 0 && cli->transport_mpi) {
+        fprintf(err, "agmm: --link-gbps: the link emulator is part of the shared-memory "
+                     "transport (not with MPI)\n");
+        return 2;
+    }
+    /* --m-local against --ranks */
+    if (cli->m_local_count > 1 && cli->m_local_count != cli->ranks) {
+        fprintf(err, "agmm: --m-local: %d values given but --ranks is %d (give 1 value or %d)\n",
+                cli->m_local_count, cli->ranks, cli->ranks);
+        return 2;
+    }
+    if (cli->m_local_count <= 1) {
+        int64_t v = cli->m_local[0];
+        for (int r = 0; r < cli->ranks; r++)
+            cli->m_local[r] = v;
+    }
+    for (int r = cli->ranks; r < AGMM_CLI_MAX_RANKS; r++)
+        cli->m_local[r] = 0;
+
+    /* M and byte counts */
+    int64_t m = 0;
+    int overflow = 0;
+    for (int r = 0; r < cli->ranks; r++) {
+        if (cli->m_local[r] > INT64_MAX - m) {
+            overflow = 1;
+            break;
+        }
+        m += cli->m_local[r];
+    }
+    if (!overflow && m < 1) {
+        fprintf(err, "agmm: --m-local: all shards are empty; at least one row is needed\n");
+        return 2;
+    }
+    if (!overflow && m > INT_MAX) { /* CBLAS dimensions are int */
+        fprintf(err, "agmm: --m-local: the shards add up to %" PRId64 " rows; at most %d "
+                     "(M is a CBLAS int dimension)\n", m, INT_MAX);
+        return 2;
+    }
+    if (!overflow) {
+        int64_t t;
+        if (mul_i64(m, cli->k, &t) || mul_i64(t, 4, &t) ||
+            mul_i64(cli->k, cli->n, &t) || mul_i64(t, 4, &t) ||
+            mul_i64(m, cli->n, &t) || mul_i64(t, 4, &t))
+            overflow = 1;
+    }
+    if (overflow) {
+        fprintf(err, "agmm: --m-local/--k/--n: sizes overflow 64-bit byte counts "
+                     "(M = sum of --m-local, K = %" PRId64 ", N = %" PRId64 ")\n",
+                cli->k, cli->n);
+        return 2;
+    }
+    cli->m_total = m;
+
+    /* Core budget */
+    agmm_cli_resolve_cores(cli);
+    int64_t threads = (int64_t)cli->ranks_here * ((int64_t)cli->comm_cores + cli->gemm_cores);
+    if (threads > cli->online_cores && !cli->oversubscribe) {
+        const char *rs = cli->ranks_here == 1 ? "rank" : "ranks";
+        const char *cs = cli->online_cores == 1 ? "core" : "cores";
+        fprintf(err,
+                "agmm: --comm-cores/--gemm-cores: %d %s x (%d comm + %d GEMM) = %" PRId64
+                " threads exceed the %d online %s",
+                cli->ranks_here, rs, cli->comm_cores, cli->gemm_cores, threads, cli->online_cores,
+                cs);
+        if (!cli->comm_cores_set && !cli->gemm_cores_set)
+            fprintf(err, " (default for %d %s; pass --oversubscribe to run more threads "
+                         "than cores)\n", cli->ranks_here, rs);
+        else if (!cli->gemm_cores_set)
+            fprintf(err, " (--gemm-cores defaults to at least 1; use fewer cores or "
+                         "--oversubscribe)\n");
+        else
+            fprintf(err, " (use fewer cores or --oversubscribe)\n");
+        return 2;
+    }
+
+    /* Warnings: idle cores */
+    int max_rank = 0;
+    int64_t max_tiles = 0, row_tiles_total = 0;
+    for (int r = 0; r < cli->ranks; r++) {
+        int64_t t = ceil_div(cli->m_local[r], cli->tile_m);
+        row_tiles_total += t; /* <= M, no overflow */
+        if (t > max_tiles) {
+            max_tiles = t;
+            max_rank = r;
+        }
+    }
+    if (cli->comm_cores > 0 && cli->comm_cores > max_tiles) {
+        fprintf(err, "agmm: warning: --comm-cores %d%s exceeds the %" PRId64
+                     " row tile%s of rank %d; extra comm cores will be idle\n",
+                cli->comm_cores, cli->comm_cores_set ? "" : " (default)", max_tiles,
+                max_tiles == 1 ? "" : "s", max_rank);
+    }
+    int64_t col_blocks = ceil_div(cli->n, cli->tile_n);
+    int64_t items = 0;
+    if (mul_i64(row_tiles_total, col_blocks, &items) == 0 && cli->gemm_cores > items) {
+        fprintf(err, "agmm: warning: --gemm-cores %d%s exceeds the %" PRId64
+                     " GEMM work item%s per rank (%" PRId64 " row tile%s x %" PRId64
+                     " column block%s); extra GEMM cores will be idle\n",
+                cli->gemm_cores, cli->gemm_cores_set ? "" : " (default)", items,
+                items == 1 ? "" : "s", row_tiles_total, row_tiles_total == 1 ? "" : "s",
+                col_blocks, col_blocks == 1 ? "" : "s");
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ memory */
+
+static void fmt_bytes(char *buf, size_t size, long double b)
+{
+    const long double gib = 1024.0L * 1024.0L * 1024.0L;
+    if (b >= 1024.0L * gib)
+        snprintf(buf, size, "%.1Lf TiB", b / (1024.0L * gib));
+    else if (b >= gib / 10.0L)
+        snprintf(buf, size, "%.1Lf GiB", b / gib);
+    else
+        snprintf(buf, size, "%.1Lf MiB", b / (1024.0L * 1024.0L));
+}
+
+int agmm_cli_check_memory(const agmm_cli_t *cli, uint64_t bytes_per_rank, FILE *err)
+{
+    if (!cli)
+        return 0;
+    if (!err)
+        err = stderr;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long avail_kib = 0;
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "MemAvailable: %llu kB", &avail_kib) == 1) {
+            found = 1;
+            break;
+        }
+    }
+    fclose(f);
+    if (!found)
+        return 0;
+    long double avail = (long double)avail_kib * 1024.0L;
+    /* The ranks on this host share its memory (all of them on shm). */
+    int ranks = cli->ranks_here > 0 ? cli->ranks_here : cli->ranks > 0 ? cli->ranks : 1;
+    /* bytes_per_rank == 0 means the library found the plan invalid or its
+     * byte count overflowing: treat as too large. */
+    long double need = bytes_per_rank == 0 ? (long double)UINT64_MAX * ranks
+                                           : (long double)bytes_per_rank * ranks;
+    if (need <= avail)
+        return 0;
+    char nb[32], ab[32];
+    if (bytes_per_rank == 0)
+        snprintf(nb, sizeof nb, "more than 16 EiB");
+    else
+        fmt_bytes(nb, sizeof nb, need);
+    fmt_bytes(ab, sizeof ab, avail);
+    fprintf(err, "agmm: --m-local/--k/--n: the plan needs %s on %d %s but only %s is available\n",
+            nb, ranks, ranks == 1 ? "rank" : "ranks", ab);
+    return 2;
+}

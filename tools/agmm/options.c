@@ -1,0 +1,264 @@
+/*
+ * The option table of the `agmm` tool (see options.h). Adding an option is
+ * adding a row here (and its field in cli.h): getopt_long's table, the
+ * parsing, the range messages, the default and the --help entry follow.
+ * Defaults the library also has (sizes, tiles, dtype, weights, engine) are
+ * read from agmm_plan_desc_init(); the rest are the tool's own.
+ */
+#include "options.h"
+
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+/* CHOICE fields are enums stored through an int. */
+_Static_assert(sizeof(agmm_dtype_t) == sizeof(int), "enum field size");
+_Static_assert(sizeof(agmm_weights_t) == sizeof(int), "enum field size");
+_Static_assert(sizeof(agmm_gemm_engine_kind_t) == sizeof(int), "enum field size");
+_Static_assert(sizeof(agmm_schedule_t) == sizeof(int), "enum field size");
+
+#define CLI_MAX_COUNT INT_MAX /* --rounds, --warmup */
+
+static const opt_choice_t k_dtypes[] = {
+    {"fp16", AGMM_DTYPE_FP16}, {"bf16", AGMM_DTYPE_BF16}, {"fp32", AGMM_DTYPE_FP32}, {NULL, 0}};
+static const opt_choice_t k_engines[] = {{"onednn", AGMM_GEMM_ENGINE_ONEDNN},
+                                         {"openblas", AGMM_GEMM_ENGINE_OPENBLAS},
+                                         {"auto", AGMM_GEMM_ENGINE_AUTO},
+                                         {NULL, 0}};
+static const opt_choice_t k_weights[] = {
+    {"shared", AGMM_WEIGHTS_SHARED}, {"per-rank", AGMM_WEIGHTS_PER_RANK}, {NULL, 0}};
+static const opt_choice_t k_schedules[] = {{"fused", AGMM_SCHEDULE_FUSED},
+                                           {"baseline", AGMM_SCHEDULE_BASELINE},
+                                           {"auto", AGMM_SCHEDULE_AUTO},
+                                           {NULL, 0}};
+static const opt_choice_t k_transports[] = {{"shm", 0}, {"mpi", 1}, {NULL, 0}};
+/* --mode: a set; "all" first (the error lists the words in this order). */
+static const opt_choice_t k_modes[] = {{"all", AGMM_BENCH_ALL},
+                                       {"fused", AGMM_BENCH_FUSED},
+                                       {"baseline", AGMM_BENCH_BASELINE},
+                                       {"auto", AGMM_BENCH_AUTO},
+                                       {"gemm-only", AGMM_BENCH_GEMM_ONLY},
+                                       {"comm-only", AGMM_BENCH_COMM_ONLY},
+                                       {NULL, 0}};
+
+/* --gemm-engine: a word that parses but names an engine not built in. */
+static int engine_built_in(FILE *err, const char *arg, int value)
+{
+    if (agmm_gemm_engine_available((agmm_gemm_engine_kind_t)value))
+        return 0;
+    fprintf(err, "agmm: --gemm-engine: %s is not built in (this "
+                 "agmm has openblas; build with libdnnl-dev)\n", arg);
+    return 1;
+}
+
+#define F(f) offsetof(agmm_cli_t, f)
+#define LIB(f) .from_lib = 1, .lib_field = offsetof(agmm_plan_desc_t, f)
+#define NOSET .set_field = OPT_NO_FIELD
+#define NOFIELD .field = OPT_NO_FIELD, NOSET
+
+/* One row per option, in --help order. Example:
+ *   --k: an int64_t in cli->k, 1..INT_MAX (CBLAS dimensions are int),
+ *   default agmm_plan_desc_init()'s k, in "Problem:" for run and bench. */
+const opt_row_t opt_table[] = {
+    /* Problem */
+    {.name = "ranks", .kind = OPTK_INT, .field = F(ranks), .set_field = F(ranks_set),
+     .min = 1, .max = AGMM_CLI_MAX_RANKS, .def = {2, 2}, .cmds = OPT_FOR_ALL,
+     .section = SEC_PROBLEM, .label = "--ranks P", .help = "ranks ({min}..{max}, default {def})"},
+    {.name = "m-local", .kind = OPTK_ROWS, .field = F(m_local), NOSET, .def = {2048, 2048},
+     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--m-local ROWS[,...]",
+     .help = "rows of each rank's shard A_r: one value for every rank\n"
+             "or exactly P comma-separated values; each >= 0, sum >= 1\n"
+             "(default {def})"},
+    {.name = "k", .kind = OPTK_INT64, .field = F(k), NOSET, .min = 1, .max = INT_MAX, LIB(k),
+     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--k K",
+     .help = "inner dimension, >= 1 (default {def})"},
+    {.name = "n", .kind = OPTK_INT64, .field = F(n), NOSET, .min = 1, .max = INT_MAX, LIB(n),
+     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--n N",
+     .help = "columns of W and C, >= 1 (default {def})"},
+    {.name = "tile-m", .kind = OPTK_INT64, .field = F(tile_m), NOSET, .min = 1,
+     .max = INT64_MAX, LIB(tile_m), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .label = "--tile-m ROWS", .help = "rows per tile, >= 1 (default {def})"},
+    {.name = "tile-n", .kind = OPTK_INT64, .field = F(tile_n), NOSET, .min = 1,
+     .max = INT64_MAX, LIB(tile_n), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .label = "--tile-n COLS", .help = "columns per GEMM work item, >= 1 (default {def})"},
+    {.name = "dtype", .kind = OPTK_CHOICE, .field = F(dtype), NOSET, .choices = k_dtypes,
+     LIB(dtype), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--dtype T",
+     .help = "{choices}, of A and W; C is fp32 (default {def})"},
+    {.name = "gemm-engine", .kind = OPTK_CHOICE, .field = F(gemm_engine), NOSET,
+     .choices = k_engines, .accept = engine_built_in, LIB(gemm_engine), .cmds = OPT_FOR_ALL,
+     .section = SEC_PROBLEM, .label = "--gemm-engine E",
+     .help = "{choices}: the tile GEMM library; auto is\n"
+             "onednn when built in (here: {auto_engine})"},
+    {.name = "weights", .kind = OPTK_CHOICE, .field = F(weights), NOSET, .choices = k_weights,
+     LIB(weights), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--weights W",
+     .help = "shared (same W on every rank) | per-rank (default {def})"},
+    {.name = "seed", .kind = OPTK_UINT64, .field = F(seed), NOSET, .def = {42, 42},
+     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--seed S",
+     .help = "input seed, 0..{max} (default {def})"},
+    /* Threads: the defaults depend on the host (agmm_cli_resolve_cores) */
+    {.name = "comm-cores", .kind = OPTK_INT, .field = F(comm_cores),
+     .set_field = F(comm_cores_set), .min = 0, .max = AGMM_CLI_MAX_CORES, .cmds = OPT_FOR_ALL,
+     .section = SEC_THREADS, .help_fn = opt_help_cores_comm},
+    {.name = "gemm-cores", .kind = OPTK_INT, .field = F(gemm_cores),
+     .set_field = F(gemm_cores_set), .min = 1, .max = AGMM_CLI_MAX_CORES, .cmds = OPT_FOR_ALL,
+     .section = SEC_THREADS, .help_fn = opt_help_cores_gemm},
+    {.name = "oversubscribe", .kind = OPTK_FLAG, .field = F(oversubscribe), NOSET,
+     .flag_value = 1, .cmds = OPT_FOR_ALL, .section = SEC_THREADS,
+     .help = "allow more threads than online cores\n"
+             "default rule: comm = 1 if 2 x ranks <= online cores,\n"
+             "else 0; GEMM = max(1, online / ranks - comm)"},
+    /* Schedule */
+    {.name = "schedule", .kind = OPTK_CHOICE, .field = F(schedule),
+     .set_field = F(schedule_set), .choices = k_schedules,
+     .def = {AGMM_SCHEDULE_AUTO, AGMM_SCHEDULE_AUTO}, .cmds = OPT_FOR_ALL,
+     .section = SEC_SCHEDULE, .label = "--schedule S",
+     .help = "{choices}: auto measures its first {auto_rounds}\n"
+             "rounds (fused and baseline alternate) and keeps the\n"
+             "faster (default {def})",
+     .help_bench = "{choices}: auto measures its first {auto_rounds}\n"
+                   "rounds (fused and baseline alternate) and keeps the\n"
+                   "faster (default {def}); bench: time this schedule alone"},
+    {.name = "mode", .kind = OPTK_LIST, .field = F(bench_modes), NOSET, .choices = k_modes,
+     .def = {AGMM_BENCH_FUSED | AGMM_BENCH_BASELINE, AGMM_BENCH_FUSED | AGMM_BENCH_BASELINE},
+     .cmds = OPT_FOR_BENCH, .only_hint = " (agmm run takes --schedule)",
+     .section = SEC_SCHEDULE, .label = "--mode M[,M...]",
+     .help = "{choices}\n"
+             "(default {def}; gemm-only also times the\n"
+             "monolithic GEMM)"},
+    {.name = "link-gbps", .kind = OPTK_DOUBLE, .field = F(link_gbps), NOSET, .dmin = 0,
+     .dmax = 10000, .unit = "Gbit/s", .cmds = OPT_FOR_ALL, .section = SEC_SCHEDULE,
+     .label = "--link-gbps G",
+     .help = "emulate a link of G Gbit/s per direction between every\n"
+             "pair of ranks, 0 < G <= {max} (default: no emulation)"},
+    {.name = "link-latency-us", .kind = OPTK_DOUBLE, .field = F(link_latency_us), NOSET,
+     .dmin = 0, .dmax = 1000000, .min_incl = 1, .unit = "microseconds", .cmds = OPT_FOR_ALL,
+     .section = SEC_SCHEDULE, .label = "--link-latency-us L",
+     .help = "its one-way latency, {min}..{max} us (default {def}; needs\n"
+             "--link-gbps)"},
+    /* Run */
+    {.name = "timeout", .kind = OPTK_DOUBLE, .field = F(timeout_s), NOSET, .dmin = 0,
+     .dmax = 86400, .unit = "seconds", .ddef = 60, .cmds = OPT_FOR_ALL, .section = SEC_RUN,
+     .label = "--timeout SECONDS",
+     .help = "per-wait timeout, > {min} and <= {max} (default {def})"},
+    {.name = "rounds", .kind = OPTK_INT, .field = F(rounds), NOSET, .min = 1,
+     .max = CLI_MAX_COUNT, .def = {1, 20}, .cmds = OPT_FOR_ALL, .section = SEC_RUN,
+     .label = "--rounds R", .help = "rounds, >= {min} (default {def})"},
+    {.name = "warmup", .kind = OPTK_INT, .field = F(warmup), NOSET, .min = 0,
+     .max = CLI_MAX_COUNT, .def = {0, 5}, .cmds = OPT_FOR_ALL, .section = SEC_RUN,
+     .label = "--warmup W", .help = "untimed rounds first, >= {min} (default {def})"},
+    {.name = "no-check", .kind = OPTK_FLAG, .field = F(check), NOSET, .flag_value = 0,
+     .def = {1, 0}, .cmds = OPT_FOR_ALL, .section = SEC_RUN,
+     .help = "skip the check against the reference (default: check)",
+     .help_bench = "accepted; bench does not check results"},
+    {.name = "transport", .kind = OPTK_CHOICE, .field = F(transport_mpi), NOSET,
+     .choices = k_transports, .cmds = OPT_FOR_ALL, .section = SEC_RUN,
+     .label = "--transport T",
+     .help = "shm: forked ranks on this host sharing memory | mpi: the\n"
+             "ranks of an MPI launcher (mpirun -np P agmm {cmd} ...;\n"
+             "--ranks then defaults to P). Default: mpi when started\n"
+             "by an MPI launcher, else shm"},
+    {.name = "json", .kind = OPTK_FLAG, .field = F(json), NOSET, .flag_value = 1,
+     .cmds = OPT_FOR_ALL, .section = SEC_RUN,
+     .help = "print the result as one JSON object on stdout"},
+    {.name = "trace", .kind = OPTK_PATH, .field = F(trace_json), NOSET, .cmds = OPT_FOR_ALL,
+     .section = SEC_RUN, .label = "--trace FILE.json",
+     .help = "write a timeline of every put, wait and GEMM call of\n"
+             "every rank and thread (Chrome trace events: open in\n"
+             "ui.perfetto.dev or chrome://tracing) and print a\n"
+             "per-round summary (see docs/tracing.md)"},
+    {.name = "trace-svg", .kind = OPTK_PATH, .field = F(trace_svg), NOSET, .cmds = OPT_FOR_ALL,
+     .section = SEC_RUN, .label = "--trace-svg FILE.svg",
+     .help = "draw that timeline as an SVG picture"},
+    {.name = "verbose", .short_name = 'v', .kind = OPTK_COUNT, .field = F(verbose), NOSET,
+     .cmds = OPT_FOR_ALL, .section = SEC_RUN, .help = "more output on stderr (repeatable)"},
+    {.name = "help", .short_name = 'h', .kind = OPTK_HELP, NOFIELD, .cmds = OPT_FOR_ALL,
+     .section = SEC_RUN, .help = "this text"},
+    {.name = "version", .kind = OPTK_VERSION, NOFIELD, .cmds = OPT_FOR_ALL,
+     .section = SEC_RUN, .label = "    --version", .help = "print the version"},
+};
+
+const int opt_count = (int)(sizeof opt_table / sizeof opt_table[0]);
+
+const opt_row_t *opt_find(const char *name)
+{
+    for (int i = 0; i < opt_count; i++)
+        if (!strcmp(opt_table[i].name, name))
+            return &opt_table[i];
+    return NULL;
+}
+
+const char *opt_choice_name(const opt_row_t *row, int value)
+{
+    for (const opt_choice_t *c = row->choices; c && c->name; c++)
+        if (c->value == value)
+            return c->name;
+    return "?";
+}
+
+const char *opt_cmd_name(agmm_cmd_t cmd)
+{
+    return cmd == AGMM_CMD_BENCH ? "bench" : "run";
+}
+
+static int online_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        return 1;
+    if (n > INT_MAX)
+        return INT_MAX;
+    return (int)n;
+}
+
+/* Every field not in the table (and every "given" flag) starts at zero;
+ * the --m-local default goes to m_local[0] (validation fills the rest). */
+void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd)
+{
+    agmm_plan_desc_t lib;
+    agmm_plan_desc_init(&lib);
+    memset(cli, 0, sizeof *cli);
+    cli->cmd = cmd;
+    for (int i = 0; i < opt_count; i++) {
+        const opt_row_t *r = &opt_table[i];
+        if (r->field == OPT_NO_FIELD)
+            continue;
+        void *f = (char *)cli + r->field;
+        int64_t d = r->def[cmd == AGMM_CMD_BENCH];
+        switch (r->kind) {
+        case OPTK_INT64:
+        case OPTK_ROWS:
+            if (r->from_lib)
+                memcpy(&d, (const char *)&lib + r->lib_field, sizeof d);
+            memcpy(f, &d, sizeof d);
+            break;
+        case OPTK_CHOICE:
+        case OPTK_INT:
+        case OPTK_FLAG:
+        case OPTK_COUNT: {
+            int v = (int)d;
+            if (r->from_lib)
+                memcpy(&v, (const char *)&lib + r->lib_field, sizeof v);
+            memcpy(f, &v, sizeof v);
+            break;
+        }
+        case OPTK_LIST: {
+            unsigned v = (unsigned)d;
+            memcpy(f, &v, sizeof v);
+            break;
+        }
+        case OPTK_UINT64: {
+            uint64_t v = (uint64_t)d;
+            memcpy(f, &v, sizeof v);
+            break;
+        }
+        case OPTK_DOUBLE:
+            memcpy(f, &r->ddef, sizeof r->ddef);
+            break;
+        case OPTK_PATH:
+        case OPTK_HELP:
+        case OPTK_VERSION:
+            break;
+        }
+    }
+    cli->online_cores = online_cores();
+}

@@ -1,0 +1,129 @@
+/*
+ * The option table of the `agmm` tool: one row per option, and everything
+ * else (getopt_long's table, parsing, range messages, defaults, --help) is
+ * generated from it. Internal to tools/agmm/; the public face is cli.h.
+ *
+ *   options.c  the table, the word lists, the defaults
+ *   parse.c    getopt_long over the table; strict numbers; one error line
+ *   checks.c   what one row cannot say: the --m-local list, cross-option
+ *              checks, core budget, output paths, memory
+ *   usage.c    --help / --version text from the table
+ */
+#ifndef AGMM_TOOL_OPTIONS_H
+#define AGMM_TOOL_OPTIONS_H
+
+#include "cli.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* What an option's value is, and so how it is parsed and stored. */
+typedef enum {
+    OPTK_HELP,    /* prints the usage text (parse returns -1) */
+    OPTK_VERSION, /* prints the version (parse returns -1) */
+    OPTK_COUNT,   /* no value; int field += 1 per use (-v -v) */
+    OPTK_FLAG,    /* no value; int field = flag_value */
+    OPTK_INT,     /* strict decimal in [min, max], int field */
+    OPTK_INT64,   /* strict decimal in [min, max], int64_t field */
+    OPTK_UINT64,  /* strict decimal 0..UINT64_MAX, uint64_t field */
+    OPTK_DOUBLE,  /* finite decimal in (min, max], or [min, max] with min_incl */
+    OPTK_CHOICE,  /* one word of `choices`; int-sized (enum) field */
+    OPTK_LIST,    /* comma-separated words of `choices`, values OR-ed; unsigned */
+    OPTK_ROWS,    /* --m-local: ROWS[,ROWS...] into the int64_t array field */
+    OPTK_PATH,    /* a file name (const char *); checked after parsing */
+} opt_kind_t;
+
+/* Which commands take an option (a row is in --help only for those). */
+enum { OPT_FOR_RUN = 1 << AGMM_CMD_RUN, OPT_FOR_BENCH = 1 << AGMM_CMD_BENCH,
+       OPT_FOR_ALL = OPT_FOR_RUN | OPT_FOR_BENCH };
+
+/* The --help sections, in order. */
+typedef enum { SEC_PROBLEM, SEC_THREADS, SEC_SCHEDULE, SEC_RUN, SEC_COUNT } opt_section_t;
+
+/* A word an option accepts and the value it stands for. */
+typedef struct opt_choice {
+    const char *name;
+    int value;
+} opt_choice_t;
+
+#define OPT_NO_FIELD ((size_t)-1)
+
+typedef struct opt_row {
+    const char *name; /* long name without "--" */
+    char short_name;  /* 'h', 'v' or 0 */
+    opt_kind_t kind;
+    size_t field;     /* offsetof(agmm_cli_t, ...), or OPT_NO_FIELD */
+    size_t set_field; /* int set to 1 when given (e.g. ranks_set), or OPT_NO_FIELD */
+    /* OPTK_INT/INT64: the range; OPTK_DOUBLE: the range and its unit */
+    int64_t min, max;
+    double dmin, dmax;
+    int min_incl;     /* OPTK_DOUBLE: min itself allowed */
+    const char *unit; /* OPTK_DOUBLE: "seconds" in "a number of seconds > 0 ..." */
+    /* OPTK_CHOICE/LIST: the words, NULL-terminated */
+    const opt_choice_t *choices;
+    /* OPTK_CHOICE: refuses a value (one error line; returns nonzero) */
+    int (*accept)(FILE *err, const char *arg, int value);
+    int flag_value;   /* OPTK_FLAG */
+    /* The default, per command ([AGMM_CMD_RUN], [AGMM_CMD_BENCH]); with
+     * from_lib, agmm_plan_desc_init()'s value at lib_field instead. */
+    int64_t def[2];
+    double ddef;
+    int from_lib;
+    size_t lib_field; /* offsetof(agmm_plan_desc_t, ...) */
+    unsigned cmds;    /* OPT_FOR_* */
+    const char *only_hint; /* given to a command not in cmds: the error's tail */
+    /* --help: section, label ("--ranks P"; NULL: "--name"), the text.
+     * Lines after the first are indented to the text column. Templates:
+     * {min} {max} {def} {choices} {cmd} {auto_rounds} {auto_engine}.
+     * help_bench: the text for bench when it differs. help_fn: prints the
+     * whole entry itself (defaults that depend on the host). */
+    opt_section_t section;
+    const char *label;
+    const char *help;
+    const char *help_bench;
+    void (*help_fn)(FILE *out, const agmm_cli_t *resolved);
+} opt_row_t;
+
+/* The table (options.c), opt_count rows. */
+extern const opt_row_t opt_table[];
+extern const int opt_count;
+
+/* The row of a long name, or NULL. */
+const opt_row_t *opt_find(const char *name);
+
+/* The word of a choice value, or "?". */
+const char *opt_choice_name(const opt_row_t *row, int value);
+
+/* All defaults for `cmd` (the table's and the library's), online_cores. */
+void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd);
+
+/* The --help text for one row (options.c's help_fn rows, usage.c). */
+void opt_help_cores_comm(FILE *out, const agmm_cli_t *resolved);
+void opt_help_cores_gemm(FILE *out, const agmm_cli_t *resolved);
+
+/* "run" / "bench" */
+const char *opt_cmd_name(agmm_cmd_t cmd);
+
+/* Strict numbers (parse.c): no whitespace, no junk, '+' allowed. */
+typedef enum { NUM_OK, NUM_JUNK, NUM_RANGE } num_result_t;
+num_result_t opt_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* "out of range; give " or "give ": how a refusal message starts. */
+const char *opt_range_prefix(num_result_t r);
+
+/* --m-local ROWS[,ROWS...] into cli->m_local and m_local_count (checks.c).
+ * Returns 0, or -1 after one error line. */
+int opt_get_rows(FILE *err, const char *arg, agmm_cli_t *cli);
+
+/* bench: --schedule S alone means --mode S, and conflicts with another
+ * --mode (checks.c). Returns 0 or 2 after one error line. */
+int opt_check_schedule_mode(agmm_cli_t *cli, FILE *err, int mode_given);
+
+/* The cross-option checks after all options were read (checks.c):
+ * returns 0 or 2 after one error line; warnings do not fail. */
+int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here);
+
+/* The version text (usage.c). */
+void opt_print_version(FILE *out);
+
+#endif /* AGMM_TOOL_OPTIONS_H */
