@@ -2,7 +2,10 @@
  * agmm: tensor-parallel all-gather + GEMM with communication/computation
  * overlap, on CPUs.
  *
- * This is the one public header. A program uses it in three steps:
+ * The core API: status, world, plan, run, trace. Test and benchmark helpers
+ * (the reference result, fp32 conversion, benchmark parts of a round, BLAS
+ * and link-emulation queries) are in agmm_ext.h, whose API may change
+ * between versions. A program uses this header in three steps:
  *
  *   1. a world: the ranks taking part. On one host agmm_launch() forks the
  *      ranks itself and hands each one its world (shared-memory transport);
@@ -15,24 +18,37 @@
  *      every rank, overlapping the transfer of row tiles with the GEMM of
  *      tiles that have already arrived.
  *
- * Every function returns an agmm_status_t; agmm_status_str() names it and
- * agmm_last_error() holds the one-line message of the most recent failure
- * on the calling thread's rank (the message is printed once, where the
- * failure was detected, when logging is on).
+ * Errors. Every call that can fail for a reason worth telling returns an
+ * agmm_status_t: AGMM_OK, or an AGMM_ERR_* value, in which case
+ * agmm_last_error() holds a one-line message saying what failed (the
+ * message of the most recent failure recorded in this process, i.e. on
+ * this rank; it is printed once, where the failure was detected, when
+ * logging is on). The other calls are queries and setters that cannot fail
+ * in a way that needs a message:
+ *   - names and sizes (agmm_status_str, agmm_dtype_name, agmm_version, ...)
+ *     return static strings, never NULL (an out-of-range enum value gets
+ *     a placeholder name), or 0 for an invalid value (agmm_dtype_size);
+ *   - queries of an object (agmm_world_rank/size, agmm_plan_rows,
+ *     agmm_plan_row_offset, agmm_trace_rounds, agmm_plan_bytes_per_rank)
+ *     return the value, or a documented sentinel (-1 or 0) for a NULL,
+ *     destroyed or invalid argument, without necessarily recording a
+ *     message;
+ *   - setters, destroys and agmm_world_abort return void; destroys ignore
+ *     NULL.
  *
  * Threads. A plan is used by one thread at a time: agmm_plan_set_weight(),
- * agmm_plan_run(), agmm_plan_run_part() and agmm_plan_destroy() on the same
- * plan must not overlap (calls one after another from different threads
- * are fine: each call's effects are visible to the next). An overlapping
- * call is detected and refused with AGMM_ERR_BAD_STATE, without touching
- * the plan or the running call. Different plans of one world may be used
- * from different threads only for local calls (set_weight); collective
- * calls (plan create/run/destroy, barrier, allgather) must be made by
- * every rank in the same order, so one thread per rank issues them.
- * agmm_world_abort() and agmm_last_error() may be called from any thread
- * at any time; agmm_plan_rows(), agmm_plan_row_offset() and
- * agmm_plan_schedule_info() from any thread while the plan is not being
- * destroyed.
+ * agmm_plan_run(), agmm_plan_run_part() (agmm_ext.h) and agmm_plan_destroy()
+ * on the same plan must not overlap (calls one after another from
+ * different threads are fine: each call's effects are visible to the
+ * next). An overlapping call is detected and refused with
+ * AGMM_ERR_BAD_STATE, without touching the plan or the running call.
+ * Different plans of one world may be used from different threads only
+ * for local calls (set_weight); collective calls (plan create/run/destroy,
+ * barrier, allgather) must be made by every rank in the same order, so one
+ * thread per rank issues them. agmm_world_abort() and agmm_last_error()
+ * may be called from any thread at any time; agmm_plan_rows(),
+ * agmm_plan_row_offset() and agmm_plan_schedule_info() from any thread
+ * while the plan is not being destroyed.
  *
  * Failures. A failure one rank detects during a collective call (a
  * timeout, a bad argument to agmm_plan_run on a live plan, a transport
@@ -117,12 +133,8 @@ typedef struct agmm_world agmm_world_t;
 
 int agmm_world_rank(const agmm_world_t *world); /* -1 for NULL */
 int agmm_world_size(const agmm_world_t *world); /* -1 for NULL */
-/* "shm" or "mpi". */
+/* "shm" or "mpi" ("none" for NULL). */
 const char *agmm_world_transport_name(const agmm_world_t *world);
-/* 1 when the world's links are emulated (agmm_launch_opts_t.link_gbps),
- * with the settings in *gbps and *latency_us (either may be NULL). */
-int agmm_world_link_emulated(const agmm_world_t *world, double *gbps,
-                             double *latency_us);
 
 /* The default wait timeout of the world's barriers, all-gathers and plans
  * (seconds, > 0). Local; set it to the same value on every rank. */
@@ -157,7 +169,7 @@ typedef struct agmm_launch_opts {
      * Posting does not block; the data and its signal become visible to the
      * peer at the modelled arrival time, queued behind earlier puts on the
      * same link. link_gbps <= 0 (the default): no emulation, latency
-     * ignored. */
+     * ignored. agmm_world_link_emulated() (agmm_ext.h) reports them. */
     double link_gbps;
     double link_latency_us; /* >= 0 */
 } agmm_launch_opts_t;
@@ -280,25 +292,6 @@ typedef struct agmm_schedule_info {
 agmm_status_t agmm_plan_schedule_info(const agmm_plan_t *plan,
                                       agmm_schedule_info_t *info);
 
-/* Benchmark parts (collective, like a round): one part of a schedule on its
- * own, to show where a round's time goes. The result in c is not the
- * operation's (parts skip work); use them only for timing.
- *   COMM_ONLY:  the fused schedule's puts and signals, each rank waiting
- *               until every tile has arrived; no GEMM.
- *   GEMM_ONLY:  the fused schedule's conversion and GEMM work with every
- *               tile taken as already in place (the last round's rows);
- *               no communication.
- *   MONOLITHIC: the same rows converted and multiplied by one GEMM per
- *               GEMM worker (column split) over the whole pre-gathered
- *               matrix, as the baseline does after its all-gather. */
-typedef enum agmm_part {
-    AGMM_PART_COMM_ONLY = 0,
-    AGMM_PART_GEMM_ONLY = 1,
-    AGMM_PART_MONOLITHIC = 2,
-} agmm_part_t;
-agmm_status_t agmm_plan_run_part(agmm_plan_t *plan, agmm_part_t part,
-                                 const void *a_local, float *c);
-
 /* Collective. Waits until the last acknowledgement every peer sends for
  * this plan has arrived (none is then in flight towards its windows),
  * then a barrier, then frees the windows. In an aborted world it waits for
@@ -380,32 +373,6 @@ void agmm_trace_counts(const agmm_trace_t *trace, uint64_t *events,
 
 /* Local. Stop recording (if still attached) and free. NULL is ignored. */
 void agmm_trace_destroy(agmm_trace_t *trace);
-
-/* ------------------------------------------------------------ reference */
-
-/* Convert n fp32 values to `dtype` (round to nearest even). */
-agmm_status_t agmm_convert_from_fp32(agmm_dtype_t dtype, const float *src,
-                                     void *dst, size_t n);
-
-/* The trusted result of the operation, computed the plain way: gather the
- * shards (shards[r] is [m_local[r], k] in dtype) into one fp32 matrix with a
- * scalar conversion, then one CBLAS GEMM with w ([k, n] in dtype) into c
- * ([M, n] fp32). Shares no code with the plan's gathering, tiling or
- * signals. Local; allocates its own scratch. */
-agmm_status_t agmm_reference(int nranks, const void *const *shards,
-                             const int64_t *m_local, int64_t k, int64_t n,
-                             agmm_dtype_t dtype, const void *w, float *c);
-
-/* ------------------------------------------------------------ BLAS info */
-
-/* "OpenBLAS 0.3.21" or the CBLAS the library was built with. */
-const char *agmm_blas_name(void);
-/* The kernel the BLAS picked at run time ("Haswell", "SkylakeX"), or
- * "unknown" where the BLAS cannot say. */
-const char *agmm_blas_kernel(void);
-/* Threads the BLAS uses per call (agmm makes it 1: its workers are the
- * parallelism), or -1 where the BLAS cannot say. */
-int agmm_blas_threads(void);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "agmm.h"
+#include "agmm_ext.h" /* agmm.h, and agmm_part_t, agmm_blas_threads */
 #include "common/util.h"
 #include "gemm/engine.h"
 #include "transport/transport.h"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agmm.h"
+#include "agmm_ext.h"
 #include "gemm/peak.h"
 #include "tool.h"
 

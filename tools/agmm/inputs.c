@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "agmm_ext.h" /* agmm_convert_from_fp32 */
+
 static uint64_t splitmix64(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ull;

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "agmm.h"
+#include "agmm_ext.h"
 #include "inputs.h"
 #include "tool.h"
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agmm_ext.h" /* agmm_blas_*: the BLAS in reports */
 #include "inputs.h"
 
 void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agmm.h"
+#include "agmm_ext.h"
 #include "check.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"

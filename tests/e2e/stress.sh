@@ -6,7 +6,7 @@
 # and empty shards, every dtype and weight mode. Every round must pass
 # (zero wrong outputs), and nothing may be left behind.
 #
-# usage: tests/stress.sh AGMM_BINARY [CONFIGS [ROUNDS]]   (default 6 1000)
+# usage: tests/e2e/stress.sh AGMM_BINARY [CONFIGS [ROUNDS]]   (default 6 1000)
 # AGMM_TEST_SEED=S repeats a run (the seed is printed).
 set -u
 TEST_NAME=stress TEST_ARGS="[CONFIGS [ROUNDS]]"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agmm.h"
+#include "agmm_ext.h"
 #include "ops/plan_internal.h"
 #include "ops/schedule.h"
 #include "rank_check.h"

@@ -6,10 +6,10 @@
 # a rank killed or stopped mid-run ending the job with a non-zero exit and
 # a message within the timeout, never a hang.
 #
-# With TEST_RECREATE (tests/test_recreate.c): an abort's reason reaches
+# With TEST_RECREATE (tests/unit/test_recreate.c): an abort's reason reaches
 # the peer's message.
 #
-# usage: tests/mpi_e2e.sh AGMM_BINARY [TEST_RECREATE]
+# usage: tests/e2e/mpi_e2e.sh AGMM_BINARY [TEST_RECREATE]
 set -u
 AGMM=$(readlink -f "$1")
 RECREATE=${2:+$(readlink -f "$2")}

@@ -7,13 +7,13 @@
 #   - within its timeout (--timeout + the launcher's 2 s grace + slack),
 #   - with a message naming the failed rank (launcher cases: saying what
 #     happened),
-# and leave no process this test started (tests/proc_tag.sh) and no agmm
+# and leave no process this test started (tests/e2e/proc_tag.sh) and no agmm
 # object in /dev/shm.
 #
 # The moment of each injected fault is random (the put number, the delay
 # before a kill); the seed is printed, AGMM_TEST_SEED=S repeats a run.
 #
-# usage: tests/faults.sh AGMM_BINARY [TRIALS]   (TRIALS per mode, default 2)
+# usage: tests/e2e/faults.sh AGMM_BINARY [TRIALS]   (TRIALS per mode, default 2)
 set -u
 TEST_NAME=faults TEST_ARGS="[TRIALS]"
 . "$(dirname "$0")/seeded.sh" # AGMM, SEED, RANDOM, TMP, tagged_pids

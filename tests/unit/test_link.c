@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agmm.h"
+#include "agmm_ext.h"
 #include "check.h"
 #include "common/log.h"
 #include "common/util.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agmm.h"
+#include "agmm_ext.h"
 #include "check.h"
 #include "common/log.h"
 #include "ops/plan_internal.h"

@@ -7,7 +7,7 @@
 # and `agmm bench --json` printing every mode and ratio. No timing is
 # asserted.
 #
-# usage: tests/perf_paths.sh AGMM_BINARY
+# usage: tests/e2e/perf_paths.sh AGMM_BINARY
 set -u
 AGMM=$1
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/perf_paths.XXXXXX")

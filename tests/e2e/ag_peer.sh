@@ -3,7 +3,7 @@
 # its correctness check passes, and --json has the documented keys. The
 # oneDNN engine is skipped (said so) when the build has none. No timing.
 #
-# usage: tests/ag_peer.sh AGMM_AG_PEER_BINARY
+# usage: tests/e2e/ag_peer.sh AGMM_AG_PEER_BINARY
 set -u
 PEER=$(readlink -f "$1")
 command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/install-deps.sh)"; exit 1; }

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agmm.h"
+#include "agmm_ext.h"
 #include "check.h"
 
 #define MAX_RANKS 4

@@ -4,7 +4,7 @@
 # nothing on stdout. A few good rows (help, version) must exit 0 with output.
 # Afterwards no agmm process and no /dev/shm/*agmm* object may be left.
 #
-# usage: tests/cli_bad_args.sh AGMM_BINARY
+# usage: tests/e2e/cli_bad_args.sh AGMM_BINARY
 set -u
 
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
@@ -12,7 +12,7 @@ if [ $# -ne 1 ] || [ ! -x "$1" ]; then
     exit 2
 fi
 AGMM=$1
-# shellcheck source=tests/proc_tag.sh
+# shellcheck source=tests/e2e/proc_tag.sh
 . "$(dirname "$0")/proc_tag.sh"
 ONLINE=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/cli_bad_args.XXXXXX")

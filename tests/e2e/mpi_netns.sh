@@ -10,7 +10,7 @@
 # on 2 hosts at M_LOCAL=2048, K=4096, N=256 (prints the ratio; timing is
 # never asserted). Skips (exit 77) only where namespaces can't be created.
 #
-# usage: tests/mpi_netns.sh AGMM_BINARY [bench-rounds]
+# usage: tests/e2e/mpi_netns.sh AGMM_BINARY [bench-rounds]
 set -u
 AGMM=$(readlink -f "$1")
 ROUNDS=${2:-5}

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agmm.h"
+#include "agmm_ext.h"
 #include "transport/transport.h"
 
 #define MAXR 8

@@ -6,7 +6,7 @@
 # (tools/agmm/options.c); when a row changes, paste the new output into
 # docs/cli.md.
 #
-# usage: tests/cli_help_golden.sh AGMM_BINARY [DOCS_CLI_MD]
+# usage: tests/e2e/cli_help_golden.sh AGMM_BINARY [DOCS_CLI_MD]
 set -u
 
 if [ $# -lt 1 ] || [ ! -x "$1" ]; then

@@ -1,0 +1,83 @@
+/*
+ * agmm_ext.h: helpers for agmm's own tests, benchmarks and CLI, beside the
+ * core API of agmm.h (which this header includes).
+ *
+ * What is here is not needed to run the operation: the trusted reference
+ * result and the fp32 conversion the checks use, the benchmark parts of a
+ * round (where a round's time goes), and queries for reports (which BLAS
+ * and kernel, whether links are emulated). The functions are implemented
+ * by the same library; they follow agmm.h's error model (a status and
+ * agmm_last_error(), or a value) and its threading contract
+ * (agmm_plan_run_part is a collective call on a plan, like agmm_plan_run).
+ *
+ * Unlike agmm.h, this API is not stable: it may change between versions,
+ * minor ones included, as the tests and benchmarks need.
+ */
+#ifndef AGMM_EXT_H
+#define AGMM_EXT_H
+
+#include "agmm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ reference */
+
+/* Convert n fp32 values to `dtype` (round to nearest even). */
+agmm_status_t agmm_convert_from_fp32(agmm_dtype_t dtype, const float *src,
+                                     void *dst, size_t n);
+
+/* The trusted result of the operation, computed the plain way: gather the
+ * shards (shards[r] is [m_local[r], k] in dtype) into one fp32 matrix with a
+ * scalar conversion, then one CBLAS GEMM with w ([k, n] in dtype) into c
+ * ([M, n] fp32). Shares no code with the plan's gathering, tiling or
+ * signals. Local; allocates its own scratch. */
+agmm_status_t agmm_reference(int nranks, const void *const *shards,
+                             const int64_t *m_local, int64_t k, int64_t n,
+                             agmm_dtype_t dtype, const void *w, float *c);
+
+/* ---------------------------------------------------- benchmark parts */
+
+/* Benchmark parts (collective, like a round): one part of a schedule on its
+ * own, to show where a round's time goes. The result in c is not the
+ * operation's (parts skip work); use them only for timing.
+ *   COMM_ONLY:  the fused schedule's puts and signals, each rank waiting
+ *               until every tile has arrived; no GEMM.
+ *   GEMM_ONLY:  the fused schedule's conversion and GEMM work with every
+ *               tile taken as already in place (the last round's rows);
+ *               no communication.
+ *   MONOLITHIC: the same rows converted and multiplied by one GEMM per
+ *               GEMM worker (column split) over the whole pre-gathered
+ *               matrix, as the baseline does after its all-gather. */
+typedef enum agmm_part {
+    AGMM_PART_COMM_ONLY = 0,
+    AGMM_PART_GEMM_ONLY = 1,
+    AGMM_PART_MONOLITHIC = 2,
+} agmm_part_t;
+agmm_status_t agmm_plan_run_part(agmm_plan_t *plan, agmm_part_t part,
+                                 const void *a_local, float *c);
+
+/* ------------------------------------------------------- link emulation */
+
+/* 1 when the world's links are emulated (agmm_launch_opts_t.link_gbps),
+ * with the settings in *gbps and *latency_us (either may be NULL). */
+int agmm_world_link_emulated(const agmm_world_t *world, double *gbps,
+                             double *latency_us);
+
+/* ------------------------------------------------------------ BLAS info */
+
+/* "OpenBLAS 0.3.21" or the CBLAS the library was built with. */
+const char *agmm_blas_name(void);
+/* The kernel the BLAS picked at run time ("Haswell", "SkylakeX"), or
+ * "unknown" where the BLAS cannot say. */
+const char *agmm_blas_kernel(void);
+/* Threads the BLAS uses per call (agmm makes it 1: its workers are the
+ * parallelism), or -1 where the BLAS cannot say. */
+int agmm_blas_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AGMM_EXT_H */
