@@ -22,7 +22,7 @@
  * Errors are logged once, where they are detected (agmm_error).
  *
  * Engines (one file each): gemm_onednn.c (when built with AGMM_ONEDNN),
- * gemm_openblas.c. The reference GEMM (gemm_ref.c) is independent of them.
+ * gemm_openblas.c. The reference GEMM (check/gemm_ref.c) is independent of them.
  */
 #ifndef AGMM_GEMM_ENGINE_H
 #define AGMM_GEMM_ENGINE_H
