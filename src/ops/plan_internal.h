@@ -10,6 +10,7 @@
 #include "common/util.h"
 #include "gemm/engine.h"
 #include "transport/transport.h"
+#include "world/world.h"
 
 /* One 64-bit counter on a cache line of its own. */
 typedef struct agmm_padded_counter {
@@ -23,6 +24,10 @@ typedef struct agmm_padded_counter {
  *   [total_tiles + P, +P)         ack[p]: p finished reading round e
  * Every cell has exactly one writer: the rank named by its index. */
 typedef enum { SIG_TILE, SIG_BULK, SIG_ACK } agmm_sig_kind_t;
+
+/* The receive sets of a plan (AGMM_TP_CAP_POSTED_RECEIVES): one per
+ * schedule, so a round arms only the receives it will use. */
+enum { AGMM_RSET_TILES = 0, AGMM_RSET_SHARDS = 1 };
 
 struct agmm_plan {
     agmm_world_t *world;

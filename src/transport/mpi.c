@@ -6,7 +6,7 @@
  *     a persistent receive (MPI_Recv_init) into the peer's rows of this
  *     rank's `gathered` window, tagged with the signal cell it raises, on a
  *     communicator of its own per signal window. Set up once per plan.
- *   - round_begin() starts (MPI_Start) the receives of the round's group
+ *   - round_begin() starts (MPI_Start) the receives of the round's receive set
  *     and hands them to the progress thread. The ops layer calls it before
  *     it acks the previous round to its peers, and a peer puts only after
  *     that ack, so every tile finds its receive posted: MPI delivers it
@@ -455,12 +455,12 @@ static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
 
 static const agmm_transport_ops_t mpi_ops = {
     .name = "mpi",
+    .caps = AGMM_TP_CAP_POSTED_RECEIVES | AGMM_TP_CAP_NATIVE_ALLGATHER,
     .win_alloc = agmm_mpi_win_alloc,
     .win_free = agmm_mpi_win_free,
     .put_signal = mpi_put_signal,
     .signal = mpi_signal,
     .quiet = mpi_quiet,
-    .progress = NULL, /* the progress thread drives MPI */
     .barrier = mpi_barrier,
     .allgather = mpi_allgather,
     .expect = agmm_mpi_expect,

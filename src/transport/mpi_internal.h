@@ -20,7 +20,7 @@ enum { ABORT_NONE = 0, ABORT_WRITING = 1, ABORT_PUBLISHED = 2 };
 /* One declared incoming put: a persistent receive. */
 typedef struct slot {
     MPI_Request req;
-    int group, src;
+    int set, src; /* receive set (agmm_tp_recv_set_t), sender */
     size_t bytes;
     _Atomic uint64_t *cell; /* the local signal cell it raises */
     uint64_t value;         /* set by round_begin, read on completion */
@@ -97,9 +97,9 @@ void agmm_mpi_win_free(agmm_world_t *w, agmm_win_t *win);
 agmm_status_t agmm_mpi_expect(agmm_world_t *w, const agmm_win_t *win, int src,
                               size_t off, size_t bytes,
                               const agmm_win_t *sigwin, size_t sig_off,
-                              int group);
+                              agmm_tp_recv_set_t set);
 agmm_status_t agmm_mpi_round_begin(agmm_world_t *w, const agmm_win_t *sigwin,
-                                   int group, uint64_t value);
+                                   agmm_tp_recv_set_t set, uint64_t value);
 uint64_t agmm_mpi_dropped(agmm_world_t *w);
 
 #endif

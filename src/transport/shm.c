@@ -300,18 +300,21 @@ static agmm_status_t shm_quiet(agmm_world_t *w)
     return agmm_link_drain(r->link, w, agmm_deadline(w, 0));
 }
 
+static int shm_link(const agmm_world_t *w, double *gbps, double *latency_us);
+
 static const agmm_transport_ops_t shm_ops = {
     .name = "shm",
+    .caps = AGMM_TP_CAP_ONE_SIDED,
     .win_alloc = shm_win_alloc,
     .win_free = shm_win_free,
     .put_signal = shm_put_signal,
     .signal = shm_signal,
     .quiet = shm_quiet,
-    .progress = NULL,
     .barrier = shm_barrier,
     .allgather = shm_allgather,
     .abort = shm_abort,
     .aborted = shm_aborted,
+    .link = shm_link,
 };
 
 agmm_status_t agmm_shm_world_init(agmm_shm_shared_t *sh, int rank,
@@ -338,7 +341,7 @@ void agmm_shm_world_fini(agmm_world_t *w)
     r->link = NULL;
 }
 
-int agmm_shm_link(const agmm_world_t *w, double *gbps, double *latency_us)
+static int shm_link(const agmm_world_t *w, double *gbps, double *latency_us)
 {
     const shm_rank_t *r = (const shm_rank_t *)w->impl;
     if (gbps) *gbps = r->sh->link_gbps;
