@@ -1,7 +1,9 @@
 /* The transport layer: symmetric windows, put-with-signal, signal waits,
- * barrier and abort, behind one vtable with one file per backend
- * (shm.c: processes on one host sharing memory; mpi.c: MPI, across hosts;
- * mpi_stub.c stands in for mpi.c in builds without MPI).
+ * barrier and abort, behind one vtable with one folder per backend
+ * (shm/: processes on one host sharing memory, with the link emulator;
+ * mpi/: MPI, across hosts). Worlds are made and torn down in world/, which
+ * calls the backends' own headers (shm/shm.h, mpi/mpi.h); the control
+ * plane (barrier, allgather, abort) is reached through world/world.h.
  *
  * Callers above the transport (ops/, trace/) never read the vtable: they
  * call the agmm_tp_* wrappers below and ask agmm_tp_has() for a capability
@@ -240,23 +242,5 @@ double agmm_deadline(const agmm_world_t *w, double timeout_s);
 /* Collective, for backends' win_alloc: check that every rank allocates the
  * same window (same `key`, e.g. offset or id, and same size). */
 agmm_status_t agmm_win_agree(agmm_world_t *w, uint64_t key, size_t bytes);
-
-/* shm backend, used by the launcher (launch/launch.c). */
-typedef struct agmm_shm_shared agmm_shm_shared_t;
-/* Before fork: map the control block and the symmetric heap. link_gbps > 0
- * turns the link emulator on (link.h). */
-agmm_status_t agmm_shm_prepare(int nranks, double link_gbps,
-                               double link_latency_us, agmm_shm_shared_t **out);
-/* In rank `rank` after fork: the world over the shared mappings (starts the
- * link emulator's delivery thread when it is on). */
-agmm_status_t agmm_shm_world_init(agmm_shm_shared_t *sh, int rank,
-                                  agmm_world_t *w);
-/* In the rank, before it exits: stops the delivery thread. */
-void agmm_shm_world_fini(agmm_world_t *w);
-/* From the launcher: abort every rank with `reason` (first abort wins). */
-void agmm_shm_abort_all(agmm_shm_shared_t *sh, const char *reason);
-const char *agmm_shm_abort_reason(agmm_shm_shared_t *sh);
-/* After every rank exited: unmap. */
-void agmm_shm_release(agmm_shm_shared_t *sh);
 
 #endif

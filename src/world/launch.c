@@ -27,7 +27,8 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "gemm/gemm.h"
-#include "transport/transport.h"
+#include "transport/shm/shm.h"
+#include "world/world.h"
 
 /* In an AddressSanitizer / LeakSanitizer build, a rank checks for leaks
  * before _exit, which skips the sanitizer's at-exit check. */
