@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "ops/plan_internal.h"
-#include "ops/schedule.h"
-#include "ops/workers.h"
+#include "ops/common/plan_internal.h"
+#include "ops/common/schedule.h"
+#include "ops/common/workers.h"
 #include "trace/trace.h"
 
 /* Bulk puts to peers i = first, first + stride, ... (in rotated order). */

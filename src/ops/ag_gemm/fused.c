@@ -42,9 +42,9 @@
  * tile counts as arrived. */
 #include "common/fault.h"
 #include "common/log.h"
-#include "ops/plan_internal.h"
-#include "ops/schedule.h"
-#include "ops/workers.h"
+#include "ops/common/plan_internal.h"
+#include "ops/common/schedule.h"
+#include "ops/common/workers.h"
 #include "trace/trace.h"
 
 static double deadline_of(const agmm_plan_t *p)

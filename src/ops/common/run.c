@@ -5,7 +5,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "ops/plan_internal.h"
+#include "ops/common/plan_internal.h"
 #include "trace/trace.h"
 
 /* ack[r] = value on every peer: every worker of this rank has finished

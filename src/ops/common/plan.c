@@ -9,7 +9,7 @@
 
 #include "common/log.h"
 #include "gemm/convert.h"
-#include "ops/plan_internal.h"
+#include "ops/common/plan_internal.h"
 
 /* ------------------------------------------------------------ registry */
 

@@ -1,10 +1,10 @@
-#include "ops/workers.h"
+#include "ops/common/workers.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "ops/plan_internal.h"
+#include "ops/common/plan_internal.h"
 #include "transport/transport.h"
 
 typedef struct {
