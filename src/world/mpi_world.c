@@ -70,6 +70,7 @@ agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
     MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w->size);
     agmm_log_set_rank(w->rank);
+    agmm_world_threads(AGMM_WORLD_MPI);
     agmm_status_t st = agmm_mpi_backend_start(w, !inited);
     if (st != AGMM_OK) {
         /* Without the progress thread nobody can be told: MPI_Abort. */

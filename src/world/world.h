@@ -9,6 +9,17 @@
 
 #include "transport/transport.h"
 
+/* How the ranks of a world came to exist. */
+typedef enum {
+    AGMM_WORLD_FORKED, /* forked by the embedded launcher, over shm */
+    AGMM_WORLD_MPI     /* the processes of an MPI communicator */
+} agmm_world_kind_t;
+
+/* Engine thread setup for the ranks of a `kind` world (threads.c): called
+ * once per process before the ranks' workers start (before the fork for
+ * forked worlds). */
+void agmm_world_threads(agmm_world_kind_t kind);
+
 /* Collective, with a deadline (agmm_now() seconds). */
 agmm_status_t agmm_world_barrier_until(agmm_world_t *w, double deadline);
 /* Collective: `bytes` per rank (at most AGMM_ALLGATHER_MAX) from every
