@@ -72,6 +72,10 @@ agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
     agmm_log_set_rank(w->rank);
     agmm_world_threads(AGMM_WORLD_MPI);
     agmm_status_t st = agmm_mpi_backend_start(w, !inited);
+    if (st != AGMM_OK && !w->impl) { /* out of memory for the state */
+        free(w);
+        return st;
+    }
     if (st != AGMM_OK) {
         /* Without the progress thread nobody can be told: MPI_Abort. */
         MPI_Abort(MPI_COMM_WORLD, 1);
