@@ -71,13 +71,8 @@ typedef struct agmm_transport_ops {
     /* Every put/signal issued by the calling thread is complete at its
      * target. */
     agmm_status_t (*quiet)(agmm_world_t *w);
-    /* Collective, with a deadline (agmm_now() seconds). */
-    agmm_status_t (*barrier)(agmm_world_t *w, double deadline);
-    /* Collective: `bytes` per rank, at most AGMM_ALLGATHER_MAX. */
-    agmm_status_t (*allgather)(agmm_world_t *w, const void *in, void *out,
-                               size_t bytes, double deadline);
     /* --- Entries set only with AGMM_TP_CAP_POSTED_RECEIVES ---------------
-     * A two-sided backend (mpi.c) receives every put straight into place
+     * A two-sided backend (mpi/mpi.c) receives every put straight into place
      * with a receive it posted in advance, so it must know what will arrive.
      * expect(): declared once per plan after win_alloc: `src` will put
      * `bytes` at `off` of this rank's `win`, then raise cell `sig_off` of
@@ -102,6 +97,19 @@ typedef struct agmm_transport_ops {
                                     const void *src, size_t row_bytes,
                                     const int64_t *rows, const int64_t *row_off,
                                     double deadline);
+    /* --- Control-plane entries -------------------------------------------
+     * Called only by world/ (world/world.h wraps them) and, for abort and
+     * aborted, by the transport's own waits and errors. Each backend
+     * implements them over its own means (shm: the shared control block;
+     * mpi: MPI collectives and control messages); the abort state machine
+     * itself is common/abort.c, the backend only delivers the reason. They
+     * stay in this table because tests build fake tables with abort and
+     * aborted (tests/test_link.c). */
+    /* Collective, with a deadline (agmm_now() seconds). */
+    agmm_status_t (*barrier)(agmm_world_t *w, double deadline);
+    /* Collective: `bytes` per rank, at most AGMM_ALLGATHER_MAX. */
+    agmm_status_t (*allgather)(agmm_world_t *w, const void *in, void *out,
+                               size_t bytes, double deadline);
     /* Mark the world aborted with a one-line reason (first caller wins). */
     void (*abort)(agmm_world_t *w, const char *reason);
     /* NULL while the world runs; the reason once it is aborted. */
@@ -110,7 +118,7 @@ typedef struct agmm_transport_ops {
      * (link.h); returns 1 when emulated. */
     int (*link)(const agmm_world_t *w, double *gbps, double *latency_us);
     /* Optional (NULL: none can be): control messages that arrived for a
-     * window already freed, dropped and counted (mpi.c, wintab.h). */
+     * window already freed, dropped and counted (mpi/mpi.c, mpi/wintab.h). */
     uint64_t (*dropped)(agmm_world_t *w);
 } agmm_transport_ops_t;
 
