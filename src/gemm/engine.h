@@ -7,7 +7,7 @@
  * (row stride ldc) at any row offset. The weight is prepared per column
  * range: each GEMM worker owns a contiguous range of columns, and an
  * engine's blocked layout cannot be sliced portably, so the plan prepares
- * one weight per column group (ops/plan.c).
+ * one weight per column group (ops/common/gemm_plan.c).
  *
  * Life of a prepared weight (all but run on one thread, the plan's owner):
  *   prepare  once per plan: allocates the weight in the engine's layout and
@@ -22,7 +22,7 @@
  * Errors are logged once, where they are detected (agmm_error).
  *
  * Engines (one file each): gemm_onednn.c (when built with AGMM_ONEDNN),
- * gemm_openblas.c. The reference GEMM (gemm_ref.c) is independent of them.
+ * gemm_openblas.c. The reference GEMM (check/gemm_ref.c) is independent of them.
  */
 #ifndef AGMM_GEMM_ENGINE_H
 #define AGMM_GEMM_ENGINE_H

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "ops/plan_internal.h"
 
 _Thread_local agmm_trace_buf_t *agmm_trace_self;
 
@@ -14,72 +13,42 @@ _Thread_local agmm_trace_buf_t *agmm_trace_self;
  * events that do not fit. 64 MiB = 1 Mi events. */
 #define TRACE_MAX_BYTES ((size_t)64 << 20)
 
-/* An upper bound of the events one worker records in one round, from the
- * plan: per (local tile, peer) a put, its publish and an ack wait; per
- * tile of any source a wait, a conversion and a GEMM; per peer a few
- * shard-level events (baseline) and the acks; the round itself. */
-static size_t events_per_round(const agmm_plan_t *p)
+static agmm_status_t meta_copy(agmm_trace_meta_t *m,
+                               const agmm_trace_meta_t *from)
 {
-    size_t P = (size_t)p->nranks;
-    size_t mine = (size_t)p->tiles[p->rank];
-    return 3 * mine * (P - 1) + 3 * (size_t)p->total_tiles + 4 * P + 8;
-}
-
-static agmm_status_t meta_copy(agmm_trace_meta_t *m, const agmm_plan_t *p)
-{
-    int P = p->nranks;
-    m->nranks = P;
-    m->gemm_workers = p->desc.gemm_workers;
-    m->comm_workers = p->desc.comm_workers;
-    m->k = p->desc.k;
-    m->n = p->desc.n;
-    m->tile_m = p->desc.tile_m;
-    m->tile_n = p->desc.tile_n;
-    m->col_blocks = p->col_blocks;
-    m->total_tiles = p->total_tiles;
-    m->dtype = agmm_dtype_name(p->desc.dtype);
-    m->m_local = malloc(sizeof(int64_t) * (size_t)P);
-    m->tiles = malloc(sizeof(int64_t) * (size_t)P);
-    m->tile_base = malloc(sizeof(int64_t) * (size_t)(P + 1));
+    size_t P = (size_t)from->nranks;
+    *m = *from;
+    m->m_local = malloc(sizeof(int64_t) * P);
+    m->tiles = malloc(sizeof(int64_t) * P);
+    m->tile_base = malloc(sizeof(int64_t) * (P + 1));
     if (!m->m_local || !m->tiles || !m->tile_base)
         return agmm_error(AGMM_ERR_NO_MEMORY, "trace: out of memory");
-    memcpy(m->m_local, p->m_local, sizeof(int64_t) * (size_t)P);
-    memcpy(m->tiles, p->tiles, sizeof(int64_t) * (size_t)P);
-    memcpy(m->tile_base, p->tile_base, sizeof(int64_t) * (size_t)(P + 1));
+    memcpy(m->m_local, from->m_local, sizeof(int64_t) * P);
+    memcpy(m->tiles, from->tiles, sizeof(int64_t) * P);
+    memcpy(m->tile_base, from->tile_base, sizeof(int64_t) * (P + 1));
     return AGMM_OK;
 }
 
-agmm_status_t agmm_trace_create(agmm_plan_t *p, int max_rounds,
-                                agmm_trace_t **out)
+agmm_status_t agmm_trace_new(const agmm_trace_source_t *src, int max_rounds,
+                             agmm_trace_t **out)
 {
-    if (!p || !out)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "trace_create: NULL argument");
     *out = NULL;
-    if (!agmm_plan_is_live(p))
-        return agmm_error(AGMM_ERR_BAD_STATE,
-                          "trace_create: the plan was destroyed or never made");
-    if (p->trace)
-        return agmm_error(AGMM_ERR_BAD_STATE,
-                          "trace_create: the plan already has a trace");
-    if (max_rounds < 1)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "trace_create: max_rounds %d (allowed >= 1)",
-                          max_rounds);
     agmm_trace_t *t = calloc(1, sizeof *t);
     if (!t) return agmm_error(AGMM_ERR_NO_MEMORY, "trace: out of memory");
-    t->plan = p;
-    t->world = p->world;
-    t->rank = p->rank;
-    t->nbufs = p->desc.gemm_workers + p->desc.comm_workers;
-    t->converts = p->desc.dtype != AGMM_DTYPE_FP32;
-    agmm_status_t st = meta_copy(&t->meta, p);
+    t->world = src->world;
+    t->rank = src->rank;
+    t->nbufs = src->meta->gemm_workers + src->meta->comm_workers;
+    t->converts = src->converts;
+    agmm_status_t st = meta_copy(&t->meta, src->meta);
     if (st == AGMM_OK) {
         t->bufs = agmm_alloc(sizeof *t->bufs * (size_t)t->nbufs);
-        if (!t->bufs) st = agmm_error(AGMM_ERR_NO_MEMORY, "trace: out of memory");
+        if (!t->bufs)
+            st = agmm_error(AGMM_ERR_NO_MEMORY, "trace: out of memory");
     }
-    size_t per_buf = events_per_round(p) * (size_t)max_rounds;
+    size_t per_round = src->events_per_round;
+    size_t per_buf = per_round * (size_t)max_rounds;
     size_t limit = TRACE_MAX_BYTES / sizeof(agmm_tev_t) / (size_t)t->nbufs;
-    if (per_buf > limit || per_buf / (size_t)max_rounds != events_per_round(p))
+    if (per_buf > limit || per_buf / (size_t)max_rounds != per_round)
         per_buf = limit;
     for (int i = 0; st == AGMM_OK && i < t->nbufs; i++) {
         /* agmm_alloc zeroes: every page is touched now, not while a round
@@ -92,22 +61,30 @@ agmm_status_t agmm_trace_create(agmm_plan_t *p, int max_rounds,
                             "trace: out of memory for %zu events", per_buf);
     }
     if (st != AGMM_OK) {
-        t->plan = NULL;
-        agmm_trace_destroy(t);
+        agmm_trace_destroy(t); /* not attached yet: no detach */
         return st;
     }
-    p->trace = t;
+    t->detach = src->detach;
+    t->owner = src->owner;
     *out = t;
     return AGMM_OK;
+}
+
+/* Recording stops: the owner forgets the trace (once). */
+void agmm_trace_detach(agmm_trace_t *t)
+{
+    if (t->detach) t->detach(t->owner, t);
+    t->detach = NULL;
+    t->owner = NULL;
+    agmm_trace_self = NULL;
 }
 
 void agmm_trace_destroy(agmm_trace_t *t)
 {
     if (!t) return;
-    if (t->plan && agmm_plan_is_live(t->plan) && t->plan->trace == t)
-        t->plan->trace = NULL;
-    agmm_trace_self = NULL;
-    for (int i = 0; t->bufs && i < t->nbufs; i++) agmm_free(t->bufs[i].ev);
+    agmm_trace_detach(t);
+    for (int i = 0; t->bufs && i < t->nbufs; i++)
+        agmm_free(t->bufs[i].ev);
     agmm_free(t->bufs);
     free(t->meta.m_local);
     free(t->meta.tiles);
@@ -125,8 +102,8 @@ void agmm_trace_thread(agmm_trace_t *t, agmm_trace_role_t role, int index)
         agmm_trace_self = NULL;
         return;
     }
-    int lane = role == AGMM_TRACE_GEMM_WORKER ? index
-                                              : t->meta.gemm_workers + index;
+    int lane =
+        role == AGMM_TRACE_GEMM_WORKER ? index : t->meta.gemm_workers + index;
     agmm_trace_self = lane >= 0 && lane < t->nbufs ? &t->bufs[lane] : NULL;
 }
 
@@ -188,9 +165,9 @@ void agmm_trace_publish_slow(int peer, int64_t index, uint64_t epoch,
 }
 
 agmm_status_t agmm_trace_wait_slow(agmm_world_t *w, const _Atomic uint64_t *sig,
-                                  uint64_t at_least, double deadline,
-                                  const agmm_wait_what_t *what,
-                                  agmm_tsig_t kind)
+                                   uint64_t at_least, double deadline,
+                                   const agmm_wait_what_t *what,
+                                   agmm_tsig_t kind)
 {
     if (atomic_load_explicit(sig, memory_order_acquire) >= at_least)
         return AGMM_OK;
@@ -250,8 +227,8 @@ void agmm_trace_round_end(agmm_trace_t *t, uint64_t t0, uint64_t epoch)
 
 const char *agmm_tev_kind_name(int kind)
 {
-    static const char *names[AGMM_TEV_KINDS] = {"round",   "put",  "publish",
-                                                "wait",    "convert", "gemm"};
+    static const char *names[AGMM_TEV_KINDS] = {"round", "put",     "publish",
+                                                "wait",  "convert", "gemm"};
     return kind >= 0 && kind < AGMM_TEV_KINDS ? names[kind] : "?";
 }
 

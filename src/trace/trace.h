@@ -87,8 +87,34 @@ typedef struct agmm_trace_meta {
     const char *dtype;
 } agmm_trace_meta_t;
 
+/* What the owner of a trace (a plan, in ops/) hands the recorder: the
+ * trace never sees the plan itself. `meta` is copied; `events_per_round`
+ * bounds the events one lane records in one round (the schedules know
+ * what they emit); detach(owner, t) is called once when recording stops
+ * (gather or destroy) so the owner stops handing out the trace. */
+typedef struct agmm_trace_source {
+    agmm_world_t *world;
+    int rank;
+    int converts; /* inputs are converted to fp32 (dtype is not fp32) */
+    const agmm_trace_meta_t *meta;
+    size_t events_per_round;
+    void (*detach)(void *owner, agmm_trace_t *t);
+    void *owner;
+} agmm_trace_source_t;
+
+/* A recorder for `max_rounds` rounds of `src` (the owner checks its own
+ * state first; agmm_trace_create in ops/ does). */
+agmm_status_t agmm_trace_new(const agmm_trace_source_t *src, int max_rounds,
+                             agmm_trace_t **out);
+
+/* Recording stops: calls the owner's detach once; the trace stays
+ * readable. */
+void agmm_trace_detach(agmm_trace_t *t);
+
 struct agmm_trace {
-    agmm_plan_t *plan; /* NULL once recording stopped (gather) */
+    /* Who records into this trace; both NULL once recording stopped. */
+    void (*detach)(void *owner, agmm_trace_t *t);
+    void *owner;
     agmm_world_t *world;
     int rank;
     agmm_trace_meta_t meta;

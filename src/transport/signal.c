@@ -123,7 +123,6 @@ agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
     uint64_t yield_ns = w->oversubscribed ? YIELD_OVERSUB_NS : YIELD_NS;
     unsigned iter = 0;
     for (;;) {
-        if (w->ops->progress) w->ops->progress(w);
         seen = atomic_load_explicit(sig, memory_order_acquire);
         if (seen >= at_least) return AGMM_OK;
         if ((++iter & 63) != 0 && agmm_now_ns() - start < spin_ns) {
@@ -160,10 +159,6 @@ agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
             agmm_cpu_relax();
         } else if (now - start < yield_ns) {
             sched_yield();
-        } else if (w->ops->progress) {
-            /* Someone must keep driving progress: short sleeps only. */
-            struct timespec ts = {0, 20000};
-            nanosleep(&ts, NULL);
         } else {
             uint64_t ns = (uint64_t)(left * 1e9) + 1000;
             sleep_on(sig, seen, ns < SLEEP_MAX_NS ? ns : SLEEP_MAX_NS);

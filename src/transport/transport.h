@@ -1,7 +1,13 @@
 /* The transport layer: symmetric windows, put-with-signal, signal waits,
- * barrier and abort, behind one vtable with one file per backend
- * (shm.c: processes on one host sharing memory; mpi.c: MPI, across hosts;
- * mpi_stub.c stands in for mpi.c in builds without MPI).
+ * barrier and abort, behind one vtable with one folder per backend
+ * (shm/: processes on one host sharing memory, with the link emulator;
+ * mpi/: MPI, across hosts). Worlds are made and torn down in world/, which
+ * calls the backends' own headers (shm/shm.h, mpi/mpi.h); the control
+ * plane (barrier, allgather, abort) is reached through world/world.h.
+ *
+ * Callers above the transport (ops/, trace/) never read the vtable: they
+ * call the agmm_tp_* wrappers below and ask agmm_tp_has() for a capability
+ * (AGMM_TP_CAP_*) where the protocol differs between backends.
  *
  * Signals are 64-bit epoch counters living in a window. A signal has one
  * writer (the rank that owns the data it guards) and is only ever raised:
@@ -18,14 +24,35 @@
 #include "agmm.h"
 
 typedef struct agmm_win {
-    size_t offset;        /* same on every rank (symmetric) */
+    size_t offset; /* same on every rank (symmetric) */
     size_t bytes;
     unsigned char *local; /* this rank's copy */
     void *impl;           /* backend state (e.g. an MPI window) */
 } agmm_win_t;
 
+/* Capabilities: what the protocol above the transport must know about a
+ * backend, as bits of agmm_transport_ops_t.caps. */
+/* Puts are one-sided stores into the peer's memory (shm): nothing has to be
+ * declared or posted on the receiving side. */
+#define AGMM_TP_CAP_ONE_SIDED 0x1u
+/* Receives must be posted before a round (MPI): every put a rank will
+ * receive is declared once (agmm_tp_expect) and a round posts its receive
+ * set (agmm_tp_round_begin) before acking the previous round, so acks go out
+ * at round start, not at round end. Rounds that issue no puts would leave
+ * posted receives unmatched. */
+#define AGMM_TP_CAP_POSTED_RECEIVES 0x2u
+/* The backend gathers row blocks natively (agmm_tp_allgather_rows: MPI's
+ * MPI_Iallgatherv); the baseline schedule uses it instead of puts. */
+#define AGMM_TP_CAP_NATIVE_ALLGATHER 0x4u
+
+/* A receive set: the puts a round arms together (AGMM_TP_CAP_POSTED_RECEIVES
+ * only). The caller names its sets (e.g. one per schedule); the transport
+ * only compares them. */
+typedef int agmm_tp_recv_set_t;
+
 typedef struct agmm_transport_ops {
     const char *name;
+    unsigned caps; /* AGMM_TP_CAP_* */
     /* Collective. A zeroed window of `bytes` on every rank. */
     agmm_status_t (*win_alloc)(agmm_world_t *w, size_t bytes, agmm_win_t *out);
     /* Collective. */
@@ -44,44 +71,54 @@ typedef struct agmm_transport_ops {
     /* Every put/signal issued by the calling thread is complete at its
      * target. */
     agmm_status_t (*quiet)(agmm_world_t *w);
-    /* Drive communication progress while waiting (NULL: none needed). */
-    void (*progress)(agmm_world_t *w);
-    /* Collective, with a deadline (agmm_now() seconds). */
-    agmm_status_t (*barrier)(agmm_world_t *w, double deadline);
-    /* Collective: `bytes` per rank, at most AGMM_ALLGATHER_MAX. */
-    agmm_status_t (*allgather)(agmm_world_t *w, const void *in, void *out,
-                               size_t bytes, double deadline);
-    /* --- Optional entries (NULL: not needed, as on shm) ------------------
-     * A two-sided backend (mpi.c) receives every put straight into place
+    /* --- Entries set only with AGMM_TP_CAP_POSTED_RECEIVES ---------------
+     * A two-sided backend (mpi/mpi.c) receives every put straight into place
      * with a receive it posted in advance, so it must know what will arrive.
      * expect(): declared once per plan after win_alloc: `src` will put
      * `bytes` at `off` of this rank's `win`, then raise cell `sig_off` of
-     * this rank's `sigwin`; the put belongs to slot group `group` (the ops
-     * layer uses the schedule, so a round arms only what it will use). */
+     * this rank's `sigwin`; the put belongs to receive set `set` (the ops
+     * layer has one set per schedule, so a round arms only what it uses). */
     agmm_status_t (*expect)(agmm_world_t *w, const agmm_win_t *win, int src,
                             size_t off, size_t bytes, const agmm_win_t *sigwin,
-                            size_t sig_off, int group);
-    /* The round that raises signals of `sigwin` to `value` uses `group`:
-     * post its receives. The ops layer calls it before telling peers (with
-     * the end-of-round ack) that they may put this round's data, so every
-     * put finds its receive posted. */
+                            size_t sig_off, agmm_tp_recv_set_t set);
+    /* The round that raises signals of `sigwin` to `value` uses receive set
+     * `set`: post its receives. The ops layer calls it before telling peers
+     * (with the previous round's ack) that they may put this round's data,
+     * so every put finds its receive posted. */
     agmm_status_t (*round_begin)(agmm_world_t *w, const agmm_win_t *sigwin,
-                                 int group, uint64_t value);
-    /* A native all-gather of row blocks (the baseline on MPI is the
+                                 agmm_tp_recv_set_t set, uint64_t value);
+    /* --- Set only with AGMM_TP_CAP_NATIVE_ALLGATHER ----------------------
+     * A native all-gather of row blocks (the baseline on MPI is the
      * MPI_Allgather an MPI user would write). Collective, called by one
      * thread per rank: rank r's rows[r] rows of `row_bytes` from its `src`
      * land at row row_off[r] of every rank's `win`. Returns when this
      * rank's copy is complete (or with a timeout / abort). */
     agmm_status_t (*allgather_rows)(agmm_world_t *w, const agmm_win_t *win,
                                     const void *src, size_t row_bytes,
-                                    const int64_t *rows,
-                                    const int64_t *row_off, double deadline);
+                                    const int64_t *rows, const int64_t *row_off,
+                                    double deadline);
+    /* --- Control-plane entries -------------------------------------------
+     * Called only by world/ (world/world.h wraps them) and, for abort and
+     * aborted, by the transport's own waits and errors. Each backend
+     * implements them over its own means (shm: the shared control block;
+     * mpi: MPI collectives and control messages); the abort state machine
+     * itself is common/abort.c, the backend only delivers the reason. They
+     * stay in this table because tests build fake tables with abort and
+     * aborted (tests/test_link.c). */
+    /* Collective, with a deadline (agmm_now() seconds). */
+    agmm_status_t (*barrier)(agmm_world_t *w, double deadline);
+    /* Collective: `bytes` per rank, at most AGMM_ALLGATHER_MAX. */
+    agmm_status_t (*allgather)(agmm_world_t *w, const void *in, void *out,
+                               size_t bytes, double deadline);
     /* Mark the world aborted with a one-line reason (first caller wins). */
     void (*abort)(agmm_world_t *w, const char *reason);
     /* NULL while the world runs; the reason once it is aborted. */
     const char *(*aborted)(agmm_world_t *w);
+    /* Optional (NULL: a real link): the settings of an emulated link
+     * (link.h); returns 1 when emulated. */
+    int (*link)(const agmm_world_t *w, double *gbps, double *latency_us);
     /* Optional (NULL: none can be): control messages that arrived for a
-     * window already freed, dropped and counted (mpi.c, wintab.h). */
+     * window already freed, dropped and counted (mpi/mpi.c, mpi/wintab.h). */
     uint64_t (*dropped)(agmm_world_t *w);
 } agmm_transport_ops_t;
 
@@ -91,9 +128,9 @@ struct agmm_world {
     const agmm_transport_ops_t *ops;
     int rank;
     int size;
-    double timeout_s; /* default wait timeout */
+    double timeout_s;   /* default wait timeout */
     int oversubscribed; /* more ranks than cores: waits must not spin */
-    void *impl;       /* backend state */
+    void *impl;         /* backend state */
 };
 
 /* Internal query (tests, --verbose): control messages dropped because they
@@ -102,6 +139,76 @@ struct agmm_world {
 static inline uint64_t agmm_world_dropped_messages(agmm_world_t *w)
 {
     return w && w->ops->dropped ? w->ops->dropped(w) : 0;
+}
+
+/* ---- The data plane as ops/ and trace/ call it -------------------------
+ * Thin wrappers over the vtable; the optional entries become no-ops (or an
+ * error for allgather_rows) on a backend without the capability. */
+static inline int agmm_tp_has(const agmm_world_t *w, unsigned cap)
+{
+    return (w->ops->caps & cap) == cap;
+}
+
+static inline agmm_status_t agmm_tp_win_alloc(agmm_world_t *w, size_t bytes,
+                                              agmm_win_t *out)
+{
+    return w->ops->win_alloc(w, bytes, out);
+}
+
+static inline void agmm_tp_win_free(agmm_world_t *w, agmm_win_t *win)
+{
+    w->ops->win_free(w, win);
+}
+
+static inline agmm_status_t
+agmm_tp_put_signal(agmm_world_t *w, const agmm_win_t *win, int dst, size_t off,
+                   const void *src, size_t bytes, const agmm_win_t *sigwin,
+                   size_t sig_off, uint64_t value)
+{
+    return w->ops->put_signal(w, win, dst, off, src, bytes, sigwin, sig_off,
+                              value);
+}
+
+static inline agmm_status_t agmm_tp_signal(agmm_world_t *w,
+                                           const agmm_win_t *sigwin, int dst,
+                                           size_t sig_off, uint64_t value)
+{
+    return w->ops->signal(w, sigwin, dst, sig_off, value);
+}
+
+static inline agmm_status_t agmm_tp_quiet(agmm_world_t *w)
+{
+    return w->ops->quiet(w);
+}
+
+/* No-op without AGMM_TP_CAP_POSTED_RECEIVES. */
+static inline agmm_status_t
+agmm_tp_expect(agmm_world_t *w, const agmm_win_t *win, int src, size_t off,
+               size_t bytes, const agmm_win_t *sigwin, size_t sig_off,
+               agmm_tp_recv_set_t set)
+{
+    if (!agmm_tp_has(w, AGMM_TP_CAP_POSTED_RECEIVES)) return AGMM_OK;
+    return w->ops->expect(w, win, src, off, bytes, sigwin, sig_off, set);
+}
+
+/* No-op without AGMM_TP_CAP_POSTED_RECEIVES. */
+static inline agmm_status_t agmm_tp_round_begin(agmm_world_t *w,
+                                                const agmm_win_t *sigwin,
+                                                agmm_tp_recv_set_t set,
+                                                uint64_t value)
+{
+    if (!agmm_tp_has(w, AGMM_TP_CAP_POSTED_RECEIVES)) return AGMM_OK;
+    return w->ops->round_begin(w, sigwin, set, value);
+}
+
+/* Only with AGMM_TP_CAP_NATIVE_ALLGATHER (callers check first). */
+static inline agmm_status_t
+agmm_tp_allgather_rows(agmm_world_t *w, const agmm_win_t *win, const void *src,
+                       size_t row_bytes, const int64_t *rows,
+                       const int64_t *row_off, double deadline)
+{
+    return w->ops->allgather_rows(w, win, src, row_bytes, rows, row_off,
+                                  deadline);
 }
 
 /* What a wait was for, so a timeout or abort can say so. */
@@ -143,25 +250,5 @@ double agmm_deadline(const agmm_world_t *w, double timeout_s);
 /* Collective, for backends' win_alloc: check that every rank allocates the
  * same window (same `key`, e.g. offset or id, and same size). */
 agmm_status_t agmm_win_agree(agmm_world_t *w, uint64_t key, size_t bytes);
-
-/* shm backend, used by the launcher (launch/launch.c). */
-typedef struct agmm_shm_shared agmm_shm_shared_t;
-/* Before fork: map the control block and the symmetric heap. link_gbps > 0
- * turns the link emulator on (link.h). */
-agmm_status_t agmm_shm_prepare(int nranks, double link_gbps,
-                               double link_latency_us, agmm_shm_shared_t **out);
-/* In rank `rank` after fork: the world over the shared mappings (starts the
- * link emulator's delivery thread when it is on). */
-agmm_status_t agmm_shm_world_init(agmm_shm_shared_t *sh, int rank,
-                                  agmm_world_t *w);
-/* In the rank, before it exits: stops the delivery thread. */
-void agmm_shm_world_fini(agmm_world_t *w);
-/* The emulated link settings of a shm world; 1 when emulated. */
-int agmm_shm_link(const agmm_world_t *w, double *gbps, double *latency_us);
-/* From the launcher: abort every rank with `reason` (first abort wins). */
-void agmm_shm_abort_all(agmm_shm_shared_t *sh, const char *reason);
-const char *agmm_shm_abort_reason(agmm_shm_shared_t *sh);
-/* After every rank exited: unmap. */
-void agmm_shm_release(agmm_shm_shared_t *sh);
 
 #endif

@@ -7,7 +7,7 @@ A state is a flat tuple of immutable parts:
                     allocated, else (blocks, cells). blocks[g] is the round
                     whose rows of global tile g are there (0: none yet);
                     cells are the signal cells, laid out as in
-                    ops/plan_internal.h: tile cells, bulk[src], ack[p].
+                    ops/common/plan_internal.h: tile cells, bulk[src], ack[p].
   [POSTED(r)]       MPI: the armed receives (P, g, value) of rank r.
   [CHAN...]         messages in flight: link: one FIFO per (src, dst) link;
                     MPI: one control FIFO per (src, dst) and one set of tile
@@ -131,7 +131,7 @@ class Model:
 
     # ------------------------------------------------------------ programs
     def plan_program(self, r):
-        """The plan thread of rank r: run.c, plan.c (both plans)."""
+        """The plan thread of rank r: ops/common/run.c, plan.c (both plans)."""
         ops, k, mpi = [], 0, self.deliv == "mpi"
         others = [q for q in range(self.N) if q != r]  # send_acks' order
         acks = lambda P, v: [("ack", P, q, v) for q in others] + (
@@ -174,7 +174,7 @@ class Model:
         return ops
 
     def workers(self, r, P, e, s, kth):
-        """[(name, ops, index of the gemm op)] of round e: fused.c,
+        """[(name, ops, index of the gemm op)] of round e: ops/ag_gemm/fused.c,
         baseline.c; GEMM workers first, as agmm_round_run numbers them."""
         key = (r, P, e)
         if key in self.wprog:
@@ -535,7 +535,7 @@ class Model:
                         raise Violation(f"a control message of plan "
                                         f"{PLAN_NAME[P]} is applied to plan "
                                         f"{PLAN_NAME[at]}'s window", label)
-                    elif abort:  # mpi.c on_complete's range check
+                    elif abort:  # transport/mpi/mpi.c on_complete's range check
                         raise Violation(f"abort: rank {q} got a signal for "
                                         f"cell {cell} of window {key}, which "
                                         "it does not have", label)

@@ -14,7 +14,7 @@
 #include "agmm_ext.h"
 #include "check.h"
 #include "common/log.h"
-#include "ops/plan_internal.h"
+#include "ops/common/plan_internal.h"
 
 #define NR 2
 

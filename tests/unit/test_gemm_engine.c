@@ -21,7 +21,7 @@
 #include "gemm/convert.h"
 #include "gemm/engine.h"
 #include "gemm/gemm.h"
-#include "gemm/gemm_ref.h"
+#include "check/gemm_ref.h"
 
 enum { K = 67, N = 150, LDA = K + 3, TILE = 32, ROW_OFF = 5 };
 static const int64_t k_rows[] = {1, TILE, 13, 3 * TILE};

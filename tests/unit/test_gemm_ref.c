@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "gemm/gemm_ref.h"
+#include "check/gemm_ref.h"
 
 #define SENTINEL (-12345.0f)
 

@@ -13,7 +13,7 @@
 #include "check.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "transport/link.h"
+#include "transport/shm/link.h"
 #include "transport/transport.h"
 
 #define GBPS       0.2    /* 0.2 bits per ns: 40 ns per byte */

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "agmm_ext.h"
-#include "ops/plan_internal.h"
-#include "ops/schedule.h"
+#include "ops/common/plan_internal.h"
+#include "ops/common/schedule.h"
 #include "rank_check.h"
 
 /* Pure: the worker shares tile every (tile, block) exactly once. */

@@ -6,7 +6,7 @@
 
 #include "common/log.h"
 #include "gemm/convert.h"
-#include "ops/plan_internal.h"
+#include "ops/common/plan_internal.h"
 
 static int64_t tile_rows(const agmm_plan_t *p, int src, int64_t t)
 {

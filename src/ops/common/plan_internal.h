@@ -1,5 +1,11 @@
 /* The plan: what every schedule shares (layout, windows, signals, the
- * converted weight, conversion claims). Internal to the ops layer. */
+ * converted weight, conversion claims). Internal to the ops layer.
+ *
+ * ops/common/ holds what an operation is built from (plan lifecycle, the
+ * round driver, workers, the work partition, the engine side of a plan,
+ * AGMM_SCHEDULE_AUTO); ops/ag_gemm/ the all-gather + GEMM schedules
+ * (fused.c, baseline.c) and their input rows (rows.c). This header declares
+ * both; files in ops/common/ never include ops/ag_gemm/. */
 #ifndef AGMM_OPS_PLAN_INTERNAL_H
 #define AGMM_OPS_PLAN_INTERNAL_H
 
@@ -10,6 +16,7 @@
 #include "common/util.h"
 #include "gemm/engine.h"
 #include "transport/transport.h"
+#include "world/world.h"
 
 /* One 64-bit counter on a cache line of its own. */
 typedef struct agmm_padded_counter {
@@ -23,6 +30,10 @@ typedef struct agmm_padded_counter {
  *   [total_tiles + P, +P)         ack[p]: p finished reading round e
  * Every cell has exactly one writer: the rank named by its index. */
 typedef enum { SIG_TILE, SIG_BULK, SIG_ACK } agmm_sig_kind_t;
+
+/* The receive sets of a plan (AGMM_TP_CAP_POSTED_RECEIVES): one per
+ * schedule, so a round arms only the receives it will use. */
+enum { AGMM_RSET_TILES = 0, AGMM_RSET_SHARDS = 1 };
 
 struct agmm_plan {
     agmm_world_t *world;
@@ -51,7 +62,7 @@ struct agmm_plan {
     int native;              /* gemm_dtype == dtype: rows used in place */
     size_t gemm_esize;
     int weight_set;
-    float *g32;          /* [M, k] fp32 rows (only when !native) */
+    float *g32; /* [M, k] fp32 rows (only when !native) */
     /* Per global tile, in this process: the epoch whose conversion into g32
      * is claimed / done. A worker that needs a tile claims it with a CAS on
      * `claimed` (so it is converted once per round, by one thread) and
@@ -97,11 +108,11 @@ static inline int64_t agmm_global_tile_row(const agmm_plan_t *p, int64_t g)
     return p->M;
 }
 
-/* Tiles [t0, t1) of source rank `src` in the engine's input dtype for round
- * `epoch`: in place (native dtype) or converted into g32 (once per tile per
- * round). `a_local` is this rank's shard; with `in_window`, local rows in
- * the native dtype are copied into the window (once per tile per round) so
- * that every source's rows are contiguous there, as in g32. Returns a
+/* (ag_gemm/rows.c) Tiles [t0, t1) of source rank `src` in the engine's input
+ * dtype for round `epoch`: in place (native dtype) or converted into g32 (once
+ * per tile per round). `a_local` is this rank's shard; with `in_window`, local
+ * rows in the native dtype are copied into the window (once per tile per round)
+ * so that every source's rows are contiguous there, as in g32. Returns a
  * pointer with leading dimension k, elements of p->gemm_esize bytes. */
 agmm_status_t agmm_plan_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
                                   int64_t t1, const void *a_local,
@@ -153,7 +164,8 @@ typedef struct agmm_round {
  * them for the benchmark parts (agmm_plan_run_part). */
 enum { AGMM_PHASE_COMM = 1, AGMM_PHASE_GEMM = 2, AGMM_PHASE_ALL = 3 };
 
-/* Schedules (fused.c, baseline.c): run one round on this rank. */
+/* Schedules (ag_gemm/fused.c, ag_gemm/baseline.c): run one round on this
+ * rank. */
 agmm_status_t agmm_run_fused(agmm_round_t *round);
 agmm_status_t agmm_run_baseline(agmm_round_t *round);
 

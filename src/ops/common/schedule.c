@@ -1,4 +1,4 @@
-#include "ops/schedule.h"
+#include "ops/common/schedule.h"
 
 int agmm_busy_gemm_workers(int G, int64_t col_blocks)
 {

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "ops/plan_internal.h"
-#include "ops/schedule.h"
-#include "ops/workers.h"
+#include "ops/common/plan_internal.h"
+#include "ops/common/schedule.h"
+#include "ops/common/workers.h"
 #include "trace/trace.h"
 
 /* Bulk puts to peers i = first, first + stride, ... (in rotated order). */
@@ -24,7 +24,7 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
     size_t bytes = (size_t)p->m_local[r] * row_bytes;
     size_t off = (size_t)p->row_off[r] * row_bytes;
     double deadline = agmm_deadline(w, p->desc.timeout_s);
-    if (w->ops->allgather_rows) {
+    if (agmm_tp_has(w, AGMM_TP_CAP_NATIVE_ALLGATHER)) {
         /* The transport's own all-gather (MPI_Iallgatherv on MPI): what an
          * MPI user writes today. One thread per rank takes part; it then
          * raises this rank's bulk signals itself (release), so the GEMM
@@ -32,7 +32,7 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
          * land in our window only once we entered the collective, i.e.
          * after we finished reading the previous round. */
         if (first != 0) return AGMM_OK;
-        AGMM_CHECK(w->ops->allgather_rows(w, &p->gathered, x->a, row_bytes,
+        AGMM_CHECK(agmm_tp_allgather_rows(w, &p->gathered, x->a, row_bytes,
                                           p->m_local, p->row_off, deadline));
         /* agmm_signal_publish, not a bare store: a GEMM worker may be
          * asleep on the cell in the kernel (futex) and must be woken, not
@@ -51,7 +51,7 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
             memcpy(p->gathered.local + off, x->a, bytes);
         /* The local shard is in place: GEMM workers wait for it as for any
          * other (release; our own bulk cell has only us as writer). */
-        AGMM_CHECK(w->ops->signal(w, &p->signals, r,
+        AGMM_CHECK(agmm_tp_signal(w, &p->signals, r,
                                   agmm_sig_off(p, SIG_BULK, r), x->epoch));
     }
     for (int i = 1 + first; i < p->nranks; i += stride) {
@@ -61,13 +61,13 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
             w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
             x->epoch - 1, deadline, &what, AGMM_TSIG_ACK));
         uint64_t t_put = agmm_trace_clock();
-        AGMM_CHECK(w->ops->put_signal(w, &p->gathered, q, off, x->a, bytes,
+        AGMM_CHECK(agmm_tp_put_signal(w, &p->gathered, q, off, x->a, bytes,
                                       &p->signals, agmm_sig_off(p, SIG_BULK, r),
                                       x->epoch));
         agmm_trace_put(t_put, q, 0, p->tiles[r], bytes, x->epoch,
                        AGMM_TSIG_SHARD);
     }
-    return w->ops->quiet(w);
+    return agmm_tp_quiet(w);
 }
 
 static agmm_status_t comm_worker(agmm_worker_t *self)
@@ -110,15 +110,15 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         int64_t t1 = AGMM_MIN(g1 - p->tile_base[src], p->tiles[src]);
         if (t0 >= t1) continue;
         const void *unused;
-        AGMM_CHECK(agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, 0,
-                                       &unused));
+        AGMM_CHECK(
+            agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, 0, &unused));
         agmm_plan_count_items(p, src, t0, t1, s.j0, s.j1);
     }
     /* Global rows are contiguous in g32 (or, read in place, in the
      * window). */
     int64_t r0 = agmm_global_tile_row(p, g0), r1 = agmm_global_tile_row(p, g1);
-    const unsigned char *a = p->native ? p->gathered.local
-                                       : (const unsigned char *)p->g32;
+    const unsigned char *a =
+        p->native ? p->gathered.local : (const unsigned char *)p->g32;
     a += (size_t)r0 * (size_t)p->desc.k * p->gemm_esize;
     uint64_t t_gemm = agmm_trace_clock();
     AGMM_CHECK(agmm_plan_gemm(p, &s, r0, r1 - r0, a, x->c));

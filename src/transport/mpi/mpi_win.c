@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "transport/mpi_internal.h"
+#include "transport/mpi/mpi_internal.h"
 
 agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes,
                                  agmm_win_t *out)
@@ -105,7 +105,7 @@ void agmm_mpi_win_free(agmm_world_t *w, agmm_win_t *win)
 agmm_status_t agmm_mpi_expect(agmm_world_t *w, const agmm_win_t *win, int src,
                               size_t off, size_t bytes,
                               const agmm_win_t *sigwin, size_t sig_off,
-                              int group)
+                              agmm_tp_recv_set_t set)
 {
     mpi_state_t *s = agmm_mpi_state(w);
     mpi_win_t *mw = sigwin->impl;
@@ -138,7 +138,7 @@ agmm_status_t agmm_mpi_expect(agmm_world_t *w, const agmm_win_t *win, int src,
     if (!sl) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
     MPI_Recv_init(win->local + off, (int)bytes, MPI_BYTE, src, (int)tag,
                   mw->comm, &sl->req);
-    sl->group = group;
+    sl->set = set;
     sl->src = src;
     sl->bytes = bytes;
     sl->cell = (_Atomic uint64_t *)(void *)(sigwin->local + sig_off);
@@ -147,7 +147,7 @@ agmm_status_t agmm_mpi_expect(agmm_world_t *w, const agmm_win_t *win, int src,
 }
 
 agmm_status_t agmm_mpi_round_begin(agmm_world_t *w, const agmm_win_t *sigwin,
-                                   int group, uint64_t value)
+                                   agmm_tp_recv_set_t set, uint64_t value)
 {
     mpi_state_t *s = agmm_mpi_state(w);
     mpi_win_t *mw = sigwin->impl;
@@ -167,7 +167,7 @@ agmm_status_t agmm_mpi_round_begin(agmm_world_t *w, const agmm_win_t *sigwin,
     }
     for (int i = 0; st == AGMM_OK && i < mw->nslots; i++) {
         slot_t *sl = mw->slots[i];
-        if (sl->group != group) continue;
+        if (sl->set != set) continue;
         for (int j = 2; j < s->nactive; j++)
             if (s->slot_of[j] == sl)
                 st = agmm_error(AGMM_ERR_BAD_STATE,

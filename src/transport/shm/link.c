@@ -1,5 +1,5 @@
 /* The link emulator: see link.h for the model. */
-#include "transport/link.h"
+#include "transport/shm/link.h"
 
 #include <pthread.h>
 #include <stdio.h>

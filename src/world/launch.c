@@ -26,8 +26,8 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "gemm/gemm.h"
-#include "transport/transport.h"
+#include "transport/shm/shm.h"
+#include "world/world.h"
 
 /* In an AddressSanitizer / LeakSanitizer build, a rank checks for leaks
  * before _exit, which skips the sanitizer's at-exit check. */
@@ -153,7 +153,7 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
 
     /* The BLAS must be single-threaded before the fork: agmm's workers are
      * the parallelism, and a forked BLAS thread pool would not survive. */
-    agmm_blas_init();
+    agmm_world_threads(AGMM_WORLD_FORKED);
 
     agmm_shm_shared_t *sh;
     AGMM_CHECK(agmm_shm_prepare(opts->nranks, opts->link_gbps,

@@ -1,4 +1,5 @@
-/* The reference: gather, convert (scalar path), one GEMM. Deliberately
+/* The reference all-gather-GEMM (the test oracle, in check/ beside the
+ * reference GEMM): gather, convert (scalar path), one GEMM. Deliberately
  * independent of the plan (no windows, tiles, signals or claims). */
 #include <stdlib.h>
 #include <string.h>

@@ -2,8 +2,8 @@
  * Reference GEMM: the oracle the tests trust. Plain loops, double
  * accumulation, no BLAS.
  */
-#ifndef AGMM_GEMM_REF_H
-#define AGMM_GEMM_REF_H
+#ifndef AGMM_CHECK_GEMM_REF_H
+#define AGMM_CHECK_GEMM_REF_H
 
 #include <stdint.h>
 
@@ -15,4 +15,4 @@ void agmm_gemm_ref(int64_t m, int64_t n, int64_t k, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float *c,
                    int64_t ldc);
 
-#endif /* AGMM_GEMM_REF_H */
+#endif /* AGMM_CHECK_GEMM_REF_H */

@@ -1,5 +1,5 @@
 /* Reference GEMM; see gemm_ref.h. */
-#include "gemm/gemm_ref.h"
+#include "check/gemm_ref.h"
 
 void agmm_gemm_ref(int64_t m, int64_t n, int64_t k, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float *c,

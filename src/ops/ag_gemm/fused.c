@@ -42,9 +42,9 @@
  * tile counts as arrived. */
 #include "common/fault.h"
 #include "common/log.h"
-#include "ops/plan_internal.h"
-#include "ops/schedule.h"
-#include "ops/workers.h"
+#include "ops/common/plan_internal.h"
+#include "ops/common/schedule.h"
+#include "ops/common/workers.h"
 #include "trace/trace.h"
 
 static double deadline_of(const agmm_plan_t *p)
@@ -61,7 +61,8 @@ static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
     size_t row_bytes = (size_t)p->desc.k * p->esize;
     int64_t row = t * p->desc.tile_m;
     int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_local[r] - row);
-    const unsigned char *src = (const unsigned char *)x->a + (size_t)row * row_bytes;
+    const unsigned char *src =
+        (const unsigned char *)x->a + (size_t)row * row_bytes;
     size_t dst_off = (size_t)(p->row_off[r] + row) * row_bytes;
     size_t sig = agmm_sig_off(p, SIG_TILE, p->tile_base[r] + t);
     for (int i = 1; i < p->nranks; i++) {
@@ -73,7 +74,7 @@ static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
             x->epoch - 1, deadline_of(p), &what, AGMM_TSIG_ACK));
         AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
         uint64_t t_put = agmm_trace_clock();
-        AGMM_CHECK(w->ops->put_signal(w, &p->gathered, q, dst_off, src,
+        AGMM_CHECK(agmm_tp_put_signal(w, &p->gathered, q, dst_off, src,
                                       (size_t)rows * row_bytes, &p->signals,
                                       sig, x->epoch));
         agmm_trace_put(t_put, q, t, t + 1, (size_t)rows * row_bytes, x->epoch,
@@ -98,14 +99,15 @@ static agmm_status_t comm_worker(agmm_worker_t *self)
     agmm_trace_thread(x->p->trace, AGMM_TRACE_COMM_WORKER, self->index);
     if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK;
     AGMM_CHECK(put_share(x, self->index, x->comm_workers));
-    return x->p->world->ops->quiet(x->p->world);
+    return agmm_tp_quiet(x->p->world);
 }
 
 static int tile_arrived(const agmm_plan_t *p, int src, int64_t t, uint64_t e)
 {
     return atomic_load_explicit(
-               agmm_win_signal(&p->signals,
-                               agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t)),
+               agmm_win_signal(
+                   &p->signals,
+                   agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t)),
                memory_order_acquire) >= e;
 }
 
@@ -192,8 +194,8 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
             agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, cheap, &a));
         agmm_plan_count_items(p, src, t0, t1, s->j0, s->j1);
         int64_t g0 = p->row_off[src] + t0 * p->desc.tile_m;
-        int64_t g1 = p->row_off[src] + AGMM_MIN(t1 * p->desc.tile_m,
-                                                p->m_local[src]);
+        int64_t g1 =
+            p->row_off[src] + AGMM_MIN(t1 * p->desc.tile_m, p->m_local[src]);
         if (block && merge && g0 == r1) {
             r1 = g1;
             bsrc = -1;
@@ -244,8 +246,8 @@ static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
         /* gemm-only (no COMM phase): every tile counts as arrived. */
         if (src != p->rank && (x->phases & AGMM_PHASE_COMM)) {
             AGMM_CHECK(wait_tile(x, src, t));
-            for (u = t + 1; !per_tile && u < t1 &&
-                            tile_arrived(p, src, u, x->epoch);
+            for (u = t + 1;
+                 !per_tile && u < t1 && tile_arrived(p, src, u, x->epoch);
                  u++) {
             }
         }
@@ -253,8 +255,8 @@ static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
         uint64_t t_conv = agmm_trace_clock();
         AGMM_CHECK(agmm_plan_gemm_rows(p, src, t, u, x->a, x->epoch, 0, &a));
         int64_t r1 = p->row_off[src] + AGMM_MIN(u * tm, p->m_local[src]);
-        AGMM_CHECK(gemm_rows(x, s, p->row_off[src] + t * tm, r1, a, t_conv,
-                             src, t, u));
+        AGMM_CHECK(gemm_rows(x, s, p->row_off[src] + t * tm, r1, a, t_conv, src,
+                             t, u));
         agmm_plan_count_items(p, src, t, u, s->j0, s->j1);
         t = u;
     }
@@ -289,7 +291,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
             AGMM_CHECK(gemm_source(x, &s, src, t0, t1));
         }
     }
-    return sends ? p->world->ops->quiet(p->world) : AGMM_OK;
+    return sends ? agmm_tp_quiet(p->world) : AGMM_OK;
 }
 
 agmm_status_t agmm_run_fused(agmm_round_t *round)

@@ -1,4 +1,4 @@
-/* Built instead of mpi.c when agmm is configured without MPI: the MPI
+/* Built instead of mpi_world.c when agmm is configured without MPI: the MPI
  * entry points say so. */
 #include "common/log.h"
 

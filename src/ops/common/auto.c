@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "ops/plan_internal.h"
+#include "ops/common/plan_internal.h"
 
 const char *agmm_schedule_name(agmm_schedule_t s)
 {

@@ -1,13 +1,20 @@
-/* The public world functions: thin, checked wrappers over the vtable. */
+/* The world's control plane: the public agmm_world_* functions (thin,
+ * checked wrappers) and the internal ones of world/world.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "transport/transport.h"
+#include "world/world.h"
 
-int agmm_world_rank(const agmm_world_t *w) { return w ? w->rank : -1; }
-int agmm_world_size(const agmm_world_t *w) { return w ? w->size : -1; }
+int agmm_world_rank(const agmm_world_t *w)
+{
+    return w ? w->rank : -1;
+}
+int agmm_world_size(const agmm_world_t *w)
+{
+    return w ? w->size : -1;
+}
 
 const char *agmm_world_transport_name(const agmm_world_t *w)
 {
@@ -24,8 +31,30 @@ int agmm_world_link_emulated(const agmm_world_t *w, double *gbps,
 {
     if (gbps) *gbps = 0;
     if (latency_us) *latency_us = 0;
-    if (!w || strcmp(w->ops->name, "shm") != 0) return 0;
-    return agmm_shm_link(w, gbps, latency_us);
+    if (!w || !w->ops->link) return 0; /* a real link */
+    return w->ops->link(w, gbps, latency_us);
+}
+
+agmm_status_t agmm_world_barrier_until(agmm_world_t *w, double deadline)
+{
+    return w->ops->barrier(w, deadline);
+}
+
+agmm_status_t agmm_world_allgather_until(agmm_world_t *w, const void *in,
+                                         void *out, size_t bytes,
+                                         double deadline)
+{
+    return w->ops->allgather(w, in, out, bytes, deadline);
+}
+
+void agmm_world_abort_with(agmm_world_t *w, const char *reason)
+{
+    w->ops->abort(w, reason);
+}
+
+const char *agmm_world_aborted(agmm_world_t *w)
+{
+    return w->ops->aborted(w);
 }
 
 agmm_status_t agmm_world_barrier(agmm_world_t *w, double timeout_s)
@@ -59,8 +88,9 @@ agmm_status_t agmm_win_agree(agmm_world_t *w, uint64_t key, size_t bytes)
 {
     uint64_t mine[2] = {key, bytes};
     uint64_t *all = malloc(sizeof mine * (size_t)w->size);
-    if (!all) return agmm_error(AGMM_ERR_NO_MEMORY, "%s: out of memory",
-                                w->ops->name);
+    if (!all)
+        return agmm_error(AGMM_ERR_NO_MEMORY, "%s: out of memory",
+                          w->ops->name);
     agmm_status_t st =
         w->ops->allgather(w, mine, all, sizeof mine, agmm_deadline(w, 0));
     for (int p = 0; st == AGMM_OK && p < w->size; p++)

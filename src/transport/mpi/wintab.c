@@ -1,7 +1,7 @@
 /* The live-window table of the MPI transport: see wintab.h. A handful of
  * windows are live at a time (two per plan, one while a trace is
  * gathered), so a linear search is enough. */
-#include "transport/wintab.h"
+#include "transport/mpi/wintab.h"
 
 #include <stdlib.h>
 

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "ops/plan_internal.h"
-#include "ops/schedule.h"
+#include "ops/common/plan_internal.h"
+#include "ops/common/schedule.h"
 
 static void add_count(int64_t *rows, int *n, int64_t m)
 {

@@ -6,7 +6,7 @@
  *     a persistent receive (MPI_Recv_init) into the peer's rows of this
  *     rank's `gathered` window, tagged with the signal cell it raises, on a
  *     communicator of its own per signal window. Set up once per plan.
- *   - round_begin() starts (MPI_Start) the receives of the round's group
+ *   - round_begin() starts (MPI_Start) the receives of the round's receive set
  *     and hands them to the progress thread. The ops layer calls it before
  *     it acks the previous round to its peers, and a peer puts only after
  *     that ack, so every tile finds its receive posted: MPI delivers it
@@ -32,8 +32,11 @@
  * Workers send while the progress thread receives, so the backend needs
  * MPI_THREAD_MULTIPLE and refuses to start with less.
  *
- * Windows, the declared receives and round_begin are in mpi_win.c, the
- * state shared by both files in mpi_internal.h.
+ * Windows, the declared receives and round_begin are in mpi_win.c; the
+ * backend's start and stop (communicators, progress thread) in
+ * mpi_state.c; the state shared by these files in mpi_internal.h. The MPI
+ * world itself (MPI_Init_thread, MPI_COMM_WORLD) is made in
+ * world/mpi_world.c.
  *
  * Threads: the caller's threads call win_alloc/free, round_begin, barrier
  * and allgather (the thread that runs the plan); any worker thread calls
@@ -48,14 +51,11 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "transport/mpi_internal.h"
+#include "transport/mpi/mpi_internal.h"
 
 #define MAX_PENDING 1024 /* sends in flight per thread before quiet */
 
 static mpi_state_t *st_of(agmm_world_t *w) { return agmm_mpi_state(w); }
-
-/* The one MPI world of this process (MPI_COMM_WORLD). */
-static agmm_world_t *the_world;
 
 agmm_status_t agmm_mpi_fail(int rc, const char *what)
 {
@@ -68,28 +68,16 @@ agmm_status_t agmm_mpi_fail(int rc, const char *what)
 
 /* ----------------------------------------------------------- abort */
 
+/* The state machine is common/abort.c; this backend delivers the reason
+ * to the peers (mpi_abort) and takes theirs (the progress thread). */
 static const char *mpi_aborted(agmm_world_t *w)
 {
-    mpi_state_t *s = st_of(w);
-    int a = atomic_load_explicit(&s->abort_state, memory_order_acquire);
-    if (a == ABORT_NONE) return NULL;
-    if (a == ABORT_WRITING) return "another rank is aborting the run";
-    return s->abort_reason;
+    return agmm_abort_reason(&st_of(w)->abort);
 }
 
-/* Record the reason; 1 if this call was the first. */
 static int record_abort(mpi_state_t *s, const char *reason)
 {
-    int expected = ABORT_NONE;
-    if (!atomic_compare_exchange_strong_explicit(
-            &s->abort_state, &expected, ABORT_WRITING, memory_order_acq_rel,
-            memory_order_acquire))
-        return 0;
-    snprintf(s->abort_reason, sizeof s->abort_reason, "%s",
-             reason && *reason ? reason : "a rank aborted without a reason");
-    atomic_store_explicit(&s->abort_state, ABORT_PUBLISHED,
-                          memory_order_release);
-    return 1;
+    return agmm_abort_record(&s->abort, reason);
 }
 
 /* First abort wins; the reason goes to every peer as a control message
@@ -101,7 +89,7 @@ static void mpi_abort(agmm_world_t *w, const char *reason)
     atomic_store_explicit(&s->abort_originated, 1, memory_order_relaxed);
     for (int q = 0; q < w->size; q++)
         if (q != w->rank)
-            MPI_Isend(s->abort_reason, (int)strlen(s->abort_reason) + 1,
+            MPI_Isend(s->abort.reason, (int)strlen(s->abort.reason) + 1,
                       MPI_CHAR, q, TAG_ABORT, s->ctl, &s->abort_sends[q]);
 }
 
@@ -109,7 +97,7 @@ static void mpi_abort(agmm_world_t *w, const char *reason)
 
 /* Sleep a little more the longer a wait lasts (ranks may oversubscribe
  * the cores, and MPI progress is driven by the progress thread). */
-static void backoff(unsigned idle)
+void agmm_mpi_backoff(unsigned idle)
 {
     if (idle < 64) {
         agmm_cpu_relax();
@@ -145,7 +133,7 @@ agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
             mpi_abort(w, r);
             return AGMM_ERR_TIMEOUT;
         }
-        backoff(idle);
+        agmm_mpi_backoff(idle);
     }
 }
 
@@ -309,7 +297,7 @@ static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
     return 1;
 }
 
-static void *progress_main(void *arg)
+void *agmm_mpi_progress_main(void *arg)
 {
     agmm_world_t *w = arg;
     mpi_state_t *s = st_of(w);
@@ -377,7 +365,7 @@ static void *progress_main(void *arg)
             struct timespec ts = {0, 200000L};
             nanosleep(&ts, NULL);
         } else {
-            backoff(idle);
+            agmm_mpi_backoff(idle);
         }
     }
     free(idx);
@@ -453,14 +441,14 @@ static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
     return st;
 }
 
-static const agmm_transport_ops_t mpi_ops = {
+const agmm_transport_ops_t agmm_mpi_ops = {
     .name = "mpi",
+    .caps = AGMM_TP_CAP_POSTED_RECEIVES | AGMM_TP_CAP_NATIVE_ALLGATHER,
     .win_alloc = agmm_mpi_win_alloc,
     .win_free = agmm_mpi_win_free,
     .put_signal = mpi_put_signal,
     .signal = mpi_signal,
     .quiet = mpi_quiet,
-    .progress = NULL, /* the progress thread drives MPI */
     .barrier = mpi_barrier,
     .allgather = mpi_allgather,
     .expect = agmm_mpi_expect,
@@ -470,170 +458,3 @@ static const agmm_transport_ops_t mpi_ops = {
     .aborted = mpi_aborted,
     .dropped = agmm_mpi_dropped,
 };
-
-/* ------------------------------------------------------------ world */
-
-static const char *thread_level_name(int level)
-{
-    switch (level) {
-    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    default: return "MPI_THREAD_MULTIPLE";
-    }
-}
-
-static agmm_status_t dup_comm(MPI_Comm *out)
-{
-    MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, out), "MPI_Comm_dup");
-    MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
-    return AGMM_OK;
-}
-
-static agmm_status_t state_init(agmm_world_t *w, mpi_state_t *s)
-{
-    AGMM_CHECK(dup_comm(&s->ctl));
-    AGMM_CHECK(dup_comm(&s->coll));
-    AGMM_CHECK(dup_comm(&s->bulk));
-    void *ub = NULL;
-    int flag = 0;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
-    s->tag_ub = flag && ub ? *(int *)ub : 32767;
-    s->abort_sends = malloc(sizeof(MPI_Request) * (size_t)w->size);
-    s->cap = 16;
-    s->active = malloc(sizeof(MPI_Request) * (size_t)s->cap);
-    s->slot_of = calloc((size_t)s->cap, sizeof(slot_t *));
-    if (!s->abort_sends || !s->active || !s->slot_of)
-        return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
-    for (int q = 0; q < w->size; q++) s->abort_sends[q] = MPI_REQUEST_NULL;
-    pthread_mutex_init(&s->lock, NULL);
-    /* Test hook (tests/test_recreate.c): the progress thread sleeps this
-     * long before it applies each ack, so acks land late. */
-    const char *delay = getenv("AGMM_TEST_CTL_DELAY_US");
-    s->ctl_delay_us = delay ? atol(delay) : 0;
-    if (s->ctl_delay_us < 0 || s->ctl_delay_us > 1000000) s->ctl_delay_us = 0;
-    MPI_TRY(MPI_Recv_init(s->abort_buf, REASON_MAX, MPI_CHAR, MPI_ANY_SOURCE,
-                          TAG_ABORT, s->ctl, &s->active[0]),
-            "MPI_Recv_init");
-    MPI_TRY(MPI_Recv_init(s->sig_buf, 3, MPI_UINT64_T, MPI_ANY_SOURCE,
-                          TAG_SIGNAL, s->ctl, &s->active[1]),
-            "MPI_Recv_init");
-    MPI_TRY(MPI_Startall(2, s->active), "MPI_Startall");
-    s->nactive = 2;
-    if (pthread_create(&s->thread, NULL, progress_main, w) != 0)
-        return agmm_error(AGMM_ERR_SYSTEM, "MPI: cannot start the progress "
-                                           "thread");
-    s->thread_started = 1;
-    return AGMM_OK;
-}
-
-agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
-                                    agmm_world_t **out)
-{
-    if (!out)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "world_create_mpi: out is NULL");
-    *out = NULL;
-    if (the_world)
-        return agmm_error(AGMM_ERR_BAD_STATE,
-                          "world_create_mpi: this process already has an MPI "
-                          "world");
-    int inited = 0, finalized = 0, provided = MPI_THREAD_SINGLE;
-    MPI_Initialized(&inited);
-    MPI_Finalized(&finalized);
-    if (finalized)
-        return agmm_error(AGMM_ERR_BAD_STATE,
-                          "world_create_mpi: MPI was already finalized");
-    if (!inited) {
-        int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
-        if (rc != MPI_SUCCESS)
-            return agmm_error(AGMM_ERR_TRANSPORT, "MPI_Init_thread failed");
-    } else {
-        MPI_Query_thread(&provided);
-    }
-    if (provided < MPI_THREAD_MULTIPLE) {
-        agmm_error(AGMM_ERR_UNSUPPORTED,
-                   "MPI provides only %s; agmm's MPI transport needs "
-                   "MPI_THREAD_MULTIPLE (worker threads send while a progress "
-                   "thread receives): use an MPI built with thread support",
-                   thread_level_name(provided));
-        if (!inited) MPI_Finalize();
-        return AGMM_ERR_UNSUPPORTED;
-    }
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-
-    agmm_world_t *w = calloc(1, sizeof *w);
-    mpi_state_t *s = agmm_alloc(sizeof *s);
-    if (!w || !s) {
-        free(w);
-        agmm_free(s);
-        return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
-    }
-    s->we_initialized = !inited;
-    w->ops = &mpi_ops;
-    w->impl = s;
-    w->timeout_s = timeout_s > 0 ? timeout_s : 60.0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &w->size);
-    agmm_log_set_rank(w->rank);
-    agmm_status_t st = state_init(w, s);
-    if (st != AGMM_OK) {
-        /* Without the progress thread nobody can be told: MPI_Abort. */
-        MPI_Abort(MPI_COMM_WORLD, 1);
-        return st;
-    }
-    the_world = w;
-    *out = w;
-    return AGMM_OK;
-}
-
-/* Wait (bounded) for the requests, ignoring errors: used on the way out. */
-static void drain(MPI_Request *reqs, int n, double seconds)
-{
-    double end = agmm_now() + seconds;
-    int done = 0;
-    while (!done && agmm_now() < end) {
-        if (MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-            return;
-        if (!done) backoff(1024);
-    }
-}
-
-void agmm_world_destroy(agmm_world_t *w)
-{
-    if (!w || w != the_world) return;
-    mpi_state_t *s = st_of(w);
-    int aborted = mpi_aborted(w) != NULL;
-    if (aborted && atomic_load_explicit(&s->abort_originated,
-                                        memory_order_relaxed)) {
-        /* Let the peers' progress threads take our reason and print it
-         * before the launcher, seeing us exit non-zero, stops them. */
-        drain(s->abort_sends, w->size, 1.0);
-        struct timespec ts = {0, 300000000L};
-        nanosleep(&ts, NULL);
-    }
-    atomic_store_explicit(&s->stop, 1, memory_order_release);
-    if (s->thread_started) pthread_join(s->thread, NULL);
-    the_world = NULL;
-    if (aborted) {
-        /* Finalize is collective and a peer may be gone or stuck: leave MPI
-         * as it is. The caller exits non-zero and the launcher ends the
-         * job. */
-        return;
-    }
-    for (int i = 0; i < 2; i++) {
-        MPI_Cancel(&s->active[i]);
-        MPI_Wait(&s->active[i], MPI_STATUS_IGNORE);
-        MPI_Request_free(&s->active[i]);
-    }
-    MPI_Comm_free(&s->ctl);
-    MPI_Comm_free(&s->coll);
-    MPI_Comm_free(&s->bulk);
-    if (s->we_initialized) MPI_Finalize();
-    pthread_mutex_destroy(&s->lock);
-    agmm_wintab_free(&s->windows);
-    free(s->active);
-    free(s->slot_of);
-    free(s->abort_sends);
-    agmm_free(s);
-    free(w);
-}

@@ -5,7 +5,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "ops/plan_internal.h"
+#include "ops/common/plan_internal.h"
 #include "trace/trace.h"
 
 /* ack[r] = value on every peer: every worker of this rank has finished
@@ -16,11 +16,11 @@ static agmm_status_t send_acks(agmm_plan_t *p, uint64_t value)
     agmm_world_t *w = p->world;
     for (int q = 0; q < p->nranks; q++) {
         if (q == p->rank) continue;
-        AGMM_CHECK(w->ops->signal(w, &p->signals, q,
+        AGMM_CHECK(agmm_tp_signal(w, &p->signals, q,
                                   agmm_sig_off(p, SIG_ACK, p->rank), value));
         agmm_trace_publish(q, -1, value, AGMM_TSIG_ACK);
     }
-    AGMM_CHECK(w->ops->quiet(w));
+    AGMM_CHECK(agmm_tp_quiet(w));
     p->last_ack_sent = value; /* what destroy waits for from every peer */
     return AGMM_OK;
 }
@@ -36,22 +36,29 @@ static agmm_status_t abort_on_failure(agmm_plan_t *p, agmm_status_t st,
     char reason[460];
     snprintf(reason, sizeof reason, "rank %d failed to %s round %llu: %s",
              p->rank, doing, (unsigned long long)e, agmm_thread_error());
-    p->world->ops->abort(p->world, reason);
+    agmm_world_abort_with(p->world, reason);
     return st;
 }
 
-/* The start of round e on this rank, before any worker runs. A transport
- * that receives into posted receives (ops->round_begin: MPI) posts this
- * round's receives first and only then acks round e - 1, so every put of
- * round e finds its receive posted. Other transports (shm) ack at the end
- * of each round instead, which lets a peer start its puts sooner.
- * A failure here aborts the world: peers would otherwise wait for our ack
- * until their timeout. */
-static agmm_status_t round_start(agmm_plan_t *p, int group, uint64_t e)
+/* When a round acknowledges the previous one: a transport with posted
+ * receives (AGMM_TP_CAP_POSTED_RECEIVES: MPI) posts round e's receives
+ * first and only then acks round e - 1, so every put of round e finds its
+ * receive posted. Other transports (shm) ack at the end of each round
+ * instead, which lets a peer start its puts sooner. */
+static int acks_at_round_start(const agmm_plan_t *p)
+{
+    return agmm_tp_has(p->world, AGMM_TP_CAP_POSTED_RECEIVES);
+}
+
+/* The start of round e on this rank, before any worker runs (see
+ * acks_at_round_start). A failure here aborts the world: peers would
+ * otherwise wait for our ack until their timeout. */
+static agmm_status_t round_start(agmm_plan_t *p, agmm_tp_recv_set_t set,
+                                 uint64_t e)
 {
     agmm_world_t *w = p->world;
-    if (!w->ops->round_begin) return AGMM_OK;
-    agmm_status_t st = w->ops->round_begin(w, &p->signals, group, e);
+    if (!acks_at_round_start(p)) return AGMM_OK;
+    agmm_status_t st = agmm_tp_round_begin(w, &p->signals, set, e);
     if (st == AGMM_OK && e > 1) st = send_acks(p, e - 1);
     return abort_on_failure(p, st, "start", e);
 }
@@ -67,7 +74,7 @@ static agmm_status_t bad_arg(agmm_plan_t *p, agmm_status_t st, const char *fn,
     char reason[300];
     snprintf(reason, sizeof reason, "rank %d called %s with %s", p->rank, fn,
              what);
-    p->world->ops->abort(p->world, reason);
+    agmm_world_abort_with(p->world, reason);
     return st;
 }
 
@@ -96,14 +103,16 @@ static agmm_status_t round_run(agmm_plan_t *p, agmm_schedule_t schedule,
     /* Round e publishes e and waits for >= e: signals are never reset, so a
      * signal left from round e - 1 can never satisfy a wait of round e. */
     uint64_t e = ++p->epoch;
-    agmm_round_t round = {p,      a_local, c, e, p->desc.comm_workers,
-                          p->desc.gemm_workers, phases};
+    agmm_round_t round = {
+        p, a_local, c, e, p->desc.comm_workers, p->desc.gemm_workers, phases};
     uint64_t t_round = agmm_trace_round_begin(p->trace, schedule);
-    agmm_status_t st = round_start(p, (int)schedule, e);
+    agmm_status_t st = round_start(
+        p, schedule == AGMM_SCHEDULE_FUSED ? AGMM_RSET_TILES : AGMM_RSET_SHARDS,
+        e);
     if (st == AGMM_OK)
         st = schedule == AGMM_SCHEDULE_FUSED ? agmm_run_fused(&round)
                                              : agmm_run_baseline(&round);
-    if (st == AGMM_OK && !p->world->ops->round_begin)
+    if (st == AGMM_OK && !acks_at_round_start(p))
         st = abort_on_failure(p, send_acks(p, e), "acknowledge", e);
     agmm_trace_round_end(p->trace, t_round, e);
     return st;
@@ -136,11 +145,12 @@ static agmm_status_t part_entered(agmm_plan_t *p, agmm_part_t part,
 {
     /* A transport that posts this round's receives (MPI) would leave them
      * unmatched in a round without puts. Every rank decides alike. */
-    if (part != AGMM_PART_COMM_ONLY && p->world->ops->round_begin)
+    if (part != AGMM_PART_COMM_ONLY &&
+        agmm_tp_has(p->world, AGMM_TP_CAP_POSTED_RECEIVES))
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "run_part: the gemm-only and monolithic parts need a "
                           "transport without posted receives (shm, not %s)",
-                          p->world->ops->name);
+                          agmm_world_transport_name(p->world));
     switch (part) {
     case AGMM_PART_COMM_ONLY:
         return round_run(p, AGMM_SCHEDULE_FUSED, AGMM_PHASE_COMM, a_local, c);

@@ -28,12 +28,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/abort.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "transport/link.h"
+#include "transport/shm/link.h"
+#include "transport/shm/shm.h"
 #include "transport/transport.h"
 
-enum { ABORT_NONE = 0, ABORT_WRITING = 1, ABORT_PUBLISHED = 2 };
 
 /* The control block. Each counter written by several processes sits on its
  * own cache line. */
@@ -44,10 +45,8 @@ typedef struct shm_ctl {
     _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t arrived;
     _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t generation;
     _Atomic uint32_t generation_sleepers; /* signal cell layout (signal.c) */
-    /* Abort: 0 -> 1 by the first aborter (CAS), message written, then 2
-     * (release); readers that see 2 (acquire) may read the message. */
-    _Alignas(AGMM_CACHE_LINE) _Atomic int abort_state;
-    char abort_reason[384];
+    /* Abort: shared by every rank (common/abort.h). */
+    agmm_abort_cell_t abort;
     /* Allgather slots follow: AGMM_ALLGATHER_MAX bytes per rank. */
     _Alignas(AGMM_CACHE_LINE) unsigned char slots[];
 } shm_ctl_t;
@@ -142,25 +141,16 @@ void agmm_shm_release(agmm_shm_shared_t *sh)
     free(sh);
 }
 
+/* The cell is in the shared control block: recording it is delivering
+ * it to every rank (and to the launcher). */
 void agmm_shm_abort_all(agmm_shm_shared_t *sh, const char *reason)
 {
-    int expected = ABORT_NONE;
-    if (!atomic_compare_exchange_strong_explicit(
-            &sh->ctl->abort_state, &expected, ABORT_WRITING,
-            memory_order_acq_rel, memory_order_acquire))
-        return; /* someone else aborted first: their reason stands */
-    snprintf(sh->ctl->abort_reason, sizeof sh->ctl->abort_reason, "%s",
-             reason);
-    atomic_store_explicit(&sh->ctl->abort_state, ABORT_PUBLISHED,
-                          memory_order_release);
+    agmm_abort_record(&sh->ctl->abort, reason);
 }
 
 const char *agmm_shm_abort_reason(agmm_shm_shared_t *sh)
 {
-    int st = atomic_load_explicit(&sh->ctl->abort_state, memory_order_acquire);
-    if (st == ABORT_NONE) return NULL;
-    if (st == ABORT_WRITING) return "another rank is aborting the run";
-    return sh->ctl->abort_reason;
+    return agmm_abort_reason(&sh->ctl->abort);
 }
 
 /* ----------------------------------------------------------- vtable */
@@ -300,18 +290,21 @@ static agmm_status_t shm_quiet(agmm_world_t *w)
     return agmm_link_drain(r->link, w, agmm_deadline(w, 0));
 }
 
+static int shm_link(const agmm_world_t *w, double *gbps, double *latency_us);
+
 static const agmm_transport_ops_t shm_ops = {
     .name = "shm",
+    .caps = AGMM_TP_CAP_ONE_SIDED,
     .win_alloc = shm_win_alloc,
     .win_free = shm_win_free,
     .put_signal = shm_put_signal,
     .signal = shm_signal,
     .quiet = shm_quiet,
-    .progress = NULL,
     .barrier = shm_barrier,
     .allgather = shm_allgather,
     .abort = shm_abort,
     .aborted = shm_aborted,
+    .link = shm_link,
 };
 
 agmm_status_t agmm_shm_world_init(agmm_shm_shared_t *sh, int rank,
@@ -338,7 +331,7 @@ void agmm_shm_world_fini(agmm_world_t *w)
     r->link = NULL;
 }
 
-int agmm_shm_link(const agmm_world_t *w, double *gbps, double *latency_us)
+static int shm_link(const agmm_world_t *w, double *gbps, double *latency_us)
 {
     const shm_rank_t *r = (const shm_rank_t *)w->impl;
     if (gbps) *gbps = r->sh->link_gbps;

@@ -9,7 +9,7 @@
 
 #include "common/log.h"
 #include "gemm/convert.h"
-#include "ops/plan_internal.h"
+#include "ops/common/plan_internal.h"
 
 /* ------------------------------------------------------------ registry */
 
@@ -144,9 +144,10 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
     if (agmm_dtype_size(d->dtype) == 0)
         return agmm_error(AGMM_ERR_INVALID_ARG, "plan: dtype %d is not valid",
                           (int)d->dtype);
-    if (d->weights != AGMM_WEIGHTS_SHARED && d->weights != AGMM_WEIGHTS_PER_RANK)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "plan: weights %d is not valid", (int)d->weights);
+    if (d->weights != AGMM_WEIGHTS_SHARED &&
+        d->weights != AGMM_WEIGHTS_PER_RANK)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "plan: weights %d is not valid",
+                          (int)d->weights);
     if (!agmm_gemm_engine_available(d->gemm_engine))
         return strcmp(agmm_gemm_engine_name(d->gemm_engine), "invalid")
                    ? agmm_error(AGMM_ERR_UNSUPPORTED,
@@ -198,12 +199,11 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
      * oneDNN); g32 only when the engine does not read the dtype itself. */
     uint64_t wb = e->weight_bytes(d->dtype, d->k, d->n);
     int64_t parts[5] = {
-        bytes3(M, d->k, es),                                      /* gathered */
-        bytes3(tiles + 2 * d->nranks, AGMM_CACHE_LINE, 1),        /* signals */
-        wb > INT64_MAX ? -1 : (int64_t)wb,                        /* weight */
-        e->input_dtype(d->dtype) == d->dtype ? 0
-                                             : bytes3(M, d->k, 4), /* g32 */
-        bytes3(tiles, 2 * AGMM_CACHE_LINE + 4 * 64, 1),           /* claims */
+        bytes3(M, d->k, es),                               /* gathered */
+        bytes3(tiles + 2 * d->nranks, AGMM_CACHE_LINE, 1), /* signals */
+        wb > INT64_MAX ? -1 : (int64_t)wb,                 /* weight */
+        e->input_dtype(d->dtype) == d->dtype ? 0 : bytes3(M, d->k, 4), /* g32 */
+        bytes3(tiles, 2 * AGMM_CACHE_LINE + 4 * 64, 1), /* claims */
     };
     int64_t total = 0;
     for (int i = 0; i < 5; i++)
@@ -226,7 +226,8 @@ static uint64_t desc_hash(const agmm_plan_desc_t *d)
         }                                                                      \
     } while (0)
     MIX(d->nranks);
-    for (int r = 0; r < d->nranks; r++) MIX(d->m_local[r]);
+    for (int r = 0; r < d->nranks; r++)
+        MIX(d->m_local[r]);
     MIX(d->k);
     MIX(d->n);
     MIX(d->tile_m);
@@ -294,32 +295,34 @@ static agmm_status_t plan_layout(agmm_plan_t *p, const agmm_plan_desc_t *d)
     return AGMM_OK;
 }
 
-/* Tell a two-sided transport every put this rank will receive, once per
- * plan (ops->expect; shm needs nothing): each remote tile for the fused
- * schedule, each remote shard for the baseline unless the transport
- * gathers shards natively (allgather_rows). The group is the schedule, so
- * a round arms only the receives it will use (run.c). */
+/* Tell a transport with posted receives every put this rank will receive,
+ * once per plan (agmm_tp_expect; shm needs nothing): each remote tile for
+ * the fused schedule (receive set TILES), each remote shard for the
+ * baseline (SHARDS) unless the transport gathers shards natively. A round
+ * arms only the receive set of its schedule (run.c). */
 static agmm_status_t declare_puts(agmm_plan_t *p)
 {
     agmm_world_t *w = p->world;
-    if (!w->ops->expect) return AGMM_OK;
+    if (!agmm_tp_has(w, AGMM_TP_CAP_POSTED_RECEIVES)) return AGMM_OK;
+    int native = agmm_tp_has(w, AGMM_TP_CAP_NATIVE_ALLGATHER);
     size_t row_bytes = (size_t)p->desc.k * p->esize;
     for (int src = 0; src < p->nranks; src++) {
         if (src == p->rank) continue;
         for (int64_t t = 0; t < p->tiles[src]; t++) {
             int64_t row = t * p->desc.tile_m;
             int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_local[src] - row);
-            AGMM_CHECK(w->ops->expect(
-                w, &p->gathered, src, (size_t)(p->row_off[src] + row) * row_bytes,
-                (size_t)rows * row_bytes, &p->signals,
-                agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t),
-                AGMM_SCHEDULE_FUSED));
+            AGMM_CHECK(
+                agmm_tp_expect(w, &p->gathered, src,
+                               (size_t)(p->row_off[src] + row) * row_bytes,
+                               (size_t)rows * row_bytes, &p->signals,
+                               agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t),
+                               AGMM_RSET_TILES));
         }
-        if (w->ops->allgather_rows || p->m_local[src] == 0) continue;
-        AGMM_CHECK(w->ops->expect(
+        if (native || p->m_local[src] == 0) continue;
+        AGMM_CHECK(agmm_tp_expect(
             w, &p->gathered, src, (size_t)p->row_off[src] * row_bytes,
             (size_t)p->m_local[src] * row_bytes, &p->signals,
-            agmm_sig_off(p, SIG_BULK, src), AGMM_SCHEDULE_BASELINE));
+            agmm_sig_off(p, SIG_BULK, src), AGMM_RSET_SHARDS));
     }
     return AGMM_OK;
 }
@@ -358,8 +361,8 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
      * or the other ranks would wait for us: agree on success first. */
     st = plan_layout(p, d);
     int ok = st == AGMM_OK, *oks = calloc((size_t)w->size, sizeof ok);
-    agmm_status_t st2 = oks ? agmm_world_allgather(w, &ok, oks, sizeof ok)
-                            : AGMM_ERR_NO_MEMORY;
+    agmm_status_t st2 =
+        oks ? agmm_world_allgather(w, &ok, oks, sizeof ok) : AGMM_ERR_NO_MEMORY;
     for (int r = 0; st2 == AGMM_OK && r < w->size; r++)
         if (!oks[r] && st == AGMM_OK)
             st = agmm_error_quiet(AGMM_ERR_ABORTED,
@@ -368,11 +371,10 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
     if (st2 != AGMM_OK) st = st2;
     if (st != AGMM_OK) goto fail_local;
 
-    st = w->ops->win_alloc(w, (size_t)p->M * (size_t)d->k * p->esize,
+    st = agmm_tp_win_alloc(w, (size_t)p->M * (size_t)d->k * p->esize,
                            &p->gathered);
     if (st != AGMM_OK) goto fail_local;
-    st = w->ops->win_alloc(w, agmm_sig_off(p, SIG_ACK, p->nranks),
-                           &p->signals);
+    st = agmm_tp_win_alloc(w, agmm_sig_off(p, SIG_ACK, p->nranks), &p->signals);
     if (st != AGMM_OK) goto fail_gathered;
     st = declare_puts(p);
     if (st != AGMM_OK) goto fail_signals;
@@ -384,9 +386,9 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
     return AGMM_OK;
 
 fail_signals:
-    w->ops->win_free(w, &p->signals);
+    agmm_tp_win_free(w, &p->signals);
 fail_gathered:
-    w->ops->win_free(w, &p->gathered);
+    agmm_tp_win_free(w, &p->gathered);
 fail_local:
     plan_free_local(p);
     return st;
@@ -417,7 +419,7 @@ static agmm_status_t wait_last_acks(agmm_plan_t *p)
     double deadline = agmm_deadline(w, p->desc.timeout_s);
     for (int q = 0; q < p->nranks; q++) {
         if (q == p->rank) continue;
-        if (w->ops->aborted(w)) return AGMM_OK;
+        if (agmm_world_aborted(w)) return AGMM_OK;
         agmm_wait_what_t what = {"ack of round", q, (int64_t)last};
         agmm_status_t st = agmm_signal_wait(
             w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)), last,
@@ -441,10 +443,10 @@ agmm_status_t agmm_plan_destroy(agmm_plan_t *p)
      * barrier: after it no peer sends anything for this plan. */
     agmm_status_t st = wait_last_acks(p);
     agmm_status_t st2 =
-        w->ops->barrier(w, agmm_deadline(w, p->desc.timeout_s));
+        agmm_world_barrier_until(w, agmm_deadline(w, p->desc.timeout_s));
     if (st == AGMM_OK) st = st2;
-    w->ops->win_free(w, &p->signals);
-    w->ops->win_free(w, &p->gathered);
+    agmm_tp_win_free(w, &p->signals);
+    agmm_tp_win_free(w, &p->gathered);
     plan_free_local(p);
     return st;
 }

@@ -1,10 +1,10 @@
-#include "ops/workers.h"
+#include "ops/common/workers.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "ops/plan_internal.h"
+#include "ops/common/plan_internal.h"
 #include "transport/transport.h"
 
 typedef struct {
@@ -22,7 +22,7 @@ static void run_one(agmm_world_t *w, agmm_worker_t *self)
         char reason[460];
         snprintf(reason, sizeof reason, "rank %d failed: %s", w->rank,
                  self->error);
-        w->ops->abort(w, reason);
+        agmm_world_abort_with(w, reason);
     }
 }
 
@@ -44,13 +44,15 @@ agmm_status_t agmm_workers_run(agmm_world_t *w, agmm_worker_t *ws, int n)
         if (pthread_create(&ws[i].thread, NULL, thread_main, &tr[i]) != 0) {
             st = agmm_error(AGMM_ERR_SYSTEM, "could not start worker thread %d",
                             i);
-            w->ops->abort(w, "a rank could not start its worker threads");
+            agmm_world_abort_with(w,
+                                  "a rank could not start its worker threads");
             break;
         }
         started++;
     }
     if (n > 0) run_one(w, &ws[0]);
-    for (int i = 1; i < started; i++) pthread_join(ws[i].thread, NULL);
+    for (int i = 1; i < started; i++)
+        pthread_join(ws[i].thread, NULL);
     if (st != AGMM_OK) return st;
 
     int first = -1;

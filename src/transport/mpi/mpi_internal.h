@@ -9,18 +9,18 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/abort.h"
 #include "common/util.h"
 #include "transport/transport.h"
-#include "transport/wintab.h"
+#include "transport/mpi/wintab.h"
 
 enum { TAG_ABORT = 1, TAG_SIGNAL = 2 };
-enum { ABORT_NONE = 0, ABORT_WRITING = 1, ABORT_PUBLISHED = 2 };
-#define REASON_MAX 384
+#define REASON_MAX AGMM_ABORT_REASON_MAX
 
 /* One declared incoming put: a persistent receive. */
 typedef struct slot {
     MPI_Request req;
-    int group, src;
+    int set, src; /* receive set (agmm_tp_recv_set_t), sender */
     size_t bytes;
     _Atomic uint64_t *cell; /* the local signal cell it raises */
     uint64_t value;         /* set by round_begin, read on completion */
@@ -43,11 +43,10 @@ typedef struct mpi_state {
     int we_initialized;
     int tag_ub;
 
-    /* Abort: 0 -> 1 by the first aborter (CAS), reason written, then 2
-     * (release); readers that see 2 (acquire) may read the reason. */
-    _Alignas(AGMM_CACHE_LINE) _Atomic int abort_state;
+    /* Abort: this rank's cell (common/abort.h); peers' reasons arrive on
+     * ctl and are recorded into it. */
+    agmm_abort_cell_t abort;
     _Atomic int abort_originated; /* this rank aborted first */
-    char abort_reason[REASON_MAX];
     MPI_Request *abort_sends; /* [size], to tell the peers */
 
     /* Progress thread and its receive list. [0] abort, [1] signal, then
@@ -90,6 +89,13 @@ agmm_status_t agmm_mpi_fail(int rc, const char *what);
 agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
                                  double deadline, const char *what);
 
+/* The backend's vtable (mpi.c). */
+extern const agmm_transport_ops_t agmm_mpi_ops;
+/* The progress thread's body (mpi.c); started by mpi_state.c. */
+void *agmm_mpi_progress_main(void *arg);
+/* Sleep a little more the longer a wait lasts (`idle`: polls so far). */
+void agmm_mpi_backoff(unsigned idle);
+
 /* The window entries of the vtable (mpi_win.c). */
 agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes,
                                  agmm_win_t *out);
@@ -97,9 +103,9 @@ void agmm_mpi_win_free(agmm_world_t *w, agmm_win_t *win);
 agmm_status_t agmm_mpi_expect(agmm_world_t *w, const agmm_win_t *win, int src,
                               size_t off, size_t bytes,
                               const agmm_win_t *sigwin, size_t sig_off,
-                              int group);
+                              agmm_tp_recv_set_t set);
 agmm_status_t agmm_mpi_round_begin(agmm_world_t *w, const agmm_win_t *sigwin,
-                                   int group, uint64_t value);
+                                   agmm_tp_recv_set_t set, uint64_t value);
 uint64_t agmm_mpi_dropped(agmm_world_t *w);
 
 #endif

@@ -1,0 +1,121 @@
+/* The MPI backend's start and stop: its own communicators (duplicated
+ * from MPI_COMM_WORLD), the persistent control receives, the progress
+ * thread; on the way out, the abort drain, the thread's join and MPI's
+ * finalize. Called by world/mpi_world.c, which owns the world itself.
+ *
+ * Threads: start and stop run on the thread that creates / destroys the
+ * world; the progress thread runs between them (mpi.c). */
+#include <mpi.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "transport/mpi/mpi.h"
+#include "transport/mpi/mpi_internal.h"
+
+static agmm_status_t dup_comm(MPI_Comm *out)
+{
+    MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, out), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+    return AGMM_OK;
+}
+
+static agmm_status_t state_init(agmm_world_t *w, mpi_state_t *s)
+{
+    AGMM_CHECK(dup_comm(&s->ctl));
+    AGMM_CHECK(dup_comm(&s->coll));
+    AGMM_CHECK(dup_comm(&s->bulk));
+    void *ub = NULL;
+    int flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    s->tag_ub = flag && ub ? *(int *)ub : 32767;
+    s->abort_sends = malloc(sizeof(MPI_Request) * (size_t)w->size);
+    s->cap = 16;
+    s->active = malloc(sizeof(MPI_Request) * (size_t)s->cap);
+    s->slot_of = calloc((size_t)s->cap, sizeof(slot_t *));
+    if (!s->abort_sends || !s->active || !s->slot_of)
+        return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+    for (int q = 0; q < w->size; q++)
+        s->abort_sends[q] = MPI_REQUEST_NULL;
+    pthread_mutex_init(&s->lock, NULL);
+    /* Test hook (tests/test_recreate.c): the progress thread sleeps this
+     * long before it applies each ack, so acks land late. */
+    const char *delay = getenv("AGMM_TEST_CTL_DELAY_US");
+    s->ctl_delay_us = delay ? atol(delay) : 0;
+    if (s->ctl_delay_us < 0 || s->ctl_delay_us > 1000000) s->ctl_delay_us = 0;
+    MPI_TRY(MPI_Recv_init(s->abort_buf, REASON_MAX, MPI_CHAR, MPI_ANY_SOURCE,
+                          TAG_ABORT, s->ctl, &s->active[0]),
+            "MPI_Recv_init");
+    MPI_TRY(MPI_Recv_init(s->sig_buf, 3, MPI_UINT64_T, MPI_ANY_SOURCE,
+                          TAG_SIGNAL, s->ctl, &s->active[1]),
+            "MPI_Recv_init");
+    MPI_TRY(MPI_Startall(2, s->active), "MPI_Startall");
+    s->nactive = 2;
+    if (pthread_create(&s->thread, NULL, agmm_mpi_progress_main, w) != 0)
+        return agmm_error(AGMM_ERR_SYSTEM, "MPI: cannot start the progress "
+                                           "thread");
+    s->thread_started = 1;
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_mpi_backend_start(agmm_world_t *w, int we_initialized)
+{
+    mpi_state_t *s = agmm_alloc(sizeof *s);
+    if (!s) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+    s->we_initialized = we_initialized;
+    w->ops = &agmm_mpi_ops;
+    w->impl = s;
+    return state_init(w, s);
+}
+
+/* Wait (bounded) for the requests, ignoring errors: used on the way out. */
+static void drain(MPI_Request *reqs, int n, double seconds)
+{
+    double end = agmm_now() + seconds;
+    int done = 0;
+    while (!done && agmm_now() < end) {
+        if (MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+            return;
+        if (!done) agmm_mpi_backoff(1024);
+    }
+}
+
+void agmm_mpi_backend_stop(agmm_world_t *w)
+{
+    mpi_state_t *s = agmm_mpi_state(w);
+    int aborted = agmm_abort_reason(&s->abort) != NULL;
+    if (aborted &&
+        atomic_load_explicit(&s->abort_originated, memory_order_relaxed)) {
+        /* Let the peers' progress threads take our reason and print it
+         * before the launcher, seeing us exit non-zero, stops them. */
+        drain(s->abort_sends, w->size, 1.0);
+        struct timespec ts = {0, 300000000L};
+        nanosleep(&ts, NULL);
+    }
+    atomic_store_explicit(&s->stop, 1, memory_order_release);
+    if (s->thread_started) pthread_join(s->thread, NULL);
+    if (aborted) {
+        /* Finalize is collective and a peer may be gone or stuck: leave MPI
+         * as it is. The caller exits non-zero and the launcher ends the
+         * job. */
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        MPI_Cancel(&s->active[i]);
+        MPI_Wait(&s->active[i], MPI_STATUS_IGNORE);
+        MPI_Request_free(&s->active[i]);
+    }
+    MPI_Comm_free(&s->ctl);
+    MPI_Comm_free(&s->coll);
+    MPI_Comm_free(&s->bulk);
+    if (s->we_initialized) MPI_Finalize();
+    pthread_mutex_destroy(&s->lock);
+    agmm_wintab_free(&s->windows);
+    free(s->active);
+    free(s->slot_of);
+    free(s->abort_sends);
+    agmm_free(s);
+    w->impl = NULL;
+}

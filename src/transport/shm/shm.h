@@ -1,0 +1,26 @@
+/* The shm backend as world/ sees it: the embedded launcher
+ * (world/launch.c) maps the shared memory before fork and makes each
+ * rank's world after it. Private to the library. */
+#ifndef AGMM_TRANSPORT_SHM_SHM_H
+#define AGMM_TRANSPORT_SHM_SHM_H
+
+#include "transport/transport.h"
+
+typedef struct agmm_shm_shared agmm_shm_shared_t;
+/* Before fork: map the control block and the symmetric heap. link_gbps > 0
+ * turns the link emulator on (link.h). */
+agmm_status_t agmm_shm_prepare(int nranks, double link_gbps,
+                               double link_latency_us, agmm_shm_shared_t **out);
+/* In rank `rank` after fork: the world over the shared mappings (starts the
+ * link emulator's delivery thread when it is on). */
+agmm_status_t agmm_shm_world_init(agmm_shm_shared_t *sh, int rank,
+                                  agmm_world_t *w);
+/* In the rank, before it exits: stops the delivery thread. */
+void agmm_shm_world_fini(agmm_world_t *w);
+/* From the launcher: abort every rank with `reason` (first abort wins). */
+void agmm_shm_abort_all(agmm_shm_shared_t *sh, const char *reason);
+const char *agmm_shm_abort_reason(agmm_shm_shared_t *sh);
+/* After every rank exited: unmap. */
+void agmm_shm_release(agmm_shm_shared_t *sh);
+
+#endif
