@@ -71,7 +71,7 @@ typedef struct agmm_cli {
 } agmm_cli_t;
 
 /* Upper bounds of the core options (each per rank). */
-#define AGMM_CLI_MAX_CORES 65536
+#define AGMM_CLI_MAX_CORES 1024 /* the library's limit on workers per rank (agmm_plan_desc_check) */
 
 /* Parses argv. Returns 0: run the command; 2: bad input (one line printed to
  * err: "agmm: --option: what is allowed (got 'X')"); -1: help or version was
