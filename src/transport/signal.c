@@ -129,7 +129,7 @@ agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
             agmm_cpu_relax();
             continue;
         }
-        const char *reason = w->ops->aborted(w);
+        const char *reason = agmm_world_aborted(w);
         if (reason) {
             char waited[96];
             describe(what, waited, sizeof waited);
@@ -152,7 +152,7 @@ agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
             agmm_error(AGMM_ERR_TIMEOUT, "%s", msg);
             char reason_buf[340];
             snprintf(reason_buf, sizeof reason_buf, "rank %d %s", w->rank, msg);
-            w->ops->abort(w, reason_buf);
+            agmm_world_abort_with(w, reason_buf);
             return AGMM_ERR_TIMEOUT;
         }
         if (now - start < spin_ns) {

@@ -1,9 +1,11 @@
-/* The transport layer: symmetric windows, put-with-signal, signal waits,
- * barrier and abort, behind one vtable with one folder per backend
- * (shm/: processes on one host sharing memory, with the link emulator;
- * mpi/: MPI, across hosts). Worlds are made and torn down in world/, which
- * calls the backends' own headers (shm/shm.h, mpi/mpi.h); the control
- * plane (barrier, allgather, abort) is reached through world/world.h.
+/* The transport layer, the data plane only: symmetric windows,
+ * put-with-signal and signal waits, behind one vtable with one folder per
+ * backend (shm/: processes on one host sharing memory, with the link
+ * emulator; mpi/: MPI, across hosts). Worlds are made and torn down in
+ * world/, which calls the backends' own headers (shm/shm.h, mpi/mpi.h) and
+ * registers each world's control table (world/world_ops.h: barrier,
+ * allgather, abort, ...) beside this one; the control plane is reached
+ * through world/world.h.
  *
  * Callers above the transport (ops/, trace/) never read the vtable: they
  * call the agmm_tp_* wrappers below and ask agmm_tp_has() for a capability
@@ -51,7 +53,6 @@ typedef struct agmm_win {
 typedef int agmm_tp_recv_set_t;
 
 typedef struct agmm_transport_ops {
-    const char *name;
     unsigned caps; /* AGMM_TP_CAP_* */
     /* Collective. A zeroed window of `bytes` on every rank. */
     agmm_status_t (*win_alloc)(agmm_world_t *w, size_t bytes, agmm_win_t *out);
@@ -97,35 +98,18 @@ typedef struct agmm_transport_ops {
                                     const void *src, size_t row_bytes,
                                     const int64_t *rows, const int64_t *row_off,
                                     double deadline);
-    /* --- Control-plane entries -------------------------------------------
-     * Called only by world/ (world/world.h wraps them) and, for abort and
-     * aborted, by the transport's own waits and errors. Each backend
-     * implements them over its own means (shm: the shared control block;
-     * mpi: MPI collectives and control messages); the abort state machine
-     * itself is common/abort.c, the backend only delivers the reason. They
-     * stay in this table because tests build fake tables with abort and
-     * aborted (tests/test_link.c). */
-    /* Collective, with a deadline (agmm_now() seconds). */
-    agmm_status_t (*barrier)(agmm_world_t *w, double deadline);
-    /* Collective: `bytes` per rank, at most AGMM_ALLGATHER_MAX. */
-    agmm_status_t (*allgather)(agmm_world_t *w, const void *in, void *out,
-                               size_t bytes, double deadline);
-    /* Mark the world aborted with a one-line reason (first caller wins). */
-    void (*abort)(agmm_world_t *w, const char *reason);
-    /* NULL while the world runs; the reason once it is aborted. */
-    const char *(*aborted)(agmm_world_t *w);
-    /* Optional (NULL: a real link): the settings of an emulated link
-     * (link.h); returns 1 when emulated. */
-    int (*link)(const agmm_world_t *w, double *gbps, double *latency_us);
-    /* Optional (NULL: none can be): control messages that arrived for a
-     * window already freed, dropped and counted (mpi/mpi.c, mpi/wintab.h). */
-    uint64_t (*dropped)(agmm_world_t *w);
 } agmm_transport_ops_t;
 
+/* Most bytes per rank of the control plane's allgather (world/). */
 #define AGMM_ALLGATHER_MAX 1024
 
+/* The world's control table (barrier, allgather, abort, ...): defined and
+ * owned by world/ (world/world_ops.h) and opaque here. */
+struct agmm_world_ops;
+
 struct agmm_world {
-    const agmm_transport_ops_t *ops;
+    const agmm_transport_ops_t *ops;  /* data plane: this header's table */
+    const struct agmm_world_ops *ctl; /* control plane: world/world_ops.h */
     int rank;
     int size;
     double timeout_s;   /* default wait timeout */
@@ -133,13 +117,16 @@ struct agmm_world {
     void *impl;         /* backend state */
 };
 
-/* Internal query (tests, --verbose): control messages dropped because they
- * outlived their window. Plan teardown waits for in-flight acks, so this
- * stays 0 unless a world was aborted. */
-static inline uint64_t agmm_world_dropped_messages(agmm_world_t *w)
-{
-    return w && w->ops->dropped ? w->ops->dropped(w) : 0;
-}
+/* ---- What the data plane needs from the control plane -----------------
+ * Defined by world/ (world/world.c, over the world's control table) and
+ * declared here, so that transport/ calls them without including world/
+ * (world/ includes transport/, not the reverse). Only these three cross
+ * upwards: the waits' abort (signal.c, shm/link.c) and the backends'
+ * window agreement (win_alloc). Any thread for the first two. */
+/* Mark the world aborted with `reason` as given (first abort wins). */
+void agmm_world_abort_with(agmm_world_t *w, const char *reason);
+/* NULL while the world runs; the reason once it is aborted. */
+const char *agmm_world_aborted(agmm_world_t *w);
 
 /* ---- The data plane as ops/ and trace/ call it -------------------------
  * Thin wrappers over the vtable; the optional entries become no-ops (or an
@@ -248,7 +235,8 @@ static inline _Atomic uint64_t *agmm_win_signal(const agmm_win_t *win,
 double agmm_deadline(const agmm_world_t *w, double timeout_s);
 
 /* Collective, for backends' win_alloc: check that every rank allocates the
- * same window (same `key`, e.g. offset or id, and same size). */
+ * same window (same `key`, e.g. offset or id, and same size). Defined by
+ * world/ (world.c: it is a control-plane allgather); see the upcalls above. */
 agmm_status_t agmm_win_agree(agmm_world_t *w, uint64_t key, size_t bytes);
 
 #endif

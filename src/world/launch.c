@@ -107,6 +107,18 @@ static void kill_all(launch_state_t *ls, int sig)
         if (ls->pids[r] > 0) kill(ls->pids[r], sig);
 }
 
+/* The control table of a forked world: the shm backend's entries over its
+ * shared control block (transport/shm/shm.h). Read-only, shared by every
+ * thread of the rank. */
+static const agmm_world_ops_t forked_world_ops = {
+    .name = "shm",
+    .barrier = agmm_shm_barrier,
+    .allgather = agmm_shm_allgather,
+    .abort = agmm_shm_abort,
+    .aborted = agmm_shm_aborted,
+    .link = agmm_shm_link,
+};
+
 static void rank_process(agmm_shm_shared_t *sh, int rank, double timeout_s,
                          int oversubscribed, pid_t launcher, const sigset_t *old_mask,
                          agmm_rank_main_fn rank_main, void *arg)
@@ -116,7 +128,7 @@ static void rank_process(agmm_shm_shared_t *sh, int rank, double timeout_s,
     if (getppid() != launcher) _exit(127);
     sigprocmask(SIG_SETMASK, old_mask, NULL);
 
-    agmm_world_t world;
+    agmm_world_t world = {.ctl = &forked_world_ops};
     agmm_log_set_rank(rank);
     if (agmm_shm_world_init(sh, rank, &world) != AGMM_OK) _exit(1);
     world.timeout_s = timeout_s;

@@ -12,6 +12,18 @@
 #include "transport/mpi/mpi.h"
 #include "world/world.h"
 
+/* The control table of an MPI world: the MPI backend's entries over its
+ * collectives and control messages (transport/mpi/mpi.h). Read-only,
+ * shared by every thread. */
+static const agmm_world_ops_t mpi_world_ops = {
+    .name = "mpi",
+    .barrier = agmm_mpi_barrier,
+    .allgather = agmm_mpi_allgather,
+    .abort = agmm_mpi_abort,
+    .aborted = agmm_mpi_aborted,
+    .dropped = agmm_mpi_dropped,
+};
+
 /* The one MPI world of this process (MPI_COMM_WORLD). */
 static agmm_world_t *the_world;
 
@@ -66,6 +78,7 @@ agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
 
     agmm_world_t *w = calloc(1, sizeof *w);
     if (!w) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+    w->ctl = &mpi_world_ops; /* before the backend starts: it may abort */
     w->timeout_s = timeout_s > 0 ? timeout_s : 60.0;
     MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w->size);

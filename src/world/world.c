@@ -1,5 +1,6 @@
 /* The world's control plane: the public agmm_world_* functions (thin,
- * checked wrappers) and the internal ones of world/world.h. */
+ * checked wrappers) and the internal ones of world/world.h, the only
+ * callers of the world's control table (world_ops.h, w->ctl). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ int agmm_world_size(const agmm_world_t *w)
 
 const char *agmm_world_transport_name(const agmm_world_t *w)
 {
-    return w ? w->ops->name : "none";
+    return w ? w->ctl->name : "none";
 }
 
 void agmm_world_set_timeout(agmm_world_t *w, double timeout_s)
@@ -31,36 +32,41 @@ int agmm_world_link_emulated(const agmm_world_t *w, double *gbps,
 {
     if (gbps) *gbps = 0;
     if (latency_us) *latency_us = 0;
-    if (!w || !w->ops->link) return 0; /* a real link */
-    return w->ops->link(w, gbps, latency_us);
+    if (!w || !w->ctl->link) return 0; /* a real link */
+    return w->ctl->link(w, gbps, latency_us);
 }
 
 agmm_status_t agmm_world_barrier_until(agmm_world_t *w, double deadline)
 {
-    return w->ops->barrier(w, deadline);
+    return w->ctl->barrier(w, deadline);
 }
 
 agmm_status_t agmm_world_allgather_until(agmm_world_t *w, const void *in,
                                          void *out, size_t bytes,
                                          double deadline)
 {
-    return w->ops->allgather(w, in, out, bytes, deadline);
+    return w->ctl->allgather(w, in, out, bytes, deadline);
 }
 
 void agmm_world_abort_with(agmm_world_t *w, const char *reason)
 {
-    w->ops->abort(w, reason);
+    w->ctl->abort(w, reason);
 }
 
 const char *agmm_world_aborted(agmm_world_t *w)
 {
-    return w->ops->aborted(w);
+    return w->ctl->aborted(w);
+}
+
+uint64_t agmm_world_dropped_messages(agmm_world_t *w)
+{
+    return w && w->ctl->dropped ? w->ctl->dropped(w) : 0;
 }
 
 agmm_status_t agmm_world_barrier(agmm_world_t *w, double timeout_s)
 {
     if (!w) return agmm_error(AGMM_ERR_INVALID_ARG, "barrier: world is NULL");
-    return w->ops->barrier(w, agmm_deadline(w, timeout_s));
+    return w->ctl->barrier(w, agmm_deadline(w, timeout_s));
 }
 
 agmm_status_t agmm_world_allgather(agmm_world_t *w, const void *in, void *out,
@@ -72,7 +78,7 @@ agmm_status_t agmm_world_allgather(agmm_world_t *w, const void *in, void *out,
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "allgather: %zu bytes per rank (allowed 1..%d)",
                           bytes, AGMM_ALLGATHER_MAX);
-    return w->ops->allgather(w, in, out, bytes, agmm_deadline(w, 0));
+    return w->ctl->allgather(w, in, out, bytes, agmm_deadline(w, 0));
 }
 
 void agmm_world_abort(agmm_world_t *w, const char *message)
@@ -81,7 +87,7 @@ void agmm_world_abort(agmm_world_t *w, const char *message)
     char reason[400];
     snprintf(reason, sizeof reason, "rank %d aborted: %s", w->rank,
              message ? message : "(no reason given)");
-    w->ops->abort(w, reason);
+    w->ctl->abort(w, reason);
 }
 
 agmm_status_t agmm_win_agree(agmm_world_t *w, uint64_t key, size_t bytes)
@@ -90,16 +96,16 @@ agmm_status_t agmm_win_agree(agmm_world_t *w, uint64_t key, size_t bytes)
     uint64_t *all = malloc(sizeof mine * (size_t)w->size);
     if (!all)
         return agmm_error(AGMM_ERR_NO_MEMORY, "%s: out of memory",
-                          w->ops->name);
+                          w->ctl->name);
     agmm_status_t st =
-        w->ops->allgather(w, mine, all, sizeof mine, agmm_deadline(w, 0));
+        w->ctl->allgather(w, mine, all, sizeof mine, agmm_deadline(w, 0));
     for (int p = 0; st == AGMM_OK && p < w->size; p++)
         if (all[2 * p] != mine[0] || all[2 * p + 1] != mine[1])
             st = agmm_error(AGMM_ERR_MISMATCH,
                             "%s: window allocation differs between rank %d "
                             "(%llu bytes, key %llu) and this rank (%zu bytes, "
                             "key %llu)",
-                            w->ops->name, p, (unsigned long long)all[2 * p + 1],
+                            w->ctl->name, p, (unsigned long long)all[2 * p + 1],
                             (unsigned long long)all[2 * p], bytes,
                             (unsigned long long)key);
     free(all);

@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "agmm_ext.h"
-#include "transport/transport.h"
+#include "world/world.h"
 
 #define MAXR 8
 

@@ -51,6 +51,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_internal.h"
 
 #define MAX_PENDING 1024 /* sends in flight per thread before quiet */
@@ -69,8 +70,10 @@ agmm_status_t agmm_mpi_fail(int rc, const char *what)
 /* ----------------------------------------------------------- abort */
 
 /* The state machine is common/abort.c; this backend delivers the reason
- * to the peers (mpi_abort) and takes theirs (the progress thread). */
-static const char *mpi_aborted(agmm_world_t *w)
+ * to the peers (agmm_mpi_abort) and takes theirs (the progress thread).
+ * agmm_mpi_abort and agmm_mpi_aborted are also the MPI world's control
+ * entries (mpi.h; registered by world/mpi_world.c). */
+const char *agmm_mpi_aborted(agmm_world_t *w)
 {
     return agmm_abort_reason(&st_of(w)->abort);
 }
@@ -82,7 +85,7 @@ static int record_abort(mpi_state_t *s, const char *reason)
 
 /* First abort wins; the reason goes to every peer as a control message
  * (nonblocking: a dead peer must not block us). */
-static void mpi_abort(agmm_world_t *w, const char *reason)
+void agmm_mpi_abort(agmm_world_t *w, const char *reason)
 {
     mpi_state_t *s = st_of(w);
     if (!record_abort(s, reason)) return;
@@ -118,11 +121,11 @@ agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
             char reason[REASON_MAX];
             snprintf(reason, sizeof reason, "rank %d: %s", w->rank,
                      agmm_thread_error());
-            mpi_abort(w, reason);
+            agmm_mpi_abort(w, reason);
             return e;
         }
         if (done) return AGMM_OK;
-        const char *reason = mpi_aborted(w);
+        const char *reason = agmm_mpi_aborted(w);
         if (reason)
             return agmm_error_quiet(AGMM_ERR_ABORTED, "aborted during %s: %s",
                                     what, reason);
@@ -130,7 +133,7 @@ agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
             agmm_error(AGMM_ERR_TIMEOUT, "timed out in %s", what);
             char r[REASON_MAX];
             snprintf(r, sizeof r, "rank %d timed out in %s", w->rank, what);
-            mpi_abort(w, r);
+            agmm_mpi_abort(w, r);
             return AGMM_ERR_TIMEOUT;
         }
         agmm_mpi_backoff(idle);
@@ -244,7 +247,7 @@ static void apply_signal(agmm_world_t *w, const uint64_t msg[3], int src)
                  "%llu, which it does not have",
                  w->rank, src, (unsigned long long)off,
                  (unsigned long long)id);
-        mpi_abort(w, r);
+        agmm_mpi_abort(w, r);
     } else {
         /* One writer per cell (the sender), messages from one sender
          * arrive in order: a release store keeps it monotonic; publish
@@ -286,7 +289,7 @@ static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
                  "rank %d received %d bytes from rank %d where %zu were "
                  "expected (ranks disagree on the plan)",
                  w->rank, count, sl->src, sl->bytes);
-        mpi_abort(w, r);
+        agmm_mpi_abort(w, r);
     }
     /* Release: the rows MPI just completed are visible to a worker whose
      * acquire load of the cell returns the epoch. */
@@ -327,19 +330,19 @@ void *agmm_mpi_progress_main(void *arg)
                 char r[REASON_MAX];
                 snprintf(r, sizeof r, "rank %d: progress thread out of memory",
                          w->rank);
-                mpi_abort(w, r);
+                agmm_mpi_abort(w, r);
                 break;
             }
         }
         int n = 0;
         int rc = MPI_Testsome(s->nactive, s->active, &n, idx, sts);
         int armed = s->nactive > 2;
-        if (rc != MPI_SUCCESS && !mpi_aborted(w)) {
+        if (rc != MPI_SUCCESS && !agmm_mpi_aborted(w)) {
             pthread_mutex_unlock(&s->lock);
             agmm_mpi_fail(rc, "MPI_Testsome in the progress thread");
             char r[REASON_MAX];
             snprintf(r, sizeof r, "rank %d: %s", w->rank, agmm_thread_error());
-            mpi_abort(w, r);
+            agmm_mpi_abort(w, r);
             break;
         }
         if (rc == MPI_SUCCESS && n != MPI_UNDEFINED && n > 0) {
@@ -375,8 +378,10 @@ void *agmm_mpi_progress_main(void *arg)
 
 /* ------------------------------------------------------ collectives */
 
-/* Barrier and all-gather run on the plan's thread, outside the worker
- * pool that prints a rank's abort once: print it here. */
+/* Barrier and all-gather are the MPI world's control entries (mpi.h;
+ * world/mpi_world.c registers them), over the `coll` communicator. They
+ * run on the plan's thread, outside the worker pool that prints a rank's
+ * abort once: print it here. */
 static agmm_status_t loud(agmm_status_t st)
 {
     if (st != AGMM_ERR_ABORTED) return st;
@@ -388,7 +393,7 @@ static agmm_status_t loud(agmm_status_t st)
                       reason[0] ? reason : "aborted (no reason recorded)");
 }
 
-static agmm_status_t mpi_barrier(agmm_world_t *w, double deadline)
+agmm_status_t agmm_mpi_barrier(agmm_world_t *w, double deadline)
 {
     MPI_Request req;
     MPI_TRY(MPI_Ibarrier(st_of(w)->coll, &req), "MPI_Ibarrier");
@@ -396,8 +401,8 @@ static agmm_status_t mpi_barrier(agmm_world_t *w, double deadline)
                           "a barrier (not every rank arrived in time)"));
 }
 
-static agmm_status_t mpi_allgather(agmm_world_t *w, const void *in, void *out,
-                                   size_t bytes, double deadline)
+agmm_status_t agmm_mpi_allgather(agmm_world_t *w, const void *in, void *out,
+                                 size_t bytes, double deadline)
 {
     MPI_Request req;
     MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes,
@@ -442,19 +447,13 @@ static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
 }
 
 const agmm_transport_ops_t agmm_mpi_ops = {
-    .name = "mpi",
     .caps = AGMM_TP_CAP_POSTED_RECEIVES | AGMM_TP_CAP_NATIVE_ALLGATHER,
     .win_alloc = agmm_mpi_win_alloc,
     .win_free = agmm_mpi_win_free,
     .put_signal = mpi_put_signal,
     .signal = mpi_signal,
     .quiet = mpi_quiet,
-    .barrier = mpi_barrier,
-    .allgather = mpi_allgather,
     .expect = agmm_mpi_expect,
     .round_begin = agmm_mpi_round_begin,
     .allgather_rows = mpi_allgather_rows,
-    .abort = mpi_abort,
-    .aborted = mpi_aborted,
-    .dropped = agmm_mpi_dropped,
 };

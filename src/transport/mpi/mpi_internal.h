@@ -89,7 +89,8 @@ agmm_status_t agmm_mpi_fail(int rc, const char *what);
 agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
                                  double deadline, const char *what);
 
-/* The backend's vtable (mpi.c). */
+/* The backend's data-plane vtable (mpi.c); its control entries are in
+ * mpi.h, registered by world/mpi_world.c. */
 extern const agmm_transport_ops_t agmm_mpi_ops;
 /* The progress thread's body (mpi.c); started by mpi_state.c. */
 void *agmm_mpi_progress_main(void *arg);
@@ -106,6 +107,5 @@ agmm_status_t agmm_mpi_expect(agmm_world_t *w, const agmm_win_t *win, int src,
                               agmm_tp_recv_set_t set);
 agmm_status_t agmm_mpi_round_begin(agmm_world_t *w, const agmm_win_t *sigwin,
                                    agmm_tp_recv_set_t set, uint64_t value);
-uint64_t agmm_mpi_dropped(agmm_world_t *w);
 
 #endif

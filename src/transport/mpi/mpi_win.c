@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_internal.h"
 
 agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes,

@@ -199,7 +199,7 @@ agmm_status_t agmm_link_drain(agmm_link_t *l, agmm_world_t *w, double deadline)
         abs_time(agmm_now_ns() + 1000000ull, &ts);
         pthread_cond_timedwait(&l->done, &l->lock, &ts);
         if ((left = undelivered(l, me)) == 0) break;
-        const char *reason = w->ops->aborted(w);
+        const char *reason = agmm_world_aborted(w);
         if (reason) {
             st = agmm_error_quiet(AGMM_ERR_ABORTED,
                                   "aborted while the emulated link delivered "
@@ -223,7 +223,7 @@ agmm_status_t agmm_link_drain(agmm_link_t *l, agmm_world_t *w, double deadline)
                  (unsigned long long)left);
         agmm_error(AGMM_ERR_TIMEOUT, "%s", msg);
         snprintf(reason, sizeof reason, "rank %d %s", w->rank, msg);
-        w->ops->abort(w, reason);
+        agmm_world_abort_with(w, reason);
     }
     return st;
 }

@@ -153,14 +153,16 @@ const char *agmm_shm_abort_reason(agmm_shm_shared_t *sh)
     return agmm_abort_reason(&sh->ctl->abort);
 }
 
-/* ----------------------------------------------------------- vtable */
+/* ------------------------------------- the world's control entries */
+/* Registered by world/launch.c as the forked worlds' control table
+ * (world/world_ops.h); implemented here over the shared control block. */
 
-static void shm_abort(agmm_world_t *w, const char *reason)
+void agmm_shm_abort(agmm_world_t *w, const char *reason)
 {
     agmm_shm_abort_all(rank_of(w)->sh, reason);
 }
 
-static const char *shm_aborted(agmm_world_t *w)
+const char *agmm_shm_aborted(agmm_world_t *w)
 {
     return agmm_shm_abort_reason(rank_of(w)->sh);
 }
@@ -170,7 +172,7 @@ static unsigned char *slice_of(agmm_shm_shared_t *sh, int rank)
     return sh->heap + (size_t)rank * sh->slice;
 }
 
-static agmm_status_t shm_barrier(agmm_world_t *w, double deadline)
+agmm_status_t agmm_shm_barrier(agmm_world_t *w, double deadline)
 {
     shm_rank_t *r = rank_of(w);
     shm_ctl_t *ctl = r->sh->ctl;
@@ -186,16 +188,16 @@ static agmm_status_t shm_barrier(agmm_world_t *w, double deadline)
     return agmm_signal_wait(w, &ctl->generation, g + 1, deadline, &what);
 }
 
-static agmm_status_t shm_allgather(agmm_world_t *w, const void *in, void *out,
-                                   size_t bytes, double deadline)
+agmm_status_t agmm_shm_allgather(agmm_world_t *w, const void *in, void *out,
+                                 size_t bytes, double deadline)
 {
     shm_ctl_t *ctl = rank_of(w)->sh->ctl;
     memcpy(ctl->slots + (size_t)w->rank * AGMM_ALLGATHER_MAX, in, bytes);
-    AGMM_CHECK(shm_barrier(w, deadline)); /* every slot written */
+    AGMM_CHECK(agmm_shm_barrier(w, deadline)); /* every slot written */
     for (int p = 0; p < w->size; p++)
         memcpy((unsigned char *)out + (size_t)p * bytes,
                ctl->slots + (size_t)p * AGMM_ALLGATHER_MAX, bytes);
-    return shm_barrier(w, deadline); /* every slot read: reusable */
+    return agmm_shm_barrier(w, deadline); /* every slot read: reusable */
 }
 
 static agmm_status_t shm_win_alloc(agmm_world_t *w, size_t bytes,
@@ -290,21 +292,15 @@ static agmm_status_t shm_quiet(agmm_world_t *w)
     return agmm_link_drain(r->link, w, agmm_deadline(w, 0));
 }
 
-static int shm_link(const agmm_world_t *w, double *gbps, double *latency_us);
+/* ----------------------------------------------------------- vtable */
 
 static const agmm_transport_ops_t shm_ops = {
-    .name = "shm",
     .caps = AGMM_TP_CAP_ONE_SIDED,
     .win_alloc = shm_win_alloc,
     .win_free = shm_win_free,
     .put_signal = shm_put_signal,
     .signal = shm_signal,
     .quiet = shm_quiet,
-    .barrier = shm_barrier,
-    .allgather = shm_allgather,
-    .abort = shm_abort,
-    .aborted = shm_aborted,
-    .link = shm_link,
 };
 
 agmm_status_t agmm_shm_world_init(agmm_shm_shared_t *sh, int rank,
@@ -331,7 +327,7 @@ void agmm_shm_world_fini(agmm_world_t *w)
     r->link = NULL;
 }
 
-static int shm_link(const agmm_world_t *w, double *gbps, double *latency_us)
+int agmm_shm_link(const agmm_world_t *w, double *gbps, double *latency_us)
 {
     const shm_rank_t *r = (const shm_rank_t *)w->impl;
     if (gbps) *gbps = r->sh->link_gbps;

@@ -20,6 +20,16 @@ void agmm_shm_world_fini(agmm_world_t *w);
 /* From the launcher: abort every rank with `reason` (first abort wins). */
 void agmm_shm_abort_all(agmm_shm_shared_t *sh, const char *reason);
 const char *agmm_shm_abort_reason(agmm_shm_shared_t *sh);
+/* The forked world's control entries (world/world_ops.h), over the shared
+ * control block; world/launch.c registers them as the world's control
+ * table. barrier/allgather: collective, one thread per rank; abort and
+ * aborted: any thread. */
+agmm_status_t agmm_shm_barrier(agmm_world_t *w, double deadline);
+agmm_status_t agmm_shm_allgather(agmm_world_t *w, const void *in, void *out,
+                                 size_t bytes, double deadline);
+void agmm_shm_abort(agmm_world_t *w, const char *reason);
+const char *agmm_shm_aborted(agmm_world_t *w);
+int agmm_shm_link(const agmm_world_t *w, double *gbps, double *latency_us);
 /* After every rank exited: unmap. */
 void agmm_shm_release(agmm_shm_shared_t *sh);
 
