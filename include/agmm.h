@@ -306,7 +306,9 @@ typedef struct agmm_gemm_info {
     const char *name;               /* "onednn", "openblas" */
     const char *version;            /* the library's, e.g. "2.6.3" */
     char impl[128];  /* the kernel it picked, e.g. "brg:avx512_core_bf16" */
-    int threads_per_call; /* 1: agmm's workers are the parallelism */
+    /* 1 in every world (forked or MPI): agmm sets the engine and the BLAS
+     * to one thread per call; its workers are the parallelism. */
+    int threads_per_call;
     /* Engine primitives created by this process so far (all plans): stays
      * constant while rounds run, since every plan creates its own at
      * agmm_plan_create. */

@@ -71,22 +71,35 @@ static void describe(FILE *f, const agmm_tev_t *e)
     double us = (double)(e->t1 - e->t0) * 1e-3;
     switch (e->kind) {
     case AGMM_TEV_PUT:
-        fprintf(f, "put tiles %d-%d to rank %d, %lld bytes, %.1f us", e->tile0,
-                e->tile1 - 1, e->peer, (long long)e->value, us);
+        if (e->tile0 >= 0) /* -1: a whole shard (the baseline) */
+            fprintf(f, "put tiles %d-%d", e->tile0, e->tile1 - 1);
+        else
+            fprintf(f, "put the whole shard");
+        fprintf(f, " to rank %d, %lld bytes, %.1f us", e->peer,
+                (long long)e->value, us);
         break;
     case AGMM_TEV_WAIT:
-        fprintf(f, "wait for %s %d from rank %d, %.1f us", agmm_tsig_name(e->sig),
-                e->tile0, e->peer, us);
+        fprintf(f, "wait for %s", agmm_tsig_name(e->sig));
+        if (e->tile0 >= 0) fprintf(f, " %d", e->tile0); /* -1: no index */
+        fprintf(f, " from rank %d, %.1f us", e->peer, us);
         break;
     case AGMM_TEV_CONVERT:
-        fprintf(f, "convert %lld rows of rank %d, %.1f us", (long long)e->value,
-                e->peer, us);
+    case AGMM_TEV_GEMM:
+        /* peer >= 0: tiles [tile0, tile1) of that rank's shard; -1: global
+         * tile indices over the gathered matrix (the baseline's GEMM). */
+        fprintf(f, "%s %lld rows (", e->kind == AGMM_TEV_GEMM ? "GEMM" : "convert",
+                (long long)e->value);
+        if (e->peer >= 0)
+            fprintf(f, "tiles %d-%d of rank %d", e->tile0, e->tile1 - 1, e->peer);
+        else
+            fprintf(f, "global tiles %d-%d, all ranks", e->tile0, e->tile1 - 1);
+        fprintf(f, ")");
+        if (e->kind == AGMM_TEV_GEMM)
+            fprintf(f, " x column blocks %d-%d", e->j0, e->j1 - 1);
+        fprintf(f, ", %.1f us", us);
         break;
     default:
-        fprintf(f, "GEMM %lld rows (%s %d-%d of %s%d) x blocks %d-%d, %.1f us",
-                (long long)e->value, e->peer >= 0 ? "tiles" : "global tiles",
-                e->tile0, e->tile1 - 1, e->peer >= 0 ? "rank " : "all",
-                e->peer >= 0 ? e->peer : 0, e->j0, e->j1 - 1, us);
+        fprintf(f, "%.1f us", us);
         break;
     }
     fprintf(f, " (round %u %s)", e->round, agmm_trace_sched_name(e->sched));
