@@ -14,7 +14,8 @@ fi
 AGMM=$1
 # shellcheck source=tests/e2e/proc_tag.sh
 . "$(dirname "$0")/proc_tag.sh"
-ONLINE=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)
+# The cores this process may use (nproc follows the CPU affinity, as agmm does).
+ONLINE=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/cli_bad_args.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
@@ -76,7 +77,8 @@ rows=(
     "run --comm-cores x                   | --comm-cores:"
     "run --gemm-cores 0                   | --gemm-cores:"
     "run --gemm-cores 99999999999999999999 | --gemm-cores: out of range"
-    "run --ranks 2 --comm-cores $ONLINE --gemm-cores 1 | --comm-cores/--gemm-cores:"
+    # too many threads: bench refuses (run only warns: tests/e2e/tool_cores.sh)
+    "bench --ranks 2 --comm-cores $ONLINE --gemm-cores 1 | --comm-cores/--gemm-cores:"
     "bench --ranks 2 --comm-cores 0 --gemm-cores $ONLINE | --comm-cores/--gemm-cores:"
     # run control
     "run --timeout 0                      | --timeout:"
@@ -142,9 +144,10 @@ rows=(
     # memory: rejected by the caller's check (agmm_cli_check_memory)
     "run --m-local 3000000 --k 200000     | --m-local/--k/--n: the plan needs"
 )
-# The default core split cannot fit when there are more ranks than cores.
+# The default core split cannot fit when there are more ranks than cores
+# (bench refuses; run warns and goes on).
 if [ $((ONLINE + 1)) -le 1024 ]; then
-    rows+=("run --ranks $((ONLINE + 1)) --m-local 1 | --comm-cores/--gemm-cores:")
+    rows+=("bench --ranks $((ONLINE + 1)) --m-local 1 | --comm-cores/--gemm-cores:")
 fi
 # A build without oneDNN refuses the engine by name.
 if ! "$AGMM" --version | grep -q '^gemm engines:.*onednn'; then

@@ -116,26 +116,33 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     }
     const char *tag = agmm_tool_link_tag(cli);
     fprintf(out,
-            "agmm %s: %d ranks (%s), M=%lld (%s) K=%lld N=%lld, %s in, fp32 "
+            "agmm %s: %d %s (%s), M=%lld (%s) K=%lld N=%lld, %s in, fp32 "
             "out, %s weight, tiles %lldx%lld, %d comm + %d GEMM threads per "
             "rank%s\n",
             cli->cmd == AGMM_CMD_RUN ? "run" : "bench", cli->ranks,
-            agmm_world_transport_name(world), (long long)cli->m_total, shards,
+            cli->ranks == 1 ? "rank" : "ranks", agmm_world_transport_name(world), (long long)cli->m_total, shards,
             (long long)cli->k, (long long)cli->n, agmm_dtype_name(cli->dtype),
             cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
             (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
             cli->gemm_cores, tag);
+    int sharing = cli->cores_own ? 1 : cli->ranks_here;
+    fprintf(out, "cores: each rank may use %d %s (its CPU affinity)", cli->usable_cores,
+            cli->usable_cores == 1 ? "core" : "cores");
+    if (sharing > 1) fprintf(out, ", shared by the %d ranks on this host", sharing);
+    fprintf(out, "%s\n", tag);
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     const char *l2 = getenv("OPENBLAS_L2_SIZE");
+    int bt = agmm_blas_threads();
     fprintf(out,
-            "blas: %s, kernel %s, %d thread per GEMM call (OPENBLAS_CORETYPE=%s, "
+            "blas: %s, kernel %s, %d %s per GEMM call (OPENBLAS_CORETYPE=%s, "
             "OPENBLAS_L2_SIZE=%s)%s\n",
-            agmm_blas_name(), agmm_blas_kernel(), agmm_blas_threads(),
+            agmm_blas_name(), agmm_blas_kernel(), bt, bt == 1 ? "thread" : "threads",
             coretype ? coretype : "unset", l2 ? l2 : "unset", tag);
     agmm_gemm_info_t g;
     if (agmm_plan_gemm_info(plan, &g) == AGMM_OK)
-        fprintf(out, "gemm: %s %s, impl %s, %d thread per call%s\n", g.name,
-                g.version, g.impl, g.threads_per_call, tag);
+        fprintf(out, "gemm: %s %s, impl %s, %d %s per call%s\n", g.name,
+                g.version, g.impl, g.threads_per_call,
+                g.threads_per_call == 1 ? "thread" : "threads", tag);
 }
 
 void agmm_tool_json_gemm(const agmm_plan_t *plan)
