@@ -15,6 +15,7 @@
 
 #include "agmm_ext.h"
 #include "gemm/peak.h"
+#include "progress.h"
 #include "tool.h"
 
 typedef struct stats {
@@ -311,7 +312,10 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
                cli->rounds, cli->warmup, tag);
         fflush(stdout);
     }
+    agmm_progress_t pg;
+    agmm_progress_begin(&pg, t.rank, cli->warmup + cli->rounds, "bench round (warmup first)");
     for (int i = 0; i < cli->warmup + cli->rounds && rc == 0; i++) {
+        agmm_progress_step(&pg, i);
         /* --trace records the timed rounds of both modes (the library
          * caps the memory and counts what it drops). */
         if (i == cli->warmup) {
@@ -326,6 +330,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
             else if (i >= cli->warmup) us[m][i - cli->warmup] = s * 1e6;
         }
     }
+    agmm_progress_clear(&pg);
     if (rc == 0) rc = agmm_tool_trace_end(&t);
     agmm_schedule_info_t ai;
     if (rc == 0 && agmm_plan_schedule_info(t.plan, &ai) != AGMM_OK) rc = 1;

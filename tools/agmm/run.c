@@ -7,6 +7,7 @@
 
 #include "agmm_ext.h"
 #include "inputs.h"
+#include "progress.h"
 #include "tool.h"
 
 #define RTOL 1e-2
@@ -88,8 +89,11 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         if (agmm_plan_run(t.plan, AGMM_SCHEDULE_FUSED, t.a, t.c) != AGMM_OK)
             rc = 1;
     }
+    agmm_progress_t pg;
+    agmm_progress_begin(&pg, t.rank, cli->rounds, "round");
     for (int round = 0; round < cli->rounds && rc == 0; round++) {
         round_result_t res = {0, 0, 0, -1};
+        agmm_progress_step(&pg, round);
         if ((rc = agmm_tool_fill_shard(&t, round)) != 0) break;
         if (agmm_world_barrier(world, 0) != AGMM_OK) {
             rc = 1;
@@ -134,6 +138,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             if (all[p].mismatches != 0 && bad_rank < 0) bad_rank = p;
         }
         failed |= bad_rank >= 0;
+        agmm_progress_clear(&pg);
         if (cli->json) {
             printf("%s{\"round\":%d,\"schedule\":\"%s\",\"time_us\":%.1f,"
                    "\"gflops\":%.2f",
@@ -177,6 +182,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                    (long long)(i / cli->n), (long long)(i % cli->n), tag);
         }
     }
+    agmm_progress_clear(&pg);
     /* The trace is written whatever the check found (it may explain it). */
     if (rc == 0) rc = agmm_tool_trace_end(&t);
     if (rc == 0) agmm_tool_trace_print(&t, 1);
