@@ -16,6 +16,7 @@
 #include "agmm_ext.h"
 #include "gemm/peak.h"
 #include "progress.h"
+#include "report.h"
 #include "tool.h"
 
 typedef struct stats {
@@ -185,28 +186,15 @@ static void json_ratio(const char *key, double v)
 static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                        const stats_t *st, const int *on, ratios_t r,
                        ratios_t paired, const agmm_schedule_info_t *ai,
-                       double flop, const peak_t *pk)
+                       double flop, const peak_t *pk, double *const *samples)
 {
     const agmm_cli_t *cli = t->cli;
-    const char *coretype = getenv("OPENBLAS_CORETYPE");
-    const char *l2 = getenv("OPENBLAS_L2_SIZE");
-    printf("{\"command\":\"bench\",");
-    agmm_tool_json_common(cli, world);
+    printf("{\"command\":\"bench\",\"ok\":true,");
+    agmm_tool_json_header(cli, agmm_world_transport_name(world));
     agmm_tool_json_gemm(t->plan);
-    printf(",\"m\":%lld,\"k\":%lld,\"n\":%lld,\"dtype\":\"%s\","
-           "\"weights\":\"%s\",\"tile_m\":%lld,\"tile_n\":%lld,"
-           "\"comm_cores\":%d,\"gemm_cores\":%d,\"rounds\":%d,"
-           "\"warmup\":%d,\"blas\":{\"name\":\"%s\",\"kernel\":\"%s\","
-           "\"threads_per_call\":%d,\"OPENBLAS_CORETYPE\":\"%s\","
-           "\"OPENBLAS_L2_SIZE\":\"%s\"},\"peak_gflops_per_core\":%.3f,"
-           "\"peak_instr\":\"%s\",\"modes\":{",
-           (long long)cli->m_total, (long long)cli->k, (long long)cli->n,
-           agmm_dtype_name(cli->dtype),
-           cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
-           (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
-           cli->gemm_cores, cli->rounds, cli->warmup, agmm_blas_name(),
-           agmm_blas_kernel(), agmm_blas_threads(), coretype ? coretype : "",
-           l2 ? l2 : "", pk->gflops, pk->instr ? pk->instr : "");
+    printf(",\"rounds\":%d,\"peak_gflops_per_core\":%.3f,\"peak_instr\":\"%s\","
+           "\"modes\":{",
+           cli->rounds, pk->gflops, pk->instr ? pk->instr : "");
     int first = 1;
     for (int m = 0; m < NMODES; m++) {
         if (!on[m]) continue;
@@ -218,7 +206,10 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                flop / st[m].median * 1e-6);
         json_ratio("fraction_of_peak",
                    fraction_of_peak(m, flop, st[m].median, cli->gemm_cores, pk));
-        printf("}");
+        printf(",\"samples_us\":[");
+        for (int i = 0; i < cli->rounds; i++)
+            printf("%s%.3f", i ? "," : "", samples[m][i]);
+        printf("]}");
         first = 0;
     }
     printf("}");
@@ -239,6 +230,7 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                ai->decided ? "true" : "false", ai->trials, ai->fused_us,
                ai->baseline_us, ai->reason);
     printf("%s}\n", t->trace_json ? t->trace_json : "");
+    agmm_tool_report()->printed = 1;
 }
 
 /* One ratio line, if the ratio was measured. */
@@ -339,13 +331,17 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         ratios_t pr = paired_ratios(us, on, cli->rounds); /* before sorting */
         stats_t st[NMODES] = {{0, 0, 0, 0, 0}};
         double med[NMODES] = {0};
+        double *sorted[NMODES] = {0}; /* us[] stays in round order */
         for (int m = 0; m < NMODES; m++)
             if (on[m]) {
-                st[m] = summarize(us[m], cli->rounds);
+                sorted[m] = malloc(sizeof(double) * (size_t)cli->rounds);
+                if (sorted[m]) memcpy(sorted[m], us[m], sizeof(double) * (size_t)cli->rounds);
+                st[m] = summarize(sorted[m] ? sorted[m] : us[m], cli->rounds);
                 med[m] = st[m].median;
             }
+        for (int m = 0; m < NMODES; m++) free(sorted[m]);
         ratios_t r = ratios_of(med, on);
-        if (cli->json) print_json(&t, world, st, on, r, pr, &ai, flop, &pk);
+        if (cli->json) print_json(&t, world, st, on, r, pr, &ai, flop, &pk, us);
         else print_text(&t, st, on, r, pr, &ai, flop, &pk);
         if (cli->verbose && on[M_AUTO])
             fprintf(stderr, "agmm: schedule auto: %s %s (%s)%s\n",

@@ -8,6 +8,7 @@
 #include "agmm_ext.h"
 #include "inputs.h"
 #include "progress.h"
+#include "report.h"
 #include "tool.h"
 
 #define RTOL 1e-2
@@ -80,7 +81,14 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
     }
     if (t.rank == 0 && !cli->json) agmm_tool_describe(cli, world, t.plan, stdout);
     const char *tag = agmm_tool_link_tag(cli);
-    if (t.rank == 0 && cli->json) printf("{\"command\":\"run\",\"rounds\":[");
+    /* --json: rank 0 collects the rounds and prints one complete object at
+     * the end (a run that fails before prints the failure object instead). */
+    char *rounds_json = NULL;
+    size_t rounds_json_len = 0;
+    FILE *rj = t.rank == 0 && cli->json ? open_memstream(&rounds_json, &rounds_json_len)
+                                        : NULL;
+    if (t.rank == 0 && cli->json && !rj) rc = 1;
+    int first_bad = -1; /* the first rank whose check failed */
     double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
 
     /* Warmup rounds run first, with their own inputs, unreported. */
@@ -138,16 +146,17 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             if (all[p].mismatches != 0 && bad_rank < 0) bad_rank = p;
         }
         failed |= bad_rank >= 0;
+        if (first_bad < 0) first_bad = bad_rank;
         agmm_progress_clear(&pg);
         if (cli->json) {
-            printf("%s{\"round\":%d,\"schedule\":\"%s\",\"time_us\":%.1f,"
-                   "\"gflops\":%.2f",
-                   round ? "," : "", round + 1, agmm_schedule_name(ran),
-                   slowest * 1e6, flop / slowest * 1e-9);
+            fprintf(rj, "%s{\"round\":%d,\"schedule\":\"%s\",\"time_us\":%.1f,"
+                        "\"gflops\":%.2f",
+                    round ? "," : "", round + 1, agmm_schedule_name(ran),
+                    slowest * 1e6, flop / slowest * 1e-9);
             if (cli->check)
-                printf(",\"max_abs_diff\":%.6g,\"pass\":%s", maxdiff,
-                       bad_rank < 0 ? "true" : "false");
-            printf("}");
+                fprintf(rj, ",\"max_abs_diff\":%.6g,\"pass\":%s", maxdiff,
+                        bad_rank < 0 ? "true" : "false");
+            fprintf(rj, "}");
             continue;
         }
         printf("round %d: %s%s, %.3f ms (slowest rank), %.1f GFLOP/s", round + 1,
@@ -186,11 +195,15 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
     /* The trace is written whatever the check found (it may explain it). */
     if (rc == 0) rc = agmm_tool_trace_end(&t);
     if (rc == 0) agmm_tool_trace_print(&t, 1);
+    if (rj) fclose(rj);
     if (t.rank == 0 && cli->json && rc == 0) {
         agmm_schedule_info_t ai;
-        printf("],");
-        agmm_tool_json_common(cli, world);
+        printf("{\"command\":\"run\",\"ok\":%s,", failed ? "false" : "true");
+        if (failed)
+            printf("\"error\":\"check failed\",\"failed_rank\":%d,", first_bad);
+        agmm_tool_json_header(cli, agmm_world_transport_name(world));
         agmm_tool_json_gemm(t.plan);
+        printf(",\"rounds\":[%s]", rounds_json ? rounds_json : "");
         printf(",\"schedule\":{\"requested\":\"%s\"",
                agmm_schedule_name(cli->schedule));
         if (cli->schedule == AGMM_SCHEDULE_AUTO &&
@@ -202,7 +215,9 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                    ai.decided ? "\"" : "", ai.reason);
         printf("},\"checked\":%s,\"pass\":%s%s}\n", cli->check ? "true" : "false",
                failed ? "false" : "true", t.trace_json ? t.trace_json : "");
+        agmm_tool_report()->printed = 1;
     }
+    free(rounds_json);
     fflush(stdout);
     free(all);
     if (rc == 0 && failed) rc = 1;

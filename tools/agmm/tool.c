@@ -7,6 +7,7 @@
 
 #include "agmm_ext.h" /* agmm_blas_*: the BLAS in reports */
 #include "inputs.h"
+#include "report.h"
 
 void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
 {
@@ -28,8 +29,10 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
 static int rank_main(agmm_world_t *world, void *arg)
 {
     const agmm_cli_t *cli = arg;
-    return cli->cmd == AGMM_CMD_RUN ? agmm_tool_run(world, cli)
-                                    : agmm_tool_bench(world, cli);
+    int rc = cli->cmd == AGMM_CMD_RUN ? agmm_tool_run(world, cli)
+                                      : agmm_tool_bench(world, cli);
+    if (rc != 0) agmm_tool_report_failure(agmm_world_rank(world), NULL);
+    return rc;
 }
 
 int agmm_tool_launch(const agmm_cli_t *cli)
@@ -40,7 +43,9 @@ int agmm_tool_launch(const agmm_cli_t *cli)
     opts.link_gbps = cli->link_gbps;
     opts.link_latency_us = cli->link_latency_us;
     int code = 1;
+    agmm_tool_report_share(); /* the ranks' first failure, for --json */
     agmm_status_t st = agmm_launch(&opts, rank_main, (void *)cli, &code);
+    if (st != AGMM_OK || code != 0) agmm_tool_json_failure(cli, "shm");
     if (st != AGMM_OK) return 1; /* the launcher printed why */
     return code == 0 ? 0 : (code == 2 ? 2 : 1);
 }
@@ -163,17 +168,6 @@ const char *agmm_tool_link_tag(const agmm_cli_t *cli)
     return tag;
 }
 
-void agmm_tool_json_common(const agmm_cli_t *cli, agmm_world_t *world)
-{
-    printf("\"ranks\":%d,\"transport\":\"%s\",\"link\":", cli->ranks,
-           agmm_world_transport_name(world));
-    if (cli->link_gbps > 0)
-        printf("{\"kind\":\"emulated link\",\"gbps\":%g,\"latency_us\":%g}",
-               cli->link_gbps, cli->link_latency_us);
-    else
-        printf("null");
-}
-
 /* How many ranks of the world run on this host (same host name): they
  * share its cores and memory. */
 static int ranks_on_this_host(agmm_world_t *world)
@@ -211,6 +205,10 @@ int agmm_tool_mpi_main(int argc, char **argv, agmm_cli_t *cli)
         agmm_world_set_timeout(world, cli->timeout_s);
         rc = cli->cmd == AGMM_CMD_RUN ? agmm_tool_run(world, cli)
                                       : agmm_tool_bench(world, cli);
+        if (rc != 0 && rank == 0) {
+            agmm_tool_report_failure(rank, NULL);
+            agmm_tool_json_failure(cli, "mpi");
+        }
         fflush(stdout);
         /* A rank that failed tells the others at once (they may be waiting
          * for it); failures every rank saw alike (a failed check) too,

@@ -77,8 +77,4 @@ void agmm_tool_json_gemm(const agmm_plan_t *plan);
  * every text line of an emulated run ends with it. */
 const char *agmm_tool_link_tag(const agmm_cli_t *cli);
 
-/* Prints the JSON members every command's object has ("ranks", "transport",
- * "link": {"kind":"emulated link",...} or null), without a leading comma. */
-void agmm_tool_json_common(const agmm_cli_t *cli, agmm_world_t *world);
-
 #endif
