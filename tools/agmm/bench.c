@@ -269,7 +269,6 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
     if (on[M_AUTO])
         printf("auto %s %s: %s%s\n", ai->decided ? "picked" : "is still measuring, last ran",
                agmm_schedule_name(ai->decided ? ai->pick : ai->last), ai->reason, tag);
-    agmm_tool_trace_print(t, 0);
 }
 
 int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
@@ -305,8 +304,13 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         fflush(stdout);
     }
     agmm_progress_t pg;
+    int done = 0; /* timed rounds finished in every mode */
     agmm_progress_begin(&pg, t.rank, cli->warmup + cli->rounds, "bench round (warmup first)");
     for (int i = 0; i < cli->warmup + cli->rounds && rc == 0; i++) {
+        if (agmm_tool_stop) { /* SIGINT/SIGTERM: the launcher ends the run */
+            rc = 1;
+            break;
+        }
         agmm_progress_step(&pg, i);
         /* --trace records the timed rounds of both modes (the library
          * caps the memory and counts what it drops). */
@@ -321,28 +325,38 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
             if (s < 0) rc = 1;
             else if (i >= cli->warmup) us[m][i - cli->warmup] = s * 1e6;
         }
+        if (rc == 0 && i >= cli->warmup) done = i - cli->warmup + 1;
     }
     agmm_progress_clear(&pg);
     if (rc == 0) rc = agmm_tool_trace_end(&t);
     agmm_schedule_info_t ai;
     if (rc == 0 && agmm_plan_schedule_info(t.plan, &ai) != AGMM_OK) rc = 1;
-    if (rc == 0 && t.rank == 0) {
+    /* Stopped by SIGINT/SIGTERM (the launcher aborted the world): the text
+     * statistics of the rounds done (--json prints the failure object). */
+    int partial = rc != 0 && t.rank == 0 && agmm_tool_stopped() && !cli->json && done > 0 &&
+                  agmm_plan_schedule_info(t.plan, &ai) == AGMM_OK;
+    int n = rc == 0 ? cli->rounds : done;
+    if (partial)
+        printf("interrupted: statistics of the %d timed round%s done (of %d)%s\n", done,
+               done == 1 ? "" : "s", cli->rounds, tag);
+    if ((rc == 0 || partial) && t.rank == 0) {
         double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
-        ratios_t pr = paired_ratios(us, on, cli->rounds); /* before sorting */
+        ratios_t pr = paired_ratios(us, on, n); /* before sorting */
         stats_t st[NMODES] = {{0, 0, 0, 0, 0}};
         double med[NMODES] = {0};
         double *sorted[NMODES] = {0}; /* us[] stays in round order */
         for (int m = 0; m < NMODES; m++)
             if (on[m]) {
-                sorted[m] = malloc(sizeof(double) * (size_t)cli->rounds);
-                if (sorted[m]) memcpy(sorted[m], us[m], sizeof(double) * (size_t)cli->rounds);
-                st[m] = summarize(sorted[m] ? sorted[m] : us[m], cli->rounds);
+                sorted[m] = malloc(sizeof(double) * (size_t)n);
+                if (sorted[m]) memcpy(sorted[m], us[m], sizeof(double) * (size_t)n);
+                st[m] = summarize(sorted[m] ? sorted[m] : us[m], n);
                 med[m] = st[m].median;
             }
         for (int m = 0; m < NMODES; m++) free(sorted[m]);
         ratios_t r = ratios_of(med, on);
         if (cli->json) print_json(&t, world, st, on, r, pr, &ai, flop, &pk, us);
         else print_text(&t, st, on, r, pr, &ai, flop, &pk);
+        if (rc == 0) agmm_tool_trace_print(&t, 0);
         if (cli->verbose && on[M_AUTO])
             fprintf(stderr, "agmm: schedule auto: %s %s (%s)%s\n",
                     ai.decided ? "picked" : "ran",

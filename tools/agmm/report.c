@@ -56,10 +56,11 @@ void agmm_tool_report_failure(int rank, const char *why)
 
 void agmm_tool_report_interrupted(int sig)
 {
-    if (!__sync_bool_compare_and_swap(&report->claimed, 0, 1)) return;
+    /* Overrides what the ranks saw: they failed because of the signal. */
+    report->claimed = 1;
     report->failed_rank = -1;
     snprintf(report->error, sizeof report->error, "interrupted by signal %d (%s)", sig,
-             sig == 2 ? "SIGINT" : sig == 15 ? "SIGTERM" : "signal");
+             strsignal(sig));
 }
 
 void agmm_tool_json_string(const char *s)

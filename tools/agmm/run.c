@@ -101,6 +101,10 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
     agmm_progress_begin(&pg, t.rank, cli->rounds, "round");
     for (int round = 0; round < cli->rounds && rc == 0; round++) {
         round_result_t res = {0, 0, 0, -1};
+        if (agmm_tool_stop) { /* SIGINT/SIGTERM: the launcher ends the run */
+            rc = 1;
+            break;
+        }
         agmm_progress_step(&pg, round);
         if ((rc = agmm_tool_fill_shard(&t, round)) != 0) break;
         if (agmm_world_barrier(world, 0) != AGMM_OK) {

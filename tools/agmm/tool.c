@@ -1,5 +1,6 @@
 #include "tool.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +27,33 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->timeout_s = cli->timeout_s;
 }
 
+volatile sig_atomic_t agmm_tool_stop = 0;
+
+static void on_stop(int sig) { agmm_tool_stop = sig; }
+
+int agmm_tool_stopped(void)
+{
+    /* The launcher aborts the world ("the run was interrupted") before it
+     * signals the ranks: a rank may see the abort first. */
+    const char *e = agmm_last_error();
+    if (!agmm_tool_stop && e && strstr(e, "the run was interrupted"))
+        agmm_tool_stop = SIGTERM;
+    return agmm_tool_stop != 0;
+}
+
 static int rank_main(agmm_world_t *world, void *arg)
 {
     const agmm_cli_t *cli = arg;
+    /* Ctrl-C reaches the ranks too, and the launcher answers SIGINT/SIGTERM
+     * by aborting the world and sending SIGTERM: a rank notes the signal
+     * and leaves through the aborted wait, so bench can print the rounds
+     * done (the launcher SIGKILLs a rank that takes longer than 2 s). */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     int rc = cli->cmd == AGMM_CMD_RUN ? agmm_tool_run(world, cli)
                                       : agmm_tool_bench(world, cli);
     if (rc != 0) agmm_tool_report_failure(agmm_world_rank(world), NULL);
@@ -45,8 +70,12 @@ int agmm_tool_launch(const agmm_cli_t *cli)
     int code = 1;
     agmm_tool_report_share(); /* the ranks' first failure, for --json */
     agmm_status_t st = agmm_launch(&opts, rank_main, (void *)cli, &code);
+    /* 129/130/143: the launcher was interrupted by SIGHUP/SIGINT/SIGTERM */
+    int signalled = code == 128 + SIGHUP || code == 128 + SIGINT || code == 128 + SIGTERM;
+    if (signalled) agmm_tool_report_interrupted(code - 128);
     if (st != AGMM_OK || code != 0) agmm_tool_json_failure(cli, "shm");
     if (st != AGMM_OK) return 1; /* the launcher printed why */
+    if (signalled) return code;
     return code == 0 ? 0 : (code == 2 ? 2 : 1);
 }
 
