@@ -49,7 +49,8 @@ rows=(
     "run --m-local 1,,2                   | --m-local: empty value"
     "run --m-local 1,                     | --m-local: empty value"
     "run --m-local ''                     | --m-local:"
-    "run --m-local 1,2,3                  | --m-local: 3 values given but --ranks is 2"
+    "run --ranks 2 --m-local 1,2,3        | --m-local: 3 values given but --ranks is 2"
+    "bench --ranks 4 --m-local 1,2        | --m-local: 2 values given but --ranks is 4"
     "run --m-local 0                      | --m-local: all shards are empty"
     "run --ranks 2 --m-local 0,0          | --m-local: all shards are empty"
     "run --m-local 99999999999999999999   | --m-local: out of range"
@@ -228,6 +229,14 @@ if "$AGMM" run --help 2>/dev/null | grep -q 'default here:'; then
     pass=$((pass + 1))
 else
     fail=$((fail + 1)); echo "FAIL: agmm run --help: no resolved core default ('default here:')"
+fi
+
+# A list of shards implies --ranks (README's --m-local 1000,777,1).
+if timeout 60 "$AGMM" run --m-local 5,3,1 --k 8 --n 8 --oversubscribe >"$TMP/out" 2>"$TMP/err" \
+        </dev/null && grep -q "^agmm run: 3 ranks " "$TMP/out" && grep -q "PASS" "$TMP/out"; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); echo "FAIL: run --m-local 5,3,1 does not run 3 ranks: $(head -c 300 "$TMP/out" "$TMP/err")"
 fi
 
 # Nothing left behind.

@@ -176,6 +176,10 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
                 cli->trace_json);
         return 2;
     }
+    /* A list of shards names the ranks: --m-local 1000,777,1 is 3 ranks
+     * unless --ranks says otherwise (then the lengths must agree, below). */
+    if (cli->m_local_count > 1 && !cli->ranks_set && world_size <= 0)
+        cli->ranks = cli->m_local_count;
     /* Under MPI the launcher decides the ranks. */
     if (world_size > 0) {
         if (cli->ranks_set && cli->ranks != world_size) {

@@ -68,8 +68,8 @@ const opt_row_t opt_table[] = {
     {.name = "m-local", .kind = OPTK_ROWS, .field = F(m_local), NOSET, .def = {2048, 2048},
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--m-local ROWS[,...]",
      .help = "rows of each rank's shard A_r: one value for every rank\n"
-             "or exactly P comma-separated values; each >= 0, sum >= 1\n"
-             "(default {def})"},
+             "or P comma-separated values (a list alone sets --ranks);\n"
+             "each >= 0, sum >= 1 (default {def})"},
     {.name = "k", .kind = OPTK_INT64, .field = F(k), NOSET, .min = 1, .max = INT_MAX, LIB(k),
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--k K",
      .help = "inner dimension, >= 1 (default {def})"},
