@@ -80,7 +80,6 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         return 1;
     }
     if (t.rank == 0 && !cli->json) agmm_tool_describe(cli, world, t.plan, stdout);
-    const char *tag = agmm_tool_link_tag(cli);
     /* --json: rank 0 collects the rounds and prints one complete object at
      * the end (a run that fails before prints the failure object instead). */
     char *rounds_json = NULL;
@@ -127,8 +126,8 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             }
             ran = ai.last;
             if (t.rank == 0 && cli->verbose)
-                fprintf(stderr, "agmm: round %d: schedule auto ran %s: %s%s\n",
-                        round + 1, agmm_schedule_name(ran), ai.reason, tag);
+                fprintf(stderr, "agmm: round %d: schedule auto ran %s: %s\n",
+                        round + 1, agmm_schedule_name(ran), ai.reason);
         }
         if (cli->check && check_round(&t, round, &res) != 0) {
             res.mismatches = -1; /* could not check: counts as failed */
@@ -163,7 +162,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             fprintf(rj, "}");
             continue;
         }
-        printf("round %d: %s%s, %.3f ms (slowest rank), %.1f GFLOP/s", round + 1,
+        printf("round %d: %s%s, %.3f ms (slowest rank), %.1f GFLOP/s per rank", round + 1,
                agmm_schedule_name(ran),
                cli->schedule == AGMM_SCHEDULE_AUTO ? " (auto)" : "", slowest * 1e3,
                flop / slowest * 1e-9);
@@ -175,24 +174,24 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             printf("]");
         }
         if (!cli->check) {
-            printf(", not checked (--no-check)%s\n", tag);
+            printf(", not checked (--no-check)\n");
             continue;
         }
-        printf("; check: max |diff| %.3g over %d ranks, allclose(rtol=%g, "
-               "atol=%g) %s%s\n",
-               maxdiff, P, RTOL, ATOL, bad_rank < 0 ? "PASS" : "FAIL", tag);
+        printf("; check: max |diff| %.3g over %d %s, allclose(rtol=%g, "
+               "atol=%g) %s\n",
+               maxdiff, P, P == 1 ? "rank" : "ranks", RTOL, ATOL, bad_rank < 0 ? "PASS" : "FAIL");
         for (int p = 0; p < P; p++) {
             if (all[p].mismatches == 0) continue;
             if (all[p].mismatches < 0) {
-                printf("  rank %d: the reference could not be computed%s\n", p, tag);
+                printf("  rank %d: the reference could not be computed\n", p);
                 continue;
             }
             int64_t i = all[p].first_bad;
             printf("  rank %d: %lld of %lld outputs differ; first at row %lld, "
-                   "column %lld%s\n",
+                   "column %lld\n",
                    p, (long long)all[p].mismatches,
                    (long long)(cli->m_total * cli->n),
-                   (long long)(i / cli->n), (long long)(i % cli->n), tag);
+                   (long long)(i / cli->n), (long long)(i % cli->n));
         }
     }
     agmm_progress_clear(&pg);

@@ -163,20 +163,20 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     fprintf(out, "cores: each rank may use %d %s (its CPU affinity)", cli->usable_cores,
             cli->usable_cores == 1 ? "core" : "cores");
     if (sharing > 1) fprintf(out, ", shared by the %d ranks on this host", sharing);
-    fprintf(out, "%s\n", tag);
+    fprintf(out, "\n");
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     const char *l2 = getenv("OPENBLAS_L2_SIZE");
     int bt = agmm_blas_threads();
     fprintf(out,
             "blas: %s, kernel %s, %d %s per GEMM call (OPENBLAS_CORETYPE=%s, "
-            "OPENBLAS_L2_SIZE=%s)%s\n",
+            "OPENBLAS_L2_SIZE=%s)\n",
             agmm_blas_name(), agmm_blas_kernel(), bt, bt == 1 ? "thread" : "threads",
-            coretype ? coretype : "unset", l2 ? l2 : "unset", tag);
+            coretype ? coretype : "unset", l2 ? l2 : "unset");
     agmm_gemm_info_t g;
     if (agmm_plan_gemm_info(plan, &g) == AGMM_OK)
-        fprintf(out, "gemm: %s %s, impl %s, %d %s per call%s\n", g.name,
+        fprintf(out, "gemm: %s %s, impl %s, %d %s per call\n", g.name,
                 g.version, g.impl, g.threads_per_call,
-                g.threads_per_call == 1 ? "thread" : "threads", tag);
+                g.threads_per_call == 1 ? "thread" : "threads");
 }
 
 void agmm_tool_json_gemm(const agmm_plan_t *plan)

@@ -81,7 +81,7 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
 void agmm_tool_json_gemm(const agmm_plan_t *plan);
 
 /* " [emulated link: G Gbit/s, L us]" when the link is emulated, else "":
- * every text line of an emulated run ends with it. */
+ * the first header line of an emulated run ends with it (once). */
 const char *agmm_tool_link_tag(const agmm_cli_t *cli);
 
 #endif
