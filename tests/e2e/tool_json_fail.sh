@@ -42,7 +42,8 @@ d = json.load(open(sys.argv[1]))
 assert d["ok"] is False, d
 assert d["failed_rank"] == 1, d
 assert "killed" in d["error"], d
-for k in ("ranks", "transport", "m", "k", "n", "dtype", "blas", "link", "comm_cores", "gemm_cores"):
+for k in ("ranks", "transport", "m", "k", "n", "dtype", "blas", "link", "comm_cores", "gemm_cores",
+          "gemm_engine"):
     assert k in d, k
 PY' "$cmd: ok false, failed_rank 1, error and header: $(head -c 400 "$TMP/out")"
     check '[ "$(wc -l <"$TMP/out")" -eq 1 ]' "$cmd: exactly one line on stdout"

@@ -89,12 +89,12 @@ void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
            (long long)cli->k, (long long)cli->n);
     for (int r = 0; r < cli->ranks; r++)
         printf("%s%lld", r ? "," : "", (long long)cli->m_local[r]);
-    printf("],\"dtype\":\"%s\",\"weights\":\"%s\",\"tile_m\":%lld,\"tile_n\":%lld,"
+    printf("],\"gemm_engine\":\"%s\",\"dtype\":\"%s\",\"weights\":\"%s\",\"tile_m\":%lld,\"tile_n\":%lld,"
            "\"comm_cores\":%d,\"gemm_cores\":%d,\"usable_cores_per_rank\":%d,"
            "\"warmup\":%d,\"blas\":{\"name\":\"%s\",\"kernel\":\"%s\","
            "\"threads_per_call\":%d,\"OPENBLAS_CORETYPE\":\"%s\","
            "\"OPENBLAS_L2_SIZE\":\"%s\"}",
-           agmm_dtype_name(cli->dtype),
+           agmm_gemm_engine_name(cli->gemm_engine), agmm_dtype_name(cli->dtype),
            cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
            (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
            cli->gemm_cores, cli->usable_cores, cli->warmup, agmm_blas_name(),

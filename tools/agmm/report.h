@@ -23,7 +23,8 @@ void agmm_tool_report_interrupted(int sig);
 /* A JSON string with quotes and escapes. */
 void agmm_tool_json_string(const char *s);
 /* The members run and bench share, no leading comma: ranks, transport,
- * link, m, k, n, m_local, dtype, weights, tiles, cores, warmup, blas. */
+ * link, m, k, n, m_local, gemm_engine (as asked: "auto" too), dtype,
+ * weights, tiles, cores, warmup, blas. */
 void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport);
 /* With --json and nothing printed yet: the one failure object. */
 void agmm_tool_json_failure(const agmm_cli_t *cli, const char *transport);
