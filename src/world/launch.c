@@ -209,9 +209,12 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
 
     double kill_at = 0; /* when to SIGKILL the survivors; 0: not yet */
     int interrupted = 0;
+    int interrupt_first = 0; /* the signal, not a rank, ended the run */
     if (st != AGMM_OK) kill_at = agmm_now() + grace_s;
     while (ls.running > 0) {
-        reap(&ls, sh, opts->quiet);
+        /* After an interrupt the ranks die of the launcher's own SIGTERM:
+         * "rank R was killed by signal 15" would mislead. */
+        reap(&ls, sh, opts->quiet || interrupt_first);
         if (ls.running == 0) break;
         if (kill_at == 0 && agmm_shm_abort_reason(sh))
             kill_at = agmm_now() + grace_s; /* a rank aborted the world */
@@ -226,6 +229,7 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
                 fprintf(stderr, "agmm: interrupted by signal %d (%s); "
                                 "stopping all ranks\n",
                         sig, strsignal(sig));
+            if (!interrupted && ls.first_failed_rank < 0) interrupt_first = 1;
             interrupted = 128 + sig;
             agmm_shm_abort_all(sh, "the run was interrupted");
             kill_all(&ls, SIGTERM);
@@ -239,7 +243,8 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
     agmm_shm_release(sh);
     if (exit_code) {
         *exit_code = ls.first_failed_rank >= 0 ? ls.exit_code : 0;
-        if (interrupted && *exit_code == 0) *exit_code = interrupted;
+        if (interrupted && (*exit_code == 0 || interrupt_first))
+            *exit_code = interrupted; /* 130 SIGINT, 143 SIGTERM */
         if (st != AGMM_OK && *exit_code == 0) *exit_code = 1;
     }
     return st;

@@ -1,12 +1,15 @@
 /* Engine threads for a world's ranks: agmm's workers are the parallelism,
- * so each GEMM call runs on its worker's thread only.
+ * so each GEMM call runs on its worker's thread only, in every kind of
+ * world.
  *
  *   - forked worlds (world/launch.c): OpenBLAS is made single-threaded
  *     before the fork (a forked BLAS thread pool would not survive it);
+ *   - MPI worlds (world/mpi_world.c): the same, when the world is made
+ *     (before any GEMM runs); without it a rank's OpenBLAS kept its
+ *     default (OPENBLAS_NUM_THREADS or the cores) and its threads piled up
+ *     on the workers' (issue 14);
  *   - oneDNN needs nothing here: the engine sets OpenMP to one thread
- *     around each call (gemm/gemm_onednn.c);
- *   - MPI worlds (world/mpi_world.c) leave the BLAS as the process set it,
- *     as before this file existed (see the note in agmm_world_threads). */
+ *     around each call (gemm/gemm_onednn.c). */
 #include "world/world.h"
 
 #include "gemm/gemm.h"
@@ -15,13 +18,8 @@ void agmm_world_threads(agmm_world_kind_t kind)
 {
     switch (kind) {
     case AGMM_WORLD_FORKED:
-        agmm_blas_init();
-        break;
     case AGMM_WORLD_MPI:
-        /* Unchanged behaviour: an MPI rank's OpenBLAS keeps its default
-         * thread count (OPENBLAS_NUM_THREADS or the cores). Making it one
-         * thread per call here, like forked ranks, is a behaviour change
-         * left for its own issue. */
+        agmm_blas_init();
         break;
     }
 }

@@ -14,7 +14,8 @@ fi
 AGMM=$1
 # shellcheck source=tests/e2e/proc_tag.sh
 . "$(dirname "$0")/proc_tag.sh"
-ONLINE=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)
+# The cores this process may use (nproc follows the CPU affinity, as agmm does).
+ONLINE=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/cli_bad_args.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
@@ -48,7 +49,8 @@ rows=(
     "run --m-local 1,,2                   | --m-local: empty value"
     "run --m-local 1,                     | --m-local: empty value"
     "run --m-local ''                     | --m-local:"
-    "run --m-local 1,2,3                  | --m-local: 3 values given but --ranks is 2"
+    "run --ranks 2 --m-local 1,2,3        | --m-local: 3 values given but --ranks is 2"
+    "bench --ranks 4 --m-local 1,2        | --m-local: 2 values given but --ranks is 4"
     "run --m-local 0                      | --m-local: all shards are empty"
     "run --ranks 2 --m-local 0,0          | --m-local: all shards are empty"
     "run --m-local 99999999999999999999   | --m-local: out of range"
@@ -76,7 +78,8 @@ rows=(
     "run --comm-cores x                   | --comm-cores:"
     "run --gemm-cores 0                   | --gemm-cores:"
     "run --gemm-cores 99999999999999999999 | --gemm-cores: out of range"
-    "run --ranks 2 --comm-cores $ONLINE --gemm-cores 1 | --comm-cores/--gemm-cores:"
+    # too many threads: bench refuses (run only warns: tests/e2e/tool_cores.sh)
+    "bench --ranks 2 --comm-cores $ONLINE --gemm-cores 1 | --comm-cores/--gemm-cores:"
     "bench --ranks 2 --comm-cores 0 --gemm-cores $ONLINE | --comm-cores/--gemm-cores:"
     # run control
     "run --timeout 0                      | --timeout:"
@@ -143,9 +146,10 @@ rows=(
     # memory: rejected by the caller's check (agmm_cli_check_memory)
     "run --m-local 3000000 --k 200000     | --m-local/--k/--n: the plan needs"
 )
-# The default core split cannot fit when there are more ranks than cores.
+# The default core split cannot fit when there are more ranks than cores
+# (bench refuses; run warns and goes on).
 if [ $((ONLINE + 1)) -le 1024 ]; then
-    rows+=("run --ranks $((ONLINE + 1)) --m-local 1 | --comm-cores/--gemm-cores:")
+    rows+=("bench --ranks $((ONLINE + 1)) --m-local 1 | --comm-cores/--gemm-cores:")
 fi
 # A build without oneDNN refuses the engine by name.
 if ! "$AGMM" --version | grep -q '^gemm engines:.*onednn'; then
@@ -226,6 +230,14 @@ if "$AGMM" run --help 2>/dev/null | grep -q 'default here:'; then
     pass=$((pass + 1))
 else
     fail=$((fail + 1)); echo "FAIL: agmm run --help: no resolved core default ('default here:')"
+fi
+
+# A list of shards implies --ranks (README's --m-local 1000,777,1).
+if timeout 60 "$AGMM" run --m-local 5,3,1 --k 8 --n 8 --oversubscribe >"$TMP/out" 2>"$TMP/err" \
+        </dev/null && grep -q "^agmm run: 3 ranks " "$TMP/out" && grep -q "PASS" "$TMP/out"; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); echo "FAIL: run --m-local 5,3,1 does not run 3 ranks: $(head -c 300 "$TMP/out" "$TMP/err")"
 fi
 
 # Nothing left behind.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `agmm run --help` must match the copy docs/cli.md quotes (the block after
 # the "<!-- generated: agmm run --help" marker), except for what depends on
-# the host: the resolved core defaults (ranks, online cores) and the engine
+# the host: the resolved core defaults (ranks, usable cores) and the engine
 # `auto` picks. The help text is generated from the option table
 # (tools/agmm/options.c); when a row changes, paste the new output into
 # docs/cli.md.
@@ -23,7 +23,7 @@ normalize() {
     sed -E -e 's/default here: [0-9]+ for [0-9]+ ranks?/default here: N for N ranks/' \
         -e 's/^( +)ranks? (on|with) /\1ranks \2 /' \
         -e 's/with [0-9]+ comm on/with N comm on/' \
-        -e 's/on [0-9]+ online cores?\)/on N online cores)/' \
+        -e 's/on [0-9]+ usable cores?\)/on N usable cores)/' \
         -e 's/\(here: (onednn|openblas)\)/(here: ENGINE)/'
 }
 

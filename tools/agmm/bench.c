@@ -15,6 +15,8 @@
 
 #include "agmm_ext.h"
 #include "gemm/peak.h"
+#include "progress.h"
+#include "report.h"
 #include "tool.h"
 
 typedef struct stats {
@@ -184,28 +186,15 @@ static void json_ratio(const char *key, double v)
 static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                        const stats_t *st, const int *on, ratios_t r,
                        ratios_t paired, const agmm_schedule_info_t *ai,
-                       double flop, const peak_t *pk)
+                       double flop, const peak_t *pk, double *const *samples)
 {
     const agmm_cli_t *cli = t->cli;
-    const char *coretype = getenv("OPENBLAS_CORETYPE");
-    const char *l2 = getenv("OPENBLAS_L2_SIZE");
-    printf("{\"command\":\"bench\",");
-    agmm_tool_json_common(cli, world);
+    printf("{\"command\":\"bench\",\"ok\":true,");
+    agmm_tool_json_header(cli, agmm_world_transport_name(world));
     agmm_tool_json_gemm(t->plan);
-    printf(",\"m\":%lld,\"k\":%lld,\"n\":%lld,\"dtype\":\"%s\","
-           "\"weights\":\"%s\",\"tile_m\":%lld,\"tile_n\":%lld,"
-           "\"comm_cores\":%d,\"gemm_cores\":%d,\"rounds\":%d,"
-           "\"warmup\":%d,\"blas\":{\"name\":\"%s\",\"kernel\":\"%s\","
-           "\"threads_per_call\":%d,\"OPENBLAS_CORETYPE\":\"%s\","
-           "\"OPENBLAS_L2_SIZE\":\"%s\"},\"peak_gflops_per_core\":%.3f,"
-           "\"peak_instr\":\"%s\",\"modes\":{",
-           (long long)cli->m_total, (long long)cli->k, (long long)cli->n,
-           agmm_dtype_name(cli->dtype),
-           cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
-           (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
-           cli->gemm_cores, cli->rounds, cli->warmup, agmm_blas_name(),
-           agmm_blas_kernel(), agmm_blas_threads(), coretype ? coretype : "",
-           l2 ? l2 : "", pk->gflops, pk->instr ? pk->instr : "");
+    printf(",\"rounds\":%d,\"peak_gflops_per_core\":%.3f,\"peak_instr\":\"%s\","
+           "\"modes\":{",
+           cli->rounds, pk->gflops, pk->instr ? pk->instr : "");
     int first = 1;
     for (int m = 0; m < NMODES; m++) {
         if (!on[m]) continue;
@@ -217,7 +206,10 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                flop / st[m].median * 1e-6);
         json_ratio("fraction_of_peak",
                    fraction_of_peak(m, flop, st[m].median, cli->gemm_cores, pk));
-        printf("}");
+        printf(",\"samples_us\":[");
+        for (int i = 0; i < cli->rounds; i++)
+            printf("%s%.3f", i ? "," : "", samples[m][i]);
+        printf("]}");
         first = 0;
     }
     printf("}");
@@ -238,45 +230,68 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                ai->decided ? "true" : "false", ai->trials, ai->fused_us,
                ai->baseline_us, ai->reason);
     printf("%s}\n", t->trace_json ? t->trace_json : "");
+    agmm_tool_report()->printed = 1;
 }
 
 /* One ratio line, if the ratio was measured. */
-static void text_ratio(const char *what, double v, double paired, const char *tag)
+static void text_ratio(const char *what, double v, double paired)
 {
-    if (v > 0) printf("%s (median): %.3f, paired %.3f%s\n", what, v, paired, tag);
+    if (v > 0) printf("%s (median): %.3f, paired %.3f\n", what, v, paired);
 }
 
+/* Bytes the all-gather brings to the rank that receives the most: the
+ * other ranks' shards, K columns each. */
+static double gathered_bytes(const agmm_cli_t *cli)
+{
+    double most = 0;
+    for (int r = 0; r < cli->ranks; r++) {
+        double b = (double)(cli->m_total - cli->m_local[r]) * (double)cli->k *
+                   (double)agmm_dtype_size(cli->dtype);
+        if (b > most) most = b;
+    }
+    return most;
+}
+
+/* Text: ms, and per rank GFLOP/s (2*M*K*N of one rank over the slowest
+ * rank's time) or, for comm-only, GB/s (the bytes gathered per second). */
 static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
                        const int *on, ratios_t r, ratios_t pr,
                        const agmm_schedule_info_t *ai, double flop,
-                       const peak_t *pk)
+                       const peak_t *pk, double comm_ms)
 {
     const agmm_cli_t *cli = t->cli;
-    const char *tag = agmm_tool_link_tag(cli);
-    printf("%-10s %12s %12s %12s %12s %12s %9s %8s%s\n", "mode", "min_us",
-           "median_us", "mean_us", "max_us", "stdev_us", "TFLOP/s", "of_peak",
-           tag);
+    printf("%-10s %10s %10s %10s %10s %10s %16s %8s\n", "mode", "min_ms", "median_ms",
+           "mean_ms", "max_ms", "stdev_ms", "rate per rank", "of_peak");
     for (int m = 0; m < NMODES; m++) {
         if (!on[m]) continue;
         char frac[16] = "-"; /* comm-only runs no GEMM */
         double f = fraction_of_peak(m, flop, st[m].median, cli->gemm_cores, pk);
         if (f > 0) snprintf(frac, sizeof frac, "%.3f", f);
-        printf("%-10s %12.1f %12.1f %12.1f %12.1f %12.1f %9.4f %8s%s\n",
-               modes[m].name, st[m].min, st[m].median, st[m].mean, st[m].max,
-               st[m].stdev, flop / st[m].median * 1e-6, frac, tag);
+        char rate[32];
+        if (m == M_COMM_ONLY)
+            snprintf(rate, sizeof rate, "%.2f GB/s", gathered_bytes(cli) / st[m].median * 1e-3);
+        else
+            snprintf(rate, sizeof rate, "%.1f GFLOP/s", flop / st[m].median * 1e-3);
+        printf("%-10s %10.3f %10.3f %10.3f %10.3f %10.3f %16s %8s\n", modes[m].name,
+               st[m].min * 1e-3, st[m].median * 1e-3, st[m].mean * 1e-3, st[m].max * 1e-3,
+               st[m].stdev * 1e-3, rate, frac);
     }
-    /* "(median)": of the medians; "paired": median of per-round ratios. */
-    text_ratio("fused / baseline", r.fused_over_baseline, pr.fused_over_baseline, tag);
-    text_ratio("gemm-only / monolithic", r.gemm_over_monolithic,
-               pr.gemm_over_monolithic, tag);
-    text_ratio("fused / max(comm-only, gemm-only)", r.fused_over_bound,
-               pr.fused_over_bound, tag);
-    text_ratio("auto / min(fused, baseline)", r.auto_over_best, pr.auto_over_best,
-               tag);
+    text_ratio("fused / baseline", r.fused_over_baseline, pr.fused_over_baseline);
+    text_ratio("gemm-only / monolithic", r.gemm_over_monolithic, pr.gemm_over_monolithic);
+    text_ratio("fused / max(comm-only, gemm-only)", r.fused_over_bound, pr.fused_over_bound);
+    text_ratio("auto / min(fused, baseline)", r.auto_over_best, pr.auto_over_best);
+    if (r.fused_over_baseline > 0 || r.gemm_over_monolithic > 0 || r.fused_over_bound > 0 ||
+        r.auto_over_best > 0)
+        printf("(median): ratio of the medians; paired: median of each round's own ratio "
+               "(the modes of a round run back to back)\n");
     if (on[M_AUTO])
-        printf("auto %s %s: %s%s\n", ai->decided ? "picked" : "is still measuring, last ran",
-               agmm_schedule_name(ai->decided ? ai->pick : ai->last), ai->reason, tag);
-    agmm_tool_trace_print(t, 0);
+        printf("auto %s %s: %s\n", ai->decided ? "picked" : "is still measuring, last ran",
+               agmm_schedule_name(ai->decided ? ai->pick : ai->last), ai->reason);
+    /* Nothing to hide: the gather is under 2% of a fused round. */
+    if (on[M_FUSED] && comm_ms > 0 && comm_ms < 0.02 * st[M_FUSED].median * 1e-3)
+        printf("overlap: the gather (comm-only) takes %.1f%% of a fused round: nothing to "
+               "overlap here; to see overlap try --link-gbps 1 --n 256\n",
+               100.0 * comm_ms / (st[M_FUSED].median * 1e-3));
 }
 
 int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
@@ -300,18 +315,24 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     }
     peak_t pk;
     rc = measure_peak(&t, &pk);
-    const char *tag = agmm_tool_link_tag(cli);
     if (rc == 0 && t.rank == 0 && !cli->json) {
         agmm_tool_describe(cli, world, t.plan, stdout);
-        printf("peak: %.1f GF/s per core (%s, %s, measured on rank 0); "
-               "of_peak = GEMM rate per GEMM core / peak%s\n",
-               pk.gflops, pk.instr ? pk.instr : "none",
-               agmm_dtype_name(cli->dtype), tag);
-        printf("rounds: %d timed + %d warmup per mode, modes alternate%s\n",
-               cli->rounds, cli->warmup, tag);
+        printf("peak: %.1f GFLOP/s per core (%s, %s, measured on rank 0); "
+               "of_peak = GEMM rate per GEMM core / peak\n",
+               pk.gflops, pk.instr ? pk.instr : "none", agmm_dtype_name(cli->dtype));
+        printf("rounds: %d timed + %d warmup per mode, modes alternate\n", cli->rounds,
+               cli->warmup);
         fflush(stdout);
     }
+    agmm_progress_t pg;
+    int done = 0; /* timed rounds finished in every mode */
+    agmm_progress_begin(&pg, t.rank, cli->warmup + cli->rounds, "bench round (warmup first)");
     for (int i = 0; i < cli->warmup + cli->rounds && rc == 0; i++) {
+        if (agmm_tool_stop) { /* SIGINT/SIGTERM: the launcher ends the run */
+            rc = 1;
+            break;
+        }
+        agmm_progress_step(&pg, i);
         /* --trace records the timed rounds of both modes (the library
          * caps the memory and counts what it drops). */
         if (i == cli->warmup) {
@@ -325,28 +346,51 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
             if (s < 0) rc = 1;
             else if (i >= cli->warmup) us[m][i - cli->warmup] = s * 1e6;
         }
+        if (rc == 0 && i >= cli->warmup) done = i - cli->warmup + 1;
     }
+    agmm_progress_clear(&pg);
     if (rc == 0) rc = agmm_tool_trace_end(&t);
+    /* Without comm-only among the modes, 3 untimed-in-the-table comm-only
+     * rounds say whether there is anything to overlap (their best, ms). */
+    double comm_ms = 0;
+    for (int i = 0; i < 3 && rc == 0 && !on[M_COMM_ONLY] && on[M_FUSED]; i++) {
+        double sec = timed_round(&t, M_COMM_ONLY);
+        if (sec < 0) rc = 1;
+        else if (comm_ms == 0 || sec * 1e3 < comm_ms) comm_ms = sec * 1e3;
+    }
     agmm_schedule_info_t ai;
     if (rc == 0 && agmm_plan_schedule_info(t.plan, &ai) != AGMM_OK) rc = 1;
-    if (rc == 0 && t.rank == 0) {
+    /* Stopped by SIGINT/SIGTERM (the launcher aborted the world): the text
+     * statistics of the rounds done (--json prints the failure object). */
+    int partial = rc != 0 && t.rank == 0 && agmm_tool_stopped() && !cli->json && done > 0 &&
+                  agmm_plan_schedule_info(t.plan, &ai) == AGMM_OK;
+    int n = rc == 0 ? cli->rounds : done;
+    if (partial)
+        printf("interrupted: statistics of the %d timed round%s done (of %d)\n", done,
+               done == 1 ? "" : "s", cli->rounds);
+    if ((rc == 0 || partial) && t.rank == 0) {
         double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
-        ratios_t pr = paired_ratios(us, on, cli->rounds); /* before sorting */
+        ratios_t pr = paired_ratios(us, on, n); /* before sorting */
         stats_t st[NMODES] = {{0, 0, 0, 0, 0}};
         double med[NMODES] = {0};
+        double *sorted[NMODES] = {0}; /* us[] stays in round order */
         for (int m = 0; m < NMODES; m++)
             if (on[m]) {
-                st[m] = summarize(us[m], cli->rounds);
+                sorted[m] = malloc(sizeof(double) * (size_t)n);
+                if (sorted[m]) memcpy(sorted[m], us[m], sizeof(double) * (size_t)n);
+                st[m] = summarize(sorted[m] ? sorted[m] : us[m], n);
                 med[m] = st[m].median;
             }
+        for (int m = 0; m < NMODES; m++) free(sorted[m]);
         ratios_t r = ratios_of(med, on);
-        if (cli->json) print_json(&t, world, st, on, r, pr, &ai, flop, &pk);
-        else print_text(&t, st, on, r, pr, &ai, flop, &pk);
+        if (cli->json) print_json(&t, world, st, on, r, pr, &ai, flop, &pk, us);
+        else print_text(&t, st, on, r, pr, &ai, flop, &pk,
+                        on[M_COMM_ONLY] ? st[M_COMM_ONLY].median * 1e-3 : comm_ms);
+        if (rc == 0) agmm_tool_trace_print(&t, 0);
         if (cli->verbose && on[M_AUTO])
-            fprintf(stderr, "agmm: schedule auto: %s %s (%s)%s\n",
+            fprintf(stderr, "agmm: schedule auto: %s %s (%s)\n",
                     ai.decided ? "picked" : "ran",
-                    agmm_schedule_name(ai.decided ? ai.pick : ai.last),
-                    ai.reason, tag);
+                    agmm_schedule_name(ai.decided ? ai.pick : ai.last), ai.reason);
         fflush(stdout);
     }
     for (int m = 0; m < NMODES; m++) free(us[m]);

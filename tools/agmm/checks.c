@@ -104,12 +104,13 @@ static int default_gemm(int ranks, int online, int comm)
 
 void agmm_cli_resolve_cores(agmm_cli_t *cli)
 {
-    /* The ranks that share this host's cores (all of them on shm). */
-    int here = cli->ranks_here > 0 ? cli->ranks_here : cli->ranks;
+    /* The ranks that share the usable cores: all of this host's (all of
+     * them on shm), or this rank alone when MPI bound it to its own. */
+    int here = cli->cores_own ? 1 : cli->ranks_here > 0 ? cli->ranks_here : cli->ranks;
     if (!cli->comm_cores_set)
-        cli->comm_cores = default_comm(here, cli->online_cores);
+        cli->comm_cores = default_comm(here, cli->usable_cores);
     if (!cli->gemm_cores_set)
-        cli->gemm_cores = default_gemm(here, cli->online_cores, cli->comm_cores);
+        cli->gemm_cores = default_gemm(here, cli->usable_cores, cli->comm_cores);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -175,6 +176,10 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
                 cli->trace_json);
         return 2;
     }
+    /* A list of shards names the ranks: --m-local 1000,777,1 is 3 ranks
+     * unless --ranks says otherwise (then the lengths must agree, below). */
+    if (cli->m_local_count > 1 && !cli->ranks_set && world_size <= 0)
+        cli->ranks = cli->m_local_count;
     /* Under MPI the launcher decides the ranks. */
     if (world_size > 0) {
         if (cli->ranks_set && cli->ranks != world_size) {
@@ -185,6 +190,9 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
         }
         cli->ranks = world_size;
         cli->ranks_here = ranks_here > 0 && ranks_here <= world_size ? ranks_here : world_size;
+        /* A rank bound to fewer cores than the host has (OpenMPI binds one
+         * core per rank by default for np <= 2) owns them: count it alone. */
+        cli->cores_own = cli->usable_cores < cli->online_cores;
     } else {
         cli->ranks_here = cli->ranks;
     }
@@ -253,26 +261,33 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
     }
     cli->m_total = m;
 
-    /* Core budget */
+    /* Core budget: a bench refuses (its timings would lie) unless
+     * --oversubscribe; a run (a correctness check) warns and goes on. */
     agmm_cli_resolve_cores(cli);
-    int64_t threads = (int64_t)cli->ranks_here * ((int64_t)cli->comm_cores + cli->gemm_cores);
-    if (threads > cli->online_cores && !cli->oversubscribe) {
-        const char *rs = cli->ranks_here == 1 ? "rank" : "ranks";
-        const char *cs = cli->online_cores == 1 ? "core" : "cores";
+    int sharing = cli->cores_own ? 1 : cli->ranks_here;
+    int64_t threads = (int64_t)sharing * ((int64_t)cli->comm_cores + cli->gemm_cores);
+    if (threads > cli->usable_cores && !cli->oversubscribe) {
+        int refuse = cli->cmd == AGMM_CMD_BENCH;
+        const char *rs = sharing == 1 ? "rank" : "ranks";
+        const char *cs = cli->usable_cores == 1 ? "core" : "cores";
         fprintf(err,
-                "agmm: --comm-cores/--gemm-cores: %d %s x (%d comm + %d GEMM) = %" PRId64
-                " threads exceed the %d online %s",
-                cli->ranks_here, rs, cli->comm_cores, cli->gemm_cores, threads, cli->online_cores,
-                cs);
-        if (!cli->comm_cores_set && !cli->gemm_cores_set)
+                "agmm: %s--comm-cores/--gemm-cores: %d %s x (%d comm + %d GEMM) = %" PRId64
+                " threads exceed the %d %s this process may use",
+                refuse ? "" : "warning: ", sharing, rs, cli->comm_cores, cli->gemm_cores,
+                threads, cli->usable_cores, cs);
+        if (!refuse)
+            fprintf(err, "; the run goes on, slower (bench refuses this without "
+                         "--oversubscribe)\n");
+        else if (!cli->comm_cores_set && !cli->gemm_cores_set)
             fprintf(err, " (default for %d %s; pass --oversubscribe to run more threads "
-                         "than cores)\n", cli->ranks_here, rs);
+                         "than cores)\n", sharing, rs);
         else if (!cli->gemm_cores_set)
             fprintf(err, " (--gemm-cores defaults to at least 1; use fewer cores or "
                          "--oversubscribe)\n");
         else
             fprintf(err, " (use fewer cores or --oversubscribe)\n");
-        return 2;
+        if (refuse)
+            return 2;
     }
 
     /* Warnings: idle cores */

@@ -46,8 +46,8 @@ typedef struct agmm_cli {
     agmm_dtype_t dtype;        /* --dtype */
     agmm_gemm_engine_kind_t gemm_engine; /* --gemm-engine */
     agmm_weights_t weights;    /* --weights */
-    int comm_cores;            /* --comm-cores; default: 1 if ranks*2 <= online cores else 0 */
-    int gemm_cores;            /* --gemm-cores; default: max(1, online/ranks - comm_cores) */
+    int comm_cores;            /* --comm-cores; default: 1 if ranks*2 <= usable cores else 0 */
+    int gemm_cores;            /* --gemm-cores; default: max(1, usable/ranks - comm_cores) */
     int comm_cores_set, gemm_cores_set; /* given explicitly */
     int oversubscribe;         /* --oversubscribe */
     double timeout_s;          /* --timeout */
@@ -63,7 +63,11 @@ typedef struct agmm_cli {
     unsigned bench_modes;      /* bench: --mode (AGMM_BENCH_*; --schedule S alone means --mode S) */
     double link_gbps;          /* --link-gbps (0: no link emulation) */
     double link_latency_us;    /* --link-latency-us; needs --link-gbps */
+    int usable_cores;          /* cores this process may use: its CPU affinity (sched_getaffinity:
+                                * taskset, cpusets, MPI binding), at most the online ones (>= 1) */
     int online_cores;          /* sysconf(_SC_NPROCESSORS_ONLN) at parse time (>= 1) */
+    int cores_own;             /* MPI rank bound to fewer cores than online: the budget and the
+                                * defaults count this rank alone (else all ranks_here share them) */
     int64_t m_total;           /* after a successful parse: sum of m_local (M) */
     int ranks_set;             /* --ranks given explicitly */
     int transport_mpi;         /* --transport shm|mpi; default: mpi under an MPI launcher */
@@ -99,7 +103,7 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd);
 void agmm_cli_usage_top(FILE *out);
 
 /* Fill comm_cores / gemm_cores that were not given explicitly from the
- * ranks and online_cores (the default rule). agmm_cli_parse() calls it. */
+ * ranks and usable_cores (the default rule). agmm_cli_parse() calls it. */
 void agmm_cli_resolve_cores(agmm_cli_t *cli);
 
 /* Reads MemAvailable from /proc/meminfo. Returns 2 and prints one line

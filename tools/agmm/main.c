@@ -39,6 +39,10 @@ int agmm_tool_check_memory(const agmm_cli_t *cli, FILE *err)
 int main(int argc, char **argv)
 {
     static agmm_cli_t cli; /* large (m_local table): not on the stack */
+    /* Whole lines as they happen, also into a pipe (| tee, mpirun): a
+     * reader sees each round when it ends, and a killed run's log never
+     * ends mid-line. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (agmm_cli_wants_mpi(argc, argv)) return agmm_tool_mpi_main(argc, argv, &cli);
     int rc = agmm_cli_parse(argc, argv, &cli, stdout, stderr);
     if (rc < 0) return 0; /* help or version */

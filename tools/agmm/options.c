@@ -8,6 +8,7 @@
 #include "options.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -67,8 +68,8 @@ const opt_row_t opt_table[] = {
     {.name = "m-local", .kind = OPTK_ROWS, .field = F(m_local), NOSET, .def = {2048, 2048},
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--m-local ROWS[,...]",
      .help = "rows of each rank's shard A_r: one value for every rank\n"
-             "or exactly P comma-separated values; each >= 0, sum >= 1\n"
-             "(default {def})"},
+             "or P comma-separated values (a list alone sets --ranks);\n"
+             "each >= 0, sum >= 1 (default {def})"},
     {.name = "k", .kind = OPTK_INT64, .field = F(k), NOSET, .min = 1, .max = INT_MAX, LIB(k),
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--k K",
      .help = "inner dimension, >= 1 (default {def})"},
@@ -104,9 +105,9 @@ const opt_row_t opt_table[] = {
      .section = SEC_THREADS, .help_fn = opt_help_cores_gemm},
     {.name = "oversubscribe", .kind = OPTK_FLAG, .field = F(oversubscribe), NOSET,
      .flag_value = 1, .cmds = OPT_FOR_ALL, .section = SEC_THREADS,
-     .help = "allow more threads than online cores\n"
-             "default rule: comm = 1 if 2 x ranks <= online cores,\n"
-             "else 0; GEMM = max(1, online / ranks - comm)"},
+     .help = "allow more threads than usable cores\n"
+             "default rule: comm = 1 if 2 x ranks <= usable cores,\n"
+             "else 0; GEMM = max(1, usable / ranks - comm)"},
     /* Schedule */
     {.name = "schedule", .kind = OPTK_CHOICE, .field = F(schedule),
      .set_field = F(schedule_set), .choices = k_schedules,
@@ -210,6 +211,20 @@ static int online_cores(void)
     return (int)n;
 }
 
+/* The cores this process may run on: its CPU affinity, which taskset,
+ * cgroup cpusets, Slurm and MPI binding all set (at most the online ones;
+ * the online count if the affinity cannot be read). */
+static int usable_cores(void)
+{
+    int online = online_cores();
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return online;
+    int n = CPU_COUNT(&set);
+    return n < 1 ? 1 : n < online ? n : online;
+}
+
 /* Every field not in the table (and every "given" flag) starts at zero;
  * the --m-local default goes to m_local[0] (validation fills the rest). */
 void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd)
@@ -260,5 +275,6 @@ void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd)
             break;
         }
     }
+    cli->usable_cores = usable_cores();
     cli->online_cores = online_cores();
 }

@@ -95,7 +95,7 @@ const opt_row_t *opt_find(const char *name);
 /* The word of a choice value, or "?". */
 const char *opt_choice_name(const opt_row_t *row, int value);
 
-/* All defaults for `cmd` (the table's and the library's), online_cores. */
+/* All defaults for `cmd` (the table's and the library's), usable_cores. */
 void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd);
 
 /* The --help text for one row (options.c's help_fn rows, usage.c). */

@@ -7,6 +7,8 @@
 
 #include "agmm_ext.h"
 #include "inputs.h"
+#include "progress.h"
+#include "report.h"
 #include "tool.h"
 
 #define RTOL 1e-2
@@ -78,8 +80,14 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         return 1;
     }
     if (t.rank == 0 && !cli->json) agmm_tool_describe(cli, world, t.plan, stdout);
-    const char *tag = agmm_tool_link_tag(cli);
-    if (t.rank == 0 && cli->json) printf("{\"command\":\"run\",\"rounds\":[");
+    /* --json: rank 0 collects the rounds and prints one complete object at
+     * the end (a run that fails before prints the failure object instead). */
+    char *rounds_json = NULL;
+    size_t rounds_json_len = 0;
+    FILE *rj = t.rank == 0 && cli->json ? open_memstream(&rounds_json, &rounds_json_len)
+                                        : NULL;
+    if (t.rank == 0 && cli->json && !rj) rc = 1;
+    int first_bad = -1; /* the first rank whose check failed */
     double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
 
     /* Warmup rounds run first, with their own inputs, unreported. */
@@ -88,8 +96,15 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         if (agmm_plan_run(t.plan, AGMM_SCHEDULE_FUSED, t.a, t.c) != AGMM_OK)
             rc = 1;
     }
+    agmm_progress_t pg;
+    agmm_progress_begin(&pg, t.rank, cli->rounds, "round");
     for (int round = 0; round < cli->rounds && rc == 0; round++) {
         round_result_t res = {0, 0, 0, -1};
+        if (agmm_tool_stop) { /* SIGINT/SIGTERM: the launcher ends the run */
+            rc = 1;
+            break;
+        }
+        agmm_progress_step(&pg, round);
         if ((rc = agmm_tool_fill_shard(&t, round)) != 0) break;
         if (agmm_world_barrier(world, 0) != AGMM_OK) {
             rc = 1;
@@ -111,8 +126,8 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             }
             ran = ai.last;
             if (t.rank == 0 && cli->verbose)
-                fprintf(stderr, "agmm: round %d: schedule auto ran %s: %s%s\n",
-                        round + 1, agmm_schedule_name(ran), ai.reason, tag);
+                fprintf(stderr, "agmm: round %d: schedule auto ran %s: %s\n",
+                        round + 1, agmm_schedule_name(ran), ai.reason);
         }
         if (cli->check && check_round(&t, round, &res) != 0) {
             res.mismatches = -1; /* could not check: counts as failed */
@@ -134,18 +149,20 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             if (all[p].mismatches != 0 && bad_rank < 0) bad_rank = p;
         }
         failed |= bad_rank >= 0;
+        if (first_bad < 0) first_bad = bad_rank;
+        agmm_progress_clear(&pg);
         if (cli->json) {
-            printf("%s{\"round\":%d,\"schedule\":\"%s\",\"time_us\":%.1f,"
-                   "\"gflops\":%.2f",
-                   round ? "," : "", round + 1, agmm_schedule_name(ran),
-                   slowest * 1e6, flop / slowest * 1e-9);
+            fprintf(rj, "%s{\"round\":%d,\"schedule\":\"%s\",\"time_us\":%.1f,"
+                        "\"gflops\":%.2f",
+                    round ? "," : "", round + 1, agmm_schedule_name(ran),
+                    slowest * 1e6, flop / slowest * 1e-9);
             if (cli->check)
-                printf(",\"max_abs_diff\":%.6g,\"pass\":%s", maxdiff,
-                       bad_rank < 0 ? "true" : "false");
-            printf("}");
+                fprintf(rj, ",\"max_abs_diff\":%.6g,\"pass\":%s", maxdiff,
+                        bad_rank < 0 ? "true" : "false");
+            fprintf(rj, "}");
             continue;
         }
-        printf("round %d: %s%s, %.3f ms (slowest rank), %.1f GFLOP/s", round + 1,
+        printf("round %d: %s%s, %.3f ms (slowest rank), %.1f GFLOP/s per rank", round + 1,
                agmm_schedule_name(ran),
                cli->schedule == AGMM_SCHEDULE_AUTO ? " (auto)" : "", slowest * 1e3,
                flop / slowest * 1e-9);
@@ -157,34 +174,39 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             printf("]");
         }
         if (!cli->check) {
-            printf(", not checked (--no-check)%s\n", tag);
+            printf(", not checked (--no-check)\n");
             continue;
         }
-        printf("; check: max |diff| %.3g over %d ranks, allclose(rtol=%g, "
-               "atol=%g) %s%s\n",
-               maxdiff, P, RTOL, ATOL, bad_rank < 0 ? "PASS" : "FAIL", tag);
+        printf("; check: max |diff| %.3g over %d %s, allclose(rtol=%g, "
+               "atol=%g) %s\n",
+               maxdiff, P, P == 1 ? "rank" : "ranks", RTOL, ATOL, bad_rank < 0 ? "PASS" : "FAIL");
         for (int p = 0; p < P; p++) {
             if (all[p].mismatches == 0) continue;
             if (all[p].mismatches < 0) {
-                printf("  rank %d: the reference could not be computed%s\n", p, tag);
+                printf("  rank %d: the reference could not be computed\n", p);
                 continue;
             }
             int64_t i = all[p].first_bad;
             printf("  rank %d: %lld of %lld outputs differ; first at row %lld, "
-                   "column %lld%s\n",
+                   "column %lld\n",
                    p, (long long)all[p].mismatches,
                    (long long)(cli->m_total * cli->n),
-                   (long long)(i / cli->n), (long long)(i % cli->n), tag);
+                   (long long)(i / cli->n), (long long)(i % cli->n));
         }
     }
+    agmm_progress_clear(&pg);
     /* The trace is written whatever the check found (it may explain it). */
     if (rc == 0) rc = agmm_tool_trace_end(&t);
     if (rc == 0) agmm_tool_trace_print(&t, 1);
+    if (rj) fclose(rj);
     if (t.rank == 0 && cli->json && rc == 0) {
         agmm_schedule_info_t ai;
-        printf("],");
-        agmm_tool_json_common(cli, world);
+        printf("{\"command\":\"run\",\"ok\":%s,", failed ? "false" : "true");
+        if (failed)
+            printf("\"error\":\"check failed\",\"failed_rank\":%d,", first_bad);
+        agmm_tool_json_header(cli, agmm_world_transport_name(world));
         agmm_tool_json_gemm(t.plan);
+        printf(",\"rounds\":[%s]", rounds_json ? rounds_json : "");
         printf(",\"schedule\":{\"requested\":\"%s\"",
                agmm_schedule_name(cli->schedule));
         if (cli->schedule == AGMM_SCHEDULE_AUTO &&
@@ -196,7 +218,9 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                    ai.decided ? "\"" : "", ai.reason);
         printf("},\"checked\":%s,\"pass\":%s%s}\n", cli->check ? "true" : "false",
                failed ? "false" : "true", t.trace_json ? t.trace_json : "");
+        agmm_tool_report()->printed = 1;
     }
+    free(rounds_json);
     fflush(stdout);
     free(all);
     if (rc == 0 && failed) rc = 1;

@@ -1,5 +1,6 @@
 #include "tool.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 
 #include "agmm_ext.h" /* agmm_blas_*: the BLAS in reports */
 #include "inputs.h"
+#include "report.h"
 
 void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
 {
@@ -25,11 +27,37 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->timeout_s = cli->timeout_s;
 }
 
+volatile sig_atomic_t agmm_tool_stop = 0;
+
+static void on_stop(int sig) { agmm_tool_stop = sig; }
+
+int agmm_tool_stopped(void)
+{
+    /* The launcher aborts the world ("the run was interrupted") before it
+     * signals the ranks: a rank may see the abort first. */
+    const char *e = agmm_last_error();
+    if (!agmm_tool_stop && e && strstr(e, "the run was interrupted"))
+        agmm_tool_stop = SIGTERM;
+    return agmm_tool_stop != 0;
+}
+
 static int rank_main(agmm_world_t *world, void *arg)
 {
     const agmm_cli_t *cli = arg;
-    return cli->cmd == AGMM_CMD_RUN ? agmm_tool_run(world, cli)
-                                    : agmm_tool_bench(world, cli);
+    /* Ctrl-C reaches the ranks too, and the launcher answers SIGINT/SIGTERM
+     * by aborting the world and sending SIGTERM: a rank notes the signal
+     * and leaves through the aborted wait, so bench can print the rounds
+     * done (the launcher SIGKILLs a rank that takes longer than 2 s). */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int rc = cli->cmd == AGMM_CMD_RUN ? agmm_tool_run(world, cli)
+                                      : agmm_tool_bench(world, cli);
+    if (rc != 0) agmm_tool_report_failure(agmm_world_rank(world), NULL);
+    return rc;
 }
 
 int agmm_tool_launch(const agmm_cli_t *cli)
@@ -40,8 +68,14 @@ int agmm_tool_launch(const agmm_cli_t *cli)
     opts.link_gbps = cli->link_gbps;
     opts.link_latency_us = cli->link_latency_us;
     int code = 1;
+    agmm_tool_report_share(); /* the ranks' first failure, for --json */
     agmm_status_t st = agmm_launch(&opts, rank_main, (void *)cli, &code);
+    /* 129/130/143: the launcher was interrupted by SIGHUP/SIGINT/SIGTERM */
+    int signalled = code == 128 + SIGHUP || code == 128 + SIGINT || code == 128 + SIGTERM;
+    if (signalled) agmm_tool_report_interrupted(code - 128);
+    if (st != AGMM_OK || code != 0) agmm_tool_json_failure(cli, "shm");
     if (st != AGMM_OK) return 1; /* the launcher printed why */
+    if (signalled) return code;
     return code == 0 ? 0 : (code == 2 ? 2 : 1);
 }
 
@@ -116,26 +150,33 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     }
     const char *tag = agmm_tool_link_tag(cli);
     fprintf(out,
-            "agmm %s: %d ranks (%s), M=%lld (%s) K=%lld N=%lld, %s in, fp32 "
+            "agmm %s: %d %s (%s), M=%lld (%s) K=%lld N=%lld, %s in, fp32 "
             "out, %s weight, tiles %lldx%lld, %d comm + %d GEMM threads per "
             "rank%s\n",
             cli->cmd == AGMM_CMD_RUN ? "run" : "bench", cli->ranks,
-            agmm_world_transport_name(world), (long long)cli->m_total, shards,
+            cli->ranks == 1 ? "rank" : "ranks", agmm_world_transport_name(world), (long long)cli->m_total, shards,
             (long long)cli->k, (long long)cli->n, agmm_dtype_name(cli->dtype),
             cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
             (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
             cli->gemm_cores, tag);
+    int sharing = cli->cores_own ? 1 : cli->ranks_here;
+    fprintf(out, "cores: each rank may use %d %s (its CPU affinity)", cli->usable_cores,
+            cli->usable_cores == 1 ? "core" : "cores");
+    if (sharing > 1) fprintf(out, ", shared by the %d ranks on this host", sharing);
+    fprintf(out, "\n");
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     const char *l2 = getenv("OPENBLAS_L2_SIZE");
+    int bt = agmm_blas_threads();
     fprintf(out,
-            "blas: %s, kernel %s, %d thread per GEMM call (OPENBLAS_CORETYPE=%s, "
-            "OPENBLAS_L2_SIZE=%s)%s\n",
-            agmm_blas_name(), agmm_blas_kernel(), agmm_blas_threads(),
-            coretype ? coretype : "unset", l2 ? l2 : "unset", tag);
+            "blas: %s, kernel %s, %d %s per GEMM call (OPENBLAS_CORETYPE=%s, "
+            "OPENBLAS_L2_SIZE=%s)\n",
+            agmm_blas_name(), agmm_blas_kernel(), bt, bt == 1 ? "thread" : "threads",
+            coretype ? coretype : "unset", l2 ? l2 : "unset");
     agmm_gemm_info_t g;
     if (agmm_plan_gemm_info(plan, &g) == AGMM_OK)
-        fprintf(out, "gemm: %s %s, impl %s, %d thread per call%s\n", g.name,
-                g.version, g.impl, g.threads_per_call, tag);
+        fprintf(out, "gemm: %s %s, impl %s, %d %s per call\n", g.name,
+                g.version, g.impl, g.threads_per_call,
+                g.threads_per_call == 1 ? "thread" : "threads");
 }
 
 void agmm_tool_json_gemm(const agmm_plan_t *plan)
@@ -154,17 +195,6 @@ const char *agmm_tool_link_tag(const agmm_cli_t *cli)
     snprintf(tag, sizeof tag, " [emulated link: %g Gbit/s, %g us]",
              cli->link_gbps, cli->link_latency_us);
     return tag;
-}
-
-void agmm_tool_json_common(const agmm_cli_t *cli, agmm_world_t *world)
-{
-    printf("\"ranks\":%d,\"transport\":\"%s\",\"link\":", cli->ranks,
-           agmm_world_transport_name(world));
-    if (cli->link_gbps > 0)
-        printf("{\"kind\":\"emulated link\",\"gbps\":%g,\"latency_us\":%g}",
-               cli->link_gbps, cli->link_latency_us);
-    else
-        printf("null");
 }
 
 /* How many ranks of the world run on this host (same host name): they
@@ -204,6 +234,10 @@ int agmm_tool_mpi_main(int argc, char **argv, agmm_cli_t *cli)
         agmm_world_set_timeout(world, cli->timeout_s);
         rc = cli->cmd == AGMM_CMD_RUN ? agmm_tool_run(world, cli)
                                       : agmm_tool_bench(world, cli);
+        if (rc != 0 && rank == 0) {
+            agmm_tool_report_failure(rank, NULL);
+            agmm_tool_json_failure(cli, "mpi");
+        }
         fflush(stdout);
         /* A rank that failed tells the others at once (they may be waiting
          * for it); failures every rank saw alike (a failed check) too,

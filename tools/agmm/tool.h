@@ -2,6 +2,7 @@
 #ifndef AGMM_TOOL_H
 #define AGMM_TOOL_H
 
+#include <signal.h>
 #include <time.h>
 
 #include "agmm.h"
@@ -13,6 +14,12 @@ static inline double agmm_tool_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+/* Forked ranks: the SIGINT/SIGTERM that stopped the run, else 0. */
+extern volatile sig_atomic_t agmm_tool_stop;
+/* Whether the run was stopped by a signal: agmm_tool_stop, or the world
+ * aborted because the launcher was interrupted. */
+int agmm_tool_stopped(void);
 
 /* The plan description the options ask for. */
 void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *desc);
@@ -74,11 +81,7 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
 void agmm_tool_json_gemm(const agmm_plan_t *plan);
 
 /* " [emulated link: G Gbit/s, L us]" when the link is emulated, else "":
- * every text line of an emulated run ends with it. */
+ * the first header line of an emulated run ends with it (once). */
 const char *agmm_tool_link_tag(const agmm_cli_t *cli);
-
-/* Prints the JSON members every command's object has ("ranks", "transport",
- * "link": {"kind":"emulated link",...} or null), without a leading comma. */
-void agmm_tool_json_common(const agmm_cli_t *cli, agmm_world_t *world);
 
 #endif

@@ -14,7 +14,7 @@
 
 static const char *const k_section_titles[SEC_COUNT] = {
     [SEC_PROBLEM] = "Problem:",
-    [SEC_THREADS] = "Threads (per rank; ranks x (comm + GEMM) must fit the online cores):",
+    [SEC_THREADS] = "Threads (per rank; ranks x (comm + GEMM) must fit the usable cores):",
     [SEC_SCHEDULE] = "Schedule:",
     [SEC_RUN] = "Run:",
 };
@@ -54,29 +54,29 @@ void opt_help_cores_comm(FILE *out, const agmm_cli_t *t)
     else
         fprintf(out,
                 "  --comm-cores C        communication threads per rank, 0..%d; 0: GEMM threads\n"
-                "                        send (default here: %d for %d %s on %d online %s)\n",
+                "                        send (default here: %d for %d %s on %d usable %s)\n",
                 AGMM_CLI_MAX_CORES, t->comm_cores, t->ranks, t->ranks == 1 ? "rank" : "ranks",
-                t->online_cores, t->online_cores == 1 ? "core" : "cores");
+                t->usable_cores, t->usable_cores == 1 ? "core" : "cores");
 }
 
 void opt_help_cores_gemm(FILE *out, const agmm_cli_t *t)
 {
     const char *ranks_s = t->ranks == 1 ? "rank" : "ranks";
-    const char *cores_s = t->online_cores == 1 ? "core" : "cores";
+    const char *cores_s = t->usable_cores == 1 ? "core" : "cores";
     if (t->gemm_cores_set)
         fprintf(out, "  --gemm-cores G        GEMM threads per rank, 1..%d (given: %d)\n",
                 AGMM_CLI_MAX_CORES, t->gemm_cores);
     else if (t->comm_cores_set)
         fprintf(out,
                 "  --gemm-cores G        GEMM threads per rank, 1..%d (default here: %d for %d\n"
-                "                        %s with %d comm on %d online %s)\n",
+                "                        %s with %d comm on %d usable %s)\n",
                 AGMM_CLI_MAX_CORES, t->gemm_cores, t->ranks, ranks_s, t->comm_cores,
-                t->online_cores, cores_s);
+                t->usable_cores, cores_s);
     else
         fprintf(out,
                 "  --gemm-cores G        GEMM threads per rank, 1..%d (default here: %d for %d\n"
-                "                        %s on %d online %s)\n",
-                AGMM_CLI_MAX_CORES, t->gemm_cores, t->ranks, ranks_s, t->online_cores, cores_s);
+                "                        %s on %d usable %s)\n",
+                AGMM_CLI_MAX_CORES, t->gemm_cores, t->ranks, ranks_s, t->usable_cores, cores_s);
 }
 
 /* ------------------------------------------------------------ templates */
@@ -207,8 +207,8 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
     agmm_cli_t defaults, tmp;
     opt_defaults(&defaults, cmd);
     tmp = cli_or_null ? *cli_or_null : defaults;
-    if (tmp.online_cores < 1)
-        tmp.online_cores = 1;
+    if (tmp.usable_cores < 1)
+        tmp.usable_cores = 1;
     if (tmp.ranks < 1)
         tmp.ranks = 1;
     agmm_cli_resolve_cores(&tmp);
