@@ -271,9 +271,9 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
     }
     if (cli->k_local_count > 0) {
         if (cli->k_local_count != cli->ranks) {
-            fprintf(err, "agmm: --k-local: %d values given but --ranks is %d (give one "
+            fprintf(err, "agmm: --k-local: %d value%s given but --ranks is %d (give one "
                          "value per rank, summing to --k)\n",
-                    cli->k_local_count, cli->ranks);
+                    cli->k_local_count, cli->k_local_count == 1 ? "" : "s", cli->ranks);
             return 2;
         }
         int64_t sum = 0;
