@@ -5,7 +5,10 @@
  * Checks: agmm_plan_desc_check() and agmm_plan_bytes_per_rank() never
  * crash or overflow (the sanitizers watch the arithmetic); a refusal
  * records a message; an accepted description has a non-zero size that
- * covers its largest buffers (gathered rows and the fp32 weight). */
+ * covers its largest buffers (all-gather: gathered rows and the fp32
+ * weight; gemm-rs: the partial C, the receive slots and the weight of the
+ * largest inner part). The op and the k_local split (or NULL) come last,
+ * so older corpus inputs keep the all-gather. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +56,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int32_t engine = 0; /* last, so older corpus inputs keep AUTO */
     take(&data, &size, &engine, sizeof engine);
     d.gemm_engine = (agmm_gemm_engine_kind_t)engine;
+    int32_t op = 0;
+    take(&data, &size, &op, sizeof op);
+    d.op = (agmm_op_t)(op & 0x7fffffff); /* any value, bit 31: k_local NULL */
+    int64_t kl[8];
+    take(&data, &size, kl, sizeof kl);
+    d.k_local = op < 0 ? NULL : kl;
 
     agmm_status_t st = agmm_plan_desc_check(&d);
     uint64_t bytes = agmm_plan_bytes_per_rank(&d);
@@ -60,12 +69,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st != AGMM_OK && !*agmm_last_error()) fail("refused without a message");
     if (st == AGMM_OK) {
         if (bytes == 0) fail("accepted plan has size 0");
-        long double M = 0;
-        for (int r = 0; r < d.nranks; r++) M += (long double)m[r];
+        long double M = 0, max_rows = 0, kmax = 0;
+        for (int r = 0; r < d.nranks; r++) {
+            M += (long double)m[r];
+            if (m[r] > max_rows) max_rows = (long double)m[r];
+            int64_t kr = d.k_local ? d.k_local[r]
+                                   : d.k / d.nranks + (r < d.k % d.nranks);
+            if (kr > kmax) kmax = (long double)kr;
+        }
+        if (d.op == AGMM_OP_GEMM_RS && d.k_local) {
+            long double sum = 0;
+            for (int r = 0; r < d.nranks; r++) sum += (long double)d.k_local[r];
+            if (sum != (long double)d.k) fail("accepted a k_local not summing to k");
+        }
         /* The weight: fp32, except bf16 kept as bf16 (oneDNN). */
+        long double wbytes = d.dtype == AGMM_DTYPE_BF16 ? 2 : 4;
         long double need =
-            M * d.k * agmm_dtype_size(d.dtype) +
-            (long double)d.k * d.n * (d.dtype == AGMM_DTYPE_BF16 ? 2 : 4);
+            d.op == AGMM_OP_GEMM_RS
+                ? M * d.n * 4 + d.nranks * max_rows * d.n * 4 + kmax * d.n * wbytes
+                : M * d.k * agmm_dtype_size(d.dtype) + (long double)d.k * d.n * wbytes;
         if ((long double)bytes < need) fail("size misses a buffer");
         if (!isfinite(d.timeout_s)) fail("accepted a non-finite timeout");
     }

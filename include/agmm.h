@@ -222,6 +222,23 @@ typedef enum agmm_schedule {
 /* "fused", "baseline", "auto" ("invalid" for anything else). */
 const char *agmm_schedule_name(agmm_schedule_t schedule);
 
+/* The operation a plan computes. */
+typedef enum agmm_op {
+    /* C = gather_r(A_r) @ W: rank r holds A_r ([m_local[r], k]); every rank
+     * gets all of C ([M, n], M = sum(m_local)). */
+    AGMM_OP_AG_GEMM = 0,
+    /* GEMM + reduce-scatter (the row-parallel half of a tensor-parallel
+     * layer): rank r holds A_r ([M, k_local[r]], its slice of the inner
+     * dimension) and W_r ([k_local[r], n]); C = sum_r A_r @ W_r ([M, n],
+     * fp32) is scattered by rows: rank r gets rows [row_off[r],
+     * row_off[r] + m_local[r]) in its c ([m_local[r], n]). Summed in a fixed
+     * order (source ranks 0..P-1), so results are reproducible. */
+    AGMM_OP_GEMM_RS = 1,
+} agmm_op_t;
+
+/* "ag-gemm", "gemm-rs" ("invalid" for anything else). */
+const char *agmm_op_name(agmm_op_t op);
+
 /* What one plan computes and how. Zero-initialise with agmm_plan_desc_init()
  * then set the fields. Every rank must pass an identical description. */
 typedef struct agmm_plan_desc {
@@ -239,6 +256,12 @@ typedef struct agmm_plan_desc {
     /* AUTO (0, the default), ONEDNN or OPENBLAS; one not built in makes
      * the plan fail with AGMM_ERR_UNSUPPORTED. */
     agmm_gemm_engine_kind_t gemm_engine;
+    /* AGMM_OP_AG_GEMM (0, the default) or AGMM_OP_GEMM_RS. */
+    agmm_op_t op;
+    /* GEMM_RS only: nranks inner-dimension parts (each >= 0, sum == k), or
+     * NULL: k split as evenly as possible, the first k % nranks ranks one
+     * more. `weights` is ignored (every rank has its own W_r). */
+    const int64_t *k_local;
 } agmm_plan_desc_t;
 
 void agmm_plan_desc_init(agmm_plan_desc_t *desc);
@@ -261,14 +284,16 @@ agmm_status_t agmm_plan_create(agmm_world_t *world,
                                const agmm_plan_desc_t *desc,
                                agmm_plan_t **out);
 
-/* Local. Prepares W ([k, n], row-major, desc->dtype) for the plan's GEMM
+/* Local. Prepares W ([k, n], row-major, desc->dtype; GEMM_RS: this rank's
+ * W_r, [k_local[rank], n]) for the plan's GEMM
  * engine once (oneDNN: reordered into its blocked layout, bf16 kept bf16;
  * OpenBLAS: converted to fp32); call it before the first run and whenever
  * the weight changes. With shared weights every rank passes the same W. */
 agmm_status_t agmm_plan_set_weight(agmm_plan_t *plan, const void *w);
 
 /* Collective. One round: a_local is this rank's [m_local[rank], k] shard in
- * desc->dtype, row-major; c is [M, n] fp32 row-major, M = sum(m_local). On
+ * desc->dtype, row-major; c is [M, n] fp32 row-major, M = sum(m_local)
+ * (GEMM_RS: a_local is [M, k_local[rank]], c is [m_local[rank], n]). On
  * return the rank's C is complete and a_local may be changed. */
 agmm_status_t agmm_plan_run(agmm_plan_t *plan, agmm_schedule_t schedule,
                             const void *a_local, float *c);

@@ -37,6 +37,17 @@ agmm_status_t agmm_reference(int nranks, const void *const *shards,
                              const int64_t *m_local, int64_t k, int64_t n,
                              agmm_dtype_t dtype, const void *w, float *c);
 
+/* The trusted result of GEMM + reduce-scatter for rows [row0, row0 + rows)
+ * of C = sum_r A_r @ W_r: a[r] is [M, k_local[r]] and w[r] [k_local[r], n]
+ * in dtype (NULL allowed where k_local[r] == 0), c is [rows, n] fp32. Each
+ * element is summed over every r and inner index in double, then rounded
+ * once: plain loops, no BLAS, nothing shared with the plan's tiles, slots
+ * or summation order. Local. */
+agmm_status_t agmm_reference_rs(int nranks, const void *const *a,
+                                const void *const *w, const int64_t *k_local,
+                                int64_t M, int64_t n, agmm_dtype_t dtype,
+                                int64_t row0, int64_t rows, float *c);
+
 /* ---------------------------------------------------- benchmark parts */
 
 /* Benchmark parts (collective, like a round): one part of a schedule on its
@@ -49,7 +60,10 @@ agmm_status_t agmm_reference(int nranks, const void *const *shards,
  *               no communication.
  *   MONOLITHIC: the same rows converted and multiplied by one GEMM per
  *               GEMM worker (column split) over the whole pre-gathered
- *               matrix, as the baseline does after its all-gather. */
+ *               matrix, as the baseline does after its all-gather.
+ * For AGMM_OP_GEMM_RS: COMM_ONLY is the fused schedule's puts, signals and
+ * reductions without the tile GEMMs; GEMM_ONLY its tile GEMMs without
+ * puts or reductions; MONOLITHIC the baseline's whole-partial GEMM. */
 typedef enum agmm_part {
     AGMM_PART_COMM_ONLY = 0,
     AGMM_PART_GEMM_ONLY = 1,

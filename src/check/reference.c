@@ -54,3 +54,57 @@ agmm_status_t agmm_reference(int nranks, const void *const *shards,
     free(w32);
     return AGMM_OK;
 }
+
+agmm_status_t agmm_reference_rs(int nranks, const void *const *a,
+                                const void *const *w, const int64_t *k_local,
+                                int64_t M, int64_t n, agmm_dtype_t dtype,
+                                int64_t row0, int64_t rows, float *c)
+{
+    if (nranks < 1 || !a || !w || !k_local || n < 1 || rows < 0 || row0 < 0 ||
+        row0 + rows > M || (rows > 0 && !c) || agmm_dtype_size(dtype) == 0)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "reference_rs: invalid argument");
+    size_t es = agmm_dtype_size(dtype);
+    double *acc = calloc((size_t)(rows > 0 ? rows : 1) * (size_t)n,
+                         sizeof(double));
+    float *arow = NULL, *w32 = NULL;
+    agmm_status_t st = acc ? AGMM_OK : AGMM_ERR_NO_MEMORY;
+    for (int r = 0; st == AGMM_OK && r < nranks; r++) {
+        int64_t k = k_local[r];
+        if (k <= 0 || rows == 0) continue;
+        if (!a[r] || !w[r]) {
+            st = agmm_error(AGMM_ERR_INVALID_ARG,
+                            "reference_rs: rank %d's inputs are NULL", r);
+            break;
+        }
+        free(arow);
+        free(w32);
+        arow = malloc((size_t)k * sizeof(float));
+        w32 = malloc((size_t)k * (size_t)n * sizeof(float));
+        if (!arow || !w32) {
+            st = AGMM_ERR_NO_MEMORY;
+            break;
+        }
+        agmm_convert_to_f32_scalar(dtype, w[r], w32, (size_t)(k * n));
+        for (int64_t i = 0; i < rows; i++) {
+            const unsigned char *src =
+                (const unsigned char *)a[r] + (size_t)(row0 + i) * (size_t)k * es;
+            agmm_convert_to_f32_scalar(dtype, src, arow, (size_t)k);
+            double *out = acc + (size_t)i * (size_t)n;
+            for (int64_t kk = 0; kk < k; kk++) {
+                double av = arow[kk];
+                const float *wr = w32 + (size_t)kk * (size_t)n;
+                for (int64_t j = 0; j < n; j++)
+                    out[j] += av * (double)wr[j];
+            }
+        }
+    }
+    for (int64_t i = 0; st == AGMM_OK && i < rows * n; i++)
+        c[i] = (float)acc[i];
+    free(acc);
+    free(arow);
+    free(w32);
+    if (st == AGMM_ERR_NO_MEMORY)
+        return agmm_error(st, "reference_rs: out of memory");
+    return st;
+}

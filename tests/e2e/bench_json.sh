@@ -3,13 +3,17 @@
 # medians, and a ratio equal to fused/baseline medians; the measured peak
 # and each mode's fraction of it (positive, below a loose 1.5, and equal to
 # the mode's TFLOP/s per GEMM core over the peak).
+# usage: bench_json.sh AGMM [--op OP [more bench options]]: "op" is checked.
 set -u
 agmm=$1
+shift
+op=ag-gemm
+[ "${1:-}" = --op ] && op=$2
 out=$("$agmm" bench --ranks 2 --m-local 96 --k 64 --n 80 --tile-m 16 \
-      --tile-n 32 --rounds 5 --warmup 1 --json)
+      --tile-n 32 --rounds 5 --warmup 1 --json "$@")
 rc=$?
 [ $rc -eq 0 ] || { echo "bench exited $rc"; echo "bench_json: 0 passed, 1 failed"; exit 1; }
-python3 - "$out" <<'PY'
+python3 - "$out" "$op" <<'PY'
 import json, sys
 ok = fail = 0
 def check(cond, what):
@@ -38,6 +42,7 @@ for mode in ("fused", "baseline"):
         check(abs(f - want) <= 0.02 * want + 5e-5 * 1e3 / peak,
               f"{mode} fraction_of_peak {f} vs tflops {m['tflops']} / peak {peak}")
 check(d["ranks"] == 2 and d["rounds"] == 5, "config echoed")
+check(d.get("op") == sys.argv[2], f"op {d.get('op')} (want {sys.argv[2]})")
 print(f"bench_json: {ok} passed, {fail} failed")
 sys.exit(1 if fail else 0)
 PY

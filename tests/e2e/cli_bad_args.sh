@@ -103,6 +103,15 @@ rows=(
     # transport
     "run --transport tcp                  | --transport: one of shm, mpi"
     "run --transport                      | --transport: missing value"
+    # --op and --k-local (gemm-rs)
+    "run --op rs                          | --op: one of ag-gemm, gemm-rs (got 'rs')"
+    "bench --op ''                        | --op: one of ag-gemm, gemm-rs"
+    "run --k-local 1,1                    | --k-local: only with --op gemm-rs"
+    "run --op gemm-rs --k 4 --k-local 1,2 | --k-local: the values add up to 3 but --k is 4"
+    "run --op gemm-rs --k 4 --k-local 4   | --k-local: 1 value given but --ranks is 2"
+    "run --op gemm-rs --k 4 --k-local 5,0 | --k-local: value 0 is 5, more than --k 4"
+    "run --op gemm-rs --k-local 1,-1      | --k-local: out of range; give each value an integer"
+    "run --op gemm-rs --k-local 1,,3      | --k-local: empty value"
     # schedule, bench modes, link emulator
     "run --schedule fast                  | --schedule: one of fused, baseline, auto"
     "bench --schedule ''                  | --schedule: one of fused, baseline, auto"

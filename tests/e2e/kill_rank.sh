@@ -2,14 +2,16 @@
 # Kill one rank with SIGKILL in the middle of a long run: the launcher must
 # end the run within a few seconds with a non-zero exit, name the rank and
 # the signal, and leave no agmm process behind.
+# usage: kill_rank.sh AGMM [EXTRA RUN OPTIONS, e.g. --op gemm-rs]
 set -u
 agmm=$1
+shift
 . "$(dirname "$0")/proc_tag.sh"
 pass=0 fail=0
 check() { if eval "$1"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED: $2"; fi; }
 err=$(mktemp)
 "$agmm" run --ranks 3 --oversubscribe --m-local 256 --k 256 --n 256 \
-  --rounds 1000000 --no-check --timeout 60 >/dev/null 2>"$err" &
+  --rounds 1000000 --no-check --timeout 60 "$@" >/dev/null 2>"$err" &
 launcher=$!
 # Wait for the three rank processes, then let them get going.
 for _ in $(seq 100); do

@@ -43,6 +43,10 @@ runs=(
     "3 | --m-local 1,65,9 --k 64 --n 64 --tile-m 8 --dtype fp32 --comm-cores 1 --gemm-cores 1 --rounds 2"
     "4 | --m-local 65,1,0,130 --k 96 --n 70 --tile-m 16 --tile-n 32 --weights per-rank --rounds 3"
     "4 | --m-local 40 --k 48 --n 40 --tile-m 5 --dtype bf16 --comm-cores 1 --gemm-cores 2 --rounds 2"
+    # GEMM + reduce-scatter: fused and baseline alternate (auto)
+    "2 | --op gemm-rs --m-local 37,20 --k 50 --n 40 --tile-m 8 --tile-n 16 --rounds 4"
+    "2 | --op gemm-rs --m-local 0,19 --k 33 --k-local 33,0 --n 17 --tile-m 4 --dtype fp32 --comm-cores 0 --gemm-cores 2 --rounds 3"
+    "3 | --op gemm-rs --m-local 7,0,12 --k 41 --k-local 20,0,21 --n 50 --tile-m 4 --tile-n 16 --dtype bf16 --comm-cores 1 --gemm-cores 2 --rounds 4"
 )
 # Every checked run with every GEMM engine built in ("gemm engines: ..."
 # of --version).

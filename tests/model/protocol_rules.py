@@ -8,6 +8,9 @@ A state is a flat tuple of immutable parts:
                     whose rows of global tile g are there (0: none yet);
                     cells are the signal cells, laid out as in
                     ops/common/plan_internal.h: tile cells, bulk[src], ack[p].
+                    gemm-rs (op "rs"): blocks[s * maxT + t] is the round of
+                    source s's partial of the owner's tile t (its slot), and
+                    tile cell s * maxT + t guards it (ops/gemm_rs/tiles.h).
   [POSTED(r)]       MPI: the armed receives (P, g, value) of rank r.
   [CHAN...]         messages in flight: link: one FIFO per (src, dst) link;
                     MPI: one control FIFO per (src, dst) and one set of tile
@@ -42,6 +45,8 @@ PLANTS = {
                        "control message for an unknown window aborts",
     "no-ack-wait": "puts do not wait for the destination's ack",
     "quiet-no-wait": "the emulated link's quiet returns at once",
+    "rs-reduce-no-wait": "gemm-rs: the owner reduces a tile without waiting "
+                         "for the peers' cells",
     "signal-before-data": "shm put_signal raises the signal before the copy",
 }
 # The deliveries where a plant changes anything (the self-test looks there).
@@ -50,6 +55,7 @@ PLANT_WHERE = {
     "destroy-no-wait": ("mpi",),  # shm/link acks are delivered by then
     "no-ack-wait": ("shm", "link", "mpi"),  # harmless on MPI: see design.md
     "quiet-no-wait": ("link",),  # shm copies at once; MPI: not modelled
+    "rs-reduce-no-wait": ("shm", "link", "mpi"),
     "signal-before-data": ("shm",),  # shm_put_signal only
 }
 GUARDS = {"join", "pass", "dwait", "quiet"}
@@ -65,8 +71,14 @@ class Violation(Exception):
 class Model:
     def __init__(self, delivery, tiles, comm, gemm, seq, tiles_b=None,
                  seq_b="F", plant=None, isolation=True, silent=False,
-                 destroy_wait=True):
+                 destroy_wait=True, op="ag"):
         assert delivery in ("shm", "link", "mpi") and plant in (None, *PLANTS)
+        # op "rs": GEMM + reduce-scatter (ops/gemm_rs/). tiles[r] are then
+        # the tiles of rank r's rows of C; the baseline is not modelled on
+        # MPI (its bulk receives are not in the model).
+        assert op in ("ag", "rs") and not (
+            op == "rs" and delivery == "mpi" and "B" in seq + seq_b)
+        self.rs = op == "rs"
         self.deliv, self.C, self.G, self.plant = delivery, comm, gemm, plant
         # Plan isolation checks (no message outlives its plan, none lands in
         # another plan's window). Off (--symptoms): messages act as the code
@@ -81,15 +93,24 @@ class Model:
         self.N = N = len(tiles)
         self.tiles = (tuple(tiles), tuple(tiles_b or tiles))
         self.seqs = (seq, seq_b)
-        self.name = (f"{delivery} P={N} tiles={','.join(map(str, tiles))}"
+        self.name = (("rs " if self.rs else "")
+                     + f"{delivery} P={N} tiles={','.join(map(str, tiles))}"
                      + (f"/{','.join(map(str, tiles_b))}" if tiles_b else "")
                      + f" C={comm} G={gemm} {' '.join(seq)} | {seq_b}")
         # Layout of each plan: global tile g -> (src, t), cell offsets.
         self.gmap, self.base, self.T = [], [], []
+        self.maxT = []
         for tl in self.tiles:
             self.base.append([sum(tl[:s]) for s in range(N)])
-            self.gmap.append([(s, t) for s in range(N) for t in range(tl[s])])
-            self.T.append(sum(tl))
+            if self.rs:  # slot s * maxT + t: source s's partial of tile t
+                m = max(tl)  # of the owner's rows (ops/gemm_rs/tiles.h)
+                self.gmap.append([(s, t) for s in range(N) for t in range(m)])
+                self.T.append(N * m)
+                self.maxT.append(m)
+            else:
+                self.gmap.append([(s, t) for s in range(N)
+                                  for t in range(tl[s])])
+                self.T.append(sum(tl))
         # Window keys: shm offsets (first fit: B reuses A's), MPI ids
         # (fixed: never reused; old: lowest free, so B reuses A's too).
         reuse = delivery != "mpi" or plant == "destroy-no-wait"
@@ -121,6 +142,9 @@ class Model:
         return self.T[P] + src
 
     def remote(self, P, r):
+        if self.rs:  # the slots r receives: every peer's partial of its tiles
+            return [s * self.maxT[P] + t for s in range(self.N) if s != r
+                    for t in range(self.tiles[P][r])]
         return [g for g, (s, _) in enumerate(self.gmap[P]) if s != r]
 
     def peers(self, r):  # the order put_tile / put_bulk visit them
@@ -179,6 +203,9 @@ class Model:
         key = (r, P, e)
         if key in self.wprog:
             return self.wprog[key]
+        if self.rs:
+            self.wprog[key] = self.rs_workers(r, P, s)
+            return self.wprog[key]
         C, G, link = self.C, self.G, self.deliv == "link"
         quiet = [("quiet",)] if link else []
         ntiles = self.tiles[P][r]
@@ -213,6 +240,55 @@ class Model:
             ops = puts(c, C) + quiet if s == "F" else bulk(c, C)
             ws.append((f"comm{c}", ops, None))
         self.wprog[key] = ws
+        return ws
+
+    def rs_workers(self, r, P, s):
+        """gemm-rs (ops/gemm_rs/fused.c, baseline.c). Fused: each GEMM
+        worker computes the tiles of owners r+1, ..., r (own last); tile t of
+        an owner is completed by GEMM worker t % G (the last column group to
+        finish it, whichever thread that is: the same steps), which puts it
+        (C = 0), hands it to a comm worker (`ready`, C > 0), or, for its own
+        rows, reduces it. Baseline: GEMM worker 0 (the caller's thread after
+        the join; the other workers only compute) puts each peer's rows in
+        bulk, waits for them (quiet), then reduces its rows. The third item
+        of each worker is the index of its last read (None: no read)."""
+        C, G, link, N = self.C, self.G, self.deliv == "link", self.N
+        tl = self.tiles[P]
+        quiet = [("quiet",)] if link else []
+        last_read = lambda ops: max([j for j, o in enumerate(ops)
+                                     if o[0] in ("rsred", "rsbred")],
+                                    default=None)
+        ws = []
+        if s == "B":
+            ops = [("rsbput", q) for q in self.peers(r) if tl[q] > 0]
+            ops = (ops + quiet if ops else []) + (
+                [("rsbred",)] if tl[r] > 0 else [])
+            ws.append(("gemm0", ops, last_read(ops)))
+            ws += [(f"gemm{g}", [], None) for g in range(1, G)]
+            ws += [(f"comm{c}", [], None) for c in range(C)]
+            return ws
+        ready = {}  # (q, t) -> (worker, index of its "ready" step)
+        for g in range(G):
+            ops = []
+            for q in self.peers(r) + [r]:
+                for t in range(tl[q]):
+                    if t % G != g:
+                        continue
+                    if q == r:
+                        ops.append(("rsred", t))
+                    elif C == 0:
+                        ops.append(("rsput", t, q))
+                    else:
+                        ready[q, t] = (g, len(ops))
+                        ops.append(("ready", t, q))
+            if C == 0 and any(o[0] == "rsput" for o in ops):
+                ops += quiet
+            ws.append((f"gemm{g}", ops, last_read(ops)))
+        order = [(q, t) for q in self.peers(r) for t in range(tl[q])]
+        for c in range(C):
+            ops = [("rsput", t, q) + ready[q, t]
+                   for k, (q, t) in enumerate(order) if k % C == c]
+            ws.append((f"comm{c}", ops + (quiet if ops else []), None))
         return ws
 
     # ------------------------------------------------------------ state
@@ -445,6 +521,54 @@ class Model:
                 ch = self.CHAN0 + self.N * self.N + q
                 s[ch] = tuple(sorted(s[ch] + ((P, blocks[0], e),),
                                      key=lambda m: m[:2]))
+        elif kind in ("rsput", "rsbput"):
+            q = op[2] if kind == "rsput" else op[1]
+            mt = self.maxT[P]
+            if kind == "rsput":
+                blocks = (r * mt + op[1],)
+                cell, what = blocks[0], f"partial tile {op[1]}"
+                if len(op) > 3 and st[r][1][op[3]] <= op[4]:
+                    return None  # comm worker: waits ready (the GEMM's step)
+            else:
+                blocks = tuple(r * mt + t for t in range(self.tiles[P][q]))
+                cell, what = self.bulk_cell(P, r), "partial rows"
+            label = (r, name, f"put {what} -> rank {q} ({tg})")
+            if (self.plant != "no-ack-wait"
+                    and st[own][1][self.ack_cell(P, q)] < e - 1):
+                return None  # waits for ack[q] >= e - 1
+            if self.deliv == "shm":
+                self.land(s, r, q, P, blocks, cell, e, label)
+            elif self.deliv == "link":
+                ch = self.CHAN0 + r * self.N + q
+                s[ch] = s[ch] + ((P, blocks, cell, e, i),)
+            else:
+                assert kind == "rsput"
+                ch = self.CHAN0 + self.N * self.N + q
+                s[ch] = tuple(sorted(s[ch] + ((P, blocks[0], e),),
+                                     key=lambda m: m[:2]))
+        elif kind == "ready":
+            label = (r, name, f"partial tile {op[1]} of rank {op[2]} done, "
+                     f"ready ({tg})")
+        elif kind in ("rsred", "rsbred"):
+            mt, N = self.maxT[P], self.N
+            ts = [op[1]] if kind == "rsred" else range(self.tiles[P][r])
+            label = (r, name, f"reduce {'tile ' + str(op[1]) if ts != [] and kind == 'rsred' else 'its rows'} ({tg})")
+            blocks, cells = st[own]
+            slots = [src * mt + t for src in range(N) if src != r for t in ts]
+            need = (slots if kind == "rsred" else
+                    [self.bulk_cell(P, src) for src in range(N) if src != r])
+            if (self.plant != "rs-reduce-no-wait"
+                    and any(cells[c] < e for c in need)):
+                return None
+            for g in slots:
+                if blocks[g] != e:
+                    src, t = self.gmap[P][g]
+                    raise Violation(
+                        f"rank {r} reduces rank {src}'s partial of its tile "
+                        f"{t} in round {e} of plan {PLAN_NAME[P]} but the "
+                        f"slot holds round {blocks[g]}'s" + (
+                            " (not yet written)" if blocks[g] < e else ""),
+                        label)
         elif kind == "bself":
             label = (r, name, f"bulk[{r}] = {e} on itself ({tg})")
             self.set_cell(s, own, self.bulk_cell(P, r), e)
@@ -594,6 +718,12 @@ class Model:
                              f"peer's ack >= {op[2] if len(op) > 2 else ''}",
                     "pass": f"barrier {op[1]}"}[k]
         P, e = cur[0], cur[1]
+        if k in ("rsput", "rsbput"):
+            q = op[2] if k == "rsput" else op[1]
+            return (f"{k} to rank {q}, for ack[{q}] >= {e - 1} or its "
+                    f"tile's GEMM ({self.tag(P, e)})")
+        if k in ("rsred", "rsbred"):
+            return f"the reduction, for its signals >= {e} ({self.tag(P, e)})"
         if k in ("put", "sig", "bput"):
             q = op[-1]
             return (f"{k} to rank {q}, for ack[{q}] >= {e - 1} "

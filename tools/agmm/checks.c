@@ -17,27 +17,29 @@
 
 /* ------------------------------------------------------------ --m-local */
 
-/* ROWS[,ROWS...]: the list syntax; against --ranks in opt_validate. */
-int opt_get_rows(FILE *err, const char *arg, agmm_cli_t *cli)
+/* ROWS[,ROWS...]: the list syntax; against --ranks in opt_validate.
+ * --m-local and --k-local share it (`name` says which). */
+int opt_get_rows(FILE *err, const char *name, const char *arg, int64_t *dst,
+                 int *count_out)
 {
     const char *p = arg;
     int count = 0;
     if (!*arg) {
-        fprintf(err, "agmm: --m-local: give ROWS or a comma-separated list ROWS,ROWS,... "
-                     "(got '')\n");
+        fprintf(err, "agmm: --%s: give N or a comma-separated list N,N,... "
+                     "(got '')\n", name);
         return -1;
     }
     for (;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         if (len == 0) {
-            fprintf(err, "agmm: --m-local: empty value in the list; give ROWS or "
-                         "ROWS,ROWS,... without empty elements (got '%s')\n", arg);
+            fprintf(err, "agmm: --%s: empty value in the list; give N or "
+                         "N,N,... without empty elements (got '%s')\n", name, arg);
             return -1;
         }
         if (count >= AGMM_CLI_MAX_RANKS) {
-            fprintf(err, "agmm: --m-local: at most %d values (one per rank) (got '%.40s...')\n",
-                    AGMM_CLI_MAX_RANKS, arg);
+            fprintf(err, "agmm: --%s: at most %d values (one per rank) (got '%.40s...')\n",
+                    name, AGMM_CLI_MAX_RANKS, arg);
             return -1;
         }
         char buf[64];
@@ -57,17 +59,17 @@ int opt_get_rows(FILE *err, const char *arg, agmm_cli_t *cli)
             r = opt_parse_i64(buf, 0, INT64_MAX, &v);
         }
         if (r != NUM_OK) {
-            fprintf(err, "agmm: --m-local: %seach value an integer from 0 to %" PRId64
+            fprintf(err, "agmm: --%s: %seach value an integer from 0 to %" PRId64
                          " (got '%.*s' in '%s')\n",
-                    opt_range_prefix(r), (int64_t)INT64_MAX, (int)(len > 40 ? 40 : len), p, arg);
+                    name, opt_range_prefix(r), (int64_t)INT64_MAX, (int)(len > 40 ? 40 : len), p, arg);
             return -1;
         }
-        cli->m_local[count++] = v;
+        dst[count++] = v;
         if (!comma)
             break;
         p = comma + 1;
     }
-    cli->m_local_count = count;
+    *count_out = count;
     return 0;
 }
 
@@ -260,6 +262,36 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
         return 2;
     }
     cli->m_total = m;
+
+    /* --op gemm-rs and --k-local */
+    if (cli->k_local_count > 0 && cli->op != AGMM_OP_GEMM_RS) {
+        fprintf(err, "agmm: --k-local: only with --op gemm-rs (the all-gather + GEMM "
+                     "does not split --k)\n");
+        return 2;
+    }
+    if (cli->k_local_count > 0) {
+        if (cli->k_local_count != cli->ranks) {
+            fprintf(err, "agmm: --k-local: %d value%s given but --ranks is %d (give one "
+                         "value per rank, summing to --k)\n",
+                    cli->k_local_count, cli->k_local_count == 1 ? "" : "s", cli->ranks);
+            return 2;
+        }
+        int64_t sum = 0;
+        for (int r = 0; r < cli->ranks; r++) {
+            if (cli->k_local[r] > cli->k) {
+                fprintf(err, "agmm: --k-local: value %d is %" PRId64 ", more than --k %" PRId64
+                             " (each 0..--k, summing to --k)\n",
+                        r, cli->k_local[r], cli->k);
+                return 2;
+            }
+            sum += cli->k_local[r];
+        }
+        if (sum != cli->k) {
+            fprintf(err, "agmm: --k-local: the values add up to %" PRId64 " but --k is %" PRId64
+                         " (they must sum to --k)\n", sum, cli->k);
+            return 2;
+        }
+    }
 
     /* Core budget: a bench refuses (its timings would lie) unless
      * --oversubscribe; a run (a correctness check) warns and goes on. */

@@ -42,6 +42,9 @@ typedef struct agmm_cli {
     int64_t m_local[AGMM_CLI_MAX_RANKS]; /* --m-local: one value = every rank, else exactly `ranks` values */
     int m_local_count;         /* values given to --m-local (0: not given); after a successful parse m_local[0..ranks-1] is filled */
     int64_t k, n;              /* --k, --n */
+    agmm_op_t op;              /* --op (default ag-gemm) */
+    int64_t k_local[AGMM_CLI_MAX_RANKS]; /* --k-local (gemm-rs): the inner-dimension split, one value per rank */
+    int k_local_count;         /* values given to --k-local (0: not given: k split evenly) */
     int64_t tile_m, tile_n;    /* --tile-m, --tile-n */
     agmm_dtype_t dtype;        /* --dtype */
     agmm_gemm_engine_kind_t gemm_engine; /* --gemm-engine */

@@ -17,6 +17,7 @@ _Static_assert(sizeof(agmm_dtype_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_weights_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_gemm_engine_kind_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_schedule_t) == sizeof(int), "enum field size");
+_Static_assert(sizeof(agmm_op_t) == sizeof(int), "enum field size");
 
 #define CLI_MAX_COUNT INT_MAX /* --rounds, --warmup */
 
@@ -32,6 +33,8 @@ static const opt_choice_t k_schedules[] = {{"fused", AGMM_SCHEDULE_FUSED},
                                            {"baseline", AGMM_SCHEDULE_BASELINE},
                                            {"auto", AGMM_SCHEDULE_AUTO},
                                            {NULL, 0}};
+static const opt_choice_t k_ops[] = {
+    {"ag-gemm", AGMM_OP_AG_GEMM}, {"gemm-rs", AGMM_OP_GEMM_RS}, {NULL, 0}};
 static const opt_choice_t k_transports[] = {{"shm", 0}, {"mpi", 1}, {NULL, 0}};
 /* --mode: a set; "all" first (the error lists the words in this order). */
 static const opt_choice_t k_modes[] = {{"all", AGMM_BENCH_ALL},
@@ -76,6 +79,17 @@ const opt_row_t opt_table[] = {
     {.name = "n", .kind = OPTK_INT64, .field = F(n), NOSET, .min = 1, .max = INT_MAX, LIB(n),
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--n N",
      .help = "columns of W and C, >= 1 (default {def})"},
+    {.name = "op", .kind = OPTK_CHOICE, .field = F(op), NOSET, .choices = k_ops, LIB(op),
+     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--op OP",
+     .help = "{choices}: all-gather + GEMM, or GEMM +\n"
+             "reduce-scatter (A_r is M x K_r, W_r is K_r x N; rank r\n"
+             "gets its --m-local rows of sum_r A_r @ W_r)\n"
+             "(default {def})"},
+    {.name = "k-local", .kind = OPTK_ROWS, .field = F(k_local), NOSET, .cmds = OPT_FOR_ALL,
+     .section = SEC_PROBLEM, .label = "--k-local K0,K1,...",
+     .help = "gemm-rs: each rank's part of --k, one value per rank,\n"
+             "each >= 0, summing to --k (default: --k split evenly,\n"
+             "the first ranks one more)"},
     {.name = "tile-m", .kind = OPTK_INT64, .field = F(tile_m), NOSET, .min = 1,
      .max = INT64_MAX, LIB(tile_m), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
      .label = "--tile-m ROWS", .help = "rows per tile, >= 1 (default {def})"},

@@ -111,9 +111,10 @@ num_result_t opt_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* "out of range; give " or "give ": how a refusal message starts. */
 const char *opt_range_prefix(num_result_t r);
 
-/* --m-local ROWS[,ROWS...] into cli->m_local and m_local_count (checks.c).
- * Returns 0, or -1 after one error line. */
-int opt_get_rows(FILE *err, const char *arg, agmm_cli_t *cli);
+/* --m-local / --k-local N[,N...] into dst[] and *count (checks.c; `name`
+ * without dashes). Returns 0, or -1 after one error line. */
+int opt_get_rows(FILE *err, const char *name, const char *arg, int64_t *dst,
+                 int *count);
 
 /* bench: --schedule S alone means --mode S, and conflicts with another
  * --mode (checks.c). Returns 0 or 2 after one error line. */

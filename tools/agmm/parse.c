@@ -204,7 +204,9 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_
         return 0;
     }
     case OPTK_ROWS:
-        return opt_get_rows(err, arg, cli);
+        return opt_get_rows(err, row->name, arg, (int64_t *)f,
+                            !strcmp(row->name, "k-local") ? &cli->k_local_count
+                                                          : &cli->m_local_count);
     case OPTK_PATH: /* checked once all options are read (checks.c) */
         memcpy(f, &arg, sizeof arg);
         return 0;

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "agmm_ext.h" /* agmm_blas_* */
+#include "tool.h"      /* agmm_tool_k_part */
 
 static agmm_tool_report_t local_report = {-1, 0, 0, ""};
 static agmm_tool_report_t *report = &local_report;
@@ -89,7 +90,14 @@ void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
            (long long)cli->k, (long long)cli->n);
     for (int r = 0; r < cli->ranks; r++)
         printf("%s%lld", r ? "," : "", (long long)cli->m_local[r]);
-    printf("],\"gemm_engine\":\"%s\",\"dtype\":\"%s\",\"weights\":\"%s\",\"tile_m\":%lld,\"tile_n\":%lld,"
+    printf("],\"op\":\"%s\"", agmm_op_name(cli->op));
+    if (cli->op == AGMM_OP_GEMM_RS) { /* the split in effect */
+        printf(",\"k_local\":[");
+        for (int r = 0; r < cli->ranks; r++)
+            printf("%s%lld", r ? "," : "", (long long)agmm_tool_k_part(cli, r));
+        printf("]");
+    }
+    printf(",\"gemm_engine\":\"%s\",\"dtype\":\"%s\",\"weights\":\"%s\",\"tile_m\":%lld,\"tile_n\":%lld,"
            "\"comm_cores\":%d,\"gemm_cores\":%d,\"usable_cores_per_rank\":%d,"
            "\"warmup\":%d,\"blas\":{\"name\":\"%s\",\"kernel\":\"%s\","
            "\"threads_per_call\":%d,\"OPENBLAS_CORETYPE\":\"%s\","

@@ -21,11 +21,73 @@ typedef struct round_result {
     int64_t first_bad;  /* flat index of the first one, -1 if none */
 } round_result_t;
 
+/* max diff, mismatches and the first bad index of c against ref. */
+static void compare(const float *c, const float *ref, int64_t total,
+                    round_result_t *res)
+{
+    res->max_abs_diff = 0;
+    res->mismatches = 0;
+    res->first_bad = -1;
+    for (int64_t i = 0; i < total; i++) {
+        double d = fabs((double)c[i] - (double)ref[i]);
+        if (!(d <= ATOL + RTOL * fabs((double)ref[i]))) { /* NaN fails */
+            if (res->first_bad < 0) res->first_bad = i;
+            res->mismatches++;
+        }
+        if (d > res->max_abs_diff || d != d) res->max_abs_diff = d;
+    }
+}
+
+/* gemm-rs: this rank's rows of C against agmm_reference_rs over every
+ * rank's A_r and W_r, regenerated from the seeds as the ranks made them.
+ * first_bad is an index into this rank's rows. */
+static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
+{
+    const agmm_cli_t *cli = t->cli;
+    int P = cli->ranks;
+    size_t es = agmm_dtype_size(cli->dtype);
+    void **a = calloc((size_t)P, sizeof *a), **w = calloc((size_t)P, sizeof *w);
+    int64_t *kl = calloc((size_t)P, sizeof *kl);
+    int64_t rows = cli->m_local[t->rank], row0 = 0;
+    for (int p = 0; p < t->rank; p++) row0 += cli->m_local[p];
+    float *ref = malloc((size_t)rows * (size_t)cli->n * sizeof(float) + 1);
+    int rc = a && w && kl && ref ? 0 : 1;
+    for (int p = 0; rc == 0 && p < P; p++) {
+        kl[p] = agmm_tool_k_part(cli, p);
+        a[p] = malloc((size_t)agmm_tool_a_elems(cli, p) * es + 1);
+        w[p] = malloc((size_t)kl[p] * (size_t)cli->n * es + 1);
+        if (!a[p] || !w[p] ||
+            agmm_inputs_fill(cli->seed + (uint64_t)round, AGMM_STREAM_A, p, cli->dtype, a[p],
+                             agmm_tool_a_elems(cli, p)) != AGMM_OK ||
+            agmm_inputs_fill(cli->seed, AGMM_STREAM_W, agmm_tool_w_id(cli, p), cli->dtype,
+                             w[p], kl[p] * cli->n) != AGMM_OK)
+            rc = 1;
+    }
+    if (rc == 0 &&
+        agmm_reference_rs(P, (const void *const *)a, (const void *const *)w, kl,
+                          cli->m_total, cli->n, cli->dtype, row0, rows, ref) != AGMM_OK)
+        rc = 1;
+    if (rc == 0)
+        compare(t->c, ref, rows * cli->n, res);
+    else
+        fprintf(stderr, "agmm: rank %d: could not compute the reference\n", t->rank);
+    for (int p = 0; p < P; p++) {
+        if (a) free(a[p]);
+        if (w) free(w[p]);
+    }
+    free(a);
+    free(w);
+    free(kl);
+    free(ref);
+    return rc;
+}
+
 /* Compare c with the reference of this round; fills max diff and
  * mismatches. Returns 0, or 1 if the reference could not be computed. */
 static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res)
 {
     const agmm_cli_t *cli = t->cli;
+    if (cli->op == AGMM_OP_GEMM_RS) return check_round_rs(t, round, res);
     size_t es = agmm_dtype_size(cli->dtype);
     const void **shards = calloc((size_t)cli->ranks, sizeof *shards);
     float *ref = malloc((size_t)cli->m_total * (size_t)cli->n * sizeof(float));
@@ -42,18 +104,7 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res)
                                   cli->n, cli->dtype, t->w, ref) != AGMM_OK)
         rc = 1;
     if (rc == 0) {
-        int64_t total = cli->m_total * cli->n;
-        res->max_abs_diff = 0;
-        res->mismatches = 0;
-        res->first_bad = -1;
-        for (int64_t i = 0; i < total; i++) {
-            double d = fabs((double)t->c[i] - (double)ref[i]);
-            if (!(d <= ATOL + RTOL * fabs((double)ref[i]))) { /* NaN fails */
-                if (res->first_bad < 0) res->first_bad = i;
-                res->mismatches++;
-            }
-            if (d > res->max_abs_diff || d != d) res->max_abs_diff = d;
-        }
+        compare(t->c, ref, cli->m_total * cli->n, res);
     } else {
         fprintf(stderr, "agmm: rank %d: could not compute the reference\n",
                 t->rank);
@@ -186,12 +237,13 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                 printf("  rank %d: the reference could not be computed\n", p);
                 continue;
             }
-            int64_t i = all[p].first_bad;
+            int64_t i = all[p].first_bad, row0 = 0; /* gemm-rs: rank p's rows */
+            for (int q = 0; cli->op == AGMM_OP_GEMM_RS && q < p; q++) row0 += cli->m_local[q];
             printf("  rank %d: %lld of %lld outputs differ; first at row %lld, "
                    "column %lld\n",
                    p, (long long)all[p].mismatches,
-                   (long long)(cli->m_total * cli->n),
-                   (long long)(i / cli->n), (long long)(i % cli->n));
+                   (long long)(agmm_tool_c_rows(cli, p) * cli->n),
+                   (long long)(row0 + i / cli->n), (long long)(i % cli->n));
         }
     }
     agmm_progress_clear(&pg);

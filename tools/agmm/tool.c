@@ -25,6 +25,33 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->comm_workers = cli->comm_cores;
     d->gemm_workers = cli->gemm_cores;
     d->timeout_s = cli->timeout_s;
+    d->op = cli->op;
+    d->k_local = cli->op == AGMM_OP_GEMM_RS && cli->k_local_count > 0 ? cli->k_local
+                                                                     : NULL;
+}
+
+int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r)
+{
+    if (cli->op != AGMM_OP_GEMM_RS) return cli->k;
+    if (cli->k_local_count > 0) return cli->k_local[r];
+    return cli->k / cli->ranks + (r < cli->k % cli->ranks ? 1 : 0);
+}
+
+int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r)
+{
+    return cli->op == AGMM_OP_GEMM_RS ? cli->m_total * agmm_tool_k_part(cli, r)
+                                      : cli->m_local[r] * cli->k;
+}
+
+int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r)
+{
+    return cli->op == AGMM_OP_GEMM_RS ? cli->m_local[r] : cli->m_total;
+}
+
+int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r)
+{
+    /* gemm-rs: every rank has its own W_r */
+    return cli->weights == AGMM_WEIGHTS_SHARED && cli->op != AGMM_OP_GEMM_RS ? 0 : r + 1;
 }
 
 volatile sig_atomic_t agmm_tool_stop = 0;
@@ -91,16 +118,17 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
     if (agmm_plan_create(world, &desc, &t->plan) != AGMM_OK) return 1;
 
     size_t es = agmm_dtype_size(cli->dtype);
-    size_t kn = (size_t)cli->k * (size_t)cli->n;
-    t->a = malloc((size_t)cli->m_local[t->rank] * (size_t)cli->k * es + 1);
-    t->w = malloc(kn * es);
-    t->c = malloc((size_t)cli->m_total * (size_t)cli->n * sizeof(float));
+    size_t kn = (size_t)agmm_tool_k_part(cli, t->rank) * (size_t)cli->n;
+    t->a = malloc((size_t)agmm_tool_a_elems(cli, t->rank) * es + 1);
+    t->w = malloc(kn * es + 1);
+    t->c = malloc((size_t)agmm_tool_c_rows(cli, t->rank) * (size_t)cli->n * sizeof(float) +
+                  1);
     if (!t->a || !t->w || !t->c) {
         fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
                 t->rank);
         return 1;
     }
-    int64_t wid = cli->weights == AGMM_WEIGHTS_SHARED ? 0 : t->rank + 1;
+    int64_t wid = agmm_tool_w_id(cli, t->rank);
     if (agmm_inputs_fill(cli->seed, AGMM_STREAM_W, wid, cli->dtype, t->w,
                          (int64_t)kn) != AGMM_OK ||
         agmm_plan_set_weight(t->plan, t->w) != AGMM_OK)
@@ -115,7 +143,7 @@ int agmm_tool_fill_shard(agmm_tool_rank_t *t, int round)
     const agmm_cli_t *cli = t->cli;
     return agmm_inputs_fill(cli->seed + (uint64_t)round, AGMM_STREAM_A,
                             t->rank, cli->dtype, t->a,
-                            cli->m_local[t->rank] * cli->k) == AGMM_OK
+                            agmm_tool_a_elems(cli, t->rank)) == AGMM_OK
                ? 0
                : 1;
 }
@@ -149,14 +177,25 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
             snprintf(shards + len, sizeof shards - len, ",...");
     }
     const char *tag = agmm_tool_link_tag(cli);
+    char op[96] = "";
+    if (cli->op == AGMM_OP_GEMM_RS) {
+        size_t len = (size_t)snprintf(op, sizeof op, " gemm-rs (K split ");
+        for (int r = 0; r < cli->ranks && len + 24 < sizeof op; r++)
+            len += (size_t)snprintf(op + len, sizeof op - len, "%s%lld", r ? "," : "",
+                                    (long long)agmm_tool_k_part(cli, r));
+        if (len + 24 >= sizeof op) len += (size_t)snprintf(op + len, sizeof op - len, ",...");
+        snprintf(op + len, sizeof op - len, ")");
+    }
     fprintf(out,
-            "agmm %s: %d %s (%s), M=%lld (%s) K=%lld N=%lld, %s in, fp32 "
+            "agmm %s%s: %d %s (%s), M=%lld (%s) K=%lld N=%lld, %s in, fp32 "
             "out, %s weight, tiles %lldx%lld, %d comm + %d GEMM threads per "
             "rank%s\n",
-            cli->cmd == AGMM_CMD_RUN ? "run" : "bench", cli->ranks,
+            cli->cmd == AGMM_CMD_RUN ? "run" : "bench", op, cli->ranks,
             cli->ranks == 1 ? "rank" : "ranks", agmm_world_transport_name(world), (long long)cli->m_total, shards,
             (long long)cli->k, (long long)cli->n, agmm_dtype_name(cli->dtype),
-            cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
+            cli->op == AGMM_OP_GEMM_RS              ? "per-rank"
+            : cli->weights == AGMM_WEIGHTS_SHARED ? "shared"
+                                                  : "per-rank",
             (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
             cli->gemm_cores, tag);
     int sharing = cli->cores_own ? 1 : cli->ranks_here;

@@ -23,6 +23,13 @@ int agmm_tool_stopped(void);
 
 /* The plan description the options ask for. */
 void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *desc);
+/* Per rank r: its inner-dimension part (gemm-rs; else k), the elements of
+ * its A (gemm-rs: [M, K_r]; else [m_local[r], k]), the rows of its C
+ * (gemm-rs: m_local[r]; else M), and its weight's input stream id. */
+int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r);
+int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r);
+int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r);
+int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r);
 
 /* Start the ranks on the chosen transport and run the command on each;
  * returns the process exit code. */

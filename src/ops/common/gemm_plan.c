@@ -79,15 +79,18 @@ agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
         return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
     }
     agmm_gemm_shape_t shape = {.dtype = d->dtype,
-                               .k = d->k,
+                               .k = p->k_gemm,
                                .ldw = d->n,
-                               .lda = d->k,
+                               .lda = p->k_gemm,
                                .ldc = d->n,
                                .rows = rows,
                                .nrows = row_counts(p, rows)};
     size_t scratch = 0;
     agmm_status_t st = AGMM_OK;
-    for (int cg = 0; cg < p->ngroups && st == AGMM_OK; cg++) {
+    /* gemm-rs with an empty inner part: no engine call (the partial is
+     * zero), nothing to prepare. */
+    for (int cg = 0; cg < p->ngroups && st == AGMM_OK && p->k_gemm > 0;
+         cg++) {
         int64_t c0, c1;
         group_cols(p, cg, &c0, &c1);
         shape.ncols = c1 - c0;
@@ -106,7 +109,7 @@ agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
 agmm_status_t agmm_plan_engine_load(agmm_plan_t *p, const void *w)
 {
     size_t es = agmm_dtype_size(p->desc.dtype);
-    for (int cg = 0; cg < p->ngroups; cg++) {
+    for (int cg = 0; cg < p->ngroups && p->k_gemm > 0; cg++) {
         int64_t c0, c1;
         group_cols(p, cg, &c0, &c1);
         AGMM_CHECK(p->engine->load(p->prep[cg],
@@ -130,7 +133,7 @@ void agmm_plan_engine_free(agmm_plan_t *p)
 agmm_status_t agmm_plan_gemm(agmm_plan_t *p, const agmm_worker_share_t *s,
                              int64_t r0, int64_t m, const void *a, float *c)
 {
-    if (m <= 0) return AGMM_OK;
+    if (m <= 0 || p->k_gemm == 0) return AGMM_OK;
     int64_t c0, c1;
     group_cols(p, s->cg, &c0, &c1);
     return p->engine->run(p->prep[s->cg], m, a,
@@ -150,7 +153,8 @@ agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *p, agmm_gemm_info_t *info)
     info->name = p->engine->name;
     info->version = p->engine->version();
     snprintf(info->impl, sizeof info->impl, "%s",
-             p->ngroups > 0 ? p->engine->impl(p->prep[0]) : "");
+             p->ngroups > 0 && p->prep[0] ? p->engine->impl(p->prep[0])
+                                          : "");
     info->threads_per_call =
         p->engine->kind == AGMM_GEMM_ENGINE_OPENBLAS ? agmm_blas_threads() : 1;
     info->primitives_created = agmm_gemm_engine_created();

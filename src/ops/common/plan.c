@@ -91,155 +91,7 @@ int agmm_plan_busy(const agmm_plan_t *p)
                                 memory_order_relaxed);
 }
 
-/* -------------------------------------------------------- description */
-
-void agmm_plan_desc_init(agmm_plan_desc_t *d)
-{
-    if (!d) return;
-    memset(d, 0, sizeof *d);
-    d->nranks = 1;
-    d->k = d->n = 4096;
-    d->tile_m = 128;
-    d->tile_n = 256;
-    d->dtype = AGMM_DTYPE_FP16;
-    d->weights = AGMM_WEIGHTS_SHARED;
-    d->comm_workers = 1;
-    d->gemm_workers = 1;
-}
-
-agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
-{
-    if (!d) return agmm_error(AGMM_ERR_INVALID_ARG, "plan: desc is NULL");
-    if (d->nranks < 1)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "plan: nranks %d (allowed >= 1)", d->nranks);
-    if (!d->m_local)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "plan: m_local is NULL");
-    int64_t M = 0;
-    for (int r = 0; r < d->nranks; r++) {
-        if (d->m_local[r] < 0)
-            return agmm_error(AGMM_ERR_INVALID_ARG,
-                              "plan: m_local[%d] = %lld (allowed >= 0)", r,
-                              (long long)d->m_local[r]);
-        if (!agmm_add_ok(M, d->m_local[r], &M))
-            return agmm_error(AGMM_ERR_TOO_LARGE,
-                              "plan: the sum of m_local overflows");
-    }
-    if (M < 1)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "plan: every shard is empty (sum of m_local = 0)");
-    if (d->k < 1 || d->n < 1)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "plan: k = %lld, n = %lld (allowed >= 1)",
-                          (long long)d->k, (long long)d->n);
-    if (M > INT_MAX || d->k > INT_MAX || d->n > INT_MAX)
-        return agmm_error(AGMM_ERR_TOO_LARGE,
-                          "plan: M, k and n must each be at most %d (CBLAS "
-                          "dimensions are int)",
-                          INT_MAX);
-    if (d->tile_m < 1 || d->tile_n < 1)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "plan: tile_m = %lld, tile_n = %lld (allowed >= 1)",
-                          (long long)d->tile_m, (long long)d->tile_n);
-    if (agmm_dtype_size(d->dtype) == 0)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "plan: dtype %d is not valid",
-                          (int)d->dtype);
-    if (d->weights != AGMM_WEIGHTS_SHARED &&
-        d->weights != AGMM_WEIGHTS_PER_RANK)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "plan: weights %d is not valid",
-                          (int)d->weights);
-    if (!agmm_gemm_engine_available(d->gemm_engine))
-        return strcmp(agmm_gemm_engine_name(d->gemm_engine), "invalid")
-                   ? agmm_error(AGMM_ERR_UNSUPPORTED,
-                                "plan: gemm engine %s is not built in (needs "
-                                "libdnnl-dev and -DAGMM_ONEDNN=ON)",
-                                agmm_gemm_engine_name(d->gemm_engine))
-                   : agmm_error(AGMM_ERR_INVALID_ARG,
-                                "plan: gemm_engine %d is not valid",
-                                (int)d->gemm_engine);
-    if (d->comm_workers < 0 || d->comm_workers > 1024)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "plan: comm_workers %d (allowed 0..1024)",
-                          d->comm_workers);
-    if (d->gemm_workers < 1 || d->gemm_workers > 1024)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "plan: gemm_workers %d (allowed 1..1024)",
-                          d->gemm_workers);
-    if (!isfinite(d->timeout_s)) /* NaN would make every wait endless */
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "plan: timeout_s %g (allowed: finite seconds; <= 0 "
-                          "for the world's default)",
-                          d->timeout_s);
-    if (agmm_plan_bytes_per_rank(d) == 0)
-        return agmm_error(AGMM_ERR_TOO_LARGE,
-                          "plan: byte counts overflow 64 bits");
-    return AGMM_OK;
-}
-
-/* Sum of a + b*c*... in bytes, 0 on overflow. */
-static int64_t bytes3(int64_t a, int64_t b, int64_t c)
-{
-    int64_t ab, abc;
-    if (!agmm_mul_ok(a, b, &ab) || !agmm_mul_ok(ab, c, &abc)) return -1;
-    return abc;
-}
-
-uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
-{
-    if (!d || !d->m_local || d->nranks < 1) return 0;
-    int64_t M = 0, tiles = 0;
-    for (int r = 0; r < d->nranks; r++) {
-        if (d->m_local[r] < 0 || !agmm_add_ok(M, d->m_local[r], &M)) return 0;
-        if (d->tile_m >= 1) tiles += AGMM_DIV_UP(d->m_local[r], d->tile_m);
-    }
-    int64_t es = (int64_t)agmm_dtype_size(d->dtype);
-    const agmm_gemm_engine_t *e = agmm_gemm_engine_get(d->gemm_engine);
-    if (es == 0 || !e || d->k < 0 || d->n < 0) return 0;
-    /* The engine's prepared weight (fp32 for OpenBLAS; bf16 stays bf16 on
-     * oneDNN); g32 only when the engine does not read the dtype itself. */
-    uint64_t wb = e->weight_bytes(d->dtype, d->k, d->n);
-    int64_t parts[5] = {
-        bytes3(M, d->k, es),                               /* gathered */
-        bytes3(tiles + 2 * d->nranks, AGMM_CACHE_LINE, 1), /* signals */
-        wb > INT64_MAX ? -1 : (int64_t)wb,                 /* weight */
-        e->input_dtype(d->dtype) == d->dtype ? 0 : bytes3(M, d->k, 4), /* g32 */
-        bytes3(tiles, 2 * AGMM_CACHE_LINE + 4 * 64, 1), /* claims */
-    };
-    int64_t total = 0;
-    for (int i = 0; i < 5; i++)
-        if (parts[i] < 0 || !agmm_add_ok(total, parts[i], &total)) return 0;
-    return (uint64_t)total;
-}
-
 /* ------------------------------------------------------------ create */
-
-/* FNV-1a over the fields every rank must agree on. */
-static uint64_t desc_hash(const agmm_plan_desc_t *d)
-{
-    uint64_t h = 1469598103934665603ull;
-#define MIX(v)                                                                 \
-    do {                                                                       \
-        uint64_t x_ = (uint64_t)(v);                                           \
-        for (int i_ = 0; i_ < 8; i_++) {                                       \
-            h ^= (x_ >> (8 * i_)) & 0xff;                                      \
-            h *= 1099511628211ull;                                             \
-        }                                                                      \
-    } while (0)
-    MIX(d->nranks);
-    for (int r = 0; r < d->nranks; r++)
-        MIX(d->m_local[r]);
-    MIX(d->k);
-    MIX(d->n);
-    MIX(d->tile_m);
-    MIX(d->tile_n);
-    MIX(d->dtype);
-    MIX(d->weights);
-    /* The engine that actually runs (AUTO resolved): ranks built
-     * differently must not silently compute with different engines. */
-    MIX(agmm_gemm_engine_get(d->gemm_engine)->kind);
-#undef MIX
-    return h;
-}
 
 static void plan_free_local(agmm_plan_t *p)
 {
@@ -247,6 +99,9 @@ static void plan_free_local(agmm_plan_t *p)
     agmm_free(p->row_off);
     agmm_free(p->tiles);
     agmm_free(p->tile_base);
+    agmm_free(p->k_local);
+    agmm_free(p->part);
+    agmm_free(p->ready);
     if (p->engine) agmm_plan_engine_free(p);
     agmm_free(p->g32);
     agmm_free(p->claimed);
@@ -277,6 +132,29 @@ static agmm_status_t plan_layout(agmm_plan_t *p, const agmm_plan_desc_t *d)
     p->total_tiles = p->tile_base[P];
     p->col_blocks = AGMM_DIV_UP(d->n, d->tile_n);
     p->esize = agmm_dtype_size(d->dtype);
+    p->tile_cells = p->total_tiles;
+    p->k_gemm = d->k;
+    if (d->op == AGMM_OP_GEMM_RS) {
+        p->k_local = agmm_alloc(sizeof(int64_t) * (size_t)P);
+        if (!p->k_local)
+            return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
+        p->desc.k_local = p->k_local;
+        for (int r = 0; r < P; r++) {
+            p->k_local[r] = agmm_plan_k_part(d, r);
+            p->max_rows = AGMM_MAX(p->max_rows, p->m_local[r]);
+            p->max_tiles = AGMM_MAX(p->max_tiles, p->tiles[r]);
+        }
+        p->k_gemm = p->k_local[p->rank];
+        p->tile_cells = (int64_t)P * p->max_tiles;
+        /* Zeroed: with k_gemm == 0 it stays the (zero) partial. */
+        p->part = agmm_alloc((size_t)p->M * (size_t)d->n * sizeof(float));
+        p->ready = agmm_alloc((size_t)AGMM_MAX(p->total_tiles, 1) *
+                              sizeof(agmm_padded_counter_t));
+        if (!p->part || !p->ready)
+            return agmm_error(AGMM_ERR_NO_MEMORY,
+                              "plan: out of memory for %llu bytes",
+                              (unsigned long long)agmm_plan_bytes_per_rank(d));
+    }
 
     size_t nt = (size_t)(p->total_tiles > 0 ? p->total_tiles : 1);
     agmm_status_t st = agmm_plan_engine_init(p);
@@ -286,7 +164,7 @@ static agmm_status_t plan_layout(agmm_plan_t *p, const agmm_plan_desc_t *d)
     p->item_count =
         agmm_alloc(nt * (size_t)p->col_blocks * sizeof(_Atomic uint32_t));
     if (!p->native)
-        p->g32 = agmm_alloc((size_t)p->M * (size_t)d->k * sizeof(float));
+        p->g32 = agmm_alloc((size_t)p->M * (size_t)p->k_gemm * sizeof(float));
     if (!p->claimed || !p->converted || !p->item_count ||
         (!p->native && !p->g32))
         return agmm_error(AGMM_ERR_NO_MEMORY,
@@ -304,6 +182,7 @@ static agmm_status_t declare_puts(agmm_plan_t *p)
 {
     agmm_world_t *w = p->world;
     if (!agmm_tp_has(w, AGMM_TP_CAP_POSTED_RECEIVES)) return AGMM_OK;
+    if (p->desc.op == AGMM_OP_GEMM_RS) return agmm_rs_declare_puts(p);
     int native = agmm_tp_has(w, AGMM_TP_CAP_NATIVE_ALLGATHER);
     size_t row_bytes = (size_t)p->desc.k * p->esize;
     for (int src = 0; src < p->nranks; src++) {
@@ -341,7 +220,7 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
                           d->nranks, w->size);
 
     /* Every rank must describe the same operation. */
-    uint64_t mine = desc_hash(d), *all = calloc((size_t)w->size, sizeof mine);
+    uint64_t mine = agmm_plan_desc_hash(d), *all = calloc((size_t)w->size, sizeof mine);
     if (!all) return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
     agmm_status_t st = agmm_world_allgather(w, &mine, all, sizeof mine);
     for (int r = 0; st == AGMM_OK && r < w->size; r++)
@@ -371,8 +250,11 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
     if (st2 != AGMM_OK) st = st2;
     if (st != AGMM_OK) goto fail_local;
 
-    st = agmm_tp_win_alloc(w, (size_t)p->M * (size_t)d->k * p->esize,
-                           &p->gathered);
+    size_t recv_bytes =
+        d->op == AGMM_OP_GEMM_RS
+            ? (size_t)p->nranks * (size_t)p->max_rows * (size_t)d->n * 4
+            : (size_t)p->M * (size_t)d->k * p->esize;
+    st = agmm_tp_win_alloc(w, recv_bytes, &p->gathered);
     if (st != AGMM_OK) goto fail_local;
     st = agmm_tp_win_alloc(w, agmm_sig_off(p, SIG_ACK, p->nranks), &p->signals);
     if (st != AGMM_OK) goto fail_gathered;

@@ -4,8 +4,10 @@
  * ops/common/ holds what an operation is built from (plan lifecycle, the
  * round driver, workers, the work partition, the engine side of a plan,
  * AGMM_SCHEDULE_AUTO); ops/ag_gemm/ the all-gather + GEMM schedules
- * (fused.c, baseline.c) and their input rows (rows.c). This header declares
- * both; files in ops/common/ never include ops/ag_gemm/. */
+ * (fused.c, baseline.c) and their input rows (rows.c); ops/gemm_rs/ the
+ * GEMM + reduce-scatter schedules (fused.c, baseline.c, tiles.c). This
+ * header declares them all; files in ops/common/ never include an op's
+ * folder. */
 #ifndef AGMM_OPS_PLAN_INTERNAL_H
 #define AGMM_OPS_PLAN_INTERNAL_H
 
@@ -25,9 +27,13 @@ typedef struct agmm_padded_counter {
 } agmm_padded_counter_t;
 
 /* Signal window layout: one cache line per cell.
- *   [0, total_tiles)              tile (src, t): raised by src, epoch e
- *   [total_tiles, +P)             bulk[src]: src's whole shard (baseline)
- *   [total_tiles + P, +P)         ack[p]: p finished reading round e
+ *   [0, tile_cells)               tile cells, raised by their source to e:
+ *                                 all-gather: (src, t) at tile_base[src] + t
+ *                                 gemm-rs: (src, t) at src * max_tiles + t,
+ *                                 t a tile of the owner (this rank's rows)
+ *   [tile_cells, +P)              bulk[src]: src's whole shard / partial
+ *                                 rows (baseline)
+ *   [tile_cells + P, +P)          ack[p]: p finished reading round e
  * Every cell has exactly one writer: the rank named by its index. */
 typedef enum { SIG_TILE, SIG_BULK, SIG_ACK } agmm_sig_kind_t;
 
@@ -47,9 +53,27 @@ struct agmm_plan {
     int64_t total_tiles;
     int64_t col_blocks; /* ceil(n / tile_n) */
     size_t esize;       /* bytes per input element */
+    int64_t tile_cells; /* tile signal cells (see the layout above) */
+    /* gemm-rs (desc.op == AGMM_OP_GEMM_RS); all-gather: k_local = NULL. */
+    int64_t *k_local;  /* [P] inner-dimension part of each rank */
+    int64_t k_gemm;    /* the engine's inner dimension: k, or k_local[rank] */
+    int64_t max_rows;  /* max m_local: rows of one source's receive slot */
+    int64_t max_tiles; /* max tiles: tile cells per source */
+    float *part;       /* [M, n] this rank's partial A_r @ W_r (gemm-rs) */
+    /* Per global tile (gemm-rs): column groups that finished it, summed
+     * over fused rounds (the f-th fused round completes it at
+     * f * ngroups). Incremented by GEMM workers (acq_rel), waited on by
+     * comm workers (acquire). */
+    agmm_padded_counter_t *ready;
+    /* Fused gemm-rs rounds started (baseline rounds do not count): set by
+     * the round's caller before its workers start, read-only in them. */
+    uint64_t rs_fused_rounds;
 
-    agmm_win_t gathered; /* [M, k] in desc.dtype; rank r's rows are unused
-                            on rank r (local rows are read from a_local) */
+    /* The receive window. all-gather: [M, k] in desc.dtype; rank r's rows
+     * are unused on rank r (local rows are read from a_local). gemm-rs:
+     * [P][max_rows, n] fp32: source s's partial rows of this rank's part
+     * of C at slot s (its own slot unused: own partial stays in `part`). */
+    agmm_win_t gathered;
     agmm_win_t signals;
 
     /* The GEMM engine and its weight, prepared per column group of GEMM
@@ -94,8 +118,8 @@ static inline size_t agmm_sig_off(const agmm_plan_t *p, agmm_sig_kind_t kind,
                                   int64_t index)
 {
     int64_t cell = index;
-    if (kind == SIG_BULK) cell += p->total_tiles;
-    if (kind == SIG_ACK) cell += p->total_tiles + p->nranks;
+    if (kind == SIG_BULK) cell += p->tile_cells;
+    if (kind == SIG_ACK) cell += p->tile_cells + p->nranks;
     return (size_t)cell * AGMM_CACHE_LINE;
 }
 
@@ -139,6 +163,12 @@ void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
 uint32_t agmm_plan_item_count(const agmm_plan_t *p, int64_t global_tile,
                               int64_t col_block);
 
+/* FNV-1a over the description fields every rank must agree on (desc.c). */
+uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d);
+/* gemm-rs: rank r's part of the inner dimension (desc.c): k_local[r], or
+ * k split as evenly as possible, the first k % nranks ranks one more. */
+int64_t agmm_plan_k_part(const agmm_plan_desc_t *d, int r);
+
 /* Is `p` a live plan (created, not destroyed)? */
 int agmm_plan_is_live(const agmm_plan_t *p);
 
@@ -168,6 +198,12 @@ enum { AGMM_PHASE_COMM = 1, AGMM_PHASE_GEMM = 2, AGMM_PHASE_ALL = 3 };
  * rank. */
 agmm_status_t agmm_run_fused(agmm_round_t *round);
 agmm_status_t agmm_run_baseline(agmm_round_t *round);
+/* gemm-rs (gemm_rs/fused.c, gemm_rs/baseline.c). */
+agmm_status_t agmm_run_rs_fused(agmm_round_t *round);
+agmm_status_t agmm_run_rs_baseline(agmm_round_t *round);
+/* gemm-rs receive declarations for a transport with posted receives
+ * (gemm_rs/tiles.c), called once by plan_create. */
+agmm_status_t agmm_rs_declare_puts(agmm_plan_t *p);
 
 /* AGMM_SCHEDULE_AUTO (auto.c): the schedule the next auto round runs, and
  * recording its time (collective while measuring: allgathers the slowest

@@ -87,7 +87,9 @@ static agmm_status_t check_args(agmm_plan_t *p, const char *fn,
     agmm_status_t st = AGMM_OK;
     if (!c)
         st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, "c NULL");
-    else if (!a_local && p->m_local[p->rank] > 0)
+    else if (!a_local && (p->desc.op == AGMM_OP_GEMM_RS
+                              ? p->k_gemm > 0 /* a_local is [M, k_gemm] */
+                              : p->m_local[p->rank] > 0))
         st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, "a_local NULL");
     else if (!p->weight_set)
         st = bad_arg(p, AGMM_ERR_BAD_STATE, fn,
@@ -109,9 +111,11 @@ static agmm_status_t round_run(agmm_plan_t *p, agmm_schedule_t schedule,
     agmm_status_t st = round_start(
         p, schedule == AGMM_SCHEDULE_FUSED ? AGMM_RSET_TILES : AGMM_RSET_SHARDS,
         e);
-    if (st == AGMM_OK)
-        st = schedule == AGMM_SCHEDULE_FUSED ? agmm_run_fused(&round)
-                                             : agmm_run_baseline(&round);
+    int rs = p->desc.op == AGMM_OP_GEMM_RS;
+    if (st == AGMM_OK && schedule == AGMM_SCHEDULE_FUSED)
+        st = rs ? agmm_run_rs_fused(&round) : agmm_run_fused(&round);
+    else if (st == AGMM_OK)
+        st = rs ? agmm_run_rs_baseline(&round) : agmm_run_baseline(&round);
     if (st == AGMM_OK && !acks_at_round_start(p))
         st = abort_on_failure(p, send_acks(p, e), "acknowledge", e);
     agmm_trace_round_end(p->trace, t_round, e);

@@ -1,0 +1,95 @@
+/* The gemm-rs baseline: no overlap. The GEMM workers compute the whole
+ * partial C = A_r @ W_r (one call per worker share over all M rows, as a
+ * threaded BLAS would); then one bulk put per peer of that peer's rows
+ * (rotated order, after its ack of the previous round), raising bulk[r]
+ * on it; then the reduction of this rank's rows in the same fixed order
+ * as the fused schedule (sources 0..P-1), so both give the same bits.
+ * On MPI this is puts + sum as well, not MPI_Reduce_scatter: the same
+ * receive machinery as the fused schedule, and the same summation order
+ * (MPI's would be its own).
+ *
+ * The monolithic benchmark part (phases without COMM) is the GEMM alone.
+ *
+ * Threads: the GEMM workers (and idle comm workers) join before the puts,
+ * which GEMM worker 0's thread (the caller's) issues, waits for (quiet)
+ * and follows with the reduction. */
+#include <stdio.h>
+
+#include "common/log.h"
+#include "ops/common/schedule.h"
+#include "ops/common/workers.h"
+#include "ops/gemm_rs/tiles.h"
+#include "trace/trace.h"
+
+static agmm_status_t gemm_worker(agmm_worker_t *self)
+{
+    agmm_round_t *x = self->ctx;
+    agmm_plan_t *p = x->p;
+    agmm_trace_thread(p->trace, AGMM_TRACE_GEMM_WORKER, self->index);
+    agmm_worker_share_t s;
+    if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s))
+        return AGMM_OK;
+    int64_t g0, g1;
+    agmm_share_tiles(&s, p->total_tiles, &g0, &g1);
+    if (g0 >= g1) return AGMM_OK;
+    const void *a;
+    uint64_t t_conv = agmm_trace_clock();
+    AGMM_CHECK(agmm_rs_rows(x, g0, g1, &a));
+    int64_t r0 = agmm_global_tile_row(p, g0), r1 = agmm_global_tile_row(p, g1);
+    uint64_t t_gemm = agmm_trace_clock();
+    AGMM_CHECK(agmm_plan_gemm(p, &s, r0, r1 - r0, a, p->part));
+    agmm_trace_gemm(t_conv, t_gemm, -1, g0, g1, s.j0, s.j1, r1 - r0);
+    return AGMM_OK;
+}
+
+static agmm_status_t idle_worker(agmm_worker_t *self)
+{
+    agmm_round_t *x = self->ctx;
+    agmm_trace_thread(x->p->trace, AGMM_TRACE_COMM_WORKER, self->index);
+    return AGMM_OK;
+}
+
+/* Bulk puts of every peer's rows of `part`, then the own reduction. */
+static agmm_status_t scatter_reduce(agmm_round_t *x)
+{
+    agmm_plan_t *p = x->p;
+    agmm_world_t *w = p->world;
+    int r = p->rank;
+    size_t row_bytes = (size_t)p->desc.n * sizeof(float);
+    for (int i = 1; i < p->nranks; i++) {
+        int q = (r + i) % p->nranks;
+        if (p->m_local[q] == 0) continue; /* nothing of C is q's */
+        agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1};
+        AGMM_CHECK(agmm_traced_wait(
+            w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
+            x->epoch - 1, agmm_deadline(w, p->desc.timeout_s), &what,
+            AGMM_TSIG_ACK));
+        size_t bytes = (size_t)p->m_local[q] * row_bytes;
+        uint64_t t_put = agmm_trace_clock();
+        AGMM_CHECK(agmm_tp_put_signal(
+            w, &p->gathered, q, agmm_rs_slot_off(p, r, 0),
+            p->part + (size_t)p->row_off[q] * (size_t)p->desc.n, bytes,
+            &p->signals, agmm_sig_off(p, SIG_BULK, r), x->epoch));
+        agmm_trace_put(t_put, q, 0, p->tiles[q], bytes, x->epoch,
+                       AGMM_TSIG_SHARD);
+    }
+    AGMM_CHECK(agmm_tp_quiet(w));
+    return agmm_rs_reduce(x, 0, p->tiles[r], 1);
+}
+
+agmm_status_t agmm_run_rs_baseline(agmm_round_t *round)
+{
+    AGMM_CHECK(agmm_round_run(round, gemm_worker, idle_worker));
+    if (!(round->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* monolithic */
+    agmm_status_t st = scatter_reduce(round);
+    /* A failure only this rank saw (not a timeout or an abort, which the
+     * wait reported to the world already): tell the peers at once. */
+    if (st != AGMM_OK && st != AGMM_ERR_ABORTED && st != AGMM_ERR_TIMEOUT) {
+        char reason[460];
+        snprintf(reason, sizeof reason, "rank %d failed in round %llu: %s",
+                 round->p->rank, (unsigned long long)round->epoch,
+                 agmm_thread_error());
+        agmm_world_abort_with(round->p->world, reason);
+    }
+    return st;
+}

@@ -1,0 +1,144 @@
+/* The fused GEMM + reduce-scatter schedule: each rank computes the row
+ * blocks of C destined for its peers first, in rotated order (r+1, r+2,
+ * ...), its own block last; every finished partial tile goes to its owner
+ * while the next tile computes, and the owner sums its tiles in a fixed
+ * order once its own partial of the tile is done.
+ *
+ * Who writes what, round e, on rank r (P ranks, G GEMM workers in
+ * ngroups column groups, C comm workers):
+ *   GEMM worker g (share: columns of group cg, a row group of each owner's
+ *     tiles): for owners q = r+1, r+2, ..., r: for its tiles t of q: the
+ *     partial rows A_r @ W_r of tile t over its columns into `part` (with
+ *     OpenBLAS: the whole block of q's tiles in one call first), then
+ *     ready[tile] += 1 (acq_rel: the rows of every column group before it
+ *     happen before the last increment). The worker whose increment
+ *     completes the tile (e * ngroups):
+ *       q == r: reduces tile t into c (tiles.c: waits for every peer's
+ *         tile cell >= e, sums sources 0..P-1 in order);
+ *       q != r, C == 0: puts it to q itself (waiting ack[q] >= e-1);
+ *       q != r, C > 0: publishes ready (wakes the comm worker).
+ *   comm worker c: the peer tiles in the order they are computed, every
+ *     C-th from c: waits ready[tile] >= e * ngroups (acquire), then puts it
+ *     to its owner (waiting ack[q] >= e-1), raising cell (r, t) on q to e.
+ *   Puts are completed (quiet) by each putting thread before the round
+ *     ends, so `part` may be overwritten next round.
+ * The caller (run.c) raises ack[r] = e on every peer once every worker of
+ *   round e joined, i.e. once r reduced every tile of round e: a source's
+ *   round e+1 put into r's slot waits for it.
+ *
+ * Why push (the source puts into the owner's slot) and not pull (the
+ * owner reads from the source's partial): a push needs one signal per tile
+ * (data then flag, one message on MPI) and the source knows exactly when
+ * the tile is finished; a pull needs a ready flag to the owner, then a get
+ * and a "done reading" flag back before the source may overwrite `part`,
+ * and our transports have put-with-signal, not get.
+ *
+ * Benchmark parts (agmm_plan_run_part): without the GEMM phase (comm-only)
+ * the workers skip the tile GEMMs but keep the counters, puts, signals and
+ * reductions (of stale partials); without COMM (gemm-only) they compute
+ * every tile and nobody puts, waits for a peer or reduces. */
+#include "common/log.h"
+#include "ops/common/schedule.h"
+#include "ops/common/workers.h"
+#include "ops/gemm_rs/tiles.h"
+#include "trace/trace.h"
+
+/* Partial tiles [t0, t1) of owner q over this worker's columns, into
+ * `part`, with one GEMM call (rows of adjacent tiles are contiguous). */
+static agmm_status_t gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
+                                int q, int64_t t0, int64_t t1)
+{
+    agmm_plan_t *p = x->p;
+    int64_t g0 = p->tile_base[q] + t0, g1 = p->tile_base[q] + t1;
+    const void *a;
+    uint64_t t_conv = agmm_trace_clock();
+    AGMM_CHECK(agmm_rs_rows(x, g0, g1, &a));
+    int64_t r0 = agmm_global_tile_row(p, g0);
+    int64_t r1 = agmm_global_tile_row(p, g1);
+    uint64_t t_gemm = agmm_trace_clock();
+    AGMM_CHECK(agmm_plan_gemm(p, s, r0, r1 - r0, a, p->part));
+    agmm_trace_gemm(t_conv, t_gemm, q, t0, t1, s->j0, s->j1, r1 - r0);
+    agmm_plan_count_items(p, q, t0, t1, s->j0, s->j1);
+    return AGMM_OK;
+}
+
+/* This worker's column group finished tile t of q: the last group to
+ * finish hands the tile on (see the header comment). */
+static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t)
+{
+    agmm_plan_t *p = x->p;
+    int64_t g = p->tile_base[q] + t;
+    uint64_t target = p->rs_fused_rounds * (uint64_t)p->ngroups;
+    uint64_t now =
+        atomic_fetch_add_explicit(&p->ready[g].value, 1, memory_order_acq_rel) +
+        1;
+    if (now != target) return AGMM_OK;
+    if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* gemm-only part */
+    if (q == p->rank) return agmm_rs_reduce(x, t, t + 1, 0);
+    if (x->comm_workers == 0) return agmm_rs_put_tile(x, q, t);
+    agmm_signal_publish(&p->ready[g].value, target); /* release, wakes */
+    return AGMM_OK;
+}
+
+static agmm_status_t gemm_worker(agmm_worker_t *self)
+{
+    agmm_round_t *x = self->ctx;
+    agmm_plan_t *p = x->p;
+    agmm_trace_thread(p->trace, AGMM_TRACE_GEMM_WORKER, self->index);
+    agmm_worker_share_t s;
+    if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s))
+        return AGMM_OK; /* no items: another worker of each group covers */
+    /* An engine whose calls pack the weight (OpenBLAS) gets one call per
+     * owner's block (measured: per-tile calls 12% slower at fp16, m-local
+     * 1024, k 2048, n 2048): the block's puts then start after it, while
+     * the next block computes. oneDNN: one call per tile. */
+    int per_tile = p->engine->cheap_tile_calls;
+    int puts = 0;
+    for (int i = 1; i <= p->nranks; i++) {
+        int q = (p->rank + i) % p->nranks; /* own block last */
+        int64_t t0, t1;
+        agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
+        if (!per_tile && t0 < t1 && (x->phases & AGMM_PHASE_GEMM))
+            AGMM_CHECK(gemm_tiles(x, &s, q, t0, t1));
+        for (int64_t t = t0; t < t1; t++) {
+            if (per_tile && (x->phases & AGMM_PHASE_GEMM)) /* else comm-only */
+                AGMM_CHECK(gemm_tiles(x, &s, q, t, t + 1));
+            AGMM_CHECK(tile_done(x, q, t));
+            puts |= q != p->rank && x->comm_workers == 0 &&
+                    (x->phases & AGMM_PHASE_COMM);
+        }
+    }
+    return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
+}
+
+static agmm_status_t comm_worker(agmm_worker_t *self)
+{
+    agmm_round_t *x = self->ctx;
+    agmm_plan_t *p = x->p;
+    agmm_trace_thread(p->trace, AGMM_TRACE_COMM_WORKER, self->index);
+    if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* gemm-only part */
+    uint64_t target = p->rs_fused_rounds * (uint64_t)p->ngroups;
+    int64_t k = 0;
+    int puts = 0;
+    for (int i = 1; i < p->nranks; i++) {
+        int q = (p->rank + i) % p->nranks;
+        for (int64_t t = 0; t < p->tiles[q]; t++, k++) {
+            if (k % x->comm_workers != self->index) continue;
+            int64_t g = p->tile_base[q] + t;
+            agmm_wait_what_t what = {"partial tile (local GEMM)", p->rank, g};
+            AGMM_CHECK(agmm_signal_wait(
+                p->world, &p->ready[g].value, target,
+                agmm_deadline(p->world, p->desc.timeout_s), &what));
+            AGMM_CHECK(agmm_rs_put_tile(x, q, t));
+            puts = 1;
+        }
+    }
+    return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
+}
+
+agmm_status_t agmm_run_rs_fused(agmm_round_t *round)
+{
+    /* Before the workers start (thread creation orders it before them). */
+    round->p->rs_fused_rounds++;
+    return agmm_round_run(round, gemm_worker, comm_worker);
+}

@@ -1,0 +1,47 @@
+/* What the gemm-rs schedules share (tiles.c): the rows of A_r a GEMM call
+ * reads, the put of one finished partial tile to its owner, the owner's
+ * fixed-order reduction, and the receive declarations for MPI.
+ *
+ * Layout on rank r (plan_internal.h): `part` [M, n] fp32 holds r's partial
+ * A_r @ W_r for every row of C; the receive window (p->gathered) holds, at
+ * slot s, source s's partial rows of r's part of C ([max_rows, n] fp32).
+ * Tile t of owner q is rows [t * tile_m, ...) of q's part (global rows
+ * row_off[q] + ...); its global tile index is tile_base[q] + t. */
+#ifndef AGMM_OPS_GEMM_RS_TILES_H
+#define AGMM_OPS_GEMM_RS_TILES_H
+
+#include "ops/common/plan_internal.h"
+
+/* Byte offset of (source src, row i of the owner's part) in the owner's
+ * receive window. */
+static inline size_t agmm_rs_slot_off(const agmm_plan_t *p, int src, int64_t i)
+{
+    return ((size_t)src * (size_t)p->max_rows + (size_t)i) *
+           (size_t)p->desc.n * sizeof(float);
+}
+
+/* The signal cell of (source src, owner's tile t) in the owner's window. */
+static inline size_t agmm_rs_tile_sig(const agmm_plan_t *p, int src, int64_t t)
+{
+    return agmm_sig_off(p, SIG_TILE, (int64_t)src * p->max_tiles + t);
+}
+
+/* Rows of A_r (in x->a) for global tiles [g0, g1) in the engine's input
+ * dtype, leading dimension k_gemm: in place, or converted into g32 once
+ * per tile per round (claims shared by this rank's GEMM workers). */
+agmm_status_t agmm_rs_rows(agmm_round_t *x, int64_t g0, int64_t g1,
+                           const void **rows);
+
+/* Put finished partial tile t of owner q (q != rank) from `part` into q's
+ * slot for this rank, then raise its cell to the epoch (after waiting for
+ * q's ack of the previous round: q no longer reduces from the slot). */
+agmm_status_t agmm_rs_put_tile(agmm_round_t *x, int q, int64_t t);
+
+/* The owner's reduction of its tiles [t0, t1) into x->c: waits for every
+ * peer's tile cell (or, with `bulk`, its bulk cell), then sums the sources
+ * in rank order 0..P-1 (own partial from `part` at its position) in fp32:
+ * the same order every run, whatever order the tiles arrived in. */
+agmm_status_t agmm_rs_reduce(agmm_round_t *x, int64_t t0, int64_t t1,
+                             int bulk);
+
+#endif
