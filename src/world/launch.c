@@ -47,6 +47,7 @@ typedef struct launch_state {
     pid_t *pids;  /* 0 once reaped */
     int running;
     int first_failed_rank; /* -1: none */
+    char first_what[128];  /* how it ended ("rank 1 was killed by ...") */
     int exit_code;         /* of the first failure */
 } launch_state_t;
 
@@ -91,6 +92,7 @@ static void reap(launch_state_t *ls, agmm_shm_shared_t *sh, int quiet)
         if (ls->first_failed_rank < 0) {
             ls->first_failed_rank = r;
             ls->exit_code = code;
+            snprintf(ls->first_what, sizeof ls->first_what, "%s", what);
             /* Exit code 1 means the rank reported its failure itself; a
              * rank that was killed, or exited with another code, printed
              * nothing: this line is the only report. */
@@ -171,7 +173,7 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
     AGMM_CHECK(agmm_shm_prepare(opts->nranks, opts->link_gbps,
                                    opts->link_latency_us, &sh));
 
-    launch_state_t ls = {opts->nranks, NULL, 0, -1, 0};
+    launch_state_t ls = {.nranks = opts->nranks, .first_failed_rank = -1};
     ls.pids = calloc((size_t)opts->nranks, sizeof *ls.pids);
     if (!ls.pids) {
         agmm_shm_release(sh);
@@ -239,6 +241,10 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
     }
 
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    /* The caller's agmm_last_error() says which rank ended the run and how
+     * (printed above already, or by the rank itself: recorded quietly). */
+    if (ls.first_failed_rank >= 0 && !interrupt_first)
+        agmm_error_quiet(AGMM_ERR_ABORTED, "%s", ls.first_what);
     free(ls.pids);
     agmm_shm_release(sh);
     if (exit_code) {

@@ -100,6 +100,10 @@ int agmm_tool_launch(const agmm_cli_t *cli)
     /* 129/130/143: the launcher was interrupted by SIGHUP/SIGINT/SIGTERM */
     int signalled = code == 128 + SIGHUP || code == 128 + SIGINT || code == 128 + SIGTERM;
     if (signalled) agmm_tool_report_interrupted(code - 128);
+    /* No rank got to report (e.g. the survivors were SIGKILLed after the
+     * launcher's grace period on a loaded machine): the launcher's own
+     * error names the rank that failed ("rank 1 was killed by signal 9"). */
+    if ((st != AGMM_OK || code != 0) && !signalled) agmm_tool_report_failure(-1, NULL);
     if (st != AGMM_OK || code != 0) agmm_tool_json_failure(cli, "shm");
     if (st != AGMM_OK) return 1; /* the launcher printed why */
     if (signalled) return code;
