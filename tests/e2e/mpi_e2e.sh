@@ -73,6 +73,16 @@ else
     bad "mpirun -np 2 agmm bench --json (exit $rc)"
 fi
 
+# bench --mode all under MPI: every mode that applies there (issue 13 #5).
+mpi 2 bench --m-local 96,40 --k 64 --n 64 --tile-m 16 --rounds 2 --warmup 1 --json --mode all
+if [ "$rc" -eq 0 ] && grep -q '"fused":{' "$TMP/out" && grep -q '"baseline":{' "$TMP/out" &&
+    grep -q '"auto":{' "$TMP/out" && grep -q '"comm-only":{' "$TMP/out" &&
+    ! grep -q '"gemm-only":{' "$TMP/out"; then
+    ok
+else
+    bad "mpirun -np 2 agmm bench --mode all: want fused, baseline, auto, comm-only (exit $rc)"
+fi
+
 # --trace under MPI: rank 0 gathers every rank's events (posted receives).
 mpi 3 run --oversubscribe --m-local 64,0,30 --k 64 --n 64 --tile-m 16 --rounds 2 \
     --trace "$TMP/t.json"
