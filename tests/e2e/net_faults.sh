@@ -226,12 +226,21 @@ one_run() { # CASE RUN
             return
         fi
         sleep "$(awk -v m=$delay_ms 'BEGIN { print m / 1000 }')"
+        local victims=""
+        if [ "$c" = kill ] || [ "$c" = stop ]; then victims=$(ranks_of "$host"); fi
         T_FAULT=$(now)
         case $c in
         flap | partition) ip -n "$TAG-h$host" link set "h$host" down ;;
-        kill) ranks_of "$host" | xargs -r kill -KILL ;;
-        stop) ranks_of "$host" | xargs -r kill -STOP ;;
+        kill) echo "$victims" | xargs -r kill -KILL ;;
+        stop) echo "$victims" | xargs -r kill -STOP ;;
         esac
+        if { [ "$c" = kill ] || [ "$c" = stop ]; } && [ -z "$victims" ]; then
+            kill -9 "$MPIRUN_PID" 2>/dev/null || true
+            finish_run
+            bad "$what: no agmm process found in host $host"
+            check_clean "$what"
+            return
+        fi
         if [ "$c" = flap ]; then
             sleep 2
             ip -n "$TAG-h$host" link set "h$host" up
