@@ -203,7 +203,9 @@ agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
  * PMIX_* variables). */
 int agmm_mpi_launcher_detected(void);
 /* Destroy a world made by agmm_world_create_mpi() (finalises MPI if agmm
- * initialised it). Worlds from agmm_launch() belong to the launcher. */
+ * initialised it). A world that was aborted (any rank's failure) is not
+ * finalised: this ends the whole MPI job with MPI_Abort(MPI_COMM_WORLD, 1)
+ * and does not return. Worlds from agmm_launch() belong to the launcher. */
 void agmm_world_destroy(agmm_world_t *world);
 
 /* ------------------------------------------------------------------ plan */

@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libopenblas-dev libopenmpi-dev
       libdnnl-dev # the oneDNN GEMM engine (optional: the build works without)
       openmpi-bin iproute2 procps python3
+      nftables # tests: packet loss between namespace hosts (e2e_mpi_net_faults)
       chromium # tests: the trace SVG rendered headless (e2e_trace_svg_screenshot)
       # scripts/reliability.sh: clang's sanitizers and libFuzzer
       clang libclang-rt-14-dev llvm-14)

@@ -6,7 +6,10 @@
  * its threads and rounds, from 0): `hang` stops publishing for good (the
  * thread blocks until the process is killed), `exit` ends the process with
  * status 3, `kill` raises SIGKILL, `error` fails the put with
- * AGMM_ERR_SYSTEM. The variable is read once, when the library is loaded;
+ * AGMM_ERR_SYSTEM. The puts counted: the fused schedule's tile puts, the
+ * baseline's bulk puts (one per peer) or its native all-gather (one per
+ * round: MPI_Iallgatherv), and on MPI every control send (the end-of-round
+ * acks, mpi_signal). The variable is read once, when the library is loaded;
  * unset, the only cost on the put path is one predictable branch. */
 #ifndef AGMM_COMMON_FAULT_H
 #define AGMM_COMMON_FAULT_H

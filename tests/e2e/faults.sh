@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fault tests: a rank that stops publishing (hangs), exits early with an
-# error, fails a put, or is killed (SIGKILL) by the fault hook or from
+# error, fails a put (in the fused schedule's tile puts or the baseline's
+# bulk puts), or is killed (SIGKILL) by the fault hook or from
 # outside at a random moment; the launcher killed or interrupted. Every
 # case must end the whole run
 #   - with a non-zero exit,
@@ -23,13 +24,15 @@ TRIALS=${2:-2}
 # rank makes 8 tiles x 2 peers = 16 puts per round.
 RANKS=3
 ROUNDS=50
-PUTS=$((ROUNDS * 8 * (RANKS - 1)))
+PUTS=$((ROUNDS * 8 * (RANKS - 1)))   # fused: a put per tile per peer
+BULK_PUTS=$((ROUNDS * (RANKS - 1)))   # baseline: one bulk put per peer
 TIMEOUT=${AGMM_TEST_TIMEOUT:-3} # --timeout of every run
 GRACE=2
 SLACK=${AGMM_TEST_SLACK:-20} # a loaded 2-core machine, sanitizer builds
-# --schedule fused: the fault hook is in the fused schedule's put path.
+# The fault hook is in both schedules' put paths: each is run (the
+# killed-from-outside cases below run the fused one).
 BASE=(run --ranks $RANKS --m-local 64 --k 32 --n 32 --tile-m 8 --tile-n 8
-      --schedule fused --timeout $TIMEOUT --oversubscribe)
+      --timeout $TIMEOUT --oversubscribe)
 
 pass=0
 fail=0
@@ -83,24 +86,27 @@ check_run() {
 # Faults injected through the library's hook (src/common/fault.c).
 # mode | pattern the stderr must match (RANK is the faulty rank)
 cases=(
-    "hang  | timed out waiting for (tile|ack of round) -?[0-9]+ from rank RANK"
+    "hang  | timed out waiting for (tile -?[0-9]+|ack of round -?[0-9]+|shard) from rank RANK"
     "exit  | rank RANK exited with status 3"
     "kill  | rank RANK was killed by signal 9"
     "error | rank RANK: AGMM_FAULT: injected error"
 )
-for row in "${cases[@]}"; do
+for sched in fused baseline; do
+  puts=$PUTS
+  [ $sched = baseline ] && puts=$BULK_PUTS
+  for row in "${cases[@]}"; do
     mode=${row%%|*}
     mode=${mode// /}
     pattern=${row#*| }
     for ((trial = 0; trial < TRIALS; trial++)); do
         rank=$((RANDOM % RANKS))
-        after=$(((RANDOM * 32768 + RANDOM) % PUTS))
+        after=$(((RANDOM * 32768 + RANDOM) % puts))
         # Half the trials put from a comm thread, half from the GEMM thread.
         cores=(--comm-cores $((trial % 2)) --gemm-cores 1)
-        what="mode=$mode rank=$rank after_puts=$after comm-cores=$((trial % 2))"
+        what="--schedule $sched mode=$mode rank=$rank after_puts=$after comm-cores=$((trial % 2))"
         start=$(date +%s)
         AGMM_FAULT="rank=$rank,after_puts=$after,mode=$mode" \
-            timeout 120 "$AGMM" "${BASE[@]}" --rounds $ROUNDS "${cores[@]}" \
+            timeout 120 "$AGMM" "${BASE[@]}" --schedule $sched --rounds $ROUNDS "${cores[@]}" \
             >"$TMP/out" 2>"$TMP/err" </dev/null
         rc=$?
         secs=$(($(date +%s) - start))
@@ -114,12 +120,13 @@ for row in "${cases[@]}"; do
             bad "$what: the hook did not report firing at put $((after + 1))"
         fi
     done
+  done
 done
 
 # start_long: an agmm run that would last minutes, in the background; sets
 # $launcher and waits until its ranks exist.
 start_long() {
-    "$AGMM" "${BASE[@]}" --rounds 100000000 >"$TMP/out" 2>"$TMP/err" </dev/null &
+    "$AGMM" "${BASE[@]}" --schedule fused --rounds 100000000 >"$TMP/out" 2>"$TMP/err" </dev/null &
     launcher=$!
     local i
     for ((i = 0; i < 200; i++)); do

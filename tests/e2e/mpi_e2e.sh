@@ -4,7 +4,8 @@
 # several dtypes and both weight modes, several rounds with new inputs,
 # each checked against the reference; bad command lines under mpirun; and
 # a rank killed or stopped mid-run ending the job with a non-zero exit and
-# a message within the timeout, never a hang.
+# a message within the timeout, never a hang; the fault hook's modes in
+# both schedules.
 #
 # With TEST_RECREATE (tests/unit/test_recreate.c): an abort's reason reaches
 # the peer's message.
@@ -76,6 +77,16 @@ else
     bad "mpirun -np 2 agmm bench --json (exit $rc)"
 fi
 
+# bench --mode all under MPI: every mode that applies there (issue 13 #5).
+mpi 2 bench --m-local 96,40 --k 64 --n 64 --tile-m 16 --rounds 2 --warmup 1 --json --mode all
+if [ "$rc" -eq 0 ] && grep -q '"fused":{' "$TMP/out" && grep -q '"baseline":{' "$TMP/out" &&
+    grep -q '"auto":{' "$TMP/out" && grep -q '"comm-only":{' "$TMP/out" &&
+    ! grep -q '"gemm-only":{' "$TMP/out"; then
+    ok
+else
+    bad "mpirun -np 2 agmm bench --mode all: want fused, baseline, auto, comm-only (exit $rc)"
+fi
+
 # --trace under MPI: rank 0 gathers every rank's events (posted receives).
 mpi 3 run --oversubscribe --m-local 64,0,30 --k 64 --n 64 --tile-m 16 --rounds 2 \
     --trace "$TMP/t.json"
@@ -134,6 +145,35 @@ for sig in KILL STOP; do
     else
         bad "rank sent SIG$sig: exit $rc after ${took}s, want non-zero within 20 s and '$want'"
     fi
+done
+
+# --- the fault hook (AGMM_FAULT, src/common/fault.h) on MPI, both
+# schedules: rank 1 misbehaves before its 18th put (tiles or bulk data,
+# and acks); the job ends non-zero within the timeout, saying so.
+faults=(
+    "exit  | Exit code: *3"
+    "kill  | rank 1 .*exited on signal 9"
+    "error | agmm: rank 1: AGMM_FAULT: injected error before put 18"
+    "hang  | agmm: rank [02]: timed out"
+)
+for sched in fused baseline; do
+  for row in "${faults[@]}"; do
+    mode=${row%%|*}
+    mode=${mode// /}
+    want=${row#*| }
+    start=$(date +%s)
+    timeout 60 mpirun --oversubscribe -np 3 -x AGMM_FAULT="rank=1,after_puts=17,mode=$mode" \
+        "$AGMM" run --oversubscribe --m-local 64 --k 32 --n 32 --tile-m 8 --rounds 50 \
+        --timeout 3 --schedule $sched >"$TMP/out" 2>"$TMP/err" </dev/null
+    rc=$?
+    took=$(($(date +%s) - start))
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 20 ] && grep -qE -- "$want" "$TMP/err" &&
+        { [ "$mode" = error ] || grep -q "agmm: rank 1: AGMM_FAULT: $mode before put 18" "$TMP/err"; }; then
+        ok
+    else
+        bad "AGMM_FAULT mode=$mode --schedule $sched under mpirun: exit $rc after ${took}s, want non-zero within 20 s and /$want/"
+    fi
+  done
 done
 
 # --- every abort message carries its reason: rank 1 aborts while rank 0

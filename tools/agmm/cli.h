@@ -30,7 +30,10 @@ enum {
     AGMM_BENCH_AUTO = 4,
     AGMM_BENCH_GEMM_ONLY = 8, /* with the monolithic GEMM alongside */
     AGMM_BENCH_COMM_ONLY = 16,
-    AGMM_BENCH_ALL = 31,
+    /* Set by the word `all` only: every mode that applies (under MPI all
+     * but gemm-only), where a gemm-only named alone is refused. */
+    AGMM_BENCH_ALL_WORD = 32,
+    AGMM_BENCH_ALL = 31 | AGMM_BENCH_ALL_WORD,
 };
 
 /* What the command line says. The ranges, defaults and help text of each

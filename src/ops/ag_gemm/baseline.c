@@ -8,6 +8,7 @@
  * rows already in place. */
 #include <string.h>
 
+#include "common/fault.h"
 #include "common/log.h"
 #include "ops/common/plan_internal.h"
 #include "ops/common/schedule.h"
@@ -32,6 +33,7 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
          * land in our window only once we entered the collective, i.e.
          * after we finished reading the previous round. */
         if (first != 0) return AGMM_OK;
+        AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
         AGMM_CHECK(agmm_tp_allgather_rows(w, &p->gathered, x->a, row_bytes,
                                           p->m_local, p->row_off, deadline));
         /* agmm_signal_publish, not a bare store: a GEMM worker may be
@@ -60,6 +62,7 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
         AGMM_CHECK(agmm_traced_wait(
             w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
             x->epoch - 1, deadline, &what, AGMM_TSIG_ACK));
+        AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
         uint64_t t_put = agmm_trace_clock();
         AGMM_CHECK(agmm_tp_put_signal(w, &p->gathered, q, off, x->a, bytes,
                                       &p->signals, agmm_sig_off(p, SIG_BULK, r),

@@ -49,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/fault.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "transport/mpi/mpi.h"
@@ -204,6 +205,9 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
                                 int dst, size_t sig_off, uint64_t value)
 {
     const mpi_win_t *mw = sigwin->impl;
+    /* Test hook (fault.h): control sends count as puts on MPI, so a fault
+     * can also hit a rank between its tiles and its acks. */
+    AGMM_CHECK(agmm_fault_before_put(w->rank));
     pending_t *pe;
     AGMM_CHECK(pending_slot(w, &pe));
     pe->payload[0] = mw->id;

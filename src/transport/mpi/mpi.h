@@ -13,7 +13,8 @@
  * the caller MPI_Aborts. */
 agmm_status_t agmm_mpi_backend_start(agmm_world_t *w, int we_initialized);
 /* Stop the progress thread and free the state; finalize MPI when start
- * said so and the world was not aborted (see mpi_state.c). */
+ * said so. In an aborted world it does not return: it ends the whole job
+ * with MPI_Abort (see mpi_state.c). */
 void agmm_mpi_backend_stop(agmm_world_t *w);
 
 /* The MPI world's control entries (world/world_ops.h); world/mpi_world.c

@@ -97,10 +97,18 @@ void agmm_mpi_backend_stop(agmm_world_t *w)
     atomic_store_explicit(&s->stop, 1, memory_order_release);
     if (s->thread_started) pthread_join(s->thread, NULL);
     if (aborted) {
-        /* Finalize is collective and a peer may be gone or stuck: leave MPI
-         * as it is. The caller exits non-zero and the launcher ends the
-         * job. */
-        return;
+        /* Finalize is collective and a peer may be gone, stuck or cut
+         * off: never finalize. End the whole job instead, from every rank
+         * that knows of the abort (the one that detected the failure and
+         * every peer its message reached): the launcher kills the ranks
+         * through its daemons, also under launchers that let the others
+         * run on when one rank exits non-zero. The reason was printed
+         * where it was detected, and the peers were told above (the
+         * originator waited for its sends). Whether mpirun can end a job
+         * with a host it no longer reaches is up to its own failure
+         * detection (docs/mpi.md, "Failures across hosts"). */
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return; /* MPI_Abort does not return */
     }
     for (int i = 0; i < 2; i++) {
         MPI_Cancel(&s->active[i]);
