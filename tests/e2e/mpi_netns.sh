@@ -34,36 +34,17 @@ skip() { echo "SKIP: mpi_netns: $*"; exit 77; }
 command -v ip >/dev/null || skip "iproute2 (ip) is not installed"
 command -v tc >/dev/null || skip "tc (iproute2) is not installed"
 command -v mpirun >/dev/null || skip "mpirun is not installed"
+. "$(dirname "$0")/netns_hosts.sh"
 ip netns add "$SW" 2>"$TMP/err" || skip "cannot create a network namespace: $(cat "$TMP/err")"
 
 # --- the hosts
 set -e
-ip -n "$SW" link add br0 type bridge
-ip -n "$SW" link set br0 up
-for i in $(seq 1 $HOSTS); do
-    ns="$TAG-h$i"
-    ip netns add "$ns"
-    ip link add "h$i" netns "$ns" type veth peer name "p$i" netns "$SW"
-    ip -n "$SW" link set "p$i" master br0 up
-    ip -n "$ns" link set lo up
-    ip -n "$ns" addr add "10.77.0.$i/24" dev "h$i"
-    ip -n "$ns" link set "h$i" up
-    # 1 Gbit/s out of every host (so each direction of every link).
-    ip netns exec "$ns" tc qdisc add dev "h$i" root tbf rate 1gbit burst 1mb latency 20ms
-done
+netns_make_hosts
 ip -n "$TAG-h1" neigh flush dev h1 # (no ping needed: mpirun fails loudly if unreachable)
 set +e
 
-# --- the launch agent: "agent [opts] HOST COMMAND" like ssh, in HOST's ns
-cat >"$TMP/agent" <<EOF
-#!/bin/sh
-while [ \$# -gt 0 ]; do case "\$1" in -*) shift ;; *) break ;; esac; done
-host=\$1; shift
-# A session directory per host, as on real hosts (they share /tmp here).
-export TMPDIR="$TMP/h\${host##*.}"; mkdir -p "\$TMPDIR"
-exec ip netns exec "$TAG-h\${host##*.}" /bin/sh -c "\$*"
-EOF
-chmod +x "$TMP/agent"
+# --- the launch agent
+netns_write_agent
 
 pass=0
 fail=0

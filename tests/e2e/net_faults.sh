@@ -71,30 +71,12 @@ skip() { echo "SKIP: net_faults: $*"; exit 77; }
 for t in ip tc nft mpirun; do
     command -v $t >/dev/null || skip "$t is not installed (scripts/install-deps.sh)"
 done
+. "$(dirname "$0")/netns_hosts.sh"
 ip netns add "$SW" 2>"$TMP/err" || skip "cannot create a network namespace: $(cat "$TMP/err")"
 
-# --- the hosts (as tests/e2e/mpi_netns.sh builds them)
-ip -n "$SW" link add br0 type bridge
-ip -n "$SW" link set br0 up
-for i in $(seq 1 $HOSTS); do
-    ns="$TAG-h$i"
-    ip netns add "$ns"
-    ip link add "h$i" netns "$ns" type veth peer name "p$i" netns "$SW"
-    ip -n "$SW" link set "p$i" master br0 up
-    ip -n "$ns" link set lo up
-    ip -n "$ns" addr add "10.77.0.$i/24" dev "h$i"
-    ip -n "$ns" link set "h$i" up
-    ip netns exec "$ns" tc qdisc add dev "h$i" root tbf rate 1gbit burst 1mb latency 20ms
-done
-
-cat >"$TMP/agent" <<EOF
-#!/bin/sh
-while [ \$# -gt 0 ]; do case "\$1" in -*) shift ;; *) break ;; esac; done
-host=\$1; shift
-export TMPDIR="$TMP/h\${host##*.}"; mkdir -p "\$TMPDIR"
-exec ip netns exec "$TAG-h\${host##*.}" /bin/sh -c "\$*"
-EOF
-chmod +x "$TMP/agent"
+# --- the hosts and the launch agent (netns_hosts.sh)
+netns_make_hosts
+netns_write_agent
 mkdir -p "$TMP/h1"
 for i in $(seq 1 $HOSTS); do echo "10.77.0.$i slots=1"; done >"$TMP/hosts"
 
