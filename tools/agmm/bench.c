@@ -115,7 +115,7 @@ static int measure_peak(agmm_tool_rank_t *t, peak_t *pk)
 }
 
 /* Mode m's GEMM rate per GEMM core over the peak: `flop` (one rank's,
- * 2*M*K*N) per median round, divided by the rank's GEMM threads; 0 for
+ * agmm_tool_flop_per_rank) per median round, divided by the rank's GEMM threads; 0 for
  * comm-only (no GEMM) or an unknown peak. */
 static double fraction_of_peak(int m, double flop, double median_us,
                                int gemm_cores, const peak_t *pk)
@@ -374,7 +374,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         printf("interrupted: statistics of the %d timed round%s done (of %d)\n", done,
                done == 1 ? "" : "s", cli->rounds);
     if ((rc == 0 || partial) && t.rank == 0) {
-        double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
+        double flop = agmm_tool_flop_per_rank(cli);
         ratios_t pr = paired_ratios(us, on, n); /* before sorting */
         stats_t st[NMODES] = {{0, 0, 0, 0, 0}};
         double med[NMODES] = {0};

@@ -139,7 +139,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                                         : NULL;
     if (t.rank == 0 && cli->json && !rj) rc = 1;
     int first_bad = -1; /* the first rank whose check failed */
-    double flop = 2.0 * (double)cli->m_total * (double)cli->k * (double)cli->n;
+    double flop = agmm_tool_flop_per_rank(cli);
 
     /* Warmup rounds run first, with their own inputs, unreported. */
     for (int i = 0; i < cli->warmup && rc == 0; i++) {

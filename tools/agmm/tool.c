@@ -37,6 +37,16 @@ int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r)
     return cli->k / cli->ranks + (r < cli->k % cli->ranks ? 1 : 0);
 }
 
+/* One rank's GEMM flops per round, the mean over ranks: 2*M*K*N for
+ * all-gather + GEMM (every rank multiplies the whole gathered A); for GEMM +
+ * reduce-scatter the ranks share K, so 2*M*(K/P)*N. */
+double agmm_tool_flop_per_rank(const agmm_cli_t *cli)
+{
+    double k = (double)cli->k;
+    if (cli->op == AGMM_OP_GEMM_RS) k /= (double)cli->ranks;
+    return 2.0 * (double)cli->m_total * k * (double)cli->n;
+}
+
 int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r)
 {
     return cli->op == AGMM_OP_GEMM_RS ? cli->m_total * agmm_tool_k_part(cli, r)

@@ -27,6 +27,8 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *desc);
  * its A (gemm-rs: [M, K_r]; else [m_local[r], k]), the rows of its C
  * (gemm-rs: m_local[r]; else M), and its weight's input stream id. */
 int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r);
+/* One rank's GEMM flops per round (mean over ranks; tool.c). */
+double agmm_tool_flop_per_rank(const agmm_cli_t *cli);
 int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r);
 int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r);
 int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r);
