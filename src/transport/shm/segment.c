@@ -189,6 +189,9 @@ agmm_status_t agmm_seg_open(const char *name, size_t min_bytes,
                         "%04o (expected uid %u, mode 0600)",
                         name, (unsigned)sb.st_uid,
                         (unsigned)(sb.st_mode & 07777), (unsigned)geteuid());
+    } else if (sb.st_size == 0 && missing) {
+        *missing = 2;
+        st = AGMM_ERR_BAD_STATE;
     } else if ((uint64_t)sb.st_size < min_bytes || sb.st_size == 0) {
         st = agmm_error(AGMM_ERR_SYSTEM,
                         "shm: segment %s has %lld bytes (expected at least "

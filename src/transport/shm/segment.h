@@ -80,8 +80,10 @@ agmm_status_t agmm_seg_create(const char *name, size_t bytes, agmm_seg_t *out,
 
 /* Open an existing segment and map all of it read-write, after checking it
  * is a regular file of this user with mode 0600 and at least `min_bytes`.
- * Missing: *missing = 1 (when not NULL) and AGMM_ERR_BAD_STATE without a
- * message; every other failure records one. */
+ * When `missing` is not NULL, two outcomes return AGMM_ERR_BAD_STATE
+ * without a message: *missing = 1, there is no such segment; *missing = 2,
+ * it exists but is still empty (its creator has not sized it yet, or died
+ * before). Every other failure records a message. */
 agmm_status_t agmm_seg_open(const char *name, size_t min_bytes,
                             agmm_seg_t *out, int *missing);
 
