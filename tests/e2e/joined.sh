@@ -106,6 +106,21 @@ killed)
     check 'grep -q "rank 2 (pid $pid_2) ended without leaving job" "$tmp/err.$r"' \
       "rank $r names the dead rank and its pid"
   done
+  clean_after
+  # Killed from outside while the survivor is not in a wait: it notices
+  # at its next collective call.
+  start 0 2 --hold "$tmp/go"
+  start 1 2 --hold "$tmp/go"
+  for _ in $(seq 600); do
+    [ -e "$tmp/go.0.joined" ] && [ -e "$tmp/go.1.joined" ] && break
+    sleep 0.05
+  done
+  kill -KILL "$pid_1"
+  touch "$tmp/go"
+  finish
+  check '[ "$(rc 0)" = 1 ]' "survivor exit 1 (got $(rc 0))"
+  check 'grep -q "rank 1 (pid $pid_1) ended without leaving job" "$tmp/err.0"' \
+    "survivor names the killed rank and its pid"
   ;;
 mismatch)
   start 0 2 --timeout 30
