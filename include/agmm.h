@@ -215,7 +215,7 @@ typedef struct agmm_join_opts {
 
 /* Collective over `size` processes started by anyone on one host (a shell
  * loop, torchrun, a serving engine's workers), each calling it once with
- * its own rank and the same size and job name: they rendezvous through a
+ * its own rank and the same size and job name (one rank per process): they rendezvous through a
  * shared-memory control segment named after this user and the job
  * (/dev/shm/agmm:<uid>:<job>:0:ctl, mode 0600), then use the same
  * shared-memory data path as forked ranks ("shm"). Ranks may arrive in any
