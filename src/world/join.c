@@ -156,6 +156,7 @@ typedef struct rdv {
     agmm_seg_t seg;
     agmm_join_hdr_t *h;
     int took_slot;
+    double stuck_since; /* first seen `reaped` set on a live name; 0: not */
 } rdv_t;
 
 /* Abort the forming world: the reason goes into the shm control block's
@@ -231,8 +232,20 @@ static int judge(rdv_t *r, agmm_status_t *st)
     }
     int hr = -1;
     pid_t hp = 0;
-    if (atomic_load(&h->reaped) ||
-        agmm_join_reap(h, r->seg.bytes, r->name, 0)) {
+    if (atomic_load(&h->reaped)) {
+        /* Being removed: the remover unlinks right after its CAS. A flag
+         * that stays with nobody holding the segment is a remover that
+         * died in between: finish its work. */
+        if (r->stuck_since == 0) r->stuck_since = agmm_now();
+        if (agmm_now() - r->stuck_since > AGMM_JOIN_INIT_GRACE_S &&
+            !agmm_join_holder(h, NULL, NULL))
+            agmm_seg_unlink(r->name);
+        agmm_seg_unmap(&r->seg);
+        sleep_ns(POLL_NS);
+        return JUDGE_RETRY;
+    }
+    r->stuck_since = 0;
+    if (agmm_join_reap(h, r->seg.bytes, r->name, 0)) {
         agmm_seg_unmap(&r->seg); /* a crashed run's: gone now */
         return JUDGE_RETRY;
     }
