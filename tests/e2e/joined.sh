@@ -8,7 +8,7 @@
 #
 # usage: joined.sh JOINED_EXE AGMM_EXE CASE
 #   CASE: ok2 ok3 ok4 torch missing killed mismatch twojobs leftover badenv
-#         ulimit valgrind
+#         readme ulimit valgrind
 set -u
 exe=$1 agmm=$2 case=$3
 job="jt-$case-$$"
@@ -193,6 +193,21 @@ badenv)
   check '[ $r = 1 ] && echo "$out" | grep -q "MASTER_PORT is not set"' "missing MASTER_PORT named: $out"
   out=$("$agmm" cleanup --job a/b 2>&1); r=$?
   check '[ $r = 2 ] && echo "$out" | grep -q "^agmm: --job:"' "cleanup --job a/b exit 2: $out"
+  ;;
+readme)
+  # README's "From your own processes" shell loop, as printed (the program
+  # path and the job name made this build's and this case's).
+  readme=$(dirname "$0")/../../README.md
+  awk '/^## From your own processes/ { m = 1; next }
+       m == 1 && /^```sh/ { m = 2; next }
+       m == 2 && /^```/ { exit }
+       m == 2 { print }' "$readme" >"$tmp/loop.sh"
+  check 'grep -q "AGMM_RANK=.r AGMM_WORLD_SIZE=3 AGMM_JOB=demo build/examples/example_joined_allgather_gemm" "$tmp/loop.sh"' \
+    "README has the shell loop: $(cat "$tmp/loop.sh")"
+  sed -i -e "s|build/examples/example_joined_allgather_gemm|$exe|" -e "s|AGMM_JOB=demo|AGMM_JOB=$job|" "$tmp/loop.sh"
+  out=$(timeout 120 bash "$tmp/loop.sh" 2>&1); r=$?
+  check '[ $r = 0 ] && [ "$(echo "$out" | grep -c "of 3: 9 rounds (fp16, bf16, fp32) match the reference")" = 3 ]' \
+    "the README's loop runs 3 checked ranks: $out"
   ;;
 ulimit)
   # No reservation tied to the machine's memory: both kinds of world run in
