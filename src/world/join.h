@@ -72,8 +72,9 @@ int agmm_join_holder(agmm_join_hdr_t *h, int *rank, pid_t *pid);
 
 /* Remove the control segment `name` mapped at `h` (`mapped` bytes) if it
  * is garbage: a valid one with no holder, or one whose creator never
- * published it (dead creator, or nothing after AGMM_JOIN_INIT_GRACE_S,
- * judged from `age_s`, the seconds since the segment was last changed).
+ * published it (its creator is dead, or no creator pid was stored
+ * AGMM_JOIN_INIT_GRACE_S after it was made, judged from `age_s`, the
+ * seconds since the segment was last changed).
  * Returns 1 when this call unlinked it. */
 int agmm_join_reap(agmm_join_hdr_t *h, size_t mapped, const char *name,
                    double age_s);
