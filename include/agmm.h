@@ -253,9 +253,10 @@ agmm_status_t agmm_cleanup(const char *job, int *removed);
  *     with MPI_Abort(MPI_COMM_WORLD, 1) and does not return.
  *   - joined: unmaps the control segment and, on the last rank to leave
  *     (or when the others are gone), removes it; it always returns, also
- *     in an aborted world (the processes decide how to exit). A rank must
- *     call it before its process ends: a peer still waiting takes a rank
- *     that ends without it for a crashed one. */
+ *     in an aborted world (the processes decide how to exit). A process
+ *     that ends with exit() after destroying its plans leaves the world
+ *     as this would; one that ends in the middle of a plan (or by
+ *     _exit or a signal) is taken by its peers for a crashed rank. */
 void agmm_world_destroy(agmm_world_t *world);
 
 /* ------------------------------------------------------------------ plan */

@@ -79,6 +79,19 @@ int agmm_join_holder(agmm_join_hdr_t *h, int *rank, pid_t *pid);
 int agmm_join_reap(agmm_join_hdr_t *h, size_t mapped, const char *name,
                    double age_s);
 
+/* Mark `rank`'s slot LEFT, then remove the segment if nobody holds it any
+ * more (joined.c). */
+void agmm_join_leave(agmm_join_hdr_t *h, size_t mapped, const char *name,
+                     int rank);
+
+/* The world of a rank whose rendezvous succeeded (joined.c): takes over
+ * the mapping `seg` of the control segment whose header is `h`. On
+ * failure the caller still owns the mapping and its slot. */
+struct agmm_seg;
+agmm_status_t agmm_joined_world_new(const agmm_join_opts_t *o,
+                                    const struct agmm_seg *seg,
+                                    agmm_join_hdr_t *h, agmm_world_t **out);
+
 /* Seconds since the segment `name` (with '/') was last changed, from
  * /dev/shm; -1 when it cannot be told. */
 double agmm_join_seg_age(const char *name);

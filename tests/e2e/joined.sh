@@ -7,7 +7,7 @@
 # Nothing here is timed: a timeout only bounds how long a hang may last.
 #
 # usage: joined.sh JOINED_EXE AGMM_EXE CASE
-#   CASE: ok2 ok3 ok4 torch missing killed mismatch twojobs leftover badenv
+#   CASE: ok2 ok3 ok4 torch missing killed exit mismatch twojobs leftover badenv
 #         readme ulimit valgrind
 set -u
 exe=$1 agmm=$2 case=$3
@@ -121,6 +121,27 @@ killed)
   check '[ "$(rc 0)" = 1 ]' "survivor exit 1 (got $(rc 0))"
   check 'grep -q "rank 1 (pid $pid_1) ended without leaving job" "$tmp/err.0"' \
     "survivor names the killed rank and its pid"
+  ;;
+exit)
+  # Ending with exit() and no agmm_world_destroy: after the plans are gone
+  # that is a clean exit (the exit handler leaves the world; nothing is
+  # left behind); in the middle of a plan the peers fail at once naming
+  # the rank, as for a crash.
+  start 0 2 --no-destroy
+  start 1 2 --no-destroy
+  finish
+  for r in 0 1; do check '[ "$(rc $r)" = 0 ]' "rank $r without destroy exit 0 (got $(rc $r))"; done
+  clean_after
+  start 0 3 --timeout 60
+  start 1 3 --timeout 60 --exit-at-round 4
+  start 2 3 --timeout 60
+  finish
+  check '[ "$(rc 1)" = 5 ]' "rank 1 exited (got $(rc 1))"
+  for r in 0 2; do
+    check '[ "$(rc $r)" = 1 ]' "rank $r exit 1 (got $(rc $r))"
+    check 'grep -q "rank 1 (pid $pid_1) ended without leaving job" "$tmp/err.$r"' \
+      "rank $r names the rank that exited mid-plan"
+  done
   ;;
 mismatch)
   start 0 2 --timeout 30
