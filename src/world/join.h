@@ -1,7 +1,7 @@
-/* Joined worlds (processes started by anyone on one host, join.c): the
- * layout of the job's control segment and the rules that decide when a
- * control segment is garbage, shared by the rendezvous (join.c) and
- * agmm_cleanup (cleanup.c). Private to world/.
+/* Joined worlds (processes started by anyone on one host): the layout of
+ * the job's control segment and the rules that decide when a control
+ * segment is garbage, shared by the rendezvous (join.c), the formed world
+ * (joined.c) and agmm_cleanup (cleanup.c). Private to world/.
  *
  * The control segment /agmm:<uid>:<job>:0:ctl (transport/shm/segment.h):
  *
