@@ -228,8 +228,9 @@ typedef struct agmm_join_opts {
  *   - AGMM_ERR_ABORTED: a rank that had joined died while waiting.
  * A control segment left behind by a run whose processes are all gone is
  * removed and the join proceeds. Peers are watched while this rank waits in
- * any collective call: a rank whose process ends without
- * agmm_world_destroy() aborts the world with a message naming it. */
+ * any collective call: a rank whose process ends while it is still needed
+ * (killed, crashed, or gone in the middle of a plan) aborts the world with
+ * a message naming it (see agmm_world_destroy). */
 agmm_status_t agmm_world_join(const agmm_join_opts_t *opts,
                               agmm_world_t **out);
 
