@@ -343,3 +343,20 @@ int64_t agmm_plan_row_offset(const agmm_plan_t *p, int r)
     if (!p || !agmm_plan_is_live(p) || r < 0 || r > p->nranks) return -1;
     return p->row_off[r];
 }
+
+agmm_status_t agmm_plan_set_weight_i(agmm_plan_t *p, int i, const void *wt)
+{
+    if (i != 0)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "set_weight_i: weight %d", i);
+    return agmm_plan_set_weight(p, wt);
+}
+
+int agmm_plan_weights(const agmm_plan_t *p)
+{
+    return p && agmm_plan_is_live(p) ? 1 : -1;
+}
+
+int64_t agmm_plan_cols(const agmm_plan_t *p, int i)
+{
+    return p && agmm_plan_is_live(p) && i == 0 ? p->desc.n : -1;
+}

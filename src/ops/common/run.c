@@ -2,6 +2,7 @@
  * the start of the round (posting receives, acknowledging the previous round
  * so peers may put again), the schedule, and AGMM_SCHEDULE_AUTO's timing. */
 #include <stdio.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -174,4 +175,26 @@ agmm_status_t agmm_plan_run_part(agmm_plan_t *p, agmm_part_t part,
     agmm_status_t st = part_entered(p, part, a_local, c);
     agmm_plan_leave(p);
     return st;
+}
+
+void agmm_run_args_init(agmm_run_args_t *args)
+{
+    if (args) memset(args, 0, sizeof *args);
+}
+
+agmm_status_t agmm_plan_run_args(agmm_plan_t *p, const agmm_run_args_t *args)
+{
+    if (!args)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "run_args: args is NULL");
+    if (args->m_rows || args->a_gathered || !args->c)
+        return agmm_error(AGMM_ERR_UNSUPPORTED, "run_args: not yet");
+    return agmm_plan_run(p, args->schedule, args->a_local, args->c[0]);
+}
+
+agmm_status_t agmm_plan_run_part_args(agmm_plan_t *p, agmm_part_t part,
+                                      const agmm_run_args_t *args)
+{
+    if (!args || !args->c)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "run_part_args: args is NULL");
+    return agmm_plan_run_part(p, part, args->a_local, args->c[0]);
 }
