@@ -64,6 +64,8 @@ PLANT_WHERE = {
     "rows-no-ack-wait": ("shm", "link", "mpi"),
     "absent-no-wait": ("mpi",),  # only posted receives are declared
 }
+# Plants in steps only the rows= configurations take.
+ROWS_PLANTS = {"rows-no-ack-wait", "absent-no-wait"}
 GUARDS = {"join", "pass", "dwait", "quiet", "absent"}
 # A rows cell holds ROWS_BASE * e + (tiles of its source in round e): the
 # epoch high, the count low, as agmm_rows_signal (counts here are < 16).
