@@ -173,6 +173,58 @@ static int rank_main(agmm_world_t *w, void *arg)
     return rank_checks_save(r);
 }
 
+/* oneDNN: 150 different row counts on one plan, every result right, and
+ * the primitives made for them bounded (64 on demand, then powers of two:
+ * at most 96 per prepared weight, gemm_onednn.c). */
+static int bounded_main(agmm_world_t *w, void *arg)
+{
+    (void)arg;
+    rank_checks_begin();
+    int64_t mx[1] = {160};
+    agmm_plan_desc_t d;
+    agmm_plan_desc_init(&d);
+    d.nranks = 1;
+    d.m_local = mx;
+    d.k = 16;
+    d.n = 8;
+    d.tile_m = 32;
+    d.tile_n = 8;
+    d.dtype = AGMM_DTYPE_FP32;
+    d.gemm_engine = AGMM_GEMM_ENGINE_ONEDNN;
+    d.comm_workers = 0;
+    agmm_plan_t *p;
+    if (agmm_plan_create(w, &d, &p) != AGMM_OK) return 1;
+    float wt[16 * 8], a[160 * 16], c[160 * 8], ref[160 * 8];
+    fill(wt, AGMM_DTYPE_FP32, 16 * 8, 3);
+    fill(a, AGMM_DTYPE_FP32, 160 * 16, 5);
+    CHECK(agmm_plan_set_weight(p, wt) == AGMM_OK, "set_weight");
+    agmm_gemm_info_t g0, g1;
+    agmm_plan_gemm_info(p, &g0);
+    float *cs[1] = {c};
+    const void *sh[1] = {a};
+    int bad = 0;
+    for (int64_t m = 1; m <= 150; m++) {
+        int64_t rows[1] = {m};
+        agmm_run_args_t args;
+        agmm_run_args_init(&args);
+        args.schedule = m % 2 ? AGMM_SCHEDULE_FUSED : AGMM_SCHEDULE_BASELINE;
+        args.a_local = a;
+        args.c = cs;
+        args.m_rows = rows;
+        CHECK(agmm_plan_run_args(p, &args) == AGMM_OK, "run m=%lld: %s", (long long)m,
+              agmm_last_error());
+        agmm_reference(1, sh, rows, 16, 8, AGMM_DTYPE_FP32, wt, ref);
+        for (int64_t i = 0; i < m * 8; i++) bad += fabsf(c[i] - ref[i]) > 1e-4f;
+    }
+    CHECK(bad == 0, "%d elements wrong over 150 row counts", bad);
+    agmm_plan_gemm_info(p, &g1);
+    uint64_t made = g1.primitives_created - g0.primitives_created;
+    CHECK(made <= 96, "%llu primitives made for 150 row counts (at most 96)",
+          (unsigned long long)made);
+    agmm_plan_destroy(p);
+    return rank_checks_save(0);
+}
+
 /* Rank 1 is told rank 0 has one row fewer than rank 0 says. */
 static int mismatch_main(agmm_world_t *w, void *arg)
 {
@@ -236,6 +288,15 @@ int main(void)
                   agmm_gemm_engine_name(eng), i, agmm_status_str(st), code);
             rank_checks_collect(s.nranks);
         }
+    }
+    if (agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN)) {
+        agmm_launch_opts_t o1 = {0};
+        o1.nranks = 1;
+        o1.timeout_s = 20;
+        int c1 = -1;
+        agmm_launch(&o1, bounded_main, NULL, &c1);
+        rank_checks_collect(1);
+        CHECK(c1 == 0, "bounded primitives: exit %d", c1);
     }
     agmm_launch_opts_t o = {0};
     o.nranks = 2;
