@@ -2,10 +2,14 @@
  * and how the ranks agree on them, and the gathered A handed back.
  *
  * Rows per call. The plan is laid out for its most rows (desc.m_local =
- * m_max): each source's rows have a fixed place in the receive window and
- * in g32 (win_off), and fixed tile signal cells (tile_base). A call with
- * fewer rows fills the first rows of each place; only the output rows
- * (row_off, of C and a_gathered) close up. Every rank passes the same
+ * m_max): the window and g32 hold M_max rows, and each source's tiles have
+ * fixed signal cells (tile_base). In a call with fewer rows the output rows
+ * (row_off, of C and a_gathered) close up, and so do the rows in the window
+ * and g32 (win_off = row_off), except on a transport with posted receives
+ * (MPI), whose receives are declared at the plan's places (win_max): there
+ * each source's rows start at its place, leaving gaps. Puts of round e
+ * land only after the receiver's ack of round e - 1, so a layout that
+ * changes from round to round is never written under a reader. Every rank passes the same
  * m_rows; nothing is exchanged up front. Instead each rank raises its rows
  * cell on every peer at the start of its puts, to agmm_rows_signal(e,
  * rows): the epoch in the high half, its own row count in the low half.
@@ -44,6 +48,15 @@ void agmm_ag_set_rows(agmm_plan_t *p, const int64_t *m_rows)
     }
     __atomic_store_n(&p->row_off[p->nranks], off, __ATOMIC_RELAXED);
     __atomic_store_n(&p->M, off, __ATOMIC_RELAXED);
+    /* Where the rows go: closed up like the output where puts may land
+     * anywhere (shm: the window then holds one contiguous block, so the
+     * GEMM is one call over all sources, as for a plan of exactly these
+     * rows); the declared places with posted receives (MPI). */
+    const int64_t *w = agmm_tp_has(p->world, AGMM_TP_CAP_POSTED_RECEIVES)
+                           ? p->win_max
+                           : p->row_off;
+    for (int r = 0; r <= p->nranks; r++)
+        p->win_off[r] = w[r];
 }
 
 void agmm_ag_copy_gathered(agmm_plan_t *p, const void *a_local, void *out)

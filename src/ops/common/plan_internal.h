@@ -61,7 +61,11 @@ struct agmm_plan {
      * tile signal cells and per-tile counters (tile_base, total_tiles). */
     int64_t *m_max;     /* [P] the plan's m_local */
     int64_t *tiles_max; /* [P] row tiles per rank at m_max */
-    int64_t *win_off;   /* [P + 1] first window / g32 row of each rank */
+    int64_t *win_max;   /* [P + 1] first row of each rank at m_max */
+    /* [P + 1] first window / g32 row of each rank this round (call.c):
+     * win_max on a transport with posted receives (their places are
+     * declared), else row_off (rows close up: one contiguous block). */
+    int64_t *win_off;
     int64_t *tile_base; /* [P + 1] first global tile index of each rank */
     int64_t M_max;      /* sum of m_max */
     int64_t total_tiles;
@@ -170,7 +174,7 @@ static inline int64_t agmm_global_tile_row(const agmm_plan_t *p, int64_t g)
 {
     for (int src = 0; src < p->nranks; src++)
         if (g < p->tile_base[src + 1])
-            return p->win_off[src] + (g - p->tile_base[src]) * p->desc.tile_m;
+            return p->win_max[src] + (g - p->tile_base[src]) * p->desc.tile_m;
     return p->M_max;
 }
 
