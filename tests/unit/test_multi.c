@@ -269,8 +269,51 @@ static int mismatch_main(agmm_world_t *w, void *arg)
     return r == 1 ? 3 : 0; /* the launcher reports the failed rank */
 }
 
+/* Descriptions and calls refused without a world. */
+static void test_refusals(void)
+{
+    int64_t m[2] = {4, 4}, n[AGMM_MAX_WEIGHTS + 1];
+    for (int i = 0; i <= AGMM_MAX_WEIGHTS; i++) n[i] = 8;
+    agmm_plan_desc_t d;
+    agmm_plan_desc_init(&d);
+    d.nranks = 2;
+    d.m_local = m;
+    d.n_list = n;
+    d.n_weights = AGMM_MAX_WEIGHTS;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_OK, "16 weights: %s", agmm_last_error());
+    uint64_t b16 = agmm_plan_bytes_per_rank(&d);
+    d.n_weights = 1;
+    CHECK(agmm_plan_bytes_per_rank(&d) < b16, "16 weights need more than 1");
+    d.n_weights = AGMM_MAX_WEIGHTS + 1;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG, "17 weights refused");
+    d.n_weights = 0;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG, "n_list with 0 weights");
+    d.n_weights = 2;
+    n[1] = 0;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG &&
+              strstr(agmm_last_error(), "n_list[1]"),
+          "a weight of 0 columns names it: %s", agmm_last_error());
+    n[1] = 8;
+    d.op = AGMM_OP_GEMM_RS;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_UNSUPPORTED, "gemm-rs, 2 weights");
+    d.op = AGMM_OP_AG_GEMM;
+    d.n_list = NULL;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG, "2 weights, no list");
+    CHECK(agmm_plan_run_args(NULL, NULL) == AGMM_ERR_INVALID_ARG, "run_args(NULL)");
+    agmm_run_args_t a;
+    memset(&a, 0x5a, sizeof a);
+    agmm_run_args_init(&a);
+    CHECK(a.c == NULL && a.m_rows == NULL && a.a_gathered == NULL &&
+              a.schedule == AGMM_SCHEDULE_FUSED,
+          "run_args_init zeroes");
+    CHECK(agmm_plan_run_args(NULL, &a) == AGMM_ERR_INVALID_ARG, "NULL plan");
+    CHECK(agmm_plan_weights(NULL) == -1 && agmm_plan_cols(NULL, 0) == -1, "queries");
+    CHECK(agmm_plan_set_weight_i(NULL, 0, n) == AGMM_ERR_INVALID_ARG, "set_weight_i");
+}
+
 int main(void)
 {
+    test_refusals();
     rank_checks_init(4);
     for (int e = 1; e <= 2; e++) {
         agmm_gemm_engine_kind_t eng = (agmm_gemm_engine_kind_t)e;
