@@ -37,11 +37,9 @@ void agmm_ag_set_rows(agmm_plan_t *p, const int64_t *m_rows)
 {
     const int64_t *m = m_rows ? m_rows : p->m_max;
     int64_t off = 0;
-    p->dynamic = 0;
     for (int r = 0; r < p->nranks; r++) {
         p->m_local[r] = m[r];
         p->tiles[r] = AGMM_DIV_UP(m[r], p->desc.tile_m);
-        p->dynamic |= m[r] != p->m_max[r];
         /* Atomic stores: agmm_plan_row_offset may read from any thread. */
         __atomic_store_n(&p->row_off[r], off, __ATOMIC_RELAXED);
         off += m[r];

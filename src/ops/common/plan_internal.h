@@ -76,7 +76,6 @@ struct agmm_plan {
     int64_t *n_w;       /* [nw] columns of each weight */
     int64_t *blk_off;   /* [nw + 1] */
     int64_t col_blocks; /* sum over weights of ceil(n_i / tile_n) */
-    int dynamic;        /* this round's rows differ from m_max somewhere */
     size_t esize;       /* bytes per input element */
     int64_t tile_cells; /* tile signal cells (see the layout above) */
     /* gemm-rs (desc.op == AGMM_OP_GEMM_RS); all-gather: k_local = NULL. */
@@ -250,7 +249,7 @@ enum { AGMM_PHASE_COMM = 1, AGMM_PHASE_GEMM = 2, AGMM_PHASE_ALL = 3 };
 
 /* All-gather per-call rows and the gathered A (ag_gemm/call.c).
  * set_rows: the call's rows (m_rows, NULL: the plan's most) into m_local,
- * row_off, tiles, M and `dynamic`, by the round's caller before any worker
+ * row_off, tiles, M and win_off, by the round's caller before any worker
  * starts. copy_gathered: gather(A) of the round just run into `out`
  * ([M, k] in dtype), by the caller after its workers joined and before it
  * acknowledges the round. */
