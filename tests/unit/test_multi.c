@@ -225,10 +225,12 @@ static int bounded_main(agmm_world_t *w, void *arg)
     return rank_checks_save(0);
 }
 
-/* Rank 1 is told rank 0 has one row fewer than rank 0 says. */
+/* Rank 1 is told rank 0 has fewer rows than rank 0 says (arg 0: 4
+ * against 5, one tile fewer), or more (arg 1: 8 against 3, a tile rank 0
+ * does not send this call). */
 static int mismatch_main(agmm_world_t *w, void *arg)
 {
-    (void)arg;
+    int more = *(const int *)arg;
     rank_checks_begin();
     int r = agmm_world_rank(w);
     int64_t mx[2] = {8, 8};
@@ -246,7 +248,7 @@ static int mismatch_main(agmm_world_t *w, void *arg)
     if (agmm_plan_create(w, &d, &p) != AGMM_OK) return 1;
     float wt[64] = {0}, a_loc[64] = {0}, c[16 * 8];
     CHECK(agmm_plan_set_weight(p, wt) == AGMM_OK, "set_weight");
-    int64_t m[2] = {r == 1 ? 4 : 5, 6};
+    int64_t m[2] = {more ? (r == 1 ? 8 : 3) : (r == 1 ? 4 : 5), 6};
     float *cs[1] = {c};
     agmm_run_args_t a;
     agmm_run_args_init(&a);
@@ -341,13 +343,15 @@ int main(void)
         rank_checks_collect(1);
         CHECK(c1 == 0, "bounded primitives: exit %d", c1);
     }
-    agmm_launch_opts_t o = {0};
-    o.nranks = 2;
-    o.timeout_s = 20;
-    o.quiet = 1;
-    int code = -1;
-    agmm_launch(&o, mismatch_main, NULL, &code);
-    rank_checks_collect(2);
-    CHECK(code != 0, "a rows mismatch fails the run");
+    for (int more = 0; more <= 1; more++) {
+        agmm_launch_opts_t o = {0};
+        o.nranks = 2;
+        o.timeout_s = 20;
+        o.quiet = 1;
+        int code = -1;
+        agmm_launch(&o, mismatch_main, &more, &code);
+        rank_checks_collect(2);
+        CHECK(code != 0, "a rows mismatch (%s) fails the run", more ? "more" : "fewer");
+    }
     CHECK_DONE("test_multi");
 }

@@ -13,19 +13,22 @@
  * m_rows; nothing is exchanged up front. Instead each rank raises its rows
  * cell on every peer at the start of its puts, to agmm_rows_signal(e,
  * rows): the epoch in the high half, its own row count in the low half.
- * Before a GEMM worker uses any row of a source (or the baseline's native
- * all-gather starts), it waits for that cell and compares: a peer that
- * sends another count than this rank was told aborts the world, naming
- * both ranks, so no row is ever computed from a disagreeing layout. The
- * sender raises the cell only after the peer's ack of round e - 1 (as for
- * its tiles), so the peer has finished checking round e - 1's value.
+ * Before a GEMM worker uses any row of a source (after its first tile or
+ * bulk signal, or before the baseline's native all-gather starts), it
+ * compares that cell with its own count: a peer that sends another count
+ * than this rank was told aborts the world, naming both ranks, so no row
+ * is ever computed from a disagreeing layout. The sender raises the cell
+ * only after the peer's ack of round e - 1 (as for its tiles), so the peer
+ * has finished checking round e - 1's value. Every tile of the plan's
+ * layout is signalled each round, those beyond the call's rows empty
+ * (fused.c), so a peer waiting for one it expected wakes and finds the
+ * mismatch.
  *
  * On a transport with posted receives (MPI), the receives are declared
- * once for the most rows: in a round with fewer, the sender still sends
- * every declared tile, the missing ones empty and the last one short
- * (fused.c), and the receiver waits for them all before its round ends
- * (agmm_ag_wait_absent), so each persistent receive completes once per
- * round. */
+ * once for the most rows: the empty tiles are 0-byte messages, the last
+ * one of a source short, and the receiver waits for them all before its
+ * round ends (agmm_ag_wait_absent), so each persistent receive completes
+ * once per round. */
 #include <stdio.h>
 #include <string.h>
 
