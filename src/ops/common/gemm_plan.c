@@ -49,6 +49,26 @@ static int row_counts(const agmm_plan_t *p, int64_t *rows)
     return n;
 }
 
+/* gemm-rs (rsperf11): the fused schedule also calls each worker's share of
+ * each owner's block in one call (gemm_rs/fused.c): at most nranks * G
+ * more counts, added after row_counts' own. */
+static int rs_block_counts(const agmm_plan_t *p, int64_t *rows, int n)
+{
+    if (p->desc.op != AGMM_OP_GEMM_RS) return n;
+    int G = p->desc.gemm_workers;
+    for (int q = 0; q < p->nranks; q++)
+        for (int g = 0; g < G; g++) {
+            agmm_worker_share_t s;
+            if (!agmm_worker_share(g, G, p->col_blocks, &s)) continue;
+            int64_t t0, t1;
+            agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
+            add_count(rows, &n,
+                      agmm_global_tile_row(p, p->tile_base[q] + t1) -
+                          agmm_global_tile_row(p, p->tile_base[q] + t0));
+        }
+    return n;
+}
+
 /* Columns [c0, c1) of column group cg (as agmm_worker_share makes them). */
 static void group_cols(const agmm_plan_t *p, int cg, int64_t *c0, int64_t *c1)
 {
@@ -73,7 +93,9 @@ agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
     p->ngroups = (int)AGMM_MIN((int64_t)G, p->col_blocks);
     p->prep = agmm_alloc(sizeof *p->prep * (size_t)p->ngroups);
     p->scratch = agmm_alloc(sizeof *p->scratch * (size_t)G);
-    int64_t *rows = agmm_alloc(sizeof *rows * (size_t)(2 * p->nranks + G + 1));
+    int64_t *rows = agmm_alloc(sizeof *rows *
+                               (size_t)(2 * p->nranks + G + 1 +
+                                        p->nranks * G)); /* rs_block_counts */
     if (!p->prep || !p->scratch || !rows) {
         agmm_free(rows);
         return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
@@ -84,7 +106,8 @@ agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
                                .lda = p->k_gemm,
                                .ldc = d->n,
                                .rows = rows,
-                               .nrows = row_counts(p, rows)};
+                               .nrows = rs_block_counts(
+                                   p, rows, row_counts(p, rows))};
     size_t scratch = 0;
     agmm_status_t st = AGMM_OK;
     /* gemm-rs with an empty inner part: no engine call (the partial is
