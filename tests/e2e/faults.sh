@@ -88,7 +88,7 @@ check_run() {
 # Faults injected through the library's hook (src/common/fault.c).
 # mode | pattern the stderr must match (RANK is the faulty rank)
 cases=(
-    "hang  | timed out waiting for (tile -?[0-9]+|ack of round -?[0-9]+|shard|partial rows) from rank RANK"
+    "hang  | timed out waiting for (tile -?[0-9]+|ack of round -?[0-9]+|shard|partial tile -?[0-9]+|partial rows) from rank RANK"
     "exit  | rank RANK exited with status 3"
     "kill  | rank RANK was killed by signal 9"
     "error | rank RANK: AGMM_FAULT: injected error"
