@@ -29,8 +29,10 @@ BULK_PUTS=$((ROUNDS * (RANKS - 1)))   # baseline: one bulk put per peer
 TIMEOUT=${AGMM_TEST_TIMEOUT:-3} # --timeout of every run
 GRACE=2
 SLACK=${AGMM_TEST_SLACK:-20} # a loaded 2-core machine, sanitizer builds
-# The fault hook is in both schedules' put paths: each is run (the
-# killed-from-outside cases below run the fused one).
+# The fault hook is in both schedules' put paths of both operations: each
+# is run (the killed-from-outside cases below run the all-gather's fused
+# one). gemm-rs with this shape makes the same puts: 8 partial tiles per
+# peer's block per round (fused), one bulk put per peer (baseline).
 BASE=(run --ranks $RANKS --m-local 64 --k 32 --n 32 --tile-m 8 --tile-n 8
       --timeout $TIMEOUT --oversubscribe)
 
@@ -86,11 +88,12 @@ check_run() {
 # Faults injected through the library's hook (src/common/fault.c).
 # mode | pattern the stderr must match (RANK is the faulty rank)
 cases=(
-    "hang  | timed out waiting for (tile -?[0-9]+|ack of round -?[0-9]+|shard) from rank RANK"
+    "hang  | timed out waiting for (tile -?[0-9]+|ack of round -?[0-9]+|shard|partial tile -?[0-9]+|partial rows) from rank RANK"
     "exit  | rank RANK exited with status 3"
     "kill  | rank RANK was killed by signal 9"
     "error | rank RANK: AGMM_FAULT: injected error"
 )
+for op in ag-gemm gemm-rs; do
 for sched in fused baseline; do
   puts=$PUTS
   [ $sched = baseline ] && puts=$BULK_PUTS
@@ -103,10 +106,10 @@ for sched in fused baseline; do
         after=$(((RANDOM * 32768 + RANDOM) % puts))
         # Half the trials put from a comm thread, half from the GEMM thread.
         cores=(--comm-cores $((trial % 2)) --gemm-cores 1)
-        what="--schedule $sched mode=$mode rank=$rank after_puts=$after comm-cores=$((trial % 2))"
+        what="--op $op --schedule $sched mode=$mode rank=$rank after_puts=$after comm-cores=$((trial % 2))"
         start=$(date +%s)
         AGMM_FAULT="rank=$rank,after_puts=$after,mode=$mode" \
-            timeout 120 "$AGMM" "${BASE[@]}" --schedule $sched --rounds $ROUNDS "${cores[@]}" \
+            timeout 120 "$AGMM" "${BASE[@]}" --op $op --schedule $sched --rounds $ROUNDS "${cores[@]}" \
             >"$TMP/out" 2>"$TMP/err" </dev/null
         rc=$?
         secs=$(($(date +%s) - start))
@@ -121,6 +124,7 @@ for sched in fused baseline; do
         fi
     done
   done
+done
 done
 
 # start_long: an agmm run that would last minutes, in the background; sets

@@ -153,14 +153,16 @@ for sig in KILL STOP; do
 done
 
 # --- the fault hook (AGMM_FAULT, src/common/fault.h) on MPI, both
-# schedules: rank 1 misbehaves before its 18th put (tiles or bulk data,
-# and acks); the job ends non-zero within the timeout, saying so.
+# schedules of both operations: rank 1 misbehaves before its 18th put
+# (tiles or bulk data, and acks); the job ends non-zero within the
+# timeout, saying so.
 faults=(
     "exit  | Exit code: *3"
     "kill  | rank 1 .*exited on signal 9"
     "error | agmm: rank 1: AGMM_FAULT: injected error before put 18"
     "hang  | agmm: rank [02]: timed out"
 )
+for op in ag-gemm gemm-rs; do
 for sched in fused baseline; do
   for row in "${faults[@]}"; do
     mode=${row%%|*}
@@ -169,16 +171,17 @@ for sched in fused baseline; do
     start=$(date +%s)
     timeout 60 mpirun --oversubscribe -np 3 -x AGMM_FAULT="rank=1,after_puts=17,mode=$mode" \
         "$AGMM" run --oversubscribe --m-local 64 --k 32 --n 32 --tile-m 8 --rounds 50 \
-        --timeout 3 --schedule $sched >"$TMP/out" 2>"$TMP/err" </dev/null
+        --timeout 3 --op $op --schedule $sched >"$TMP/out" 2>"$TMP/err" </dev/null
     rc=$?
     took=$(($(date +%s) - start))
     if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 20 ] && grep -qE -- "$want" "$TMP/err" &&
         { [ "$mode" = error ] || grep -q "agmm: rank 1: AGMM_FAULT: $mode before put 18" "$TMP/err"; }; then
         ok
     else
-        bad "AGMM_FAULT mode=$mode --schedule $sched under mpirun: exit $rc after ${took}s, want non-zero within 20 s and /$want/"
+        bad "AGMM_FAULT mode=$mode --op $op --schedule $sched under mpirun: exit $rc after ${took}s, want non-zero within 20 s and /$want/"
     fi
   done
+done
 done
 
 # --- every abort message carries its reason: rank 1 aborts while rank 0

@@ -6,9 +6,10 @@
 # (plm_rsh_agent), MPI over TCP on the veths only. Traffic never leaves the
 # namespaces this script creates, and it removes them on any exit.
 #
-# Checks: `agmm run` on 2 and 3 hosts (uneven shards, checked), `agmm bench`
-# on 2 hosts at M_LOCAL=2048, K=4096, N=256 (prints the ratio; timing is
-# never asserted). Skips (exit 77) only where namespaces can't be created.
+# Checks: `agmm run` on 2 and 3 hosts (uneven shards, checked), for both
+# operations (gemm-rs: both schedules, an empty row part and an empty K
+# part), `agmm bench` of both operations on 2 hosts at M_LOCAL=2048,
+# K=4096, N=256 (prints the ratio; timing is never asserted). Skips (exit 77) only where namespaces can't be created.
 #
 # usage: tests/e2e/mpi_netns.sh AGMM_BINARY [bench-rounds]
 set -u
@@ -78,6 +79,15 @@ for n in 2 3; do
         --dtype bf16 --rounds 2 --timeout 60 --oversubscribe
     if [ "$rc" -eq 0 ] && [ "$(grep -c 'PASS' "$TMP/out")" -eq 2 ] &&
         grep -q "$n ranks (mpi)" "$TMP/out"; then ok; else bad "run on $n hosts (exit $rc)"; fi
+    # GEMM + reduce-scatter: round 1 fused, round 2 baseline (auto), each
+    # checked; on 3 hosts an empty row part and an empty K part.
+    k=$([ "$n" = 2 ] && echo 100,156 || echo 100,156,0)
+    mpirun_on "$n" run --op gemm-rs --m-local "$m" --k 256 --k-local "$k" \
+        --n 160 --tile-m 32 --tile-n 64 --dtype bf16 --rounds 2 --timeout 60 \
+        --oversubscribe
+    if [ "$rc" -eq 0 ] && [ "$(grep -c 'PASS' "$TMP/out")" -eq 2 ] &&
+        grep -q "fused (auto)" "$TMP/out" && grep -q "baseline (auto)" "$TMP/out" &&
+        grep -q "$n ranks (mpi)" "$TMP/out"; then ok; else bad "gemm-rs run on $n hosts (exit $rc)"; fi
 done
 
 # The benchmark: fused vs MPI_Allgather + GEMM over the 1 Gbit/s link.
@@ -89,6 +99,19 @@ if [ "$rc" -eq 0 ] && [ -n "$ratio" ] && grep -q '"transport":"mpi"' "$TMP/out";
     echo "bench on 2 hosts (1 Gbit/s): $(cat "$TMP/out")"
 else
     bad "bench on 2 hosts (exit $rc)"
+fi
+
+# GEMM + reduce-scatter over the same link (fused: the tiles' puts overlap
+# the next tile's GEMM; baseline: the whole GEMM, then the puts).
+mpirun_on 2 bench --op gemm-rs --m-local 2048 --k 4096 --n ${AGMM_NETNS_N:-256} \
+    --dtype fp32 --rounds "$ROUNDS" --warmup 1 --json --timeout 120
+ratio=$(sed -n 's/.*"ratio_fused_over_baseline":\([0-9.]*\).*/\1/p' "$TMP/out")
+if [ "$rc" -eq 0 ] && [ -n "$ratio" ] && grep -q '"transport":"mpi"' "$TMP/out" &&
+    grep -q '"op":"gemm-rs"' "$TMP/out"; then
+    ok
+    echo "gemm-rs bench on 2 hosts (1 Gbit/s): $(cat "$TMP/out")"
+else
+    bad "gemm-rs bench on 2 hosts (exit $rc)"
 fi
 
 echo "mpi_netns: $pass passed, $fail failed"

@@ -146,7 +146,9 @@ static void test_engine(const agmm_gemm_engine_t *e, agmm_dtype_t dt)
 }
 
 /* A plan's rounds create no primitive: every schedule and part, uneven
- * shards with partial tiles, two GEMM workers in row groups. */
+ * shards with partial tiles, two GEMM workers in row groups; for gemm-rs
+ * also with one comm worker (the fused schedule then calls per tile
+ * instead of per owner's block: gemm_rs/fused.c). */
 static int rank_main(agmm_world_t *world, void *arg)
 {
     const agmm_plan_desc_t *d = arg;
@@ -155,7 +157,10 @@ static int rank_main(agmm_world_t *world, void *arg)
     int r = agmm_world_rank(world);
     size_t es = agmm_dtype_size(d->dtype);
     void *w = calloc((size_t)(d->k * d->n), es);
-    void *a = calloc((size_t)(d->m_local[r] * d->k) + 1, es);
+    /* all-gather: A_r is m_local[r] x k; gemm-rs: M x k_local[r] <= M x k */
+    int64_t a_rows = d->op == AGMM_OP_GEMM_RS ? agmm_plan_rows(plan)
+                                              : d->m_local[r];
+    void *a = calloc((size_t)(a_rows * d->k) + 1, es);
     float *c = calloc((size_t)(agmm_plan_rows(plan) * d->n), sizeof(float));
     int rc = agmm_plan_set_weight(plan, w) == AGMM_OK ? 0 : 4;
     uint64_t before = agmm_gemm_engine_created();
@@ -175,7 +180,8 @@ static int rank_main(agmm_world_t *world, void *arg)
     return rc;
 }
 
-static void test_plan_rounds(agmm_gemm_engine_kind_t kind, agmm_dtype_t dt)
+static void test_plan_rounds(agmm_gemm_engine_kind_t kind, agmm_dtype_t dt,
+                             agmm_op_t op, int comm_workers)
 {
     int64_t m_local[2] = {70, 45};
     agmm_plan_desc_t d;
@@ -188,7 +194,8 @@ static void test_plan_rounds(agmm_gemm_engine_kind_t kind, agmm_dtype_t dt)
     d.tile_n = 32;
     d.dtype = dt;
     d.gemm_engine = kind;
-    d.comm_workers = 0;
+    d.op = op;
+    d.comm_workers = comm_workers;
     d.gemm_workers = 2;
     agmm_launch_opts_t o = {0};
     o.nranks = 2;
@@ -196,8 +203,11 @@ static void test_plan_rounds(agmm_gemm_engine_kind_t kind, agmm_dtype_t dt)
     int code = -1;
     agmm_status_t st = agmm_launch(&o, rank_main, &d, &code);
     CHECK(st == AGMM_OK && code == 0,
-          "%s %s: plan rounds (exit %d; 6: primitives created in a round)",
-          agmm_gemm_engine_name(kind), agmm_dtype_name(dt), code);
+          "%s %s %s, %d comm workers: plan rounds (exit %d; 6: primitives "
+          "created in a round)",
+          op == AGMM_OP_GEMM_RS ? "gemm-rs" : "ag-gemm",
+          agmm_gemm_engine_name(kind), agmm_dtype_name(dt), comm_workers,
+          code);
 }
 
 /* The memory estimate counts what each engine allocates: oneDNN keeps a
@@ -253,7 +263,9 @@ int main(void)
         }
         for (int di = 0; di < 3; di++) {
             test_engine(e, dts[di]);
-            test_plan_rounds(kinds[ki], dts[di]);
+            test_plan_rounds(kinds[ki], dts[di], AGMM_OP_AG_GEMM, 0);
+            test_plan_rounds(kinds[ki], dts[di], AGMM_OP_GEMM_RS, 0);
+            test_plan_rounds(kinds[ki], dts[di], AGMM_OP_GEMM_RS, 1);
         }
     }
     CHECK_DONE("test_gemm_engine");

@@ -52,6 +52,26 @@ static int row_counts(const agmm_plan_t *p, int64_t *rows)
     return n;
 }
 
+/* gemm-rs (rsperf11): the fused schedule also calls each worker's share of
+ * each owner's block in one call (gemm_rs/fused.c): at most nranks * G
+ * more counts, added after row_counts' own. */
+static int rs_block_counts(const agmm_plan_t *p, int64_t *rows, int n)
+{
+    if (p->desc.op != AGMM_OP_GEMM_RS) return n;
+    int G = p->desc.gemm_workers;
+    for (int q = 0; q < p->nranks; q++)
+        for (int g = 0; g < G; g++) {
+            agmm_worker_share_t s;
+            if (!agmm_worker_share(g, G, p->col_blocks, &s)) continue;
+            int64_t t0, t1;
+            agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
+            add_count(rows, &n,
+                      agmm_global_tile_row(p, p->tile_base[q] + t1) -
+                          agmm_global_tile_row(p, p->tile_base[q] + t0));
+        }
+    return n;
+}
+
 /* The segments of column group cg: blocks [b0, b1) of the weights side by
  * side (as agmm_worker_share makes them), cut at the weights' edges. Fills
  * seg (may be NULL: count only) and returns how many. */
@@ -93,7 +113,9 @@ agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
     p->ngroups = (int)AGMM_MIN((int64_t)G, p->col_blocks);
     p->seg_off = agmm_alloc(sizeof *p->seg_off * (size_t)(p->ngroups + 1));
     p->scratch = agmm_alloc(sizeof *p->scratch * (size_t)G);
-    int64_t *rows = agmm_alloc(sizeof *rows * (size_t)(2 * p->nranks + G + 1));
+    int64_t *rows = agmm_alloc(sizeof *rows *
+                               (size_t)(2 * p->nranks + G + 1 +
+                                        p->nranks * G)); /* rs_block_counts */
     if (!p->seg_off || !p->scratch || !rows) {
         agmm_free(rows);
         return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
@@ -111,7 +133,8 @@ agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
                                .k = p->k_gemm,
                                .lda = p->k_gemm,
                                .rows = rows,
-                               .nrows = row_counts(p, rows)};
+                               .nrows = rs_block_counts(
+                                   p, rows, row_counts(p, rows))};
     size_t scratch = 0;
     agmm_status_t st = AGMM_OK;
     /* gemm-rs with an empty inner part: no engine call (the partial is

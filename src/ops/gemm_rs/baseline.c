@@ -15,6 +15,7 @@
  * and follows with the reduction. */
 #include <stdio.h>
 
+#include "common/fault.h"
 #include "common/log.h"
 #include "ops/common/schedule.h"
 #include "ops/common/workers.h"
@@ -65,6 +66,7 @@ static agmm_status_t scatter_reduce(agmm_round_t *x)
             x->epoch - 1, agmm_deadline(w, p->desc.timeout_s), &what,
             AGMM_TSIG_ACK));
         size_t bytes = (size_t)p->m_local[q] * row_bytes;
+        AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
         uint64_t t_put = agmm_trace_clock();
         AGMM_CHECK(agmm_tp_put_signal(
             w, &p->gathered, q, agmm_rs_slot_off(p, r, 0),
@@ -74,7 +76,7 @@ static agmm_status_t scatter_reduce(agmm_round_t *x)
                        AGMM_TSIG_SHARD);
     }
     AGMM_CHECK(agmm_tp_quiet(w));
-    return agmm_rs_reduce(x, 0, p->tiles[r], 1);
+    return agmm_rs_reduce(x, 0, p->tiles[r], 1, 0);
 }
 
 agmm_status_t agmm_run_rs_baseline(agmm_round_t *round)

@@ -43,10 +43,11 @@
 #include "ops/gemm_rs/tiles.h"
 #include "trace/trace.h"
 
-/* Partial tiles [t0, t1) of owner q over this worker's columns, into
- * `part`, with one GEMM call (rows of adjacent tiles are contiguous). */
+/* Partial tiles [t0, t1) of owner q over this worker's columns with one
+ * GEMM call (rows of adjacent tiles are contiguous): into `part`, or, for
+ * the own block with `own_in_c`, straight into the output c. */
 static agmm_status_t gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
-                                int q, int64_t t0, int64_t t1)
+                                int q, int64_t t0, int64_t t1, int own_in_c)
 {
     agmm_plan_t *p = x->p;
     int64_t g0 = p->tile_base[q] + t0, g1 = p->tile_base[q] + t1;
@@ -56,15 +57,31 @@ static agmm_status_t gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
     int64_t r0 = agmm_global_tile_row(p, g0);
     int64_t r1 = agmm_global_tile_row(p, g1);
     uint64_t t_gemm = agmm_trace_clock();
-    AGMM_CHECK(agmm_plan_gemm(p, s, r0, r1 - r0, a, p->part));
+    if (own_in_c) /* c holds q's rows only: its row 0 is global row_off[q] */
+        AGMM_CHECK(agmm_plan_gemm(p, s, r0 - p->row_off[q], r1 - r0, a, x->c));
+    else
+        AGMM_CHECK(agmm_plan_gemm(p, s, r0, r1 - r0, a, p->part));
     agmm_trace_gemm(t_conv, t_gemm, q, t0, t1, s->j0, s->j1, r1 - r0);
     agmm_plan_count_items(p, q, t0, t1, s->j0, s->j1);
     return AGMM_OK;
 }
 
+/* Do this round's puts overlap the GEMM calls? Only when a thread other
+ * than the computing one moves the bytes: a comm worker, the link
+ * emulator's delivery thread, or MPI. On shared memory without either,
+ * the GEMM worker's put is its own copy into the peer's window, so a tile
+ * call cannot hide anything behind it (measured, docs/performance.md). */
+static int puts_overlap(const agmm_round_t *x)
+{
+    agmm_world_t *w = x->p->world;
+    return x->comm_workers > 0 || !agmm_tp_has(w, AGMM_TP_CAP_ONE_SIDED) ||
+           agmm_world_link_emulated(w, NULL, NULL);
+}
+
 /* This worker's column group finished tile t of q: the last group to
  * finish hands the tile on (see the header comment). */
-static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t)
+static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t,
+                               int own_in_c)
 {
     agmm_plan_t *p = x->p;
     int64_t g = p->tile_base[q] + t;
@@ -74,7 +91,7 @@ static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t)
         1;
     if (now != target) return AGMM_OK;
     if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* gemm-only part */
-    if (q == p->rank) return agmm_rs_reduce(x, t, t + 1, 0);
+    if (q == p->rank) return agmm_rs_reduce(x, t, t + 1, 0, own_in_c);
     if (x->comm_workers == 0) return agmm_rs_put_tile(x, q, t);
     agmm_signal_publish(&p->ready[g].value, target); /* release, wakes */
     return AGMM_OK;
@@ -88,23 +105,31 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     agmm_worker_share_t s;
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s))
         return AGMM_OK; /* no items: another worker of each group covers */
-    /* An engine whose calls pack the weight (OpenBLAS) gets one call per
-     * owner's block (measured: per-tile calls 12% slower at fp16, m-local
-     * 1024, k 2048, n 2048): the block's puts then start after it, while
-     * the next block computes. oneDNN: one call per tile. */
-    int per_tile = p->engine->cheap_tile_calls;
+    /* GEMM calls per owner's block (rows of the call sizes are prepared
+     * in gemm_plan.c): one call over this worker's tiles of the block,
+     * except for a peer's block when its puts overlap the next calls and
+     * the engine's tile calls are cheap (oneDNN): then one call per tile,
+     * so that the first put starts after one tile. The own block is
+     * always one call (nothing of it is sent), written straight into c
+     * when the sum order allows it (agmm_rs_own_in_c). Measured:
+     * docs/performance.md, "GEMM + reduce-scatter". */
+    int tile_calls = p->engine->cheap_tile_calls && puts_overlap(x);
+    int own_in_c = agmm_rs_own_in_c(p);
+    int gemm = (x->phases & AGMM_PHASE_GEMM) != 0; /* else comm-only */
     int puts = 0;
     for (int i = 1; i <= p->nranks; i++) {
         int q = (p->rank + i) % p->nranks; /* own block last */
+        int own = q == p->rank;
         int64_t t0, t1;
         agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
-        if (!per_tile && t0 < t1 && (x->phases & AGMM_PHASE_GEMM))
-            AGMM_CHECK(gemm_tiles(x, &s, q, t0, t1));
+        int per_tile = tile_calls && !own;
+        if (!per_tile && t0 < t1 && gemm)
+            AGMM_CHECK(gemm_tiles(x, &s, q, t0, t1, own && own_in_c));
         for (int64_t t = t0; t < t1; t++) {
-            if (per_tile && (x->phases & AGMM_PHASE_GEMM)) /* else comm-only */
-                AGMM_CHECK(gemm_tiles(x, &s, q, t, t + 1));
-            AGMM_CHECK(tile_done(x, q, t));
-            puts |= q != p->rank && x->comm_workers == 0 &&
+            if (per_tile && gemm)
+                AGMM_CHECK(gemm_tiles(x, &s, q, t, t + 1, 0));
+            AGMM_CHECK(tile_done(x, q, t, own_in_c));
+            puts |= !own && x->comm_workers == 0 &&
                     (x->phases & AGMM_PHASE_COMM);
         }
     }

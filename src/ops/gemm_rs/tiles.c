@@ -2,6 +2,7 @@
  * worker of the round; what they share is named at each. */
 #include <string.h>
 
+#include "common/fault.h"
 #include "common/log.h"
 #include "gemm/convert.h"
 #include "ops/common/schedule.h"
@@ -71,6 +72,7 @@ agmm_status_t agmm_rs_put_tile(agmm_round_t *x, int q, int64_t t)
         w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
         x->epoch - 1, deadline_of(p), &what, AGMM_TSIG_ACK));
     const float *src = p->part + (size_t)(p->row_off[q] + i0) * (size_t)p->desc.n;
+    AGMM_CHECK(agmm_fault_before_put(p->rank)); /* test hook, fault.h */
     uint64_t t_put = agmm_trace_clock();
     AGMM_CHECK(agmm_tp_put_signal(w, &p->gathered, q,
                                   agmm_rs_slot_off(p, p->rank, i0), src, bytes,
@@ -81,7 +83,7 @@ agmm_status_t agmm_rs_put_tile(agmm_round_t *x, int q, int64_t t)
 }
 
 agmm_status_t agmm_rs_reduce(agmm_round_t *x, int64_t t0, int64_t t1,
-                             int bulk)
+                             int bulk, int own_in_c)
 {
     agmm_plan_t *p = x->p;
     int r = p->rank, P = p->nranks;
@@ -105,16 +107,21 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, int64_t t0, int64_t t1,
     }
     /* Fixed order: c = src 0, then += src 1, ..., src P-1, element-wise in
      * fp32. Each element's sum is the same sequence of additions in every
-     * run and in both schedules, so results are bit-reproducible. */
+     * run and in both schedules, so results are bit-reproducible. With
+     * own_in_c (rank 0 or 1), c = own already: adding the others in rank
+     * order is that same sequence (see agmm_rs_own_in_c). */
     size_t count = (size_t)(i1 - i0) * (size_t)n;
     float *c = x->c + (size_t)i0 * (size_t)n;
+    int first = !own_in_c; /* the next source is copied, not added */
     for (int s = 0; s < P; s++) {
+        if (own_in_c && s == r) continue;
         const float *v =
             s == r ? p->part + (size_t)(p->row_off[r] + i0) * (size_t)n
                    : (const float *)(const void *)(p->gathered.local +
                                                    agmm_rs_slot_off(p, s, i0));
-        if (s == 0) {
+        if (first) {
             memcpy(c, v, count * sizeof(float));
+            first = 0;
             continue;
         }
         for (size_t i = 0; i < count; i++)
