@@ -57,6 +57,22 @@
 
 #define MAX_PENDING 1024 /* sends in flight per thread before quiet */
 
+#ifdef AGMM_PLANT_PROGRESS_RACE
+/* Test build only (tests/CMakeLists.txt compiles this file a second time
+ * with the flag for sanitizer_canary_mpi_progress_race; the library never
+ * has it): a plain int the progress thread writes after each poll and
+ * every waiting thread reads, with nothing ordering them. ThreadSanitizer
+ * must report it, which shows that the OpenMPI suppressions
+ * (tests/sanitizers/tsan.supp) leave races in agmm's own progress thread
+ * visible. */
+int agmm_mpi_planted_race;
+#define PLANT_WRITE() (agmm_mpi_planted_race++)
+#define PLANT_READ() ((void)*(volatile int *)&agmm_mpi_planted_race)
+#else
+#define PLANT_WRITE() ((void)0)
+#define PLANT_READ() ((void)0)
+#endif
+
 static mpi_state_t *st_of(agmm_world_t *w) { return agmm_mpi_state(w); }
 
 agmm_status_t agmm_mpi_fail(int rc, const char *what)
@@ -137,6 +153,7 @@ agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
             agmm_mpi_abort(w, r);
             return AGMM_ERR_TIMEOUT;
         }
+        PLANT_READ();
         agmm_mpi_backoff(idle);
     }
 }
@@ -367,6 +384,7 @@ void *agmm_mpi_progress_main(void *arg)
             idle++;
         }
         pthread_mutex_unlock(&s->lock);
+        PLANT_WRITE();
         if (idle == 0) continue;
         if (!armed) { /* only acks and aborts can come: poll gently */
             struct timespec ts = {0, 200000L};
