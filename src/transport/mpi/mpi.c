@@ -54,6 +54,7 @@
 #include "common/util.h"
 #include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_internal.h"
+#include "transport/mpi/mpi_node.h"
 
 #define MAX_PENDING 1024 /* sends in flight per thread before quiet */
 
@@ -197,11 +198,15 @@ static agmm_status_t mpi_put_signal(agmm_world_t *w, const agmm_win_t *win,
                                     size_t bytes, const agmm_win_t *sigwin,
                                     size_t sig_off, uint64_t value)
 {
-    /* The receiver posted the receive for (this rank, cell) into `off` of
-     * its `win`, and publishes its round's epoch, which is `value`. */
-    (void)win;
-    (void)off;
-    (void)value;
+    mpi_state_t *s = st_of(w);
+    if (agmm_mpi_same_host(s, dst)) { /* mpi_node.c: copy + release store */
+        agmm_mpi_node_put(s, win, dst, off, src, bytes, sigwin, sig_off,
+                          value);
+        return AGMM_OK;
+    }
+    /* Another host: the receiver posted the receive for (this rank, cell)
+     * into `off` of its `win`, and publishes its round's epoch, which is
+     * `value`; the message carries the rows only. */
     if (bytes > (size_t)INT32_MAX)
         return agmm_error(AGMM_ERR_TOO_LARGE,
                           "MPI: one put of %zu bytes exceeds 2 GiB (use a "
@@ -210,6 +215,8 @@ static agmm_status_t mpi_put_signal(agmm_world_t *w, const agmm_win_t *win,
     const mpi_win_t *mw = sigwin->impl;
     pending_t *pe;
     AGMM_CHECK(pending_slot(w, &pe));
+    atomic_fetch_add_explicit(&s->node.mpi_puts, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->node.mpi_bytes, bytes, memory_order_relaxed);
     MPI_TRY(MPI_Isend(src, (int)bytes, MPI_BYTE, dst,
                       (int)(sig_off / sizeof(uint64_t)), mw->comm, &pe->req),
             "MPI_Isend of a tile");
@@ -225,13 +232,19 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
     /* Test hook (fault.h): control sends count as puts on MPI, so a fault
      * can also hit a rank between its tiles and its acks. */
     AGMM_CHECK(agmm_fault_before_put(w->rank));
+    mpi_state_t *s = st_of(w);
+    if (agmm_mpi_same_host(s, dst)) {
+        agmm_mpi_node_signal(s, sigwin, dst, sig_off, value);
+        return AGMM_OK;
+    }
+    atomic_fetch_add_explicit(&s->node.mpi_signals, 1, memory_order_relaxed);
     pending_t *pe;
     AGMM_CHECK(pending_slot(w, &pe));
     pe->payload[0] = mw->id;
     pe->payload[1] = sig_off;
     pe->payload[2] = value;
     MPI_TRY(MPI_Isend(pe->payload, 3, MPI_UINT64_T, dst, TAG_SIGNAL,
-                      st_of(w)->ctl, &pe->req),
+                      s->ctl, &pe->req),
             "MPI_Isend of a signal");
     pe->dst = dst;
     npending++;

@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "transport/transport.h"
 #include "transport/mpi/wintab.h"
+#include "transport/shm/segment.h"
 
 enum { TAG_ABORT = 1, TAG_SIGNAL = 2 };
 #define REASON_MAX AGMM_ABORT_REASON_MAX
@@ -31,10 +32,28 @@ typedef struct mpi_win {
     uint64_t id; /* never reused within the world (wintab.h) */
     unsigned char *local; /* the window's memory on this rank */
     size_t bytes;
+    /* Same-host peers (mpi_node.h): peer[q] is rank q's copy mapped here,
+     * NULL for ranks on other hosts; maps[] the mappings, by node rank
+     * (maps[node rank].addr == local). NULL/NULL without same-host peers. */
+    unsigned char **peer;
+    agmm_seg_t *maps;
     MPI_Comm comm; /* tile messages guarded by this (signal) window */
     slot_t **slots;
     int nslots, cap;
 } mpi_win_t;
+
+/* The ranks of this host (mpi_node.c). */
+typedef struct mpi_node {
+    MPI_Comm comm; /* MPI_COMM_TYPE_SHARED; MPI_COMM_NULL when off */
+    int size, rank;
+    int *node_of; /* [world size]: node rank of a same-host peer, -1 for
+                   * ranks on other hosts and for this rank; NULL: off */
+    int *world_of;     /* [size]: world rank of each node rank */
+    int64_t *scratch;  /* [2 * size]: window set-up's all-gathers */
+    /* What went where (AGMM_MPI_COUNTERS), any thread, relaxed. */
+    _Atomic uint64_t shm_puts, shm_bytes, shm_signals;
+    _Atomic uint64_t mpi_puts, mpi_bytes, mpi_signals;
+} mpi_node_t;
 
 typedef struct mpi_state {
     MPI_Comm ctl;  /* abort and signal messages (progress thread receives) */
@@ -67,6 +86,7 @@ typedef struct mpi_state {
     int deferred_src; /* its sender + 1; 0: none deferred */
 
     agmm_wintab_t windows; /* live windows by id, guarded by lock */
+    mpi_node_t node;       /* same-host peers (mpi_node.h) */
 } mpi_state_t;
 
 static inline mpi_state_t *agmm_mpi_state(agmm_world_t *w)
