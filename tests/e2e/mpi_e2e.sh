@@ -191,5 +191,19 @@ if [ -n "$RECREATE" ]; then
     fi
 fi
 
+# --- a barrier that times out names who did not arrive: rank 2 never
+# enters it; ranks 0 and 1 time out after 2 s, and their line names rank 2
+# (MPI's collectives do not say; agmm's arrival messages do, mpi_coll.c).
+if [ -n "$RECREATE" ]; then
+    timeout 60 mpirun --oversubscribe -np 3 "$RECREATE" barrier-late >"$TMP/out" 2>"$TMP/err" </dev/null
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] &&
+        grep -q '^agmm: rank [01]: timed out in a barrier (rank 2 did not arrive)' "$TMP/err"; then
+        ok
+    else
+        bad "a timed-out barrier names the rank that did not arrive (exit $rc)"
+    fi
+fi
+
 echo "mpi_e2e: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

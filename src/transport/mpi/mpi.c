@@ -131,6 +131,15 @@ void agmm_mpi_backoff(unsigned idle)
 agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
                                  double deadline, const char *what)
 {
+    return agmm_mpi_wait_reqs_named(w, reqs, n, deadline, what, NULL);
+}
+
+agmm_status_t agmm_mpi_wait_reqs_named(agmm_world_t *w, MPI_Request *reqs,
+                                       int n, double deadline,
+                                       const char *what,
+                                       void (*late)(agmm_world_t *, char *,
+                                                    size_t))
+{
     for (unsigned idle = 0;; idle++) {
         int done = 0;
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
@@ -148,9 +157,12 @@ agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
             return agmm_error_quiet(AGMM_ERR_ABORTED, "aborted during %s: %s",
                                     what, reason);
         if (agmm_now() > deadline) {
-            agmm_error(AGMM_ERR_TIMEOUT, "timed out in %s", what);
+            char who[256] = "";
+            if (late) late(w, who, sizeof who); /* " (rank 2 did not ...)" */
+            agmm_error(AGMM_ERR_TIMEOUT, "timed out in %s%s", what, who);
             char r[REASON_MAX];
-            snprintf(r, sizeof r, "rank %d timed out in %s", w->rank, what);
+            snprintf(r, sizeof r, "rank %d timed out in %s%s", w->rank, what,
+                     who);
             agmm_mpi_abort(w, r);
             return AGMM_ERR_TIMEOUT;
         }
@@ -259,6 +271,10 @@ static void apply_signal(agmm_world_t *w, const uint64_t msg[3], int src)
 {
     mpi_state_t *s = st_of(w);
     uint64_t id = msg[0], off = msg[1];
+    if (id == AGMM_MPI_ARRIVE_ID) { /* a peer entered a collective */
+        if (msg[2] > s->arrived[src]) s->arrived[src] = msg[2];
+        return;
+    }
     void *item;
     agmm_win_state_t ws = agmm_wintab_find(&s->windows, id, &item);
     const mpi_win_t *mw = item;
@@ -413,39 +429,7 @@ void *agmm_mpi_progress_main(void *arg)
 
 /* ------------------------------------------------------ collectives */
 
-/* Barrier and all-gather are the MPI world's control entries (mpi.h;
- * world/mpi_world.c registers them), over the `coll` communicator. They
- * run on the plan's thread, outside the worker pool that prints a rank's
- * abort once: print it here. */
-static agmm_status_t loud(agmm_status_t st)
-{
-    if (st != AGMM_ERR_ABORTED) return st;
-    /* A copy: agmm_error writes the thread's message buffer, which must not
-     * also be its argument (that printed "agmm: rank 0: " and nothing). */
-    char reason[REASON_MAX + 128];
-    snprintf(reason, sizeof reason, "%s", agmm_thread_error());
-    return agmm_error(AGMM_ERR_ABORTED, "%s",
-                      reason[0] ? reason : "aborted (no reason recorded)");
-}
-
-agmm_status_t agmm_mpi_barrier(agmm_world_t *w, double deadline)
-{
-    MPI_Request req;
-    MPI_TRY(MPI_Ibarrier(st_of(w)->coll, &req), "MPI_Ibarrier");
-    return loud(agmm_mpi_wait_reqs(w, &req, 1, deadline,
-                          "a barrier (not every rank arrived in time)"));
-}
-
-agmm_status_t agmm_mpi_allgather(agmm_world_t *w, const void *in, void *out,
-                                 size_t bytes, double deadline)
-{
-    MPI_Request req;
-    MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes,
-                           MPI_BYTE, st_of(w)->coll, &req),
-            "MPI_Iallgather");
-    return loud(agmm_mpi_wait_reqs(w, &req, 1, deadline,
-                          "an all-gather of control data"));
-}
+/* Barrier and all-gather (the world's control entries) are in mpi_coll.c. */
 
 static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
                                         const void *src, size_t row_bytes,

@@ -11,6 +11,42 @@
  * them unique per process (segment.h). */
 #define NODE_JOB "mpi"
 
+/* An OpenMPI MCA parameter as mpirun hands it to the ranks (--mca NAME V
+ * becomes OMPI_MCA_NAME=V in their environment), or `dflt`. */
+static long mca_param(const char *name, long dflt)
+{
+    char var[96];
+    snprintf(var, sizeof var, "OMPI_MCA_%s", name);
+    const char *v = getenv(var);
+    char *end;
+    long x = v ? strtol(v, &end, 10) : dflt;
+    return v && *v && !*end && x >= 0 ? x : dflt;
+}
+
+/* Rank 0, when the world spans hosts: mpirun ends a job that lost a host
+ * only through its out-of-band TCP keepalive (docs/mpi.md, "Failures
+ * across hosts"); with OpenMPI's defaults (300 s + 20 s x 9) a cut host
+ * keeps mpirun waiting for ~15 min after agmm's own timeout fired. Say so
+ * once, with the settings that work. */
+static void check_keepalive(agmm_world_t *w, int hosts)
+{
+    if (w->rank != 0 || hosts < 2) return;
+    long t = mca_param("oob_tcp_keepalive_time", 300);
+    long i = mca_param("oob_tcp_keepalive_intvl", 20);
+    long p = mca_param("oob_tcp_keepalive_probes", 9);
+    double lost = (double)t + (double)i * (double)p;
+    if (lost < w->timeout_s) return;
+    fprintf(stderr,
+            "agmm: warning: %d hosts, and mpirun notices a lost host only "
+            "after %.0f s (oob_tcp_keepalive_time %ld + intvl %ld x probes "
+            "%ld), not within --timeout %.0f s: a cut or dead host would "
+            "keep mpirun from exiting; run mpirun with --mca "
+            "oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 "
+            "--mca oob_tcp_keepalive_probes 3 (docs/mpi.md, \"Failures "
+            "across hosts\")\n",
+            hosts, lost, t, i, p, w->timeout_s);
+}
+
 agmm_status_t agmm_mpi_node_init(agmm_world_t *w, mpi_state_t *s)
 {
     mpi_node_t *n = &s->node;
@@ -24,6 +60,12 @@ agmm_status_t agmm_mpi_node_init(agmm_world_t *w, mpi_state_t *s)
     MPI_Comm_set_errhandler(n->comm, MPI_ERRORS_RETURN);
     MPI_Comm_size(n->comm, &n->size);
     MPI_Comm_rank(n->comm, &n->rank);
+    int leader = n->rank == 0, hosts = 0;
+    MPI_TRY(MPI_Allreduce(&leader, &hosts, 1, MPI_INT, MPI_SUM,
+                          MPI_COMM_WORLD),
+            "MPI_Allreduce (hosts)");
+    n->hosts = hosts;
+    check_keepalive(w, hosts);
     /* On only if every rank of the host wants it: a pair that disagreed
      * would put through shared memory into a receive posted over MPI. */
     const char *env = getenv("AGMM_MPI_SHM");
@@ -201,10 +243,10 @@ void agmm_mpi_node_report(agmm_world_t *w, mpi_state_t *s)
     mpi_node_t *n = &s->node;
 #define LD(x) (unsigned long long)atomic_load_explicit(&n->x, memory_order_relaxed)
     fprintf(stderr,
-            "agmm: rank %d: counters: %d ranks on this host; shm: %llu tile "
+            "agmm: rank %d: counters: %d ranks on this host, %d hosts; shm: %llu tile "
             "puts, %llu bytes, %llu signals; mpi: %llu tile puts, %llu "
             "bytes, %llu signals\n",
-            w->rank, n->size, LD(shm_puts), LD(shm_bytes), LD(shm_signals),
+            w->rank, n->size, n->hosts, LD(shm_puts), LD(shm_bytes), LD(shm_signals),
             LD(mpi_puts), LD(mpi_bytes), LD(mpi_signals));
 #undef LD
 }

@@ -29,6 +29,7 @@ static agmm_status_t state_init(agmm_world_t *w, mpi_state_t *s)
     AGMM_CHECK(dup_comm(&s->coll));
     AGMM_CHECK(dup_comm(&s->bulk));
     AGMM_CHECK(agmm_mpi_node_init(w, s)); /* same-host peers */
+    AGMM_CHECK(agmm_mpi_coll_init(w, s)); /* collectives' announcements */
     void *ub = NULL;
     int flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
@@ -118,6 +119,7 @@ void agmm_mpi_backend_stop(agmm_world_t *w)
         MPI_Wait(&s->active[i], MPI_STATUS_IGNORE);
         MPI_Request_free(&s->active[i]);
     }
+    agmm_mpi_coll_fini(s, w->size);
     MPI_Comm_free(&s->ctl);
     MPI_Comm_free(&s->coll);
     MPI_Comm_free(&s->bulk);
