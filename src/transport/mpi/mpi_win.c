@@ -29,8 +29,9 @@ agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes,
     mpi_win_t *mw = calloc(1, sizeof *mw);
     int added = -1;
     /* The memory: this rank's copy, and the same-host peers' copies mapped
-     * (mpi_node.c; collective among the host's ranks, so it runs even
-     * when the struct could not be allocated... which then fails below). */
+     * (mpi_node.c). It is collective among the host's ranks, so it runs
+     * even when `mw` could not be allocated (into a stand-in, released at
+     * once; the allocation then fails below, on every rank). */
     mpi_win_t none = {.id = id};
     mpi_win_t *tmp = mw ? mw : &none;
     tmp->id = id;
