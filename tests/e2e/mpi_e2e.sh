@@ -205,5 +205,17 @@ if [ -n "$RECREATE" ]; then
     fi
 fi
 
+# --- nothing left behind: the same-host windows' segments
+# (/dev/shm/agmm:<uid>:mpi:<pid>:m<id>) are unlinked once mapped, also in
+# the runs above that were killed, stopped or aborted. Only segments of
+# processes that are gone count (another user of this machine may be
+# running right now).
+left=""
+for f in $(ls /dev/shm 2>/dev/null | grep '^agmm:[0-9]*:mpi:'); do
+    pid=$(echo "$f" | cut -d: -f4)
+    kill -0 "$pid" 2>/dev/null || left="$left $f"
+done
+if [ -z "$left" ]; then ok; else bad "segments left in /dev/shm:$left"; fi
+
 echo "mpi_e2e: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
