@@ -156,7 +156,16 @@ agmm_status_t agmm_mpi_node_win_alloc(agmm_world_t *w, mpi_win_t *mw,
     char tag[AGMM_SEG_TAG_MAX + 1], mine[AGMM_SEG_NAME_MAX];
     snprintf(tag, sizeof tag, "m%llu", (unsigned long long)mw->id);
     if (st == AGMM_OK) st = agmm_seg_name(mine, NODE_JOB, getpid(), tag);
-    if (st == AGMM_OK) st = agmm_seg_create(mine, need, &mw->maps[n->rank], NULL);
+    if (st == AGMM_OK) {
+        int exists = 0;
+        st = agmm_seg_create(mine, need, &mw->maps[n->rank], &exists);
+        if (exists) {
+            /* Our pid and window id: a leftover of a dead process that had
+             * this pid (this process makes each name once). Replace it. */
+            agmm_seg_unlink(mine);
+            st = agmm_seg_create(mine, need, &mw->maps[n->rank], NULL);
+        }
+    }
     int created = st == AGMM_OK;
     info[1] = created;
     /* 2. the host's pids (the names) and who created its copy. Every rank
