@@ -32,7 +32,12 @@
  * Workers send while the progress thread receives, so the backend needs
  * MPI_THREAD_MULTIPLE and refuses to start with less.
  *
+ * Ranks on the same host skip all of the above between them: put_signal
+ * and signal to such a peer are a copy and a release store into its
+ * shared window (mpi_node.c), nothing is declared or received for them.
+ *
  * Windows, the declared receives and round_begin are in mpi_win.c; the
+ * same-host peers in mpi_node.c; barrier and all-gather in mpi_coll.c; the
  * backend's start and stop (communicators, progress thread) in
  * mpi_state.c; the state shared by these files in mpi_internal.h. The MPI
  * world itself (MPI_Init_thread, MPI_COMM_WORLD) is made in
