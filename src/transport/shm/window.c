@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -112,6 +113,11 @@ agmm_status_t agmm_shm_win_alloc(agmm_world_t *w, size_t bytes,
                                       p, bytes >> 10);
     }
 
+    /* Keep the windows out of core dumps: a crashing rank would dump every
+     * rank's copy (docs/reliability.md, finding 6). */
+    for (int p = 0; st == AGMM_OK && p < P; p++)
+        madvise(sw->maps[p].addr, sw->maps[p].bytes, MADV_DONTDUMP);
+
     /* 5. nobody opens by name any more (or the window is abandoned) */
     if (created) agmm_seg_unlink(mine);
     free(all);
@@ -119,6 +125,7 @@ agmm_status_t agmm_shm_win_alloc(agmm_world_t *w, size_t bytes,
         unmap_all(sw);
         return st;
     }
+    atomic_fetch_add(&r->live_windows, 1);
     out->offset = 0;
     out->bytes = bytes;
     out->local = sw->maps[me].addr;
@@ -128,7 +135,9 @@ agmm_status_t agmm_shm_win_alloc(agmm_world_t *w, size_t bytes,
 
 void agmm_shm_win_free(agmm_world_t *w, agmm_win_t *win)
 {
-    (void)w;
-    if (win->impl) unmap_all(win->impl);
+    if (win->impl) {
+        unmap_all(win->impl);
+        atomic_fetch_sub(&agmm_shm_rank_of(w)->live_windows, 1);
+    }
     memset(win, 0, sizeof *win);
 }
