@@ -110,7 +110,7 @@ for n in 2 3; do
     # mpirun's keepalive is left at its defaults here: rank 0 warns (once)
     if [ "$rc" -eq 0 ] && [ "$(grep -c 'PASS' "$TMP/out")" -eq 2 ] &&
         grep -q "$n ranks (mpi)" "$TMP/out" && [ "$alone" = 1 ] &&
-        [ "$(grep -c "^agmm: warning: $n hosts, and mpirun notices a lost host only after 480 s" "$TMP/err")" = 1 ]; then
+        [ "$(grep -c "^agmm: rank 0: warning: $n hosts, and mpirun notices a lost host only after 480 s" "$TMP/err")" = 1 ]; then
         ok
     else
         bad "run on $n hosts (exit $rc)"

@@ -36,15 +36,14 @@ static void check_keepalive(agmm_world_t *w, int hosts)
     long p = mca_param("oob_tcp_keepalive_probes", 9);
     double lost = (double)t + (double)i * (double)p;
     if (lost < w->timeout_s) return;
-    fprintf(stderr,
-            "agmm: warning: %d hosts, and mpirun notices a lost host only "
-            "after %.0f s (oob_tcp_keepalive_time %ld + intvl %ld x probes "
-            "%ld), not within --timeout %.0f s: a cut or dead host would "
-            "keep mpirun from exiting; run mpirun with --mca "
-            "oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 "
-            "--mca oob_tcp_keepalive_probes 3 (docs/mpi.md, \"Failures "
-            "across hosts\")\n",
-            hosts, lost, t, i, p, w->timeout_s);
+    agmm_warn("%d hosts, and mpirun notices a lost host only after %.0f s "
+              "(oob_tcp_keepalive_time %ld + intvl %ld x probes %ld), not "
+              "within --timeout %.0f s: a cut or dead host would keep mpirun "
+              "from exiting; run mpirun with --mca oob_tcp_keepalive_time 1 "
+              "--mca oob_tcp_keepalive_intvl 1 --mca "
+              "oob_tcp_keepalive_probes 3 (docs/mpi.md, \"Failures across "
+              "hosts\")",
+              hosts, lost, t, i, p, w->timeout_s);
 }
 
 agmm_status_t agmm_mpi_node_init(agmm_world_t *w, mpi_state_t *s)
