@@ -2,6 +2,7 @@
 #include "common/abort.h"
 
 #include <stdio.h>
+#include <time.h>
 
 enum { ABORT_NONE = 0, ABORT_WRITING = 1, ABORT_PUBLISHED = 2 };
 
@@ -22,6 +23,17 @@ const char *agmm_abort_reason(agmm_abort_cell_t *c)
 {
     int st = atomic_load_explicit(&c->state, memory_order_acquire);
     if (st == ABORT_NONE) return NULL;
+    /* The first aborter is between its CAS and its publish (a snprintf):
+     * wait for its reason rather than report the placeholder, which would
+     * become the final message of every rank that looked in that window
+     * (seen under TSan, where the window is wide: "aborted during a
+     * barrier: another rank is aborting the run"). Bounded, because on
+     * shm the aborter may have been killed in between. */
+    for (double end = agmm_now() + 0.2; st == ABORT_WRITING && agmm_now() < end;) {
+        struct timespec ts = {0, 20000L};
+        nanosleep(&ts, NULL);
+        st = atomic_load_explicit(&c->state, memory_order_acquire);
+    }
     if (st == ABORT_WRITING) return "another rank is aborting the run";
     return c->reason;
 }

@@ -96,6 +96,13 @@ agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
         MPI_Abort(MPI_COMM_WORLD, 1);
         return st;
     }
+    /* Same-host ranks share windows through named segments
+     * (transport/mpi/mpi_node.h), unlinked once every peer mapped them; a
+     * rank killed inside a window's allocation (mpirun kills every rank
+     * when one fails) leaves its segment named, with its pid. Every MPI
+     * world removes such leftovers of processes that are gone, so they
+     * last until the next MPI job on that host at most. */
+    agmm_cleanup("mpi", NULL);
     the_world = w;
     *out = w;
     return AGMM_OK;

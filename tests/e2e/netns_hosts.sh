@@ -24,14 +24,20 @@ netns_make_hosts() {
 }
 
 # "agent [opts] HOST COMMAND", like ssh, in HOST's namespace (HOST is
-# 10.77.0.I), with a session directory per host as on real hosts.
+# 10.77.0.I), with a session directory per host and a hostname of its own
+# ("$TAG-hI", in a UTS namespace) as on real hosts. The namespaces share
+# /dev/shm, and OpenMPI names its shared-memory segments after the
+# hostname (vader_segment.<hostname>.<job>.<local rank>): with one hostname
+# for every host, two ranks per host crashed in their first collective,
+# each host's local rank 0 mapping the other's segment.
 netns_write_agent() {
     cat >"$TMP/agent" <<EOF
 #!/bin/sh
 while [ \$# -gt 0 ]; do case "\$1" in -*) shift ;; *) break ;; esac; done
 host=\$1; shift
 export TMPDIR="$TMP/h\${host##*.}"; mkdir -p "\$TMPDIR"
-exec ip netns exec "$TAG-h\${host##*.}" /bin/sh -c "\$*"
+exec ip netns exec "$TAG-h\${host##*.}" unshare --uts /bin/sh -c "hostname $TAG-h\${host##*.}; \$*"
 EOF
     chmod +x "$TMP/agent"
 }
+

@@ -89,6 +89,38 @@ def configurations():
                 continue  # -rank MPI configurations cover the same steps
             add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm, seq=seq,
                 rows=rows)
+    # Mixed (an MPI world with same-host peers, transport/mpi/mpi_node.c):
+    # hosts[r] is rank r's host. Two ranks on one host (every put through
+    # shared memory, MPI's round structure), and three ranks with two on
+    # one host (both kinds of peers in one plan).
+    for tiles in ((1, 1), (2, 1), (0, 1)):
+        for comm in (1, 0):
+            for seq in ALL_SEQS:
+                add(delivery="mixed", hosts=(0, 0), tiles=tiles, comm=comm,
+                    gemm=1, seq=seq)
+    add(delivery="mixed", hosts=(0, 0), tiles=(2, 2), comm=0, gemm=2,
+        seq="FB")
+    add(delivery="mixed", hosts=(0, 0), tiles=(1, 1), tiles_b=(2, 0),
+        comm=1, gemm=1, seq="FB", seq_b="B")
+    for hosts, tiles, comm, gemm, seq in (((0, 0, 1), (1, 1, 1), 1, 1, "FBF"),
+                                          ((0, 1, 1), (1, 1, 1), 1, 1, "FBF"),
+                                          ((0, 0, 1), (2, 1, 0), 1, 1, "FB"),
+                                          ((0, 0, 1), (0, 1, 1), 0, 1, "BF"),
+                                          ((0, 1, 0), (1, 1, 1), 0, 2, "FB"),
+                                          ((0, 0, 1), (1, 0, 1), 1, 1, "FF")):
+        add(delivery="mixed", hosts=hosts, tiles=tiles, comm=comm, gemm=gemm,
+            seq=seq)
+    # 2 hosts x 2 ranks, the layout of the namespace test (mpi_netns.sh).
+    add(delivery="mixed", hosts=(0, 0, 1, 1), tiles=(1, 1, 1, 1), comm=1,
+        gemm=1, seq="F")
+    add(delivery="mixed", hosts=(0, 0, 1, 1), tiles=(1, 0, 1, 0), comm=1,
+        gemm=1, seq="FF")
+    for hosts, tiles, comm, gemm in (((0, 0), (1, 1), 1, 1),
+                                     ((0, 0), (2, 1), 0, 1),
+                                     ((0, 0, 1), (1, 1, 1), 1, 1),
+                                     ((0, 1, 1), (1, 0, 1), 0, 1)):
+        add(delivery="mixed", hosts=hosts, tiles=tiles, comm=comm, gemm=gemm,
+            seq="FF", op="rs")
     # GEMM + reduce-scatter (op "rs"): tiles are each rank's tiles of C.
     # On MPI only fused rounds (the rs baseline's bulk receives are not
     # modelled): every B becomes an F there.

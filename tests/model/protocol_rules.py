@@ -56,10 +56,12 @@ PLANTS = {
 # The deliveries where a plant changes anything (the self-test looks there).
 PLANT_WHERE = {
     "ack-before-join": ("shm", "link"),  # MPI acks at the next round's start
-    "destroy-no-wait": ("mpi",),  # shm/link acks are delivered by then
-    "no-ack-wait": ("shm", "link", "mpi"),  # harmless on MPI: see design.md
+    "destroy-no-wait": ("mpi", "mixed"),  # shm/link acks delivered by then
+    # harmless on MPI (design.md), caught again between same-host peers of
+    # a mixed world, where the ack is what keeps the rows
+    "no-ack-wait": ("shm", "link", "mpi", "mixed"),
     "quiet-no-wait": ("link",),  # shm copies at once; MPI: not modelled
-    "rs-reduce-no-wait": ("shm", "link", "mpi"),
+    "rs-reduce-no-wait": ("shm", "link", "mpi", "mixed"),
     "signal-before-data": ("shm",),  # shm_put_signal only
     "rows-no-ack-wait": ("shm", "link", "mpi"),
     "absent-no-wait": ("mpi",),  # only posted receives are declared
@@ -82,13 +84,24 @@ class Violation(Exception):
 class Model:
     def __init__(self, delivery, tiles, comm, gemm, seq, tiles_b=None,
                  seq_b="F", plant=None, isolation=True, silent=False,
-                 destroy_wait=True, op="ag", rows=None):
-        assert delivery in ("shm", "link", "mpi") and plant in (None, *PLANTS)
+                 destroy_wait=True, op="ag", rows=None, hosts=None):
+        assert (delivery in ("shm", "link", "mpi", "mixed")
+                and plant in (None, *PLANTS))
+        # "mixed": an MPI world whose ranks sit on hosts (hosts[r]: rank r's
+        # host). Same-host peers put and signal through shared memory
+        # (transport/mpi/mpi_node.c: copy + release store, like shm), other
+        # hosts over MPI; the round structure is MPI's for every peer
+        # (receives posted for other hosts only, acks at round start,
+        # destroy waits for ack E-1).
+        self.mpi = delivery in ("mpi", "mixed")
+        self.hosts = tuple(hosts) if delivery == "mixed" else None
+        assert (self.hosts is None) == (delivery != "mixed")
+        assert self.hosts is None or len(self.hosts) == len(tiles)
         # op "rs": GEMM + reduce-scatter (ops/gemm_rs/). tiles[r] are then
         # the tiles of rank r's rows of C; the baseline is not modelled on
         # MPI (its bulk receives are not in the model).
         assert op in ("ag", "rs") and not (
-            op == "rs" and delivery == "mpi" and "B" in seq + seq_b)
+            op == "rs" and self.mpi and "B" in seq + seq_b)
         self.rs = op == "rs"
         # rows (ag): per round of plan A, the tiles of each source in that
         # round (agmm_run_args_t.m_rows: fewer rows than the plan's most,
@@ -117,8 +130,9 @@ class Model:
         self.N = N = len(tiles)
         self.tiles = (tuple(tiles), tuple(tiles_b or tiles))
         self.seqs = (seq, seq_b)
+        hn = ("(" + ",".join(map(str, self.hosts)) + ")") if self.hosts else ""
         self.name = (("rs " if self.rs else "")
-                     + f"{delivery} P={N} tiles={','.join(map(str, tiles))}"
+                     + f"{delivery}{hn} P={N} tiles={','.join(map(str, tiles))}"
                      + (f"/{','.join(map(str, tiles_b))}" if tiles_b else "")
                      + f" C={comm} G={gemm} {' '.join(seq)} | {seq_b}"
                      + (" rows=" + "/".join("".join(map(str, x))
@@ -140,11 +154,11 @@ class Model:
                 self.T.append(sum(tl))
         # Window keys: shm offsets (first fit: B reuses A's), MPI ids
         # (fixed: never reused; old: lowest free, so B reuses A's too).
-        reuse = delivery != "mpi" or plant == "destroy-no-wait"
+        reuse = not self.mpi or plant == "destroy-no-wait"
         self.data_key = (0, 0 if reuse else 2)
         self.sig_key = (1, 1 if reuse else 3)
         self.MEM0, self.POSTED0, self.CHAN0 = N, 3 * N, 4 * N
-        self.nparts = 4 * N + N * N + (N if delivery == "mpi" else 0)
+        self.nparts = 4 * N + N * N + (N if self.mpi else 0)
         self.round_end = [{} for _ in range(N)]  # (P, e) -> its last op
         self.prog = [self.plan_program(r) for r in range(N)]
         self.ctx, self.done_before = [], []
@@ -188,6 +202,19 @@ class Model:
                     for t in range(self.tiles[P][r])]
         return [g for g, (s, _) in enumerate(self.gmap[P]) if s != r]
 
+    def same(self, r, q):
+        """Mixed: r and q share a host (shared-memory puts and signals)."""
+        return self.hosts is not None and self.hosts[r] == self.hosts[q]
+
+    def posted(self, P, r):
+        """MPI: the cells r posts receives for (peers on other hosts)."""
+        if self.rs:
+            return [s * self.maxT[P] + t for s in range(self.N)
+                    if s != r and not self.same(s, r)
+                    for t in range(self.tiles[P][r])]
+        return [g for g in self.remote(P, r)
+                if not self.same(self.gmap[P][g][0], r)]
+
     def peers(self, r):  # the order put_tile / put_bulk visit them
         return [(r + i) % self.N for i in range(1, self.N)]
 
@@ -197,7 +224,7 @@ class Model:
     # ------------------------------------------------------------ programs
     def plan_program(self, r):
         """The plan thread of rank r: ops/common/run.c, plan.c (both plans)."""
-        ops, k, mpi = [], 0, self.deliv == "mpi"
+        ops, k, mpi = [], 0, self.mpi
         others = [q for q in range(self.N) if q != r]  # send_acks' order
         acks = lambda P, v: [("ack", P, q, v) for q in others] + (
             [("quiet",)] if self.deliv == "link" else [])
@@ -211,6 +238,10 @@ class Model:
                 # the id is entered in the table before the rank takes part
                 # in the allocation's agreement (mpi_win.c), so a peer past
                 # it may signal into it at once (a round's rows cells).
+                # mixed: a window's memory is made (and its same-host
+                # copies mapped) inside the allocation's collectives
+                # (mpi_node.c), so a same-host peer can put into it once
+                # those pass, as on shm.
                 create = [("arrive", k), ("pass", k)]
                 alloc = [("alloc", 1)]
                 ops += alloc + create
@@ -250,7 +281,7 @@ class Model:
             self.wprog[key] = self.rs_workers(r, P, s)
             return self.wprog[key]
         C, G, link = self.C, self.G, self.deliv == "link"
-        mpi = self.deliv == "mpi"
+        mpi = self.mpi
         quiet = [("quiet",)] if link else []
         ntiles = self.ntiles(P, e, r)
         # Every tile of the plan's layout is signalled, those beyond this
@@ -279,7 +310,7 @@ class Model:
 
         def bulk(first, stride):  # put_bulk
             out = rows(first, stride)
-            if self.deliv == "mpi":  # allgather_rows by one thread per rank
+            if self.mpi:  # allgather_rows by one thread per rank
                 # after checking every peer's count (call.c)
                 return out + ([("rchk",)] * bool(self.rows)
                               + [("agin",), ("agdone", kth)]
@@ -490,7 +521,7 @@ class Model:
         if kind == "post":
             label = (r, "plan", f"post receives of round {self.tag(P, op[2])}")
             posted = set(s[self.POSTED0 + r])
-            for g in self.remote(P, r):
+            for g in self.posted(P, r):
                 if any(x[:2] == (P, g) for x in posted):
                     raise Violation(f"a receive of the previous round is "
                                     "still pending", label)
@@ -525,7 +556,7 @@ class Model:
         return (r, "plan", joined + label[2]), tuple(s)
 
     def send_signal(self, s, r, q, P, cell, v, thread, label):
-        if self.deliv == "shm":
+        if self.deliv == "shm" or self.same(r, q):
             self.land(s, r, q, P, (), cell, v, label)
         elif self.deliv == "link":
             ch = self.CHAN0 + r * self.N + q
@@ -542,10 +573,10 @@ class Model:
                 if self.deliv == "link" and m[0] == P:
                     msgs.append(f"link message (cell {m[2]} = {m[3]}) from "
                                 f"rank {q}")
-                elif self.deliv == "mpi" and m[3] == P:
+                elif self.mpi and m[3] == P:
                     msgs.append(f"control message {{window {m[0]}, cell "
                                 f"{m[1]}, {m[2]}}} from rank {q}")
-        if self.deliv == "mpi":
+        if self.mpi:
             msgs += [f"tile message {m}" for m in s[self.CHAN0 + N * N + r]
                      if m[0] == P]
         if msgs and self.isolation:
@@ -598,7 +629,7 @@ class Model:
                 self.land(s, r, q, P, (), cell, e, label)
             elif kind == "copy":
                 self.land(s, r, q, P, blocks, None, e, label)
-            elif self.deliv == "shm":
+            elif self.deliv == "shm" or self.same(r, q):
                 self.land(s, r, q, P, blocks, cell, e, label)
             elif self.deliv == "link":
                 ch = self.CHAN0 + r * self.N + q
@@ -622,7 +653,7 @@ class Model:
             if (self.plant != "no-ack-wait"
                     and st[own][1][self.ack_cell(P, q)] < e - 1):
                 return None  # waits for ack[q] >= e - 1
-            if self.deliv == "shm":
+            if self.deliv == "shm" or self.same(r, q):
                 self.land(s, r, q, P, blocks, cell, e, label)
             elif self.deliv == "link":
                 ch = self.CHAN0 + r * self.N + q
@@ -740,7 +771,7 @@ class Model:
                             "caller may have changed them)", label)
                     self.land(s, r, q, P, blocks, cell, v, label)
                     out.append((label, tuple(s)))
-        elif self.deliv == "mpi":
+        elif self.mpi:
             for r in range(N):  # control messages, in order per sender
                 ch = self.CHAN0 + r * N + q
                 if st[ch]:

@@ -3,6 +3,7 @@
  *   test_recreate ITERATIONS [delay]   the re-creation loop
  *   test_recreate abort-message        an abort's reason reaches the peer
  *   test_recreate baseline-wake        the MPI baseline wakes a sleeper
+ *   test_recreate barrier-late         a timed-out barrier names the late rank
  *
  * The loop: ITERATIONS times create a plan of a new shape (uneven and
  * empty shards, tile_m 1, every dtype, 0 or 1 comm workers), run a few
@@ -209,6 +210,22 @@ static int abort_message(agmm_world_t *w)
     return 1;
 }
 
+/* A barrier that times out names the rank that did not arrive: the last
+ * rank never enters it (it sleeps past the others' 2 s timeout); every
+ * other rank must fail with a timeout or an abort, and the message of the
+ * first to time out says "rank <last> did not arrive" (mpi_e2e.sh checks
+ * it). Exit 2 when this rank failed as it should. */
+static int barrier_late(agmm_world_t *w)
+{
+    if (rank_ == size_ - 1) {
+        struct timespec ts = {6, 0};
+        nanosleep(&ts, NULL); /* the job ends meanwhile (MPI_Abort) */
+        return 1;
+    }
+    agmm_status_t st = agmm_world_barrier(w, 2);
+    return st == AGMM_ERR_TIMEOUT || st == AGMM_ERR_ABORTED ? 2 : 3;
+}
+
 /* The MPI baseline raises its bulk signals itself after MPI_Iallgatherv.
  * Rank 1 joins each round late, so rank 0's GEMM worker sleeps in the
  * kernel on a bulk cell meanwhile: raising it must wake it (a futex wake
@@ -270,6 +287,8 @@ int main(int argc, char **argv)
         bad = 1;
     } else if (!strcmp(mode, "abort-message")) {
         bad = abort_message(w);
+    } else if (!strcmp(mode, "barrier-late")) {
+        bad = barrier_late(w);
     } else if (!strcmp(mode, "baseline-wake")) {
         bad = baseline_wake(w);
     } else {

@@ -32,7 +32,12 @@
  * Workers send while the progress thread receives, so the backend needs
  * MPI_THREAD_MULTIPLE and refuses to start with less.
  *
+ * Ranks on the same host skip all of the above between them: put_signal
+ * and signal to such a peer are a copy and a release store into its
+ * shared window (mpi_node.c), nothing is declared or received for them.
+ *
  * Windows, the declared receives and round_begin are in mpi_win.c; the
+ * same-host peers in mpi_node.c; barrier and all-gather in mpi_coll.c; the
  * backend's start and stop (communicators, progress thread) in
  * mpi_state.c; the state shared by these files in mpi_internal.h. The MPI
  * world itself (MPI_Init_thread, MPI_COMM_WORLD) is made in
@@ -54,8 +59,25 @@
 #include "common/util.h"
 #include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_internal.h"
+#include "transport/mpi/mpi_node.h"
 
 #define MAX_PENDING 1024 /* sends in flight per thread before quiet */
+
+#ifdef AGMM_PLANT_PROGRESS_RACE
+/* Test build only (tests/CMakeLists.txt compiles this file a second time
+ * with the flag for sanitizer_canary_mpi_progress_race; the library never
+ * has it): a plain int the progress thread writes after each poll and
+ * every waiting thread reads, with nothing ordering them. ThreadSanitizer
+ * must report it, which shows that the OpenMPI suppressions
+ * (tests/sanitizers/tsan.supp) leave races in agmm's own progress thread
+ * visible. */
+int agmm_mpi_planted_race;
+#define PLANT_WRITE() (agmm_mpi_planted_race++)
+#define PLANT_READ() ((void)*(volatile int *)&agmm_mpi_planted_race)
+#else
+#define PLANT_WRITE() ((void)0)
+#define PLANT_READ() ((void)0)
+#endif
 
 static mpi_state_t *st_of(agmm_world_t *w) { return agmm_mpi_state(w); }
 
@@ -114,6 +136,15 @@ void agmm_mpi_backoff(unsigned idle)
 agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
                                  double deadline, const char *what)
 {
+    return agmm_mpi_wait_reqs_named(w, reqs, n, deadline, what, NULL);
+}
+
+agmm_status_t agmm_mpi_wait_reqs_named(agmm_world_t *w, MPI_Request *reqs,
+                                       int n, double deadline,
+                                       const char *what,
+                                       void (*late)(agmm_world_t *, char *,
+                                                    size_t))
+{
     for (unsigned idle = 0;; idle++) {
         int done = 0;
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
@@ -131,12 +162,16 @@ agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
             return agmm_error_quiet(AGMM_ERR_ABORTED, "aborted during %s: %s",
                                     what, reason);
         if (agmm_now() > deadline) {
-            agmm_error(AGMM_ERR_TIMEOUT, "timed out in %s", what);
+            char who[256] = "";
+            if (late) late(w, who, sizeof who); /* " (rank 2 did not ...)" */
+            agmm_error(AGMM_ERR_TIMEOUT, "timed out in %s%s", what, who);
             char r[REASON_MAX];
-            snprintf(r, sizeof r, "rank %d timed out in %s", w->rank, what);
+            snprintf(r, sizeof r, "rank %d timed out in %s%s", w->rank, what,
+                     who);
             agmm_mpi_abort(w, r);
             return AGMM_ERR_TIMEOUT;
         }
+        PLANT_READ();
         agmm_mpi_backoff(idle);
     }
 }
@@ -180,11 +215,15 @@ static agmm_status_t mpi_put_signal(agmm_world_t *w, const agmm_win_t *win,
                                     size_t bytes, const agmm_win_t *sigwin,
                                     size_t sig_off, uint64_t value)
 {
-    /* The receiver posted the receive for (this rank, cell) into `off` of
-     * its `win`, and publishes its round's epoch, which is `value`. */
-    (void)win;
-    (void)off;
-    (void)value;
+    mpi_state_t *s = st_of(w);
+    if (agmm_mpi_same_host(s, dst)) { /* mpi_node.c: copy + release store */
+        agmm_mpi_node_put(s, win, dst, off, src, bytes, sigwin, sig_off,
+                          value);
+        return AGMM_OK;
+    }
+    /* Another host: the receiver posted the receive for (this rank, cell)
+     * into `off` of its `win`, and publishes its round's epoch, which is
+     * `value`; the message carries the rows only. */
     if (bytes > (size_t)INT32_MAX)
         return agmm_error(AGMM_ERR_TOO_LARGE,
                           "MPI: one put of %zu bytes exceeds 2 GiB (use a "
@@ -193,6 +232,8 @@ static agmm_status_t mpi_put_signal(agmm_world_t *w, const agmm_win_t *win,
     const mpi_win_t *mw = sigwin->impl;
     pending_t *pe;
     AGMM_CHECK(pending_slot(w, &pe));
+    atomic_fetch_add_explicit(&s->node.mpi_puts, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->node.mpi_bytes, bytes, memory_order_relaxed);
     MPI_TRY(MPI_Isend(src, (int)bytes, MPI_BYTE, dst,
                       (int)(sig_off / sizeof(uint64_t)), mw->comm, &pe->req),
             "MPI_Isend of a tile");
@@ -208,13 +249,19 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
     /* Test hook (fault.h): control sends count as puts on MPI, so a fault
      * can also hit a rank between its tiles and its acks. */
     AGMM_CHECK(agmm_fault_before_put(w->rank));
+    mpi_state_t *s = st_of(w);
+    if (agmm_mpi_same_host(s, dst)) {
+        agmm_mpi_node_signal(s, sigwin, dst, sig_off, value);
+        return AGMM_OK;
+    }
+    atomic_fetch_add_explicit(&s->node.mpi_signals, 1, memory_order_relaxed);
     pending_t *pe;
     AGMM_CHECK(pending_slot(w, &pe));
     pe->payload[0] = mw->id;
     pe->payload[1] = sig_off;
     pe->payload[2] = value;
     MPI_TRY(MPI_Isend(pe->payload, 3, MPI_UINT64_T, dst, TAG_SIGNAL,
-                      st_of(w)->ctl, &pe->req),
+                      s->ctl, &pe->req),
             "MPI_Isend of a signal");
     pe->dst = dst;
     npending++;
@@ -229,6 +276,10 @@ static void apply_signal(agmm_world_t *w, const uint64_t msg[3], int src)
 {
     mpi_state_t *s = st_of(w);
     uint64_t id = msg[0], off = msg[1];
+    if (id == AGMM_MPI_ARRIVE_ID) { /* a peer entered a collective */
+        if (msg[2] > s->arrived[src]) s->arrived[src] = msg[2];
+        return;
+    }
     void *item;
     agmm_win_state_t ws = agmm_wintab_find(&s->windows, id, &item);
     const mpi_win_t *mw = item;
@@ -370,6 +421,7 @@ void *agmm_mpi_progress_main(void *arg)
             idle++;
         }
         pthread_mutex_unlock(&s->lock);
+        PLANT_WRITE();
         if (idle == 0) continue;
         if (!armed) { /* only acks and aborts can come: poll gently */
             struct timespec ts = {0, 200000L};
@@ -385,39 +437,7 @@ void *agmm_mpi_progress_main(void *arg)
 
 /* ------------------------------------------------------ collectives */
 
-/* Barrier and all-gather are the MPI world's control entries (mpi.h;
- * world/mpi_world.c registers them), over the `coll` communicator. They
- * run on the plan's thread, outside the worker pool that prints a rank's
- * abort once: print it here. */
-static agmm_status_t loud(agmm_status_t st)
-{
-    if (st != AGMM_ERR_ABORTED) return st;
-    /* A copy: agmm_error writes the thread's message buffer, which must not
-     * also be its argument (that printed "agmm: rank 0: " and nothing). */
-    char reason[REASON_MAX + 128];
-    snprintf(reason, sizeof reason, "%s", agmm_thread_error());
-    return agmm_error(AGMM_ERR_ABORTED, "%s",
-                      reason[0] ? reason : "aborted (no reason recorded)");
-}
-
-agmm_status_t agmm_mpi_barrier(agmm_world_t *w, double deadline)
-{
-    MPI_Request req;
-    MPI_TRY(MPI_Ibarrier(st_of(w)->coll, &req), "MPI_Ibarrier");
-    return loud(agmm_mpi_wait_reqs(w, &req, 1, deadline,
-                          "a barrier (not every rank arrived in time)"));
-}
-
-agmm_status_t agmm_mpi_allgather(agmm_world_t *w, const void *in, void *out,
-                                 size_t bytes, double deadline)
-{
-    MPI_Request req;
-    MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes,
-                           MPI_BYTE, st_of(w)->coll, &req),
-            "MPI_Iallgather");
-    return loud(agmm_mpi_wait_reqs(w, &req, 1, deadline,
-                          "an all-gather of control data"));
-}
+/* Barrier and all-gather (the world's control entries) are in mpi_coll.c. */
 
 static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
                                         const void *src, size_t row_bytes,

@@ -18,7 +18,7 @@ agmm_status_t agmm_mpi_backend_start(agmm_world_t *w, int we_initialized);
 void agmm_mpi_backend_stop(agmm_world_t *w);
 
 /* The MPI world's control entries (world/world_ops.h); world/mpi_world.c
- * registers them as the world's control table. barrier/allgather (mpi.c):
+ * registers them as the world's control table. barrier/allgather (mpi_coll.c):
  * collective over the backend's `coll` communicator, one thread per rank.
  * abort (mpi.c): records into this rank's cell and sends the reason to
  * every peer as a control message; aborted: reads the cell; any thread.

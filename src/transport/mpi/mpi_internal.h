@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "transport/transport.h"
 #include "transport/mpi/wintab.h"
+#include "transport/shm/segment.h"
 
 enum { TAG_ABORT = 1, TAG_SIGNAL = 2 };
 #define REASON_MAX AGMM_ABORT_REASON_MAX
@@ -31,10 +32,29 @@ typedef struct mpi_win {
     uint64_t id; /* never reused within the world (wintab.h) */
     unsigned char *local; /* the window's memory on this rank */
     size_t bytes;
+    /* Same-host peers (mpi_node.h): peer[q] is rank q's copy mapped here,
+     * NULL for ranks on other hosts; maps[] the mappings, by node rank
+     * (maps[node rank].addr == local). NULL/NULL without same-host peers. */
+    unsigned char **peer;
+    agmm_seg_t *maps;
     MPI_Comm comm; /* tile messages guarded by this (signal) window */
     slot_t **slots;
     int nslots, cap;
 } mpi_win_t;
+
+/* The ranks of this host (mpi_node.c). */
+typedef struct mpi_node {
+    MPI_Comm comm; /* MPI_COMM_TYPE_SHARED; MPI_COMM_NULL when off */
+    int size, rank;
+    int hosts;    /* hosts of the world (node leaders), whatever the switch */
+    int *node_of; /* [world size]: node rank of a same-host peer, -1 for
+                   * ranks on other hosts and for this rank; NULL: off */
+    int *world_of;     /* [size]: world rank of each node rank */
+    int64_t *scratch;  /* [2 * size]: window set-up's all-gathers */
+    /* What went where (AGMM_MPI_COUNTERS), any thread, relaxed. */
+    _Atomic uint64_t shm_puts, shm_bytes, shm_signals;
+    _Atomic uint64_t mpi_puts, mpi_bytes, mpi_signals;
+} mpi_node_t;
 
 typedef struct mpi_state {
     MPI_Comm ctl;  /* abort and signal messages (progress thread receives) */
@@ -66,7 +86,18 @@ typedef struct mpi_state {
     uint64_t deferred[3];
     int deferred_src; /* its sender + 1; 0: none deferred */
 
+    /* Collectives (mpi_coll.c): each rank tells its peers when it enters
+     * one, so a timed-out barrier can name who did not arrive. coll_seq
+     * (plan thread) counts this rank's collectives; arrived[q] is the last
+     * one rank q said it entered (progress thread writes, under lock);
+     * arrive_msg/arrive_req: the announcement to each peer in flight. */
+    uint64_t coll_seq;
+    uint64_t *arrived;
+    uint64_t *arrive_msg; /* [3 * size] */
+    MPI_Request *arrive_req;
+
     agmm_wintab_t windows; /* live windows by id, guarded by lock */
+    mpi_node_t node;       /* same-host peers (mpi_node.h) */
 } mpi_state_t;
 
 static inline mpi_state_t *agmm_mpi_state(agmm_world_t *w)
@@ -83,11 +114,25 @@ agmm_status_t agmm_mpi_fail(int rc, const char *what);
         if (mpi_rc_ != MPI_SUCCESS) return agmm_mpi_fail(mpi_rc_, what);       \
     } while (0)
 
+/* A signal message with this window id is a collective announcement
+ * {ARRIVE_ID, 0, collective number} (mpi_coll.c); ids never get here. */
+#define AGMM_MPI_ARRIVE_ID UINT64_MAX
+
 /* Complete `n` requests by `deadline`, failing early if the world is
  * aborted; a timeout or MPI error aborts the world. `what` names the
  * operation in messages. */
 agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
                                  double deadline, const char *what);
+/* The same; on a timeout `late` (if not NULL) appends who is late to the
+ * message, e.g. " (rank 2 did not arrive)". */
+agmm_status_t agmm_mpi_wait_reqs_named(agmm_world_t *w, MPI_Request *reqs,
+                                       int n, double deadline,
+                                       const char *what,
+                                       void (*late)(agmm_world_t *, char *,
+                                                    size_t));
+/* Collectives' announcements (mpi_coll.c): set up / drain on the way out. */
+agmm_status_t agmm_mpi_coll_init(agmm_world_t *w, mpi_state_t *s);
+void agmm_mpi_coll_fini(mpi_state_t *s, int size);
 
 /* The backend's data-plane vtable (mpi.c); its control entries are in
  * mpi.h, registered by world/mpi_world.c. */

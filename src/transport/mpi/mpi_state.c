@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_internal.h"
+#include "transport/mpi/mpi_node.h"
 
 static agmm_status_t dup_comm(MPI_Comm *out)
 {
@@ -27,6 +28,8 @@ static agmm_status_t state_init(agmm_world_t *w, mpi_state_t *s)
     AGMM_CHECK(dup_comm(&s->ctl));
     AGMM_CHECK(dup_comm(&s->coll));
     AGMM_CHECK(dup_comm(&s->bulk));
+    AGMM_CHECK(agmm_mpi_node_init(w, s)); /* same-host peers */
+    AGMM_CHECK(agmm_mpi_coll_init(w, s)); /* collectives' announcements */
     void *ub = NULL;
     int flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
@@ -96,6 +99,7 @@ void agmm_mpi_backend_stop(agmm_world_t *w)
     }
     atomic_store_explicit(&s->stop, 1, memory_order_release);
     if (s->thread_started) pthread_join(s->thread, NULL);
+    agmm_mpi_node_report(w, s);
     if (aborted) {
         /* Finalize is collective and a peer may be gone, stuck or cut
          * off: never finalize. End the whole job instead, from every rank
@@ -115,9 +119,11 @@ void agmm_mpi_backend_stop(agmm_world_t *w)
         MPI_Wait(&s->active[i], MPI_STATUS_IGNORE);
         MPI_Request_free(&s->active[i]);
     }
+    agmm_mpi_coll_fini(s, w->size);
     MPI_Comm_free(&s->ctl);
     MPI_Comm_free(&s->coll);
     MPI_Comm_free(&s->bulk);
+    agmm_mpi_node_fini(s);
     if (s->we_initialized) MPI_Finalize();
     pthread_mutex_destroy(&s->lock);
     agmm_wintab_free(&s->windows);

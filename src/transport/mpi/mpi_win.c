@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_internal.h"
+#include "transport/mpi/mpi_node.h"
 
 agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes,
                                  agmm_win_t *out)
@@ -26,24 +27,29 @@ agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes,
     uint64_t id = agmm_wintab_take_id(&s->windows);
     pthread_mutex_unlock(&s->lock);
     mpi_win_t *mw = calloc(1, sizeof *mw);
-    unsigned char *mem = agmm_alloc(bytes); /* zeroed */
     int added = -1;
-    if (mw && mem) {
-        mw->id = id;
-        mw->local = mem;
+    /* The memory: this rank's copy, and the same-host peers' copies mapped
+     * (mpi_node.c). It is collective among the host's ranks, so it runs
+     * even when `mw` could not be allocated (into a stand-in, released at
+     * once; the allocation then fails below, on every rank). */
+    mpi_win_t none = {.id = id};
+    mpi_win_t *tmp = mw ? mw : &none;
+    tmp->id = id;
+    agmm_status_t st = agmm_mpi_node_win_alloc(w, tmp, bytes);
+    if (mw && st == AGMM_OK) {
         mw->bytes = bytes;
         mw->comm = MPI_COMM_NULL;
         pthread_mutex_lock(&s->lock);
         added = agmm_wintab_add(&s->windows, id, mw);
         pthread_mutex_unlock(&s->lock);
     }
-    /* Every rank takes part in the agreement even when out of memory, so
-     * the others do not wait for it. */
-    agmm_status_t st =
-        added == 0 ? AGMM_OK
-                   : agmm_error(AGMM_ERR_NO_MEMORY,
-                                "MPI: out of memory for a %zu-byte window",
-                                bytes);
+    if (!mw && st == AGMM_OK) agmm_mpi_node_win_free(s, &none);
+    /* Every rank takes part in the agreement even when out of memory (or
+     * its host failed to share the window), so the others do not wait for
+     * it and every rank fails the allocation together. */
+    if (st == AGMM_OK && added != 0)
+        st = agmm_error(AGMM_ERR_NO_MEMORY,
+                        "MPI: out of memory for a %zu-byte window", bytes);
     agmm_status_t agree = agmm_win_agree(w, added == 0 ? id : 0, bytes);
     if (st == AGMM_OK) st = agree;
     if (st == AGMM_OK) {
@@ -55,16 +61,16 @@ agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes,
     }
     if (st != AGMM_OK) {
         pthread_mutex_lock(&s->lock);
-        agmm_wintab_remove(&s->windows, id);
+        if (added == 0) agmm_wintab_remove(&s->windows, id);
         pthread_mutex_unlock(&s->lock);
+        if (mw && mw->local) agmm_mpi_node_win_free(s, mw);
         free(mw);
-        agmm_free(mem);
         return st;
     }
     MPI_Comm_set_errhandler(mw->comm, MPI_ERRORS_RETURN);
     out->offset = (size_t)id;
     out->bytes = bytes;
-    out->local = mem;
+    out->local = mw->local;
     out->impl = mw;
     return AGMM_OK;
 }
@@ -98,7 +104,7 @@ void agmm_mpi_win_free(agmm_world_t *w, agmm_win_t *win)
     pthread_mutex_unlock(&s->lock);
     free(mw->slots);
     MPI_Comm_free(&mw->comm);
-    agmm_free(mw->local);
+    agmm_mpi_node_win_free(s, mw);
     free(mw);
     memset(win, 0, sizeof *win);
 }
@@ -118,6 +124,9 @@ agmm_status_t agmm_mpi_expect(agmm_world_t *w, const agmm_win_t *win, int src,
                           "MPI: expect: a put from rank %d of %zu bytes at "
                           "%zu does not fit its window",
                           src, bytes, off);
+    /* A same-host peer stores its rows and raises the cell itself
+     * (mpi_node.c): nothing to receive. */
+    if (agmm_mpi_same_host(s, src)) return AGMM_OK;
     if (tag > (size_t)s->tag_ub)
         return agmm_error(AGMM_ERR_TOO_LARGE,
                           "MPI: signal cell %zu exceeds the MPI tag bound %d "

@@ -1,0 +1,260 @@
+/* Same-host peers under MPI: see mpi_node.h for the design. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "transport/mpi/mpi_node.h"
+
+/* Job part of the window segments' names: the pid in the name already makes
+ * them unique per process (segment.h). */
+#define NODE_JOB "mpi"
+
+/* An OpenMPI MCA parameter as mpirun hands it to the ranks (--mca NAME V
+ * becomes OMPI_MCA_NAME=V in their environment), or `dflt`. */
+static long mca_param(const char *name, long dflt)
+{
+    char var[96];
+    snprintf(var, sizeof var, "OMPI_MCA_%s", name);
+    const char *v = getenv(var);
+    char *end;
+    long x = v ? strtol(v, &end, 10) : dflt;
+    return v && *v && !*end && x >= 0 ? x : dflt;
+}
+
+/* Rank 0, when the world spans hosts: mpirun ends a job that lost a host
+ * only through its out-of-band TCP keepalive (docs/mpi.md, "Failures
+ * across hosts"); with OpenMPI's defaults (300 s + 20 s x 9) a cut host
+ * keeps mpirun waiting for ~15 min after agmm's own timeout fired. Say so
+ * once, with the settings that work. */
+static void check_keepalive(agmm_world_t *w, int hosts)
+{
+    if (w->rank != 0 || hosts < 2) return;
+    long t = mca_param("oob_tcp_keepalive_time", 300);
+    long i = mca_param("oob_tcp_keepalive_intvl", 20);
+    long p = mca_param("oob_tcp_keepalive_probes", 9);
+    double lost = (double)t + (double)i * (double)p;
+    if (lost < w->timeout_s) return;
+    agmm_warn("%d hosts, and mpirun notices a lost host only after %.0f s "
+              "(oob_tcp_keepalive_time %ld + intvl %ld x probes %ld), not "
+              "within --timeout %.0f s: a cut or dead host would keep mpirun "
+              "from exiting; run mpirun with --mca oob_tcp_keepalive_time 1 "
+              "--mca oob_tcp_keepalive_intvl 1 --mca "
+              "oob_tcp_keepalive_probes 3 (docs/mpi.md, \"Failures across "
+              "hosts\")",
+              hosts, lost, t, i, p, w->timeout_s);
+}
+
+agmm_status_t agmm_mpi_node_init(agmm_world_t *w, mpi_state_t *s)
+{
+    mpi_node_t *n = &s->node;
+    n->comm = MPI_COMM_NULL;
+    n->size = 1;
+    /* Collective over the world whatever AGMM_MPI_SHM says, so that a rank
+     * started with another environment cannot hang the others here. */
+    MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w->rank,
+                                MPI_INFO_NULL, &n->comm),
+            "MPI_Comm_split_type");
+    MPI_Comm_set_errhandler(n->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_size(n->comm, &n->size);
+    MPI_Comm_rank(n->comm, &n->rank);
+    int leader = n->rank == 0, hosts = 0;
+    MPI_TRY(MPI_Allreduce(&leader, &hosts, 1, MPI_INT, MPI_SUM,
+                          MPI_COMM_WORLD),
+            "MPI_Allreduce (hosts)");
+    n->hosts = hosts;
+    check_keepalive(w, hosts);
+    /* On only if every rank of the host wants it: a pair that disagreed
+     * would put through shared memory into a receive posted over MPI. */
+    const char *env = getenv("AGMM_MPI_SHM");
+    int want = !(env && !strcmp(env, "0")), all = 0;
+    MPI_TRY(MPI_Allreduce(&want, &all, 1, MPI_INT, MPI_MIN, n->comm),
+            "MPI_Allreduce (same-host ranks)");
+    if (n->size > 1 && all) { /* all freed by agmm_mpi_node_fini */
+        n->world_of = malloc(sizeof(int) * (size_t)n->size);
+        int *node_of = malloc(sizeof(int) * (size_t)w->size);
+        n->scratch = calloc(2 * (size_t)n->size, sizeof(int64_t));
+        if (!n->world_of || !node_of || !n->scratch) {
+            free(node_of);
+            return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+        }
+        MPI_TRY(MPI_Allgather(&w->rank, 1, MPI_INT, n->world_of, 1, MPI_INT,
+                              n->comm),
+                "MPI_Allgather (same-host ranks)");
+        for (int q = 0; q < w->size; q++) node_of[q] = -1;
+        for (int i = 0; i < n->size; i++)
+            if (i != n->rank) node_of[n->world_of[i]] = i;
+        n->node_of = node_of; /* on from here */
+    } else {
+        n->size = 1;
+        n->rank = 0;
+        MPI_Comm_free(&n->comm);
+    }
+    return AGMM_OK;
+}
+
+void agmm_mpi_node_fini(mpi_state_t *s)
+{
+    mpi_node_t *n = &s->node;
+    if (n->comm != MPI_COMM_NULL) MPI_Comm_free(&n->comm);
+    free(n->node_of);
+    free(n->world_of);
+    free(n->scratch);
+    n->node_of = n->world_of = NULL;
+    n->scratch = NULL;
+}
+
+/* Collective over the host's ranks, with the world's timeout and abort. */
+static agmm_status_t node_allgather(agmm_world_t *w, const void *in,
+                                    void *out, size_t bytes)
+{
+    MPI_Request req;
+    MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes,
+                           MPI_BYTE, agmm_mpi_state(w)->node.comm, &req),
+            "MPI_Iallgather (same-host ranks)");
+    return agmm_mpi_wait_reqs(w, &req, 1, agmm_deadline(w, 0),
+                              "an all-gather among the ranks of this host");
+}
+
+static void unmap_all(mpi_node_t *n, mpi_win_t *mw)
+{
+    if (mw->maps)
+        for (int i = 0; i < n->size; i++) agmm_seg_unmap(&mw->maps[i]);
+    free(mw->maps);
+    free(mw->peer);
+    mw->maps = NULL;
+    mw->peer = NULL;
+}
+
+agmm_status_t agmm_mpi_node_win_alloc(agmm_world_t *w, mpi_win_t *mw,
+                                      size_t bytes)
+{
+    mpi_state_t *s = agmm_mpi_state(w);
+    mpi_node_t *n = &s->node;
+    if (!n->node_of) { /* no same-host peers: private memory */
+        mw->local = agmm_alloc(bytes); /* zeroed */
+        return mw->local ? AGMM_OK
+                         : agmm_error(AGMM_ERR_NO_MEMORY,
+                                      "MPI: out of memory for a %zu-byte "
+                                      "window",
+                                      bytes);
+    }
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t need = bytes ? (bytes + page - 1) & ~(page - 1) : page;
+    int64_t info[2] = {(int64_t)getpid(), 0}, *all = n->scratch;
+    mw->maps = calloc((size_t)n->size, sizeof *mw->maps);
+    mw->peer = calloc((size_t)w->size, sizeof *mw->peer);
+    agmm_status_t st = mw->maps && mw->peer && need >= bytes
+                           ? AGMM_OK
+                           : agmm_error(AGMM_ERR_NO_MEMORY,
+                                        "MPI: out of memory for a %zu-byte "
+                                        "window",
+                                        bytes);
+    /* 1. this rank's copy: a segment of its own, zero-filled */
+    char tag[AGMM_SEG_TAG_MAX + 1], mine[AGMM_SEG_NAME_MAX];
+    snprintf(tag, sizeof tag, "m%llu", (unsigned long long)mw->id);
+    if (st == AGMM_OK) st = agmm_seg_name(mine, NODE_JOB, getpid(), tag);
+    if (st == AGMM_OK) {
+        int exists = 0;
+        st = agmm_seg_create(mine, need, &mw->maps[n->rank], &exists);
+        if (exists) {
+            /* Our pid and window id: a leftover of a dead process that had
+             * this pid (this process makes each name once). Replace it. */
+            agmm_seg_unlink(mine);
+            st = agmm_seg_create(mine, need, &mw->maps[n->rank], NULL);
+        }
+    }
+    int created = st == AGMM_OK;
+    info[1] = created;
+    /* 2. the host's pids (the names) and who created its copy. Every rank
+     * of the host takes part in both all-gathers, whatever failed, so
+     * none waits for another; `all` is only read if they passed. */
+    agmm_status_t gst = node_allgather(w, info, all, sizeof info);
+    if (gst != AGMM_OK && st == AGMM_OK) st = gst;
+    /* 3. the peers' copies */
+    for (int i = 0; st == AGMM_OK && i < n->size; i++) {
+        if (i == n->rank) continue;
+        if (!all[2 * i + 1]) {
+            st = agmm_error_quiet(AGMM_ERR_NO_MEMORY,
+                                  "MPI: rank %d could not create its copy "
+                                  "of a %zu KiB window",
+                                  n->world_of[i], bytes >> 10);
+            break;
+        }
+        char name[AGMM_SEG_NAME_MAX];
+        st = agmm_seg_name(name, NODE_JOB, (pid_t)all[2 * i], tag);
+        if (st == AGMM_OK) st = agmm_seg_open(name, need, &mw->maps[i], NULL);
+        if (st == AGMM_OK) mw->peer[n->world_of[i]] = mw->maps[i].addr;
+    }
+    /* 4. everyone of the host mapped every copy: after this no one opens
+     * a name any more */
+    if (gst == AGMM_OK) {
+        int64_t ok[2] = {st == AGMM_OK, 0};
+        gst = node_allgather(w, ok, all, sizeof ok);
+        if (gst != AGMM_OK && st == AGMM_OK) st = gst;
+        for (int i = 0; st == AGMM_OK && i < n->size; i++)
+            if (!all[2 * i])
+                st = agmm_error_quiet(AGMM_ERR_SYSTEM,
+                                      "MPI: rank %d could not map its "
+                                      "same-host peers' copies of a window",
+                                      n->world_of[i]);
+    }
+    /* 5. the names go: the memory lives as long as its mappings */
+    if (created) agmm_seg_unlink(mine);
+    if (st != AGMM_OK) {
+        unmap_all(n, mw);
+        return st;
+    }
+    mw->local = mw->maps[n->rank].addr;
+    return AGMM_OK;
+}
+
+void agmm_mpi_node_win_free(mpi_state_t *s, mpi_win_t *mw)
+{
+    if (mw->maps)
+        unmap_all(&s->node, mw);
+    else
+        agmm_free(mw->local);
+    mw->local = NULL;
+}
+
+void agmm_mpi_node_put(mpi_state_t *s, const agmm_win_t *win, int dst,
+                       size_t off, const void *src, size_t bytes,
+                       const agmm_win_t *sigwin, size_t sig_off,
+                       uint64_t value)
+{
+    const mpi_win_t *dw = win->impl, *sw = sigwin->impl;
+    memcpy(dw->peer[dst] + off, src, bytes);
+    /* Release after the rows: a reader whose acquire load sees `value`
+     * sees them (signal.c); it also wakes a reader asleep on the cell
+     * (a futex on a shared mapping: the peer's own address of it). */
+    agmm_signal_publish((_Atomic uint64_t *)(void *)(sw->peer[dst] + sig_off),
+                        value);
+    atomic_fetch_add_explicit(&s->node.shm_puts, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->node.shm_bytes, bytes, memory_order_relaxed);
+}
+
+void agmm_mpi_node_signal(mpi_state_t *s, const agmm_win_t *sigwin, int dst,
+                          size_t sig_off, uint64_t value)
+{
+    const mpi_win_t *sw = sigwin->impl;
+    agmm_signal_publish((_Atomic uint64_t *)(void *)(sw->peer[dst] + sig_off),
+                        value);
+    atomic_fetch_add_explicit(&s->node.shm_signals, 1, memory_order_relaxed);
+}
+
+void agmm_mpi_node_report(agmm_world_t *w, mpi_state_t *s)
+{
+    const char *env = getenv("AGMM_MPI_COUNTERS");
+    if (!env || strcmp(env, "1")) return;
+    mpi_node_t *n = &s->node;
+#define LD(x) (unsigned long long)atomic_load_explicit(&n->x, memory_order_relaxed)
+    fprintf(stderr,
+            "agmm: rank %d: counters: %d ranks on this host, %d hosts; shm: %llu tile "
+            "puts, %llu bytes, %llu signals; mpi: %llu tile puts, %llu "
+            "bytes, %llu signals\n",
+            w->rank, n->size, n->hosts, LD(shm_puts), LD(shm_bytes), LD(shm_signals),
+            LD(mpi_puts), LD(mpi_bytes), LD(mpi_signals));
+#undef LD
+}
