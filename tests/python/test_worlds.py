@@ -1,0 +1,48 @@
+"""The Python package across processes (issue 12): 2, 3 and 4 ranks started
+independently (conftest.py), all-gather + GEMM in fp16/bf16/fp32 with
+NumPy arrays and torch tensors against NumPy, uneven and empty shards,
+several rounds; the torch op against torch.cat(all_gather) @ B; the GIL
+released during a round; errors as exceptions."""
+import os
+
+import pytest
+
+from conftest import run_world
+
+ALL_DTYPES = ["fp16", "bf16", "fp32"]
+
+
+@pytest.mark.parametrize("nranks,m_local", [
+    (2, [37, 20]),          # uneven
+    (3, [17, 0, 9]),        # an empty shard
+    (4, [5, 12, 1, 8]),     # tiles of different fill
+])
+def test_allgather_gemm_every_dtype_numpy_and_torch(nranks, m_local):
+    run_world(nranks, "gemm", dict(
+        m_local=m_local, k=40, n=24, rounds=4, tile_m=8, tile_n=16,
+        dtypes=ALL_DTYPES, kinds=["numpy", "torch"], schedule="auto",
+        torch=True))
+
+
+@pytest.mark.parametrize("schedule", ["fused", "baseline"])
+def test_allgather_gemm_each_schedule(schedule):
+    run_world(2, "gemm", dict(
+        m_local=[64, 31], k=64, n=48, rounds=3, tile_m=16, tile_n=16,
+        dtypes=["bf16"], kinds=["numpy"], schedule=schedule))
+
+
+def test_gemm_reduce_scatter():
+    run_world(3, "gemm_rs", dict(m_local=[10, 0, 7], k=30, n=20, rounds=3))
+
+
+@pytest.mark.parametrize("nranks", [2, 3, 4])
+def test_torch_op_matches_cat_all_gather_matmul(nranks):
+    run_world(nranks, "op", dict(calls=6, torch=True))
+
+
+def test_round_releases_the_gil(tmp_path):
+    run_world(2, "gil", dict(flag=str(tmp_path / "go"), timeout=20))
+
+
+def test_errors_are_exceptions_with_status():
+    run_world(2, "errors", dict())
