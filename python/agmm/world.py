@@ -53,13 +53,13 @@ class World:
     def join(cls, rank, size, job, timeout=60.0):
         """Join world `job` as `rank` of `size` (ranks started by anyone
         on this host; every rank passes the same size and job)."""
-        f = _lib.fn.agmm_world_join
-        if f is None:
-            raise missing("agmm_world_join")
         if not isinstance(job, str) or not job:
             raise InvalidArgument("job: %r (a non-empty name)" % (job,))
         opts = _lib.JoinOptsC(int(rank), int(size), job.encode(),
                               _timeout(timeout))
+        f = _lib.fn.agmm_world_join
+        if f is None:
+            raise missing("agmm_world_join")
         h = ctypes.c_void_p()
         check(f(ctypes.byref(opts), ctypes.byref(h)), "world join")
         return cls(h.value, "join")
