@@ -8,8 +8,10 @@
  * between versions. A program uses this header in three steps:
  *
  *   1. a world: the ranks taking part. On one host agmm_launch() forks the
- *      ranks itself and hands each one its world (shared-memory transport);
- *      under an MPI launcher agmm_world_create_mpi() wraps MPI_COMM_WORLD.
+ *      ranks itself and hands each one its world (shared-memory transport),
+ *      or processes started elsewhere join one with agmm_world_join() /
+ *      agmm_world_from_env() (the same transport); under an MPI launcher
+ *      agmm_world_create_mpi() wraps MPI_COMM_WORLD.
  *   2. a plan: the shape, dtype, tiles and worker threads of one operation,
  *      created collectively (every rank, same description) and reused for
  *      every round. Window memory, signals and the converted weight live in
@@ -133,7 +135,7 @@ typedef struct agmm_world agmm_world_t;
 
 int agmm_world_rank(const agmm_world_t *world); /* -1 for NULL */
 int agmm_world_size(const agmm_world_t *world); /* -1 for NULL */
-/* "shm" or "mpi" ("none" for NULL). */
+/* "shm" (forked or joined) or "mpi" ("none" for NULL). */
 const char *agmm_world_transport_name(const agmm_world_t *world);
 
 /* The default wait timeout of the world's barriers, all-gathers and plans
@@ -202,10 +204,58 @@ agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
 /* True when the process looks started by an MPI launcher (OMPI_*, PMI_*,
  * PMIX_* variables). */
 int agmm_mpi_launcher_detected(void);
-/* Destroy a world made by agmm_world_create_mpi() (finalises MPI if agmm
- * initialised it). A world that was aborted (any rank's failure) is not
- * finalised: this ends the whole MPI job with MPI_Abort(MPI_COMM_WORLD, 1)
- * and does not return. Worlds from agmm_launch() belong to the launcher. */
+
+/* Options for agmm_world_join(). Zero-initialise, then set. */
+typedef struct agmm_join_opts {
+    int rank;          /* 0 .. size-1 */
+    int size;          /* >= 1 */
+    const char *job;   /* job name: 1..48 chars of [A-Za-z0-9._-], no '/' */
+    double timeout_s;  /* rendezvous and default wait timeout; <= 0: 60 s */
+} agmm_join_opts_t;
+
+/* Collective over `size` processes started by anyone on one host (a shell
+ * loop, torchrun, a serving engine's workers), each calling it once with
+ * its own rank and the same size and job name: they rendezvous through a
+ * shared-memory control segment named after this user and the job
+ * (/dev/shm/agmm:<uid>:<job>:0:ctl, mode 0600), then use the same
+ * shared-memory data path as forked ranks ("shm"). Ranks may arrive in any
+ * order; each waits up to opts->timeout_s for the others. Errors, on every
+ * rank that is waiting:
+ *   - AGMM_ERR_TIMEOUT: rank(s) that never came, named in the message;
+ *   - AGMM_ERR_MISMATCH: ranks passed different sizes;
+ *   - AGMM_ERR_BAD_STATE: the job name is held by a live process of another
+ *     run (its pid is named), or this rank is taken already;
+ *   - AGMM_ERR_ABORTED: a rank that had joined died while waiting.
+ * A control segment left behind by a run whose processes are all gone is
+ * removed and the join proceeds. Peers are watched while this rank waits in
+ * any collective call: a rank whose process ends without
+ * agmm_world_destroy() aborts the world with a message naming it. */
+agmm_status_t agmm_world_join(const agmm_join_opts_t *opts,
+                              agmm_world_t **out);
+
+/* The same from the environment: AGMM_RANK, AGMM_WORLD_SIZE, AGMM_JOB; else
+ * RANK, WORLD_SIZE as torchrun sets them, the job named from MASTER_ADDR and
+ * MASTER_PORT (and TORCHELASTIC_RUN_ID if set). AGMM_ERR_INVALID_ARG naming
+ * the variable when something is missing or malformed. timeout_s <= 0:
+ * AGMM_TIMEOUT_S if set, else 60 s. */
+agmm_status_t agmm_world_from_env(double timeout_s, agmm_world_t **out);
+
+/* Remove this user's leftover agmm segments of `job` (NULL: every job)
+ * whose processes are all gone; *removed (may be NULL) gets the count.
+ * Segments of live processes and of other users are never touched. */
+agmm_status_t agmm_cleanup(const char *job, int *removed);
+
+/* Destroy a world made by agmm_world_create_mpi() or agmm_world_join(); NULL
+ * is ignored, and so are worlds from agmm_launch() (they belong to the
+ * launcher). Local: call it after the world's plans are destroyed.
+ *   - MPI: finalises MPI if agmm initialised it. A world that was aborted
+ *     (any rank's failure) is not finalised: this ends the whole MPI job
+ *     with MPI_Abort(MPI_COMM_WORLD, 1) and does not return.
+ *   - joined: unmaps the control segment and, on the last rank to leave
+ *     (or when the others are gone), removes it; it always returns, also
+ *     in an aborted world (the processes decide how to exit). A rank must
+ *     call it before its process ends: a peer still waiting takes a rank
+ *     that ends without it for a crashed one. */
 void agmm_world_destroy(agmm_world_t *world);
 
 /* ------------------------------------------------------------------ plan */

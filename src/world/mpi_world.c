@@ -15,6 +15,7 @@
 /* The control table of an MPI world: the MPI backend's entries over its
  * collectives and control messages (transport/mpi/mpi.h). Read-only,
  * shared by every thread. */
+static void mpi_world_destroy(agmm_world_t *w);
 static const agmm_world_ops_t mpi_world_ops = {
     .name = "mpi",
     .barrier = agmm_mpi_barrier,
@@ -22,6 +23,7 @@ static const agmm_world_ops_t mpi_world_ops = {
     .abort = agmm_mpi_abort,
     .aborted = agmm_mpi_aborted,
     .dropped = agmm_mpi_dropped,
+    .destroy = mpi_world_destroy,
 };
 
 /* The one MPI world of this process (MPI_COMM_WORLD). */
@@ -99,9 +101,10 @@ agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
     return AGMM_OK;
 }
 
-void agmm_world_destroy(agmm_world_t *w)
+/* agmm_world_destroy of an MPI world (world.c dispatches here). */
+static void mpi_world_destroy(agmm_world_t *w)
 {
-    if (!w || w != the_world) return;
+    if (w != the_world) return;
     agmm_mpi_backend_stop(w);
     the_world = NULL;
     free(w);

@@ -13,5 +13,3 @@ agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
                       "this agmm was built without MPI (configure with "
                       "-DAGMM_MPI=ON)");
 }
-
-void agmm_world_destroy(agmm_world_t *world) { (void)world; }

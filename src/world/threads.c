@@ -8,6 +8,7 @@
  *     (before any GEMM runs); without it a rank's OpenBLAS kept its
  *     default (OPENBLAS_NUM_THREADS or the cores) and its threads piled up
  *     on the workers' (issue 14);
+ *   - joined worlds (world/join.c): the same, when the rank joins;
  *   - oneDNN needs nothing here: the engine sets OpenMP to one thread
  *     around each call (gemm/gemm_onednn.c). */
 #include "world/world.h"
@@ -19,6 +20,7 @@ void agmm_world_threads(agmm_world_kind_t kind)
     switch (kind) {
     case AGMM_WORLD_FORKED:
     case AGMM_WORLD_MPI:
+    case AGMM_WORLD_JOINED:
         agmm_blas_init();
         break;
     }

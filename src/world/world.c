@@ -22,6 +22,13 @@ const char *agmm_world_transport_name(const agmm_world_t *w)
     return w ? w->ctl->name : "none";
 }
 
+void agmm_world_destroy(agmm_world_t *w)
+{
+    /* Each kind of world destroys itself (mpi_world.c, join.c); a forked
+     * world has no entry: it belongs to the launcher. */
+    if (w && w->ctl->destroy) w->ctl->destroy(w);
+}
+
 void agmm_world_set_timeout(agmm_world_t *w, double timeout_s)
 {
     if (w && timeout_s > 0) w->timeout_s = timeout_s;

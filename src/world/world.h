@@ -17,7 +17,8 @@
 /* How the ranks of a world came to exist. */
 typedef enum {
     AGMM_WORLD_FORKED, /* forked by the embedded launcher, over shm */
-    AGMM_WORLD_MPI     /* the processes of an MPI communicator */
+    AGMM_WORLD_MPI,    /* the processes of an MPI communicator */
+    AGMM_WORLD_JOINED  /* started by anyone on one host, joined by name */
 } agmm_world_kind_t;
 
 /* Engine thread setup for the ranks of a `kind` world (threads.c): called

@@ -45,6 +45,9 @@ typedef struct agmm_world_ops {
      * window already freed, dropped and counted (mpi/mpi_win.c,
      * mpi/wintab.h). */
     uint64_t (*dropped)(agmm_world_t *w);
+    /* Optional (NULL: the world is not the caller's to destroy, e.g. a
+     * forked one, owned by the launcher): agmm_world_destroy. Local. */
+    void (*destroy)(agmm_world_t *w);
 } agmm_world_ops_t;
 
 #endif
