@@ -93,7 +93,7 @@ def run_world(nranks, scenario, args, timeout=120):
     for r in range(nranks):
         assert "RANK %d OK" % r in joined, text
     if mode == "join":
-        left = _shm_left(":%d" % port)
+        left = _shm_left("tr-127.0.0.1-%d:" % port)
         assert not left, "left in /dev/shm: %s" % left
     return outs
 
