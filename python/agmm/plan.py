@@ -64,6 +64,28 @@ class ScheduleInfo:
 _SCHED_NAMES = {v: k for k, v in _lib.SCHEDULES.items()}
 
 
+def default_workers(nranks, comm=None):
+    """(comm_workers, gemm_workers) by the agmm tool's default core split
+    (docs/cli.md): cores = this process's CPU affinity, ranks = the ranks
+    on this host (LOCAL_WORLD_SIZE as torchrun sets it, Open MPI's
+    OMPI_COMM_WORLD_LOCAL_SIZE, else the world size); comm = 1 if
+    2 x ranks <= cores else 0; gemm = max(1, cores // ranks - comm)."""
+    import os
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    local = nranks
+    for var in ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"):
+        v = os.environ.get(var, "")
+        if v.isdigit() and int(v) >= 1:
+            local = int(v)
+            break
+    if comm is None:
+        comm = 1 if 2 * local <= cores else 0
+    return comm, max(1, cores // local - comm)
+
+
 def _int_list(values, count, what):
     if isinstance(values, int):
         values = [values] * count
@@ -86,7 +108,8 @@ class Plan:
     weights   "shared" (the same W everywhere) or "per-rank"
     tile_m, tile_n, comm_workers, gemm_workers, gemm_engine ("auto",
     "onednn", "openblas"), timeout (seconds per wait), k_local: as in
-    agmm_plan_desc_t; None keeps agmm_plan_desc_init's default.
+    agmm_plan_desc_t; None keeps agmm_plan_desc_init's default, except the
+    workers: None splits the cores as the agmm tool does (default_workers).
     """
 
     def __init__(self, world, m_local, k, n, dtype="bf16", op="ag-gemm",
@@ -119,6 +142,10 @@ class Plan:
         d.op = _name(op, _lib.OPS, "op")
         d.weights = _name(weights, _lib.WEIGHTS, "weights")
         d.gemm_engine = _name(gemm_engine, _lib.ENGINES, "gemm_engine")
+        if comm_workers is None and gemm_workers is None:
+            comm_workers, gemm_workers = default_workers(P)
+        elif gemm_workers is None:
+            gemm_workers = default_workers(P, int(comm_workers))[1]
         for field, value in (("tile_m", tile_m), ("tile_n", tile_n),
                              ("comm_workers", comm_workers),
                              ("gemm_workers", gemm_workers)):

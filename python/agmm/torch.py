@@ -49,8 +49,9 @@ _groups = {}
 
 
 class _Group:
-    def __init__(self, world):
+    def __init__(self, world, plan_options):
         self.world = world
+        self.options = dict(plan_options)
         self.plans = OrderedDict()  # key -> (plan, weights key)
 
     def close_plans(self):
@@ -59,14 +60,22 @@ class _Group:
             plan.close()
 
 
-def register_group(name, world):
-    """Make `world` (an agmm.World) the group `name` for the op."""
+def register_group(name, world, **plan_options):
+    """Make `world` (an agmm.World) the group `name` for the op. Plan
+    options (tile_m, tile_n, comm_workers, gemm_workers, gemm_engine,
+    timeout; see agmm.Plan) apply to the group's plans, and `schedule`
+    ("auto", the default, "fused" or "baseline") to its rounds."""
+    bad = set(plan_options) - {"tile_m", "tile_n", "comm_workers", "gemm_workers",
+                               "gemm_engine", "timeout", "schedule"}
+    if bad:
+        raise InvalidArgument("register_group: unknown option(s) %s"
+                              % ", ".join(sorted(bad)))
     if not isinstance(world, World):
         raise InvalidArgument("register_group: %r is not an agmm.World" % (world,))
     if name in _groups:
         raise InvalidArgument("register_group: group %r is registered already"
                               % (name,))
-    _groups[name] = _Group(world)
+    _groups[name] = _Group(world, plan_options)
 
 
 def unregister_group(name):
@@ -111,8 +120,9 @@ def _cached_plan(g, m_local, k, ns, dtype, Bs):
     pkey = (tuple(m_local), k, tuple(ns), dtype, tuple(w[0] for w in wkey))
     entry = g.plans.get(pkey)
     if entry is None:
+        opts = {k2: v for k2, v in g.options.items() if k2 != "schedule"}
         plan = g.world.plan(m_local=m_local, k=k,
-                            n=ns if len(ns) > 1 else ns[0], dtype=dtype)
+                            n=ns if len(ns) > 1 else ns[0], dtype=dtype, **opts)
         g.plans[pkey] = entry = [plan, None]
         while len(g.plans) > PLAN_CACHE_SIZE:
             _, (old, _) = g.plans.popitem(last=False)
@@ -186,7 +196,8 @@ def _impl(A_shard, Bs, gather_dim, group_name, return_A=True):
         plan = _cached_plan(g, m_local, k, [ns[i] for i in idx], dtype,
                             [Bs[i] for i in idx])
         want_a = return_A and gi == 0
-        res = plan.run(a2, a_gathered=True if want_a else None)
+        res = plan.run(a2, a_gathered=True if want_a else None,
+                       schedule=g.options.get("schedule", "auto"))
         if want_a:
             A_g, res = res
         Cs += res if isinstance(res, list) else [res]
