@@ -18,7 +18,9 @@
  *      the plan.
  *   3. rounds: agmm_plan_run() computes C_r = gather(A_0..A_{P-1}) @ W_r on
  *      every rank, overlapping the transfer of row tiles with the GEMM of
- *      tiles that have already arrived.
+ *      tiles that have already arrived. agmm_plan_run_args() does the same
+ *      for several weights from one gather, fewer rows than the plan's
+ *      most in this call, and/or hands the gathered A back.
  *
  * Errors. Every call that can fail for a reason worth telling returns an
  * agmm_status_t: AGMM_OK, or an AGMM_ERR_* value, in which case
@@ -39,7 +41,8 @@
  *     NULL.
  *
  * Threads. A plan is used by one thread at a time: agmm_plan_set_weight(),
- * agmm_plan_run(), agmm_plan_run_part() (agmm_ext.h) and agmm_plan_destroy()
+ * agmm_plan_set_weight_i(), agmm_plan_run(), agmm_plan_run_args(),
+ * agmm_plan_run_part() (agmm_ext.h) and agmm_plan_destroy()
  * on the same plan must not overlap (calls one after another from
  * different threads are fine: each call's effects are visible to the
  * next). An overlapping call is detected and refused with
@@ -49,8 +52,11 @@
  * barrier, allgather) must be made by every rank in the same order, so one
  * thread per rank issues them. agmm_world_abort() and agmm_last_error()
  * may be called from any thread at any time; agmm_plan_rows(),
- * agmm_plan_row_offset() and agmm_plan_schedule_info() from any thread
- * while the plan is not being destroyed.
+ * agmm_plan_row_offset(), agmm_plan_weights(), agmm_plan_cols() and
+ * agmm_plan_schedule_info() from any thread while the plan is not being
+ * destroyed (rows and row offsets then read the last round's, or the one
+ * before while a round starts: each value is read atomically, not the set).
+ * The arrays an agmm_run_args_t points at are read during the call only.
  *
  * Failures. A failure one rank detects during a collective call (a
  * timeout, a bad argument to agmm_plan_run on a live plan, a transport
@@ -314,7 +320,20 @@ typedef struct agmm_plan_desc {
      * NULL: k split as evenly as possible, the first k % nranks ranks one
      * more. `weights` is ignored (every rank has its own W_r). */
     const int64_t *k_local;
+    /* AG_GEMM: several weights from one gather (Q/K/V, gate/up): C_i =
+     * gather(A) @ W_i, W_i [k, n_list[i]], each C_i its own fp32 [M, n_i]
+     * matrix. Every arrived tile of the gathered A is multiplied by every
+     * weight (fused), or A is gathered once and then multiplied by each
+     * (baseline). n_weights 0 or 1 with n_list NULL: one weight of `n`
+     * columns (the default). n_weights >= 1 with n_list: n_list[i] >= 1
+     * columns each, and `n` is ignored (set it to n_list[0] or 0). At most
+     * AGMM_MAX_WEIGHTS. GEMM_RS: only one weight (AGMM_ERR_UNSUPPORTED). */
+    int n_weights;
+    const int64_t *n_list;
 } agmm_plan_desc_t;
+
+/* Most weights per plan (agmm_plan_desc_t.n_weights). */
+#define AGMM_MAX_WEIGHTS 16
 
 void agmm_plan_desc_init(agmm_plan_desc_t *desc);
 
@@ -343,12 +362,55 @@ agmm_status_t agmm_plan_create(agmm_world_t *world,
  * the weight changes. With shared weights every rank passes the same W. */
 agmm_status_t agmm_plan_set_weight(agmm_plan_t *plan, const void *w);
 
+/* Local. Like agmm_plan_set_weight for weight i (0 <= i < n_weights) of a
+ * plan with several weights: W_i is [k, n_list[i]]. set_weight(plan, w) is
+ * set_weight_i(plan, 0, w). Every weight must be set before the first run. */
+agmm_status_t agmm_plan_set_weight_i(agmm_plan_t *plan, int i, const void *w);
+
 /* Collective. One round: a_local is this rank's [m_local[rank], k] shard in
  * desc->dtype, row-major; c is [M, n] fp32 row-major, M = sum(m_local)
  * (GEMM_RS: a_local is [M, k_local[rank]], c is [m_local[rank], n]). On
  * return the rank's C is complete and a_local may be changed. */
 agmm_status_t agmm_plan_run(agmm_plan_t *plan, agmm_schedule_t schedule,
                             const void *a_local, float *c);
+
+/* The arguments of one round with the extended call (agmm_plan_run_args).
+ * Zero-initialise with agmm_run_args_init(), then set what you need; a
+ * field added in a later version is 0/NULL = the old behaviour. */
+typedef struct agmm_run_args {
+    agmm_schedule_t schedule;
+    /* This rank's shard: [rows[rank], k] in desc->dtype, row-major (GEMM_RS:
+     * [M, k_local[rank]]). */
+    const void *a_local;
+    /* n_weights outputs (1 for a plan of one weight): c[i] is [M_call,
+     * n_i] fp32, row-major, M_call = sum of this call's rows. c[i] may be
+     * NULL only when M_call == 0. */
+    float *const *c;
+    /* AG_GEMM: the rows every rank has in this call, nranks values,
+     * 0 <= m_rows[r] <= desc.m_local[r] (the plan's m_local is the most
+     * each rank may have; 0 allowed, all 0 allowed). Every rank passes the
+     * same array (as MPI_Allgatherv's counts): each rank sends its own
+     * count with its signals of the round and a peer that expected another
+     * count aborts the world naming the rank, before it computes any row
+     * of it. No new plan, no extra collective. NULL: the plan's m_local.
+     * GEMM_RS: must be NULL (AGMM_ERR_UNSUPPORTED). */
+    const int64_t *m_rows;
+    /* AG_GEMM, optional: filled with gather(A), [M_call, k] in desc->dtype,
+     * rows in rank order (return_A). Peers' rows are copied once out of
+     * the receive window, the local shard once from a_local (the window
+     * holds them already; a_gathered is the caller's memory, so one copy
+     * of each row is the least possible). NULL: not returned. */
+    void *a_gathered;
+} agmm_run_args_t;
+
+void agmm_run_args_init(agmm_run_args_t *args);
+
+/* Collective. One round with several outputs, per-call rows and/or the
+ * gathered A returned (see agmm_run_args_t). agmm_plan_run(plan, s, a, c)
+ * is this call with {s, a, &c, NULL, NULL}. On return every C_i (and
+ * a_gathered) is complete, and a_local may be changed. */
+agmm_status_t agmm_plan_run_args(agmm_plan_t *plan,
+                                 const agmm_run_args_t *args);
 
 /* What AGMM_SCHEDULE_AUTO did so far for a plan. */
 typedef struct agmm_schedule_info {
@@ -396,9 +458,16 @@ typedef struct agmm_gemm_info {
 agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *plan,
                                   agmm_gemm_info_t *info);
 
-/* Rows of the gathered matrix and the first row of rank `r`'s shard. */
+/* Rows of the gathered matrix and the first row of rank `r`'s shard
+ * (r == nranks: the total) in the last round run on the plan (before the
+ * first round: the plan's m_local, i.e. the most rows). -1 for a NULL or
+ * destroyed plan or r out of range. */
 int64_t agmm_plan_rows(const agmm_plan_t *plan);
 int64_t agmm_plan_row_offset(const agmm_plan_t *plan, int r);
+/* The plan's weights (1 for a plan of one weight) and the columns of
+ * weight i; -1 for a NULL or destroyed plan or i out of range. */
+int agmm_plan_weights(const agmm_plan_t *plan);
+int64_t agmm_plan_cols(const agmm_plan_t *plan, int i);
 
 /* --------------------------------------------------------------- tracing */
 

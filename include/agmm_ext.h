@@ -71,6 +71,10 @@ typedef enum agmm_part {
 } agmm_part_t;
 agmm_status_t agmm_plan_run_part(agmm_plan_t *plan, agmm_part_t part,
                                  const void *a_local, float *c);
+/* The same with the extended arguments (several outputs, per-call rows);
+ * args->schedule and args->a_gathered are ignored. */
+agmm_status_t agmm_plan_run_part_args(agmm_plan_t *plan, agmm_part_t part,
+                                      const agmm_run_args_t *args);
 
 /* ------------------------------------------------------- link emulation */
 

@@ -11,9 +11,13 @@
  * Primitives: one per row count the plan will call (shape->rows), all made
  * in prepare, plus the weight's reorder. They share the weight layout of
  * the largest row count (a row count whose own choice differs is made with
- * that layout forced). A row count not given to prepare is created on
- * demand, under a lock, and counted like every creation (the tests assert
- * the count stays constant across rounds).
+ * that layout forced). A row count not given to prepare (a round with fewer
+ * rows than the plan's most: agmm_run_args_t.m_rows) is created on demand,
+ * under a lock, and counted like every creation (the tests assert the count
+ * stays constant across rounds of the plan's rows), while fewer than
+ * ON_DEMAND exist; beyond, such a call is split into powers of two, made
+ * on demand in the POW2 slots kept for them (popcount(m) calls). A plan thus creates at most MAX_PRIMS
+ * primitives per prepared weight in its life, whatever its rounds' rows.
  *
  * Threads: every call runs on its calling thread only. Debian's oneDNN
  * runs on OpenMP (libgomp), whose thread count is an ICV of each thread:
@@ -43,7 +47,7 @@
 extern void omp_set_num_threads(int n);
 extern int omp_get_max_threads(void);
 
-enum { MAX_PRIMS = 64 };
+enum { ON_DEMAND = 64, POW2 = 32, MAX_PRIMS = ON_DEMAND + POW2 };
 
 typedef struct {
     int64_t m;
@@ -370,28 +374,22 @@ static dnnl_primitive_t find_prim(agmm_gemm_prep_t *p, int64_t m)
     return NULL;
 }
 
-static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
-                            float *c, void *scratch)
+/* Does prim's scratchpad fit in what the plan gave each worker? */
+static int scratch_fits(const agmm_gemm_prep_t *p, dnnl_primitive_t prim)
 {
-    if (m <= 0) return AGMM_OK;
-    dnnl_primitive_t prim = find_prim(p, m);
-    if (!prim) { /* not prepared for: made now, and counted */
-        pthread_mutex_lock(&p->lock);
-        agmm_status_t st = AGMM_OK;
-        if (!(prim = find_prim(p, m)) && (st = add_prim(p, m)) == AGMM_OK)
-            prim = find_prim(p, m);
-        pthread_mutex_unlock(&p->lock);
-        AGMM_CHECK(st);
-    }
+    const_dnnl_primitive_desc_t pd;
+    return dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success &&
+           dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(
+               pd, dnnl_query_scratchpad_md, 0)) <= p->scratch_given;
+}
+
+static agmm_status_t run_prim(agmm_gemm_prep_t *p, dnnl_primitive_t prim,
+                              const void *a, float *c, void *scratch)
+{
     const_dnnl_primitive_desc_t pd;
     DN(dnnl_primitive_get_primitive_desc(prim, &pd), "primitive query");
     const dnnl_memory_desc_t *sp_md =
         dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    if (dnnl_memory_desc_get_size(sp_md) > p->scratch_given)
-        return agmm_error(AGMM_ERR_UNSUPPORTED,
-                          "gemm: oneDNN: %lld rows were not prepared for and "
-                          "need more scratch than the plan holds",
-                          (long long)m);
     int saved = one_omp_thread();
     dnnl_memory_t am = NULL, cm = NULL, sm = NULL;
     dnnl_stream_t stream = NULL;
@@ -420,6 +418,52 @@ static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     if (am) dnnl_memory_destroy(am);
     restore_omp(saved);
     return st == dnnl_success ? AGMM_OK : fail(st, "matmul");
+}
+
+/* The primitive for m rows: found, or made now (under the lock, counted)
+ * when `limit` primitives do not exist yet. NULL when neither, or when its
+ * scratchpad does not fit. */
+static agmm_status_t get_prim(agmm_gemm_prep_t *p, int64_t m, int limit,
+                              dnnl_primitive_t *out)
+{
+    dnnl_primitive_t prim = find_prim(p, m);
+    agmm_status_t st = AGMM_OK;
+    if (!prim) {
+        pthread_mutex_lock(&p->lock);
+        if (!(prim = find_prim(p, m)) &&
+            atomic_load_explicit(&p->count, memory_order_relaxed) < limit &&
+            (st = add_prim(p, m)) == AGMM_OK)
+            prim = find_prim(p, m);
+        pthread_mutex_unlock(&p->lock);
+    }
+    *out = prim && scratch_fits(p, prim) ? prim : NULL;
+    return st;
+}
+
+static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
+                            float *c, void *scratch)
+{
+    if (m <= 0) return AGMM_OK;
+    dnnl_primitive_t prim;
+    AGMM_CHECK(get_prim(p, m, ON_DEMAND, &prim));
+    if (prim) return run_prim(p, prim, a, c, scratch);
+    /* Split (see MAX_PRIMS): by powers of two, each made once, in the
+     * slots kept for them. */
+    size_t a_row = (size_t)p->shape.lda * (p->dt == dnnl_f32 ? 4 : 2);
+    const unsigned char *ap = a;
+    for (int64_t pow = (int64_t)1 << 40; m > 0; pow >>= 1) {
+        if (pow > m) continue;
+        AGMM_CHECK(get_prim(p, pow, MAX_PRIMS, &prim));
+        if (!prim)
+            return agmm_error(AGMM_ERR_UNSUPPORTED, "gemm: oneDNN: no "
+                              "primitive for %lld rows fits the scratch",
+                              (long long)pow);
+        AGMM_CHECK(run_prim(p, prim, ap, c, scratch));
+        ap += (size_t)pow * a_row;
+        c += (size_t)pow * (size_t)p->shape.ldc;
+        m -= pow;
+    }
+    return AGMM_OK;
 }
 
 static size_t dn_scratch_bytes(const agmm_gemm_prep_t *p)

@@ -44,6 +44,11 @@ runs=(
     "3 | --m-local 1,65,9 --k 64 --n 64 --tile-m 8 --dtype fp32 --comm-cores 1 --gemm-cores 1 --rounds 2"
     "4 | --m-local 65,1,0,130 --k 96 --n 70 --tile-m 16 --tile-n 32 --weights per-rank --rounds 3"
     "4 | --m-local 40 --k 48 --n 40 --tile-m 5 --dtype bf16 --comm-cores 1 --gemm-cores 2 --rounds 2"
+    # several weights from one gather, rows changing every round (0 and
+    # the most included): fused and baseline alternate (auto), empty and
+    # short tiles on posted receives
+    "2 | --m-local 40,24 --k 32 --n 48,16,40 --tile-m 8 --tile-n 16 --m-local-per-round 40,0,13,7,24 --rounds 6 --dtype bf16"
+    "3 | --m-local 30,0,17 --k 24 --n 20,8 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 0 --gemm-cores 2"
     # GEMM + reduce-scatter: fused and baseline alternate (auto)
     "2 | --op gemm-rs --m-local 37,20 --k 50 --n 40 --tile-m 8 --tile-n 16 --rounds 4"
     "2 | --op gemm-rs --m-local 0,19 --k 33 --k-local 33,0 --n 17 --tile-m 4 --dtype fp32 --comm-cores 0 --gemm-cores 2 --rounds 3"

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "agmm_ext.h"
+#include "bench_cmp.h"
 #include "gemm/peak.h"
 #include "progress.h"
 #include "report.h"
@@ -50,6 +51,8 @@ typedef enum {
     M_GEMM_ONLY,
     M_MONOLITHIC,
     M_COMM_ONLY,
+    M_SEPARATE, /* --n with several weights: one plan per weight (bench_cmp.c) */
+    M_EXACT,    /* --m-local-per-round: a plan for each round's rows */
     NMODES
 } mode_t_;
 
@@ -65,23 +68,32 @@ static const struct {
     {"gemm-only", AGMM_BENCH_GEMM_ONLY, 1, AGMM_PART_GEMM_ONLY},
     {"monolithic", AGMM_BENCH_GEMM_ONLY, 1, AGMM_PART_MONOLITHIC},
     {"comm-only", AGMM_BENCH_COMM_ONLY, 1, AGMM_PART_COMM_ONLY},
+    {"separate", AGMM_BENCH_FUSED, 2, 0},
+    {"exact", AGMM_BENCH_FUSED, 2, 1},
 };
 
-/* One timed round of mode m: the slowest rank's seconds, or < 0. */
-static double timed_round(agmm_tool_rank_t *t, int m)
+static agmm_bench_cmp_t g_cmp; /* this rank's comparison plans */
+
+/* One timed round of mode m in bench round `round` (its rows): the slowest
+ * rank's seconds, 0 for an exact round without rows, or < 0. */
+static double timed_round(agmm_tool_rank_t *t, int m, int round)
 {
     int P = agmm_world_size(t->world);
     double *all = malloc(sizeof(double) * (size_t)P);
     if (!all) return -1;
     double slowest = -1;
+    agmm_run_args_t args;
+    agmm_tool_round_args(t, (agmm_schedule_t)modes[m].what, round, &args);
     if (agmm_world_barrier(t->world, 0) == AGMM_OK) {
+        int ran = 1;
         double t0 = agmm_tool_now();
         agmm_status_t st =
-            modes[m].part
-                ? agmm_plan_run_part(t->plan, (agmm_part_t)modes[m].what, t->a, t->c)
-                : agmm_plan_run(t->plan, (agmm_schedule_t)modes[m].what, t->a, t->c);
+            modes[m].part == 2 ? agmm_bench_cmp_run(t, &g_cmp, modes[m].what, round, &ran)
+            : modes[m].part    ? agmm_plan_run_part_args(t->plan, (agmm_part_t)modes[m].what,
+                                                         &args)
+                               : agmm_plan_run_args(t->plan, &args);
         if (st == AGMM_OK) {
-            double mine = agmm_tool_now() - t0;
+            double mine = ran ? agmm_tool_now() - t0 : 0;
             if (agmm_world_allgather(t->world, &mine, all, sizeof mine) ==
                 AGMM_OK) {
                 slowest = 0;
@@ -131,12 +143,17 @@ static double fraction_of_peak(int m, double flop, double median_us,
 typedef struct ratios {
     double fused_over_baseline, gemm_over_monolithic, fused_over_bound;
     double auto_over_best; /* auto / min(fused, baseline) */
+    double fused_over_separate, fused_over_exact; /* bench_cmp.c */
 } ratios_t;
+#define NRATIOS 6
 
 /* The ratios of one time per mode (v[m], microseconds). */
 static ratios_t ratios_of(const double *v, const int *on)
 {
-    ratios_t r = {0, 0, 0, 0};
+    ratios_t r = {0, 0, 0, 0, 0, 0};
+    if (on[M_SEPARATE] && v[M_SEPARATE] > 0)
+        r.fused_over_separate = v[M_FUSED] / v[M_SEPARATE];
+    if (on[M_EXACT] && v[M_EXACT] > 0) r.fused_over_exact = v[M_FUSED] / v[M_EXACT];
     if (on[M_FUSED] && on[M_BASELINE])
         r.fused_over_baseline = v[M_FUSED] / v[M_BASELINE];
     if (on[M_GEMM_ONLY]) r.gemm_over_monolithic = v[M_GEMM_ONLY] / v[M_MONOLITHIC];
@@ -155,25 +172,29 @@ static ratios_t ratios_of(const double *v, const int *on)
  * each round with its neighbours, where the ratio of medians does not. */
 static ratios_t paired_ratios(double *const *us, const int *on, int rounds)
 {
-    double *col[4];
-    ratios_t r = {0, 0, 0, 0};
-    for (int k = 0; k < 4; k++) col[k] = calloc((size_t)rounds, sizeof(double));
-    if (col[0] && col[1] && col[2] && col[3]) {
+    double *col[NRATIOS];
+    int n[NRATIOS] = {0};
+    ratios_t r = {0, 0, 0, 0, 0, 0};
+    int ok = 1;
+    for (int k = 0; k < NRATIOS; k++) ok &= (col[k] = calloc((size_t)rounds + 1, sizeof(double))) != NULL;
+    if (ok) {
         for (int i = 0; i < rounds; i++) {
             double v[NMODES] = {0};
             for (int m = 0; m < NMODES; m++) v[m] = on[m] ? us[m][i] : 0;
             ratios_t one = ratios_of(v, on);
-            col[0][i] = one.fused_over_baseline;
-            col[1][i] = one.gemm_over_monolithic;
-            col[2][i] = one.fused_over_bound;
-            col[3][i] = one.auto_over_best;
+            double each[NRATIOS] = {one.fused_over_baseline, one.gemm_over_monolithic,
+                                    one.fused_over_bound, one.auto_over_best,
+                                    one.fused_over_separate, one.fused_over_exact};
+            /* Rounds without a ratio (an exact round of no rows) left out. */
+            for (int k = 0; k < NRATIOS; k++)
+                if (each[k] > 0) col[k][n[k]++] = each[k];
         }
-        r.fused_over_baseline = summarize(col[0], rounds).median;
-        r.gemm_over_monolithic = summarize(col[1], rounds).median;
-        r.fused_over_bound = summarize(col[2], rounds).median;
-        r.auto_over_best = summarize(col[3], rounds).median;
+        double *med[NRATIOS] = {&r.fused_over_baseline, &r.gemm_over_monolithic,
+                                &r.fused_over_bound, &r.auto_over_best,
+                                &r.fused_over_separate, &r.fused_over_exact};
+        for (int k = 0; k < NRATIOS; k++) *med[k] = summarize(col[k], n[k]).median;
     }
-    for (int k = 0; k < 4; k++) free(col[k]);
+    for (int k = 0; k < NRATIOS; k++) free(col[k]);
     return r;
 }
 
@@ -217,7 +238,11 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
     json_ratio("ratio_gemm_over_monolithic", r.gemm_over_monolithic);
     json_ratio("ratio_fused_over_bound", r.fused_over_bound);
     json_ratio("ratio_auto_over_best", r.auto_over_best);
+    if (on[M_SEPARATE]) json_ratio("ratio_fused_over_separate", r.fused_over_separate);
+    if (on[M_EXACT]) json_ratio("ratio_fused_over_exact", r.fused_over_exact);
     printf(",\"paired\":{\"rounds\":%d", cli->rounds);
+    if (on[M_SEPARATE]) json_ratio("fused_over_separate", paired.fused_over_separate);
+    if (on[M_EXACT]) json_ratio("fused_over_exact", paired.fused_over_exact);
     json_ratio("fused_over_baseline", paired.fused_over_baseline);
     json_ratio("gemm_over_monolithic", paired.gemm_over_monolithic);
     json_ratio("fused_over_bound", paired.fused_over_bound);
@@ -285,8 +310,12 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
     text_ratio("gemm-only / monolithic", r.gemm_over_monolithic, pr.gemm_over_monolithic);
     text_ratio("fused / max(comm-only, gemm-only)", r.fused_over_bound, pr.fused_over_bound);
     text_ratio("auto / min(fused, baseline)", r.auto_over_best, pr.auto_over_best);
+    text_ratio("fused (one call, all weights) / separate (one plan per weight)",
+               r.fused_over_separate, pr.fused_over_separate);
+    text_ratio("fused (rows change every round) / exact (a plan per row count)",
+               r.fused_over_exact, pr.fused_over_exact);
     if (r.fused_over_baseline > 0 || r.gemm_over_monolithic > 0 || r.fused_over_bound > 0 ||
-        r.auto_over_best > 0)
+        r.auto_over_best > 0 || r.fused_over_separate > 0 || r.fused_over_exact > 0)
         printf("(median): ratio of the medians; paired: median of each round's own ratio "
                "(the modes of a round run back to back)\n");
     if (on[M_AUTO])
@@ -306,8 +335,10 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     if (rc == 0) rc = agmm_tool_fill_shard(&t, 0);
     double *us[NMODES] = {0};
     int on[NMODES];
+    if (rc == 0) rc = agmm_bench_cmp_setup(&t, &g_cmp);
     for (int m = 0; m < NMODES; m++) {
         on[m] = (cli->bench_modes & modes[m].flag) != 0;
+        if (modes[m].part == 2) on[m] = on[m] && agmm_bench_cmp_has(&g_cmp, modes[m].what);
         if (on[m] && rc == 0) {
             us[m] = calloc((size_t)cli->rounds, sizeof(double));
             if (!us[m]) rc = 1;
@@ -315,6 +346,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     }
     if (rc != 0) {
         for (int m = 0; m < NMODES; m++) free(us[m]);
+        agmm_bench_cmp_teardown(&g_cmp);
         agmm_tool_teardown(&t);
         return rc;
     }
@@ -347,7 +379,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         }
         for (int m = 0; m < NMODES && rc == 0; m++) {
             if (!on[m]) continue;
-            double s = timed_round(&t, m);
+            double s = timed_round(&t, m, i - cli->warmup);
             if (s < 0) rc = 1;
             else if (i >= cli->warmup) us[m][i - cli->warmup] = s * 1e6;
         }
@@ -359,7 +391,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
      * rounds say whether there is anything to overlap (their best, ms). */
     double comm_ms = 0;
     for (int i = 0; i < 3 && rc == 0 && !on[M_COMM_ONLY] && on[M_FUSED]; i++) {
-        double sec = timed_round(&t, M_COMM_ONLY);
+        double sec = timed_round(&t, M_COMM_ONLY, i);
         if (sec < 0) rc = 1;
         else if (comm_ms == 0 || sec * 1e3 < comm_ms) comm_ms = sec * 1e3;
     }
@@ -399,6 +431,9 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         fflush(stdout);
     }
     for (int m = 0; m < NMODES; m++) free(us[m]);
-    if (rc == 0) agmm_tool_teardown(&t);
+    if (rc == 0) {
+        agmm_bench_cmp_teardown(&g_cmp);
+        agmm_tool_teardown(&t);
+    }
     return rc;
 }

@@ -167,6 +167,39 @@ static int check_out_path(FILE *err, const char *name, const char *path)
     return 0;
 }
 
+/* --n N[,N...] (several weights) and --m-local-per-round: 0 or 2 after
+ * one error line. Sets n, n_count, n_sum. */
+static int check_weights_and_rows(agmm_cli_t *cli, FILE *err)
+{
+    if (cli->n_count < 1) cli->n_count = 1;
+    if (cli->n_count > AGMM_MAX_WEIGHTS) {
+        fprintf(err, "agmm: --n: at most %d weights (got %d values)\n", AGMM_MAX_WEIGHTS,
+                cli->n_count);
+        return 2;
+    }
+    cli->n_sum = 0;
+    for (int i = 0; i < cli->n_count; i++) {
+        if (cli->n_list[i] < 1 || cli->n_list[i] > INT_MAX) {
+            fprintf(err, "agmm: --n: %seach value an integer from 1 to %d (got %" PRId64 ")\n",
+                    cli->n_list[i] > INT_MAX ? "out of range; " : "", INT_MAX, cli->n_list[i]);
+            return 2;
+        }
+        cli->n_sum += cli->n_list[i];
+    }
+    cli->n = cli->n_list[0];
+    if (cli->n_count > 1 && cli->op == AGMM_OP_GEMM_RS) {
+        fprintf(err, "agmm: --n: several weights (a list) only with --op ag-gemm; gemm-rs "
+                     "takes one N\n");
+        return 2;
+    }
+    if (cli->rows_per_round_count > 0 && cli->op == AGMM_OP_GEMM_RS) {
+        fprintf(err, "agmm: --m-local-per-round: only with --op ag-gemm (gemm-rs has the "
+                     "plan's rows every round)\n");
+        return 2;
+    }
+    return 0;
+}
+
 int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
 {
     if (cli->trace_json && check_out_path(err, "trace", cli->trace_json))
@@ -222,6 +255,7 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
                      "transport (not with MPI)\n");
         return 2;
     }
+    if (check_weights_and_rows(cli, err)) return 2;
     /* --m-local against --ranks */
     if (cli->m_local_count > 1 && cli->m_local_count != cli->ranks) {
         fprintf(err, "agmm: --m-local: %d values given but --ranks is %d (give 1 value or %d)\n",
@@ -258,8 +292,8 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
     if (!overflow) {
         int64_t t;
         if (mul_i64(m, cli->k, &t) || mul_i64(t, 4, &t) ||
-            mul_i64(cli->k, cli->n, &t) || mul_i64(t, 4, &t) ||
-            mul_i64(m, cli->n, &t) || mul_i64(t, 4, &t))
+            mul_i64(cli->k, cli->n_sum, &t) || mul_i64(t, 4, &t) ||
+            mul_i64(m, cli->n_sum, &t) || mul_i64(t, 4, &t))
             overflow = 1;
     }
     if (overflow) {
@@ -269,6 +303,17 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
         return 2;
     }
     cli->m_total = m;
+    /* Round rows above every rank's --m-local would never be used. */
+    int64_t mmax = 0;
+    for (int r = 0; r < cli->ranks; r++)
+        if (cli->m_local[r] > mmax) mmax = cli->m_local[r];
+    for (int i = 0; i < cli->rows_per_round_count; i++)
+        if (cli->rows_per_round[i] > mmax) {
+            fprintf(err, "agmm: --m-local-per-round: value %d is %" PRId64 ", more than the "
+                         "largest --m-local %" PRId64 " (each 0..--m-local: the plan is made "
+                         "for --m-local rows)\n", i, cli->rows_per_round[i], mmax);
+            return 2;
+        }
 
     /* --op gemm-rs and --k-local */
     if (cli->k_local_count > 0 && cli->op != AGMM_OP_GEMM_RS) {

@@ -44,7 +44,12 @@ typedef struct agmm_cli {
     int ranks;                 /* --ranks */
     int64_t m_local[AGMM_CLI_MAX_RANKS]; /* --m-local: one value = every rank, else exactly `ranks` values */
     int m_local_count;         /* values given to --m-local (0: not given); after a successful parse m_local[0..ranks-1] is filled */
-    int64_t k, n;              /* --k, --n */
+    int64_t k, n;              /* --k, --n (n: the first weight's columns) */
+    int64_t n_list[AGMM_CLI_MAX_RANKS]; /* --n N[,N...]: columns of each weight (one gather, several weights) */
+    int n_count;               /* values given to --n; after a successful parse the weights (>= 1) */
+    int64_t n_sum;             /* after a successful parse: sum of n_list */
+    int64_t rows_per_round[AGMM_CLI_MAX_RANKS]; /* --m-local-per-round: round i's rows per rank (cycled; each rank min(value, its --m-local)) */
+    int rows_per_round_count;  /* values given (0: every round has --m-local rows) */
     agmm_op_t op;              /* --op (default ag-gemm) */
     int64_t k_local[AGMM_CLI_MAX_RANKS]; /* --k-local (gemm-rs): the inner-dimension split, one value per rank */
     int k_local_count;         /* values given to --k-local (0: not given: k split evenly) */

@@ -16,7 +16,7 @@
 uint64_t agmm_tool_bytes_per_rank(const agmm_cli_t *cli)
 {
     double es = (double)agmm_dtype_size(cli->dtype);
-    double M = (double)cli->m_total, k = (double)cli->k, n = (double)cli->n;
+    double M = (double)cli->m_total, k = (double)cli->k, n = (double)cli->n_sum;
     double mmax = 0;
     for (int r = 0; r < cli->ranks; r++)
         if ((double)cli->m_local[r] > mmax) mmax = (double)cli->m_local[r];

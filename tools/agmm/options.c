@@ -76,9 +76,16 @@ const opt_row_t opt_table[] = {
     {.name = "k", .kind = OPTK_INT64, .field = F(k), NOSET, .min = 1, .max = INT_MAX, LIB(k),
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--k K",
      .help = "inner dimension, >= 1 (default {def})"},
-    {.name = "n", .kind = OPTK_INT64, .field = F(n), NOSET, .min = 1, .max = INT_MAX, LIB(n),
-     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--n N",
-     .help = "columns of W and C, >= 1 (default {def})"},
+    {.name = "n", .kind = OPTK_ROWS, .field = F(n_list), NOSET, LIB(n),
+     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--n N[,N...]",
+     .help = "columns of W and C, >= 1 (default {def}); a list:\n"
+             "ag-gemm with several weights from one gather, C_i =\n"
+             "gather(A) @ W_i, each N_i columns (at most 16)"},
+    {.name = "m-local-per-round", .kind = OPTK_ROWS, .field = F(rows_per_round), NOSET,
+     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--m-local-per-round R[,R...]",
+     .help = "ag-gemm: rows per rank in round i: R[i mod count], at\n"
+             "most each rank's --m-local (the plan is made once for\n"
+             "--m-local); 0 allowed (default: --m-local every round)"},
     {.name = "op", .kind = OPTK_CHOICE, .field = F(op), NOSET, .choices = k_ops, LIB(op),
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--op OP",
      .help = "{choices}: all-gather + GEMM, or GEMM +\n"

@@ -205,8 +205,10 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_
     }
     case OPTK_ROWS:
         return opt_get_rows(err, row->name, arg, (int64_t *)f,
-                            !strcmp(row->name, "k-local") ? &cli->k_local_count
-                                                          : &cli->m_local_count);
+                            !strcmp(row->name, "k-local")   ? &cli->k_local_count
+                            : !strcmp(row->name, "n")       ? &cli->n_count
+                            : !strcmp(row->name, "m-local") ? &cli->m_local_count
+                                                            : &cli->rows_per_round_count);
     case OPTK_PATH: /* checked once all options are read (checks.c) */
         memcpy(f, &arg, sizeof arg);
         return 0;

@@ -91,6 +91,18 @@ void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
     for (int r = 0; r < cli->ranks; r++)
         printf("%s%lld", r ? "," : "", (long long)cli->m_local[r]);
     printf("],\"op\":\"%s\"", agmm_op_name(cli->op));
+    if (cli->n_count > 1) { /* several weights: "n" is the first's */
+        printf(",\"n_list\":[");
+        for (int i = 0; i < cli->n_count; i++)
+            printf("%s%lld", i ? "," : "", (long long)cli->n_list[i]);
+        printf("]");
+    }
+    if (cli->rows_per_round_count > 0) {
+        printf(",\"m_local_per_round\":[");
+        for (int i = 0; i < cli->rows_per_round_count; i++)
+            printf("%s%lld", i ? "," : "", (long long)cli->rows_per_round[i]);
+        printf("]");
+    }
     if (cli->op == AGMM_OP_GEMM_RS) { /* the split in effect */
         printf(",\"k_local\":[");
         for (int r = 0; r < cli->ranks; r++)

@@ -19,6 +19,7 @@ typedef struct round_result {
     double max_abs_diff;
     int64_t mismatches; /* elements outside allclose */
     int64_t first_bad;  /* flat index of the first one, -1 if none */
+    int bad_weight;     /* several weights: the one first_bad is in */
 } round_result_t;
 
 /* max diff, mismatches and the first bad index of c against ref. */
@@ -82,16 +83,27 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
     return rc;
 }
 
-/* Compare c with the reference of this round; fills max diff and
- * mismatches. Returns 0, or 1 if the reference could not be computed. */
-static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res)
+/* Compare every weight's C with the reference of this round (this round's
+ * rows: the first m_rows[p] rows of each shard); fills max diff (over the
+ * weights) and mismatches (first_bad: of the first weight that has one,
+ * whose index goes to *bad_weight). Returns 0, or 1 if the reference could
+ * not be computed. */
+static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
+                       int *bad_weight)
 {
     const agmm_cli_t *cli = t->cli;
+    *bad_weight = 0;
     if (cli->op == AGMM_OP_GEMM_RS) return check_round_rs(t, round, res);
     size_t es = agmm_dtype_size(cli->dtype);
     const void **shards = calloc((size_t)cli->ranks, sizeof *shards);
-    float *ref = malloc((size_t)cli->m_total * (size_t)cli->n * sizeof(float));
-    int rc = shards && ref ? 0 : 1;
+    int64_t *rows = calloc((size_t)cli->ranks, sizeof *rows), M = 0;
+    for (int p = 0; rows && p < cli->ranks; p++) {
+        rows[p] = agmm_tool_round_rows(cli, round, p);
+        M += rows[p];
+    }
+    int nw = cli->n_count > 1 ? cli->n_count : 1;
+    float *ref = malloc((size_t)cli->m_total * (size_t)cli->n_sum * sizeof(float) + 1);
+    int rc = shards && ref && rows ? 0 : 1;
     for (int p = 0; rc == 0 && p < cli->ranks; p++) {
         void *s = malloc((size_t)cli->m_local[p] * (size_t)cli->k * es + 1);
         shards[p] = s;
@@ -100,17 +112,33 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res)
                                    cli->m_local[p] * cli->k) != AGMM_OK)
             rc = 1;
     }
-    if (rc == 0 && agmm_reference(cli->ranks, shards, cli->m_local, cli->k,
-                                  cli->n, cli->dtype, t->w, ref) != AGMM_OK)
-        rc = 1;
-    if (rc == 0) {
-        compare(t->c, ref, cli->m_total * cli->n, res);
-    } else {
+    res->max_abs_diff = 0;
+    res->mismatches = 0;
+    res->first_bad = -1;
+    for (int i = 0; rc == 0 && i < nw && M > 0; i++) {
+        int64_t n = nw > 1 ? cli->n_list[i] : cli->n;
+        round_result_t one;
+        if (agmm_reference(cli->ranks, shards, rows, cli->k, n, cli->dtype, t->ws[i],
+                           ref) != AGMM_OK) {
+            rc = 1;
+            break;
+        }
+        compare(t->cs[i], ref, M * n, &one);
+        if (one.max_abs_diff > res->max_abs_diff || one.max_abs_diff != one.max_abs_diff)
+            res->max_abs_diff = one.max_abs_diff;
+        if (one.mismatches && !res->mismatches) {
+            res->first_bad = one.first_bad;
+            *bad_weight = i;
+        }
+        res->mismatches += one.mismatches;
+    }
+    if (rc != 0) {
         fprintf(stderr, "agmm: rank %d: could not compute the reference\n",
                 t->rank);
     }
     for (int p = 0; shards && p < cli->ranks; p++) free((void *)shards[p]);
     free(shards);
+    free(rows);
     free(ref);
     return rc;
 }
@@ -142,15 +170,16 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
     double flop = agmm_tool_flop_per_rank(cli);
 
     /* Warmup rounds run first, with their own inputs, unreported. */
+    agmm_run_args_t args;
     for (int i = 0; i < cli->warmup && rc == 0; i++) {
         if ((rc = agmm_tool_fill_shard(&t, -1 - i)) != 0) break;
-        if (agmm_plan_run(t.plan, AGMM_SCHEDULE_FUSED, t.a, t.c) != AGMM_OK)
-            rc = 1;
+        agmm_tool_round_args(&t, AGMM_SCHEDULE_FUSED, -1 - i, &args);
+        if (agmm_plan_run_args(t.plan, &args) != AGMM_OK) rc = 1;
     }
     agmm_progress_t pg;
     agmm_progress_begin(&pg, t.rank, cli->rounds, "round");
     for (int round = 0; round < cli->rounds && rc == 0; round++) {
-        round_result_t res = {0, 0, 0, -1};
+        round_result_t res = {0, 0, 0, -1, 0};
         if (agmm_tool_stop) { /* SIGINT/SIGTERM: the launcher ends the run */
             rc = 1;
             break;
@@ -161,12 +190,14 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             rc = 1;
             break;
         }
+        agmm_tool_round_args(&t, cli->schedule, round, &args);
         double t0 = agmm_tool_now();
-        if (agmm_plan_run(t.plan, cli->schedule, t.a, t.c) != AGMM_OK) {
+        if (agmm_plan_run_args(t.plan, &args) != AGMM_OK) {
             rc = 1;
             break;
         }
         res.seconds = agmm_tool_now() - t0;
+        int64_t m_round = agmm_plan_rows(t.plan);
         /* What ran: the schedule asked for, or what auto chose. */
         agmm_schedule_t ran = cli->schedule;
         agmm_schedule_info_t ai;
@@ -180,9 +211,11 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                 fprintf(stderr, "agmm: round %d: schedule auto ran %s: %s\n",
                         round + 1, agmm_schedule_name(ran), ai.reason);
         }
-        if (cli->check && check_round(&t, round, &res) != 0) {
+        int bad_weight = 0;
+        if (cli->check && check_round(&t, round, &res, &bad_weight) != 0) {
             res.mismatches = -1; /* could not check: counts as failed */
         }
+        res.bad_weight = bad_weight;
         if (agmm_world_allgather(world, &res, all, sizeof res) != AGMM_OK) {
             rc = 1;
             break;
@@ -207,6 +240,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                         "\"gflops\":%.2f",
                     round ? "," : "", round + 1, agmm_schedule_name(ran),
                     slowest * 1e6, flop / slowest * 1e-9);
+            if (cli->rows_per_round_count > 0) fprintf(rj, ",\"m\":%lld", (long long)m_round);
             if (cli->check)
                 fprintf(rj, ",\"max_abs_diff\":%.6g,\"pass\":%s", maxdiff,
                         bad_rank < 0 ? "true" : "false");
@@ -216,7 +250,8 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         printf("round %d: %s%s, %.3f ms (slowest rank), %.1f GFLOP/s per rank", round + 1,
                agmm_schedule_name(ran),
                cli->schedule == AGMM_SCHEDULE_AUTO ? " (auto)" : "", slowest * 1e3,
-               flop / slowest * 1e-9);
+               flop * (double)m_round / (double)cli->m_total / slowest * 1e-9);
+        if (cli->rows_per_round_count > 0) printf(", M=%lld", (long long)m_round);
         if (cli->verbose) {
             printf(" [");
             for (int p = 0; p < P; p++)
@@ -239,11 +274,18 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             }
             int64_t i = all[p].first_bad, row0 = 0; /* gemm-rs: rank p's rows */
             for (int q = 0; cli->op == AGMM_OP_GEMM_RS && q < p; q++) row0 += cli->m_local[q];
-            printf("  rank %d: %lld of %lld outputs differ; first at row %lld, "
-                   "column %lld\n",
-                   p, (long long)all[p].mismatches,
-                   (long long)(agmm_tool_c_rows(cli, p) * cli->n),
-                   (long long)(row0 + i / cli->n), (long long)(i % cli->n));
+            int64_t n = cli->n; /* several weights: the first that differs */
+            if (cli->n_count > 1) {
+                n = cli->n_list[all[p].bad_weight];
+                printf("  rank %d, weight %d:", p, all[p].bad_weight);
+            } else {
+                printf("  rank %d:", p);
+            }
+            printf(" %lld of %lld outputs differ; first at row %lld, column %lld\n",
+                   (long long)all[p].mismatches,
+                   (long long)((cli->op == AGMM_OP_GEMM_RS ? agmm_tool_c_rows(cli, p) : m_round) *
+                               (cli->op == AGMM_OP_GEMM_RS ? cli->n : cli->n_sum)),
+                   (long long)(row0 + i / n), (long long)(i % n));
         }
     }
     agmm_progress_clear(&pg);

@@ -17,6 +17,10 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->m_local = cli->m_local;
     d->k = cli->k;
     d->n = cli->n;
+    if (cli->n_count > 1) {
+        d->n_weights = cli->n_count;
+        d->n_list = cli->n_list;
+    }
     d->tile_m = cli->tile_m;
     d->tile_n = cli->tile_n;
     d->dtype = cli->dtype;
@@ -44,7 +48,36 @@ double agmm_tool_flop_per_rank(const agmm_cli_t *cli)
 {
     double k = (double)cli->k;
     if (cli->op == AGMM_OP_GEMM_RS) k /= (double)cli->ranks;
-    return 2.0 * (double)cli->m_total * k * (double)cli->n;
+    return 2.0 * (double)cli->m_total * k * (double)(cli->n_sum > 0 ? cli->n_sum : cli->n);
+}
+
+int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r)
+{
+    int n = cli->rows_per_round_count;
+    if (n == 0) return cli->m_local[r];
+    int i = round >= 0 ? round % n : (n - 1 - (-1 - round) % n); /* warmup: from the end */
+    int64_t v = cli->rows_per_round[i];
+    return v < cli->m_local[r] ? v : cli->m_local[r];
+}
+
+void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule, int round,
+                          agmm_run_args_t *args)
+{
+    const agmm_cli_t *cli = t->cli;
+    agmm_run_args_init(args);
+    args->schedule = schedule;
+    args->a_local = t->a;
+    args->c = t->cs;
+    if (cli->rows_per_round_count > 0) {
+        for (int r = 0; r < cli->ranks; r++) t->m_rows[r] = agmm_tool_round_rows(cli, round, r);
+        args->m_rows = t->m_rows;
+    }
+}
+
+int64_t agmm_tool_w_id_i(const agmm_cli_t *cli, int r, int i)
+{
+    /* Weight 0 keeps the single-weight stream; the others get their own. */
+    return agmm_tool_w_id(cli, r) + (int64_t)i * (1 << 20);
 }
 
 int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r)
@@ -132,21 +165,29 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
     if (agmm_plan_create(world, &desc, &t->plan) != AGMM_OK) return 1;
 
     size_t es = agmm_dtype_size(cli->dtype);
-    size_t kn = (size_t)agmm_tool_k_part(cli, t->rank) * (size_t)cli->n;
     t->a = malloc((size_t)agmm_tool_a_elems(cli, t->rank) * es + 1);
-    t->w = malloc(kn * es + 1);
-    t->c = malloc((size_t)agmm_tool_c_rows(cli, t->rank) * (size_t)cli->n * sizeof(float) +
-                  1);
-    if (!t->a || !t->w || !t->c) {
-        fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
-                t->rank);
+    if (!t->a) {
+        fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n", t->rank);
         return 1;
     }
-    int64_t wid = agmm_tool_w_id(cli, t->rank);
-    if (agmm_inputs_fill(cli->seed, AGMM_STREAM_W, wid, cli->dtype, t->w,
-                         (int64_t)kn) != AGMM_OK ||
-        agmm_plan_set_weight(t->plan, t->w) != AGMM_OK)
-        return 1;
+    int nw = cli->n_count > 1 ? cli->n_count : 1;
+    for (int i = 0; i < nw; i++) {
+        int64_t n = nw > 1 ? cli->n_list[i] : cli->n;
+        size_t kn = (size_t)agmm_tool_k_part(cli, t->rank) * (size_t)n;
+        t->ws[i] = malloc(kn * es + 1);
+        t->cs[i] = malloc((size_t)agmm_tool_c_rows(cli, t->rank) * (size_t)n * sizeof(float) +
+                          1);
+        if (!t->ws[i] || !t->cs[i]) {
+            fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n", t->rank);
+            return 1;
+        }
+        if (agmm_inputs_fill(cli->seed, AGMM_STREAM_W, agmm_tool_w_id_i(cli, t->rank, i),
+                             cli->dtype, t->ws[i], (int64_t)kn) != AGMM_OK ||
+            agmm_plan_set_weight_i(t->plan, i, t->ws[i]) != AGMM_OK)
+            return 1;
+    }
+    t->w = t->ws[0];
+    t->c = t->cs[0];
     return 0;
 }
 
@@ -168,8 +209,10 @@ void agmm_tool_teardown(agmm_tool_rank_t *t)
     free(t->trace_json);
     if (t->plan) agmm_plan_destroy(t->plan);
     free(t->a);
-    free(t->w);
-    free(t->c);
+    for (int i = 0; i < AGMM_MAX_WEIGHTS; i++) {
+        free(t->ws[i]);
+        free(t->cs[i]);
+    }
     memset(t, 0, sizeof *t);
 }
 
@@ -191,6 +234,22 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
             snprintf(shards + len, sizeof shards - len, ",...");
     }
     const char *tag = agmm_tool_link_tag(cli);
+    /* Several weights: " (3 weights: 256,256,256)"; rows per round too. */
+    char weights[200] = "";
+    size_t wl = 0;
+    if (cli->n_count > 1) {
+        wl = (size_t)snprintf(weights, sizeof weights, " (%d weights: ", cli->n_count);
+        for (int i = 0; i < cli->n_count && wl + 24 < sizeof weights; i++)
+            wl += (size_t)snprintf(weights + wl, sizeof weights - wl, "%s%lld", i ? "," : "",
+                                   (long long)cli->n_list[i]);
+        wl += (size_t)snprintf(weights + wl, sizeof weights - wl, ")");
+    }
+    if (cli->rows_per_round_count > 0 && wl + 40 < sizeof weights) {
+        wl += (size_t)snprintf(weights + wl, sizeof weights - wl, ", rows per round ");
+        for (int i = 0; i < cli->rows_per_round_count && wl + 24 < sizeof weights; i++)
+            wl += (size_t)snprintf(weights + wl, sizeof weights - wl, "%s%lld", i ? "," : "",
+                                   (long long)cli->rows_per_round[i]);
+    }
     char op[96] = "";
     if (cli->op == AGMM_OP_GEMM_RS) {
         size_t len = (size_t)snprintf(op, sizeof op, " gemm-rs (K split ");
@@ -201,12 +260,12 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
         snprintf(op + len, sizeof op - len, ")");
     }
     fprintf(out,
-            "agmm %s%s: %d %s (%s), M=%lld (%s) K=%lld N=%lld, %s in, fp32 "
+            "agmm %s%s: %d %s (%s), M=%lld (%s) K=%lld N=%lld%s, %s in, fp32 "
             "out, %s weight, tiles %lldx%lld, %d comm + %d GEMM threads per "
             "rank%s\n",
             cli->cmd == AGMM_CMD_RUN ? "run" : "bench", op, cli->ranks,
             cli->ranks == 1 ? "rank" : "ranks", agmm_world_transport_name(world), (long long)cli->m_total, shards,
-            (long long)cli->k, (long long)cli->n, agmm_dtype_name(cli->dtype),
+            (long long)cli->k, (long long)cli->n_sum, weights, agmm_dtype_name(cli->dtype),
             cli->op == AGMM_OP_GEMM_RS              ? "per-rank"
             : cli->weights == AGMM_WEIGHTS_SHARED ? "shared"
                                                   : "per-rank",

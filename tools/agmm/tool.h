@@ -56,8 +56,11 @@ typedef struct agmm_tool_rank {
     agmm_plan_t *plan;
     int rank;
     void *a;  /* [m_local[rank], k] in the input dtype */
-    void *w;  /* [k, n] in the input dtype */
-    float *c; /* [M, n] */
+    void *w;  /* [k, n] in the input dtype: ws[0] */
+    float *c; /* [M, n]: cs[0] */
+    void *ws[AGMM_MAX_WEIGHTS];  /* weight i: [k, n_list[i]] */
+    float *cs[AGMM_MAX_WEIGHTS]; /* its output: [M, n_list[i]] */
+    int64_t m_rows[AGMM_CLI_MAX_RANKS]; /* the rows of the current round */
     agmm_trace_t *trace; /* --trace / --trace-svg, else NULL */
     char *trace_json;    /* rank 0, --json: the "trace" member, or NULL */
 } agmm_tool_rank_t;
@@ -66,6 +69,15 @@ typedef struct agmm_tool_rank {
  * was printed). */
 int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
                     agmm_tool_rank_t *t);
+/* The arguments of round `round` (timed rounds 0, 1, ...; warmup rounds
+ * negative): every weight's output, and with --m-local-per-round the rows
+ * of every rank (t->m_rows). */
+void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule, int round,
+                          agmm_run_args_t *args);
+/* Rank r's rows in round `round` (--m-local-per-round, else --m-local). */
+int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r);
+/* The input stream id of weight i of rank r (i = 0: agmm_tool_w_id). */
+int64_t agmm_tool_w_id_i(const agmm_cli_t *cli, int r, int i);
 /* Make this rank's shard for round `round` (inputs change every round). */
 int agmm_tool_fill_shard(agmm_tool_rank_t *t, int round);
 void agmm_tool_teardown(agmm_tool_rank_t *t);

@@ -23,8 +23,10 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
     int r = p->rank;
     size_t row_bytes = (size_t)p->desc.k * p->esize;
     size_t bytes = (size_t)p->m_local[r] * row_bytes;
-    size_t off = (size_t)p->row_off[r] * row_bytes;
+    size_t off = (size_t)p->win_off[r] * row_bytes;
     double deadline = agmm_deadline(w, p->desc.timeout_s);
+    /* This call's row count to every peer (ag_gemm/call.c). */
+    AGMM_CHECK(agmm_ag_send_rows(x, first, stride));
     if (agmm_tp_has(w, AGMM_TP_CAP_NATIVE_ALLGATHER)) {
         /* The transport's own all-gather (MPI_Iallgatherv on MPI): what an
          * MPI user writes today. One thread per rank takes part; it then
@@ -33,9 +35,12 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
          * land in our window only once we entered the collective, i.e.
          * after we finished reading the previous round. */
         if (first != 0) return AGMM_OK;
+        /* Every rank's count agreed before the collective relies on it. */
+        for (int src = 0; src < p->nranks; src++)
+            AGMM_CHECK(agmm_ag_check_rows(x, src));
         AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
         AGMM_CHECK(agmm_tp_allgather_rows(w, &p->gathered, x->a, row_bytes,
-                                          p->m_local, p->row_off, deadline));
+                                          p->m_local, p->win_off, deadline));
         /* agmm_signal_publish, not a bare store: a GEMM worker may be
          * asleep on the cell in the kernel (futex) and must be woken, not
          * left to its 20 ms re-check. */
@@ -91,6 +96,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         AGMM_CHECK(put_bulk(x, self->index, x->gemm_workers));
     /* Everything arrives before any GEMM starts: that is the baseline. */
     for (int src = 0; comm && src < p->nranks; src++) {
+        AGMM_CHECK(agmm_ag_check_rows(x, src));
         if (p->m_local[src] == 0) continue;
         agmm_wait_what_t what = {"shard", src, -1};
         AGMM_CHECK(agmm_traced_wait(
@@ -102,30 +108,55 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     agmm_worker_share_t s;
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s))
         return AGMM_OK;
-    /* Rows [r0, r1) of the gathered matrix, whole tiles, for this row
-     * group; converted (shared claims) into one contiguous fp32 block. */
-    int64_t tiles_total = p->total_tiles, g0, g1;
-    agmm_share_tiles(&s, tiles_total, &g0, &g1);
-    if (g0 == g1) return AGMM_OK;
-    uint64_t t_conv = agmm_trace_clock();
-    for (int src = 0; src < p->nranks; src++) {
-        int64_t t0 = AGMM_MAX(g0 - p->tile_base[src], 0);
-        int64_t t1 = AGMM_MIN(g1 - p->tile_base[src], p->tiles[src]);
-        if (t0 >= t1) continue;
-        const void *unused;
-        AGMM_CHECK(
-            agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, 0, &unused));
-        agmm_plan_count_items(p, src, t0, t1, s.j0, s.j1);
-    }
-    /* Global rows are contiguous in g32 (or, read in place, in the
-     * window). */
-    int64_t r0 = agmm_global_tile_row(p, g0), r1 = agmm_global_tile_row(p, g1);
-    const unsigned char *a =
+    /* Tiles [g0, g1) of the plan's layout for this row group, this call's
+     * rows of them converted (shared claims) into g32, or read in place
+     * from the window; then one GEMM per block of rows that is contiguous
+     * both there and in the output (one block when the call has the
+     * plan's rows). */
+    int64_t g0, g1, tm = p->desc.tile_m;
+    agmm_share_tiles(&s, p->total_tiles, &g0, &g1);
+    const unsigned char *base =
         p->native ? p->gathered.local : (const unsigned char *)p->g32;
-    a += (size_t)r0 * (size_t)p->desc.k * p->gemm_esize;
-    uint64_t t_gemm = agmm_trace_clock();
-    AGMM_CHECK(agmm_plan_gemm(p, &s, r0, r1 - r0, a, x->c));
-    agmm_trace_gemm(t_conv, t_gemm, -1, g0, g1, s.j0, s.j1, r1 - r0);
+    size_t row_bytes = (size_t)p->desc.k * p->gemm_esize;
+    int64_t v0 = 0, v1 = 0, c0 = 0; /* pending block: window rows, C row */
+    int64_t bt0 = g0, bt1 = g0;     /* its global tiles */
+    uint64_t t_conv = agmm_trace_clock();
+    for (int src = 0; src <= p->nranks; src++) {
+        int64_t t0 = 0, t1 = 0;
+        if (src < p->nranks) {
+            t0 = AGMM_MAX(g0 - p->tile_base[src], 0);
+            t1 = AGMM_MIN(g1 - p->tile_base[src], p->tiles[src]);
+        }
+        if (src < p->nranks && t0 >= t1) continue;
+        int64_t w0 = 0, c = 0;
+        if (src < p->nranks) {
+            const void *unused;
+            AGMM_CHECK(agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, 0,
+                                           &unused));
+            agmm_plan_count_items(p, src, t0, t1, s.j0, s.j1);
+            w0 = p->win_off[src] + t0 * tm;
+            c = p->row_off[src] + t0 * tm;
+            if (v1 > v0 && w0 == v1 && c == c0 + (v1 - v0)) { /* extend */
+                v1 = p->win_off[src] + AGMM_MIN(t1 * tm, p->m_local[src]);
+                bt1 = p->tile_base[src] + t1;
+                continue;
+            }
+        }
+        if (v1 > v0) { /* flush the pending block */
+            uint64_t t_gemm = agmm_trace_clock();
+            AGMM_CHECK(agmm_plan_gemm_all(p, &s, c0, v1 - v0,
+                                          base + (size_t)v0 * row_bytes,
+                                          x->cs));
+            agmm_trace_gemm(t_conv, t_gemm, -1, bt0, bt1, s.j0, s.j1, v1 - v0);
+            t_conv = agmm_trace_clock();
+        }
+        if (src == p->nranks) break;
+        v0 = w0;
+        v1 = p->win_off[src] + AGMM_MIN(t1 * tm, p->m_local[src]);
+        c0 = c;
+        bt0 = p->tile_base[src] + t0;
+        bt1 = p->tile_base[src] + t1;
+    }
     return AGMM_OK;
 }
 

@@ -60,10 +60,11 @@ static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
     int r = p->rank;
     size_t row_bytes = (size_t)p->desc.k * p->esize;
     int64_t row = t * p->desc.tile_m;
-    int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_local[r] - row);
+    /* Beyond this call's rows (posted receives only): an empty put. */
+    int64_t rows = AGMM_MAX(AGMM_MIN(p->desc.tile_m, p->m_local[r] - row), 0);
     const unsigned char *src =
-        (const unsigned char *)x->a + (size_t)row * row_bytes;
-    size_t dst_off = (size_t)(p->row_off[r] + row) * row_bytes;
+        (const unsigned char *)x->a + (rows ? (size_t)row * row_bytes : 0);
+    size_t dst_off = (size_t)(p->win_off[r] + row) * row_bytes;
     size_t sig = agmm_sig_off(p, SIG_TILE, p->tile_base[r] + t);
     for (int i = 1; i < p->nranks; i++) {
         int q = (r + i) % p->nranks;
@@ -88,7 +89,13 @@ static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
 static agmm_status_t put_share(agmm_round_t *x, int first, int stride)
 {
     agmm_plan_t *p = x->p;
-    for (int64_t t = first; t < p->tiles[p->rank]; t += stride)
+    /* This call's row count first (call.c), from the first sender. */
+    if (first == 0) AGMM_CHECK(agmm_ag_send_rows(x, 0, 1));
+    /* With posted receives every declared tile is sent (call.c). */
+    int64_t tiles = agmm_tp_has(p->world, AGMM_TP_CAP_POSTED_RECEIVES)
+                        ? p->tiles_max[p->rank]
+                        : p->tiles[p->rank];
+    for (int64_t t = first; t < tiles; t += stride)
         AGMM_CHECK(put_tile(x, t));
     return AGMM_OK;
 }
@@ -163,7 +170,7 @@ static agmm_status_t gemm_rows(agmm_round_t *x, const agmm_worker_share_t *s,
                                uint64_t t_conv, int src, int64_t t0, int64_t t1)
 {
     uint64_t t_gemm = agmm_trace_clock();
-    AGMM_CHECK(agmm_plan_gemm(x->p, s, r0, r1 - r0, a, x->c));
+    AGMM_CHECK(agmm_plan_gemm_all(x->p, s, r0, r1 - r0, a, x->cs));
     agmm_trace_gemm(t_conv, t_gemm, src, t0, t1, s->j0, s->j1, r1 - r0);
     return AGMM_OK;
 }
@@ -180,7 +187,8 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
      * when local rows are copied there (engines with cheap calls). */
     int cheap = p->engine->cheap_tile_calls;
     int merge = !p->native || cheap;
-    int64_t r0 = 0, r1 = 0; /* the pending block of global rows */
+    int64_t r0 = 0, r1 = 0; /* the pending block of output rows */
+    int64_t w1 = 0;         /* its end in window / g32 rows */
     int bsrc = 0;           /* its source, -1 once it spans several */
     int64_t bt0 = 0, bt1 = 0;
     const void *block = NULL;
@@ -188,16 +196,21 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
     for (int src = 0; src < p->nranks; src++) {
         int64_t t0, t1;
         agmm_share_tiles(s, p->tiles[src], &t0, &t1);
+        AGMM_CHECK(agmm_ag_check_rows(x, src));
         if (t0 >= t1) continue;
         const void *a;
         AGMM_CHECK(
             agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, cheap, &a));
         agmm_plan_count_items(p, src, t0, t1, s->j0, s->j1);
+        int64_t rows = AGMM_MIN(t1 * p->desc.tile_m, p->m_local[src]);
         int64_t g0 = p->row_off[src] + t0 * p->desc.tile_m;
-        int64_t g1 =
-            p->row_off[src] + AGMM_MIN(t1 * p->desc.tile_m, p->m_local[src]);
-        if (block && merge && g0 == r1) {
+        int64_t g1 = p->row_off[src] + rows;
+        int64_t v0 = p->win_off[src] + t0 * p->desc.tile_m;
+        /* Contiguous in the output and in the rows read (a call with fewer
+         * rows than the plan's most leaves gaps in the window). */
+        if (block && merge && g0 == r1 && v0 == w1) {
             r1 = g1;
+            w1 = p->win_off[src] + rows;
             bsrc = -1;
             bt1 = p->tile_base[src] + t1;
             continue;
@@ -209,6 +222,7 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
         block = a;
         r0 = g0;
         r1 = g1;
+        w1 = p->win_off[src] + rows;
         bsrc = src;
         bt0 = t0;
         bt1 = t1;
@@ -235,6 +249,7 @@ static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
 {
     agmm_plan_t *p = x->p;
     int64_t tm = p->desc.tile_m;
+    AGMM_CHECK(agmm_ag_check_rows(x, src));
     if (!(x->phases & AGMM_PHASE_GEMM)) { /* comm-only: just the arrivals */
         for (int64_t t = t0; src != p->rank && t < t1; t++)
             AGMM_CHECK(wait_tile(x, src, t));
@@ -291,10 +306,15 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
             AGMM_CHECK(gemm_source(x, &s, src, t0, t1));
         }
     }
+    /* Every source's count, including those with no rows for this worker
+     * (worker 0; the others checked the sources they used). */
+    for (int src = 0; self->index == 0 && src < p->nranks; src++)
+        AGMM_CHECK(agmm_ag_check_rows(x, src));
     return sends ? agmm_tp_quiet(p->world) : AGMM_OK;
 }
 
 agmm_status_t agmm_run_fused(agmm_round_t *round)
 {
-    return agmm_round_run(round, gemm_worker, comm_worker);
+    AGMM_CHECK(agmm_round_run(round, gemm_worker, comm_worker));
+    return agmm_ag_wait_absent(round);
 }

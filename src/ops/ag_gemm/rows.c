@@ -23,7 +23,7 @@ static const unsigned char *tile_src(const agmm_plan_t *p, int src, int64_t t,
     int64_t row = t * p->desc.tile_m;
     if (src == p->rank)
         return (const unsigned char *)a_local + (size_t)row * row_bytes;
-    return p->gathered.local + (size_t)(p->row_off[src] + row) * row_bytes;
+    return p->gathered.local + (size_t)(p->win_off[src] + row) * row_bytes;
 }
 
 agmm_status_t agmm_plan_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
@@ -39,7 +39,7 @@ agmm_status_t agmm_plan_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
     }
     /* Converted rows go to g32; local rows wanted in the window are copied
      * there (same claims: once per tile per round, by one worker). */
-    size_t first = (size_t)(p->row_off[src] + t0 * p->desc.tile_m) * (size_t)k;
+    size_t first = (size_t)(p->win_off[src] + t0 * p->desc.tile_m) * (size_t)k;
     unsigned char *dst0 = copy ? p->gathered.local + first * p->esize
                                : (unsigned char *)(p->g32 + first);
     size_t row_bytes = (size_t)k * p->gemm_esize;

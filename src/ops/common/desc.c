@@ -46,6 +46,38 @@ static agmm_status_t check_k_local(const agmm_plan_desc_t *d)
     return AGMM_OK;
 }
 
+/* n_weights and n_list (several weights per gather). */
+static agmm_status_t check_weights(const agmm_plan_desc_t *d)
+{
+    if (!d->n_list) {
+        if (d->n_weights > 1)
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "plan: n_weights %d needs n_list (NULL is one "
+                              "weight of n columns)",
+                              d->n_weights);
+        if (d->n_weights < 0)
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "plan: n_weights %d (allowed 0..%d)",
+                              d->n_weights, AGMM_MAX_WEIGHTS);
+        return AGMM_OK;
+    }
+    if (d->n_weights < 1 || d->n_weights > AGMM_MAX_WEIGHTS)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: n_weights %d with n_list (allowed 1..%d)",
+                          d->n_weights, AGMM_MAX_WEIGHTS);
+    for (int i = 0; i < d->n_weights; i++)
+        if (d->n_list[i] < 1 || d->n_list[i] > INT_MAX)
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "plan: n_list[%d] = %lld (allowed 1..%d)", i,
+                              (long long)d->n_list[i], INT_MAX);
+    if (d->op == AGMM_OP_GEMM_RS && d->n_weights > 1)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "plan: gemm-rs takes one weight (n_weights %d); "
+                          "several weights are for ag-gemm",
+                          d->n_weights);
+    return AGMM_OK;
+}
+
 void agmm_plan_desc_init(agmm_plan_desc_t *d)
 {
     if (!d) return;
@@ -81,11 +113,13 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
     if (M < 1)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "plan: every shard is empty (sum of m_local = 0)");
-    if (d->k < 1 || d->n < 1)
+    AGMM_CHECK(check_weights(d));
+    int64_t n = d->n_list ? d->n_list[0] : d->n;
+    if (d->k < 1 || n < 1)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "plan: k = %lld, n = %lld (allowed >= 1)",
-                          (long long)d->k, (long long)d->n);
-    if (M > INT_MAX || d->k > INT_MAX || d->n > INT_MAX)
+                          (long long)d->k, (long long)n);
+    if (M > INT_MAX || d->k > INT_MAX || n > INT_MAX)
         return agmm_error(AGMM_ERR_TOO_LARGE,
                           "plan: M, k and n must each be at most %d (CBLAS "
                           "dimensions are int)",
@@ -155,6 +189,16 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
     int64_t es = (int64_t)agmm_dtype_size(d->dtype);
     const agmm_gemm_engine_t *e = agmm_gemm_engine_get(d->gemm_engine);
     if (es == 0 || !e || d->k < 0 || d->n < 0) return 0;
+    /* Several weights: one prepared weight each (the outputs are the
+     * caller's). */
+    uint64_t wsum = 0;
+    int nw = d->n_list ? d->n_weights : 1;
+    if (nw < 1 || nw > AGMM_MAX_WEIGHTS) return 0;
+    for (int i = 0; i < nw; i++) {
+        int64_t ni = d->n_list ? d->n_list[i] : d->n;
+        if (ni < 0 || ni > INT_MAX) return 0;
+        wsum += e->weight_bytes(d->dtype, d->k, ni);
+    }
     /* The engine's prepared weight (fp32 for OpenBLAS; bf16 stays bf16 on
      * oneDNN); g32 only when the engine does not read the dtype itself. */
     int rs = d->op == AGMM_OP_GEMM_RS;
@@ -168,7 +212,7 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
         int64_t parts[6] = {
             bytes3(d->nranks, bytes3(max_rows, d->n, 4), 1),
             bytes3(M, d->n, 4),
-            cells < 0 ? -1 : bytes3(cells + 2 * d->nranks, AGMM_CACHE_LINE, 1),
+            cells < 0 ? -1 : bytes3(cells + 3 * d->nranks, AGMM_CACHE_LINE, 1),
             wb > INT64_MAX ? -1 : (int64_t)wb,
             e->input_dtype(d->dtype) == d->dtype ? 0 : bytes3(M, kmax, 4),
             bytes3(tiles, 3 * AGMM_CACHE_LINE + 4 * 64, 1),
@@ -178,10 +222,10 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
             if (parts[i] < 0 || !agmm_add_ok(total, parts[i], &total)) return 0;
         return (uint64_t)total;
     }
-    uint64_t wb = e->weight_bytes(d->dtype, d->k, d->n);
+    uint64_t wb = wsum;
     int64_t parts[5] = {
         bytes3(M, d->k, es),                               /* gathered */
-        bytes3(tiles + 2 * d->nranks, AGMM_CACHE_LINE, 1), /* signals */
+        bytes3(tiles + 3 * d->nranks, AGMM_CACHE_LINE, 1), /* signals */
         wb > INT64_MAX ? -1 : (int64_t)wb,                 /* weight */
         e->input_dtype(d->dtype) == d->dtype ? 0 : bytes3(M, d->k, 4), /* g32 */
         bytes3(tiles, 2 * AGMM_CACHE_LINE + 4 * 64, 1), /* claims */
@@ -208,7 +252,13 @@ uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d)
     for (int r = 0; r < d->nranks; r++)
         MIX(d->m_local[r]);
     MIX(d->k);
-    MIX(d->n);
+    if (d->n_list && d->n_weights > 1) { /* one weight hashes as before */
+        MIX(d->n_weights);
+        for (int i = 0; i < d->n_weights; i++)
+            MIX(d->n_list[i]);
+    } else {
+        MIX(d->n_list ? d->n_list[0] : d->n);
+    }
     MIX(d->tile_m);
     MIX(d->tile_n);
     MIX(d->dtype);

@@ -99,6 +99,11 @@ static void plan_free_local(agmm_plan_t *p)
     agmm_free(p->row_off);
     agmm_free(p->tiles);
     agmm_free(p->tile_base);
+    agmm_free(p->m_max);
+    agmm_free(p->tiles_max);
+    agmm_free(p->win_off);
+    agmm_free(p->n_w);
+    agmm_free(p->blk_off);
     agmm_free(p->k_local);
     agmm_free(p->part);
     agmm_free(p->ready);
@@ -117,20 +122,34 @@ static agmm_status_t plan_layout(agmm_plan_t *p, const agmm_plan_desc_t *d)
     p->row_off = agmm_alloc(sizeof(int64_t) * (size_t)(P + 1));
     p->tiles = agmm_alloc(sizeof(int64_t) * (size_t)P);
     p->tile_base = agmm_alloc(sizeof(int64_t) * (size_t)(P + 1));
-    if (!p->m_local || !p->row_off || !p->tiles || !p->tile_base)
+    p->m_max = agmm_alloc(sizeof(int64_t) * (size_t)P);
+    p->tiles_max = agmm_alloc(sizeof(int64_t) * (size_t)P);
+    p->win_off = agmm_alloc(sizeof(int64_t) * (size_t)(P + 1));
+    p->nw = d->n_list ? AGMM_MAX(d->n_weights, 1) : 1;
+    p->n_w = agmm_alloc(sizeof(int64_t) * (size_t)p->nw);
+    p->blk_off = agmm_alloc(sizeof(int64_t) * (size_t)(p->nw + 1));
+    if (!p->m_local || !p->row_off || !p->tiles || !p->tile_base ||
+        !p->m_max || !p->tiles_max || !p->win_off || !p->n_w || !p->blk_off)
         return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
     for (int r = 0; r < P; r++) {
-        p->m_local[r] = d->m_local[r];
-        p->row_off[r + 1] = p->row_off[r] + d->m_local[r];
-        p->tiles[r] = AGMM_DIV_UP(d->m_local[r], d->tile_m);
+        p->m_max[r] = p->m_local[r] = d->m_local[r];
+        p->win_off[r + 1] = p->row_off[r + 1] = p->row_off[r] + d->m_local[r];
+        p->tiles_max[r] = p->tiles[r] = AGMM_DIV_UP(d->m_local[r], d->tile_m);
         p->tile_base[r + 1] = p->tile_base[r] + p->tiles[r];
     }
+    for (int i = 0; i < p->nw; i++) {
+        p->n_w[i] = d->n_list ? d->n_list[i] : d->n;
+        p->blk_off[i + 1] = p->blk_off[i] + AGMM_DIV_UP(p->n_w[i], d->tile_n);
+    }
     p->desc = *d;
-    p->desc.m_local = p->m_local;
+    p->desc.m_local = p->m_max;
+    p->desc.n_list = p->n_w;
+    p->desc.n_weights = p->nw;
+    p->desc.n = p->n_w[0];
     p->nranks = P;
-    p->M = p->row_off[P];
+    p->M_max = p->M = p->row_off[P];
     p->total_tiles = p->tile_base[P];
-    p->col_blocks = AGMM_DIV_UP(d->n, d->tile_n);
+    p->col_blocks = p->blk_off[p->nw];
     p->esize = agmm_dtype_size(d->dtype);
     p->tile_cells = p->total_tiles;
     p->k_gemm = d->k;
@@ -164,7 +183,7 @@ static agmm_status_t plan_layout(agmm_plan_t *p, const agmm_plan_desc_t *d)
     p->item_count =
         agmm_alloc(nt * (size_t)p->col_blocks * sizeof(_Atomic uint32_t));
     if (!p->native)
-        p->g32 = agmm_alloc((size_t)p->M * (size_t)p->k_gemm * sizeof(float));
+        p->g32 = agmm_alloc((size_t)p->M_max * (size_t)p->k_gemm * sizeof(float));
     if (!p->claimed || !p->converted || !p->item_count ||
         (!p->native && !p->g32))
         return agmm_error(AGMM_ERR_NO_MEMORY,
@@ -189,18 +208,18 @@ static agmm_status_t declare_puts(agmm_plan_t *p)
         if (src == p->rank) continue;
         for (int64_t t = 0; t < p->tiles[src]; t++) {
             int64_t row = t * p->desc.tile_m;
-            int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_local[src] - row);
+            int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_max[src] - row);
             AGMM_CHECK(
                 agmm_tp_expect(w, &p->gathered, src,
-                               (size_t)(p->row_off[src] + row) * row_bytes,
+                               (size_t)(p->win_off[src] + row) * row_bytes,
                                (size_t)rows * row_bytes, &p->signals,
                                agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t),
                                AGMM_RSET_TILES));
         }
-        if (native || p->m_local[src] == 0) continue;
+        if (native || p->m_max[src] == 0) continue;
         AGMM_CHECK(agmm_tp_expect(
-            w, &p->gathered, src, (size_t)p->row_off[src] * row_bytes,
-            (size_t)p->m_local[src] * row_bytes, &p->signals,
+            w, &p->gathered, src, (size_t)p->win_off[src] * row_bytes,
+            (size_t)p->m_max[src] * row_bytes, &p->signals,
             agmm_sig_off(p, SIG_BULK, src), AGMM_RSET_SHARDS));
     }
     return AGMM_OK;
@@ -253,10 +272,11 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
     size_t recv_bytes =
         d->op == AGMM_OP_GEMM_RS
             ? (size_t)p->nranks * (size_t)p->max_rows * (size_t)d->n * 4
-            : (size_t)p->M * (size_t)d->k * p->esize;
+            : (size_t)p->M_max * (size_t)d->k * p->esize;
     st = agmm_tp_win_alloc(w, recv_bytes, &p->gathered);
     if (st != AGMM_OK) goto fail_local;
-    st = agmm_tp_win_alloc(w, agmm_sig_off(p, SIG_ACK, p->nranks), &p->signals);
+    st = agmm_tp_win_alloc(w, agmm_sig_off(p, SIG_ROWS, p->nranks),
+                           &p->signals);
     if (st != AGMM_OK) goto fail_gathered;
     st = declare_puts(p);
     if (st != AGMM_OK) goto fail_signals;
@@ -276,16 +296,30 @@ fail_local:
     return st;
 }
 
-agmm_status_t agmm_plan_set_weight(agmm_plan_t *p, const void *wt)
+agmm_status_t agmm_plan_set_weight_i(agmm_plan_t *p, int i, const void *wt)
 {
     if (!p || !wt)
         return agmm_error(AGMM_ERR_INVALID_ARG, "set_weight: NULL argument");
     AGMM_CHECK(agmm_plan_enter(p, "set_weight"));
-    p->weight_set = 0; /* a failed load leaves no half-loaded weight in use */
-    agmm_status_t st = agmm_plan_engine_load(p, wt);
-    if (st == AGMM_OK) p->weight_set = 1;
+    agmm_status_t st = AGMM_OK;
+    if (i < 0 || i >= p->nw) {
+        st = agmm_error(AGMM_ERR_INVALID_ARG,
+                        "set_weight: weight %d (the plan has %d: allowed "
+                        "0..%d)",
+                        i, p->nw, p->nw - 1);
+    } else {
+        /* A failed load leaves no half-loaded weight in use. */
+        p->weight_set &= ~(1u << i);
+        st = agmm_plan_engine_load_i(p, i, wt);
+        if (st == AGMM_OK) p->weight_set |= 1u << i;
+    }
     agmm_plan_leave(p);
     return st;
+}
+
+agmm_status_t agmm_plan_set_weight(agmm_plan_t *p, const void *wt)
+{
+    return agmm_plan_set_weight_i(p, 0, wt);
 }
 
 /* Wait until every peer's ack cell holds the last ack value it sends for
@@ -335,11 +369,23 @@ agmm_status_t agmm_plan_destroy(agmm_plan_t *p)
 
 int64_t agmm_plan_rows(const agmm_plan_t *p)
 {
-    return p && agmm_plan_is_live(p) ? p->M : -1;
+    if (!p || !agmm_plan_is_live(p)) return -1;
+    return __atomic_load_n(&p->M, __ATOMIC_RELAXED); /* run.c stores it */
 }
 
 int64_t agmm_plan_row_offset(const agmm_plan_t *p, int r)
 {
     if (!p || !agmm_plan_is_live(p) || r < 0 || r > p->nranks) return -1;
-    return p->row_off[r];
+    return __atomic_load_n(&p->row_off[r], __ATOMIC_RELAXED);
+}
+
+int agmm_plan_weights(const agmm_plan_t *p)
+{
+    return p && agmm_plan_is_live(p) ? p->nw : -1;
+}
+
+int64_t agmm_plan_cols(const agmm_plan_t *p, int i)
+{
+    if (!p || !agmm_plan_is_live(p) || i < 0 || i >= p->nw) return -1;
+    return p->n_w[i];
 }

@@ -34,8 +34,10 @@ typedef struct agmm_padded_counter {
  *   [tile_cells, +P)              bulk[src]: src's whole shard / partial
  *                                 rows (baseline)
  *   [tile_cells + P, +P)          ack[p]: p finished reading round e
+ *   [tile_cells + 2P, +P)         rows[src] (all-gather): src's rows in
+ *                                 round e, as agmm_rows_signal(e, rows)
  * Every cell has exactly one writer: the rank named by its index. */
-typedef enum { SIG_TILE, SIG_BULK, SIG_ACK } agmm_sig_kind_t;
+typedef enum { SIG_TILE, SIG_BULK, SIG_ACK, SIG_ROWS } agmm_sig_kind_t;
 
 /* The receive sets of a plan (AGMM_TP_CAP_POSTED_RECEIVES): one per
  * schedule, so a round arms only the receives it will use. */
@@ -45,13 +47,32 @@ struct agmm_plan {
     agmm_world_t *world;
     agmm_plan_desc_t desc; /* desc.m_local points at m_local below */
     int rank, nranks;
+    /* Rows of the current (or last) round, all-gather: the call's m_rows
+     * (run.c, set by the round's caller before any worker starts, read-only
+     * in workers; row_off also read by agmm_plan_row_offset from any thread,
+     * hence its atomic stores and loads). Output rows of C and a_gathered
+     * follow row_off. gemm-rs: always the plan's (== m_max). */
     int64_t *m_local;   /* [P] rows per rank */
     int64_t *row_off;   /* [P + 1] first global row of each rank */
     int64_t *tiles;     /* [P] row tiles per rank */
+    int64_t M;          /* total rows (atomic stores: agmm_plan_rows) */
+    /* The plan's layout, for the most rows (desc.m_local): where each
+     * source's rows sit in the receive window and g32 (win_off), and the
+     * tile signal cells and per-tile counters (tile_base, total_tiles). */
+    int64_t *m_max;     /* [P] the plan's m_local */
+    int64_t *tiles_max; /* [P] row tiles per rank at m_max */
+    int64_t *win_off;   /* [P + 1] first window / g32 row of each rank */
     int64_t *tile_base; /* [P + 1] first global tile index of each rank */
-    int64_t M;          /* total rows */
+    int64_t M_max;      /* sum of m_max */
     int64_t total_tiles;
-    int64_t col_blocks; /* ceil(n / tile_n) */
+    /* Columns: the weights' columns side by side, each weight in whole
+     * column blocks of tile_n (weight i has blocks [blk_off[i],
+     * blk_off[i + 1])); worker shares split these blocks. */
+    int nw;             /* weights (1 unless desc.n_list) */
+    int64_t *n_w;       /* [nw] columns of each weight */
+    int64_t *blk_off;   /* [nw + 1] */
+    int64_t col_blocks; /* sum over weights of ceil(n_i / tile_n) */
+    int dynamic;        /* this round's rows differ from m_max somewhere */
     size_t esize;       /* bytes per input element */
     int64_t tile_cells; /* tile signal cells (see the layout above) */
     /* gemm-rs (desc.op == AGMM_OP_GEMM_RS); all-gather: k_local = NULL. */
@@ -76,16 +97,19 @@ struct agmm_plan {
     agmm_win_t gathered;
     agmm_win_t signals;
 
-    /* The GEMM engine and its weight, prepared per column group of GEMM
-     * workers (gemm_plan.c): prep[cg] covers the columns of group cg. */
+    /* The GEMM engine and its weights, prepared per column group of GEMM
+     * workers and per weight within it (gemm_plan.c): the segments
+     * seg[seg_off[cg]], ..., seg[seg_off[cg + 1] - 1] cover the columns of
+     * group cg, one per weight the group touches. */
     const agmm_gemm_engine_t *engine;
-    agmm_gemm_prep_t **prep; /* [ngroups] */
+    struct agmm_gemm_seg *seg; /* [seg_off[ngroups]] */
+    int *seg_off;              /* [ngroups + 1] */
     int ngroups;
     void **scratch;          /* [gemm_workers]: each worker's own */
     agmm_dtype_t gemm_dtype; /* what the engine reads: dtype or fp32 */
     int native;              /* gemm_dtype == dtype: rows used in place */
     size_t gemm_esize;
-    int weight_set;
+    uint32_t weight_set; /* bit i: weight i loaded */
     float *g32; /* [M, k] fp32 rows (only when !native) */
     /* Per global tile, in this process: the epoch whose conversion into g32
      * is claimed / done. A worker that needs a tile claims it with a CAS on
@@ -120,16 +144,34 @@ static inline size_t agmm_sig_off(const agmm_plan_t *p, agmm_sig_kind_t kind,
     int64_t cell = index;
     if (kind == SIG_BULK) cell += p->tile_cells;
     if (kind == SIG_ACK) cell += p->tile_cells + p->nranks;
+    if (kind == SIG_ROWS) cell += p->tile_cells + 2 * (int64_t)p->nranks;
     return (size_t)cell * AGMM_CACHE_LINE;
 }
 
-/* The first global row of global tile g (M for g == total_tiles). */
+/* The rows cell's value for round e: the epoch in the high 32 bits (so a
+ * wait for >= agmm_rows_signal(e, 0) is a wait for round e, and values only
+ * grow), the source's rows this round in the low 32 (M <= INT_MAX). */
+static inline uint64_t agmm_rows_signal(uint64_t e, int64_t rows)
+{
+    return (e << 32) | (uint64_t)rows;
+}
+
+/* One prepared weight segment: columns [c0, c1) of weight w (gemm_plan.c). */
+typedef struct agmm_gemm_seg {
+    agmm_gemm_prep_t *prep;
+    int w;
+    int64_t c0, c1;  /* columns within weight w */
+    int64_t j0, j1;  /* the global column blocks it covers */
+} agmm_gemm_seg_t;
+
+/* The first global row of global tile g (M for g == total_tiles), in the
+ * plan's layout (m_max). */
 static inline int64_t agmm_global_tile_row(const agmm_plan_t *p, int64_t g)
 {
     for (int src = 0; src < p->nranks; src++)
         if (g < p->tile_base[src + 1])
-            return p->row_off[src] + (g - p->tile_base[src]) * p->desc.tile_m;
-    return p->M;
+            return p->win_off[src] + (g - p->tile_base[src]) * p->desc.tile_m;
+    return p->M_max;
 }
 
 /* (ag_gemm/rows.c) Tiles [t0, t1) of source rank `src` in the engine's input
@@ -150,10 +192,17 @@ agmm_status_t agmm_plan_engine_load(agmm_plan_t *p, const void *w);
 void agmm_plan_engine_free(agmm_plan_t *p);
 
 /* C rows [r0, r0 + m) (global rows, of c) over the columns of worker share
- * s, from m rows `a` in gemm_dtype (leading dimension k). */
+ * s, from m rows `a` in gemm_dtype (leading dimension k). One weight
+ * (gemm-rs). */
 struct agmm_worker_share;
 agmm_status_t agmm_plan_gemm(agmm_plan_t *p, const struct agmm_worker_share *s,
                              int64_t r0, int64_t m, const void *a, float *c);
+/* The same for every weight: c[i] is weight i's output ([M, n_i]). */
+agmm_status_t agmm_plan_gemm_all(agmm_plan_t *p,
+                                 const struct agmm_worker_share *s, int64_t r0,
+                                 int64_t m, const void *a, float *const *c);
+/* Load weight i (every segment of it). */
+agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w);
 
 /* Count the items (tiles [t0,t1) of src) x (column blocks [j0,j1)). */
 void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
@@ -184,7 +233,8 @@ int agmm_plan_busy(const agmm_plan_t *p);
 typedef struct agmm_round {
     agmm_plan_t *p;
     const void *a; /* this rank's shard */
-    float *c;      /* this rank's output */
+    float *c;      /* this rank's output (gemm-rs; all-gather: cs[0]) */
+    float *const *cs; /* all-gather: one output per weight */
     uint64_t epoch;
     int comm_workers, gemm_workers;
     int phases; /* AGMM_PHASE_*: all for a real round */
@@ -193,6 +243,26 @@ typedef struct agmm_round {
 /* Which phases of a schedule a round runs: both for a real round, one of
  * them for the benchmark parts (agmm_plan_run_part). */
 enum { AGMM_PHASE_COMM = 1, AGMM_PHASE_GEMM = 2, AGMM_PHASE_ALL = 3 };
+
+/* All-gather per-call rows and the gathered A (ag_gemm/call.c).
+ * set_rows: the call's rows (m_rows, NULL: the plan's most) into m_local,
+ * row_off, tiles, M and `dynamic`, by the round's caller before any worker
+ * starts. copy_gathered: gather(A) of the round just run into `out`
+ * ([M, k] in dtype), by the caller after its workers joined and before it
+ * acknowledges the round. */
+void agmm_ag_set_rows(agmm_plan_t *p, const int64_t *m_rows);
+void agmm_ag_copy_gathered(agmm_plan_t *p, const void *a_local, void *out);
+/* The rows cells (ag_gemm/call.c). send: raise rows[rank] to
+ * agmm_rows_signal(e, m_local[rank]) on the peers i = first, first + stride,
+ * ... of the rotated order (i >= 1), each after its ack of round e - 1.
+ * check: wait for src's rows cell of round e and compare it with this
+ * rank's m_local[src]; a difference aborts the world naming both ranks
+ * (AGMM_ERR_MISMATCH) before any row of src is used. */
+agmm_status_t agmm_ag_send_rows(agmm_round_t *x, int first, int stride);
+agmm_status_t agmm_ag_check_rows(agmm_round_t *x, int src);
+/* Posted receives (MPI) only: wait for the tiles peers send empty in a
+ * round with fewer rows than the plan's most (see call.c). */
+agmm_status_t agmm_ag_wait_absent(agmm_round_t *x);
 
 /* Schedules (ag_gemm/fused.c, ag_gemm/baseline.c): run one round on this
  * rank. */

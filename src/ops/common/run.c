@@ -1,7 +1,8 @@
-/* agmm_plan_run and agmm_plan_run_part: argument checks, the round's epoch,
+/* agmm_plan_run(_args) and agmm_plan_run_part(_args): argument checks, the round's epoch,
  * the start of the round (posting receives, acknowledging the previous round
  * so peers may put again), the schedule, and AGMM_SCHEDULE_AUTO's timing. */
 #include <stdio.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -78,35 +79,99 @@ static agmm_status_t bad_arg(agmm_plan_t *p, agmm_status_t st, const char *fn,
     return st;
 }
 
-/* Enters the plan (busy flag, plan.c) on success: the caller leaves it. */
+/* The output pointers of a call: every weight's C (NULL allowed only when
+ * the call has no rows). */
+static int outputs_ok(const agmm_plan_t *p, const agmm_run_args_t *a,
+                      int64_t M)
+{
+    if (M == 0) return 1;
+    if (!a->c) return 0;
+    for (int i = 0; i < p->nw; i++)
+        if (!a->c[i]) return 0;
+    return 1;
+}
+
+/* m_rows: nranks counts, each within the plan's most rows for that rank.
+ * Writes the offending rank to *bad. */
+static int rows_ok(const agmm_plan_t *p, const int64_t *m, int *bad)
+{
+    for (int r = 0; r < p->nranks; r++)
+        if (m[r] < 0 || m[r] > p->m_max[r]) {
+            *bad = r;
+            return 0;
+        }
+    return 1;
+}
+
+/* Enters the plan (busy flag, plan.c) on success: the caller leaves it.
+ * Sets the call's rows (agmm_ag_set_rows) once the arguments are good. */
 static agmm_status_t check_args(agmm_plan_t *p, const char *fn,
-                                const void *a_local, const float *c)
+                                const agmm_run_args_t *a)
 {
     if (!p) return agmm_error(AGMM_ERR_INVALID_ARG, "%s: plan is NULL", fn);
     AGMM_CHECK(agmm_plan_enter(p, fn));
     agmm_status_t st = AGMM_OK;
-    if (!c)
+    int rs = p->desc.op == AGMM_OP_GEMM_RS, bad = 0;
+    int64_t M = 0, mine = p->m_max[p->rank];
+    char what[160];
+    if (a->m_rows) {
+        if (rs)
+            st = bad_arg(p, AGMM_ERR_UNSUPPORTED, fn,
+                         "m_rows on a gemm-rs plan (per-call rows are for "
+                         "ag-gemm only)");
+        else if (!rows_ok(p, a->m_rows, &bad)) {
+            snprintf(what, sizeof what,
+                     "m_rows[%d] = %lld (allowed 0..%lld, the plan's "
+                     "m_local[%d])",
+                     bad, (long long)a->m_rows[bad],
+                     (long long)p->m_max[bad], bad);
+            st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, what);
+        }
+        for (int r = 0; st == AGMM_OK && r < p->nranks; r++)
+            M += a->m_rows[r];
+        if (st == AGMM_OK) mine = a->m_rows[p->rank];
+    } else {
+        M = p->M_max;
+    }
+    if (st != AGMM_OK) {
+    } else if (rs && a->a_gathered)
+        st = bad_arg(p, AGMM_ERR_UNSUPPORTED, fn,
+                     "a_gathered on a gemm-rs plan (ag-gemm only)");
+    else if (!outputs_ok(p, a, rs ? p->m_local[p->rank] : M))
         st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, "c NULL");
-    else if (!a_local && (p->desc.op == AGMM_OP_GEMM_RS
-                              ? p->k_gemm > 0 /* a_local is [M, k_gemm] */
-                              : p->m_local[p->rank] > 0))
+    else if (!a->a_local && (rs ? p->k_gemm > 0 /* a_local is [M, k_gemm] */
+                                : mine > 0))
         st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, "a_local NULL");
-    else if (!p->weight_set)
+    else if (p->weight_set != (1u << p->nw) - 1)
         st = bad_arg(p, AGMM_ERR_BAD_STATE, fn,
-                     "no weight (call agmm_plan_set_weight first)");
-    if (st != AGMM_OK) agmm_plan_leave(p);
-    return st;
+                     p->nw > 1 ? "a weight not set (call "
+                                 "agmm_plan_set_weight_i for every weight)"
+                               : "no weight (call agmm_plan_set_weight first)");
+    if (st != AGMM_OK) {
+        agmm_plan_leave(p);
+        return st;
+    }
+    if (!rs) agmm_ag_set_rows(p, a->m_rows);
+    return AGMM_OK;
 }
 
 /* One round of `schedule` (FUSED or BASELINE) running `phases`. */
 static agmm_status_t round_run(agmm_plan_t *p, agmm_schedule_t schedule,
-                               int phases, const void *a_local, float *c)
+                               int phases, const agmm_run_args_t *a)
 {
     /* Round e publishes e and waits for >= e: signals are never reset, so a
      * signal left from round e - 1 can never satisfy a wait of round e. */
     uint64_t e = ++p->epoch;
-    agmm_round_t round = {
-        p, a_local, c, e, p->desc.comm_workers, p->desc.gemm_workers, phases};
+    static float *const none[1] = {NULL};
+    float *const *cs = a->c ? a->c : none;
+    agmm_round_t round = {p,
+                          a->a_local,
+                          cs[0],
+                          cs,
+                          e,
+                          p->desc.comm_workers,
+                          p->desc.gemm_workers,
+                          phases};
     uint64_t t_round = agmm_trace_round_begin(p->trace, schedule);
     agmm_status_t st = round_start(
         p, schedule == AGMM_SCHEDULE_FUSED ? AGMM_RSET_TILES : AGMM_RSET_SHARDS,
@@ -116,36 +181,52 @@ static agmm_status_t round_run(agmm_plan_t *p, agmm_schedule_t schedule,
         st = rs ? agmm_run_rs_fused(&round) : agmm_run_fused(&round);
     else if (st == AGMM_OK)
         st = rs ? agmm_run_rs_baseline(&round) : agmm_run_baseline(&round);
+    /* Before the acks: peers may overwrite the window once they have them. */
+    if (st == AGMM_OK && a->a_gathered && phases == AGMM_PHASE_ALL)
+        agmm_ag_copy_gathered(p, a->a_local, a->a_gathered);
     if (st == AGMM_OK && !acks_at_round_start(p))
         st = abort_on_failure(p, send_acks(p, e), "acknowledge", e);
     agmm_trace_round_end(p->trace, t_round, e);
     return st;
 }
 
-static agmm_status_t run_entered(agmm_plan_t *p, agmm_schedule_t schedule,
-                                 const void *a_local, float *c)
+static agmm_status_t run_entered(agmm_plan_t *p, const agmm_run_args_t *a)
 {
+    agmm_schedule_t schedule = a->schedule;
     if (schedule == AGMM_SCHEDULE_FUSED || schedule == AGMM_SCHEDULE_BASELINE)
-        return round_run(p, schedule, AGMM_PHASE_ALL, a_local, c);
+        return round_run(p, schedule, AGMM_PHASE_ALL, a);
     if (schedule != AGMM_SCHEDULE_AUTO)
         return bad_arg(p, AGMM_ERR_INVALID_ARG, "run", "an invalid schedule");
     agmm_schedule_t s = agmm_auto_next(p);
     double t0 = agmm_now();
-    AGMM_CHECK(round_run(p, s, AGMM_PHASE_ALL, a_local, c));
+    AGMM_CHECK(round_run(p, s, AGMM_PHASE_ALL, a));
     return agmm_auto_record(p, s, agmm_now() - t0);
+}
+
+void agmm_run_args_init(agmm_run_args_t *args)
+{
+    if (args) memset(args, 0, sizeof *args);
+}
+
+agmm_status_t agmm_plan_run_args(agmm_plan_t *p, const agmm_run_args_t *args)
+{
+    if (!args)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "run: args is NULL");
+    AGMM_CHECK(check_args(p, "run", args));
+    agmm_status_t st = run_entered(p, args);
+    agmm_plan_leave(p);
+    return st;
 }
 
 agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
                             const void *a_local, float *c)
 {
-    AGMM_CHECK(check_args(p, "run", a_local, c));
-    agmm_status_t st = run_entered(p, schedule, a_local, c);
-    agmm_plan_leave(p);
-    return st;
+    agmm_run_args_t a = {schedule, a_local, &c, NULL, NULL};
+    return agmm_plan_run_args(p, &a);
 }
 
 static agmm_status_t part_entered(agmm_plan_t *p, agmm_part_t part,
-                                  const void *a_local, float *c)
+                                  const agmm_run_args_t *a)
 {
     /* A transport that posts this round's receives (MPI) would leave them
      * unmatched in a round without puts. Every rank decides alike. */
@@ -157,21 +238,29 @@ static agmm_status_t part_entered(agmm_plan_t *p, agmm_part_t part,
                           agmm_world_transport_name(p->world));
     switch (part) {
     case AGMM_PART_COMM_ONLY:
-        return round_run(p, AGMM_SCHEDULE_FUSED, AGMM_PHASE_COMM, a_local, c);
+        return round_run(p, AGMM_SCHEDULE_FUSED, AGMM_PHASE_COMM, a);
     case AGMM_PART_GEMM_ONLY:
-        return round_run(p, AGMM_SCHEDULE_FUSED, AGMM_PHASE_GEMM, a_local, c);
+        return round_run(p, AGMM_SCHEDULE_FUSED, AGMM_PHASE_GEMM, a);
     case AGMM_PART_MONOLITHIC:
-        return round_run(p, AGMM_SCHEDULE_BASELINE, AGMM_PHASE_GEMM, a_local,
-                         c);
+        return round_run(p, AGMM_SCHEDULE_BASELINE, AGMM_PHASE_GEMM, a);
     }
     return bad_arg(p, AGMM_ERR_INVALID_ARG, "run_part", "an invalid part");
+}
+
+agmm_status_t agmm_plan_run_part_args(agmm_plan_t *p, agmm_part_t part,
+                                      const agmm_run_args_t *args)
+{
+    if (!args)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "run_part: args is NULL");
+    AGMM_CHECK(check_args(p, "run_part", args));
+    agmm_status_t st = part_entered(p, part, args);
+    agmm_plan_leave(p);
+    return st;
 }
 
 agmm_status_t agmm_plan_run_part(agmm_plan_t *p, agmm_part_t part,
                                  const void *a_local, float *c)
 {
-    AGMM_CHECK(check_args(p, "run_part", a_local, c));
-    agmm_status_t st = part_entered(p, part, a_local, c);
-    agmm_plan_leave(p);
-    return st;
+    agmm_run_args_t a = {AGMM_SCHEDULE_FUSED, a_local, &c, NULL, NULL};
+    return agmm_plan_run_part_args(p, part, &a);
 }

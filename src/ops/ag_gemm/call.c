@@ -1,0 +1,128 @@
+/* All-gather + GEMM, per call: the rows of this call (agmm_run_args_t.m_rows)
+ * and how the ranks agree on them, and the gathered A handed back.
+ *
+ * Rows per call. The plan is laid out for its most rows (desc.m_local =
+ * m_max): each source's rows have a fixed place in the receive window and
+ * in g32 (win_off), and fixed tile signal cells (tile_base). A call with
+ * fewer rows fills the first rows of each place; only the output rows
+ * (row_off, of C and a_gathered) close up. Every rank passes the same
+ * m_rows; nothing is exchanged up front. Instead each rank raises its rows
+ * cell on every peer at the start of its puts, to agmm_rows_signal(e,
+ * rows): the epoch in the high half, its own row count in the low half.
+ * Before a GEMM worker uses any row of a source (or the baseline's native
+ * all-gather starts), it waits for that cell and compares: a peer that
+ * sends another count than this rank was told aborts the world, naming
+ * both ranks, so no row is ever computed from a disagreeing layout. The
+ * sender raises the cell only after the peer's ack of round e - 1 (as for
+ * its tiles), so the peer has finished checking round e - 1's value.
+ *
+ * On a transport with posted receives (MPI), the receives are declared
+ * once for the most rows: in a round with fewer, the sender still sends
+ * every declared tile, the missing ones empty and the last one short
+ * (fused.c), and the receiver waits for them all before its round ends
+ * (agmm_ag_wait_absent), so each persistent receive completes once per
+ * round. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "ops/common/plan_internal.h"
+#include "trace/trace.h"
+
+void agmm_ag_set_rows(agmm_plan_t *p, const int64_t *m_rows)
+{
+    const int64_t *m = m_rows ? m_rows : p->m_max;
+    int64_t off = 0;
+    p->dynamic = 0;
+    for (int r = 0; r < p->nranks; r++) {
+        p->m_local[r] = m[r];
+        p->tiles[r] = AGMM_DIV_UP(m[r], p->desc.tile_m);
+        p->dynamic |= m[r] != p->m_max[r];
+        /* Atomic stores: agmm_plan_row_offset may read from any thread. */
+        __atomic_store_n(&p->row_off[r], off, __ATOMIC_RELAXED);
+        off += m[r];
+    }
+    __atomic_store_n(&p->row_off[p->nranks], off, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->M, off, __ATOMIC_RELAXED);
+}
+
+void agmm_ag_copy_gathered(agmm_plan_t *p, const void *a_local, void *out)
+{
+    size_t row_bytes = (size_t)p->desc.k * p->esize;
+    unsigned char *dst = out;
+    for (int src = 0; src < p->nranks; src++) {
+        size_t bytes = (size_t)p->m_local[src] * row_bytes;
+        if (bytes == 0) continue;
+        const unsigned char *from =
+            src == p->rank ? a_local
+                           : p->gathered.local +
+                                 (size_t)p->win_off[src] * row_bytes;
+        memcpy(dst + (size_t)p->row_off[src] * row_bytes, from, bytes);
+    }
+}
+
+agmm_status_t agmm_ag_send_rows(agmm_round_t *x, int first, int stride)
+{
+    agmm_plan_t *p = x->p;
+    agmm_world_t *w = p->world;
+    int r = p->rank;
+    double deadline = agmm_deadline(w, p->desc.timeout_s);
+    for (int i = 1 + first; i < p->nranks; i += stride) {
+        int q = (r + i) % p->nranks;
+        agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1};
+        AGMM_CHECK(agmm_traced_wait(
+            w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
+            x->epoch - 1, deadline, &what, AGMM_TSIG_ACK));
+        AGMM_CHECK(agmm_tp_signal(w, &p->signals, q,
+                                  agmm_sig_off(p, SIG_ROWS, r),
+                                  agmm_rows_signal(x->epoch, p->m_local[r])));
+    }
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_ag_check_rows(agmm_round_t *x, int src)
+{
+    agmm_plan_t *p = x->p;
+    if (src == p->rank || !(x->phases & AGMM_PHASE_COMM)) return AGMM_OK;
+    _Atomic uint64_t *cell =
+        agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ROWS, src));
+    agmm_wait_what_t what = {"row count of round", src, (int64_t)x->epoch};
+    AGMM_CHECK(agmm_signal_wait(p->world, cell, agmm_rows_signal(x->epoch, 0),
+                                agmm_deadline(p->world, p->desc.timeout_s),
+                                &what));
+    uint64_t v = atomic_load_explicit(cell, memory_order_acquire);
+    int64_t theirs = (int64_t)(v & 0xffffffffu);
+    if ((v >> 32) == x->epoch && theirs == p->m_local[src]) return AGMM_OK;
+    char reason[300];
+    snprintf(reason, sizeof reason,
+             "rank %d expected %lld rows from rank %d in round %llu but rank "
+             "%d has %lld (the ranks passed different m_rows)",
+             p->rank, (long long)p->m_local[src], src,
+             (unsigned long long)x->epoch, src,
+             (v >> 32) == x->epoch ? (long long)theirs : -1LL);
+    agmm_error(AGMM_ERR_MISMATCH, "%s", reason);
+    agmm_world_abort_with(p->world, reason);
+    return AGMM_ERR_MISMATCH;
+}
+
+agmm_status_t agmm_ag_wait_absent(agmm_round_t *x)
+{
+    agmm_plan_t *p = x->p;
+    if (!agmm_tp_has(p->world, AGMM_TP_CAP_POSTED_RECEIVES) ||
+        !(x->phases & AGMM_PHASE_COMM))
+        return AGMM_OK;
+    double deadline = agmm_deadline(p->world, p->desc.timeout_s);
+    for (int src = 0; src < p->nranks; src++) {
+        if (src == p->rank) continue;
+        for (int64_t t = p->tiles[src]; t < p->tiles_max[src]; t++) {
+            agmm_wait_what_t what = {"empty tile", src, t};
+            AGMM_CHECK(agmm_signal_wait(
+                p->world,
+                agmm_win_signal(
+                    &p->signals,
+                    agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t)),
+                x->epoch, deadline, &what));
+        }
+    }
+    return AGMM_OK;
+}
