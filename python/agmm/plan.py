@@ -169,19 +169,19 @@ class Plan:
         check(_lib.fn.agmm_plan_create(world.handle, ctypes.byref(desc),
                                        ctypes.byref(h)), "plan create")
         self._h = h.value
-        self.rows = int(_lib.fn.agmm_plan_rows(self._h))
+        M = sum(self.m_local)
         if d.op == _lib.OPS["gemm-rs"]:
             kp = (list(self._klocal) if self._klocal is not None else
                   [self.k // P + (1 if r < self.k % P else 0) for r in range(P)])
             self.k_local = kp
-            self.a_shape = (self.rows, kp[self.rank])
+            self.a_shape = (M, kp[self.rank])
             self.w_shape = (kp[self.rank], self.n)
             self.c_shape = (self.m_local[self.rank], self.n)
         else:
             self.k_local = None
             self.a_shape = (self.m_local[self.rank], self.k)
             self.w_shape = (self.k, self.n)
-            self.c_shape = (self.rows, self.n)
+            self.c_shape = (M, self.n)
         self._run = _lib.fn.agmm_plan_run
         self._native_gather = _lib.HAS_RUN_ARGS  # until the library says no
         world._plans.append(self)
@@ -195,6 +195,12 @@ class Plan:
     @property
     def closed(self):
         return self._h is None
+
+    @property
+    def rows(self):
+        """Rows of the gathered matrix in the last round (before the first:
+        sum(m_local)); agmm_plan_rows."""
+        return int(_lib.fn.agmm_plan_rows(self.handle))
 
     @property
     def bytes_per_rank(self):

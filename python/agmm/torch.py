@@ -24,13 +24,22 @@ It is registered as the custom op torch.ops.agmm.fused_all_gather_matmul
 (torch.library, CPU kernel in Python; torch 1.13 allows it), and this
 module's function calls it.
 
-Plans are cached per group, per (every rank's rows, k, [n_i], dtype) and
-per weights (data_ptr, version counter, strides of each B): a weight
-changed in place (its _version moves) is set again; a new weight tensor
-gets a new plan. Plans are created, reused and evicted (least recently
-used, beyond PLAN_CACHE_SIZE per group) identically on every rank because
-every rank makes the same calls in the same order; the cache is closed
-with the group (unregister_group, or the world's close()).
+Plans are cached per group, per (k, [n_i], dtype) and per weights
+(data_ptr, version counter, strides of each B): a weight changed in place
+(its _version moves) is set again; a new weight tensor gets a new plan.
+With issue 11's per-call rows (agmm_plan_run_args in libagmm.so) one plan
+serves every row count up to its capacity (each rank's largest rows so
+far, rounded up to a power of two) and is replaced by a larger one when a
+call needs more; without them the rows are part of the key. Several
+weights share one plan and one gather there; without it, one plan per
+weight (A gathered once more per extra weight). return_A: the library
+fills A_gathered in the same round (agmm_run_args_t.a_gathered); without
+it the package gathers A through the world's small all-gather afterwards
+(correct, slow: one collective per KiB). Plans are created, reused and
+evicted (least recently used, beyond PLAN_CACHE_SIZE per group)
+identically on every rank because every rank makes the same calls in the
+same order; the cache is closed with the group (unregister_group, or the
+world's close()).
 """
 import os
 import struct
@@ -112,16 +121,38 @@ def _weights_key(Bs):
     return tuple((b.data_ptr(), b._version, tuple(b.stride())) for b in Bs)
 
 
+def _capacity(rows):
+    """The rows a plan is made for when a call needs `rows` (per-call rows
+    library): the next power of two, so a growing row count re-creates
+    the plan a bounded number of times (log2 of the largest) and the
+    windows are at most twice what a call needs."""
+    return 0 if rows == 0 else 1 << (int(rows) - 1).bit_length()
+
+
 def _cached_plan(g, m_local, k, ns, dtype, Bs):
-    """The group's plan for these rows, k, columns, dtype and weight
-    tensors, created (collectively) if new; weights set again when a B
+    """(plan, m_rows) for this call: the group's plan for k, columns, dtype
+    and weight tensors, created (collectively) if new, and the rows to pass
+    (None: the plan's own). With per-call rows (issue 11's
+    agmm_plan_run_args), one plan serves every row count up to its
+    capacity and is replaced by a larger one when a call needs more; without
+    them, the rows are part of the key. Weights are set again when a B
     changed in place (its version counter moved)."""
     wkey = _weights_key(Bs)
-    pkey = (tuple(m_local), k, tuple(ns), dtype, tuple(w[0] for w in wkey))
+    per_call = _lib.HAS_RUN_ARGS
+    pkey = ((() if per_call else tuple(m_local)), k, tuple(ns), dtype,
+            tuple(w[0] for w in wkey))
     entry = g.plans.get(pkey)
+    if entry is not None and per_call and \
+            any(r > cap for r, cap in zip(m_local, entry[0].m_local)):
+        del g.plans[pkey]
+        grown = [max(cap, _capacity(r)) for r, cap in zip(m_local, entry[0].m_local)]
+        entry[0].close()
+        entry = None
+    else:
+        grown = [_capacity(r) for r in m_local] if per_call else list(m_local)
     if entry is None:
         opts = {k2: v for k2, v in g.options.items() if k2 != "schedule"}
-        plan = g.world.plan(m_local=m_local, k=k,
+        plan = g.world.plan(m_local=grown, k=k,
                             n=ns if len(ns) > 1 else ns[0], dtype=dtype, **opts)
         g.plans[pkey] = entry = [plan, None]
         while len(g.plans) > PLAN_CACHE_SIZE:
@@ -133,7 +164,8 @@ def _cached_plan(g, m_local, k, ns, dtype, Bs):
     if entry[1] != wkey:
         plan.set_weights([B if B.is_contiguous() else B.contiguous() for B in Bs])
         entry[1] = wkey
-    return plan
+    m_rows = None if list(m_local) == plan.m_local else list(m_local)
+    return plan, m_rows
 
 
 def _impl(A_shard, Bs, gather_dim, group_name, return_A=True):
@@ -193,10 +225,10 @@ def _impl(A_shard, Bs, gather_dim, group_name, return_A=True):
         [[i] for i in range(len(Bs))]
     A_g, Cs = None, []
     for gi, idx in enumerate(groups):
-        plan = _cached_plan(g, m_local, k, [ns[i] for i in idx], dtype,
-                            [Bs[i] for i in idx])
+        plan, m_rows = _cached_plan(g, m_local, k, [ns[i] for i in idx], dtype,
+                                    [Bs[i] for i in idx])
         want_a = return_A and gi == 0
-        res = plan.run(a2, a_gathered=True if want_a else None,
+        res = plan.run(a2, a_gathered=True if want_a else None, m_rows=m_rows,
                        schedule=g.options.get("schedule", "auto"))
         if want_a:
             A_g, res = res

@@ -227,8 +227,50 @@ def scenario_op(world, args):
     at.unregister_group("tp")
 
 
+def scenario_rows(world, args):
+    """Issue 11 through the package: a plan of several weights, rows that
+    change every call (0 allowed) without a new plan, the gathered A
+    returned; then the torch op with rows changing and growing past the
+    cached plan's capacity."""
+    import torch
+    import agmm.torch as at
+    P, me = world.size, world.rank
+    k, ns, most = 20, [8, 5, 11], [16, 9, 12, 7][:P]
+    ws = [ints(300 + i, (k, n), -2, 3) for i, n in enumerate(ns)]
+    with world.plan(m_local=most, k=k, n=ns, dtype="fp32", tile_m=4) as plan:
+        assert plan.weights == 3
+        plan.set_weights(ws)
+        for call in range(args["calls"]):
+            rows = [(call * 5 + 3 * r) % (most[r] + 1) for r in range(P)]
+            if call == 2:
+                rows = [0] * P
+                rows[-1] = 1
+            shards = [ints(call * 10 + r, (rows[r], k)) for r in range(P)]
+            A, Cs = plan.run(shards[me], m_rows=rows, a_gathered=True)
+            full = np.concatenate(shards)
+            assert np.array_equal(A, full), (call, rows)
+            assert len(Cs) == 3
+            for w, c in zip(ws, Cs):
+                assert np.array_equal(c, full @ w), (call, rows)
+            assert plan.rows == sum(rows)
+    at.register_group("rows", world)
+    B = torch.from_numpy(ints(77, (k, 6), -2, 3))
+    for call, grow in enumerate([1, 3, 2, 6, 0, 9, 4]):
+        rows = [grow + r for r in range(P)]
+        shards = [torch.from_numpy(ints(call * 7 + r, (rows[r], k))) for r in range(P)]
+        A, [C] = at.fused_all_gather_matmul(shards[me], [B], group_name="rows")
+        full = torch.cat(shards)
+        assert torch.equal(A, full) and torch.equal(C, full @ B), (call, rows)
+    plans = at._groups["rows"].plans
+    assert len(plans) == 1, "one plan for every row count: %d" % len(plans)
+    (plan, _), = plans.values()
+    assert plan.m_local == [16 if 9 + r > 8 else 8 for r in range(P)], plan.m_local
+    at.unregister_group("rows")
+
+
 SCENARIOS = {"gemm": scenario_gemm, "gemm_rs": scenario_gemm_rs,
-             "gil": scenario_gil, "errors": scenario_errors, "op": scenario_op}
+             "gil": scenario_gil, "errors": scenario_errors, "op": scenario_op,
+             "rows": scenario_rows}
 
 
 def main():

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+import agmm
 from conftest import run_world
 
 ALL_DTYPES = ["fp16", "bf16", "fp32"]
@@ -46,3 +47,10 @@ def test_round_releases_the_gil(tmp_path):
 
 def test_errors_are_exceptions_with_status():
     run_world(2, "errors", dict())
+
+
+@pytest.mark.skipif(not agmm._lib.HAS_RUN_ARGS,
+                    reason="libagmm.so without agmm_plan_run_args (issue 11)")
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_several_weights_rows_per_call_gathered_a(nranks):
+    run_world(nranks, "rows", dict(calls=6))
