@@ -4,6 +4,7 @@ NumPy arrays and torch tensors against NumPy, uneven and empty shards,
 several rounds; the torch op against torch.cat(all_gather) @ B; the GIL
 released during a round; errors as exceptions."""
 import os
+import re
 
 import pytest
 
@@ -54,3 +55,20 @@ def test_errors_are_exceptions_with_status():
 @pytest.mark.parametrize("nranks", [2, 3])
 def test_several_weights_rows_per_call_gathered_a(nranks):
     run_world(nranks, "rows", dict(calls=6))
+
+
+def test_package_gather_of_a_without_the_library():
+    run_world(3, "gather_rows", dict(rows=[40, 0, 23], torch=True))
+
+
+def test_missing_rank_is_a_timeout_naming_it():
+    """Rank 1 of 2 never starts: rank 0's join raises agmm.Timeout (also a
+    TimeoutError) whose message names rank 1; nothing left in /dev/shm."""
+    import glob
+    job = "pytest-missing-%d" % os.getpid()
+    with pytest.raises(agmm.Timeout) as e:
+        agmm.World.join(0, 2, job, timeout=1.5)
+    assert isinstance(e.value, TimeoutError)
+    assert e.value.status_name == "AGMM_ERR_TIMEOUT"
+    assert re.search(r"rank(\(s\))? 1\b", e.value.message), e.value.message
+    assert not [p for p in glob.glob("/dev/shm/agmm*") if ":%s:" % job in p]
