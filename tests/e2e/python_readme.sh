@@ -18,11 +18,16 @@ loop=${loop//PYTHONPATH=build\/python/PYTHONPATH=$build\/python}
 loop=${loop//examples\//$src\/examples\/}
 loop=${loop//MASTER_PORT=29500/MASTER_PORT=$port}
 loop=${loop//\/usr\/bin\/python3/$python}
+# Each rank's output to its own file (two processes writing one pipe may
+# interleave their lines).
+[[ $loop == *"allgather_gemm.py &"* ]] || { echo "FAIL: no 'allgather_gemm.py &' in the loop"; exit 1; }
+loop=$(printf '%s\n' "$loop" | sed 's/allgather_gemm\.py &/allgather_gemm.py >out.$r 2>\&1 \&/')
 echo "$loop"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/agmm_pyreadme.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && PYTHONDONTWRITEBYTECODE=1 timeout 120 bash -c "$loop") 2>&1 | tee "$tmp/out"
+(cd "$tmp" && PYTHONDONTWRITEBYTECODE=1 timeout 120 bash -c "$loop")
 for r in 0 1; do
-    grep -q "^rank $r of 2: .* ok$" "$tmp/out" || { echo "FAIL: rank $r did not pass"; exit 1; }
+    echo "--- rank $r:"; cat "$tmp/out.$r"
+    grep -q "^rank $r of 2: .* ok$" "$tmp/out.$r" || { echo "FAIL: rank $r did not pass"; exit 1; }
 done
 echo PASS

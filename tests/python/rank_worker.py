@@ -11,6 +11,7 @@ checks are exact (np.array_equal) whatever order the tiles arrive in.
 Prints "RANK r OK" and exits 0 when every check passed; a failed check
 raises (traceback, exit 1).
 """
+import importlib
 import json
 import sys
 import threading
@@ -222,8 +223,11 @@ def scenario_op(world, args):
                 assert C.dtype == torch.float32 and C.shape == ref.shape, (C.shape, ref.shape)
                 assert torch.equal(C, ref), (dtype, case, (C - ref).abs().max())
     # the same through torch.ops, as the registered op
-    A, (C,) = torch.ops.agmm.fused_all_gather_matmul(
-        shards[me], [Bs[0]], 0 if shards[me].dim() == 2 else 1, "tp", return_A=True)
+    gd = 0 if shards[me].dim() == 2 else 1
+    A, (C,) = torch.ops.agmm.fused_all_gather_matmul(shards[me], [B0], gd, "tp",
+                                                     return_A=True)
+    full = torch.cat(shards, dim=gd)
+    assert torch.equal(A, full) and torch.equal(C, full.float() @ B0.float())
     at.unregister_group("tp")
 
 
@@ -292,8 +296,8 @@ SCENARIOS = {"gemm": scenario_gemm, "gemm_rs": scenario_gemm_rs,
 
 def main():
     scenario, args = sys.argv[1], json.loads(sys.argv[2])
-    if args.get("torch"):
-        import torch  # noqa: F401 (tensors are recognised once imported)
+    if args.get("torch"):  # tensors are recognised once torch is imported
+        importlib.import_module("torch")
     with agmm.World.from_env(timeout=args.get("timeout", 30)) as world:
         SCENARIOS[scenario](world, args)
         world.barrier()
