@@ -9,6 +9,7 @@ pkgs=(build-essential cmake pkg-config libopenblas-dev libopenmpi-dev
       python3-numpy python3-torch python3-pytest
       nftables # tests: packet loss between namespace hosts (e2e_mpi_net_faults)
       chromium # tests: the trace SVG rendered headless (e2e_trace_svg_screenshot)
+      valgrind # tests: the leak check of joined and forked ranks (e2e_joined_valgrind)
       # scripts/reliability.sh: clang's sanitizers and libFuzzer
       clang libclang-rt-14-dev llvm-14)
 missing=()

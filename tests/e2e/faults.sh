@@ -153,9 +153,10 @@ for ((trial = 0; trial < TRIALS + 1; trial++)); do
 done
 
 # A rank crashing (SIGSEGV) with core dumps on: the run ends as for a kill,
-# and the core leaves out the symmetric heap (MADV_DONTDUMP; nranks x
-# MemTotal bytes of shared memory, which dumping would read and so
-# allocate). The core size limit bounds the damage if it did not.
+# and the core leaves out the windows (MADV_DONTDUMP: every rank's copy
+# of every window is mapped in each rank; until issue 12 this was a heap of
+# nranks x MemTotal bytes, which dumping would read and so allocate). The
+# core size limit bounds the damage if it did not.
 core_pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null)
 if [ -z "$core_pattern" ] || [[ "$core_pattern" == *"/"* || "$core_pattern" == "|"* ]]; then
     echo "  core dump check not run: core_pattern '$core_pattern' does not" \

@@ -21,7 +21,7 @@
 
 #define AGMM_CLI_MAX_RANKS 1024
 
-typedef enum { AGMM_CMD_RUN, AGMM_CMD_BENCH } agmm_cmd_t;
+typedef enum { AGMM_CMD_RUN, AGMM_CMD_BENCH, AGMM_CMD_CLEANUP } agmm_cmd_t;
 
 /* What `agmm bench --mode` times (a set; `all` is every one). */
 enum {
@@ -83,6 +83,7 @@ typedef struct agmm_cli {
     int ranks_set;             /* --ranks given explicitly */
     int transport_mpi;         /* --transport shm|mpi; default: mpi under an MPI launcher */
     int ranks_here;            /* ranks sharing this host's cores and memory (= ranks on shm) */
+    const char *job;           /* cleanup --job NAME (NULL: every job) */
 } agmm_cli_t;
 
 /* Upper bounds of the core options (each per rank). */
@@ -100,6 +101,10 @@ int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err)
  * must equal it if given; the core budget and defaults count ranks_here. */
 int agmm_cli_parse_mpi(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err,
                        int world_size, int ranks_here);
+
+/* `agmm cleanup`: remove this user's leftover segments (cleanup.c);
+ * returns the exit code. */
+int agmm_tool_cleanup(const agmm_cli_t *cli);
 
 /* Whether the command line runs on MPI: --transport mpi, or no --transport
  * and an MPI launcher detected. Looks at argv only (before MPI starts). */

@@ -5,6 +5,7 @@
  * include/agmm.h. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "agmm.h"
 #include "cli.h"
@@ -43,10 +44,13 @@ int main(int argc, char **argv)
      * reader sees each round when it ends, and a killed run's log never
      * ends mid-line. */
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (agmm_cli_wants_mpi(argc, argv)) return agmm_tool_mpi_main(argc, argv, &cli);
+    int cleanup = argc > 1 && !strcmp(argv[1], "cleanup");
+    if (!cleanup && agmm_cli_wants_mpi(argc, argv))
+        return agmm_tool_mpi_main(argc, argv, &cli);
     int rc = agmm_cli_parse(argc, argv, &cli, stdout, stderr);
     if (rc < 0) return 0; /* help or version */
     if (rc != 0) return rc;
+    if (cli.cmd == AGMM_CMD_CLEANUP) return agmm_tool_cleanup(&cli);
 
     rc = agmm_tool_check_memory(&cli, stderr);
     if (rc != 0) return rc;

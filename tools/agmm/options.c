@@ -7,6 +7,7 @@
  */
 #include "options.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <sched.h>
 #include <string.h>
@@ -36,6 +37,21 @@ static const opt_choice_t k_schedules[] = {{"fused", AGMM_SCHEDULE_FUSED},
 static const opt_choice_t k_ops[] = {
     {"ag-gemm", AGMM_OP_AG_GEMM}, {"gemm-rs", AGMM_OP_GEMM_RS}, {NULL, 0}};
 static const opt_choice_t k_transports[] = {{"shm", 0}, {"mpi", 1}, {NULL, 0}};
+
+/* cleanup --job: the library's job alphabet (agmm_world_join). */
+static int job_name_ok(FILE *err, const char *arg, int value)
+{
+    (void)value;
+    size_t n = strlen(arg);
+    int ok = n >= 1 && n <= 48 && strcmp(arg, ".") && strcmp(arg, "..");
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)arg[i]) || arg[i] == '.' || arg[i] == '_' ||
+             arg[i] == '-';
+    if (!ok)
+        fprintf(err, "agmm: --job: a job name is 1..48 characters of [A-Za-z0-9._-] "
+                     "(got '%s')\n", arg);
+    return !ok;
+}
 /* --mode: a set; "all" first (the error lists the words in this order). */
 static const opt_choice_t k_modes[] = {{"all", AGMM_BENCH_ALL},
                                        {"fused", AGMM_BENCH_FUSED},
@@ -193,9 +209,13 @@ const opt_row_t opt_table[] = {
      .help = "draw that timeline as an SVG picture"},
     {.name = "verbose", .short_name = 'v', .kind = OPTK_COUNT, .field = F(verbose), NOSET,
      .cmds = OPT_FOR_ALL, .section = SEC_RUN, .help = "more output on stderr (repeatable)"},
-    {.name = "help", .short_name = 'h', .kind = OPTK_HELP, NOFIELD, .cmds = OPT_FOR_ALL,
-     .section = SEC_RUN, .help = "this text"},
-    {.name = "version", .kind = OPTK_VERSION, NOFIELD, .cmds = OPT_FOR_ALL,
+    /* Cleanup */
+    {.name = "job", .kind = OPTK_WORD, .field = F(job), NOSET, .accept = job_name_ok,
+     .cmds = OPT_FOR_CLEANUP, .section = SEC_CLEANUP, .label = "--job NAME",
+     .help = "only the segments of job NAME (default: every job)"},
+    {.name = "help", .short_name = 'h', .kind = OPTK_HELP, NOFIELD,
+     .cmds = OPT_FOR_ALL | OPT_FOR_CLEANUP, .section = SEC_RUN, .help = "this text"},
+    {.name = "version", .kind = OPTK_VERSION, NOFIELD, .cmds = OPT_FOR_ALL | OPT_FOR_CLEANUP,
      .section = SEC_RUN, .label = "    --version", .help = "print the version"},
 };
 
@@ -219,7 +239,7 @@ const char *opt_choice_name(const opt_row_t *row, int value)
 
 const char *opt_cmd_name(agmm_cmd_t cmd)
 {
-    return cmd == AGMM_CMD_BENCH ? "bench" : "run";
+    return cmd == AGMM_CMD_BENCH ? "bench" : cmd == AGMM_CMD_CLEANUP ? "cleanup" : "run";
 }
 
 static int online_cores(void)
@@ -291,6 +311,7 @@ void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd)
             memcpy(f, &r->ddef, sizeof r->ddef);
             break;
         case OPTK_PATH:
+        case OPTK_WORD:
         case OPTK_HELP:
         case OPTK_VERSION:
             break;

@@ -32,14 +32,18 @@ typedef enum {
     OPTK_LIST,    /* comma-separated words of `choices`, values OR-ed; unsigned */
     OPTK_ROWS,    /* --m-local: ROWS[,ROWS...] into the int64_t array field */
     OPTK_PATH,    /* a file name (const char *); checked after parsing */
+    OPTK_WORD,    /* a word (const char *) the row's `accept` checks (value 0) */
 } opt_kind_t;
 
 /* Which commands take an option (a row is in --help only for those). */
 enum { OPT_FOR_RUN = 1 << AGMM_CMD_RUN, OPT_FOR_BENCH = 1 << AGMM_CMD_BENCH,
-       OPT_FOR_ALL = OPT_FOR_RUN | OPT_FOR_BENCH };
+       OPT_FOR_ALL = OPT_FOR_RUN | OPT_FOR_BENCH,
+       OPT_FOR_CLEANUP = 1 << AGMM_CMD_CLEANUP };
 
 /* The --help sections, in order. */
-typedef enum { SEC_PROBLEM, SEC_THREADS, SEC_SCHEDULE, SEC_RUN, SEC_COUNT } opt_section_t;
+/* A section without rows for the command is left out of its --help. */
+typedef enum { SEC_PROBLEM, SEC_THREADS, SEC_SCHEDULE, SEC_CLEANUP, SEC_RUN,
+               SEC_COUNT } opt_section_t;
 
 /* A word an option accepts and the value it stands for. */
 typedef struct opt_choice {
@@ -102,7 +106,7 @@ void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd);
 void opt_help_cores_comm(FILE *out, const agmm_cli_t *resolved);
 void opt_help_cores_gemm(FILE *out, const agmm_cli_t *resolved);
 
-/* "run" / "bench" */
+/* "run" / "bench" / "cleanup" */
 const char *opt_cmd_name(agmm_cmd_t cmd);
 
 /* Strict numbers (parse.c): no whitespace, no junk, '+' allowed. */

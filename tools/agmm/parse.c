@@ -212,6 +212,11 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_
     case OPTK_PATH: /* checked once all options are read (checks.c) */
         memcpy(f, &arg, sizeof arg);
         return 0;
+    case OPTK_WORD:
+        if (row->accept && row->accept(err, arg, 0))
+            return -1;
+        memcpy(f, &arg, sizeof arg);
+        return 0;
     case OPTK_COUNT: {
         int v;
         memcpy(&v, f, sizeof v);
@@ -315,12 +320,14 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
         cmd = AGMM_CMD_RUN;
     } else if (!strcmp(c, "bench")) {
         cmd = AGMM_CMD_BENCH;
+    } else if (!strcmp(c, "cleanup")) {
+        cmd = AGMM_CMD_CLEANUP;
     } else {
         if (c[0] == '-' && c[1] != '\0')
-            fprintf(err, "agmm: unknown command '%s' (allowed: run, bench; options go after "
-                         "the command)\n", c);
+            fprintf(err, "agmm: unknown command '%s' (allowed: run, bench, cleanup; options go "
+                         "after the command)\n", c);
         else
-            fprintf(err, "agmm: unknown command '%s' (allowed: run, bench)\n", c);
+            fprintf(err, "agmm: unknown command '%s' (allowed: run, bench, cleanup)\n", c);
         return 2;
     }
     opt_defaults(cli, cmd);
@@ -384,9 +391,16 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
             fprintf(err, "agmm: unknown option (see agmm %s --help)\n", opt_cmd_name(cmd));
             return 2;
         }
+        if (!(row->cmds & (1u << cmd)) && cmd == AGMM_CMD_CLEANUP) {
+            fprintf(err, "agmm: --%s: not an option of agmm cleanup (allowed: --job, "
+                         "--help, --version)\n", row->name);
+            return 2;
+        }
         if (!(row->cmds & (1u << cmd))) {
-            fprintf(err, "agmm: --%s: only for agmm %s%s\n", row->name,
-                    opt_cmd_name(cmd == AGMM_CMD_RUN ? AGMM_CMD_BENCH : AGMM_CMD_RUN),
+            agmm_cmd_t other = row->cmds == OPT_FOR_CLEANUP ? AGMM_CMD_CLEANUP
+                               : cmd == AGMM_CMD_RUN    ? AGMM_CMD_BENCH
+                                                        : AGMM_CMD_RUN;
+            fprintf(err, "agmm: --%s: only for agmm %s%s\n", row->name, opt_cmd_name(other),
                     row->only_hint ? row->only_hint : "");
             return 2;
         }
@@ -417,6 +431,8 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
     }
     /* Leave getopt clean for any later caller. */
     optind = 0;
+    if (cmd == AGMM_CMD_CLEANUP)
+        return 0; /* nothing to cross-check */
     if (world_size > 0)
         cli->transport_mpi = 1;
     return opt_validate(cli, err, world_size, ranks_here);

@@ -17,6 +17,7 @@ static const char *const k_section_titles[SEC_COUNT] = {
     [SEC_THREADS] = "Threads (per rank; ranks x (comm + GEMM) must fit the usable cores):",
     [SEC_SCHEDULE] = "Schedule:",
     [SEC_RUN] = "Run:",
+    [SEC_CLEANUP] = "Cleanup:",
 };
 
 void agmm_cli_usage_top(FILE *out)
@@ -28,6 +29,8 @@ void agmm_cli_usage_top(FILE *out)
             "usage: agmm run   [options]   compute C = gather(A_0..A_{P-1}) @ W on P ranks\n"
             "                              and check it against a reference\n"
             "       agmm bench [options]   time repeated rounds (fused vs. baseline)\n"
+            "       agmm cleanup [--job NAME]  remove this user's shared-memory segments\n"
+            "                              left by ranks that are gone\n"
             "       agmm --help | --version\n"
             "\n"
             "Run 'agmm run --help' or 'agmm bench --help' for the options.\n"
@@ -214,7 +217,11 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
     agmm_cli_resolve_cores(&tmp);
 
     fprintf(out, "usage: agmm %s [options]\n\n", opt_cmd_name(cmd));
-    if (cmd == AGMM_CMD_BENCH)
+    if (cmd == AGMM_CMD_CLEANUP)
+        fprintf(out, "Removes this user's agmm shared-memory segments (/dev/shm/agmm:*) whose\n"
+                     "processes are all gone: what a killed job leaves behind. Segments of\n"
+                     "running jobs and of other users are never touched.\n\n");
+    else if (cmd == AGMM_CMD_BENCH)
         fprintf(out, "Times repeated rounds of C_r = gather(A_0..A_{P-1}) @ W_r on P ranks\n"
                      "(forked processes on this host, shared memory).\n\n");
     else
@@ -222,11 +229,19 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
                      "on this host, shared memory) and checks it against a reference.\n\n");
 
     for (int s = 0; s < SEC_COUNT; s++) {
+        int rows = 0;
+        for (int i = 0; i < opt_count; i++)
+            rows += opt_table[i].section == (opt_section_t)s && (opt_table[i].cmds & (1u << cmd));
+        if (!rows)
+            continue;
         fprintf(out, "%s\n", k_section_titles[s]);
         for (int i = 0; i < opt_count; i++)
             if (opt_table[i].section == (opt_section_t)s && (opt_table[i].cmds & (1u << cmd)))
                 print_row(out, &opt_table[i], cmd, &defaults, &tmp);
         fputc('\n', out);
     }
-    fprintf(out, "Exit codes: 0 ok, 1 check failed or a rank failed, 2 bad input.\n");
+    if (cmd == AGMM_CMD_CLEANUP)
+        fprintf(out, "Exit codes: 0 ok, 1 the segments could not be listed, 2 bad input.\n");
+    else
+        fprintf(out, "Exit codes: 0 ok, 1 check failed or a rank failed, 2 bad input.\n");
 }

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -111,6 +112,11 @@ agmm_status_t agmm_shm_win_alloc(agmm_world_t *w, size_t bytes,
                                       "copies of a %zu KiB window",
                                       p, bytes >> 10);
     }
+
+    /* Keep the windows out of core dumps: a crashing rank would dump every
+     * rank's copy (docs/reliability.md, finding 6). */
+    for (int p = 0; st == AGMM_OK && p < P; p++)
+        madvise(sw->maps[p].addr, sw->maps[p].bytes, MADV_DONTDUMP);
 
     /* 5. nobody opens by name any more (or the window is abandoned) */
     if (created) agmm_seg_unlink(mine);
