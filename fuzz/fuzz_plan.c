@@ -7,8 +7,9 @@
  * records a message; an accepted description has a non-zero size that
  * covers its largest buffers (all-gather: gathered rows and the fp32
  * weight; gemm-rs: the partial C, the receive slots and the weight of the
- * largest inner part). The op and the k_local split (or NULL) come last,
- * so older corpus inputs keep the all-gather. */
+ * largest inner part; several weights: each weight). The op and the
+ * k_local split (or NULL), then the weights, come last, so older corpus
+ * inputs keep the all-gather of one weight. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +63,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t kl[8];
     take(&data, &size, kl, sizeof kl);
     d.k_local = op < 0 ? NULL : kl;
+    /* Several weights (last, so older inputs keep one): any count, the
+     * list given or NULL (bit 31). */
+    int32_t nw = 0;
+    int64_t nl[AGMM_MAX_WEIGHTS + 2];
+    take(&data, &size, &nw, sizeof nw);
+    take(&data, &size, nl, sizeof nl);
+    d.n_weights = (int)(nw & 0x7fffffff) % (AGMM_MAX_WEIGHTS + 3) - (nw & 1);
+    d.n_list = nw < 0 ? NULL : nl;
 
     agmm_status_t st = agmm_plan_desc_check(&d);
     uint64_t bytes = agmm_plan_bytes_per_rank(&d);
@@ -82,12 +91,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (int r = 0; r < d.nranks; r++) sum += (long double)d.k_local[r];
             if (sum != (long double)d.k) fail("accepted a k_local not summing to k");
         }
-        /* The weight: fp32, except bf16 kept as bf16 (oneDNN). */
-        long double wbytes = d.dtype == AGMM_DTYPE_BF16 ? 2 : 4;
+        /* The weight: fp32, except bf16 kept as bf16 (oneDNN); several
+         * weights: every one of them. */
+        long double wbytes = d.dtype == AGMM_DTYPE_BF16 ? 2 : 4, nsum = 0;
+        if (d.n_list && d.n_weights > AGMM_MAX_WEIGHTS) fail("accepted too many weights");
+        if (d.n_list && d.op == AGMM_OP_GEMM_RS && d.n_weights > 1)
+            fail("accepted several weights for gemm-rs");
+        for (int i = 0; i < (d.n_list ? d.n_weights : 1); i++) {
+            int64_t ni = d.n_list ? d.n_list[i] : d.n;
+            if (ni < 1) fail("accepted a weight of no columns");
+            nsum += (long double)ni;
+        }
         long double need =
             d.op == AGMM_OP_GEMM_RS
                 ? M * d.n * 4 + d.nranks * max_rows * d.n * 4 + kmax * d.n * wbytes
-                : M * d.k * agmm_dtype_size(d.dtype) + (long double)d.k * d.n * wbytes;
+                : M * d.k * agmm_dtype_size(d.dtype) + (long double)d.k * nsum * wbytes;
         if ((long double)bytes < need) fail("size misses a buffer");
         if (!isfinite(d.timeout_s)) fail("accepted a non-finite timeout");
     }

@@ -20,7 +20,8 @@ fails this test: fix the doc or the tool.
 The shrink rule (the docs show real shapes; this runs them on small ones,
 on a 2-core host, in well under a minute):
   - `--m-local` values capped at 64 (given if absent: `--m-local 64`);
-  - `--k`, `--n` capped at 256 (given if absent);
+  - `--m-local-per-round` values capped at 64 too;
+  - `--k`, `--n` capped at 256 (each value of a list; given if absent);
   - `--rounds` capped at 2 and `--warmup` set to 0 (given if absent);
   - bench only: `--oversubscribe` added (bench refuses more threads than
     cores, and the docs' examples are written for larger hosts; `run`
@@ -162,8 +163,10 @@ def shrink(text, agmm, mpirun):
         seen.add(a)
         if a == "--m-local":
             v = ",".join(str(min(int(x), CAP_ROWS)) for x in v.split(","))
-        elif a in ("--k", "--n"):
-            v = str(min(int(v), CAP_KN))
+        elif a == "--m-local-per-round":
+            v = ",".join(str(min(int(x), CAP_ROWS)) for x in v.split(","))
+        elif a in ("--k", "--n"):  # --n may be a list (several weights)
+            v = ",".join(str(min(int(x), CAP_KN)) for x in v.split(","))
         elif a == "--rounds":
             v = str(min(int(v), CAP_ROUNDS))
         elif a == "--warmup":

@@ -17,6 +17,9 @@ with a visited set) and checks, on every path:
 
 Both operations: all-gather + GEMM, and GEMM + reduce-scatter (configs
 with op="rs": a reduction must see exactly the current round's partials).
+All-gather rounds may have fewer rows than the plan's most (configs with
+rows=...: per-call rows, 0 included): every read also checks the row
+count each peer raised in its rows cell for that very round.
 
 docs/design.md, "The protocol model", says what is modelled and what is
 abstracted, and maps each action to the code. Every change to the round
@@ -74,6 +77,18 @@ def configurations():
                                        ((2, 2, 1), 1, 1, "FB"),
                                        ((2, 0, 2), 0, 1, "BF")):
             add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm, seq=seq)
+    # Rows per call (ag): rounds with fewer tiles than the plan's most, an
+    # empty shard, a round of no rows at all; fused and baseline mixed.
+    for deliv in ("shm", "link", "mpi"):
+        for tiles, comm, gemm, seq, rows in (
+                ((2, 1), 1, 1, "FBF", ((2, 1), (0, 1), (1, 0))),
+                ((2, 1), 0, 1, "FF", ((1, 0), (0, 0))),
+                ((2, 2), 0, 2, "FB", ((1, 2), (2, 0))),
+                ((1, 2, 1), 1, 1, "FB", ((0, 2, 1), (1, 1, 0)))):
+            if deliv == "mpi" and len(tiles) == 3:  # 300k states: the two
+                continue  # -rank MPI configurations cover the same steps
+            add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm, seq=seq,
+                rows=rows)
     # GEMM + reduce-scatter (op "rs"): tiles are each rank's tiles of C.
     # On MPI only fused rounds (the rs baseline's bulk receives are not
     # modelled): every B becomes an F there.

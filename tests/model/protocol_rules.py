@@ -48,6 +48,10 @@ PLANTS = {
     "rs-reduce-no-wait": "gemm-rs: the owner reduces a tile without waiting "
                          "for the peers' cells",
     "signal-before-data": "shm put_signal raises the signal before the copy",
+    "rows-no-ack-wait": "ag: a rank raises its rows cell on a peer without "
+                        "waiting for that peer's ack of the previous round",
+    "absent-no-wait": "ag, MPI: a round with fewer rows ends without waiting "
+                      "for the empty tiles of its declared receives",
 }
 # The deliveries where a plant changes anything (the self-test looks there).
 PLANT_WHERE = {
@@ -57,8 +61,13 @@ PLANT_WHERE = {
     "quiet-no-wait": ("link",),  # shm copies at once; MPI: not modelled
     "rs-reduce-no-wait": ("shm", "link", "mpi"),
     "signal-before-data": ("shm",),  # shm_put_signal only
+    "rows-no-ack-wait": ("shm", "link", "mpi"),
+    "absent-no-wait": ("mpi",),  # only posted receives are declared
 }
-GUARDS = {"join", "pass", "dwait", "quiet"}
+GUARDS = {"join", "pass", "dwait", "quiet", "absent"}
+# A rows cell holds ROWS_BASE * e + (tiles of its source in round e): the
+# epoch high, the count low, as agmm_rows_signal (counts here are < 16).
+ROWS_BASE = 16
 PLAN_NAME = "AB"
 
 
@@ -71,7 +80,7 @@ class Violation(Exception):
 class Model:
     def __init__(self, delivery, tiles, comm, gemm, seq, tiles_b=None,
                  seq_b="F", plant=None, isolation=True, silent=False,
-                 destroy_wait=True, op="ag"):
+                 destroy_wait=True, op="ag", rows=None):
         assert delivery in ("shm", "link", "mpi") and plant in (None, *PLANTS)
         # op "rs": GEMM + reduce-scatter (ops/gemm_rs/). tiles[r] are then
         # the tiles of rank r's rows of C; the baseline is not modelled on
@@ -79,6 +88,19 @@ class Model:
         assert op in ("ag", "rs") and not (
             op == "rs" and delivery == "mpi" and "B" in seq + seq_b)
         self.rs = op == "rs"
+        # rows (ag): per round of plan A, the tiles of each source in that
+        # round (agmm_run_args_t.m_rows: fewer rows than the plan's most,
+        # 0 allowed); None: every round has the plan's tiles. Every rank
+        # passes the same (a disagreement is refused, see the "gemm" step).
+        # The rows cells (each round's count, raised before the puts and
+        # checked before any read) are modelled in these configurations
+        # only: everywhere else they would multiply the states by 7 while
+        # every other step stays as it is.
+        self.rows = None if rows is None else tuple(tuple(x) for x in rows)
+        assert self.rows is None or (not self.rs and len(self.rows) == len(seq)
+                                     and all(len(x) == len(tiles) and all(
+                                         n <= m for n, m in zip(x, tiles))
+                                         for x in self.rows))
         self.deliv, self.C, self.G, self.plant = delivery, comm, gemm, plant
         # Plan isolation checks (no message outlives its plan, none lands in
         # another plan's window). Off (--symptoms): messages act as the code
@@ -96,7 +118,10 @@ class Model:
         self.name = (("rs " if self.rs else "")
                      + f"{delivery} P={N} tiles={','.join(map(str, tiles))}"
                      + (f"/{','.join(map(str, tiles_b))}" if tiles_b else "")
-                     + f" C={comm} G={gemm} {' '.join(seq)} | {seq_b}")
+                     + f" C={comm} G={gemm} {' '.join(seq)} | {seq_b}"
+                     + (" rows=" + "/".join("".join(map(str, x))
+                                            for x in self.rows)
+                        if self.rows else ""))
         # Layout of each plan: global tile g -> (src, t), cell offsets.
         self.gmap, self.base, self.T = [], [], []
         self.maxT = []
@@ -141,6 +166,20 @@ class Model:
     def bulk_cell(self, P, src):
         return self.T[P] + src
 
+    def rows_cell(self, P, src):
+        return self.T[P] + 2 * self.N + src
+
+    def ntiles(self, P, e, src):
+        """Tiles of `src` in round e of plan P (per-call rows: plan A)."""
+        if P == 0 and self.rows:
+            return self.rows[e - 1][src]
+        return self.tiles[P][src]
+
+    def present(self, P, e, r):
+        """The remote tiles rank r reads in round e (its peers' rows)."""
+        return [g for g, (s, t) in enumerate(self.gmap[P])
+                if s != r and t < self.ntiles(P, e, s)]
+
     def remote(self, P, r):
         if self.rs:  # the slots r receives: every peer's partial of its tiles
             return [s * self.maxT[P] + t for s in range(self.N) if s != r
@@ -167,10 +206,12 @@ class Model:
                 k += 1
                 # shm: B's window (at A's offsets, zeroed when A was freed)
                 # is usable once the allocation's allgather is passed; MPI:
-                # the id is entered in the table after the collectives.
+                # the id is entered in the table before the rank takes part
+                # in the allocation's agreement (mpi_win.c), so a peer past
+                # it may signal into it at once (a round's rows cells).
                 create = [("arrive", k), ("pass", k)]
                 alloc = [("alloc", 1)]
-                ops += create + alloc if mpi else alloc + create
+                ops += alloc + create
             for e, s in enumerate(seq, 1):
                 if mpi:  # round_start: post this round's receives, ack e-1
                     if s == "F":
@@ -207,14 +248,25 @@ class Model:
             self.wprog[key] = self.rs_workers(r, P, s)
             return self.wprog[key]
         C, G, link = self.C, self.G, self.deliv == "link"
+        mpi = self.deliv == "mpi"
         quiet = [("quiet",)] if link else []
-        ntiles = self.tiles[P][r]
+        ntiles = self.ntiles(P, e, r)
+        # MPI: every declared tile is sent, those beyond this round's rows
+        # empty (ops/ag_gemm/call.c), so each posted receive completes.
+        tmax = self.tiles[P][r] if mpi else ntiles
 
-        def puts(first, stride):  # put_share -> put_tile
-            out = []
-            for t in range(first, ntiles, stride):
+        def rows(first, stride):  # agmm_ag_send_rows: this round's count
+            # Modelled in the rows= configurations only (see __init__).
+            return [("rows", (r + i) % self.N)
+                    for i in range(1 + first, self.N, stride)] * bool(self.rows)
+
+        def puts(first, stride):  # put_share -> send_rows, put_tile
+            out = rows(0, 1) if first == 0 else []
+            for t in range(first, tmax, stride):
                 for q in self.peers(r):
-                    if (self.plant == "signal-before-data"
+                    if t >= ntiles:
+                        out.append(("put", t, q, "empty"))
+                    elif (self.plant == "signal-before-data"
                             and self.deliv == "shm"):
                         out += [("sig", t, q), ("copy", t, q)]
                     else:
@@ -222,19 +274,28 @@ class Model:
             return out
 
         def bulk(first, stride):  # put_bulk
+            out = rows(first, stride)
             if self.deliv == "mpi":  # allgather_rows by one thread per rank
-                return [("agin",), ("agdone", kth)] if first == 0 else []
-            out = [("bself",)] if first == 0 else []
+                # after checking every peer's count (call.c)
+                return out + ([("rchk",)] * bool(self.rows)
+                              + [("agin",), ("agdone", kth)]
+                              if first == 0 else [])
+            out += [("bself",)] if first == 0 else []
             out += [("bput", (r + i) % self.N)
                     for i in range(1 + first, self.N, stride)]
             return out + quiet
 
         ws = []
+        absent = ([("absent", P, e)] if mpi and s == "F"
+                  and self.plant != "absent-no-wait" else [])
         for g in range(G):
             if s == "F":  # puts first, GEMM, then quiet (fused gemm_worker)
                 pre, post = (puts(g, G), quiet) if C == 0 else ([], [])
             else:
                 pre, post = (bulk(g, G) if C == 0 else []), []
+            # agmm_ag_wait_absent: after the join, on the caller's thread
+            # (worker 0's): the same steps.
+            post = post + (absent if g == 0 else [])
             ws.append((f"gemm{g}", pre + [("gemm",)] + post, len(pre)))
         for c in range(C):
             ops = puts(c, C) + quiet if s == "F" else bulk(c, C)
@@ -305,7 +366,7 @@ class Model:
         return tuple(st)
 
     def zero(self, P):
-        return ((0,) * self.T[P], (0,) * (self.T[P] + 2 * self.N))
+        return ((0,) * self.T[P], (0,) * (self.T[P] + 3 * self.N))
 
     def plan_at(self, st, r, key, keys):
         for P in (0, 1):
@@ -390,6 +451,11 @@ class Model:
             cells = st[self.MEM0 + 2 * r + op[1]][1]
             return all(cells[self.ack_cell(op[1], q)] >= op[2]
                        for q in range(self.N) if q != r)
+        if kind == "absent":  # the empty tiles of this round have come
+            P, e = op[1], op[2]
+            cells = st[self.MEM0 + 2 * r + P][1]
+            return all(cells[g] >= e for g in self.remote(P, r)
+                       if g not in self.present(P, e, r))
         if kind == "quiet":  # this thread's queued link messages delivered
             return self.plant == "quiet-no-wait" or not any(
                 m[4] == thread for q in range(self.N)
@@ -495,15 +561,31 @@ class Model:
         op, s = ops[pc], list(st)
         kind, tg = op[0], self.tag(P, e)
         own = self.MEM0 + 2 * r + P
-        if kind in ("put", "sig", "copy", "bput"):
+        if kind == "rows":
+            q = op[1]
+            v = ROWS_BASE * e + self.ntiles(P, e, r)
+            label = (r, name, f"rows[{r}] = {tg}:{self.ntiles(P, e, r)} "
+                     f"-> rank {q}")
+            if (self.plant != "rows-no-ack-wait"
+                    and st[own][1][self.ack_cell(P, q)] < e - 1):
+                return None  # waits for ack[q] >= e - 1
+            self.send_signal(s, r, q, P, self.rows_cell(P, r), v, i, label)
+        elif kind == "rchk":
+            label = (r, name, f"check every peer's row count ({tg})")
+            if not self.rows_ok(st, r, P, e, label):
+                return None
+        elif kind in ("put", "sig", "copy", "bput"):
             q = op[2] if kind != "bput" else op[1]
+            empty = len(op) > 3 and op[3] == "empty"
             if kind == "bput":
                 blocks = tuple(self.base[P][r] + t
-                               for t in range(self.tiles[P][r]))
+                               for t in range(self.ntiles(P, e, r)))
                 cell, what = self.bulk_cell(P, r), "shard"
             else:
                 blocks = (self.base[P][r] + op[1],)
                 cell, what = blocks[0], f"tile {op[1]}"
+                if empty:
+                    blocks, what = (), f"empty tile {op[1]}"
             label = (r, name, f"{kind} {what} -> rank {q} ({tg})")
             if (kind != "copy" and self.plant != "no-ack-wait"
                     and st[own][1][self.ack_cell(P, q)] < e - 1):
@@ -519,7 +601,7 @@ class Model:
                 s[ch] = s[ch] + ((P, blocks, cell, e, i),)
             else:
                 ch = self.CHAN0 + self.N * self.N + q
-                s[ch] = tuple(sorted(s[ch] + ((P, blocks[0], e),),
+                s[ch] = tuple(sorted(s[ch] + ((P, cell, e, empty),),
                                      key=lambda m: m[:2]))
         elif kind in ("rsput", "rsbput"):
             q = op[2] if kind == "rsput" else op[1]
@@ -544,7 +626,7 @@ class Model:
             else:
                 assert kind == "rsput"
                 ch = self.CHAN0 + self.N * self.N + q
-                s[ch] = tuple(sorted(s[ch] + ((P, blocks[0], e),),
+                s[ch] = tuple(sorted(s[ch] + ((P, blocks[0], e, False),),
                                      key=lambda m: m[:2]))
         elif kind == "ready":
             label = (r, name, f"partial tile {op[1]} of rank {op[2]} done, "
@@ -581,20 +663,23 @@ class Model:
                      f"({tg})")
             if any(st[q][2] < op[1] for q in range(self.N)):
                 return None
-            self.land(s, None, r, P, tuple(self.remote(P, r)), None, e, label)
+            self.land(s, None, r, P, tuple(self.present(P, e, r)), None, e,
+                      label)
             for src in range(self.N):
                 self.set_cell(s, own, self.bulk_cell(P, src), e)
         elif kind == "gemm":
             label = (r, name, f"GEMM reads its rows ({tg})")
             blocks, cells = st[own]
             if sched == "F":
-                need = self.remote(P, r)
+                need = self.present(P, e, r)
             else:
                 need = [self.bulk_cell(P, src) for src in range(self.N)
-                        if self.tiles[P][src] > 0]
+                        if src != r and self.ntiles(P, e, src) > 0]
             if any(cells[c] < e for c in need):
                 return None
-            for g in self.remote(P, r):
+            if not self.rows_ok(st, r, P, e, label):
+                return None
+            for g in self.present(P, e, r):
                 if blocks[g] != e:
                     src, t = self.gmap[P][g]
                     raise Violation(
@@ -610,6 +695,24 @@ class Model:
         ws[i] = pc + 1
         s[r] = (rk[0], tuple(ws), rk[2], rk[3], rk[4])
         return label, tuple(s)
+
+    def rows_ok(self, st, r, P, e, label):
+        """agmm_ag_check_rows for every peer: False while a rows cell is
+        below round e; a cell of another round (or count) is refused."""
+        cells = st[self.MEM0 + 2 * r + P][1]
+        for src in range(self.N * bool(self.rows)):
+            if src == r:
+                continue
+            v = cells[self.rows_cell(P, src)]
+            if v < ROWS_BASE * e:
+                return False
+            if v // ROWS_BASE != e or v % ROWS_BASE != self.ntiles(P, e, src):
+                raise Violation(
+                    f"rank {r} checks rank {src}'s row count of round {e} "
+                    f"of plan {PLAN_NAME[P]} but its rows cell holds round "
+                    f"{v // ROWS_BASE}'s ({v % ROWS_BASE} tiles): the round "
+                    "would be refused as a mismatch", label)
+        return True
 
     def network_steps(self, st, q):
         """Deliveries to rank q: link delivery threads, MPI progress."""
@@ -644,7 +747,7 @@ class Model:
                              f"{cell}, {v}}} from rank {r} (sent for plan "
                              f"{PLAN_NAME[P]})")
                     at = self.plan_at(st, q, key, self.sig_key)
-                    abort = at is not None and cell >= self.T[at] + 2 * N
+                    abort = at is not None and cell >= self.T[at] + 3 * N
                     if self.silent and (abort or (
                             at is None and self.plant == "destroy-no-wait")):
                         continue  # mpi_abort: the run fails loudly
@@ -675,9 +778,11 @@ class Model:
                         s[self.POSTED0 + q] = tuple(
                             x for x in st[self.POSTED0 + q] if x != (P, g, v))
                         src, t = self.gmap[P][g]
-                        label = (q, "progress", f"receive tile {t} of rank "
-                                 f"{src} ({self.tag(P, m[2])}), signal = {v}")
-                        self.land(s, src, q, P, (g,), g, v, label, rows=m[2])
+                        label = (q, "progress", f"receive {'empty ' * m[3]}"
+                                 f"tile {t} of rank {src} "
+                                 f"({self.tag(P, m[2])}), signal = {v}")
+                        self.land(s, src, q, P, () if m[3] else (g,), g, v,
+                                  label, rows=m[2])
                         out.append((label, tuple(s)))
                         break
         return out
@@ -712,11 +817,13 @@ class Model:
     def op_text(self, op, cur):
         """A blocked step, for deadlock reports."""
         k = op[0]
-        if k in ("join", "dwait", "pass"):
-            return {"join": f"the join of round {self.tag(*op[1:])}",
-                    "dwait": f"destroy of plan {PLAN_NAME[op[1]]}, for every "
-                             f"peer's ack >= {op[2] if len(op) > 2 else ''}",
-                    "pass": f"barrier {op[1]}"}[k]
+        if k == "join":
+            return f"the join of round {self.tag(*op[1:])}"
+        if k == "dwait":
+            return (f"destroy of plan {PLAN_NAME[op[1]]}, for every peer's "
+                    f"ack >= {op[2]}")
+        if k == "pass":
+            return f"barrier {op[1]}"
         P, e = cur[0], cur[1]
         if k in ("rsput", "rsbput"):
             q = op[2] if k == "rsput" else op[1]
@@ -725,11 +832,15 @@ class Model:
         if k in ("rsred", "rsbred"):
             return f"the reduction, for its signals >= {e} ({self.tag(P, e)})"
         if k in ("put", "sig", "bput"):
-            q = op[-1]
+            q = op[1] if k == "bput" else op[2]
             return (f"{k} to rank {q}, for ack[{q}] >= {e - 1} "
                     f"({self.tag(P, e)})")
         if k == "gemm":
             return f"the GEMM, for its signals >= {e} ({self.tag(P, e)})"
+        if k == "absent":
+            return f"the empty tiles of round {self.tag(op[1], op[2])}"
+        if k in ("rows", "rchk"):
+            return f"{k} ({self.tag(P, e)}): ack or the peers' row counts"
         if k == "agdone":
             return f"all-gather #{op[1]}, for every rank to enter it"
         return str(op)

@@ -188,14 +188,16 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
     }
     int64_t es = (int64_t)agmm_dtype_size(d->dtype);
     const agmm_gemm_engine_t *e = agmm_gemm_engine_get(d->gemm_engine);
-    if (es == 0 || !e || d->k < 0 || d->n < 0) return 0;
+    /* With n_list, n is ignored: the first weight's columns stand for it. */
+    int64_t n = d->n_list ? (d->n_weights >= 1 ? d->n_list[0] : -1) : d->n;
+    if (es == 0 || !e || d->k < 0 || n < 0) return 0;
     /* Several weights: one prepared weight each (the outputs are the
      * caller's). */
     uint64_t wsum = 0;
     int nw = d->n_list ? d->n_weights : 1;
     if (nw < 1 || nw > AGMM_MAX_WEIGHTS) return 0;
     for (int i = 0; i < nw; i++) {
-        int64_t ni = d->n_list ? d->n_list[i] : d->n;
+        int64_t ni = d->n_list ? d->n_list[i] : n;
         if (ni < 0 || ni > INT_MAX) return 0;
         wsum += e->weight_bytes(d->dtype, d->k, ni);
     }
@@ -207,11 +209,11 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
         kmax = AGMM_MAX(kmax, agmm_plan_k_part(d, r));
     }
     if (rs) { /* receive slots, partial, signals, weight, g32, claims */
-        uint64_t wb = e->weight_bytes(d->dtype, kmax, d->n);
+        uint64_t wb = e->weight_bytes(d->dtype, kmax, n);
         int64_t cells = bytes3(d->nranks, max_tiles, 1);
         int64_t parts[6] = {
-            bytes3(d->nranks, bytes3(max_rows, d->n, 4), 1),
-            bytes3(M, d->n, 4),
+            bytes3(d->nranks, bytes3(max_rows, n, 4), 1),
+            bytes3(M, n, 4),
             cells < 0 ? -1 : bytes3(cells + 3 * d->nranks, AGMM_CACHE_LINE, 1),
             wb > INT64_MAX ? -1 : (int64_t)wb,
             e->input_dtype(d->dtype) == d->dtype ? 0 : bytes3(M, kmax, 4),
