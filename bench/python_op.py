@@ -12,6 +12,7 @@ Each pair runs, one after the other on the same host:
            MASTER_ADDR, MASTER_PORT), each calling
            agmm.torch.fused_all_gather_matmul(A_shard, [B], return_A=False)
            on torch tensors (the default group from the environment);
+  py-op-A  the same with return_A=True (the gathered A returned too);
   py-plan  the same ranks calling plan.run(a) directly on NumPy arrays;
   bench    `agmm bench --mode <schedule> --json` at the same shape.
 A round's time is the slowest rank's (every rank times its own call after
@@ -55,6 +56,8 @@ def timed(name, fn):
     times[name] = t
 if cfg["mode"] == "py-op":
     timed("py-op", lambda: at.fused_all_gather_matmul(A, [B], return_A=False))
+elif cfg["mode"] == "py-op-A":
+    timed("py-op-A", lambda: at.fused_all_gather_matmul(A, [B], return_A=True))
 else:
     plan = world.plan(m_local=[m] * world.size, k=k, n=n, dtype=dt)
     a = A.view(torch.int16).numpy().view(np.uint16) if dt == "bf16" else A.numpy()
@@ -111,13 +114,14 @@ def main():
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--schedule", default="fused", choices=["fused", "baseline"])
     args = ap.parse_args()
-    samples = {"py-op": [], "py-plan": [], "bench": []}
+    modes = ("bench", "py-op", "py-op-A", "py-plan")
+    samples = {m: [] for m in modes}
     medians = {k: [] for k in samples}
     port = 29000 + os.getpid() % 1000
     bench_cmd = ""
     tmp = tempfile.mkdtemp(prefix="agmm_pyop.")
     for pair in range(args.pairs):
-        for mode in ("bench", "py-op", "py-plan"):
+        for mode in modes:
             if mode == "bench":
                 s, bench_cmd = run_bench(args)
             else:
@@ -132,7 +136,7 @@ def main():
                                    args.schedule, args.pairs, args.rounds, args.warmup))
     print("bench: %s" % bench_cmd)
     base = statistics.median(samples["bench"])
-    for mode in ("bench", "py-op", "py-plan"):
+    for mode in modes:
         med = statistics.median(samples[mode])
         print("%-8s median %10.1f us  (pair medians %s)  ratio to bench %.4f"
               % (mode, med, " ".join("%.0f" % m for m in medians[mode]), med / base))
