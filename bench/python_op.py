@@ -18,7 +18,9 @@ Each pair runs, one after the other on the same host:
 A round's time is the slowest rank's (every rank times its own call after
 a barrier and writes its times to a file), as agmm bench reports it.
 The report is the median over every round of every pair per mode, the
-spread (min..max of the per-pair medians), and the ratios to bench. The
+per-pair medians (the spread), the ratio of the medians to bench's, and
+the paired ratios (each pair's median over the same pair's bench median:
+robust to load that changes between pairs). The
 plans use the tool's default core split and tiles, so the configurations
 are the same.
 """
@@ -140,6 +142,11 @@ def main():
         med = statistics.median(samples[mode])
         print("%-8s median %10.1f us  (pair medians %s)  ratio to bench %.4f"
               % (mode, med, " ".join("%.0f" % m for m in medians[mode]), med / base))
+    for mode in modes[1:]:
+        paired = [m / b for m, b in zip(medians[mode], medians["bench"])]
+        print("%-8s paired ratio to bench (per-pair medians): median %.4f, "
+              "min %.4f, max %.4f" % (mode, statistics.median(paired),
+                                      min(paired), max(paired)))
     print("load average at the end: %s" % " ".join(
         "%.2f" % v for v in os.getloadavg()))
 
