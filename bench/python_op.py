@@ -104,6 +104,27 @@ def run_bench(args):
     return json.loads(out)["modes"][args.schedule]["samples_us"], " ".join(cmd)
 
 
+def busy_others():
+    """Other processes using more than 20% of a core now (ps), not ours."""
+    me = os.getpid()
+    out = subprocess.run(["ps", "-eo", "pid,ppid,pcpu,comm", "--no-headers"],
+                         capture_output=True, text=True).stdout
+    return [l.split()[3] for l in out.splitlines()
+            if float(l.split()[2]) > 20 and int(l.split()[0]) != me
+            and int(l.split()[1]) != me]
+
+
+def wait_quiet(limit_s):
+    """Wait (up to limit_s) until the load average is under 2.5 and no
+    other process is busy; True if it got quiet."""
+    t0 = time.time()
+    while time.time() - t0 < limit_s:
+        if os.getloadavg()[0] < 2.5 and not busy_others():
+            return True
+        time.sleep(5)
+    return False
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--agmm", default="build/agmm")
@@ -115,6 +136,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--schedule", default="fused", choices=["fused", "baseline"])
+    ap.add_argument("--wait-quiet", type=float, default=0,
+                    help="before each pair, wait up to this many seconds for "
+                         "a quiet host (load < 2.5, no other busy process)")
     args = ap.parse_args()
     modes = ("bench", "py-op", "py-op-A", "py-plan")
     samples = {m: [] for m in modes}
@@ -122,7 +146,9 @@ def main():
     port = 29000 + os.getpid() % 1000
     bench_cmd = ""
     tmp = tempfile.mkdtemp(prefix="agmm_pyop.")
+    quiet = []
     for pair in range(args.pairs):
+        quiet.append(wait_quiet(args.wait_quiet) if args.wait_quiet > 0 else None)
         for mode in modes:
             if mode == "bench":
                 s, bench_cmd = run_bench(args)
@@ -131,8 +157,10 @@ def main():
                 s = run_python(mode, args, port, tmp)
             samples[mode] += s
             medians[mode].append(statistics.median(s))
-            print("pair %d %-8s median %10.1f us" % (pair + 1, mode, medians[mode][-1]),
-                  flush=True)
+            print("pair %d %-8s median %10.1f us%s" % (
+                pair + 1, mode, medians[mode][-1],
+                "" if quiet[-1] is None else (" (quiet start)" if quiet[-1]
+                                              else " (host busy)")), flush=True)
     print("\nshape: 2 ranks, m_local %d, k %d, n %d, %s, schedule %s; %d pairs x %d "
           "rounds (+%d warmup)" % (args.m_local, args.k, args.n, args.dtype,
                                    args.schedule, args.pairs, args.rounds, args.warmup))
@@ -147,6 +175,14 @@ def main():
         print("%-8s paired ratio to bench (per-pair medians): median %.4f, "
               "min %.4f, max %.4f" % (mode, statistics.median(paired),
                                       min(paired), max(paired)))
+    q = [i for i, v in enumerate(quiet) if v]
+    if q:
+        for mode in modes[1:]:
+            paired = [medians[mode][i] / medians["bench"][i] for i in q]
+            print("%-8s paired ratio, pairs that started quiet (%s): median %.4f, "
+                  "min %.4f, max %.4f" % (mode, ",".join(str(i + 1) for i in q),
+                                          statistics.median(paired), min(paired),
+                                          max(paired)))
     print("load average at the end: %s" % " ".join(
         "%.2f" % v for v in os.getloadavg()))
 

@@ -19,6 +19,7 @@ torch.bfloat16, or for NumPy (which has no bfloat16) a uint16 array holding
 the raw bf16 bits (bf16_from_float32 / bf16_to_float32 convert).
 """
 import ctypes
+import os
 import sys
 
 import numpy as np
@@ -33,6 +34,35 @@ _TORCH = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 # for NULL even when it will read nothing.
 _EMPTY = ctypes.create_string_buffer(64)
 _EMPTY_PTR = ctypes.addressof(_EMPTY)
+
+
+# Outputs the package allocates are new memory every call (the op must
+# return fresh tensors): first touch costs a page fault per 4 KiB page
+# (measured: 21 ms for a 64 MiB C, a few percent of a seed-shape round,
+# paid inside the round by the GEMM workers). Transparent huge pages cut
+# that to ~4 ms (the kernel still zeroes the memory): large outputs are
+# advised MADV_HUGEPAGE before first touch, a hint the kernel may ignore
+# (THP "never"); AGMM_HUGEPAGES=0 turns it off.
+_HUGE_MIN = 4 << 20
+_MADV_HUGEPAGE = 14
+_PAGE = 4096
+_madvise = None
+if os.environ.get("AGMM_HUGEPAGES", "1") != "0":
+    try:
+        _madvise = ctypes.CDLL(None, use_errno=True).madvise
+        _madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        _madvise.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        _madvise = None
+
+
+def _advise_huge(ptr, nbytes):
+    if _madvise is None or nbytes < _HUGE_MIN:
+        return
+    start = (ptr + _PAGE - 1) // _PAGE * _PAGE
+    end = (ptr + nbytes) // _PAGE * _PAGE
+    if end > start:
+        _madvise(start, end - start, _MADV_HUGEPAGE)  # a hint: result ignored
 
 
 def torch_module():
@@ -112,8 +142,10 @@ def output(out, shape, like, what="out", dtype="fp32"):
         if is_torch(like):
             t = torch_module()
             out = t.empty(shape, dtype=getattr(t, _TORCH[dtype]))
+            _advise_huge(out.data_ptr(), out.numel() * out.element_size())
         else:
             out = np.empty(shape, dtype=_NUMPY[dtype])
+            _advise_huge(out.ctypes.data, out.nbytes)
     elif is_torch(out):
         t = torch_module()
         want = getattr(t, _TORCH[dtype])
