@@ -96,3 +96,17 @@ def test_errors_carry_status_and_message():
     with pytest.raises(ValueError):  # InvalidArgument is a ValueError
         agmm.plan.dtype_name("int8")
     assert np.dtype(np.float16)  # numpy present
+
+
+def test_large_outputs_allocated_and_writable():
+    """Outputs of 4 MiB and more get the huge-page hint (_buffers.py):
+    still ordinary writable float32 arrays of the input's kind."""
+    import numpy as np
+    import torch
+    from agmm import _buffers
+    for like in (np.zeros(1, np.float16), torch.zeros(1, dtype=torch.float16)):
+        ptr, out = _buffers.output(None, (1024, 2048), like)
+        assert type(out).__module__.split(".")[0] == type(like).__module__.split(".")[0]
+        assert tuple(out.shape) == (1024, 2048) and ptr != 0
+        out[...] = 3.0
+        assert float(out.sum()) == 3.0 * 1024 * 2048
