@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 RANK_CODE = r"""
@@ -105,13 +106,33 @@ def run_bench(args):
 
 
 def busy_others():
-    """Other processes using more than 20% of a core now (ps), not ours."""
-    me = os.getpid()
+    """Other processes (not this script or its descendants) using more than
+    20% of a core now, by ps."""
     out = subprocess.run(["ps", "-eo", "pid,ppid,pcpu,comm", "--no-headers"],
                          capture_output=True, text=True).stdout
-    return [l.split()[3] for l in out.splitlines()
-            if float(l.split()[2]) > 20 and int(l.split()[0]) != me
-            and int(l.split()[1]) != me]
+    rows = [l.split(None, 3) for l in out.splitlines()]
+    parent = {int(r[0]): int(r[1]) for r in rows}
+    me = os.getpid()
+
+    def ours(pid):
+        while pid > 1:
+            if pid == me:
+                return True
+            pid = parent.get(pid, 0)
+        return False
+    return [r[3] for r in rows if float(r[2]) > 20 and not ours(int(r[0]))]
+
+
+class Watch(threading.Thread):
+    """Samples busy_others() every second while a pair runs."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.seen, self.stop = set(), threading.Event()
+
+    def run(self):
+        while not self.stop.wait(1.0):
+            self.seen.update(busy_others())
 
 
 def wait_quiet(limit_s):
@@ -148,7 +169,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="agmm_pyop.")
     quiet = []
     for pair in range(args.pairs):
-        quiet.append(wait_quiet(args.wait_quiet) if args.wait_quiet > 0 else None)
+        if args.wait_quiet > 0:
+            wait_quiet(args.wait_quiet)
+        watch = Watch()
+        watch.start()
         for mode in modes:
             if mode == "bench":
                 s, bench_cmd = run_bench(args)
@@ -157,10 +181,14 @@ def main():
                 s = run_python(mode, args, port, tmp)
             samples[mode] += s
             medians[mode].append(statistics.median(s))
-            print("pair %d %-8s median %10.1f us%s" % (
-                pair + 1, mode, medians[mode][-1],
-                "" if quiet[-1] is None else (" (quiet start)" if quiet[-1]
-                                              else " (host busy)")), flush=True)
+            print("pair %d %-8s median %10.1f us" % (pair + 1, mode, medians[mode][-1]),
+                  flush=True)
+        watch.stop.set()
+        watch.join()
+        quiet.append(not watch.seen)
+        print("pair %d: %s" % (pair + 1, "no other busy process seen" if quiet[-1]
+                               else "other busy processes: " + ", ".join(sorted(watch.seen))),
+              flush=True)
     print("\nshape: 2 ranks, m_local %d, k %d, n %d, %s, schedule %s; %d pairs x %d "
           "rounds (+%d warmup)" % (args.m_local, args.k, args.n, args.dtype,
                                    args.schedule, args.pairs, args.rounds, args.warmup))
@@ -168,8 +196,9 @@ def main():
     base = statistics.median(samples["bench"])
     for mode in modes:
         med = statistics.median(samples[mode])
-        print("%-8s median %10.1f us  (pair medians %s)  ratio to bench %.4f"
-              % (mode, med, " ".join("%.0f" % m for m in medians[mode]), med / base))
+        print("%-8s median %10.1f us  min %10.1f us  (pair medians %s)  ratio to bench %.4f"
+              % (mode, med, min(samples[mode]),
+                 " ".join("%.0f" % m for m in medians[mode]), med / base))
     for mode in modes[1:]:
         paired = [m / b for m, b in zip(medians[mode], medians["bench"])]
         print("%-8s paired ratio to bench (per-pair medians): median %.4f, "
@@ -179,7 +208,7 @@ def main():
     if q:
         for mode in modes[1:]:
             paired = [medians[mode][i] / medians["bench"][i] for i in q]
-            print("%-8s paired ratio, pairs that started quiet (%s): median %.4f, "
+            print("%-8s paired ratio, undisturbed pairs (%s): median %.4f, "
                   "min %.4f, max %.4f" % (mode, ",".join(str(i + 1) for i in q),
                                           statistics.median(paired), min(paired),
                                           max(paired)))
