@@ -11,6 +11,8 @@
  * Exit status: 0 when every round on this rank matched, 1 otherwise (the
  * reason on stderr). Options for the failure tests (tests/e2e/joined.sh):
  *   --die-at-round R   SIGKILL itself just before round R (a crashed rank)
+ *   --exit-at-round R  exit(5) just before round R, with its plan alive
+ *   --no-destroy       end without agmm_world_destroy (after its plans)
  *   --hold FILE        after joining, write FILE.<rank>.joined and wait
  *                      (in a barrier-free loop) until FILE exists
  *   --timeout S        the world's timeout in seconds (default: 60, or
@@ -48,7 +50,7 @@ static int fail(int rank, const char *what)
 
 /* One dtype: a plan, ROUNDS rounds, each checked on every element. */
 static int run_dtype(agmm_world_t *world, agmm_dtype_t dt, int die_at,
-                     int *round_no)
+                     int exit_at, int *round_no)
 {
     int P = agmm_world_size(world), me = agmm_world_rank(world);
     int64_t m_local[MAXP], M = 0;
@@ -85,6 +87,7 @@ static int run_dtype(agmm_world_t *world, agmm_dtype_t dt, int die_at,
     for (int round = 0; round < ROUNDS; round++) {
         ++*round_no;
         if (die_at == *round_no) raise(SIGKILL);
+        if (exit_at == *round_no) exit(5);
         /* Every rank makes every shard, to compute the reference. */
         const void *ptr[MAXP];
         int64_t off = 0;
@@ -128,13 +131,17 @@ out:
 
 int main(int argc, char **argv)
 {
-    int die_at = 0;
+    int die_at = 0, exit_at = 0, destroy = 1;
     double timeout_s = 0;
     const char *hold = NULL;
     int first_dtype = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--die-at-round") && i + 1 < argc)
             die_at = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--exit-at-round") && i + 1 < argc)
+            exit_at = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-destroy"))
+            destroy = 0;
         else if (!strcmp(argv[i], "--hold") && i + 1 < argc)
             hold = argv[++i];
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
@@ -142,8 +149,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--fp32-only"))
             first_dtype = 2;
         else {
-            fprintf(stderr, "usage: %s [--die-at-round R] [--hold FILE] "
-                            "[--timeout S] [--fp32-only]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--die-at-round R] [--exit-at-round R] "
+                            "[--no-destroy] [--hold FILE] [--timeout S] "
+                            "[--fp32-only]\n", argv[0]);
             return 2;
         }
     }
@@ -165,10 +173,10 @@ int main(int argc, char **argv)
     int round_no = 0;
     agmm_dtype_t dts[] = {AGMM_DTYPE_FP16, AGMM_DTYPE_BF16, AGMM_DTYPE_FP32};
     for (int i = first_dtype; !bad && i < 3; i++)
-        bad = run_dtype(world, dts[i], die_at, &round_no);
+        bad = run_dtype(world, dts[i], die_at, exit_at, &round_no);
     if (!bad)
         printf("rank %d of %d: %d rounds (%s) match the reference\n", me, P,
                round_no, first_dtype ? "fp32" : "fp16, bf16, fp32");
-    agmm_world_destroy(world);
+    if (destroy) agmm_world_destroy(world);
     return bad;
 }

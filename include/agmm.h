@@ -221,7 +221,7 @@ typedef struct agmm_join_opts {
 
 /* Collective over `size` processes started by anyone on one host (a shell
  * loop, torchrun, a serving engine's workers), each calling it once with
- * its own rank and the same size and job name: they rendezvous through a
+ * its own rank and the same size and job name (one rank per process): they rendezvous through a
  * shared-memory control segment named after this user and the job
  * (/dev/shm/agmm:<uid>:<job>:0:ctl, mode 0600), then use the same
  * shared-memory data path as forked ranks ("shm"). Ranks may arrive in any
@@ -234,8 +234,9 @@ typedef struct agmm_join_opts {
  *   - AGMM_ERR_ABORTED: a rank that had joined died while waiting.
  * A control segment left behind by a run whose processes are all gone is
  * removed and the join proceeds. Peers are watched while this rank waits in
- * any collective call: a rank whose process ends without
- * agmm_world_destroy() aborts the world with a message naming it. */
+ * any collective call: a rank whose process ends while it is still needed
+ * (killed, crashed, or gone in the middle of a plan) aborts the world with
+ * a message naming it (see agmm_world_destroy). */
 agmm_status_t agmm_world_join(const agmm_join_opts_t *opts,
                               agmm_world_t **out);
 
@@ -259,9 +260,10 @@ agmm_status_t agmm_cleanup(const char *job, int *removed);
  *     with MPI_Abort(MPI_COMM_WORLD, 1) and does not return.
  *   - joined: unmaps the control segment and, on the last rank to leave
  *     (or when the others are gone), removes it; it always returns, also
- *     in an aborted world (the processes decide how to exit). A rank must
- *     call it before its process ends: a peer still waiting takes a rank
- *     that ends without it for a crashed one. */
+ *     in an aborted world (the processes decide how to exit). A process
+ *     that ends with exit() after destroying its plans leaves the world
+ *     as this would; one that ends in the middle of a plan (or by
+ *     _exit or a signal) is taken by its peers for a crashed rank. */
 void agmm_world_destroy(agmm_world_t *world);
 
 /* ------------------------------------------------------------------ plan */

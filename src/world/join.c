@@ -1,7 +1,7 @@
 /* Joined worlds: `size` processes started by anyone on one host (a shell
  * loop, torchrun, a serving engine) make one world by name. The control
  * segment's layout and garbage rules are in join.h; this file is the
- * rendezvous, the death watch and the world's control table.
+ * rendezvous (agmm_world_join), joined.c the world it makes.
  *
  * Rendezvous (agmm_world_join), each rank:
  *   1. remove this user's leftovers of the job whose processes are gone
@@ -19,29 +19,13 @@
  *      came). The first rank to fail records the reason; the others return
  *      it with the status in hdr.fail_status.
  *
- * Death watch. A joined world has no launcher watching its processes, so
- * every rank watches its peers itself, from its waits: the world's
- * `aborted` entry (called by every blocking wait of the library, each
- * slice) polls the peers' pidfds (opened when the world formed; pidfd
- * reports an exited process even before it is reaped, and cannot be
- * fooled by a reused pid) at most every WATCH_NS. A peer whose process
- * ended while its slot is still JOINED (it did not call
- * agmm_world_destroy) aborts the world with "rank R (pid N) ended without
- * leaving job J". Without pidfd (old kernels) kill(pid, 0) and
- * /proc/pid/stat stand in. A rank that is not waiting notices at its next
- * wait; its peers' waits are what matters, since they are the ones that
- * would hang.
- *
- * Leaving (agmm_world_destroy, and a failed rendezvous after step 3): mark
- * the slot LEFT, then, if no other slot holds the segment, remove it (the
- * reap protocol of join.h: exactly one remover). */
-#include <errno.h>
-#include <poll.h>
-#include <signal.h>
+ * A failed rendezvous after step 3 leaves as agmm_world_destroy does
+ * (agmm_join_leave, joined.c): mark the slot LEFT, then, if no other slot
+ * holds the segment, remove it (the reap protocol of join.h: exactly one
+ * remover). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,100 +36,14 @@
 #include "world/join.h"
 #include "world/world.h"
 
-#define WATCH_NS 10000000ull /* peers' liveness: at most every 10 ms */
+#define WATCH_NS 10000000ull /* joined ranks' liveness: every 10 ms */
 #define POLL_NS 2000000L     /* rendezvous slices */
-
-typedef struct joined {
-    agmm_world_t w; /* first: the world is the joined_t */
-    char job[AGMM_SEG_JOB_MAX + 1];
-    agmm_seg_t seg;
-    agmm_join_hdr_t *hdr;
-    agmm_shm_shared_t *sh;
-    int *pidfds; /* [size]; -1: self, or no pidfd (use pid) */
-    pid_t *pids; /* [size] */
-    _Atomic uint64_t next_watch_ns;
-    int left;
-} joined_t;
-
-static joined_t *joined_of(agmm_world_t *w) { return (joined_t *)(void *)w; }
 
 static void sleep_ns(long ns)
 {
     struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
 }
-
-/* ------------------------------------------------------------- leaving */
-
-static void leave(agmm_join_hdr_t *h, size_t mapped, const char *name, int rank)
-{
-    atomic_store(&h->slots[rank].state, AGMM_SLOT_LEFT);
-    agmm_join_reap(h, mapped, name, 0);
-}
-
-/* ---------------------------------------------------------- the watch */
-
-/* 1 when peer p's process has ended. */
-static int peer_gone(joined_t *j, int p)
-{
-    if (j->pidfds[p] >= 0) {
-        struct pollfd pfd = {.fd = j->pidfds[p], .events = POLLIN};
-        return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLIN | POLLHUP));
-    }
-    return !agmm_seg_pid_alive(j->pids[p]);
-}
-
-static const char *joined_aborted(agmm_world_t *w)
-{
-    const char *reason = agmm_shm_aborted(w);
-    if (reason) return reason;
-    joined_t *j = joined_of(w);
-    uint64_t now = agmm_now_ns();
-    uint64_t next = atomic_load_explicit(&j->next_watch_ns, memory_order_relaxed);
-    if (now < next) return NULL;
-    /* One thread at a time looks (the others see the abort it records). */
-    if (!atomic_compare_exchange_strong(&j->next_watch_ns, &next, now + WATCH_NS))
-        return NULL;
-    for (int p = 0; p < w->size; p++) {
-        if (p == w->rank) continue;
-        if (atomic_load(&j->hdr->slots[p].state) != AGMM_SLOT_JOINED) continue;
-        if (!peer_gone(j, p)) continue;
-        /* It may have left just now (destroy after its last collective). */
-        if (atomic_load(&j->hdr->slots[p].state) != AGMM_SLOT_JOINED) continue;
-        char msg[300];
-        snprintf(msg, sizeof msg,
-                 "rank %d (pid %ld) ended without leaving job '%s' (killed or "
-                 "crashed; seen by rank %d)",
-                 p, (long)j->pids[p], j->job, w->rank);
-        agmm_shm_abort(w, msg);
-        return agmm_shm_aborted(w);
-    }
-    return NULL;
-}
-
-static void joined_destroy(agmm_world_t *w)
-{
-    joined_t *j = joined_of(w);
-    agmm_shm_world_fini(w);
-    agmm_shm_release(j->sh);
-    leave(j->hdr, j->seg.bytes, j->seg.name, w->rank);
-    agmm_seg_unmap(&j->seg);
-    for (int p = 0; p < w->size; p++)
-        if (j->pidfds[p] >= 0) close(j->pidfds[p]);
-    free(j->pidfds);
-    free(j->pids);
-    free(j);
-}
-
-static const agmm_world_ops_t joined_world_ops = {
-    .name = "shm",
-    .barrier = agmm_shm_barrier,
-    .allgather = agmm_shm_allgather,
-    .abort = agmm_shm_abort,
-    .aborted = joined_aborted,
-    .link = agmm_shm_link,
-    .destroy = joined_destroy,
-};
 
 /* ---------------------------------------------------------- rendezvous */
 
@@ -156,6 +54,7 @@ typedef struct rdv {
     agmm_seg_t seg;
     agmm_join_hdr_t *h;
     int took_slot;
+    double stuck_since; /* first seen `reaped` set on a live name; 0: not */
 } rdv_t;
 
 /* Abort the forming world: the reason goes into the shm control block's
@@ -231,8 +130,20 @@ static int judge(rdv_t *r, agmm_status_t *st)
     }
     int hr = -1;
     pid_t hp = 0;
-    if (atomic_load(&h->reaped) ||
-        agmm_join_reap(h, r->seg.bytes, r->name, 0)) {
+    if (atomic_load(&h->reaped)) {
+        /* Being removed: the remover unlinks right after its CAS. A flag
+         * that stays with nobody holding the segment is a remover that
+         * died in between: finish its work. */
+        if (r->stuck_since == 0) r->stuck_since = agmm_now();
+        if (agmm_now() - r->stuck_since > AGMM_JOIN_INIT_GRACE_S &&
+            !agmm_join_holder(h, NULL, NULL))
+            agmm_seg_unlink(r->name);
+        agmm_seg_unmap(&r->seg);
+        sleep_ns(POLL_NS);
+        return JUDGE_RETRY;
+    }
+    r->stuck_since = 0;
+    if (agmm_join_reap(h, r->seg.bytes, r->name, 0)) {
         agmm_seg_unmap(&r->seg); /* a crashed run's: gone now */
         return JUDGE_RETRY;
     }
@@ -377,51 +288,10 @@ static agmm_status_t rendezvous(rdv_t *r)
     }
     st = wait_all(r);
     if (st != AGMM_OK) {
-        leave(r->h, r->seg.bytes, r->name, r->o->rank);
+        agmm_join_leave(r->h, r->seg.bytes, r->name, r->o->rank);
         agmm_seg_unmap(&r->seg);
     }
     return st;
-}
-
-/* ------------------------------------------------------------ the world */
-
-static int open_pidfd(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-    return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-    (void)pid;
-    errno = ENOSYS;
-    return -1;
-#endif
-}
-
-static agmm_status_t make_world(rdv_t *r, joined_t *j)
-{
-    const agmm_join_opts_t *o = r->o;
-    int P = o->size;
-    snprintf(j->job, sizeof j->job, "%s", o->job);
-    j->seg = r->seg;
-    j->hdr = r->h;
-    j->pidfds = malloc((size_t)P * sizeof *j->pidfds);
-    j->pids = calloc((size_t)P, sizeof *j->pids);
-    if (!j->pidfds || !j->pids) {
-        free(j->pidfds);
-        j->pidfds = NULL;
-        return agmm_error(AGMM_ERR_NO_MEMORY, "join: out of memory");
-    }
-    for (int p = 0; p < P; p++) j->pidfds[p] = -1;
-    for (int p = 0; p < P; p++) {
-        j->pids[p] = atomic_load(&r->h->slots[p].pid);
-        j->pidfds[p] = p == o->rank ? -1 : open_pidfd(j->pids[p]);
-        /* ESRCH: already gone, the watch reports it at the first wait. */
-    }
-    AGMM_CHECK(agmm_shm_attach((char *)r->seg.addr + r->h->ctl_off, P, o->job,
-                               &j->sh));
-    j->w.ctl = &joined_world_ops;
-    j->w.timeout_s = o->timeout_s > 0 ? o->timeout_s : 60.0;
-    j->w.oversubscribed = P > sysconf(_SC_NPROCESSORS_ONLN);
-    return agmm_shm_world_init(j->sh, o->rank, &j->w);
 }
 
 agmm_status_t agmm_world_join(const agmm_join_opts_t *opts, agmm_world_t **out)
@@ -445,27 +315,14 @@ agmm_status_t agmm_world_join(const agmm_join_opts_t *opts, agmm_world_t **out)
     r.deadline = agmm_now() + (opts->timeout_s > 0 ? opts->timeout_s : 60.0);
     AGMM_CHECK(rendezvous(&r));
 
-    joined_t *j = calloc(1, sizeof *j);
-    agmm_status_t st = j ? make_world(&r, j)
-                         : agmm_error(AGMM_ERR_NO_MEMORY, "join: out of memory");
+    agmm_status_t st = agmm_joined_world_new(opts, &r.seg, r.h, out);
     if (st != AGMM_OK) {
         char msg[400];
         snprintf(msg, sizeof msg, "rank %d could not set up its world: %s",
                  opts->rank, agmm_last_error());
         abort_forming(&r, st, msg);
-        if (j) {
-            if (j->sh && j->w.impl) agmm_shm_world_fini(&j->w);
-            agmm_shm_release(j->sh);
-            for (int p = 0; j->pidfds && p < opts->size; p++)
-                if (j->pidfds[p] >= 0) close(j->pidfds[p]);
-            free(j->pidfds);
-            free(j->pids);
-            free(j);
-        }
-        leave(r.h, r.seg.bytes, r.name, opts->rank);
+        agmm_join_leave(r.h, r.seg.bytes, r.name, opts->rank);
         agmm_seg_unmap(&r.seg);
-        return st;
     }
-    *out = &j->w;
-    return AGMM_OK;
+    return st;
 }

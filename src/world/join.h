@@ -1,7 +1,7 @@
-/* Joined worlds (processes started by anyone on one host, join.c): the
- * layout of the job's control segment and the rules that decide when a
- * control segment is garbage, shared by the rendezvous (join.c) and
- * agmm_cleanup (cleanup.c). Private to world/.
+/* Joined worlds (processes started by anyone on one host): the layout of
+ * the job's control segment and the rules that decide when a control
+ * segment is garbage, shared by the rendezvous (join.c), the formed world
+ * (joined.c) and agmm_cleanup (cleanup.c). Private to world/.
  *
  * The control segment /agmm:<uid>:<job>:0:ctl (transport/shm/segment.h):
  *
@@ -72,11 +72,25 @@ int agmm_join_holder(agmm_join_hdr_t *h, int *rank, pid_t *pid);
 
 /* Remove the control segment `name` mapped at `h` (`mapped` bytes) if it
  * is garbage: a valid one with no holder, or one whose creator never
- * published it (dead creator, or nothing after AGMM_JOIN_INIT_GRACE_S,
- * judged from `age_s`, the seconds since the segment was last changed).
+ * published it (its creator is dead, or no creator pid was stored
+ * AGMM_JOIN_INIT_GRACE_S after it was made, judged from `age_s`, the
+ * seconds since the segment was last changed).
  * Returns 1 when this call unlinked it. */
 int agmm_join_reap(agmm_join_hdr_t *h, size_t mapped, const char *name,
                    double age_s);
+
+/* Mark `rank`'s slot LEFT, then remove the segment if nobody holds it any
+ * more (joined.c). */
+void agmm_join_leave(agmm_join_hdr_t *h, size_t mapped, const char *name,
+                     int rank);
+
+/* The world of a rank whose rendezvous succeeded (joined.c): takes over
+ * the mapping `seg` of the control segment whose header is `h`. On
+ * failure the caller still owns the mapping and its slot. */
+struct agmm_seg;
+agmm_status_t agmm_joined_world_new(const agmm_join_opts_t *o,
+                                    const struct agmm_seg *seg,
+                                    agmm_join_hdr_t *h, agmm_world_t **out);
 
 /* Seconds since the segment `name` (with '/') was last changed, from
  * /dev/shm; -1 when it cannot be told. */

@@ -51,8 +51,9 @@ static int is_garbage(agmm_join_hdr_t *h, size_t mapped, double age_s)
 {
     if (agmm_join_hdr_valid(h, mapped)) return !agmm_join_holder(h, NULL, NULL);
     pid_t creator = atomic_load(&h->creator_pid);
-    if (creator > 0 && !agmm_seg_pid_alive(creator)) return 1;
+    if (creator > 0) return !agmm_seg_pid_alive(creator); /* at work, or dead */
     if (atomic_load(&h->magic) == AGMM_JOIN_MAGIC) return 0; /* malformed */
+    /* Sized but not even the creator's pid: it died right after sizing. */
     return age_s > AGMM_JOIN_INIT_GRACE_S;
 }
 

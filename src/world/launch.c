@@ -246,6 +246,10 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
     if (ls.first_failed_rank >= 0 && !interrupt_first)
         agmm_error_quiet(AGMM_ERR_ABORTED, "%s", ls.first_what);
     free(ls.pids);
+    /* A rank killed while its plan was being created may leave its window
+     * segment named (transport/shm/window.c, steps 1-5); every rank is
+     * gone now, so nothing of this launch is alive: remove it all. */
+    agmm_cleanup(agmm_shm_job(sh), NULL);
     agmm_shm_release(sh);
     if (exit_code) {
         *exit_code = ls.first_failed_rank >= 0 ? ls.exit_code : 0;

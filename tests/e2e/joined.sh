@@ -7,8 +7,8 @@
 # Nothing here is timed: a timeout only bounds how long a hang may last.
 #
 # usage: joined.sh JOINED_EXE AGMM_EXE CASE
-#   CASE: ok2 ok3 ok4 torch missing killed mismatch twojobs leftover badenv
-#         ulimit valgrind
+#   CASE: ok2 ok3 ok4 torch missing killed exit mismatch twojobs leftover badenv
+#         readme ulimit valgrind
 set -u
 exe=$1 agmm=$2 case=$3
 job="jt-$case-$$"
@@ -122,6 +122,27 @@ killed)
   check 'grep -q "rank 1 (pid $pid_1) ended without leaving job" "$tmp/err.0"' \
     "survivor names the killed rank and its pid"
   ;;
+exit)
+  # Ending with exit() and no agmm_world_destroy: after the plans are gone
+  # that is a clean exit (the exit handler leaves the world; nothing is
+  # left behind); in the middle of a plan the peers fail at once naming
+  # the rank, as for a crash.
+  start 0 2 --no-destroy
+  start 1 2 --no-destroy
+  finish
+  for r in 0 1; do check '[ "$(rc $r)" = 0 ]' "rank $r without destroy exit 0 (got $(rc $r))"; done
+  clean_after
+  start 0 3 --timeout 60
+  start 1 3 --timeout 60 --exit-at-round 4
+  start 2 3 --timeout 60
+  finish
+  check '[ "$(rc 1)" = 5 ]' "rank 1 exited (got $(rc 1))"
+  for r in 0 2; do
+    check '[ "$(rc $r)" = 1 ]' "rank $r exit 1 (got $(rc $r))"
+    check 'grep -q "rank 1 (pid $pid_1) ended without leaving job" "$tmp/err.$r"' \
+      "rank $r names the rank that exited mid-plan"
+  done
+  ;;
 mismatch)
   start 0 2 --timeout 30
   start 1 3 --timeout 30
@@ -193,6 +214,21 @@ badenv)
   check '[ $r = 1 ] && echo "$out" | grep -q "MASTER_PORT is not set"' "missing MASTER_PORT named: $out"
   out=$("$agmm" cleanup --job a/b 2>&1); r=$?
   check '[ $r = 2 ] && echo "$out" | grep -q "^agmm: --job:"' "cleanup --job a/b exit 2: $out"
+  ;;
+readme)
+  # README's "From your own processes" shell loop, as printed (the program
+  # path and the job name made this build's and this case's).
+  readme=$(dirname "$0")/../../README.md
+  awk '/^## From your own processes/ { m = 1; next }
+       m == 1 && /^```sh/ { m = 2; next }
+       m == 2 && /^```/ { exit }
+       m == 2 { print }' "$readme" >"$tmp/loop.sh"
+  check 'grep -q "AGMM_RANK=.r AGMM_WORLD_SIZE=3 AGMM_JOB=demo build/examples/example_joined_allgather_gemm" "$tmp/loop.sh"' \
+    "README has the shell loop: $(cat "$tmp/loop.sh")"
+  sed -i -e "s|build/examples/example_joined_allgather_gemm|$exe|" -e "s|AGMM_JOB=demo|AGMM_JOB=$job|" "$tmp/loop.sh"
+  out=$(timeout 120 bash "$tmp/loop.sh" 2>&1); r=$?
+  check '[ $r = 0 ] && [ "$(echo "$out" | grep -c "of 3: 9 rounds (fp16, bf16, fp32) match the reference")" = 3 ]' \
+    "the README's loop runs 3 checked ranks: $out"
   ;;
 ulimit)
   # No reservation tied to the machine's memory: both kinds of world run in

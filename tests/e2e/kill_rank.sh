@@ -37,7 +37,9 @@ check 'grep -q "was killed by signal 9" "$err"' "message names the signal: $(cat
 check 'grep -Eq "rank [0-9]+ was killed" "$err"' "message names the rank"
 check '[ -z "$(tagged_pids)" ]' "no agmm process left: $(tagged_pids)"
 for p in "${ranks[@]}"; do check '! kill -0 $p 2>/dev/null' "rank pid $p gone"; done
-check '[ -z "$(ls /dev/shm 2>/dev/null | grep -i agmm)" ]' "no agmm shm segment"
+# This run's segments carry the job fork-<launcher pid> (other sessions on
+# the machine may have agmm segments of their own).
+check '[ -z "$(ls /dev/shm 2>/dev/null | grep -- ":fork-$launcher:")" ]' "no agmm shm segment of this run"
 echo "stderr was:"; cat "$err"; echo "(ended ${took}s after the kill)"
 rm -f "$err"
 echo "kill_rank: $pass passed, $fail failed"

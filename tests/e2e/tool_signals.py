@@ -7,7 +7,8 @@
   then the table with a fused row).
 - No "was killed by signal" line for the signal agmm itself sent its ranks.
 - Nothing left behind: no process carrying this test's tag in its
-  environment (as tests/e2e/proc_tag.sh checks), no /dev/shm/*agmm*.
+  environment (as tests/e2e/proc_tag.sh checks), no /dev/shm segment of
+  the run (agmm:<uid>:fork-<launcher pid>:...).
 - `agmm run` stopped by SIGTERM also exits 143, its log ends with a newline.
 
 usage: tool_signals.py AGMM_BINARY
@@ -22,6 +23,7 @@ AGMM = sys.argv[1]
 TAG = "agmm-test-%d-signals" % os.getpid()
 env = dict(os.environ, AGMM_TEST_TAG=TAG)
 fails = []
+last_pid = [0]  # the launcher of the last run (its segments' job name)
 
 
 def check(ok, what):
@@ -49,6 +51,7 @@ def stop(cmd, sig, group, wait_for):
     (exit code, stdout, stderr)."""
     p = subprocess.Popen([AGMM] + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    last_pid[0] = p.pid
     out = b""
     while wait_for not in out:
         line = p.stdout.readline()
@@ -75,7 +78,9 @@ for name, sig, group, want in (("Ctrl-C", signal.SIGINT, True, 130),
     check(b"interrupted: statistics of the" in out and b"\nfused " in out,
           "bench %s: partial statistics printed: %r" % (name, out[-400:]))
     check(tagged_pids() == [], "bench %s: no agmm process left: %s" % (name, tagged_pids()))
-    shm = [f for f in os.listdir("/dev/shm") if "agmm" in f.lower()]
+    # This run's segments carry the job fork-<launcher pid> (other sessions
+    # on the machine may have agmm segments of their own).
+    shm = [f for f in os.listdir("/dev/shm") if ":fork-%d:" % last_pid[0] in f]
     check(shm == [], "bench %s: /dev/shm clean: %s" % (name, shm))
 
 rc, out, err = stop(["run", "--ranks", "2", "--m-local", "128", "--k", "128", "--n", "128",

@@ -8,12 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agmm_ext.h"
 #include "check.h"
 #include "transport/shm/segment.h"
+#include "world/join.h"
 
 static int seg_exists(const char *name)
 {
@@ -169,8 +172,55 @@ static void test_segments(void)
           "liveness of self / pid 0");
 }
 
+/* A rank that dies while the others wait for the last one: the waiting
+ * rank fails at once (not at its timeout), naming the dead rank. */
+static void test_death_while_forming(void)
+{
+    char job[64], ctl[AGMM_SEG_NAME_MAX];
+    snprintf(job, sizeof job, "unit-form-%ld", (long)getpid());
+    agmm_seg_name(ctl, job, 0, "ctl");
+    pid_t kid[2];
+    for (int i = 0; i < 2; i++) {
+        kid[i] = fork();
+        if (kid[i] == 0) {
+            agmm_join_opts_t o = {.rank = i, .size = 3, .job = job,
+                                  .timeout_s = 60};
+            agmm_world_t *w;
+            agmm_status_t st = agmm_world_join(&o, &w);
+            _exit(st == AGMM_ERR_ABORTED &&
+                          strstr(agmm_last_error(),
+                                 "ended before every rank had joined")
+                      ? 3
+                      : 4);
+        }
+    }
+    /* Both children have taken their slots (rank 2 never comes). */
+    int joined = 0;
+    for (int t = 0; t < 3000 && joined < 2; t++) {
+        agmm_seg_t s;
+        int missing;
+        joined = 0;
+        if (agmm_seg_open(ctl, sizeof(agmm_join_hdr_t), &s, &missing) == AGMM_OK) {
+            agmm_join_hdr_t *h = s.addr;
+            if (agmm_join_hdr_valid(h, s.bytes)) joined = atomic_load(&h->joined);
+            agmm_seg_unmap(&s);
+        }
+        if (joined < 2) usleep(10000);
+    }
+    CHECK(joined == 2, "both children joined (%d)", joined);
+    kill(kid[1], SIGKILL);
+    int st0 = 0, st1 = 0;
+    waitpid(kid[1], &st1, 0);
+    waitpid(kid[0], &st0, 0);
+    CHECK(WIFSIGNALED(st1), "rank 1 killed");
+    CHECK(WIFEXITED(st0) && WEXITSTATUS(st0) == 3,
+          "rank 0 failed naming the dead rank (status %d)", st0);
+    CHECK(!seg_exists(ctl), "control segment removed by the survivor");
+}
+
 int main(void)
 {
+    test_death_while_forming();
     test_join_args();
     test_from_env();
     test_one_rank();

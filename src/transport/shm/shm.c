@@ -240,6 +240,17 @@ void agmm_shm_world_fini(agmm_world_t *w)
     w->impl = NULL;
 }
 
+const char *agmm_shm_job(const agmm_shm_shared_t *sh)
+{
+    return sh->job;
+}
+
+int agmm_shm_live_windows(agmm_world_t *w)
+{
+    shm_rank_t *r = agmm_shm_rank_of(w);
+    return r ? atomic_load(&r->live_windows) : 0;
+}
+
 int agmm_shm_link(const agmm_world_t *w, double *gbps, double *latency_us)
 {
     const shm_rank_t *r = (const shm_rank_t *)w->impl;

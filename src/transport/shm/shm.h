@@ -41,6 +41,11 @@ agmm_status_t agmm_shm_allgather(agmm_world_t *w, const void *in, void *out,
 void agmm_shm_abort(agmm_world_t *w, const char *reason);
 const char *agmm_shm_aborted(agmm_world_t *w);
 int agmm_shm_link(const agmm_world_t *w, double *gbps, double *latency_us);
+/* The job name the world's window segments carry ("fork-<pid>" for a
+ * forked world). */
+const char *agmm_shm_job(const agmm_shm_shared_t *sh);
+/* Windows of this rank allocated and not yet freed (any thread). */
+int agmm_shm_live_windows(agmm_world_t *w);
 /* After every rank exited (forked) or when leaving (joined): free, and
  * unmap the control block if prepare mapped it. */
 void agmm_shm_release(agmm_shm_shared_t *sh);

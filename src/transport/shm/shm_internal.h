@@ -30,6 +30,7 @@ typedef struct shm_rank {
     uint64_t barriers_done; /* barriers this rank has completed */
     agmm_link_t *link;      /* the link emulator, NULL when off */
     uint64_t next_window;   /* windows created so far: names them */
+    _Atomic int live_windows; /* allocated and not freed (read at exit) */
 } shm_rank_t;
 
 static inline shm_rank_t *agmm_shm_rank_of(agmm_world_t *w)

@@ -125,6 +125,7 @@ agmm_status_t agmm_shm_win_alloc(agmm_world_t *w, size_t bytes,
         unmap_all(sw);
         return st;
     }
+    atomic_fetch_add(&r->live_windows, 1);
     out->offset = 0;
     out->bytes = bytes;
     out->local = sw->maps[me].addr;
@@ -134,7 +135,9 @@ agmm_status_t agmm_shm_win_alloc(agmm_world_t *w, size_t bytes,
 
 void agmm_shm_win_free(agmm_world_t *w, agmm_win_t *win)
 {
-    (void)w;
-    if (win->impl) unmap_all(win->impl);
+    if (win->impl) {
+        unmap_all(win->impl);
+        atomic_fetch_sub(&agmm_shm_rank_of(w)->live_windows, 1);
+    }
     memset(win, 0, sizeof *win);
 }
