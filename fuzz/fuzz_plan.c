@@ -102,9 +102,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (ni < 1) fail("accepted a weight of no columns");
             nsum += (long double)ni;
         }
+        long double n0 = (long double)(d.n_list ? d.n_list[0] : d.n); /* n ignored */
         long double need =
             d.op == AGMM_OP_GEMM_RS
-                ? M * d.n * 4 + d.nranks * max_rows * d.n * 4 + kmax * d.n * wbytes
+                ? M * n0 * 4 + d.nranks * max_rows * n0 * 4 + kmax * n0 * wbytes
                 : M * d.k * agmm_dtype_size(d.dtype) + (long double)d.k * nsum * wbytes;
         if ((long double)bytes < need) fail("size misses a buffer");
         if (!isfinite(d.timeout_s)) fail("accepted a non-finite timeout");

@@ -3,6 +3,7 @@
 # medians, and a ratio equal to fused/baseline medians; the measured peak
 # and each mode's fraction of it (positive, below a loose 1.5, and equal to
 # the mode's TFLOP/s per GEMM core over the peak).
+# With --n N,N,... and --m-local-per-round: the separate and exact modes.
 # usage: bench_json.sh AGMM [--op OP [more bench options]]: "op" is checked.
 set -u
 agmm=$1
@@ -41,6 +42,19 @@ for mode in ("fused", "baseline"):
         want = m["tflops"] * 1e3 / d["gemm_cores"] / peak  # tflops has 4 decimals
         check(abs(f - want) <= 0.02 * want + 5e-5 * 1e3 / peak,
               f"{mode} fraction_of_peak {f} vs tflops {m['tflops']} / peak {peak}")
+# Several weights (--n list) and rows per round: the comparison modes,
+# their ratios (of medians; exact's rounds of no rows time 0 and are left
+# out of the paired one) and the echoed lists.
+if "n_list" in d:
+    check("separate" in d["modes"], "modes.separate")
+    r = d["modes"]["fused"]["median_us"] / d["modes"]["separate"]["median_us"]
+    check(abs(d.get("ratio_fused_over_separate", -1) - r) < 1e-3 * max(1, r),
+          "ratio_fused_over_separate")
+    check(d["paired"].get("fused_over_separate", 0) > 0, "paired.fused_over_separate")
+if "m_local_per_round" in d:
+    check("exact" in d["modes"], "modes.exact")
+    check(d.get("ratio_fused_over_exact", 0) > 0, "ratio_fused_over_exact")
+    check(d["paired"].get("fused_over_exact", 0) > 0, "paired.fused_over_exact")
 check(d["ranks"] == 2 and d["rounds"] == 5, "config echoed")
 check(d.get("op") == sys.argv[2], f"op {d.get('op')} (want {sys.argv[2]})")
 print(f"bench_json: {ok} passed, {fail} failed")

@@ -37,7 +37,7 @@ import time
 from collections import deque
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from protocol_rules import PLANT_WHERE, PLANTS, Model, Violation
+from protocol_rules import PLANT_WHERE, PLANTS, ROWS_PLANTS, Model, Violation
 
 ALL_SEQS = ("FF", "FB", "BF", "FBF")
 
@@ -160,7 +160,8 @@ def run_configs(plant=None, isolation=True, only=None, verbose=False,
                       destroy_wait=destroy_wait, **kw)
         if (only and only not in model.name) or (
                 plant and kw["delivery"] not in PLANT_WHERE[plant]) or (
-                plant and plant.startswith("rs-") and not model.rs):
+                plant and plant.startswith("rs-") and not model.rs) or (
+                plant in ROWS_PLANTS and not model.rows):
             continue
         t1 = time.time()
         try:

@@ -64,6 +64,8 @@ PLANT_WHERE = {
     "rows-no-ack-wait": ("shm", "link", "mpi"),
     "absent-no-wait": ("mpi",),  # only posted receives are declared
 }
+# Plants in steps only the rows= configurations take.
+ROWS_PLANTS = {"rows-no-ack-wait", "absent-no-wait"}
 GUARDS = {"join", "pass", "dwait", "quiet", "absent"}
 # A rows cell holds ROWS_BASE * e + (tiles of its source in round e): the
 # epoch high, the count low, as agmm_rows_signal (counts here are < 16).
@@ -251,9 +253,11 @@ class Model:
         mpi = self.deliv == "mpi"
         quiet = [("quiet",)] if link else []
         ntiles = self.ntiles(P, e, r)
-        # MPI: every declared tile is sent, those beyond this round's rows
-        # empty (ops/ag_gemm/call.c), so each posted receive completes.
-        tmax = self.tiles[P][r] if mpi else ntiles
+        # Every tile of the plan's layout is signalled, those beyond this
+        # round's rows empty (ops/ag_gemm/call.c): a peer expecting one
+        # learns the count instead of waiting, and on MPI each posted
+        # receive completes.
+        tmax = self.tiles[P][r]
 
         def rows(first, stride):  # agmm_ag_send_rows: this round's count
             # Modelled in the rows= configurations only (see __init__).

@@ -173,10 +173,64 @@ static int rank_main(agmm_world_t *w, void *arg)
     return rank_checks_save(r);
 }
 
-/* Rank 1 is told rank 0 has one row fewer than rank 0 says. */
-static int mismatch_main(agmm_world_t *w, void *arg)
+/* oneDNN: 150 different row counts on one plan, every result right, and
+ * the primitives made for them bounded (64 on demand, then powers of two:
+ * at most 96 per prepared weight, gemm_onednn.c). */
+static int bounded_main(agmm_world_t *w, void *arg)
 {
     (void)arg;
+    rank_checks_begin();
+    int64_t mx[1] = {160};
+    agmm_plan_desc_t d;
+    agmm_plan_desc_init(&d);
+    d.nranks = 1;
+    d.m_local = mx;
+    d.k = 16;
+    d.n = 8;
+    d.tile_m = 32;
+    d.tile_n = 8;
+    d.dtype = AGMM_DTYPE_FP32;
+    d.gemm_engine = AGMM_GEMM_ENGINE_ONEDNN;
+    d.comm_workers = 0;
+    agmm_plan_t *p;
+    if (agmm_plan_create(w, &d, &p) != AGMM_OK) return 1;
+    float wt[16 * 8], a[160 * 16], c[160 * 8], ref[160 * 8];
+    fill(wt, AGMM_DTYPE_FP32, 16 * 8, 3);
+    fill(a, AGMM_DTYPE_FP32, 160 * 16, 5);
+    CHECK(agmm_plan_set_weight(p, wt) == AGMM_OK, "set_weight");
+    agmm_gemm_info_t g0, g1;
+    agmm_plan_gemm_info(p, &g0);
+    float *cs[1] = {c};
+    const void *sh[1] = {a};
+    int bad = 0;
+    for (int64_t m = 1; m <= 150; m++) {
+        int64_t rows[1] = {m};
+        agmm_run_args_t args;
+        agmm_run_args_init(&args);
+        args.schedule = m % 2 ? AGMM_SCHEDULE_FUSED : AGMM_SCHEDULE_BASELINE;
+        args.a_local = a;
+        args.c = cs;
+        args.m_rows = rows;
+        CHECK(agmm_plan_run_args(p, &args) == AGMM_OK, "run m=%lld: %s", (long long)m,
+              agmm_last_error());
+        agmm_reference(1, sh, rows, 16, 8, AGMM_DTYPE_FP32, wt, ref);
+        for (int64_t i = 0; i < m * 8; i++) bad += fabsf(c[i] - ref[i]) > 1e-4f;
+    }
+    CHECK(bad == 0, "%d elements wrong over 150 row counts", bad);
+    agmm_plan_gemm_info(p, &g1);
+    uint64_t made = g1.primitives_created - g0.primitives_created;
+    CHECK(made <= 96, "%llu primitives made for 150 row counts (at most 96)",
+          (unsigned long long)made);
+    agmm_plan_destroy(p);
+    return rank_checks_save(0);
+}
+
+/* Rank 1 is told rank 0 has fewer rows than rank 0 says (arg 0: 4
+ * against 5, one tile fewer), or more (arg 1: 8 against 3, a tile rank 0
+ * does not send this call). */
+static int mismatch_main(agmm_world_t *w, void *arg)
+{
+    int more = *(const int *)arg;
     rank_checks_begin();
     int r = agmm_world_rank(w);
     int64_t mx[2] = {8, 8};
@@ -194,7 +248,7 @@ static int mismatch_main(agmm_world_t *w, void *arg)
     if (agmm_plan_create(w, &d, &p) != AGMM_OK) return 1;
     float wt[64] = {0}, a_loc[64] = {0}, c[16 * 8];
     CHECK(agmm_plan_set_weight(p, wt) == AGMM_OK, "set_weight");
-    int64_t m[2] = {r == 1 ? 4 : 5, 6};
+    int64_t m[2] = {more ? (r == 1 ? 8 : 3) : (r == 1 ? 4 : 5), 6};
     float *cs[1] = {c};
     agmm_run_args_t a;
     agmm_run_args_init(&a);
@@ -217,8 +271,51 @@ static int mismatch_main(agmm_world_t *w, void *arg)
     return r == 1 ? 3 : 0; /* the launcher reports the failed rank */
 }
 
+/* Descriptions and calls refused without a world. */
+static void test_refusals(void)
+{
+    int64_t m[2] = {4, 4}, n[AGMM_MAX_WEIGHTS + 1];
+    for (int i = 0; i <= AGMM_MAX_WEIGHTS; i++) n[i] = 8;
+    agmm_plan_desc_t d;
+    agmm_plan_desc_init(&d);
+    d.nranks = 2;
+    d.m_local = m;
+    d.n_list = n;
+    d.n_weights = AGMM_MAX_WEIGHTS;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_OK, "16 weights: %s", agmm_last_error());
+    uint64_t b16 = agmm_plan_bytes_per_rank(&d);
+    d.n_weights = 1;
+    CHECK(agmm_plan_bytes_per_rank(&d) < b16, "16 weights need more than 1");
+    d.n_weights = AGMM_MAX_WEIGHTS + 1;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG, "17 weights refused");
+    d.n_weights = 0;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG, "n_list with 0 weights");
+    d.n_weights = 2;
+    n[1] = 0;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG &&
+              strstr(agmm_last_error(), "n_list[1]"),
+          "a weight of 0 columns names it: %s", agmm_last_error());
+    n[1] = 8;
+    d.op = AGMM_OP_GEMM_RS;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_UNSUPPORTED, "gemm-rs, 2 weights");
+    d.op = AGMM_OP_AG_GEMM;
+    d.n_list = NULL;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG, "2 weights, no list");
+    CHECK(agmm_plan_run_args(NULL, NULL) == AGMM_ERR_INVALID_ARG, "run_args(NULL)");
+    agmm_run_args_t a;
+    memset(&a, 0x5a, sizeof a);
+    agmm_run_args_init(&a);
+    CHECK(a.c == NULL && a.m_rows == NULL && a.a_gathered == NULL &&
+              a.schedule == AGMM_SCHEDULE_FUSED,
+          "run_args_init zeroes");
+    CHECK(agmm_plan_run_args(NULL, &a) == AGMM_ERR_INVALID_ARG, "NULL plan");
+    CHECK(agmm_plan_weights(NULL) == -1 && agmm_plan_cols(NULL, 0) == -1, "queries");
+    CHECK(agmm_plan_set_weight_i(NULL, 0, n) == AGMM_ERR_INVALID_ARG, "set_weight_i");
+}
+
 int main(void)
 {
+    test_refusals();
     rank_checks_init(4);
     for (int e = 1; e <= 2; e++) {
         agmm_gemm_engine_kind_t eng = (agmm_gemm_engine_kind_t)e;
@@ -237,13 +334,24 @@ int main(void)
             rank_checks_collect(s.nranks);
         }
     }
-    agmm_launch_opts_t o = {0};
-    o.nranks = 2;
-    o.timeout_s = 20;
-    o.quiet = 1;
-    int code = -1;
-    agmm_launch(&o, mismatch_main, NULL, &code);
-    rank_checks_collect(2);
-    CHECK(code != 0, "a rows mismatch fails the run");
+    if (agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN)) {
+        agmm_launch_opts_t o1 = {0};
+        o1.nranks = 1;
+        o1.timeout_s = 20;
+        int c1 = -1;
+        agmm_launch(&o1, bounded_main, NULL, &c1);
+        rank_checks_collect(1);
+        CHECK(c1 == 0, "bounded primitives: exit %d", c1);
+    }
+    for (int more = 0; more <= 1; more++) {
+        agmm_launch_opts_t o = {0};
+        o.nranks = 2;
+        o.timeout_s = 20;
+        o.quiet = 1;
+        int code = -1;
+        agmm_launch(&o, mismatch_main, &more, &code);
+        rank_checks_collect(2);
+        CHECK(code != 0, "a rows mismatch (%s) fails the run", more ? "more" : "fewer");
+    }
     CHECK_DONE("test_multi");
 }

@@ -406,7 +406,13 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         printf("interrupted: statistics of the %d timed round%s done (of %d)\n", done,
                done == 1 ? "" : "s", cli->rounds);
     if ((rc == 0 || partial) && t.rank == 0) {
-        double flop = agmm_tool_flop_per_rank(cli);
+        /* Rows per round: the mean round's flops (the list's mean M). */
+        double flop = agmm_tool_flop_per_rank(cli), mfrac = 0;
+        for (int i = 0; i < cli->rows_per_round_count; i++)
+            for (int r = 0; r < cli->ranks; r++)
+                mfrac += (double)agmm_tool_round_rows(cli, i, r) /
+                         ((double)cli->m_total * cli->rows_per_round_count);
+        if (cli->rows_per_round_count > 0) flop *= mfrac;
         ratios_t pr = paired_ratios(us, on, n); /* before sorting */
         stats_t st[NMODES] = {{0, 0, 0, 0, 0}};
         double med[NMODES] = {0};

@@ -22,7 +22,8 @@ uint64_t agmm_tool_bytes_per_rank(const agmm_cli_t *cli)
     for (int r = 0; r < cli->ranks; r++)
         if ((double)cli->m_local[r] > mmax) mmax = (double)cli->m_local[r];
     double bytes = mmax * k * es + k * n * es + M * n * 4;
-    if (cli->check) bytes += M * k * es + M * k * 4 + k * n * 4 + M * n * 4;
+    if (cli->check) /* + the gathered A handed back */
+        bytes += 2 * M * k * es + M * k * 4 + k * n * 4 + M * n * 4;
     return bytes > 1.8e19 ? 0 : (uint64_t)bytes;
 }
 

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "agmm_ext.h"
 #include "inputs.h"
@@ -131,6 +132,17 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
             *bad_weight = i;
         }
         res->mismatches += one.mismatches;
+    }
+    /* The gathered A handed back: byte for byte this round's shards. */
+    size_t row = (size_t)cli->k * es, off = 0;
+    for (int p = 0; rc == 0 && t->gathered && p < cli->ranks; p++) {
+        if (memcmp((const char *)t->gathered + off, shards[p], (size_t)rows[p] * row)) {
+            res->mismatches++;
+            if (res->first_bad < 0) res->first_bad = 0;
+            fprintf(stderr, "agmm: rank %d: the gathered A differs in rank %d's rows\n",
+                    t->rank, p);
+        }
+        off += (size_t)rows[p] * row;
     }
     if (rc != 0) {
         fprintf(stderr, "agmm: rank %d: could not compute the reference\n",

@@ -68,6 +68,7 @@ void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule, int rou
     args->schedule = schedule;
     args->a_local = t->a;
     args->c = t->cs;
+    args->a_gathered = t->gathered;
     if (cli->rows_per_round_count > 0) {
         for (int r = 0; r < cli->ranks; r++) t->m_rows[r] = agmm_tool_round_rows(cli, round, r);
         args->m_rows = t->m_rows;
@@ -188,6 +189,12 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
     }
     t->w = t->ws[0];
     t->c = t->cs[0];
+    /* run's check also compares the gathered A the library hands back. */
+    if (cli->cmd == AGMM_CMD_RUN && cli->check && cli->op == AGMM_OP_AG_GEMM &&
+        !(t->gathered = malloc((size_t)cli->m_total * (size_t)cli->k * es + 1))) {
+        fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n", t->rank);
+        return 1;
+    }
     return 0;
 }
 
@@ -209,6 +216,7 @@ void agmm_tool_teardown(agmm_tool_rank_t *t)
     free(t->trace_json);
     if (t->plan) agmm_plan_destroy(t->plan);
     free(t->a);
+    free(t->gathered);
     for (int i = 0; i < AGMM_MAX_WEIGHTS; i++) {
         free(t->ws[i]);
         free(t->cs[i]);

@@ -61,6 +61,7 @@ typedef struct agmm_tool_rank {
     void *ws[AGMM_MAX_WEIGHTS];  /* weight i: [k, n_list[i]] */
     float *cs[AGMM_MAX_WEIGHTS]; /* its output: [M, n_list[i]] */
     int64_t m_rows[AGMM_CLI_MAX_RANKS]; /* the rows of the current round */
+    void *gathered; /* run with the check (ag-gemm): gather(A) handed back, [M, k] */
     agmm_trace_t *trace; /* --trace / --trace-svg, else NULL */
     char *trace_json;    /* rank 0, --json: the "trace" member, or NULL */
 } agmm_tool_rank_t;

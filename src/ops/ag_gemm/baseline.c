@@ -95,15 +95,17 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     if (comm && x->comm_workers == 0)
         AGMM_CHECK(put_bulk(x, self->index, x->gemm_workers));
     /* Everything arrives before any GEMM starts: that is the baseline. */
+    /* Every rank raises its bulk cell, rows or none (this rank's own once
+     * its rows are in place): then the source's count is checked (its
+     * rows cell came first), before any row is used. */
     for (int src = 0; comm && src < p->nranks; src++) {
-        AGMM_CHECK(agmm_ag_check_rows(x, src));
-        if (p->m_local[src] == 0) continue;
         agmm_wait_what_t what = {"shard", src, -1};
         AGMM_CHECK(agmm_traced_wait(
             p->world,
             agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_BULK, src)),
             x->epoch, agmm_deadline(p->world, p->desc.timeout_s), &what,
             AGMM_TSIG_SHARD));
+        AGMM_CHECK(agmm_ag_check_rows(x, src));
     }
     agmm_worker_share_t s;
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s))

@@ -2,26 +2,33 @@
  * and how the ranks agree on them, and the gathered A handed back.
  *
  * Rows per call. The plan is laid out for its most rows (desc.m_local =
- * m_max): each source's rows have a fixed place in the receive window and
- * in g32 (win_off), and fixed tile signal cells (tile_base). A call with
- * fewer rows fills the first rows of each place; only the output rows
- * (row_off, of C and a_gathered) close up. Every rank passes the same
+ * m_max): the window and g32 hold M_max rows, and each source's tiles have
+ * fixed signal cells (tile_base). In a call with fewer rows the output rows
+ * (row_off, of C and a_gathered) close up, and so do the rows in the window
+ * and g32 (win_off = row_off), except on a transport with posted receives
+ * (MPI), whose receives are declared at the plan's places (win_max): there
+ * each source's rows start at its place, leaving gaps. Puts of round e
+ * land only after the receiver's ack of round e - 1, so a layout that
+ * changes from round to round is never written under a reader. Every rank passes the same
  * m_rows; nothing is exchanged up front. Instead each rank raises its rows
  * cell on every peer at the start of its puts, to agmm_rows_signal(e,
  * rows): the epoch in the high half, its own row count in the low half.
- * Before a GEMM worker uses any row of a source (or the baseline's native
- * all-gather starts), it waits for that cell and compares: a peer that
- * sends another count than this rank was told aborts the world, naming
- * both ranks, so no row is ever computed from a disagreeing layout. The
- * sender raises the cell only after the peer's ack of round e - 1 (as for
- * its tiles), so the peer has finished checking round e - 1's value.
+ * Before a GEMM worker uses any row of a source (after its first tile or
+ * bulk signal, or before the baseline's native all-gather starts), it
+ * compares that cell with its own count: a peer that sends another count
+ * than this rank was told aborts the world, naming both ranks, so no row
+ * is ever computed from a disagreeing layout. The sender raises the cell
+ * only after the peer's ack of round e - 1 (as for its tiles), so the peer
+ * has finished checking round e - 1's value. Every tile of the plan's
+ * layout is signalled each round, those beyond the call's rows empty
+ * (fused.c), so a peer waiting for one it expected wakes and finds the
+ * mismatch.
  *
  * On a transport with posted receives (MPI), the receives are declared
- * once for the most rows: in a round with fewer, the sender still sends
- * every declared tile, the missing ones empty and the last one short
- * (fused.c), and the receiver waits for them all before its round ends
- * (agmm_ag_wait_absent), so each persistent receive completes once per
- * round. */
+ * once for the most rows: the empty tiles are 0-byte messages, the last
+ * one of a source short, and the receiver waits for them all before its
+ * round ends (agmm_ag_wait_absent), so each persistent receive completes
+ * once per round. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,17 +40,24 @@ void agmm_ag_set_rows(agmm_plan_t *p, const int64_t *m_rows)
 {
     const int64_t *m = m_rows ? m_rows : p->m_max;
     int64_t off = 0;
-    p->dynamic = 0;
     for (int r = 0; r < p->nranks; r++) {
         p->m_local[r] = m[r];
         p->tiles[r] = AGMM_DIV_UP(m[r], p->desc.tile_m);
-        p->dynamic |= m[r] != p->m_max[r];
         /* Atomic stores: agmm_plan_row_offset may read from any thread. */
         __atomic_store_n(&p->row_off[r], off, __ATOMIC_RELAXED);
         off += m[r];
     }
     __atomic_store_n(&p->row_off[p->nranks], off, __ATOMIC_RELAXED);
     __atomic_store_n(&p->M, off, __ATOMIC_RELAXED);
+    /* Where the rows go: closed up like the output where puts may land
+     * anywhere (shm: the window then holds one contiguous block, so the
+     * GEMM is one call over all sources, as for a plan of exactly these
+     * rows); the declared places with posted receives (MPI). */
+    const int64_t *w = agmm_tp_has(p->world, AGMM_TP_CAP_POSTED_RECEIVES)
+                           ? p->win_max
+                           : p->row_off;
+    for (int r = 0; r <= p->nranks; r++)
+        p->win_off[r] = w[r];
 }
 
 void agmm_ag_copy_gathered(agmm_plan_t *p, const void *a_local, void *out)

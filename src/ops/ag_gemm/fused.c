@@ -91,11 +91,11 @@ static agmm_status_t put_share(agmm_round_t *x, int first, int stride)
     agmm_plan_t *p = x->p;
     /* This call's row count first (call.c), from the first sender. */
     if (first == 0) AGMM_CHECK(agmm_ag_send_rows(x, 0, 1));
-    /* With posted receives every declared tile is sent (call.c). */
-    int64_t tiles = agmm_tp_has(p->world, AGMM_TP_CAP_POSTED_RECEIVES)
-                        ? p->tiles_max[p->rank]
-                        : p->tiles[p->rank];
-    for (int64_t t = first; t < tiles; t += stride)
+    /* Every tile of the plan's layout is signalled, those beyond this
+     * call's rows empty (call.c): a peer that expects one of them learns
+     * from the rows cell instead of waiting forever, and MPI's declared
+     * receives all complete. */
+    for (int64_t t = first; t < p->tiles_max[p->rank]; t += stride)
         AGMM_CHECK(put_tile(x, t));
     return AGMM_OK;
 }
@@ -249,7 +249,15 @@ static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
 {
     agmm_plan_t *p = x->p;
     int64_t tm = p->desc.tile_m;
-    AGMM_CHECK(agmm_ag_check_rows(x, src));
+    /* The source's count before any of its rows is used: after its first
+     * tile (raised after its rows cell, so the check rarely waits; a tile
+     * it does not have this call comes empty, so the wait ends either
+     * way). A source with no tiles here: gemm_worker checks it at the
+     * end. */
+    if (t0 < t1 && src != p->rank && (x->phases & AGMM_PHASE_COMM)) {
+        AGMM_CHECK(wait_tile(x, src, t0));
+        AGMM_CHECK(agmm_ag_check_rows(x, src));
+    }
     if (!(x->phases & AGMM_PHASE_GEMM)) { /* comm-only: just the arrivals */
         for (int64_t t = t0; src != p->rank && t < t1; t++)
             AGMM_CHECK(wait_tile(x, src, t));

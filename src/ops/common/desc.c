@@ -199,7 +199,9 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
     for (int i = 0; i < nw; i++) {
         int64_t ni = d->n_list ? d->n_list[i] : n;
         if (ni < 0 || ni > INT_MAX) return 0;
-        wsum += e->weight_bytes(d->dtype, d->k, ni);
+        uint64_t wb = e->weight_bytes(d->dtype, d->k, ni);
+        if (wb > INT64_MAX || wsum + wb > INT64_MAX) return 0; /* overflow */
+        wsum += wb;
     }
     /* The engine's prepared weight (fp32 for OpenBLAS; bf16 stays bf16 on
      * oneDNN); g32 only when the engine does not read the dtype itself. */

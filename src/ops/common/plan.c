@@ -102,6 +102,7 @@ static void plan_free_local(agmm_plan_t *p)
     agmm_free(p->m_max);
     agmm_free(p->tiles_max);
     agmm_free(p->win_off);
+    agmm_free(p->win_max);
     agmm_free(p->n_w);
     agmm_free(p->blk_off);
     agmm_free(p->k_local);
@@ -125,15 +126,18 @@ static agmm_status_t plan_layout(agmm_plan_t *p, const agmm_plan_desc_t *d)
     p->m_max = agmm_alloc(sizeof(int64_t) * (size_t)P);
     p->tiles_max = agmm_alloc(sizeof(int64_t) * (size_t)P);
     p->win_off = agmm_alloc(sizeof(int64_t) * (size_t)(P + 1));
+    p->win_max = agmm_alloc(sizeof(int64_t) * (size_t)(P + 1));
     p->nw = d->n_list ? AGMM_MAX(d->n_weights, 1) : 1;
     p->n_w = agmm_alloc(sizeof(int64_t) * (size_t)p->nw);
     p->blk_off = agmm_alloc(sizeof(int64_t) * (size_t)(p->nw + 1));
     if (!p->m_local || !p->row_off || !p->tiles || !p->tile_base ||
-        !p->m_max || !p->tiles_max || !p->win_off || !p->n_w || !p->blk_off)
+        !p->m_max || !p->tiles_max || !p->win_off || !p->win_max || !p->n_w ||
+        !p->blk_off)
         return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
     for (int r = 0; r < P; r++) {
         p->m_max[r] = p->m_local[r] = d->m_local[r];
         p->win_off[r + 1] = p->row_off[r + 1] = p->row_off[r] + d->m_local[r];
+        p->win_max[r + 1] = p->row_off[r + 1];
         p->tiles_max[r] = p->tiles[r] = AGMM_DIV_UP(d->m_local[r], d->tile_m);
         p->tile_base[r + 1] = p->tile_base[r] + p->tiles[r];
     }
@@ -211,14 +215,14 @@ static agmm_status_t declare_puts(agmm_plan_t *p)
             int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_max[src] - row);
             AGMM_CHECK(
                 agmm_tp_expect(w, &p->gathered, src,
-                               (size_t)(p->win_off[src] + row) * row_bytes,
+                               (size_t)(p->win_max[src] + row) * row_bytes,
                                (size_t)rows * row_bytes, &p->signals,
                                agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t),
                                AGMM_RSET_TILES));
         }
         if (native || p->m_max[src] == 0) continue;
         AGMM_CHECK(agmm_tp_expect(
-            w, &p->gathered, src, (size_t)p->win_off[src] * row_bytes,
+            w, &p->gathered, src, (size_t)p->win_max[src] * row_bytes,
             (size_t)p->m_max[src] * row_bytes, &p->signals,
             agmm_sig_off(p, SIG_BULK, src), AGMM_RSET_SHARDS));
     }

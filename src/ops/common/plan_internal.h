@@ -61,7 +61,11 @@ struct agmm_plan {
      * tile signal cells and per-tile counters (tile_base, total_tiles). */
     int64_t *m_max;     /* [P] the plan's m_local */
     int64_t *tiles_max; /* [P] row tiles per rank at m_max */
-    int64_t *win_off;   /* [P + 1] first window / g32 row of each rank */
+    int64_t *win_max;   /* [P + 1] first row of each rank at m_max */
+    /* [P + 1] first window / g32 row of each rank this round (call.c):
+     * win_max on a transport with posted receives (their places are
+     * declared), else row_off (rows close up: one contiguous block). */
+    int64_t *win_off;
     int64_t *tile_base; /* [P + 1] first global tile index of each rank */
     int64_t M_max;      /* sum of m_max */
     int64_t total_tiles;
@@ -72,7 +76,6 @@ struct agmm_plan {
     int64_t *n_w;       /* [nw] columns of each weight */
     int64_t *blk_off;   /* [nw + 1] */
     int64_t col_blocks; /* sum over weights of ceil(n_i / tile_n) */
-    int dynamic;        /* this round's rows differ from m_max somewhere */
     size_t esize;       /* bytes per input element */
     int64_t tile_cells; /* tile signal cells (see the layout above) */
     /* gemm-rs (desc.op == AGMM_OP_GEMM_RS); all-gather: k_local = NULL. */
@@ -170,7 +173,7 @@ static inline int64_t agmm_global_tile_row(const agmm_plan_t *p, int64_t g)
 {
     for (int src = 0; src < p->nranks; src++)
         if (g < p->tile_base[src + 1])
-            return p->win_off[src] + (g - p->tile_base[src]) * p->desc.tile_m;
+            return p->win_max[src] + (g - p->tile_base[src]) * p->desc.tile_m;
     return p->M_max;
 }
 
@@ -246,7 +249,7 @@ enum { AGMM_PHASE_COMM = 1, AGMM_PHASE_GEMM = 2, AGMM_PHASE_ALL = 3 };
 
 /* All-gather per-call rows and the gathered A (ag_gemm/call.c).
  * set_rows: the call's rows (m_rows, NULL: the plan's most) into m_local,
- * row_off, tiles, M and `dynamic`, by the round's caller before any worker
+ * row_off, tiles, M and win_off, by the round's caller before any worker
  * starts. copy_gathered: gather(A) of the round just run into `out`
  * ([M, k] in dtype), by the caller after its workers joined and before it
  * acknowledges the round. */
