@@ -5,6 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libopenblas-dev libopenmpi-dev
       libdnnl-dev # the oneDNN GEMM engine (optional: the build works without)
       openmpi-bin iproute2 procps python3
+      # the Python package's tests (tests/python: pytest under /usr/bin/python3)
+      python3-numpy python3-torch python3-pytest
       nftables # tests: packet loss between namespace hosts (e2e_mpi_net_faults)
       chromium # tests: the trace SVG rendered headless (e2e_trace_svg_screenshot)
       valgrind # tests: the leak check of joined and forked ranks (e2e_joined_valgrind)

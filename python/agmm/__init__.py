@@ -1,0 +1,52 @@
+"""agmm from Python: tensor-parallel all-gather + GEMM (and GEMM +
+reduce-scatter) across processes, over the C library libagmm.so (ctypes;
+no compiled extension). docs/python.md is the guide.
+
+    import agmm, numpy as np
+    with agmm.World.from_env() as world:            # RANK/WORLD_SIZE/... set
+        with world.plan(m_local=64, k=256, n=128, dtype="fp16") as plan:
+            plan.set_weight(w)                       # [k, n] float16
+            c = plan.run(a)                          # a: [64, k] float16
+                                                     # c: [64 * size, n] float32
+
+NumPy arrays and PyTorch CPU tensors go in and out without copies when
+they are C-contiguous and of the plan's dtype (bf16 from NumPy: uint16
+bits). The GIL is released while a round runs. Errors raise agmm.Error
+subclasses with the library's status and message. The PyTorch op is in
+agmm.torch (imported on demand: `import agmm.torch`).
+"""
+from . import _lib
+from ._buffers import bf16_from_float32, bf16_to_float32
+from .errors import (Aborted, BadState, CheckFailed, Error, InvalidArgument,
+                     Mismatch, OutOfMemory, SystemCallError, Timeout, TooLarge,
+                     TransportError, Unsupported)
+from .plan import GemmInfo, Plan, ScheduleInfo
+from .world import World
+
+__version__ = _lib.text(_lib.fn.agmm_version())
+
+__all__ = [
+    "World", "Plan", "GemmInfo", "ScheduleInfo", "Error", "InvalidArgument",
+    "OutOfMemory", "TooLarge", "SystemCallError", "Timeout", "Aborted",
+    "Mismatch", "BadState", "Unsupported", "TransportError", "CheckFailed",
+    "bf16_from_float32", "bf16_to_float32", "library_path", "cleanup",
+    "__version__",
+]
+
+
+def library_path():
+    """The path libagmm.so was loaded from."""
+    return _lib.path
+
+
+def cleanup(job):
+    """Remove what a crashed job named `job` left in /dev/shm (only when no
+    live process holds it; agmm_cleanup). Returns the count removed."""
+    import ctypes
+    from .errors import check, missing
+    f = _lib.fn.agmm_cleanup
+    if f is None:
+        raise missing("agmm_cleanup")
+    removed = ctypes.c_int(0)
+    check(f(str(job).encode(), ctypes.byref(removed)), "cleanup")
+    return removed.value

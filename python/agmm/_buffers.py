@@ -1,0 +1,199 @@
+"""Arrays in and out of the C library without copies.
+
+An input (A shard, weight) is passed by pointer when it is already what
+the library reads: a C-contiguous, aligned CPU array of the plan's dtype
+with the expected shape. That holds for
+  - numpy.ndarray (and anything numpy.asarray takes without a copy: the
+    buffer protocol, __array_interface__), and objects with __dlpack__
+    (through numpy.from_dlpack),
+  - torch.Tensor on the CPU (data_ptr()), torch is never imported here:
+    a tensor is recognised only when the caller has imported torch.
+A non-contiguous input (a transposed view, a slice with strides) is copied
+once into a contiguous array; the wrong dtype or shape is an error (no
+silent conversion). Outputs are float32, C-contiguous: allocated here
+(numpy for numpy inputs, torch for torch inputs) or the caller's `out`,
+which must already be exactly that (it is written in place, never copied).
+
+dtypes: fp16 is numpy.float16 / torch.float16; fp32 is float32; bf16 is
+torch.bfloat16, or for NumPy (which has no bfloat16) a uint16 array holding
+the raw bf16 bits (bf16_from_float32 / bf16_to_float32 convert).
+"""
+import ctypes
+import os
+import sys
+
+import numpy as np
+
+from . import _lib
+from .errors import InvalidArgument, check
+
+_NUMPY = {"fp16": np.dtype(np.float16), "bf16": np.dtype(np.uint16),
+          "fp32": np.dtype(np.float32)}
+_TORCH = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+# A valid address for empty arrays (0 rows): the library checks pointers
+# for NULL even when it will read nothing.
+_EMPTY = ctypes.create_string_buffer(64)
+_EMPTY_PTR = ctypes.addressof(_EMPTY)
+
+
+# Outputs the package allocates are new memory every call (the op must
+# return fresh tensors): first touch costs a page fault per 4 KiB page
+# (measured: 21 ms for a 64 MiB C, a few percent of a seed-shape round,
+# paid inside the round by the GEMM workers). Transparent huge pages cut
+# that to ~4 ms (the kernel still zeroes the memory): large outputs are
+# advised MADV_HUGEPAGE before first touch, a hint the kernel may ignore
+# (THP "never"); AGMM_HUGEPAGES=0 turns it off.
+_HUGE_MIN = 4 << 20
+_MADV_HUGEPAGE = 14
+_PAGE = 4096
+_madvise = None
+if os.environ.get("AGMM_HUGEPAGES", "1") != "0":
+    try:
+        _madvise = ctypes.CDLL(None, use_errno=True).madvise
+        _madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        _madvise.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        _madvise = None
+
+
+def _advise_huge(ptr, nbytes):
+    if _madvise is None or nbytes < _HUGE_MIN:
+        return
+    start = (ptr + _PAGE - 1) // _PAGE * _PAGE
+    end = (ptr + nbytes) // _PAGE * _PAGE
+    if end > start:
+        _madvise(start, end - start, _MADV_HUGEPAGE)  # a hint: result ignored
+
+
+def torch_module():
+    """The torch module if the caller imported it, else None."""
+    return sys.modules.get("torch")
+
+
+def is_torch(x):
+    t = torch_module()
+    return t is not None and isinstance(x, t.Tensor)
+
+
+def dtype_of(x):
+    """The agmm dtype name of an array or tensor, or None."""
+    if is_torch(x):
+        name = str(x.dtype).replace("torch.", "")
+        for k, v in _TORCH.items():
+            if v == name:
+                return k
+        return None
+    dt = getattr(x, "dtype", None)
+    for k, v in _NUMPY.items():
+        if dt == v:
+            return k
+    return None
+
+
+def _shape_str(shape):
+    return "[" + ", ".join(str(int(s)) for s in shape) + "]"
+
+
+def input_ptr(x, dtype, shape, what):
+    """(address, owner) of x as a C-contiguous `dtype` array of `shape`.
+    owner keeps the memory alive while the address is used (x itself, or
+    the contiguous copy of a strided x)."""
+    shape = tuple(int(s) for s in shape)
+    if is_torch(x):
+        t = torch_module()
+        if x.device.type != "cpu":
+            raise InvalidArgument("%s: a tensor on %s (agmm takes CPU tensors)"
+                                  % (what, x.device))
+        want = getattr(t, _TORCH[dtype])
+        if x.dtype != want:
+            raise InvalidArgument("%s: dtype %s, the plan's is %s (torch.%s)"
+                                  % (what, x.dtype, dtype, _TORCH[dtype]))
+        if tuple(x.shape) != shape:
+            raise InvalidArgument("%s: shape %s, expected %s"
+                                  % (what, _shape_str(x.shape), _shape_str(shape)))
+        if not x.is_contiguous():
+            x = x.contiguous()
+        return (x.data_ptr() if x.numel() else _EMPTY_PTR), x
+    a = x
+    if not isinstance(a, np.ndarray):
+        if hasattr(a, "__dlpack__") and not hasattr(a, "__array_interface__"):
+            a = np.from_dlpack(a)
+        else:
+            a = np.asarray(a)
+    if a.dtype != _NUMPY[dtype]:
+        hint = " (bf16 from NumPy: a uint16 array of the raw bits, see " \
+               "agmm.bf16_from_float32)" if dtype == "bf16" else ""
+        raise InvalidArgument("%s: dtype %s, the plan's is %s (numpy.%s)%s"
+                              % (what, a.dtype, dtype, _NUMPY[dtype], hint))
+    if a.shape != shape:
+        raise InvalidArgument("%s: shape %s, expected %s"
+                              % (what, _shape_str(a.shape), _shape_str(shape)))
+    if not (a.flags.c_contiguous and a.flags.aligned):
+        a = np.ascontiguousarray(a)
+    return (a.ctypes.data if a.size else _EMPTY_PTR), a
+
+
+def output(out, shape, like, what="out", dtype="fp32"):
+    """(address, array) of the output: `out` checked (float32 by default,
+    C-contiguous, `shape`, writeable; never copied), or a new array of the
+    kind of `like` (a torch tensor for a torch input, else numpy)."""
+    shape = tuple(int(s) for s in shape)
+    if out is None:
+        if is_torch(like):
+            t = torch_module()
+            out = t.empty(shape, dtype=getattr(t, _TORCH[dtype]))
+            _advise_huge(out.data_ptr(), out.numel() * out.element_size())
+        else:
+            out = np.empty(shape, dtype=_NUMPY[dtype])
+            _advise_huge(out.ctypes.data, out.nbytes)
+    elif is_torch(out):
+        t = torch_module()
+        want = getattr(t, _TORCH[dtype])
+        if out.device.type != "cpu" or out.dtype != want \
+                or tuple(out.shape) != shape or not out.is_contiguous():
+            raise InvalidArgument(
+                "%s: must be a contiguous CPU torch.%s tensor of shape %s "
+                "(got %s %s %s%s)" % (what, _TORCH[dtype], _shape_str(shape),
+                                      out.device, out.dtype,
+                                      _shape_str(out.shape),
+                                      "" if out.is_contiguous()
+                                      else ", not contiguous"))
+    else:
+        if not isinstance(out, np.ndarray) or out.dtype != _NUMPY[dtype] \
+                or out.shape != shape or not out.flags.c_contiguous \
+                or not out.flags.writeable or not out.flags.aligned:
+            raise InvalidArgument(
+                "%s: must be a writeable C-contiguous numpy.%s array of shape "
+                "%s (got %s)" % (what, _NUMPY[dtype], _shape_str(shape),
+                                 _describe(out)))
+    if is_torch(out):
+        return (out.data_ptr() if out.numel() else _EMPTY_PTR), out
+    return (out.ctypes.data if out.size else _EMPTY_PTR), out
+
+
+def _describe(x):
+    if isinstance(x, np.ndarray):
+        flags = [] if x.flags.c_contiguous else ["not C-contiguous"]
+        if not x.flags.writeable:
+            flags.append("read-only")
+        return "%s %s%s" % (x.dtype, _shape_str(x.shape),
+                            (", " + ", ".join(flags)) if flags else "")
+    return type(x).__name__
+
+
+def bf16_from_float32(x):
+    """bf16 bits (numpy uint16, same shape) of a float32 array, rounded to
+    nearest even by the library's own conversion."""
+    a = np.ascontiguousarray(x, dtype=np.float32)
+    out = np.empty(a.shape, dtype=np.uint16)
+    if a.size:
+        check(_lib.fn.agmm_convert_from_fp32(_lib.DTYPES["bf16"], a.ctypes.data,
+                                             out.ctypes.data, a.size),
+              "bf16_from_float32")
+    return out
+
+
+def bf16_to_float32(bits):
+    """float32 values of bf16 bits (a uint16 array): exact."""
+    b = np.ascontiguousarray(bits, dtype=np.uint16)
+    return (b.astype(np.uint32) << 16).view(np.float32)

@@ -1,0 +1,229 @@
+"""The C library, loaded with ctypes: where it is found, the prototypes of
+the functions the package calls, and the structures it passes.
+
+Loading. The first of:
+  1. $AGMM_LIBRARY (a path to libagmm.so),
+  2. the path CMake wrote into _libpath.py: the build tree's libagmm.so for
+     the copy in build/python, the installed one (relative to this
+     directory, so the installed tree can move) for the installed package,
+  3. the loader's search path (libagmm.so.0.1, e.g. in /usr/lib).
+The library is loaded RTLD_GLOBAL: an MPI build's libagmm.so pulls in
+libmpi, whose plugins resolve libmpi's symbols from the global scope.
+
+ctypes.CDLL (not PyDLL) releases the GIL for the duration of every call,
+so another Python thread runs while a round is in agmm_plan_run.
+
+The structures mirror include/agmm.h by hand; tests/python/test_abi.py
+compiles a C program printing every field's offset and size and the enum
+values, and compares them with what is declared here. agmm_plan_desc_t is
+allocated with spare room after it (see PlanDesc), so a field added at the
+end of the C structure (zero, i.e. its default, after
+agmm_plan_desc_init) can never make agmm_plan_desc_init write past it.
+"""
+import ctypes
+import os
+
+try:  # written by CMake into the build tree's and the installed package
+    from . import _libpath
+except ImportError:  # the source tree (python/agmm): AGMM_LIBRARY or the loader
+    _libpath = None
+
+_c = ctypes
+c_int, c_int64, c_uint64, c_double = _c.c_int, _c.c_int64, _c.c_uint64, _c.c_double
+c_char_p, c_void_p, c_size_t = _c.c_char_p, _c.c_void_p, _c.c_size_t
+
+
+def _candidates():
+    env = os.environ.get("AGMM_LIBRARY")
+    if env:
+        return [env]
+    out = []
+    here = os.path.dirname(os.path.abspath(__file__))
+    if _libpath is not None and _libpath.LIBRARY:
+        path = _libpath.LIBRARY
+        if not os.path.isabs(path):
+            path = os.path.normpath(os.path.join(here, path))
+        out.append(path)
+    out.append(getattr(_libpath, "SONAME", None) or "libagmm.so")
+    return out
+
+
+def _load():
+    errors = []
+    for path in _candidates():
+        try:
+            return _c.CDLL(path, mode=_c.RTLD_GLOBAL), path
+        except OSError as e:
+            errors.append("%s: %s" % (path, e))
+    raise ImportError("agmm: cannot load libagmm.so (set AGMM_LIBRARY to "
+                      "its path): " + "; ".join(errors))
+
+
+lib, path = _load()
+# The extended API of issue 11 (several weights, per-call rows, the
+# gathered A): agmm_plan_desc_t gained n_weights and n_list with it.
+HAS_RUN_ARGS = hasattr(lib, "agmm_plan_run_args")
+
+# agmm_status_t, in order (AGMM_OK = 0).
+STATUS_NAMES = (
+    "AGMM_OK", "AGMM_ERR_INVALID_ARG", "AGMM_ERR_NO_MEMORY",
+    "AGMM_ERR_TOO_LARGE", "AGMM_ERR_SYSTEM", "AGMM_ERR_TIMEOUT",
+    "AGMM_ERR_ABORTED", "AGMM_ERR_MISMATCH", "AGMM_ERR_BAD_STATE",
+    "AGMM_ERR_UNSUPPORTED", "AGMM_ERR_TRANSPORT", "AGMM_ERR_CHECK_FAILED",
+)
+STATUS = {name: i for i, name in enumerate(STATUS_NAMES)}
+
+DTYPES = {"fp16": 0, "bf16": 1, "fp32": 2}
+WEIGHTS = {"shared": 0, "per-rank": 1}
+ENGINES = {"auto": 0, "onednn": 1, "openblas": 2}
+SCHEDULES = {"fused": 0, "baseline": 1, "auto": 2}
+OPS = {"ag-gemm": 0, "gemm-rs": 1}
+
+
+class PlanDescC(_c.Structure):
+    """agmm_plan_desc_t (include/agmm.h)."""
+    _fields_ = [
+        ("nranks", c_int),
+        ("m_local", _c.POINTER(c_int64)),
+        ("k", c_int64),
+        ("n", c_int64),
+        ("tile_m", c_int64),
+        ("tile_n", c_int64),
+        ("dtype", c_int),
+        ("weights", c_int),
+        ("comm_workers", c_int),
+        ("gemm_workers", c_int),
+        ("timeout_s", c_double),
+        ("gemm_engine", c_int),
+        ("op", c_int),
+        ("k_local", _c.POINTER(c_int64)),
+    ] + ([("n_weights", c_int), ("n_list", _c.POINTER(c_int64))]
+         if HAS_RUN_ARGS else [])
+
+
+class RunArgsC(_c.Structure):
+    """agmm_run_args_t (issue 11: several weights, per-call rows, the
+    gathered A)."""
+    _fields_ = [
+        ("schedule", c_int),
+        ("a_local", c_void_p),
+        ("c", _c.POINTER(c_void_p)),
+        ("m_rows", _c.POINTER(c_int64)),
+        ("a_gathered", c_void_p),
+    ]
+
+
+class PlanDesc(_c.Structure):
+    """A PlanDescC with 512 spare bytes after it (see the module doc)."""
+    _fields_ = [("d", PlanDescC), ("_spare", _c.c_char * 512)]
+
+
+class GemmInfoC(_c.Structure):
+    """agmm_gemm_info_t."""
+    _fields_ = [
+        ("engine", c_int),
+        ("name", c_char_p),
+        ("version", c_char_p),
+        ("impl", _c.c_char * 128),
+        ("threads_per_call", c_int),
+        ("primitives_created", c_uint64),
+    ]
+
+
+class ScheduleInfoC(_c.Structure):
+    """agmm_schedule_info_t."""
+    _fields_ = [
+        ("last", c_int),
+        ("pick", c_int),
+        ("decided", c_int),
+        ("trials", c_int),
+        ("fused_us", c_double),
+        ("baseline_us", c_double),
+        ("reason", _c.c_char * 200),
+    ]
+
+
+class JoinOptsC(_c.Structure):
+    """agmm_join_opts_t (the world of processes started elsewhere)."""
+    _fields_ = [
+        ("rank", c_int),
+        ("size", c_int),
+        ("job", c_char_p),
+        ("timeout_s", c_double),
+    ]
+
+
+P = c_void_p  # opaque handles (agmm_world_t *, agmm_plan_t *)
+_PP = _c.POINTER(c_void_p)
+
+# name: (restype, argtypes). Functions a given build may lack (the join
+# API before it lands, say) are looked up lazily: calling one that is not
+# there raises agmm.Unsupported.
+_PROTOS = {
+    "agmm_status_str": (c_char_p, [c_int]),
+    "agmm_status_describe": (c_char_p, [c_int]),
+    "agmm_last_error": (c_char_p, []),
+    "agmm_version": (c_char_p, []),
+    "agmm_dtype_size": (c_size_t, [c_int]),
+    "agmm_gemm_engine_available": (c_int, [c_int]),
+    "agmm_world_rank": (c_int, [P]),
+    "agmm_world_size": (c_int, [P]),
+    "agmm_world_transport_name": (c_char_p, [P]),
+    "agmm_world_set_timeout": (None, [P, c_double]),
+    "agmm_world_barrier": (c_int, [P, c_double]),
+    "agmm_world_allgather": (c_int, [P, c_void_p, c_void_p, c_size_t]),
+    "agmm_world_abort": (None, [P, c_char_p]),
+    "agmm_world_create_mpi": (c_int, [c_void_p, c_void_p, c_double, _PP]),
+    "agmm_mpi_launcher_detected": (c_int, []),
+    "agmm_world_destroy": (None, [P]),
+    "agmm_world_join": (c_int, [_c.POINTER(JoinOptsC), _PP]),
+    "agmm_world_from_env": (c_int, [c_double, _PP]),
+    "agmm_cleanup": (c_int, [c_char_p, _c.POINTER(c_int)]),
+    "agmm_plan_desc_init": (None, [_c.POINTER(PlanDesc)]),
+    "agmm_plan_desc_check": (c_int, [_c.POINTER(PlanDesc)]),
+    "agmm_plan_bytes_per_rank": (c_uint64, [_c.POINTER(PlanDesc)]),
+    "agmm_plan_create": (c_int, [P, _c.POINTER(PlanDesc), _PP]),
+    "agmm_plan_set_weight": (c_int, [P, c_void_p]),
+    "agmm_plan_run": (c_int, [P, c_int, c_void_p, c_void_p]),
+    "agmm_plan_schedule_info": (c_int, [P, _c.POINTER(ScheduleInfoC)]),
+    "agmm_plan_destroy": (c_int, [P]),
+    "agmm_plan_gemm_info": (c_int, [P, _c.POINTER(GemmInfoC)]),
+    "agmm_plan_set_weight_i": (c_int, [P, c_int, c_void_p]),
+    "agmm_run_args_init": (None, [_c.POINTER(RunArgsC)]),
+    "agmm_plan_run_args": (c_int, [P, _c.POINTER(RunArgsC)]),
+    "agmm_plan_weights": (c_int, [P]),
+    "agmm_plan_cols": (c_int64, [P, c_int]),
+    "agmm_plan_rows": (c_int64, [P]),
+    "agmm_plan_row_offset": (c_int64, [P, c_int]),
+    "agmm_convert_from_fp32": (c_int, [c_int, c_void_p, c_void_p, c_size_t]),
+    "agmm_blas_name": (c_char_p, []),
+}
+
+
+
+
+class _Funcs:
+    """Attribute access to the prototyped C functions; a missing one
+    resolves to None (has() says whether it is there)."""
+
+    def __getattr__(self, name):
+        restype, argtypes = _PROTOS[name]
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            fn = None
+        else:
+            fn.restype, fn.argtypes = restype, argtypes
+        setattr(self, name, fn)
+        return fn
+
+    def has(self, name):
+        return getattr(self, name) is not None
+
+
+fn = _Funcs()
+
+
+def text(b):
+    """A C string (bytes or None) as str."""
+    return b.decode("utf-8", "replace") if b else ""

@@ -1,0 +1,412 @@
+"""agmm.Plan: one operation's shape, dtype, tiles and threads, created
+collectively and reused for every round (agmm_plan_create).
+
+    plan = world.plan(m_local=[2048, 2048], k=4096, n=4096, dtype="bf16")
+    plan.set_weight(w)               # [k, n] (gemm-rs: [k_local[rank], n])
+    c = plan.run(a)                  # [M, n] float32 (gemm-rs: [m_local[rank], n])
+    plan.close()                     # or `with world.plan(...) as plan:`
+
+Threads: run() releases the GIL for the whole round (ctypes.CDLL does for
+every call), so other Python threads of the process keep running. A plan
+is used by one thread at a time; an overlapping call fails with
+agmm.BadState (the library refuses it without touching the plan).
+"""
+import ctypes
+from dataclasses import dataclass
+
+from . import _buffers, _lib
+from .errors import BadState, InvalidArgument, Unsupported, check
+
+
+def _name(value, table, what):
+    if value not in table:
+        raise InvalidArgument("%s: %r (allowed: %s)"
+                              % (what, value, ", ".join(table)))
+    return table[value]
+
+
+def dtype_name(dtype):
+    """'fp16' / 'bf16' / 'fp32' from a name, a numpy or a torch dtype."""
+    if isinstance(dtype, str):
+        d = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16",
+             "float32": "fp32", "float": "fp32"}.get(dtype, dtype)
+    else:
+        d = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}.get(
+            str(dtype).replace("torch.", ""))
+    if d not in _lib.DTYPES:
+        raise InvalidArgument("dtype: %r (allowed: fp16, bf16, fp32, or the "
+                              "numpy/torch float16, bfloat16, float32)" % (dtype,))
+    return d
+
+
+@dataclass(frozen=True)
+class GemmInfo:
+    """The GEMM engine a plan runs (agmm_gemm_info_t)."""
+    engine: str            # "onednn" or "openblas"
+    version: str           # the library's version
+    impl: str              # the kernel it picked
+    threads_per_call: int
+    primitives_created: int
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """What schedule="auto" did so far (agmm_schedule_info_t)."""
+    last: str              # "fused" or "baseline": the last auto round
+    pick: str              # once decided: what later auto rounds run
+    decided: bool
+    trials: int
+    fused_us: float        # best measured round (slowest rank), 0: none
+    baseline_us: float
+    reason: str
+
+
+_SCHED_NAMES = {v: k for k, v in _lib.SCHEDULES.items()}
+
+
+def default_workers(nranks, comm=None):
+    """(comm_workers, gemm_workers) by the agmm tool's default core split
+    (docs/cli.md): cores = this process's CPU affinity, ranks = the ranks
+    on this host (LOCAL_WORLD_SIZE as torchrun sets it, Open MPI's
+    OMPI_COMM_WORLD_LOCAL_SIZE, else the world size); comm = 1 if
+    2 x ranks <= cores else 0; gemm = max(1, cores // ranks - comm)."""
+    import os
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    local = nranks
+    for var in ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"):
+        v = os.environ.get(var, "")
+        if v.isdigit() and int(v) >= 1:
+            local = int(v)
+            break
+    if comm is None:
+        comm = 1 if 2 * local <= cores else 0
+    return comm, max(1, cores // local - comm)
+
+
+def _int_list(values, count, what):
+    if isinstance(values, int):
+        values = [values] * count
+    values = [int(v) for v in values]
+    if len(values) != count:
+        raise InvalidArgument("%s: %d values for %d ranks" % (what, len(values), count))
+    return values
+
+
+class Plan:
+    """A plan of `world` (collective: every rank passes the same arguments).
+
+    m_local   rows of each rank's A shard: a list (one per rank) or one int
+              for every rank (gemm-rs: the rows of C each rank gets)
+    k, n      inner and output dimensions
+    dtype     "fp16", "bf16", "fp32" (or a numpy/torch dtype) of A and W; C
+              is always float32
+    op        "ag-gemm" (C = gather(A_r) @ W on every rank) or "gemm-rs"
+              (C = sum_r A_r @ W_r scattered by rows; k_local splits k)
+    weights   "shared" (the same W everywhere) or "per-rank"
+    tile_m, tile_n, comm_workers, gemm_workers, gemm_engine ("auto",
+    "onednn", "openblas"), timeout (seconds per wait), k_local: as in
+    agmm_plan_desc_t; None keeps agmm_plan_desc_init's default, except the
+    workers: None splits the cores as the agmm tool does (default_workers).
+    """
+
+    def __init__(self, world, m_local, k, n, dtype="bf16", op="ag-gemm",
+                 weights="shared", tile_m=None, tile_n=None, comm_workers=None,
+                 gemm_workers=None, gemm_engine="auto", timeout=None,
+                 k_local=None):
+        self._h = None
+        self.world = world
+        P = world.size
+        self.rank = world.rank
+        self.dtype = dtype_name(dtype)
+        self.op = op
+        self.m_local = _int_list(m_local, P, "m_local")
+        self.k = int(k)
+        self.n_list = [int(v) for v in n] if isinstance(n, (list, tuple)) \
+            else [int(n)]
+        if not self.n_list:
+            raise InvalidArgument("n: an empty list (one column count per weight)")
+        self.n = self.n_list[0]
+        self._nlist = None
+        self._mrows = (ctypes.c_int64 * P)(*self.m_local)
+        self._klocal = None
+        desc = _lib.PlanDesc()
+        _lib.fn.agmm_plan_desc_init(ctypes.byref(desc))
+        d = desc.d
+        d.nranks = P
+        d.m_local = ctypes.cast(self._mrows, ctypes.POINTER(ctypes.c_int64))
+        d.k, d.n = self.k, self.n
+        d.dtype = _lib.DTYPES[self.dtype]
+        d.op = _name(op, _lib.OPS, "op")
+        d.weights = _name(weights, _lib.WEIGHTS, "weights")
+        d.gemm_engine = _name(gemm_engine, _lib.ENGINES, "gemm_engine")
+        if comm_workers is None and gemm_workers is None:
+            comm_workers, gemm_workers = default_workers(P)
+        elif gemm_workers is None:
+            gemm_workers = default_workers(P, int(comm_workers))[1]
+        for field, value in (("tile_m", tile_m), ("tile_n", tile_n),
+                             ("comm_workers", comm_workers),
+                             ("gemm_workers", gemm_workers)):
+            if value is not None:
+                setattr(d, field, int(value))
+        if timeout is not None:
+            d.timeout_s = float(timeout)
+        if len(self.n_list) > 1:
+            if not _lib.HAS_RUN_ARGS:
+                raise Unsupported("several weights (n=%s): this libagmm.so "
+                                  "has no agmm_plan_run_args (issue 11)"
+                                  % self.n_list)
+            self._nlist = (ctypes.c_int64 * len(self.n_list))(*self.n_list)
+            d.n_weights = len(self.n_list)
+            d.n_list = ctypes.cast(self._nlist, ctypes.POINTER(ctypes.c_int64))
+        if k_local is not None:
+            self._klocal = (ctypes.c_int64 * P)(*_int_list(k_local, P, "k_local"))
+            d.k_local = ctypes.cast(self._klocal, ctypes.POINTER(ctypes.c_int64))
+        self._desc = desc
+        h = ctypes.c_void_p()
+        check(_lib.fn.agmm_plan_create(world.handle, ctypes.byref(desc),
+                                       ctypes.byref(h)), "plan create")
+        self._h = h.value
+        M = sum(self.m_local)
+        if d.op == _lib.OPS["gemm-rs"]:
+            kp = (list(self._klocal) if self._klocal is not None else
+                  [self.k // P + (1 if r < self.k % P else 0) for r in range(P)])
+            self.k_local = kp
+            self.a_shape = (M, kp[self.rank])
+            self.w_shape = (kp[self.rank], self.n)
+            self.c_shape = (self.m_local[self.rank], self.n)
+        else:
+            self.k_local = None
+            self.a_shape = (self.m_local[self.rank], self.k)
+            self.w_shape = (self.k, self.n)
+            self.c_shape = (M, self.n)
+        self._run = _lib.fn.agmm_plan_run
+        self._native_gather = _lib.HAS_RUN_ARGS  # until the library says no
+        world._plans.append(self)
+
+    @property
+    def handle(self):
+        if self._h is None:
+            raise BadState("plan: used after close()")
+        return self._h
+
+    @property
+    def closed(self):
+        return self._h is None
+
+    @property
+    def rows(self):
+        """Rows of the gathered matrix in the last round (before the first:
+        sum(m_local)); agmm_plan_rows."""
+        return int(_lib.fn.agmm_plan_rows(self.handle))
+
+    @property
+    def bytes_per_rank(self):
+        """Memory one rank's plan needs (agmm_plan_bytes_per_rank)."""
+        return int(_lib.fn.agmm_plan_bytes_per_rank(ctypes.byref(self._desc)))
+
+    def row_offset(self, r):
+        """The first row of rank r's shard in the gathered matrix."""
+        return int(_lib.fn.agmm_plan_row_offset(self.handle, int(r)))
+
+    @property
+    def weights(self):
+        """How many weights (outputs) a round computes."""
+        return len(self.n_list)
+
+    def set_weight(self, w, i=0):
+        """Local: prepare weight i ([k, n_list[i]]; gemm-rs: [k_local[rank],
+        n]) for the plan's engine (copied/converted by the library: w may
+        change or go away afterwards). Call before the first run and
+        whenever the weight changes."""
+        i = int(i)
+        if not 0 <= i < len(self.n_list):
+            raise InvalidArgument("set_weight: weight %d of a plan of %d"
+                                  % (i, len(self.n_list)))
+        shape = (self.w_shape[0], self.n_list[i])
+        ptr, keep = _buffers.input_ptr(w, self.dtype, shape,
+                                       "weight" if i == 0 else "weight %d" % i)
+        if i == 0:
+            st = _lib.fn.agmm_plan_set_weight(self.handle, ptr)
+        else:
+            st = _lib.fn.agmm_plan_set_weight_i(self.handle, i, ptr)
+        check(st, "set_weight")
+        del keep
+
+    def set_weights(self, ws):
+        """set_weight(ws[i], i) for every weight of the plan."""
+        if len(ws) != len(self.n_list):
+            raise InvalidArgument("set_weights: %d weights for a plan of %d"
+                                  % (len(ws), len(self.n_list)))
+        for i, w in enumerate(ws):
+            self.set_weight(w, i)
+
+    def run(self, a, out=None, schedule="auto", m_rows=None, a_gathered=None):
+        """Collective: one round. Returns C, or (A_gathered, C) when
+        a_gathered is given; C is a list of outputs for a plan of several
+        weights.
+
+        a           this rank's A ([m_local[rank], k]; with m_rows:
+                    [m_rows[rank], k]; gemm-rs: [M, k_local[rank]]) in the
+                    plan's dtype
+        out         C: float32 [M, n] (gemm-rs: [m_local[rank], n]), or a
+                    list of [M, n_i] for several weights; None: allocated,
+                    of a's kind (numpy array or torch tensor)
+        schedule    "auto" (measures both, then keeps the faster), "fused",
+                    "baseline"
+        m_rows      the rows every rank has in this call (ag-gemm; each at
+                    most the plan's m_local[r]; every rank passes the same
+                    list); None: the plan's m_local
+        a_gathered  True (allocated) or an array [M, k] of the plan's dtype
+                    to receive gather(A), rows in rank order
+        The GIL is released while the round runs."""
+        sched = _lib.SCHEDULES.get(schedule)
+        if sched is None:
+            _name(schedule, _lib.SCHEDULES, "schedule")
+        simple = m_rows is None and a_gathered is None and len(self.n_list) == 1
+        if simple:  # the plain call: the hot path, nothing else to build
+            aptr, akeep = _buffers.input_ptr(a, self.dtype, self.a_shape, "a")
+            cptr, c = _buffers.output(out, self.c_shape, a)
+            check(self._run(self.handle, sched, aptr, cptr), "run")
+            del akeep
+            return c
+        return self._run_args(a, out, sched, m_rows, a_gathered)
+
+    def _run_args(self, a, out, sched, m_rows, a_gathered):
+        gemm_rs = self.op == "gemm-rs"
+        if gemm_rs and (m_rows is not None or a_gathered is not None):
+            raise InvalidArgument("run: m_rows and a_gathered are for "
+                                  "ag-gemm plans")
+        rows = self.m_local if m_rows is None else \
+            _int_list(m_rows, self.world.size, "m_rows")
+        for r, (got, most) in enumerate(zip(rows, self.m_local)):
+            if not 0 <= got <= most:
+                raise InvalidArgument("m_rows[%d] = %d (allowed 0..%d, the "
+                                      "plan's m_local)" % (r, got, most))
+        M = sum(rows)
+        a_shape = self.a_shape if gemm_rs else (rows[self.rank], self.k)
+        aptr, akeep = _buffers.input_ptr(a, self.dtype, a_shape, "a")
+        nw = len(self.n_list)
+        outs = out if nw > 1 else [out]
+        if outs is None:
+            outs = [None] * nw
+        if len(outs) != nw:
+            raise InvalidArgument("out: %d arrays for %d weights" % (len(outs), nw))
+        c_rows = self.c_shape[0] if gemm_rs else M
+        cs = [_buffers.output(o, (c_rows, ni), a, "out" if nw == 1 else
+                              "out[%d]" % i)
+              for i, (o, ni) in enumerate(zip(outs, self.n_list))]
+        g = None
+        if a_gathered is not None:
+            g = _buffers.output(None if a_gathered is True else a_gathered,
+                                (M, self.k), a, "a_gathered", self.dtype)
+        if not _lib.HAS_RUN_ARGS:
+            if m_rows is not None and list(rows) != self.m_local:
+                raise Unsupported("run: m_rows needs agmm_plan_run_args "
+                                  "(issue 11), not in this libagmm.so")
+            check(self._run(self.handle, sched, aptr, cs[0][0]), "run")
+        else:
+            args = _lib.RunArgsC()
+            cptrs = (ctypes.c_void_p * nw)(*[p for p, _ in cs])
+            args.schedule, args.a_local = sched, aptr
+            args.c = ctypes.cast(cptrs, ctypes.POINTER(ctypes.c_void_p))
+            mr = None
+            if m_rows is not None:
+                mr = (ctypes.c_int64 * len(rows))(*rows)
+                args.m_rows = ctypes.cast(mr, ctypes.POINTER(ctypes.c_int64))
+            if g is not None and self._native_gather:
+                args.a_gathered = g[0]
+            st = _lib.fn.agmm_plan_run_args(self.handle, ctypes.byref(args))
+            if st == _lib.STATUS["AGMM_ERR_UNSUPPORTED"] and args.a_gathered \
+                    and m_rows is None:
+                # A library whose run_args does not return A yet (refused on
+                # every rank alike, before any communication): the round
+                # without it, A gathered below.
+                self._native_gather = False
+                args.a_gathered = None
+                st = _lib.fn.agmm_plan_run_args(self.handle, ctypes.byref(args))
+            check(st, "run")
+        if g is not None and not (_lib.HAS_RUN_ARGS and self._native_gather):
+            _gather_rows(self.world, akeep, rows, g[1])
+        del akeep
+        c = [x for _, x in cs] if nw > 1 else cs[0][1]
+        return (g[1], c) if g is not None else c
+
+    def gemm_info(self):
+        """The GEMM engine this plan runs (agmm_plan_gemm_info)."""
+        info = _lib.GemmInfoC()
+        check(_lib.fn.agmm_plan_gemm_info(self.handle, ctypes.byref(info)),
+              "gemm_info")
+        return GemmInfo(_lib.text(info.name), _lib.text(info.version),
+                        _lib.text(info.impl), int(info.threads_per_call),
+                        int(info.primitives_created))
+
+    def schedule_info(self):
+        """What schedule="auto" did so far (agmm_plan_schedule_info)."""
+        info = _lib.ScheduleInfoC()
+        check(_lib.fn.agmm_plan_schedule_info(self.handle, ctypes.byref(info)),
+              "schedule_info")
+        return ScheduleInfo(_SCHED_NAMES.get(info.last, "invalid"),
+                            _SCHED_NAMES.get(info.pick, "invalid"),
+                            bool(info.decided), int(info.trials),
+                            float(info.fused_us), float(info.baseline_us),
+                            _lib.text(info.reason))
+
+    def close(self):
+        """Collective: destroy the plan (agmm_plan_destroy). Idempotent."""
+        if self._h is None:
+            return
+        h = self._h
+        st = _lib.fn.agmm_plan_destroy(h)
+        if st == _lib.STATUS["AGMM_ERR_BAD_STATE"]:
+            check(st, "plan close")  # another call in progress: still open
+        self._h = None
+        try:
+            self.world._plans.remove(self)
+        except ValueError:
+            pass
+        check(st, "plan close")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        state = "closed" if self._h is None else "rank %d" % self.rank
+        return "<agmm.Plan %s %s m_local=%s k=%d n=%d, %s>" % (
+            self.op, self.dtype, self.m_local, self.k, self.n, state)
+
+
+def _gather_rows(world, a, rows, out):
+    """gather(A) into `out` without the library's returned-A (issue 11)
+    through the world's small all-gather (agmm_world_allgather, 1024 bytes
+    per rank per call): correct, but one collective per KiB of the largest
+    shard. Used only when libagmm.so cannot return A (docs/python.md)."""
+    import numpy as np
+    src = _as_bytes(a)
+    dst = _as_bytes(out)
+    row_bytes = dst.size // max(1, sum(rows)) if dst.size else 0
+    sizes = [r * row_bytes for r in rows]
+    offs = [sum(sizes[:r]) for r in range(len(rows))]
+    chunk = 1024
+    for at in range(0, max(sizes), chunk):
+        piece = bytes(src[at:at + chunk])
+        piece += b"\0" * (chunk - len(piece))
+        parts = world.allgather(piece)
+        for r, part in enumerate(parts):
+            n = min(chunk, sizes[r] - at)
+            if n > 0:
+                dst[offs[r] + at:offs[r] + at + n] = np.frombuffer(part, np.uint8)[:n]
+
+
+def _as_bytes(x):
+    """A uint8 view of a contiguous numpy array or torch tensor."""
+    import numpy as np
+    if _buffers.is_torch(x):
+        return x.view(-1).view(_buffers.torch_module().uint8).numpy()
+    return np.ascontiguousarray(x).reshape(-1).view(np.uint8)
