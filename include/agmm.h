@@ -204,7 +204,10 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
 
 /* Under an MPI launcher: build a world over MPI_COMM_WORLD (initialising
  * MPI if needed, at the thread level the backend needs). Returns
- * AGMM_ERR_UNSUPPORTED when agmm was built without MPI. */
+ * AGMM_ERR_UNSUPPORTED when agmm was built without MPI. If SIGPIPE is at
+ * its default disposition it is set to ignored, so that a write to a dead
+ * peer fails with EPIPE instead of killing this rank before it can report
+ * the peer (a handler the program installed is left alone). */
 agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
                                     agmm_world_t **out);
 /* True when the process looks started by an MPI launcher (OMPI_*, PMI_*,

@@ -5,6 +5,7 @@
  * backend on it (transport/mpi/mpi.h). Built only with MPI; without it
  * mpi_world_stub.c answers AGMM_ERR_UNSUPPORTED. */
 #include <mpi.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include "common/log.h"
@@ -54,6 +55,18 @@ agmm_status_t agmm_world_create_mpi(int *argc, char ***argv, double timeout_s,
         return agmm_error(AGMM_ERR_BAD_STATE,
                           "world_create_mpi: this process already has an MPI "
                           "world");
+    /* A write to a peer that died (TCP to a killed or cut host) raises
+     * SIGPIPE in whichever thread wrote: MPI's, or ours in an abort message.
+     * At its default it kills this rank before it can say who failed (seen
+     * in net_faults.sh's kill case: "rank 0 exited on signal 13" instead of
+     * the killed rank). Left at the default only by a program that did not
+     * choose: then ignore it, so the write fails with EPIPE and the failure
+     * is reported as the peer's. A handler or SIG_IGN set by the program is
+     * kept. */
+    struct sigaction pipe_sa;
+    if (sigaction(SIGPIPE, NULL, &pipe_sa) == 0 &&
+        pipe_sa.sa_handler == SIG_DFL && !(pipe_sa.sa_flags & SA_SIGINFO))
+        signal(SIGPIPE, SIG_IGN);
     int inited = 0, finalized = 0, provided = MPI_THREAD_SINGLE;
     MPI_Initialized(&inited);
     MPI_Finalized(&finalized);
