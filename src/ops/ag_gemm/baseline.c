@@ -63,10 +63,7 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
     }
     for (int i = 1 + first; i < p->nranks; i += stride) {
         int q = (r + i) % p->nranks;
-        agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1};
-        AGMM_CHECK(agmm_traced_wait(
-            w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
-            x->epoch - 1, deadline, &what, AGMM_TSIG_ACK));
+        AGMM_CHECK(agmm_round_wait_ack(x, q, deadline));
         AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
         uint64_t t_put = agmm_trace_clock();
         AGMM_CHECK(agmm_tp_put_signal(w, &p->gathered, q, off, x->a, bytes,

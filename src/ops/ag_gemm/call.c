@@ -83,10 +83,7 @@ agmm_status_t agmm_ag_send_rows(agmm_round_t *x, int first, int stride)
     double deadline = agmm_deadline(w, p->desc.timeout_s);
     for (int i = 1 + first; i < p->nranks; i += stride) {
         int q = (r + i) % p->nranks;
-        agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1};
-        AGMM_CHECK(agmm_traced_wait(
-            w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
-            x->epoch - 1, deadline, &what, AGMM_TSIG_ACK));
+        AGMM_CHECK(agmm_round_wait_ack(x, q, deadline));
         AGMM_CHECK(agmm_tp_signal(w, &p->signals, q,
                                   agmm_sig_off(p, SIG_ROWS, r),
                                   agmm_rows_signal(x->epoch, p->m_local[r])));

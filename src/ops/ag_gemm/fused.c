@@ -69,10 +69,7 @@ static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
     for (int i = 1; i < p->nranks; i++) {
         int q = (r + i) % p->nranks;
         /* The peer may still read our rows of the previous round. */
-        agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1};
-        AGMM_CHECK(agmm_traced_wait(
-            w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
-            x->epoch - 1, deadline_of(p), &what, AGMM_TSIG_ACK));
+        AGMM_CHECK(agmm_round_wait_ack(x, q, deadline_of(p)));
         AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
         uint64_t t_put = agmm_trace_clock();
         AGMM_CHECK(agmm_tp_put_signal(w, &p->gathered, q, dst_off, src,

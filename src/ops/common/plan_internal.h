@@ -243,6 +243,11 @@ typedef struct agmm_round {
     int phases; /* AGMM_PHASE_*: all for a real round */
 } agmm_round_t;
 
+/* (run.c) Wait until peer q has acknowledged round x->epoch - 1 (it no
+ * longer reads what this rank put into its windows then), as every put of
+ * round x->epoch must before it lands. */
+agmm_status_t agmm_round_wait_ack(const agmm_round_t *x, int q, double deadline);
+
 /* Which phases of a schedule a round runs: both for a real round, one of
  * them for the benchmark parts (agmm_plan_run_part). */
 enum { AGMM_PHASE_COMM = 1, AGMM_PHASE_GEMM = 2, AGMM_PHASE_ALL = 3 };

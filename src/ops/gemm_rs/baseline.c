@@ -60,11 +60,7 @@ static agmm_status_t scatter_reduce(agmm_round_t *x)
     for (int i = 1; i < p->nranks; i++) {
         int q = (r + i) % p->nranks;
         if (p->m_local[q] == 0) continue; /* nothing of C is q's */
-        agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1};
-        AGMM_CHECK(agmm_traced_wait(
-            w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
-            x->epoch - 1, agmm_deadline(w, p->desc.timeout_s), &what,
-            AGMM_TSIG_ACK));
+        AGMM_CHECK(agmm_round_wait_ack(x, q, agmm_deadline(w, p->desc.timeout_s)));
         size_t bytes = (size_t)p->m_local[q] * row_bytes;
         AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
         uint64_t t_put = agmm_trace_clock();

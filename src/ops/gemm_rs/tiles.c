@@ -67,10 +67,7 @@ agmm_status_t agmm_rs_put_tile(agmm_round_t *x, int q, int64_t t)
     int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_local[q] - i0);
     size_t bytes = (size_t)rows * (size_t)p->desc.n * sizeof(float);
     /* The owner may still reduce from our slot of the previous round. */
-    agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1};
-    AGMM_CHECK(agmm_traced_wait(
-        w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
-        x->epoch - 1, deadline_of(p), &what, AGMM_TSIG_ACK));
+    AGMM_CHECK(agmm_round_wait_ack(x, q, deadline_of(p)));
     const float *src = p->part + (size_t)(p->row_off[q] + i0) * (size_t)p->desc.n;
     AGMM_CHECK(agmm_fault_before_put(p->rank)); /* test hook, fault.h */
     uint64_t t_put = agmm_trace_clock();
