@@ -1,7 +1,8 @@
 /* Signals and waits over the shared-memory transport: a published epoch
  * wakes the waiter and carries the data with it; a missing one times out
  * with rank, peer, index, expected and observed epoch in the message; an
- * abort wakes every waiter; a barrier holds until all ranks arrive. */
+ * abort wakes every waiter; a barrier holds until all ranks arrive, and
+ * one that times out names the ranks that did not. */
 #include <string.h>
 #include <time.h>
 
@@ -137,6 +138,34 @@ static int barrier_main(agmm_world_t *w, void *arg)
     return rank_checks_save(r);
 }
 
+/* A barrier that times out names the rank that did not arrive: rank 2
+ * sleeps past the others' 1 s deadline before entering it. Ranks 0 and 1
+ * each end by their own timeout or by the other's abort; either message
+ * says "barrier 0 of all ranks (rank 2 did not arrive)" (before the
+ * per-rank arrival cells it said only "barrier 0 of all ranks", and a run
+ * with one rank hung could not be told from one with another hung). The
+ * late rank, entering at last, finds the world aborted. */
+static int barrier_late_main(agmm_world_t *w, void *arg)
+{
+    (void)arg;
+    rank_checks_begin();
+    int r = agmm_world_rank(w);
+    if (r == 2) {
+        sleep_ms(2500);
+        agmm_status_t st = agmm_world_barrier(w, 20);
+        CHECK(st == AGMM_ERR_ABORTED, "late rank: barrier ends by abort, "
+              "got %s", agmm_status_str(st));
+        return rank_checks_save(r);
+    }
+    agmm_status_t st = agmm_world_barrier(w, 1.0);
+    CHECK(st == AGMM_ERR_TIMEOUT || st == AGMM_ERR_ABORTED,
+          "barrier times out, got %s", agmm_status_str(st));
+    CHECK(strstr(agmm_last_error(),
+                 "barrier 0 of all ranks (rank 2 did not arrive)") != NULL,
+          "message names the late rank and only it: '%s'", agmm_last_error());
+    return rank_checks_save(r);
+}
+
 static void launch(int n, agmm_rank_main_fn fn, void *arg, const char *name)
 {
     agmm_launch_opts_t o = {0};
@@ -159,6 +188,7 @@ int main(void)
     _Atomic uint64_t *entered =
         mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     launch(3, barrier_main, (void *)entered, "barrier");
+    launch(3, barrier_late_main, NULL, "barrier-late");
     CHECK(agmm_status_str(AGMM_ERR_TIMEOUT)[0] == 'A', "status names");
     CHECK_DONE("test_signal");
 }
