@@ -86,9 +86,12 @@ check_run() {
 }
 
 # Faults injected through the library's hook (src/common/fault.c).
-# mode | pattern the stderr must match (RANK is the faulty rank)
+# mode | pattern the stderr must match (RANK is the faulty rank). A hung
+# rank is named by whoever times out first: a peer waiting for its data, or
+# one waiting in the tool's per-round barrier, which lists the ranks that
+# did not arrive (the hung one, and maybe a peer stuck waiting for it).
 cases=(
-    "hang  | timed out waiting for (tile -?[0-9]+|ack of round -?[0-9]+|shard|partial tile -?[0-9]+|partial rows) from rank RANK"
+    "hang  | timed out waiting for ((tile -?[0-9]+|ack of round -?[0-9]+|shard|partial tile -?[0-9]+|partial rows) from rank RANK|(all-gather )?barrier -?[0-9]+ of all ranks \(ranks? ([0-9]+, )*RANK(, [0-9]+)* did not arrive\))"
     "exit  | rank RANK exited with status 3"
     "kill  | rank RANK was killed by signal 9"
     "error | rank RANK: AGMM_FAULT: injected error"
