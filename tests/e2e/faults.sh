@@ -8,8 +8,8 @@
 #   - within its timeout (--timeout + the launcher's 2 s grace + slack),
 #   - with a message naming the failed rank (launcher cases: saying what
 #     happened),
-# and leave no process this test started (tests/e2e/proc_tag.sh) and no agmm
-# object in /dev/shm.
+# and leave no process this test started (tests/e2e/proc_tag.sh) and no
+# /dev/shm segment of its runs (tests/e2e/shm_left.sh).
 #
 # The moment of each injected fault is random (the put number, the delay
 # before a kill); the seed is printed, AGMM_TEST_SEED=S repeats a run.
@@ -42,8 +42,7 @@ injected=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
-shm_objects() { ls -d /dev/shm/*agmm* /dev/shm/*AGMM* 2>/dev/null; return 0; }
-shm_before=$(shm_objects)
+. "$(dirname "$0")/shm_left.sh" # shm_left: segments our runs left
 
 # Nothing of ours may be left once the launcher has returned.
 check_leftovers() { # what
@@ -55,8 +54,9 @@ check_leftovers() { # what
     else
         ok
     fi
-    if [ "$(shm_objects)" != "$shm_before" ]; then
-        bad "$1: new /dev/shm objects: $(shm_objects | tr '\n' ' ')"
+    left=$(shm_left)
+    if [ -n "$left" ]; then
+        bad "$1: /dev/shm segments left: $(echo "$left" | tr '\n' ' ')"
     else
         ok
     fi
@@ -135,6 +135,7 @@ done
 start_long() {
     "$AGMM" "${BASE[@]}" --schedule fused --rounds 100000000 >"$TMP/out" 2>"$TMP/err" </dev/null &
     launcher=$!
+    SHM_JOBS+=" fork-$launcher"
     local i
     for ((i = 0; i < 200; i++)); do
         [ "$(pgrep -P $launcher | wc -l)" -eq $RANKS ] && return 0
