@@ -158,9 +158,9 @@ const char *agmm_shm_aborted(agmm_world_t *w)
  * modification order) is never named: this rank's acq_rel fetch_add read
  * from that peer's release fetch_add, so the peer's cell store, sequenced
  * before it, happens-before this acquire load. A peer counted after this
- * rank long before the deadline is seen too in practice (coherence), and one that
- * arrives while this runs may be named or not; the text is a diagnosis,
- * the barrier's outcome does not depend on it. */
+ * rank but long before the deadline is seen too in practice (coherence);
+ * one that arrives while this runs may be named or not. The text is a
+ * diagnosis: the barrier's outcome does not depend on it. */
 static void late_ranks(agmm_world_t *w, char *buf, size_t cap)
 {
     shm_rank_t *r = agmm_shm_rank_of(w);
