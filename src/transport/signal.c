@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/abort.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "transport/transport.h"
@@ -115,6 +116,15 @@ agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
                                uint64_t at_least, double deadline,
                                const agmm_wait_what_t *what)
 {
+    return agmm_signal_wait_late(w, sig, at_least, deadline, what, NULL);
+}
+
+agmm_status_t agmm_signal_wait_late(agmm_world_t *w,
+                                    const _Atomic uint64_t *sig,
+                                    uint64_t at_least, double deadline,
+                                    const agmm_wait_what_t *what,
+                                    agmm_late_fn late_fn)
+{
     uint64_t seen = atomic_load_explicit(sig, memory_order_acquire);
     if (seen >= at_least) return AGMM_OK;
 
@@ -142,15 +152,16 @@ agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
         uint64_t now = agmm_now_ns();
         double left = deadline - (double)now * 1e-9;
         if (left < 0) {
-            char waited[96], msg[300];
+            char waited[96], late[200] = "", msg[340];
             describe(what, waited, sizeof waited);
+            if (late_fn) late_fn(w, late, sizeof late);
             snprintf(msg, sizeof msg,
-                     "timed out waiting for %s (expected epoch >= %llu, "
+                     "timed out waiting for %s%s (expected epoch >= %llu, "
                      "observed %llu)",
-                     waited, (unsigned long long)at_least,
+                     waited, late, (unsigned long long)at_least,
                      (unsigned long long)seen);
             agmm_error(AGMM_ERR_TIMEOUT, "%s", msg);
-            char reason_buf[340];
+            char reason_buf[AGMM_ABORT_REASON_MAX];
             snprintf(reason_buf, sizeof reason_buf, "rank %d %s", w->rank, msg);
             agmm_world_abort_with(w, reason_buf);
             return AGMM_ERR_TIMEOUT;

@@ -223,6 +223,15 @@ uint64_t agmm_signal_wake_count(void);
 agmm_status_t agmm_signal_wait(agmm_world_t *w, const _Atomic uint64_t *sig,
                                uint64_t at_least, double deadline,
                                const agmm_wait_what_t *what);
+/* agmm_signal_wait whose timeout message also says who is missing: `late`
+ * (called on the waiting thread, only on timeout) writes e.g. " (rank 2
+ * did not arrive)" into buf. The shm barrier's (transport/shm/shm.c). */
+typedef void (*agmm_late_fn)(agmm_world_t *w, char *buf, size_t cap);
+agmm_status_t agmm_signal_wait_late(agmm_world_t *w,
+                                    const _Atomic uint64_t *sig,
+                                    uint64_t at_least, double deadline,
+                                    const agmm_wait_what_t *what,
+                                    agmm_late_fn late);
 
 /* The signal cell at byte offset `off` of this rank's copy of `win`. */
 static inline _Atomic uint64_t *agmm_win_signal(const agmm_win_t *win,

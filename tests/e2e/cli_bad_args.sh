@@ -2,7 +2,8 @@
 # Bad command lines for the agmm tool: every row must exit 2 with exactly one
 # line on stderr that contains the expected text (the option it names), and
 # nothing on stdout. A few good rows (help, version) must exit 0 with output.
-# Afterwards no agmm process and no /dev/shm/*agmm* object may be left.
+# Afterwards no agmm process and no /dev/shm segment of its runs may be
+# left (tests/e2e/shm_left.sh).
 #
 # usage: tests/e2e/cli_bad_args.sh AGMM_BINARY
 set -u
@@ -14,6 +15,8 @@ fi
 AGMM=$1
 # shellcheck source=tests/e2e/proc_tag.sh
 . "$(dirname "$0")/proc_tag.sh"
+# shellcheck source=tests/e2e/shm_left.sh
+. "$(dirname "$0")/shm_left.sh"
 # The cores this process may use (nproc follows the CPU affinity, as agmm does).
 ONLINE=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/cli_bad_args.XXXXXX")
@@ -265,7 +268,7 @@ if [ -n "$left_pids" ]; then
 else
     pass=$((pass + 1))
 fi
-left=$(ls -d /dev/shm/*agmm* 2>/dev/null)
+left=$(shm_left)
 if [ -n "$left" ]; then
     fail=$((fail + 1)); echo "FAIL: shared-memory objects left: $(echo "$left" | tr '\n' ' ')"
 else

@@ -8,8 +8,8 @@
 #   - within its timeout (--timeout + the launcher's 2 s grace + slack),
 #   - with a message naming the failed rank (launcher cases: saying what
 #     happened),
-# and leave no process this test started (tests/e2e/proc_tag.sh) and no agmm
-# object in /dev/shm.
+# and leave no process this test started (tests/e2e/proc_tag.sh) and no
+# /dev/shm segment of its runs (tests/e2e/shm_left.sh).
 #
 # The moment of each injected fault is random (the put number, the delay
 # before a kill); the seed is printed, AGMM_TEST_SEED=S repeats a run.
@@ -42,8 +42,7 @@ injected=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
-shm_objects() { ls -d /dev/shm/*agmm* /dev/shm/*AGMM* 2>/dev/null; return 0; }
-shm_before=$(shm_objects)
+. "$(dirname "$0")/shm_left.sh" # shm_left: segments our runs left
 
 # Nothing of ours may be left once the launcher has returned.
 check_leftovers() { # what
@@ -55,8 +54,9 @@ check_leftovers() { # what
     else
         ok
     fi
-    if [ "$(shm_objects)" != "$shm_before" ]; then
-        bad "$1: new /dev/shm objects: $(shm_objects | tr '\n' ' ')"
+    left=$(shm_left)
+    if [ -n "$left" ]; then
+        bad "$1: /dev/shm segments left: $(echo "$left" | tr '\n' ' ')"
     else
         ok
     fi
@@ -86,9 +86,12 @@ check_run() {
 }
 
 # Faults injected through the library's hook (src/common/fault.c).
-# mode | pattern the stderr must match (RANK is the faulty rank)
+# mode | pattern the stderr must match (RANK is the faulty rank). A hung
+# rank is named by whoever times out first: a peer waiting for its data, or
+# one waiting in the tool's per-round barrier, which lists the ranks that
+# did not arrive (the hung one, and maybe a peer stuck waiting for it).
 cases=(
-    "hang  | timed out waiting for (tile -?[0-9]+|ack of round -?[0-9]+|shard|partial tile -?[0-9]+|partial rows) from rank RANK"
+    "hang  | timed out waiting for ((tile -?[0-9]+|ack of round -?[0-9]+|shard|partial tile -?[0-9]+|partial rows) from rank RANK|(all-gather )?barrier -?[0-9]+ of all ranks \(ranks? ([0-9]+, )*RANK(, [0-9]+)* did not arrive\))"
     "exit  | rank RANK exited with status 3"
     "kill  | rank RANK was killed by signal 9"
     "error | rank RANK: AGMM_FAULT: injected error"
@@ -132,6 +135,7 @@ done
 start_long() {
     "$AGMM" "${BASE[@]}" --schedule fused --rounds 100000000 >"$TMP/out" 2>"$TMP/err" </dev/null &
     launcher=$!
+    SHM_JOBS+=" fork-$launcher"
     local i
     for ((i = 0; i < 200; i++)); do
         [ "$(pgrep -P $launcher | wc -l)" -eq $RANKS ] && return 0

@@ -8,6 +8,7 @@
 set -u
 AGMM=$1
 . "$(dirname "$0")/proc_tag.sh"
+. "$(dirname "$0")/shm_left.sh"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tool_json_fail.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 pass=0 fail=0
@@ -17,6 +18,7 @@ kill_rank1() { # CMD...: start agmm, kill rank 1 once the 3 ranks run
     "$AGMM" "$@" --ranks 3 --oversubscribe --m-local 128 --k 128 --n 128 --json \
         --timeout 60 >"$TMP/out" 2>"$TMP/err" </dev/null &
     local launcher=$!
+    SHM_JOBS+=" fork-$launcher"
     for _ in $(seq 100); do
         [ "$(pgrep -P $launcher | wc -l)" -ge 3 ] && break
         sleep 0.05
@@ -69,6 +71,6 @@ for m in ("fused", "comm-only"):
 PY' "run and bench --json: ok true, same header, per-round samples"
 
 check '[ -z "$(tagged_pids)" ]' "no agmm process left: $(tagged_pids)"
-check '[ -z "$(ls /dev/shm 2>/dev/null | grep -i agmm)" ]' "no agmm shm segment"
+check '[ -z "$(shm_left)" ]' "no shm segment of our runs left: $(shm_left)"
 echo "tool_json_fail: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

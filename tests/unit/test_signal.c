@@ -1,9 +1,13 @@
 /* Signals and waits over the shared-memory transport: a published epoch
  * wakes the waiter and carries the data with it; a missing one times out
  * with rank, peer, index, expected and observed epoch in the message; an
- * abort wakes every waiter; a barrier holds until all ranks arrive. */
+ * abort wakes every waiter; a barrier holds until all ranks arrive, and
+ * one that times out names the ranks that did not. */
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agmm.h"
 #include "common/util.h"
@@ -137,6 +141,40 @@ static int barrier_main(agmm_world_t *w, void *arg)
     return rank_checks_save(r);
 }
 
+/* A barrier that times out names the rank that did not arrive: rank 2
+ * sleeps past the others' 1 s deadline before entering it. Ranks 0 and 1
+ * each end by their own timeout or by the other's abort; either message
+ * says "barrier 1 of all ranks (rank 2 did not arrive)" (before the
+ * per-rank arrival cells it said only "barrier 1 of all ranks", and a run
+ * with one rank hung could not be told from one with another hung). The
+ * late rank, entering at last, finds the world aborted. */
+static int barrier_late_main(agmm_world_t *w, void *arg)
+{
+    (void)arg;
+    rank_checks_begin();
+    int r = agmm_world_rank(w);
+    /* All together first, so ranks 0 and 1 enter barrier 1 at once. */
+    CHECK(agmm_world_barrier(w, 20) == AGMM_OK, "first barrier");
+    if (r == 2) {
+        sleep_ms(2500);
+        agmm_status_t st = agmm_world_barrier(w, 20);
+        CHECK(st == AGMM_ERR_ABORTED, "late rank: barrier ends by abort, "
+              "got %s", agmm_status_str(st));
+        return rank_checks_save(r);
+    }
+    agmm_status_t st = agmm_world_barrier(w, 1.0);
+    CHECK(st == AGMM_ERR_TIMEOUT || st == AGMM_ERR_ABORTED,
+          "barrier times out, got %s", agmm_status_str(st));
+    /* Rank 2, and the other waiting rank only if the machine stalled it
+     * past the deadline too. */
+    const char *msg = agmm_last_error();
+    CHECK(strstr(msg, "barrier 1 of all ranks (rank 2 did not arrive)") ||
+              strstr(msg, "barrier 1 of all ranks (ranks 0, 2 did not") ||
+              strstr(msg, "barrier 1 of all ranks (ranks 1, 2 did not"),
+          "message names the late rank: '%s'", msg);
+    return rank_checks_save(r);
+}
+
 static void launch(int n, agmm_rank_main_fn fn, void *arg, const char *name)
 {
     agmm_launch_opts_t o = {0};
@@ -150,6 +188,34 @@ static void launch(int n, agmm_rank_main_fn fn, void *arg, const char *name)
     rank_checks_collect(n);
 }
 
+/* barrier_late_main in a joined world (agmm_world_join: the control block
+ * in a named segment), 3 processes forked here. */
+static void joined_barrier_late(void)
+{
+    char job[64];
+    snprintf(job, sizeof job, "unit-barrier-late-%ld", (long)getpid());
+    pid_t kid[3];
+    for (int i = 0; i < 3; i++) {
+        kid[i] = fork();
+        if (kid[i] == 0) {
+            agmm_join_opts_t o = {.rank = i, .size = 3, .job = job,
+                                  .timeout_s = 20};
+            agmm_world_t *w = NULL;
+            if (agmm_world_join(&o, &w) != AGMM_OK) _exit(4);
+            int failed = barrier_late_main(w, NULL);
+            agmm_world_destroy(w);
+            _exit(failed);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        int st = -1;
+        CHECK(kid[i] > 0 && waitpid(kid[i], &st, 0) == kid[i] &&
+                  WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "joined barrier-late: rank %d ended with status %#x", i, st);
+    }
+    rank_checks_collect(3);
+}
+
 int main(void)
 {
     rank_checks_init(4);
@@ -159,6 +225,8 @@ int main(void)
     _Atomic uint64_t *entered =
         mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     launch(3, barrier_main, (void *)entered, "barrier");
+    launch(3, barrier_late_main, NULL, "barrier-late");
+    joined_barrier_late();
     CHECK(agmm_status_str(AGMM_ERR_TIMEOUT)[0] == 'A', "status names");
     CHECK_DONE("test_signal");
 }

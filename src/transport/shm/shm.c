@@ -2,7 +2,8 @@
  * embedded launcher (world/launch.c) or started by anyone and joined by
  * name (world/join.c). Both share two kinds of memory:
  *
- *   - the control block (barrier counters, allgather slots, abort state):
+ *   - the control block (barrier counter and per-rank arrival cells,
+ *     allgather slots, abort state):
  *     a shared anonymous mapping the forked ranks inherit from the
  *     launcher, or a part of a joined world's named control segment;
  *   - the windows: every window is one named segment per rank, each sized
@@ -44,14 +45,27 @@ struct shm_ctl {
     _Atomic uint32_t generation_sleepers; /* signal cell layout (signal.c) */
     /* Abort: shared by every rank (common/abort.h). */
     agmm_abort_cell_t abort;
-    /* Allgather slots follow: AGMM_ALLGATHER_MAX bytes per rank. */
+    /* Allgather slots follow: AGMM_ALLGATHER_MAX bytes per rank; then one
+     * arrival cell per rank (arrival_of), which only names the late ranks
+     * when a barrier times out: the counter above decides completion. */
     _Alignas(AGMM_CACHE_LINE) unsigned char slots[];
 };
 typedef struct shm_ctl shm_ctl_t;
 
+/* Rank p's arrival cell: the number of barriers p has entered. Written
+ * only by rank p (release, before its arrival is counted), read by a rank
+ * whose barrier timed out (acquire). One cache line each: a rank entering
+ * a barrier does not take the line its peers are writing. */
+static _Atomic uint64_t *arrival_of(shm_ctl_t *ctl, int nranks, int p)
+{
+    unsigned char *base = ctl->slots + (size_t)nranks * AGMM_ALLGATHER_MAX;
+    return (_Atomic uint64_t *)(void *)(base + (size_t)p * AGMM_CACHE_LINE);
+}
+
 size_t agmm_shm_ctl_bytes(int nranks)
 {
-    return sizeof(shm_ctl_t) + (size_t)nranks * AGMM_ALLGATHER_MAX;
+    return sizeof(shm_ctl_t) +
+           (size_t)nranks * (AGMM_ALLGATHER_MAX + AGMM_CACHE_LINE);
 }
 
 static agmm_status_t shared_new(int nranks, const char *job, double link_gbps,
@@ -138,20 +152,71 @@ const char *agmm_shm_aborted(agmm_world_t *w)
     return agmm_shm_abort_reason(agmm_shm_rank_of(w)->sh);
 }
 
-agmm_status_t agmm_shm_barrier(agmm_world_t *w, double deadline)
+/* " (ranks 1, 3 did not arrive)": the peers whose arrival cell is below
+ * the barrier this rank is waiting in (barriers_done, already counted).
+ * Memory order: a peer counted before this rank (earlier in `arrived`'s
+ * modification order) is never named: this rank's acq_rel fetch_add read
+ * from that peer's release fetch_add, so the peer's cell store, sequenced
+ * before it, happens-before this acquire load. A peer counted after this
+ * rank but long before the deadline is seen too in practice (coherence);
+ * one that arrives while this runs may be named or not. The text is a
+ * diagnosis: the barrier's outcome does not depend on it. */
+static void late_ranks(agmm_world_t *w, char *buf, size_t cap)
+{
+    shm_rank_t *r = agmm_shm_rank_of(w);
+    char list[160] = "";
+    size_t len = 0;
+    int n = 0;
+    for (int q = 0; q < w->size; q++) {
+        uint64_t a = atomic_load_explicit(arrival_of(r->sh->ctl, w->size, q),
+                                          memory_order_acquire);
+        if (q == w->rank || a >= r->barriers_done) continue;
+        if (len < sizeof list)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%d",
+                                    n ? ", " : "", q);
+        n++;
+    }
+    if (n)
+        snprintf(buf, cap, " (rank%s %s did not arrive)", n > 1 ? "s" : "",
+                 list);
+    else
+        snprintf(buf, cap, " (every rank arrived as it timed out)");
+}
+
+/* A barrier; `kind` names it in a timeout ("barrier", "all-gather"). */
+static agmm_status_t barrier_as(agmm_world_t *w, double deadline,
+                                const char *kind)
 {
     shm_rank_t *r = agmm_shm_rank_of(w);
     shm_ctl_t *ctl = r->sh->ctl;
     uint64_t g = r->barriers_done;
+    /* First say "I entered barrier g" in this rank's own cell, then count
+     * the arrival: a peer that times out after the count reads g + 1. */
+    atomic_store_explicit(arrival_of(ctl, w->size, w->rank), g + 1,
+                          memory_order_release);
     uint64_t mine = atomic_fetch_add_explicit(&ctl->arrived, 1,
                                               memory_order_acq_rel);
     r->barriers_done = g + 1;
     if (mine == (g + 1) * (uint64_t)w->size - 1) {
         agmm_signal_publish(&ctl->generation, g + 1);
+        /* Last to arrive, but the others may have left by a timeout (which
+         * aborts the world): that is not a completed barrier. */
+        const char *reason = agmm_world_aborted(w);
+        if (reason)
+            return agmm_error_quiet(AGMM_ERR_ABORTED,
+                                    "aborted while entering %s %llu of all "
+                                    "ranks: %s",
+                                    kind, (unsigned long long)g, reason);
         return AGMM_OK;
     }
-    agmm_wait_what_t what = {"barrier", -1, (int64_t)g};
-    return agmm_signal_wait(w, &ctl->generation, g + 1, deadline, &what);
+    agmm_wait_what_t what = {kind, -1, (int64_t)g};
+    return agmm_signal_wait_late(w, &ctl->generation, g + 1, deadline, &what,
+                                 late_ranks);
+}
+
+agmm_status_t agmm_shm_barrier(agmm_world_t *w, double deadline)
+{
+    return barrier_as(w, deadline, "barrier");
 }
 
 agmm_status_t agmm_shm_allgather(agmm_world_t *w, const void *in, void *out,
@@ -159,11 +224,13 @@ agmm_status_t agmm_shm_allgather(agmm_world_t *w, const void *in, void *out,
 {
     shm_ctl_t *ctl = agmm_shm_rank_of(w)->sh->ctl;
     memcpy(ctl->slots + (size_t)w->rank * AGMM_ALLGATHER_MAX, in, bytes);
-    AGMM_CHECK(agmm_shm_barrier(w, deadline)); /* every slot written */
+    /* every slot written */
+    AGMM_CHECK(barrier_as(w, deadline, "all-gather barrier"));
     for (int p = 0; p < w->size; p++)
         memcpy((unsigned char *)out + (size_t)p * bytes,
                ctl->slots + (size_t)p * AGMM_ALLGATHER_MAX, bytes);
-    return agmm_shm_barrier(w, deadline); /* every slot read: reusable */
+    /* every slot read: reusable */
+    return barrier_as(w, deadline, "all-gather barrier");
 }
 
 static agmm_status_t shm_signal(agmm_world_t *w, const agmm_win_t *sigwin,
