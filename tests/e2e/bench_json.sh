@@ -55,6 +55,18 @@ if "m_local_per_round" in d:
     check("exact" in d["modes"], "modes.exact")
     check(d.get("ratio_fused_over_exact", 0) > 0, "ratio_fused_over_exact")
     check(d["paired"].get("fused_over_exact", 0) > 0, "paired.fused_over_exact")
+    # Rates over rounds of different sizes: the mean flops of the timed
+    # rounds over the mean round (not the median round, which is one of the
+    # sizes: that gave fractions of peak above 1).
+    per = d["m_local_per_round"]
+    rows = [sum(min(per[i % len(per)], m) for m in d["m_local"])
+            for i in range(d["rounds"])]
+    ncols = sum(d.get("n_list") or [d["n"]])
+    for mode in ("fused", "baseline"):
+        m = d["modes"][mode]
+        want = 2 * (sum(rows) / len(rows)) * d["k"] * ncols / m["mean_us"] * 1e-6
+        check(abs(m["tflops"] - want) <= 0.02 * want + 5e-5,
+              f"{mode} tflops {m['tflops']} over rows per round (want {want:.4f})")
 check(d["ranks"] == 2 and d["rounds"] == 5, "config echoed")
 check(d.get("op") == sys.argv[2], f"op {d.get('op')} (want {sys.argv[2]})")
 print(f"bench_json: {ok} passed, {fail} failed")

@@ -126,6 +126,15 @@ static int measure_peak(agmm_tool_rank_t *t, peak_t *pk)
     return agmm_world_barrier(t->world, 0) == AGMM_OK ? 0 : 1;
 }
 
+/* The time a rate is computed over: the median round, or with rows that
+ * change every round (--m-local-per-round) the mean round, since `flop` is
+ * then the mean round's flops (total flops / total time; the median round
+ * is one of the sizes, not the mean one). */
+static double rate_us(const agmm_cli_t *cli, const stats_t *s)
+{
+    return cli->rows_per_round_count > 0 ? s->mean : s->median;
+}
+
 /* Mode m's GEMM rate per GEMM core over the peak: `flop` (one rank's,
  * agmm_tool_flop_per_rank) per median round, divided by the rank's GEMM threads; 0 for
  * comm-only (no GEMM) or an unknown peak. */
@@ -224,9 +233,9 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                "\"tflops\":%.4f",
                first ? "" : ",", modes[m].name, st[m].min, st[m].median,
                st[m].mean, st[m].max, st[m].stdev,
-               flop / st[m].median * 1e-6);
+               flop / rate_us(cli, &st[m]) * 1e-6);
         json_ratio("fraction_of_peak",
-                   fraction_of_peak(m, flop, st[m].median, cli->gemm_cores, pk));
+                   fraction_of_peak(m, flop, rate_us(cli, &st[m]), cli->gemm_cores, pk));
         printf(",\"samples_us\":[");
         for (int i = 0; i < cli->rounds; i++)
             printf("%s%.3f", i ? "," : "", samples[m][i]);
@@ -295,13 +304,15 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
     for (int m = 0; m < NMODES; m++) {
         if (!on[m]) continue;
         char frac[16] = "-"; /* comm-only runs no GEMM */
-        double f = fraction_of_peak(m, flop, st[m].median, cli->gemm_cores, pk);
+        double f = fraction_of_peak(m, flop, rate_us(cli, &st[m]), cli->gemm_cores, pk);
         if (f > 0) snprintf(frac, sizeof frac, "%.3f", f);
         char rate[32];
         if (m == M_COMM_ONLY)
-            snprintf(rate, sizeof rate, "%.2f GB/s", gathered_bytes(cli) / st[m].median * 1e-3);
+            snprintf(rate, sizeof rate, "%.2f GB/s",
+                     gathered_bytes(cli) * (flop / agmm_tool_flop_per_rank(cli)) /
+                         rate_us(cli, &st[m]) * 1e-3); /* flop's share of the most rows */
         else
-            snprintf(rate, sizeof rate, "%.1f GFLOP/s", flop / st[m].median * 1e-3);
+            snprintf(rate, sizeof rate, "%.1f GFLOP/s", flop / rate_us(cli, &st[m]) * 1e-3);
         printf("%-10s %10.3f %10.3f %10.3f %10.3f %10.3f %16s %8s\n", modes[m].name,
                st[m].min * 1e-3, st[m].median * 1e-3, st[m].mean * 1e-3, st[m].max * 1e-3,
                st[m].stdev * 1e-3, rate, frac);
@@ -406,12 +417,13 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         printf("interrupted: statistics of the %d timed round%s done (of %d)\n", done,
                done == 1 ? "" : "s", cli->rounds);
     if ((rc == 0 || partial) && t.rank == 0) {
-        /* Rows per round: the mean round's flops (the list's mean M). */
+        /* Rows per round: the mean flops of the n timed rounds (rates are
+         * then over the mean round, rate_us). */
         double flop = agmm_tool_flop_per_rank(cli), mfrac = 0;
-        for (int i = 0; i < cli->rows_per_round_count; i++)
+        for (int i = 0; i < n && cli->rows_per_round_count > 0; i++)
             for (int r = 0; r < cli->ranks; r++)
                 mfrac += (double)agmm_tool_round_rows(cli, i, r) /
-                         ((double)cli->m_total * cli->rows_per_round_count);
+                         ((double)cli->m_total * n);
         if (cli->rows_per_round_count > 0) flop *= mfrac;
         ratios_t pr = paired_ratios(us, on, n); /* before sorting */
         stats_t st[NMODES] = {{0, 0, 0, 0, 0}};
