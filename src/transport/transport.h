@@ -46,6 +46,12 @@ typedef struct agmm_win {
 /* The backend gathers row blocks natively (agmm_tp_allgather_rows: MPI's
  * MPI_Iallgatherv); the baseline schedule uses it instead of puts. */
 #define AGMM_TP_CAP_NATIVE_ALLGATHER 0x4u
+/* The backend may deliver one put to several peers (MPI across hosts: one
+ * copy per remote host, to a relay rank there that forwards it to its
+ * same-host peers through shared memory), for windows the caller declared
+ * replicated (agmm_tp_replicate). A put to a peer that gets it forwarded
+ * is skipped (agmm_tp_put_direct says which). */
+#define AGMM_TP_CAP_FORWARD 0x8u
 
 /* A receive set: the puts a round arms together (AGMM_TP_CAP_POSTED_RECEIVES
  * only). The caller names its sets (e.g. one per schedule); the transport
@@ -88,6 +94,16 @@ typedef struct agmm_transport_ops {
      * so every put finds its receive posted. */
     agmm_status_t (*round_begin)(agmm_world_t *w, const agmm_win_t *sigwin,
                                  agmm_tp_recv_set_t set, uint64_t value);
+    /* --- Set only with AGMM_TP_CAP_FORWARD --------------------------------
+     * replicate(): declared once per plan after win_alloc, before expect(),
+     * by every rank alike: every put into `win` carries the same bytes, at
+     * the same offset and with the same signal cell, to every peer (an
+     * all-gather's tiles), so the backend may forward one put to several
+     * peers. put_direct(): 1 if a put from this rank into `win` must be
+     * issued to `dst`, 0 if `dst` gets it forwarded by another rank (the
+     * put would be a no-op; the caller skips it and the wait for its ack). */
+    agmm_status_t (*replicate)(agmm_world_t *w, const agmm_win_t *win);
+    int (*put_direct)(agmm_world_t *w, const agmm_win_t *win, int dst);
     /* --- Set only with AGMM_TP_CAP_NATIVE_ALLGATHER ----------------------
      * A native all-gather of row blocks (the baseline on MPI is the
      * MPI_Allgather an MPI user would write). Collective, called by one
@@ -186,6 +202,22 @@ static inline agmm_status_t agmm_tp_round_begin(agmm_world_t *w,
 {
     if (!agmm_tp_has(w, AGMM_TP_CAP_POSTED_RECEIVES)) return AGMM_OK;
     return w->ops->round_begin(w, sigwin, set, value);
+}
+
+/* No-op without AGMM_TP_CAP_FORWARD. */
+static inline agmm_status_t agmm_tp_replicate(agmm_world_t *w,
+                                              const agmm_win_t *win)
+{
+    if (!agmm_tp_has(w, AGMM_TP_CAP_FORWARD)) return AGMM_OK;
+    return w->ops->replicate(w, win);
+}
+
+/* Always 1 without AGMM_TP_CAP_FORWARD. */
+static inline int agmm_tp_put_direct(agmm_world_t *w, const agmm_win_t *win,
+                                     int dst)
+{
+    if (!agmm_tp_has(w, AGMM_TP_CAP_FORWARD)) return 1;
+    return w->ops->put_direct(w, win, dst);
 }
 
 /* Only with AGMM_TP_CAP_NATIVE_ALLGATHER (callers check first). */

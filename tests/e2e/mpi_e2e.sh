@@ -73,6 +73,59 @@ for row in "${runs[@]}"; do
   done
 done
 
+# --- relaying (src/transport/mpi/mpi_relay.c): with "hosts" of K
+# consecutive ranks (test hook AGMM_TEST_MPI_HOST_SIZE: the same code as
+# across hosts, on this one), an all-gather tile goes over MPI once per
+# other host, to one rank there that forwards it to the others through
+# shared memory. "NP | K | ARGS": uneven hosts (3+1, 2+2+1), empty shards,
+# per-call rows, several weights, both schedules (auto), comm threads or
+# not; gemm-rs is not relayed (each peer gets its own partials) but runs
+# on the same mixed world. Every rank's counters must say relay on, and
+# the ag runs must have forwarded tiles.
+relay_runs=(
+    "4 | 2 | --m-local 65,1,0,130 --k 96 --n 70 --tile-m 16 --tile-n 32 --weights per-rank --rounds 3"
+    "4 | 2 | --m-local 40 --k 48 --n 40 --tile-m 5 --dtype bf16 --comm-cores 1 --gemm-cores 2 --rounds 3"
+    "3 | 2 | --m-local 100,0,37 --k 80 --n 50 --tile-m 16 --tile-n 16 --dtype bf16 --rounds 3"
+    "4 | 3 | --m-local 30,0,17,9 --k 24 --n 20,8 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 0 --gemm-cores 2"
+    "5 | 2 | --m-local 16,8,0,24,5 --k 32 --n 24 --tile-m 4 --dtype fp32 --rounds 4"
+    "4 | 2 | --op gemm-rs --m-local 7,0,12,5 --k 41 --n 50 --tile-m 4 --tile-n 16 --dtype bf16 --rounds 4"
+)
+engine1=${engines%% *}
+for row in "${relay_runs[@]}"; do
+    np=${row%%|*}
+    rest=${row#*|}
+    k=${rest%%|*}
+    np=${np// /}
+    k=${k// /}
+    args="${rest#*|} --gemm-engine $engine1"
+    # shellcheck disable=SC2086
+    timeout 120 mpirun --oversubscribe -np $np -x AGMM_TEST_MPI_HOST_SIZE=$k -x AGMM_MPI_COUNTERS=1 \
+        "$AGMM" run $args --oversubscribe --timeout 30 >"$TMP/out" 2>"$TMP/err" </dev/null
+    rc=$?
+    rounds=$(echo "$args" | sed -n 's/.*--rounds \([0-9]*\).*/\1/p')
+    fwd=$(sed -n 's/.*relay on: \([0-9]*\) tiles forwarded.*/\1/p' "$TMP/err" | awk '{s += $1} END {print s + 0}')
+    fwd_ok=$([ "$fwd" -gt 0 ] && echo 1 || echo 0) # ag: some; gemm-rs: none
+    case "$args" in *gemm-rs*) fwd_ok=$([ "$fwd" -eq 0 ] && echo 1 || echo 0) ;; esac
+    if [ "$rc" -eq 0 ] && [ "$(grep -c PASS "$TMP/out")" -eq "$rounds" ] &&
+        [ "$(grep -c 'relay on' "$TMP/err")" -eq "$np" ] && [ "$fwd_ok" = 1 ] &&
+        [ "$(grep -vc 'counters:' "$TMP/err")" -eq 0 ]; then
+        ok
+    else
+        bad "relay: hosts of $k, mpirun -np $np agmm run $args (exit $rc, forwarded ${fwd:-none})"
+    fi
+done
+# The same world with AGMM_MPI_RELAY=0: every remote rank gets its own copy.
+timeout 120 mpirun --oversubscribe -np 4 -x AGMM_TEST_MPI_HOST_SIZE=2 -x AGMM_MPI_COUNTERS=1 -x AGMM_MPI_RELAY=0 \
+    "$AGMM" run --m-local 40 --k 48 --n 40 --tile-m 8 --rounds 2 --schedule fused --oversubscribe --timeout 30 \
+    >"$TMP/out" 2>"$TMP/err" </dev/null
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -c PASS "$TMP/out")" -eq 2 ] && [ "$(grep -c 'relay off: 0 tiles' "$TMP/err")" -eq 4 ] &&
+    [ "$(grep -c 'mpi: 20 tile puts' "$TMP/err")" -eq 4 ]; then
+    ok
+else
+    bad "AGMM_MPI_RELAY=0: want 20 MPI tile puts per rank (5 tiles x 2 remote ranks x 2 rounds) and none forwarded (exit $rc)"
+fi
+
 # bench under MPI: both modes, JSON, only rank 0 prints (one line).
 mpi 2 bench --m-local 96,40 --k 64 --n 64 --tile-m 16 --rounds 3 --warmup 1 --json
 if [ "$rc" -eq 0 ] && [ "$(wc -l <"$TMP/out")" -eq 1 ] &&
@@ -127,8 +180,13 @@ if [ "$rc" -eq 0 ] && grep -q "1 ranks (mpi)\|1 rank (mpi)" "$TMP/out"; then ok;
 
 # --- a rank killed (KILL) or stuck (STOP) mid-run: non-zero exit, a message,
 # within --timeout (3 s) plus launcher slack; never a hang.
-for sig in KILL STOP; do
-    timeout 60 mpirun --oversubscribe -np 3 "$AGMM" run --oversubscribe --m-local 256 \
+# With "hosts" of 2 (relaying on, 4 ranks) a dead or stuck relay also ends
+# the job: its host peer waits for forwarded tiles until the timeout.
+for case in KILL STOP KILL:relay STOP:relay; do
+    sig=${case%%:*}
+    np=3 env=()
+    [ "$case" != "$sig" ] && np=4 env=(-x AGMM_TEST_MPI_HOST_SIZE=2)
+    timeout 60 mpirun --oversubscribe -np $np "${env[@]}" "$AGMM" run --oversubscribe --m-local 256 \
         --k 256 --n 256 --tile-m 32 --rounds 1000000 --no-check --timeout 3 \
         >"$TMP/out" 2>"$TMP/err" </dev/null &
     MP=$!
@@ -148,7 +206,7 @@ for sig in KILL STOP; do
         grep -q "$want" "$TMP/err" && ! grep -qE '^agmm: rank [0-9]+: *$' "$TMP/err"; then
         ok
     else
-        bad "rank sent SIG$sig: exit $rc after ${took}s, want non-zero within 20 s and '$want'"
+        bad "rank sent SIG$sig ($case): exit $rc after ${took}s, want non-zero within 20 s and '$want'"
     fi
 done
 

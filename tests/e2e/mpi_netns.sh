@@ -70,6 +70,7 @@ mpirun_on() {
         --mca btl tcp,self,vader --mca btl_tcp_if_include 10.77.0.0/24 \
         --mca btl_vader_single_copy_mechanism none \
         --mca oob_tcp_if_include 10.77.0.0/24 -x AGMM_MPI_COUNTERS=1 ${KEEPALIVE:-} \
+        ${RELAY:+-x AGMM_MPI_RELAY=$RELAY} \
         "$AGMM" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null &
     MPIRUN_PID=$!
     wait "$MPIRUN_PID"
@@ -91,6 +92,7 @@ counter() {
     host) re='\([0-9]*\) ranks on this host.*' ;;
     shm) re='.*shm: \([0-9]*\) tile puts.*' ;;
     mpi) re='.*mpi: \([0-9]*\) tile puts.*' ;;
+    fwd) re='.*relay [onf]*: \([0-9]*\) tiles forwarded.*' ;;
     shmbytes) re='.*shm: [0-9]* tile puts, \([0-9]*\) bytes.*' ;;
     esac
     sed -n "s/^agmm: rank $1: counters: $re/\1/p" "$TMP/err" | head -1
@@ -129,38 +131,52 @@ for n in 2 3; do
 done
 
 # 2 hosts x 2 ranks, fused rounds: tiles between the ranks of a host go
-# through shared memory, never through TCP. Every rank's counters: 2 ranks
-# on its host, tile puts through shm (to its one same-host peer) and over
-# MPI (to the other host's two); and each host's loopback, where TCP
-# between its own ranks would run, carries less than a tenth of the tile
-# bytes its ranks put to each other (control messages only: acks,
-# barriers, mpirun's own traffic).
+# through shared memory, never through TCP, and each tile crosses to the
+# other host once (relaying, transport/mpi/mpi_relay.c): to one rank there,
+# which forwards it to the other. Every rank's counters: 2 ranks on its
+# host, as many tile puts through shm (to its one same-host peer) as over
+# MPI (to its relay on the other host), and the host's relays forward
+# every tile that came over MPI; with AGMM_MPI_RELAY=0, twice as many over
+# MPI (to both ranks of the other host) and none forwarded. And each
+# host's loopback, where TCP between its own ranks would run, carries less
+# than a tenth of the tile bytes its ranks put to each other (control
+# messages only: acks, barriers, mpirun's own traffic).
+for relay in 1 0; do
 lo1=$(lo_bytes 1)
 lo2=$(lo_bytes 2)
 # With the keepalive settings of docs/mpi.md: no warning.
-KEEPALIVE="--mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3" \
+RELAY=$relay KEEPALIVE="--mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3" \
 PER_HOST=2 mpirun_on 2 run --m-local 300,77,150,64 --k 256 --n 160 --tile-m 32 \
     --tile-n 64 --dtype bf16 --rounds 3 --schedule fused --timeout 60 --oversubscribe
 lo=$(($(lo_bytes 1) - lo1 + $(lo_bytes 2) - lo2))
 shm_bytes=0
 split=1
+mpi_sum=0
+fwd_sum=0
 for r in 0 1 2 3; do
     [ "$(counter $r host)" = 2 ] || split=0
     sp=$(counter $r shm)
     mp=$(counter $r mpi)
-    # equal tile counts per peer: 1 same-host peer, 2 on the other host
-    [ -n "$sp" ] && [ -n "$mp" ] && [ "$sp" -gt 0 ] && [ "$mp" -eq $((2 * sp)) ] || split=0
+    fw=$(counter $r fwd)
+    # equal tile counts per peer: 1 same-host peer, 1 relay on the other
+    # host (2 ranks there without relaying)
+    [ -n "$sp" ] && [ -n "$mp" ] && [ -n "$fw" ] && [ "$sp" -gt 0 ] &&
+        [ "$mp" -eq $(((2 - relay) * sp)) ] || split=0
+    mpi_sum=$((mpi_sum + ${mp:-0}))
+    fwd_sum=$((fwd_sum + ${fw:-0}))
     shm_bytes=$((shm_bytes + $(counter $r shmbytes)))
 done
+[ "$fwd_sum" -eq $((relay * mpi_sum)) ] || split=0
 if [ "$rc" -eq 0 ] && [ "$(grep -c 'PASS' "$TMP/out")" -eq 3 ] &&
     grep -q "4 ranks (mpi)" "$TMP/out" && [ "$split" = 1 ] && ! grep -q "agmm: warning" "$TMP/err" &&
     [ "${shm_bytes:-0}" -gt 0 ] && [ "$lo" -lt $((shm_bytes / 10)) ]; then
     ok
-    echo "2 hosts x 2 ranks: same-host tiles through shm: $shm_bytes bytes; loopback TCP: $lo bytes"
+    echo "2 hosts x 2 ranks (relay $relay): same-host tiles through shm: $shm_bytes bytes; MPI tile puts $mpi_sum, forwarded $fwd_sum; loopback TCP: $lo bytes"
 else
-    bad "run on 2 hosts x 2 ranks (exit $rc; shm tile bytes ${shm_bytes:-?}, loopback bytes $lo; counters:"
+    bad "run on 2 hosts x 2 ranks, AGMM_MPI_RELAY=$relay (exit $rc; shm tile bytes ${shm_bytes:-?}, loopback bytes $lo, MPI puts $mpi_sum, forwarded $fwd_sum; counters:"
     grep counters "$TMP/err"
 fi
+done
 
 # The benchmark: fused vs MPI_Allgather + GEMM over the 1 Gbit/s link.
 mpirun_on 2 bench --m-local 2048 --k 4096 --n ${AGMM_NETNS_N:-256} --dtype fp32 \
@@ -190,7 +206,7 @@ fi
 # benchmark on 2 hosts x 2 ranks (issue 13's target: fused/baseline <= 0.75
 # at 1 Gbit/s, the baseline being MPI_Allgatherv with vader inside a host).
 if [ "${AGMM_NETNS_2X2_BENCH:-0}" = 1 ]; then
-    PER_HOST=2 mpirun_on 2 bench --m-local 2048 --k 4096 --n ${AGMM_NETNS_N:-256} \
+    RELAY=${AGMM_MPI_RELAY:-} PER_HOST=2 mpirun_on 2 bench --m-local 2048 --k 4096 --n ${AGMM_NETNS_N:-256} \
         --dtype fp32 --rounds "$ROUNDS" --warmup 1 --json --timeout 300 --oversubscribe
     if [ "$rc" -eq 0 ] && grep -q '"ratio_fused_over_baseline"' "$TMP/out"; then
         ok

@@ -63,6 +63,7 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
     }
     for (int i = 1 + first; i < p->nranks; i += stride) {
         int q = (r + i) % p->nranks;
+        if (!agmm_tp_put_direct(w, &p->gathered, q)) continue; /* forwarded */
         AGMM_CHECK(agmm_round_wait_ack(x, q, deadline));
         AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
         uint64_t t_put = agmm_trace_clock();

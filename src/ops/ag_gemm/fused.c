@@ -6,7 +6,9 @@
  *     for its local tiles t (t = c, c + C, ...), for each peer q in the order
  *     r+1, r+2, ...: wait ack[q] >= e-1 (q no longer reads round e-1's rows
  *     from r), copy tile t into q's gathered rows, then raise q's signal
- *     tile(r, t) to e (release).
+ *     tile(r, t) to e (release). Peers that another rank of their host
+ *     forwards the tile to (the transport says so: agmm_tp_put_direct)
+ *     are skipped.
  *   GEMM worker g, with an engine whose tile calls are cheap (oneDNN: the
  *     weight is prepared once, a call packs nothing): if its whole share
  *     arrives within the time its own posting took (see
@@ -68,6 +70,9 @@ static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
     size_t sig = agmm_sig_off(p, SIG_TILE, p->tile_base[r] + t);
     for (int i = 1; i < p->nranks; i++) {
         int q = (r + i) % p->nranks;
+        /* Another rank of q's host passes the tile on to q (MPI across
+         * hosts, AGMM_TP_CAP_FORWARD): nothing to put, no ack to wait for. */
+        if (!agmm_tp_put_direct(w, &p->gathered, q)) continue;
         /* The peer may still read our rows of the previous round. */
         AGMM_CHECK(agmm_round_wait_ack(x, q, deadline_of(p)));
         AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */

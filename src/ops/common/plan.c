@@ -282,7 +282,13 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
     st = agmm_tp_win_alloc(w, agmm_sig_off(p, SIG_ROWS, p->nranks),
                            &p->signals);
     if (st != AGMM_OK) goto fail_gathered;
-    st = declare_puts(p);
+    /* All-gather: every peer receives the same tiles at the same places,
+     * so the transport may pass one put on to several peers (MPI: once per
+     * remote host, forwarded there). Not gemm-rs: each peer gets its own
+     * partials. */
+    if (d->op != AGMM_OP_GEMM_RS)
+        st = agmm_tp_replicate(w, &p->gathered);
+    if (st == AGMM_OK) st = declare_puts(p);
     if (st != AGMM_OK) goto fail_signals;
     if (!registry_add(p)) {
         st = agmm_error(AGMM_ERR_NO_MEMORY, "plan_create: too many live plans");

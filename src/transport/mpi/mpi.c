@@ -60,6 +60,7 @@
 #include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_internal.h"
 #include "transport/mpi/mpi_node.h"
+#include "transport/mpi/mpi_relay.h"
 
 #define MAX_PENDING 1024 /* sends in flight per thread before quiet */
 
@@ -221,6 +222,10 @@ static agmm_status_t mpi_put_signal(agmm_world_t *w, const agmm_win_t *win,
                           value);
         return AGMM_OK;
     }
+    /* A peer that gets this put forwarded by its host's relay
+     * (mpi_relay.c) posted no receive for it: nothing to send. The ops
+     * layer skips it already (agmm_tp_put_direct). */
+    if (agmm_mpi_relayed(s, win, w->rank, dst)) return AGMM_OK;
     /* Another host: the receiver posted the receive for (this rank, cell)
      * into `off` of its `win`, and publishes its round's epoch, which is
      * `value`; the message carries the rows only. */
@@ -352,6 +357,8 @@ static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
     /* Release: the rows MPI just completed are visible to a worker whose
      * acquire load of the cell returns the epoch. */
     agmm_signal_publish(sl->cell, sl->value);
+    /* A relay passes them on to its same-host peers (mpi_relay.c). */
+    agmm_mpi_relay_received(w, sl, count == MPI_UNDEFINED ? 0 : (size_t)count);
     s->nactive--;
     s->active[i] = s->active[s->nactive];
     s->slot_of[i] = s->slot_of[s->nactive];
@@ -394,7 +401,9 @@ void *agmm_mpi_progress_main(void *arg)
         }
         int n = 0;
         int rc = MPI_Testsome(s->nactive, s->active, &n, idx, sts);
-        int armed = s->nactive > 2;
+        /* Forwards waiting for a same-host peer to begin its round. */
+        int forwarding = s->nfwd > 0 && agmm_mpi_relay_progress(s) > 0;
+        int armed = s->nactive > 2 || forwarding;
         if (rc != MPI_SUCCESS && !agmm_mpi_aborted(w)) {
             pthread_mutex_unlock(&s->lock);
             agmm_mpi_fail(rc, "MPI_Testsome in the progress thread");
@@ -474,7 +483,8 @@ static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
 }
 
 const agmm_transport_ops_t agmm_mpi_ops = {
-    .caps = AGMM_TP_CAP_POSTED_RECEIVES | AGMM_TP_CAP_NATIVE_ALLGATHER,
+    .caps = AGMM_TP_CAP_POSTED_RECEIVES | AGMM_TP_CAP_NATIVE_ALLGATHER |
+            AGMM_TP_CAP_FORWARD,
     .win_alloc = agmm_mpi_win_alloc,
     .win_free = agmm_mpi_win_free,
     .put_signal = mpi_put_signal,
@@ -482,5 +492,7 @@ const agmm_transport_ops_t agmm_mpi_ops = {
     .quiet = mpi_quiet,
     .expect = agmm_mpi_expect,
     .round_begin = agmm_mpi_round_begin,
+    .replicate = agmm_mpi_replicate,
+    .put_direct = agmm_mpi_put_direct,
     .allgather_rows = mpi_allgather_rows,
 };

@@ -18,6 +18,8 @@
 enum { TAG_ABORT = 1, TAG_SIGNAL = 2 };
 #define REASON_MAX AGMM_ABORT_REASON_MAX
 
+struct mpi_win;
+
 /* One declared incoming put: a persistent receive. */
 typedef struct slot {
     MPI_Request req;
@@ -25,6 +27,16 @@ typedef struct slot {
     size_t bytes;
     _Atomic uint64_t *cell; /* the local signal cell it raises */
     uint64_t value;         /* set by round_begin, read on completion */
+    /* Relayed (mpi_relay.c): this rank forwards what it receives to its
+     * same-host peers. The rows sit at `off` of data window `dw`, the cell
+     * at `sig_off` of signal window `sw` (whose slot this is) on every
+     * rank alike; `todo` are the node ranks still to forward to this
+     * round, `got` the bytes received. Progress thread, under the lock. */
+    int fwd;
+    const struct mpi_win *dw;
+    struct mpi_win *sw;
+    size_t off, sig_off, got;
+    uint64_t todo;
 } slot_t;
 
 /* win->impl */
@@ -40,6 +52,15 @@ typedef struct mpi_win {
     MPI_Comm comm; /* tile messages guarded by this (signal) window */
     slot_t **slots;
     int nslots, cap;
+    /* Relaying (mpi_relay.c). replicated: the op declared every put into
+     * this (data) window the same for every peer. ready_off: a cell past
+     * `bytes` in every copy where this rank raises the round it has begun
+     * (its round_begin, before its acks; release): a relay forwards round
+     * e's rows into this rank's copy only once it reads e there. fwd_slots:
+     * this (signal) window's slots with forwards pending (lock). */
+    int replicated;
+    size_t ready_off;
+    int fwd_slots;
 } mpi_win_t;
 
 /* The ranks of this host (mpi_node.c). */
@@ -51,9 +72,15 @@ typedef struct mpi_node {
                    * ranks on other hosts and for this rank; NULL: off */
     int *world_of;     /* [size]: world rank of each node rank */
     int64_t *scratch;  /* [2 * size]: window set-up's all-gathers */
+    /* Every world rank's index among its host's ranks and the number of
+     * ranks there (whether or not the layer is on), and whether relaying
+     * is on in this world (mpi_relay.c; the same on every rank). */
+    int *hidx, *hsize;
+    int relay;
     /* What went where (AGMM_MPI_COUNTERS), any thread, relaxed. */
     _Atomic uint64_t shm_puts, shm_bytes, shm_signals;
     _Atomic uint64_t mpi_puts, mpi_bytes, mpi_signals;
+    _Atomic uint64_t fwd_puts, fwd_bytes;
 } mpi_node_t;
 
 typedef struct mpi_state {
@@ -95,6 +122,11 @@ typedef struct mpi_state {
     uint64_t *arrived;
     uint64_t *arrive_msg; /* [3 * size] */
     MPI_Request *arrive_req;
+
+    /* Slots whose forwards wait for a destination's ready cell
+     * (mpi_relay.c); progress thread and window free, under lock. */
+    slot_t **fwd;
+    int nfwd, fwd_cap;
 
     agmm_wintab_t windows; /* live windows by id, guarded by lock */
     mpi_node_t node;       /* same-host peers (mpi_node.h) */

@@ -46,6 +46,55 @@ static void check_keepalive(agmm_world_t *w, int hosts)
               hosts, lost, t, i, p, w->timeout_s);
 }
 
+/* The host's ranks: MPI_COMM_TYPE_SHARED, or, with the test hook
+ * AGMM_TEST_MPI_HOST_SIZE=k (the same on every rank), "hosts" of k
+ * consecutive world ranks, so that one machine can test what several
+ * hosts do (tiles between the groups go through MPI, inside a group
+ * through shared memory, relayed as across hosts). */
+static agmm_status_t split_hosts(agmm_world_t *w, MPI_Comm *out)
+{
+    const char *k = getenv("AGMM_TEST_MPI_HOST_SIZE");
+    int per = k ? atoi(k) : 0;
+    if (per > 0)
+        MPI_TRY(MPI_Comm_split(MPI_COMM_WORLD, w->rank / per, w->rank, out),
+                "MPI_Comm_split (test hosts)");
+    else
+        MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                                    w->rank, MPI_INFO_NULL, out),
+                "MPI_Comm_split_type");
+    return AGMM_OK;
+}
+
+/* Every rank's place on its host (hidx, hsize), and whether this world
+ * relays (mpi_relay.c): only with several hosts, AGMM_MPI_RELAY not 0,
+ * and every host able to forward (its shared-memory layer on, or a single
+ * rank there); collective over the world, so every rank decides alike. */
+static agmm_status_t place_ranks(agmm_world_t *w, mpi_node_t *n, int on,
+                                 int node_rank, int node_size)
+{
+    n->hidx = malloc(sizeof(int) * 2 * (size_t)w->size);
+    int *all = n->hidx;
+    if (!all) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+    n->hsize = all + w->size;
+    int mine[2] = {node_rank, node_size};
+    int *pairs = malloc(sizeof(int) * 2 * (size_t)w->size);
+    if (!pairs) return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
+    int rc = MPI_Allgather(mine, 2, MPI_INT, pairs, 2, MPI_INT, MPI_COMM_WORLD);
+    for (int q = 0; rc == MPI_SUCCESS && q < w->size; q++) {
+        n->hidx[q] = pairs[2 * q];
+        n->hsize[q] = pairs[2 * q + 1];
+    }
+    free(pairs);
+    MPI_TRY(rc, "MPI_Allgather (hosts' ranks)");
+    const char *env = getenv("AGMM_MPI_RELAY");
+    int want = !(env && !strcmp(env, "0")) && n->hosts > 1 &&
+               (on || node_size == 1) && node_size <= 64;
+    MPI_TRY(MPI_Allreduce(&want, &n->relay, 1, MPI_INT, MPI_MIN,
+                          MPI_COMM_WORLD),
+            "MPI_Allreduce (relay)");
+    return AGMM_OK;
+}
+
 agmm_status_t agmm_mpi_node_init(agmm_world_t *w, mpi_state_t *s)
 {
     mpi_node_t *n = &s->node;
@@ -53,9 +102,7 @@ agmm_status_t agmm_mpi_node_init(agmm_world_t *w, mpi_state_t *s)
     n->size = 1;
     /* Collective over the world whatever AGMM_MPI_SHM says, so that a rank
      * started with another environment cannot hang the others here. */
-    MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w->rank,
-                                MPI_INFO_NULL, &n->comm),
-            "MPI_Comm_split_type");
+    AGMM_CHECK(split_hosts(w, &n->comm));
     MPI_Comm_set_errhandler(n->comm, MPI_ERRORS_RETURN);
     MPI_Comm_size(n->comm, &n->size);
     MPI_Comm_rank(n->comm, &n->rank);
@@ -64,14 +111,16 @@ agmm_status_t agmm_mpi_node_init(agmm_world_t *w, mpi_state_t *s)
                           MPI_COMM_WORLD),
             "MPI_Allreduce (hosts)");
     n->hosts = hosts;
-    check_keepalive(w, hosts);
+    if (!getenv("AGMM_TEST_MPI_HOST_SIZE")) /* test hosts are one machine */
+        check_keepalive(w, hosts);
     /* On only if every rank of the host wants it: a pair that disagreed
      * would put through shared memory into a receive posted over MPI. */
     const char *env = getenv("AGMM_MPI_SHM");
     int want = !(env && !strcmp(env, "0")), all = 0;
     MPI_TRY(MPI_Allreduce(&want, &all, 1, MPI_INT, MPI_MIN, n->comm),
             "MPI_Allreduce (same-host ranks)");
-    if (n->size > 1 && all) { /* all freed by agmm_mpi_node_fini */
+    int node_rank = n->rank, node_size = n->size, on = n->size > 1 && all;
+    if (on) { /* all freed by agmm_mpi_node_fini */
         n->world_of = malloc(sizeof(int) * (size_t)n->size);
         int *node_of = malloc(sizeof(int) * (size_t)w->size);
         n->scratch = calloc(2 * (size_t)n->size, sizeof(int64_t));
@@ -91,7 +140,7 @@ agmm_status_t agmm_mpi_node_init(agmm_world_t *w, mpi_state_t *s)
         n->rank = 0;
         MPI_Comm_free(&n->comm);
     }
-    return AGMM_OK;
+    return place_ranks(w, n, on, node_rank, node_size);
 }
 
 void agmm_mpi_node_fini(mpi_state_t *s)
@@ -101,6 +150,8 @@ void agmm_mpi_node_fini(mpi_state_t *s)
     free(n->node_of);
     free(n->world_of);
     free(n->scratch);
+    free(n->hidx); /* hsize lives in the same block */
+    n->hidx = n->hsize = NULL;
     n->node_of = n->world_of = NULL;
     n->scratch = NULL;
 }
@@ -132,8 +183,12 @@ agmm_status_t agmm_mpi_node_win_alloc(agmm_world_t *w, mpi_win_t *mw,
 {
     mpi_state_t *s = agmm_mpi_state(w);
     mpi_node_t *n = &s->node;
+    /* The ready cell (mpi_internal.h) on a cache line of its own past the
+     * window's bytes. */
+    mw->ready_off = (bytes + AGMM_CACHE_LINE - 1) & ~(size_t)(AGMM_CACHE_LINE - 1);
+    size_t total = mw->ready_off + AGMM_CACHE_LINE;
     if (!n->node_of) { /* no same-host peers: private memory */
-        mw->local = agmm_alloc(bytes); /* zeroed */
+        mw->local = agmm_alloc(total); /* zeroed */
         return mw->local ? AGMM_OK
                          : agmm_error(AGMM_ERR_NO_MEMORY,
                                       "MPI: out of memory for a %zu-byte "
@@ -141,11 +196,11 @@ agmm_status_t agmm_mpi_node_win_alloc(agmm_world_t *w, mpi_win_t *mw,
                                       bytes);
     }
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t need = bytes ? (bytes + page - 1) & ~(page - 1) : page;
+    size_t need = (total + page - 1) & ~(page - 1);
     int64_t info[2] = {(int64_t)getpid(), 0}, *all = n->scratch;
     mw->maps = calloc((size_t)n->size, sizeof *mw->maps);
     mw->peer = calloc((size_t)w->size, sizeof *mw->peer);
-    agmm_status_t st = mw->maps && mw->peer && need >= bytes
+    agmm_status_t st = mw->maps && mw->peer && need >= total
                            ? AGMM_OK
                            : agmm_error(AGMM_ERR_NO_MEMORY,
                                         "MPI: out of memory for a %zu-byte "
@@ -253,8 +308,10 @@ void agmm_mpi_node_report(agmm_world_t *w, mpi_state_t *s)
     fprintf(stderr,
             "agmm: rank %d: counters: %d ranks on this host, %d hosts; shm: %llu tile "
             "puts, %llu bytes, %llu signals; mpi: %llu tile puts, %llu "
-            "bytes, %llu signals\n",
+            "bytes, %llu signals; relay %s: %llu tiles forwarded, %llu "
+            "bytes\n",
             w->rank, n->size, n->hosts, LD(shm_puts), LD(shm_bytes), LD(shm_signals),
-            LD(mpi_puts), LD(mpi_bytes), LD(mpi_signals));
+            LD(mpi_puts), LD(mpi_bytes), LD(mpi_signals), n->relay ? "on" : "off",
+            LD(fwd_puts), LD(fwd_bytes));
 #undef LD
 }

@@ -14,6 +14,7 @@
 #include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_internal.h"
 #include "transport/mpi/mpi_node.h"
+#include "transport/mpi/mpi_relay.h"
 
 agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes,
                                  agmm_win_t *out)
@@ -94,7 +95,14 @@ void agmm_mpi_win_free(agmm_world_t *w, agmm_win_t *win)
     mpi_state_t *s = agmm_mpi_state(w);
     mpi_win_t *mw = win->impl;
     if (!mw) return;
+    /* Rows this rank still forwards to its same-host peers (mpi_relay.c)
+     * are read from this window: let them go first (they are done before
+     * the peers can pass plan destroy's barrier; this is the safety net).
+     * In an aborted world nobody waits for them. */
+    if (!agmm_mpi_aborted(w))
+        (void)agmm_mpi_relay_drain(w, mw, agmm_deadline(w, 0));
     pthread_mutex_lock(&s->lock);
+    agmm_mpi_relay_forget(s, mw);
     agmm_wintab_remove(&s->windows, mw->id);
     for (int i = 0; i < mw->nslots; i++) {
         deactivate(s, mw->slots[i]);
@@ -125,8 +133,10 @@ agmm_status_t agmm_mpi_expect(agmm_world_t *w, const agmm_win_t *win, int src,
                           "%zu does not fit its window",
                           src, bytes, off);
     /* A same-host peer stores its rows and raises the cell itself
-     * (mpi_node.c): nothing to receive. */
-    if (agmm_mpi_same_host(s, src)) return AGMM_OK;
+     * (mpi_node.c), and a rank of this host relays src's puts to us
+     * (mpi_relay.c): nothing to receive. */
+    if (agmm_mpi_same_host(s, src) || agmm_mpi_relayed(s, win, src, w->rank))
+        return AGMM_OK;
     if (tag > (size_t)s->tag_ub)
         return agmm_error(AGMM_ERR_TOO_LARGE,
                           "MPI: signal cell %zu exceeds the MPI tag bound %d "
@@ -152,6 +162,7 @@ agmm_status_t agmm_mpi_expect(agmm_world_t *w, const agmm_win_t *win, int src,
     sl->src = src;
     sl->bytes = bytes;
     sl->cell = (_Atomic uint64_t *)(void *)(sigwin->local + sig_off);
+    agmm_mpi_relay_slot(s, sl, win, sigwin, off, sig_off);
     mw->slots[mw->nslots++] = sl;
     return AGMM_OK;
 }
@@ -161,6 +172,13 @@ agmm_status_t agmm_mpi_round_begin(agmm_world_t *w, const agmm_win_t *sigwin,
 {
     mpi_state_t *s = agmm_mpi_state(w);
     mpi_win_t *mw = sigwin->impl;
+    /* Our rows of the previous round are read by no one of ours now: a
+     * relay of this host may forward this round's into our window
+     * (mpi_relay.c). Before the receives are posted: a relay's own
+     * forwards of the previous round must be done before a sender can
+     * overwrite those rows, and it is our ack, after this, that lets it. */
+    agmm_mpi_relay_ready(sigwin, value);
+    AGMM_CHECK(agmm_mpi_relay_drain(w, mw, agmm_deadline(w, 0)));
     agmm_status_t st = AGMM_OK;
     pthread_mutex_lock(&s->lock);
     if (s->nactive + mw->nslots > s->cap) {
