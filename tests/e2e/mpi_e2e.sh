@@ -242,6 +242,30 @@ for sched in fused baseline; do
 done
 done
 
+# The same modes in a relay's forwards (progress thread): "hosts" of 2,
+# rank 2 has no rows of its own, so past its first round's acks its puts
+# are the tiles of rank 0 it forwards to rank 3.
+for row in "${faults[@]}"; do
+    mode=${row%%|*}
+    mode=${mode// /}
+    want=${row#*| }
+    want=${want//rank 1/rank 2}
+    want=${want//\[02\]/[013]}
+    start=$(date +%s)
+    timeout 60 mpirun --oversubscribe -np 4 -x AGMM_TEST_MPI_HOST_SIZE=2 \
+        -x AGMM_FAULT="rank=2,after_puts=17,mode=$mode" \
+        "$AGMM" run --oversubscribe --m-local 64,64,0,64 --k 32 --n 32 --tile-m 8 --rounds 50 \
+        --timeout 3 --schedule fused >"$TMP/out" 2>"$TMP/err" </dev/null
+    rc=$?
+    took=$(($(date +%s) - start))
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 20 ] && grep -qE -- "$want" "$TMP/err" &&
+        { [ "$mode" = error ] || grep -q "agmm: rank 2: AGMM_FAULT: $mode before put 18" "$TMP/err"; }; then
+        ok
+    else
+        bad "AGMM_FAULT mode=$mode in a relay's forwards: exit $rc after ${took}s, want non-zero within 20 s and /$want/"
+    fi
+done
+
 # --- every abort message carries its reason: rank 1 aborts while rank 0
 # waits in a barrier; rank 0's line must say why (it printed "agmm: rank 0: "
 # and nothing else when its error buffer was also the format's argument).

@@ -22,7 +22,7 @@
 # Every case: a completed run must check out; a failed one must exit
 # non-zero within --timeout + MARGIN of the fault, with no outer timeout
 # (a watchdog only reports a hang); then no process may be left in any of
-# the namespaces and /dev/shm must hold no new agmm object.
+# the namespaces and /dev/shm must hold no segment of its runs.
 #
 # mpirun runs with OOB TCP keepalive (1 s idle, 1 s interval, 3 probes):
 # the launcher notices a daemon it no longer reaches after 3-4 s, under
@@ -80,8 +80,10 @@ netns_write_agent
 mkdir -p "$TMP/h1"
 for i in $(seq 1 $HOSTS); do echo "10.77.0.$i slots=1"; done >"$TMP/hosts"
 
-shm_objects() { ls -d /dev/shm/*agmm* /dev/shm/*AGMM* 2>/dev/null; return 0; }
-shm_before=$(shm_objects)
+# Segments our runs could have left: new since here and of a process that
+# is gone (the ranks' window segments are agmm:<uid>:mpi:<pid>:m<id>);
+# another test's or session's live segments on this machine do not count.
+. "$(dirname "$0")/shm_left.sh"
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
@@ -155,7 +157,8 @@ bad() {
     tail -3 "$TMP/out" | sed 's/^/  | /'
 }
 # Nothing left in any namespace (the launcher, its daemons, the ranks),
-# no new /dev/shm object; then the hosts healed for the next run.
+# no /dev/shm segment of ours (shm_left.sh); then the hosts healed for the
+# next run.
 check_clean() { # what
     local left=""
     sleep 0.3 # a daemon that just lost its lifeline is ending its ranks
@@ -168,9 +171,9 @@ check_clean() { # what
         for i in $(seq 1 $HOSTS); do ip netns pids "$TAG-h$i" | xargs -r kill -9 || true; done
         sleep 0.2
     fi
-    if [ "$(shm_objects)" != "$shm_before" ]; then
-        bad "$1: new /dev/shm objects: $(shm_objects | tr '\n' ' ')"
-    fi
+    local segs
+    segs=$(shm_left)
+    [ -z "$segs" ] || bad "$1: segments left in /dev/shm: $(echo "$segs" | xargs)"
     heal
 }
 

@@ -357,8 +357,10 @@ static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
     /* Release: the rows MPI just completed are visible to a worker whose
      * acquire load of the cell returns the epoch. */
     agmm_signal_publish(sl->cell, sl->value);
-    /* A relay passes them on to its same-host peers (mpi_relay.c). */
-    agmm_mpi_relay_received(w, sl, count == MPI_UNDEFINED ? 0 : (size_t)count);
+    /* A relay passes them on to its same-host peers (mpi_relay.c); not
+     * rows that did not fit (the world is aborting). */
+    if (count != MPI_UNDEFINED && (size_t)count <= sl->bytes)
+        agmm_mpi_relay_received(w, sl, (size_t)count);
     s->nactive--;
     s->active[i] = s->active[s->nactive];
     s->slot_of[i] = s->slot_of[s->nactive];
@@ -402,7 +404,7 @@ void *agmm_mpi_progress_main(void *arg)
         int n = 0;
         int rc = MPI_Testsome(s->nactive, s->active, &n, idx, sts);
         /* Forwards waiting for a same-host peer to begin its round. */
-        int forwarding = s->nfwd > 0 && agmm_mpi_relay_progress(s) > 0;
+        int forwarding = s->nfwd > 0 && agmm_mpi_relay_progress(w) > 0;
         int armed = s->nactive > 2 || forwarding;
         if (rc != MPI_SUCCESS && !agmm_mpi_aborted(w)) {
             pthread_mutex_unlock(&s->lock);

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fault.h"
 #include "common/log.h"
 #include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_internal.h"
@@ -84,7 +85,7 @@ void agmm_mpi_relay_slot(mpi_state_t *s, slot_t *sl, const agmm_win_t *win,
 
 /* Forward slot `sl`'s rows to every same-host peer in its todo set that is
  * ready for its round (lock held). Returns 1 when none is left. */
-static int forward(mpi_state_t *s, slot_t *sl)
+static int forward(agmm_world_t *w, mpi_state_t *s, slot_t *sl)
 {
     mpi_node_t *n = &s->node;
     for (int i = 0; i < n->size && sl->todo; i++) {
@@ -97,6 +98,15 @@ static int forward(mpi_state_t *s, slot_t *sl)
          * its release store of `ready`, hence before our copy. */
         if (atomic_load_explicit(ready, memory_order_acquire) < sl->value)
             continue;
+        /* Test hook (fault.h): a forward counts as a put of this rank. A
+         * hang blocks this thread (peers time out); an error aborts. */
+        if (agmm_fault_before_put(w->rank) != AGMM_OK) {
+            char r[AGMM_ABORT_REASON_MAX];
+            snprintf(r, sizeof r, "rank %d: %s", w->rank, agmm_thread_error());
+            agmm_mpi_abort(w, r);
+            sl->todo = 0;
+            return 1;
+        }
         memcpy(sl->dw->peer[p] + sl->off, sl->dw->local + sl->off, sl->got);
         /* Release after the rows, with a wake for a sleeping reader. */
         agmm_signal_publish(
@@ -118,7 +128,7 @@ void agmm_mpi_relay_received(agmm_world_t *w, slot_t *sl, size_t got)
     sl->got = got;
     sl->todo = (n->size >= 64 ? ~0ull : (1ull << n->size) - 1) &
                ~(1ull << n->rank);
-    if (forward(s, sl)) return;
+    if (forward(w, s, sl)) return;
     if (s->nfwd == s->fwd_cap) {
         int cap = s->fwd_cap ? 2 * s->fwd_cap : 64;
         slot_t **a = realloc(s->fwd, sizeof *a * (size_t)cap);
@@ -136,11 +146,12 @@ void agmm_mpi_relay_received(agmm_world_t *w, slot_t *sl, size_t got)
     sl->sw->fwd_slots++;
 }
 
-int agmm_mpi_relay_progress(mpi_state_t *s)
+int agmm_mpi_relay_progress(agmm_world_t *w)
 {
+    mpi_state_t *s = agmm_mpi_state(w);
     for (int i = 0; i < s->nfwd;) {
         slot_t *sl = s->fwd[i];
-        if (forward(s, sl)) {
+        if (forward(w, s, sl)) {
             sl->sw->fwd_slots--;
             s->fwd[i] = s->fwd[--s->nfwd];
         } else {

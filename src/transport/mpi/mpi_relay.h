@@ -25,7 +25,7 @@ void agmm_mpi_relay_slot(mpi_state_t *s, slot_t *sl, const agmm_win_t *win,
 void agmm_mpi_relay_received(agmm_world_t *w, slot_t *sl, size_t got);
 /* Progress thread, lock held: retry the queued forwards; returns how many
  * slots still wait. */
-int agmm_mpi_relay_progress(mpi_state_t *s);
+int agmm_mpi_relay_progress(agmm_world_t *w);
 /* round_begin: this rank has begun round `value` of the plan whose signal
  * window is `sigwin` (release; relays may forward its rows now). */
 void agmm_mpi_relay_ready(const agmm_win_t *sigwin, uint64_t value);
