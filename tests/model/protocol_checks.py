@@ -43,6 +43,9 @@ class Checks:
         if self.mpi:
             msgs += [f"tile message {m}" for m in s[self.CHAN0 + N * N + r]
                      if m[0] == P]
+        for q in range(N * self.relay):
+            msgs += [f"forward {f} from rank {q}" for f in s[self.FWD0 + q]
+                     if f[0] == P and f[4] == r]
         if msgs and self.isolation:
             raise Violation(f"rank {r} frees plan {PLAN_NAME[P]} while a "
                             f"{msgs[0]} for that plan is still in flight",
@@ -102,6 +105,9 @@ class Checks:
                     f"ack >= {op[2]}")
         if k == "pass":
             return f"barrier {op[1]}"
+        if k == "fwait":
+            return (f"{'round start' if op[2] == 'begin' else 'window free'}"
+                    f" of plan {PLAN_NAME[op[1]]}, for its forwards")
         P, e = cur[0], cur[1]
         if k in ("rsput", "rsbput"):
             q = op[2] if k == "rsput" else op[1]

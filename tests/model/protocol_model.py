@@ -37,7 +37,8 @@ import time
 from collections import deque
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from protocol_rules import PLANT_WHERE, PLANTS, ROWS_PLANTS, Model, Violation
+from protocol_rules import (PLANT_WHERE, PLANTS, RELAY_PLANTS, ROWS_PLANTS,
+                            Model, Violation)
 
 ALL_SEQS = ("FF", "FB", "BF", "FBF")
 
@@ -121,6 +122,19 @@ def configurations():
                                      ((0, 1, 1), (1, 0, 1), 0, 1)):
         add(delivery="mixed", hosts=hosts, tiles=tiles, comm=comm, gemm=gemm,
             seq="FF", op="rs")
+    # Relay (mixed, ag): a tile goes to one rank of each other host, which
+    # forwards it to its host's other ranks (transport/mpi/mpi_relay.c).
+    for hosts, tiles, comm, gemm, seq, rows in (
+            ((0, 0, 1), (1, 1, 1), 1, 1, "FF", None),
+            ((0, 0, 1), (1, 1, 1), 1, 1, "FBF", None),
+            ((0, 1, 1), (1, 1, 1), 0, 1, "FF", None),
+            ((0, 1, 1), (1, 0, 0), 1, 1, "BF", None),
+            ((0, 1, 1), (2, 0, 0), 1, 1, "FF", ((1, 0, 0), (2, 0, 0))),
+            ((0, 0, 1, 1), (1, 1, 1, 1), 1, 1, "F", None),
+            ((0, 0, 1, 1), (1, 0, 1, 0), 1, 1, "FF", None),
+            ((0, 1, 1, 1), (1, 0, 0, 0), 1, 1, "FF", None)):
+        add(delivery="mixed", hosts=hosts, tiles=tiles, comm=comm, gemm=gemm,
+            seq=seq, rows=rows, relay=True)
     # GEMM + reduce-scatter (op "rs"): tiles are each rank's tiles of C.
     # On MPI only fused rounds (the rs baseline's bulk receives are not
     # modelled): every B becomes an F there.
@@ -193,7 +207,8 @@ def run_configs(plant=None, isolation=True, only=None, verbose=False,
         if (only and only not in model.name) or (
                 plant and kw["delivery"] not in PLANT_WHERE[plant]) or (
                 plant and plant.startswith("rs-") and not model.rs) or (
-                plant in ROWS_PLANTS and not model.rows):
+                plant in ROWS_PLANTS and not model.rows) or (
+                plant in RELAY_PLANTS and not model.relay):
             continue
         t1 = time.time()
         try:

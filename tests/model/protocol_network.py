@@ -114,6 +114,45 @@ class Network:
                                  f"({self.tag(P, m[2])}), signal = {v}")
                         self.land(s, src, q, P, () if m[3] else (g,), g, v,
                                   label, rows=m[2])
+                        # relay: forward to q's host's other ranks (each
+                        # at once or later, mpi_relay.c), rows = round v's
+                        fwd = self.forward_to(q, src)
+                        if fwd:
+                            s[self.FWD0 + q] = tuple(sorted(
+                                s[self.FWD0 + q] + tuple(
+                                    (P, g, v, m[3], p) for p in fwd)))
                         out.append((label, tuple(s)))
                         break
+            out += self.forward_steps(st, q) if self.relay else []
+        return out
+
+    def forward_steps(self, st, q):
+        """Relay: rank q's progress thread forwards a received tile to a
+        same-host peer p once p's ready cell reads >= its round: a copy of
+        the rows from q's window into p's at the same place, then a release
+        store of p's cell (one step, as a shared-memory put). Pending
+        forwards are retried in any order (mpi_relay.c forward)."""
+        out = []
+        for f in st[self.FWD0 + q]:
+            P, g, v, empty, p = f
+            dst = st[self.MEM0 + 2 * p + P]
+            if (self.plant != "forward-no-ready-wait" and dst is not None
+                    and dst[1][self.ready_cell(P)] < v):
+                continue  # p has not begun round v: retried later
+            s = list(st)
+            s[self.FWD0 + q] = tuple(x for x in st[self.FWD0 + q] if x != f)
+            src, t = self.gmap[P][g]
+            label = (q, "progress", f"forward {'empty ' * empty}tile {t} of "
+                     f"rank {src} -> rank {p} ({self.tag(P, v)})")
+            # The rows are whatever q's window holds there now: round v's,
+            # unless a later round's receive overwrote them first.
+            rows = st[self.MEM0 + 2 * q + P][0][g]
+            if not empty and rows != v:
+                raise Violation(
+                    f"rank {q} forwards round {v}'s tile {t} of rank {src} "
+                    f"to rank {p} (plan {PLAN_NAME[P]}) but its window holds "
+                    f"round {rows}'s rows there", label)
+            self.land(s, q, p, P, () if empty else (g,), g, v, label,
+                      rows=rows)
+            out.append((label, tuple(s)))
         return out

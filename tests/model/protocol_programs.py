@@ -31,6 +31,11 @@ class Programs:
                 ops += alloc + create
             for e, s in enumerate(seq, 1):
                 if mpi:  # round_start: post this round's receives, ack e-1
+                    # relay (agmm_mpi_round_begin, every round): raise the
+                    # own ready cell to e, then wait until this rank's
+                    # forwards of the plan are done.
+                    ops += [("rbegin", P, e), ("fwait", P, "begin")] * (
+                        self.relay)
                     if s == "F":
                         ops.append(("post", P, e))
                     if e > 1:
@@ -52,7 +57,9 @@ class Programs:
             if self.destroy_wait and last > 0:
                 ops.append(("dwait", P, last))
             k += 1
-            ops += [("arrive", k), ("pass", k), ("free", P)]
+            ops += [("arrive", k), ("pass", k)]
+            # relay: agmm_mpi_win_free waits for the plan's forwards too.
+            ops += [("fwait", P, "free")] * self.relay + [("free", P)]
         return ops
 
     def workers(self, r, P, e, s, kth):
@@ -83,6 +90,8 @@ class Programs:
             out = rows(0, 1) if first == 0 else []
             for t in range(first, tmax, stride):
                 for q in self.peers(r):
+                    if not self.direct(r, q):
+                        continue  # q's host's relay forwards it to q
                     if t >= ntiles:
                         out.append(("put", t, q, "empty"))
                     elif (self.plant == "signal-before-data"

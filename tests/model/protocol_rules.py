@@ -7,7 +7,8 @@ A state is a flat tuple of immutable parts:
                     allocated, else (blocks, cells). blocks[g] is the round
                     whose rows of global tile g are there (0: none yet);
                     cells are the signal cells, laid out as in
-                    ops/common/plan_internal.h: tile cells, bulk[src], ack[p].
+                    ops/common/plan_internal.h: tile cells, bulk[src], ack[p],
+                    rows[src]; with relay one more, the rank's ready cell.
                     gemm-rs (op "rs"): blocks[s * maxT + t] is the round of
                     source s's partial of the owner's tile t (its slot), and
                     tile cell s * maxT + t guards it (ops/gemm_rs/tiles.h).
@@ -15,6 +16,8 @@ A state is a flat tuple of immutable parts:
   [CHAN...]         messages in flight: link: one FIFO per (src, dst) link;
                     MPI: one control FIFO per (src, dst) and one set of tile
                     messages per dst (FIFO per (src, cell), MPI's order).
+  [FWD(r)]          relay: the forwards rank r's progress thread has still
+                    to make, (P, g, round, empty, destination).
 
 Data is abstracted to round numbers: rows of (plan, source, tile) are
 identified by where they sit, so a block holding e means "round e's rows of
@@ -39,20 +42,22 @@ Granularity (why exploring fewer, larger steps loses no violation):
 """
 
 from protocol_checks import Checks
-from protocol_common import (PLAN_NAME, PLANT_WHERE, PLANTS, ROWS_PLANTS,
-                             Violation)
+from protocol_common import (PLAN_NAME, PLANT_WHERE, PLANTS, RELAY_PLANTS,
+                             ROWS_PLANTS, Violation)
 from protocol_network import Network
 from protocol_programs import Programs
 from protocol_steps import Steps
 
 # What protocol_model.py uses.
-__all__ = ["Model", "PLANT_WHERE", "PLANTS", "ROWS_PLANTS", "Violation"]
+__all__ = ["Model", "PLANT_WHERE", "PLANTS", "RELAY_PLANTS", "ROWS_PLANTS",
+           "Violation"]
 
 
 class Model(Programs, Steps, Network, Checks):
     def __init__(self, delivery, tiles, comm, gemm, seq, tiles_b=None,
                  seq_b="F", plant=None, isolation=True, silent=False,
-                 destroy_wait=True, op="ag", rows=None, hosts=None):
+                 destroy_wait=True, op="ag", rows=None, hosts=None,
+                 relay=False):
         assert (delivery in ("shm", "link", "mpi", "mixed")
                 and plant in (None, *PLANTS))
         # "mixed": an MPI world whose ranks sit on hosts (hosts[r]: rank r's
@@ -65,6 +70,15 @@ class Model(Programs, Steps, Network, Checks):
         self.hosts = tuple(hosts) if delivery == "mixed" else None
         assert (self.hosts is None) == (delivery != "mixed")
         assert self.hosts is None or len(self.hosts) == len(tiles)
+        # relay (mixed, ag): a tile crosses to another host once, to one
+        # rank there, which forwards it to its host's other ranks
+        # (transport/mpi/mpi_relay.c; the layout helpers below).
+        self.relay = relay
+        assert not relay or (delivery == "mixed" and op == "ag")
+        if relay:  # each rank's index among its host's ranks (by rank)
+            self.hidx = [sorted(q for q in range(len(tiles))
+                                if hosts[q] == hosts[r]).index(r)
+                         for r in range(len(tiles))]
         # op "rs": GEMM + reduce-scatter (ops/gemm_rs/). tiles[r] are then
         # the tiles of rank r's rows of C; the baseline is not modelled on
         # MPI (its bulk receives are not in the model).
@@ -100,7 +114,7 @@ class Model(Programs, Steps, Network, Checks):
         self.seqs = (seq, seq_b)
         hn = ("(" + ",".join(map(str, self.hosts)) + ")") if self.hosts else ""
         self.name = (("rs " if self.rs else "")
-                     + f"{delivery}{hn} P={N} tiles={','.join(map(str, tiles))}"
+                     + f"{delivery}{hn}{'+relay' * relay} P={N} tiles={','.join(map(str, tiles))}"
                      + (f"/{','.join(map(str, tiles_b))}" if tiles_b else "")
                      + f" C={comm} G={gemm} {' '.join(seq)} | {seq_b}"
                      + (" rows=" + "/".join("".join(map(str, x))
@@ -127,6 +141,8 @@ class Model(Programs, Steps, Network, Checks):
         self.sig_key = (1, 1 if reuse else 3)
         self.MEM0, self.POSTED0, self.CHAN0 = N, 3 * N, 4 * N
         self.nparts = 4 * N + N * N + (N if self.mpi else 0)
+        self.FWD0 = self.nparts  # relay: the forwards each rank has pending
+        self.nparts += N * relay
         self.round_end = [{} for _ in range(N)]  # (P, e) -> its last op
         self.prog = [self.plan_program(r) for r in range(N)]
         self.ctx, self.done_before = [], []
@@ -181,7 +197,32 @@ class Model(Programs, Steps, Network, Checks):
                     if s != r and not self.same(s, r)
                     for t in range(self.tiles[P][r])]
         return [g for g in self.remote(P, r)
-                if not self.same(self.gmap[P][g][0], r)]
+                if not self.same(self.gmap[P][g][0], r)
+                and self.direct(self.gmap[P][g][0], r)]
+
+    def ready_cell(self, P):
+        """Relay: the rank's own ready cell (mpi_node.c ready_off)."""
+        return self.T[P] + 3 * self.N
+
+    def relay_of(self, src, h):
+        """The rank of host h that gets src's tiles and forwards them: its
+        host index is src's modulo the host's size (mpi_relay.c)."""
+        ranks = [q for q in range(self.N) if self.hosts[q] == h]
+        return ranks[self.hidx[src] % len(ranks)]
+
+    def direct(self, src, q):
+        """Whether src puts its tiles into q itself (agmm_tp_put_direct):
+        always, but with relay to another host's rank that is not src's
+        relay there (q gets them forwarded)."""
+        return (not self.relay or self.same(src, q)
+                or q == self.relay_of(src, self.hosts[q]))
+
+    def forward_to(self, q, src):
+        """Relay: the ranks q forwards src's tiles to (q's host's others)."""
+        if (not self.relay or self.same(src, q)
+                or q != self.relay_of(src, self.hosts[q])):
+            return []
+        return [p for p in range(self.N) if p != q and self.same(p, q)]
 
     def peers(self, r):  # the order put_tile / put_bulk visit them
         return [(r + i) % self.N for i in range(1, self.N)]
@@ -202,7 +243,8 @@ class Model(Programs, Steps, Network, Checks):
         return tuple(st)
 
     def zero(self, P):
-        return ((0,) * self.T[P], (0,) * (self.T[P] + 3 * self.N))
+        return ((0,) * self.T[P],
+                (0,) * (self.T[P] + 3 * self.N + self.relay))
 
     def plan_at(self, st, r, key, keys):
         for P in (0, 1):

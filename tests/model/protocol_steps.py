@@ -25,6 +25,10 @@ class Steps:
             cells = st[self.MEM0 + 2 * r + P][1]
             return all(cells[g] >= e for g in self.remote(P, r)
                        if g not in self.present(P, e, r))
+        if kind == "fwait":  # relay: none of the plan's forwards pending
+            if op[2] == "begin" and self.plant == "begin-no-forward-wait":
+                return True
+            return not any(f[0] == op[1] for f in st[self.FWD0 + r])
         if kind == "quiet":  # this thread's queued link messages delivered
             return self.plant == "quiet-no-wait" or not any(
                 m[4] == thread for q in range(self.N)
@@ -61,6 +65,10 @@ class Steps:
                                     "still pending", label)
                 posted.add((P, g, op[2]))
             s[self.POSTED0 + r] = tuple(sorted(posted))
+        elif kind == "rbegin":  # agmm_mpi_relay_ready, in round_begin
+            label = (r, "plan", f"ready[{r}] = {op[2]} "
+                     f"({self.tag(P, op[2])})")
+            self.set_cell(s, self.MEM0 + 2 * r + P, self.ready_cell(P), op[2])
         elif kind == "ack":
             q, v = op[2], op[3]
             label = (r, "plan", f"ack[{r}] = {v} -> rank {q} "
