@@ -7,9 +7,9 @@ with a visited set) and checks, on every path:
 
   - a GEMM read sees exactly the current round's rows of the current plan
     (not older, not newer, not another plan's);
-  - a put (or an MPI receive completing, or an emulated link delivering)
-    never overwrites rows the destination has still to read for an earlier
-    round;
+  - a put (or an MPI receive completing, an emulated link delivering, a
+    relay forwarding) never overwrites rows the destination has still to
+    read for an earlier round;
   - every message lands in a window of its own plan, and no message of a
     plan is still in flight to a rank when that rank frees the plan;
   - no interleaving deadlocks; in the final state every rank has finished
@@ -19,7 +19,10 @@ Both operations: all-gather + GEMM, and GEMM + reduce-scatter (configs
 with op="rs": a reduction must see exactly the current round's partials).
 All-gather rounds may have fewer rows than the plan's most (configs with
 rows=...: per-call rows, 0 included): every read also checks the row
-count each peer raised in its rows cell for that very round.
+count each peer raised in its rows cell for that very round. Mixed MPI
+worlds may relay the all-gather (configs "+relay"): a tile goes to one
+rank of each other host, which forwards it to its host's other ranks
+once they are ready; a forward must carry the round it signals.
 
 docs/design.md, "The protocol model", says what is modelled and what is
 abstracted, and maps each action to the code. Every change to the round
