@@ -135,7 +135,8 @@ def configurations():
             ((0, 1, 1), (2, 0, 0), 1, 1, "FF", ((1, 0, 0), (2, 0, 0))),
             ((0, 0, 1, 1), (1, 1, 1, 1), 1, 1, "F", None),
             ((0, 0, 1, 1), (1, 0, 1, 0), 1, 1, "FF", None),
-            ((0, 1, 1, 1), (1, 0, 0, 0), 1, 1, "FF", None)):
+            ((0, 1, 1, 1), (1, 0, 0, 0), 1, 1, "FF", None),
+            ((0, 1, 1, 2), (1, 1, 0, 1), 1, 1, "F", None)):
         add(delivery="mixed", hosts=hosts, tiles=tiles, comm=comm, gemm=gemm,
             seq=seq, rows=rows, relay=True)
     # GEMM + reduce-scatter (op "rs"): tiles are each rank's tiles of C.
