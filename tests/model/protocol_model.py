@@ -7,9 +7,9 @@ with a visited set) and checks, on every path:
 
   - a GEMM read sees exactly the current round's rows of the current plan
     (not older, not newer, not another plan's);
-  - a put (or an MPI receive completing, or an emulated link delivering)
-    never overwrites rows the destination has still to read for an earlier
-    round;
+  - a put (or an MPI receive completing, an emulated link delivering, a
+    relay forwarding) never overwrites rows the destination has still to
+    read for an earlier round;
   - every message lands in a window of its own plan, and no message of a
     plan is still in flight to a rank when that rank frees the plan;
   - no interleaving deadlocks; in the final state every rank has finished
@@ -19,7 +19,10 @@ Both operations: all-gather + GEMM, and GEMM + reduce-scatter (configs
 with op="rs": a reduction must see exactly the current round's partials).
 All-gather rounds may have fewer rows than the plan's most (configs with
 rows=...: per-call rows, 0 included): every read also checks the row
-count each peer raised in its rows cell for that very round.
+count each peer raised in its rows cell for that very round. Mixed MPI
+worlds may relay the all-gather (configs "+relay"): a tile goes to one
+rank of each other host, which forwards it to its host's other ranks
+once they are ready; a forward must carry the round it signals.
 
 docs/design.md, "The protocol model", says what is modelled and what is
 abstracted, and maps each action to the code. Every change to the round
@@ -37,7 +40,8 @@ import time
 from collections import deque
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from protocol_rules import PLANT_WHERE, PLANTS, ROWS_PLANTS, Model, Violation
+from protocol_rules import (PLANT_WHERE, PLANTS, RELAY_PLANTS, ROWS_PLANTS,
+                            Model, Violation)
 
 ALL_SEQS = ("FF", "FB", "BF", "FBF")
 
@@ -121,6 +125,20 @@ def configurations():
                                      ((0, 1, 1), (1, 0, 1), 0, 1)):
         add(delivery="mixed", hosts=hosts, tiles=tiles, comm=comm, gemm=gemm,
             seq="FF", op="rs")
+    # Relay (mixed, ag): a tile goes to one rank of each other host, which
+    # forwards it to its host's other ranks (transport/mpi/mpi_relay.c).
+    for hosts, tiles, comm, gemm, seq, rows in (
+            ((0, 0, 1), (1, 1, 1), 1, 1, "FF", None),
+            ((0, 0, 1), (1, 1, 1), 1, 1, "FBF", None),
+            ((0, 1, 1), (1, 1, 1), 0, 1, "FF", None),
+            ((0, 1, 1), (1, 0, 0), 1, 1, "BF", None),
+            ((0, 1, 1), (2, 0, 0), 1, 1, "FF", ((1, 0, 0), (2, 0, 0))),
+            ((0, 0, 1, 1), (1, 1, 1, 1), 1, 1, "F", None),
+            ((0, 0, 1, 1), (1, 0, 1, 0), 1, 1, "FF", None),
+            ((0, 1, 1, 1), (1, 0, 0, 0), 1, 1, "FF", None),
+            ((0, 1, 1, 2), (1, 1, 0, 1), 1, 1, "F", None)):
+        add(delivery="mixed", hosts=hosts, tiles=tiles, comm=comm, gemm=gemm,
+            seq=seq, rows=rows, relay=True)
     # GEMM + reduce-scatter (op "rs"): tiles are each rank's tiles of C.
     # On MPI only fused rounds (the rs baseline's bulk receives are not
     # modelled): every B becomes an F there.
@@ -193,7 +211,8 @@ def run_configs(plant=None, isolation=True, only=None, verbose=False,
         if (only and only not in model.name) or (
                 plant and kw["delivery"] not in PLANT_WHERE[plant]) or (
                 plant and plant.startswith("rs-") and not model.rs) or (
-                plant in ROWS_PLANTS and not model.rows):
+                plant in ROWS_PLANTS and not model.rows) or (
+                plant in RELAY_PLANTS and not model.relay):
             continue
         t1 = time.time()
         try:

@@ -1,0 +1,181 @@
+"""The programs of the model's threads: each rank's plan thread (its rounds,
+acks, plan create and destroy) and the workers of each round, as lists of
+ops that protocol_steps.py executes (see protocol_rules.py)."""
+
+
+class Programs:
+    """Mixin of Model: what each thread does, in order."""
+
+    def plan_program(self, r):
+        """The plan thread of rank r: ops/common/run.c, plan.c (both plans)."""
+        ops, k, mpi = [], 0, self.mpi
+        others = [q for q in range(self.N) if q != r]  # send_acks' order
+        acks = lambda P, v: [("ack", P, q, v) for q in others] + (
+            [("quiet",)] if self.deliv == "link" else [])
+        kth = 0  # MPI: the baseline all-gathers run on one world-long comm
+        for P in (0, 1):
+            seq = self.seqs[P]
+            if P == 1:  # agmm_plan_create: collective (allgathers)
+                k += 1
+                # shm: B's window (at A's offsets, zeroed when A was freed)
+                # is usable once the allocation's allgather is passed; MPI:
+                # the id is entered in the table before the rank takes part
+                # in the allocation's agreement (mpi_win.c), so a peer past
+                # it may signal into it at once (a round's rows cells).
+                # mixed: a window's memory is made (and its same-host
+                # copies mapped) inside the allocation's collectives
+                # (mpi_node.c), so a same-host peer can put into it once
+                # those pass, as on shm.
+                create = [("arrive", k), ("pass", k)]
+                alloc = [("alloc", 1)]
+                ops += alloc + create
+            for e, s in enumerate(seq, 1):
+                if mpi:  # round_start: post this round's receives, ack e-1
+                    # relay (agmm_mpi_round_begin, every round): raise the
+                    # own ready cell to e, then wait until this rank's
+                    # forwards of the plan are done.
+                    ops += [("rbegin", P, e), ("fwait", P, "begin")] * (
+                        self.relay)
+                    if s == "F":
+                        ops.append(("post", P, e))
+                    if e > 1:
+                        ops += acks(P, e - 1)
+                if s == "B":
+                    kth += 1
+                ops.append(("spawn", P, e, s, kth))
+                if not mpi and self.plant == "ack-before-join":
+                    ops += acks(P, e) + [("join", P, e)]
+                elif not mpi:
+                    ops += [("join", P, e)] + acks(P, e)
+                else:
+                    ops.append(("join", P, e))
+                self.round_end[r][P, e] = len(ops) - 1
+            # agmm_plan_destroy: wait for the last ack of every peer (E on
+            # shm, sent at the end of round E; E-1 on MPI, sent at the start
+            # of round E), then the barrier, then free the windows.
+            last = len(seq) if not mpi else len(seq) - 1
+            if self.destroy_wait and last > 0:
+                ops.append(("dwait", P, last))
+            k += 1
+            ops += [("arrive", k), ("pass", k)]
+            # relay: agmm_mpi_win_free waits for the plan's forwards too.
+            ops += [("fwait", P, "free")] * self.relay + [("free", P)]
+        return ops
+
+    def workers(self, r, P, e, s, kth):
+        """[(name, ops, index of the gemm op)] of round e: ops/ag_gemm/fused.c,
+        baseline.c; GEMM workers first, as agmm_round_run numbers them."""
+        key = (r, P, e)
+        if key in self.wprog:
+            return self.wprog[key]
+        if self.rs:
+            self.wprog[key] = self.rs_workers(r, P, s)
+            return self.wprog[key]
+        C, G, link = self.C, self.G, self.deliv == "link"
+        mpi = self.mpi
+        quiet = [("quiet",)] if link else []
+        ntiles = self.ntiles(P, e, r)
+        # Every tile of the plan's layout is signalled, those beyond this
+        # round's rows empty (ops/ag_gemm/call.c): a peer expecting one
+        # learns the count instead of waiting, and on MPI each posted
+        # receive completes.
+        tmax = self.tiles[P][r]
+
+        def rows(first, stride):  # agmm_ag_send_rows: this round's count
+            # Modelled in the rows= configurations only (see __init__).
+            return [("rows", (r + i) % self.N)
+                    for i in range(1 + first, self.N, stride)] * bool(self.rows)
+
+        def puts(first, stride):  # put_share -> send_rows, put_tile
+            out = rows(0, 1) if first == 0 else []
+            for t in range(first, tmax, stride):
+                for q in self.peers(r):
+                    if not self.direct(r, q):
+                        continue  # q's host's relay forwards it to q
+                    if t >= ntiles:
+                        out.append(("put", t, q, "empty"))
+                    elif (self.plant == "signal-before-data"
+                            and self.deliv == "shm"):
+                        out += [("sig", t, q), ("copy", t, q)]
+                    else:
+                        out.append(("put", t, q))
+            return out
+
+        def bulk(first, stride):  # put_bulk
+            out = rows(first, stride)
+            if self.mpi:  # allgather_rows by one thread per rank
+                # after checking every peer's count (call.c)
+                return out + ([("rchk",)] * bool(self.rows)
+                              + [("agin",), ("agdone", kth)]
+                              if first == 0 else [])
+            out += [("bself",)] if first == 0 else []
+            out += [("bput", (r + i) % self.N)
+                    for i in range(1 + first, self.N, stride)]
+            return out + quiet
+
+        ws = []
+        absent = ([("absent", P, e)] if mpi and s == "F"
+                  and self.plant != "absent-no-wait" else [])
+        for g in range(G):
+            if s == "F":  # puts first, GEMM, then quiet (fused gemm_worker)
+                pre, post = (puts(g, G), quiet) if C == 0 else ([], [])
+            else:
+                pre, post = (bulk(g, G) if C == 0 else []), []
+            # agmm_ag_wait_absent: after the join, on the caller's thread
+            # (worker 0's): the same steps.
+            post = post + (absent if g == 0 else [])
+            ws.append((f"gemm{g}", pre + [("gemm",)] + post, len(pre)))
+        for c in range(C):
+            ops = puts(c, C) + quiet if s == "F" else bulk(c, C)
+            ws.append((f"comm{c}", ops, None))
+        self.wprog[key] = ws
+        return ws
+
+    def rs_workers(self, r, P, s):
+        """gemm-rs (ops/gemm_rs/fused.c, baseline.c). Fused: each GEMM
+        worker computes the tiles of owners r+1, ..., r (own last); tile t of
+        an owner is completed by GEMM worker t % G (the last column group to
+        finish it, whichever thread that is: the same steps), which puts it
+        (C = 0), hands it to a comm worker (`ready`, C > 0), or, for its own
+        rows, reduces it. Baseline: GEMM worker 0 (the caller's thread after
+        the join; the other workers only compute) puts each peer's rows in
+        bulk, waits for them (quiet), then reduces its rows. The third item
+        of each worker is the index of its last read (None: no read)."""
+        C, G, link, N = self.C, self.G, self.deliv == "link", self.N
+        tl = self.tiles[P]
+        quiet = [("quiet",)] if link else []
+        last_read = lambda ops: max([j for j, o in enumerate(ops)
+                                     if o[0] in ("rsred", "rsbred")],
+                                    default=None)
+        ws = []
+        if s == "B":
+            ops = [("rsbput", q) for q in self.peers(r) if tl[q] > 0]
+            ops = (ops + quiet if ops else []) + (
+                [("rsbred",)] if tl[r] > 0 else [])
+            ws.append(("gemm0", ops, last_read(ops)))
+            ws += [(f"gemm{g}", [], None) for g in range(1, G)]
+            ws += [(f"comm{c}", [], None) for c in range(C)]
+            return ws
+        ready = {}  # (q, t) -> (worker, index of its "ready" step)
+        for g in range(G):
+            ops = []
+            for q in self.peers(r) + [r]:
+                for t in range(tl[q]):
+                    if t % G != g:
+                        continue
+                    if q == r:
+                        ops.append(("rsred", t))
+                    elif C == 0:
+                        ops.append(("rsput", t, q))
+                    else:
+                        ready[q, t] = (g, len(ops))
+                        ops.append(("ready", t, q))
+            if C == 0 and any(o[0] == "rsput" for o in ops):
+                ops += quiet
+            ws.append((f"gemm{g}", ops, last_read(ops)))
+        order = [(q, t) for q in self.peers(r) for t in range(tl[q])]
+        for c in range(C):
+            ops = [("rsput", t, q) + ready[q, t]
+                   for k, (q, t) in enumerate(order) if k % C == c]
+            ws.append((f"comm{c}", ops + (quiet if ops else []), None))
+        return ws
