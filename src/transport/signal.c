@@ -85,10 +85,14 @@ void agmm_signal_publish(_Atomic uint64_t *sig, uint64_t value)
 #define YIELD_OVERSUB_NS 50000ull
 #define SLEEP_MAX_NS 20000000ull
 
-/* "tile 3 from rank 1", "shard from rank 2", "barrier 7 of all ranks". */
+/* "tile 3 from rank 1", "shard from rank 2", "barrier 7 of all ranks",
+ * "tile 3 from rank 0 (forwarded by rank 2)". */
 static void describe(const agmm_wait_what_t *what, char *buf, size_t len)
 {
-    if (what->peer < 0)
+    if (what->via_set && what->peer >= 0 && what->index >= 0)
+        snprintf(buf, len, "%s %lld from rank %d (forwarded by rank %d)",
+                 what->kind, (long long)what->index, what->peer, what->via);
+    else if (what->peer < 0)
         snprintf(buf, len, "%s %lld of all ranks", what->kind,
                  (long long)what->index);
     else if (what->index < 0)

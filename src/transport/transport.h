@@ -104,6 +104,9 @@ typedef struct agmm_transport_ops {
      * put would be a no-op; the caller skips it and the wait for its ack). */
     agmm_status_t (*replicate)(agmm_world_t *w, const agmm_win_t *win);
     int (*put_direct)(agmm_world_t *w, const agmm_win_t *win, int dst);
+    /* The rank that forwards `src`'s puts into `win` to this rank, or -1
+     * when src puts them here itself (for messages: who failed to). */
+    int (*forwarder)(agmm_world_t *w, const agmm_win_t *win, int src);
     /* --- Set only with AGMM_TP_CAP_NATIVE_ALLGATHER ----------------------
      * A native all-gather of row blocks (the baseline on MPI is the
      * MPI_Allgather an MPI user would write). Collective, called by one
@@ -220,6 +223,14 @@ static inline int agmm_tp_put_direct(agmm_world_t *w, const agmm_win_t *win,
     return w->ops->put_direct(w, win, dst);
 }
 
+/* -1 without AGMM_TP_CAP_FORWARD. */
+static inline int agmm_tp_forwarder(agmm_world_t *w, const agmm_win_t *win,
+                                    int src)
+{
+    if (!agmm_tp_has(w, AGMM_TP_CAP_FORWARD)) return -1;
+    return w->ops->forwarder(w, win, src);
+}
+
 /* Only with AGMM_TP_CAP_NATIVE_ALLGATHER (callers check first). */
 static inline agmm_status_t
 agmm_tp_allgather_rows(agmm_world_t *w, const agmm_win_t *win, const void *src,
@@ -235,6 +246,9 @@ typedef struct agmm_wait_what {
     const char *kind; /* "tile", "ack", ... */
     int peer;         /* the rank expected to raise the signal */
     int64_t index;    /* tile index, or -1 */
+    /* The rank that forwards it to this one (agmm_tp_forwarder), if
+     * via_set: a timeout names it too. Zero-initialised: none. */
+    int via_set, via;
 } agmm_wait_what_t;
 
 /* A signal cell: the first 16 bytes of its own cache line (signal.c): the

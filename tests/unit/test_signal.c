@@ -42,7 +42,7 @@ static int publish_main(agmm_world_t *w, void *arg)
                   "put_signal");
             CHECK(w->ops->quiet(w) == AGMM_OK, "quiet");
         } else {
-            agmm_wait_what_t what = {"tile", 0, 0};
+            agmm_wait_what_t what = {"tile", 0, 0, 0, 0};
             agmm_status_t st = agmm_signal_wait(
                 w, agmm_win_signal(&sig, 0), e, agmm_now() + 20, &what);
             CHECK(st == AGMM_OK, "wait epoch %llu: %s", (unsigned long long)e,
@@ -55,7 +55,7 @@ static int publish_main(agmm_world_t *w, void *arg)
     }
     /* An older epoch is already satisfied (waits are ">="). */
     if (r == 1) {
-        agmm_wait_what_t what = {"tile", 0, 0};
+        agmm_wait_what_t what = {"tile", 0, 0, 0, 0};
         CHECK(agmm_signal_wait(w, agmm_win_signal(&sig, 0), 2, agmm_now(),
                                &what) == AGMM_OK,
               "epoch 3 satisfies a wait for 2");
@@ -84,7 +84,7 @@ static int timeout_main(agmm_world_t *w, void *arg)
               "abort reason names the rank that timed out: '%s'",
               agmm_last_error());
     } else {
-        agmm_wait_what_t what = {"tile", 0, 5};
+        agmm_wait_what_t what = {"tile", 0, 5, 0, 0};
         double t0 = agmm_now();
         agmm_status_t st = agmm_signal_wait(w, agmm_win_signal(&sig, 0), 3,
                                             agmm_now() + 0.3, &what);
@@ -111,7 +111,7 @@ static int abort_main(agmm_world_t *w, void *arg)
         sleep_ms(50);
         agmm_world_abort(w, "test abort");
     } else {
-        agmm_wait_what_t what = {"tile", 1, 0};
+        agmm_wait_what_t what = {"tile", 1, 0, 0, 0};
         agmm_status_t st = agmm_signal_wait(w, agmm_win_signal(&sig, 0), 1,
                                             agmm_now() + 60, &what);
         CHECK(st == AGMM_ERR_ABORTED, "abort wakes the waiter, got %s",

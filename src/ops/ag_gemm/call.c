@@ -97,7 +97,7 @@ agmm_status_t agmm_ag_check_rows(agmm_round_t *x, int src)
     if (src == p->rank || !(x->phases & AGMM_PHASE_COMM)) return AGMM_OK;
     _Atomic uint64_t *cell =
         agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ROWS, src));
-    agmm_wait_what_t what = {"row count of round", src, (int64_t)x->epoch};
+    agmm_wait_what_t what = {"row count of round", src, (int64_t)x->epoch, 0, 0};
     AGMM_CHECK(agmm_signal_wait(p->world, cell, agmm_rows_signal(x->epoch, 0),
                                 agmm_deadline(p->world, p->desc.timeout_s),
                                 &what));
@@ -126,7 +126,10 @@ agmm_status_t agmm_ag_wait_absent(agmm_round_t *x)
     for (int src = 0; src < p->nranks; src++) {
         if (src == p->rank) continue;
         for (int64_t t = p->tiles[src]; t < p->tiles_max[src]; t++) {
-            agmm_wait_what_t what = {"empty tile", src, t};
+            agmm_wait_what_t what = {"empty tile", src, t, 0, 0};
+            int via = agmm_tp_forwarder(p->world, &p->gathered, src);
+            what.via_set = via >= 0;
+            what.via = via;
             AGMM_CHECK(agmm_signal_wait(
                 p->world,
                 agmm_win_signal(

@@ -123,7 +123,12 @@ static int tile_arrived(const agmm_plan_t *p, int src, int64_t t, uint64_t e)
 static agmm_status_t wait_tile(agmm_round_t *x, int src, int64_t t)
 {
     agmm_plan_t *p = x->p;
-    agmm_wait_what_t what = {"tile", src, t};
+    agmm_wait_what_t what = {"tile", src, t, 0, 0};
+    int via = agmm_tp_forwarder(p->world, &p->gathered, src);
+    if (via >= 0) { /* a timeout names the rank that forwards it too */
+        what.via_set = 1;
+        what.via = via;
+    }
     return agmm_traced_wait(
         p->world,
         agmm_win_signal(&p->signals,

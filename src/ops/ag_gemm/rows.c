@@ -75,7 +75,7 @@ agmm_status_t agmm_plan_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
     /* Pass 2: wait for the tiles other workers of this rank convert. */
     for (int64_t t = t0; pending && t < t1; t++) {
         int64_t gt = p->tile_base[src] + t;
-        agmm_wait_what_t what = {"conversion of tile", src, t};
+        agmm_wait_what_t what = {"conversion of tile", src, t, 0, 0};
         AGMM_CHECK(agmm_signal_wait(p->world, &p->converted[gt].value, epoch,
                                     agmm_deadline(p->world, p->desc.timeout_s),
                                     &what));

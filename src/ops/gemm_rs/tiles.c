@@ -52,7 +52,7 @@ agmm_status_t agmm_rs_rows(agmm_round_t *x, int64_t g0, int64_t g1,
     }
     /* Pass 2: wait for the tiles other workers of this rank convert. */
     for (int64_t g = g0; pending && g < g1; g++) {
-        agmm_wait_what_t what = {"conversion of tile", p->rank, g};
+        agmm_wait_what_t what = {"conversion of tile", p->rank, g, 0, 0};
         AGMM_CHECK(agmm_signal_wait(p->world, &p->converted[g].value,
                                     x->epoch, deadline_of(p), &what));
     }
@@ -92,7 +92,7 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, int64_t t0, int64_t t1,
         int64_t wait_end = bulk ? t0 + 1 : t1; /* bulk: one cell */
         for (int64_t t = t0; t < wait_end; t++) {
             agmm_wait_what_t what = {bulk ? "partial rows" : "partial tile", s,
-                                     bulk ? -1 : t};
+                                     bulk ? -1 : t, 0, 0};
             size_t cell = bulk ? agmm_sig_off(p, SIG_BULK, s)
                                : agmm_rs_tile_sig(p, s, t);
             AGMM_CHECK(agmm_traced_wait(p->world,

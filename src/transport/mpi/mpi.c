@@ -222,9 +222,7 @@ static agmm_status_t mpi_put_signal(agmm_world_t *w, const agmm_win_t *win,
                           value);
         return AGMM_OK;
     }
-    /* A peer that gets this put forwarded by its host's relay
-     * (mpi_relay.c) posted no receive for it: nothing to send. The ops
-     * layer skips it already (agmm_tp_put_direct). */
+    /* Forwarded to dst by its host's relay (mpi_relay.c): no receive. */
     if (agmm_mpi_relayed(s, win, w->rank, dst)) return AGMM_OK;
     /* Another host: the receiver posted the receive for (this rank, cell)
      * into `off` of its `win`, and publishes its round's epoch, which is
@@ -496,5 +494,6 @@ const agmm_transport_ops_t agmm_mpi_ops = {
     .round_begin = agmm_mpi_round_begin,
     .replicate = agmm_mpi_replicate,
     .put_direct = agmm_mpi_put_direct,
+    .forwarder = agmm_mpi_forwarder,
     .allgather_rows = mpi_allgather_rows,
 };

@@ -72,6 +72,14 @@ int agmm_mpi_put_direct(agmm_world_t *w, const agmm_win_t *win, int dst)
     return !agmm_mpi_relayed(agmm_mpi_state(w), win, w->rank, dst);
 }
 
+int agmm_mpi_forwarder(agmm_world_t *w, const agmm_win_t *win, int src)
+{
+    const mpi_state_t *s = agmm_mpi_state(w);
+    if (!agmm_mpi_relayed(s, win, src, w->rank)) return -1;
+    /* relayed implies this host's layer is on (world_of is set) */
+    return s->node.world_of[s->node.hidx[src] % s->node.size];
+}
+
 void agmm_mpi_relay_slot(mpi_state_t *s, slot_t *sl, const agmm_win_t *win,
                          const agmm_win_t *sigwin, size_t off, size_t sig_off)
 {
@@ -176,10 +184,16 @@ agmm_status_t agmm_mpi_relay_drain(agmm_world_t *w, mpi_win_t *mw,
     for (unsigned idle = 0;; idle++) {
         pthread_mutex_lock(&s->lock);
         int left = mw->fwd_slots;
-        int src = -1;
+        int src = -1, peer = -1;
         for (int i = 0; left && i < s->nfwd; i++)
             if (s->fwd[i]->sw == mw) {
-                src = s->fwd[i]->src;
+                const slot_t *sl = s->fwd[i];
+                src = sl->src;
+                for (int b = 0; b < s->node.size; b++)
+                    if (sl->todo & (1ull << b)) {
+                        peer = s->node.world_of[b];
+                        break;
+                    }
                 break;
             }
         pthread_mutex_unlock(&s->lock);
@@ -191,14 +205,14 @@ agmm_status_t agmm_mpi_relay_drain(agmm_world_t *w, mpi_win_t *mw,
                                     reason);
         if (agmm_now() > deadline) {
             agmm_error(AGMM_ERR_TIMEOUT,
-                       "timed out forwarding %d tile%s (the first from rank "
-                       "%d) to a same-host peer that did not begin the round",
-                       left, left == 1 ? "" : "s", src);
+                       "timed out forwarding tiles of rank %d to rank %d, "
+                       "which did not begin the round (%d tile%s pending)",
+                       src, peer, left, left == 1 ? "" : "s");
             char r[AGMM_ABORT_REASON_MAX];
             snprintf(r, sizeof r,
-                     "rank %d timed out forwarding tiles to its same-host "
-                     "peers",
-                     w->rank);
+                     "rank %d timed out forwarding tiles of rank %d to rank "
+                     "%d, which did not begin the round",
+                     w->rank, src, peer);
             agmm_mpi_abort(w, r);
             return AGMM_ERR_TIMEOUT;
         }

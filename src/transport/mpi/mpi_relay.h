@@ -15,6 +15,7 @@ int agmm_mpi_relayed(const mpi_state_t *s, const agmm_win_t *win, int src,
 /* The vtable's replicate and put_direct (transport.h). */
 agmm_status_t agmm_mpi_replicate(agmm_world_t *w, const agmm_win_t *win);
 int agmm_mpi_put_direct(agmm_world_t *w, const agmm_win_t *win, int dst);
+int agmm_mpi_forwarder(agmm_world_t *w, const agmm_win_t *win, int src);
 
 /* expect(): mark a declared receive as one this rank forwards (when it
  * relays for its host). */
