@@ -43,6 +43,10 @@ ALL_CASES=(loss1_out loss1_both loss5_out loss5_both flap partition kill stop)
 if [ $# -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
 RUNS=${AGMM_NET_FAULTS_RUNS:-1}
 HOSTS=3
+# Ranks per host (by hand: AGMM_NET_FAULTS_PER_HOST=2): ranks of a host
+# share memory and relay each other's tiles (docs/mpi.md, "Relaying");
+# kill and stop then hit every rank of the host.
+PER=${AGMM_NET_FAULTS_PER_HOST:-1}
 TIMEOUT=8 # agmm --timeout
 MARGIN=${AGMM_TEST_SLACK:-12} # launcher teardown on a loaded 2-core machine
 HANG=$((TIMEOUT + MARGIN + 60)) # the watchdog: past this a run has hung
@@ -78,7 +82,7 @@ ip netns add "$SW" 2>"$TMP/err" || skip "cannot create a network namespace: $(ca
 netns_make_hosts
 netns_write_agent
 mkdir -p "$TMP/h1"
-for i in $(seq 1 $HOSTS); do echo "10.77.0.$i slots=1"; done >"$TMP/hosts"
+for i in $(seq 1 $HOSTS); do echo "10.77.0.$i slots=$PER"; done >"$TMP/hosts"
 
 # Segments our runs could have left: new since here and of a process that
 # is gone (the ranks' window segments are agmm:<uid>:mpi:<pid>:m<id>);
@@ -110,10 +114,15 @@ ranks_of() { { ip netns pids "$TAG-h$1" | xargs -r ps -o pid=,comm= -p | awk '$2
 # --- one run: mpirun in host 1, agmm run ARGS; sets rc, T_END, OUT, ERR
 SHAPE=(--m-local 128 --k 128 --n 128 --tile-m 32 --tile-n 64 --comm-cores 0
        --gemm-cores 1 --oversubscribe --timeout $TIMEOUT)
+# Several ranks per host: vader between them (under the host's own hostname,
+# as mpi_netns.sh does: the namespaces share /dev/shm).
+BTL=(--mca btl tcp,self)
+[ "$PER" -gt 1 ] && BTL=(--mca btl tcp,self,vader --mca btl_vader_single_copy_mechanism none)
 start_run() { # ARGS...
-    TMPDIR="$TMP/h1" ip netns exec "$TAG-h1" mpirun --allow-run-as-root -np $HOSTS \
+    TMPDIR="$TMP/h1" ip netns exec "$TAG-h1" unshare --uts /bin/sh -c \
+        'hostname "$0" && exec "$@"' "$TAG-h1" mpirun --allow-run-as-root -np $((HOSTS * PER)) \
         --hostfile "$TMP/hosts" --mca plm_rsh_agent "$TMP/agent" \
-        --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 \
+        "${BTL[@]}" --mca btl_tcp_if_include 10.77.0.0/24 \
         --mca oob_tcp_if_include 10.77.0.0/24 \
         --mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 \
         --mca oob_tcp_keepalive_probes 3 \
@@ -238,7 +247,9 @@ one_run() { # CASE RUN
         exit 2
         ;;
     esac
-    local rank=$((host - 1)) passes
+    local rank=$(((host - 1) * PER)) passes
+    local host_ranks="$rank" # the ranks mpirun placed on the host (by slot)
+    for i in $(seq 1 $((PER - 1))); do host_ranks+="|$((rank + i))"; done
     passes=$(grep -c 'PASS' "$TMP/out" || true)
     if [ "$HUNG" -eq 1 ]; then
         outcome="HANG"
@@ -260,7 +271,7 @@ one_run() { # CASE RUN
         case $c in
         partition) grep -q "lost communication with a remote daemon" "$TMP/err" &&
             grep -q "on node 10.77.0.$host" "$TMP/err" && named="host 10.77.0.$host" ;;
-        kill) grep -q "rank $rank .*signal 9" "$TMP/err" && named="rank $rank" ;;
+        kill) named=$(grep -oE "rank ($host_ranks) .*signal 9" "$TMP/err" | head -1 | cut -d' ' -f1-2 || true) ;;
         stop) named=$(grep -o '^agmm: rank [0-9]*: timed out [^(]*' "$TMP/err" | head -1 || true) ;;
         flap) named=$(grep -m1 -oE '^agmm: rank [0-9]+: [^(]*|lost communication with a remote daemon' "$TMP/err" || true) ;;
         esac

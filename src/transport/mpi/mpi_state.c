@@ -129,6 +129,7 @@ void agmm_mpi_backend_stop(agmm_world_t *w)
     agmm_wintab_free(&s->windows);
     free(s->active);
     free(s->slot_of);
+    free(s->fwd); /* the relay's pending list (mpi_relay.c), empty by now */
     free(s->abort_sends);
     agmm_free(s);
     w->impl = NULL;
