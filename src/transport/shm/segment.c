@@ -216,19 +216,24 @@ int agmm_seg_unlink(const char *name)
     return shm_unlink(name) == 0 ? 0 : errno;
 }
 
+static int pid_gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+
 int agmm_seg_pid_alive(pid_t pid)
 {
-    if (pid <= 0) return 0;
-    if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
-    /* kill() succeeds on a zombie: it has exited, only not been reaped. */
+    if (pid <= 0 || pid_gone(pid)) return 0;
+    /* kill() succeeds on a zombie: it has exited, only not been reaped.
+     * Its stat says Z. The zombie may be reaped between kill() and the
+     * read (its entry is then gone or empty): ask kill() again. Without
+     * /proc, trust kill(). */
     char path[64], buf[256];
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
     FILE *f = fopen(path, "r");
-    if (!f) return 1; /* no /proc: trust kill() */
+    if (!f) return !pid_gone(pid);
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
     const char *rp = strrchr(buf, ')'); /* the name may hold spaces */
-    if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X')) return 0;
+    if (!rp) return !pid_gone(pid);
+    if (rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X')) return 0;
     return 1;
 }
