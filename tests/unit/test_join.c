@@ -4,6 +4,8 @@
  * rules (segment.h): O_EXCL, owner and mode checks, names that split one
  * way only. The multi-process cases are tests/e2e/joined.sh. */
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +174,44 @@ static void test_segments(void)
           "liveness of self / pid 0");
 }
 
+/* A child that has exited is never alive, also while its parent reaps it
+ * (its /proc entry vanishes between kill(pid, 0) and the read of its
+ * stat): the race that once kept a survivor from removing a control
+ * segment. One thread reaps, the other asks, many times. */
+typedef struct {
+    pid_t pid;
+    atomic_int go, done;
+} reaper_t;
+
+static void *reap(void *arg)
+{
+    reaper_t *r = arg;
+    while (!atomic_load(&r->go)) {
+    }
+    waitpid(r->pid, NULL, 0);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+static void test_pid_alive_while_reaped(void)
+{
+    int wrong = 0;
+    for (int i = 0; i < 300 && !wrong; i++) {
+        reaper_t r = {.pid = fork()};
+        if (r.pid == 0) _exit(0);
+        siginfo_t si;
+        waitid(P_PID, (id_t)r.pid, &si, WEXITED | WNOWAIT); /* a zombie now */
+        pthread_t t;
+        pthread_create(&t, NULL, reap, &r);
+        atomic_store(&r.go, 1);
+        for (int k = 0; k < 100000 && !atomic_load(&r.done); k++)
+            wrong += agmm_seg_pid_alive(r.pid);
+        wrong += agmm_seg_pid_alive(r.pid);
+        pthread_join(t, NULL);
+    }
+    CHECK(!wrong, "an exited child seen alive %d time(s) while reaped", wrong);
+}
+
 /* A rank that dies while the others wait for the last one: the waiting
  * rank fails at once (not at its timeout), naming the dead rank. */
 static void test_death_while_forming(void)
@@ -220,6 +260,7 @@ static void test_death_while_forming(void)
 
 int main(void)
 {
+    test_pid_alive_while_reaped();
     test_death_while_forming();
     test_join_args();
     test_from_env();
