@@ -156,17 +156,19 @@ agmm_status_t agmm_signal_wait_late(agmm_world_t *w,
         uint64_t now = agmm_now_ns();
         double left = deadline - (double)now * 1e-9;
         if (left < 0) {
-            char waited[96], late[200] = "", msg[340];
+            char waited[96], late[200] = "", self[100] = "", msg[440];
             describe(what, waited, sizeof waited);
             if (late_fn) late_fn(w, late, sizeof late);
+            if (w->ops->stall_note) w->ops->stall_note(w, self, sizeof self);
             snprintf(msg, sizeof msg,
                      "timed out waiting for %s%s (expected epoch >= %llu, "
-                     "observed %llu)",
+                     "observed %llu)%s",
                      waited, late, (unsigned long long)at_least,
-                     (unsigned long long)seen);
+                     (unsigned long long)seen, self);
             agmm_error(AGMM_ERR_TIMEOUT, "%s", msg);
             char reason_buf[AGMM_ABORT_REASON_MAX];
-            snprintf(reason_buf, sizeof reason_buf, "rank %d %s", w->rank, msg);
+            snprintf(reason_buf, sizeof reason_buf, "rank %d %.360s", w->rank,
+                     msg);
             agmm_world_abort_with(w, reason_buf);
             return AGMM_ERR_TIMEOUT;
         }

@@ -117,6 +117,12 @@ typedef struct agmm_transport_ops {
                                     const void *src, size_t row_bytes,
                                     const int64_t *rows, const int64_t *row_off,
                                     double deadline);
+    /* --- Optional on any backend (NULL: nothing to say) ----------------
+     * For a wait that timed out: what in this rank itself may have kept
+     * the signal from arriving (a progress thread that stopped running),
+     * as "; ..." text, or "" when this rank looks well. Any thread; takes
+     * no lock (the stuck thread may hold it). */
+    void (*stall_note)(agmm_world_t *w, char *buf, size_t cap);
 } agmm_transport_ops_t;
 
 /* Most bytes per rank of the control plane's allgather (world/). */

@@ -252,7 +252,8 @@ for row in "${faults[@]}"; do
     want=${want//rank 1/rank 2}
     # hang: the relay's progress thread stops, so its own waits for
     # messages (acks) stall too: any rank, the relay included, may be the
-    # first to time out.
+    # first to time out. The relay must then say its own progress thread
+    # is stuck rather than blame a peer alone.
     want=${want//\[02\]/[0-3]}
     start=$(date +%s)
     timeout 60 mpirun --oversubscribe -np 4 -x AGMM_TEST_MPI_HOST_SIZE=2 \
@@ -262,7 +263,9 @@ for row in "${faults[@]}"; do
     rc=$?
     took=$(($(date +%s) - start))
     if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 20 ] && grep -qE -- "$want" "$TMP/err" &&
-        { [ "$mode" = error ] || grep -q "agmm: rank 2: AGMM_FAULT: $mode before put 18" "$TMP/err"; }; then
+        { [ "$mode" = error ] || grep -q "agmm: rank 2: AGMM_FAULT: $mode before put 18" "$TMP/err"; } &&
+        { [ "$mode" != hang ] || ! grep -q "agmm: rank 2: timed out" "$TMP/err" ||
+          grep -q "agmm: rank 2: timed out.*progress thread has been stuck for" "$TMP/err"; }; then
         ok
     else
         bad "AGMM_FAULT mode=$mode in a relay's forwards: exit $rc after ${took}s, want non-zero within 20 s and /$want/"

@@ -373,6 +373,7 @@ void *agmm_mpi_progress_main(void *arg)
     MPI_Status *sts = NULL;
     unsigned idle = 0;
     while (!atomic_load_explicit(&s->stop, memory_order_acquire)) {
+        atomic_store_explicit(&s->beat_ns, agmm_now_ns(), memory_order_relaxed);
         if (s->deferred_src) { /* test hook: a late ack, see on_complete */
             struct timespec ts = {s->ctl_delay_us / 1000000,
                                   s->ctl_delay_us % 1000000 * 1000};
@@ -432,12 +433,10 @@ void *agmm_mpi_progress_main(void *arg)
         pthread_mutex_unlock(&s->lock);
         PLANT_WRITE();
         if (idle == 0) continue;
-        if (!armed) { /* only acks and aborts can come: poll gently */
-            struct timespec ts = {0, 200000L};
-            nanosleep(&ts, NULL);
-        } else {
+        if (!armed) /* only acks and aborts can come: poll gently */
+            nanosleep(&(struct timespec){0, 200000L}, NULL);
+        else
             agmm_mpi_backoff(idle);
-        }
     }
     free(idx);
     free(sts);
@@ -496,4 +495,5 @@ const agmm_transport_ops_t agmm_mpi_ops = {
     .put_direct = agmm_mpi_put_direct,
     .forwarder = agmm_mpi_forwarder,
     .allgather_rows = mpi_allgather_rows,
+    .stall_note = agmm_mpi_stall_note,
 };

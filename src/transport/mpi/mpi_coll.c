@@ -11,9 +11,11 @@
  * message names them: `timed out in a barrier (rank 2 did not arrive)`.
  * An announcement to a peer that has not taken the previous one yet is
  * skipped (that peer is stuck; it would be late anyway). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "transport/mpi/mpi.h"
@@ -62,14 +64,27 @@ static void announce(agmm_world_t *w)
     }
 }
 
-/* " (ranks 1, 3 did not arrive)", for the collective in progress. */
+/* " (ranks 1, 3 did not arrive)", for the collective in progress. The
+ * announcements are the progress thread's, under its lock: a stuck
+ * progress thread may hold it, so wait for it one second at most and then
+ * say that instead of blaming the peers. */
 static void late_ranks(agmm_world_t *w, char *buf, size_t cap)
 {
     mpi_state_t *s = agmm_mpi_state(w);
     size_t len = 0;
     int n = 0;
-    char list[200] = "";
-    pthread_mutex_lock(&s->lock);
+    char list[200] = "", self[100];
+    agmm_mpi_stall_note(w, self, sizeof self);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    if (pthread_mutex_timedlock(&s->lock, &until) != 0) {
+        snprintf(buf, cap, " (%s)",
+                 self[0] ? self + 2
+                         : "this rank's MPI progress thread has held its "
+                           "lock for over a second");
+        return;
+    }
     for (int q = 0; q < w->size; q++) {
         if (q == w->rank || s->arrived[q] >= s->coll_seq) continue;
         if (len < sizeof list)
@@ -78,7 +93,9 @@ static void late_ranks(agmm_world_t *w, char *buf, size_t cap)
         n++;
     }
     pthread_mutex_unlock(&s->lock);
-    if (n)
+    if (self[0])
+        snprintf(buf, cap, " (%s)", self + 2);
+    else if (n)
         snprintf(buf, cap, " (rank%s %s did not arrive)", n > 1 ? "s" : "",
                  list);
     else

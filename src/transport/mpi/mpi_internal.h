@@ -101,6 +101,9 @@ typedef struct mpi_state {
     pthread_t thread;
     int thread_started;
     _Alignas(AGMM_CACHE_LINE) _Atomic int stop;
+    /* agmm_now_ns() at the progress thread's last pass (it writes, relaxed;
+     * a timed-out wait reads it: agmm_mpi_stall_note). */
+    _Atomic uint64_t beat_ns;
     pthread_mutex_t lock;
     MPI_Request *active;
     slot_t **slot_of;
@@ -171,6 +174,10 @@ void agmm_mpi_coll_fini(mpi_state_t *s, int size);
 extern const agmm_transport_ops_t agmm_mpi_ops;
 /* The progress thread's body (mpi.c); started by mpi_state.c. */
 void *agmm_mpi_progress_main(void *arg);
+/* "; this rank's MPI progress thread has been stuck for 4.0 s" when its
+ * last pass is over a second old, else "" (mpi_state.c; any thread, no
+ * lock: the stuck thread may hold it). */
+void agmm_mpi_stall_note(agmm_world_t *w, char *buf, size_t cap);
 /* Sleep a little more the longer a wait lasts (`idle`: polls so far). */
 void agmm_mpi_backoff(unsigned idle);
 

@@ -7,6 +7,7 @@
  * world; the progress thread runs between them (mpi.c). */
 #include <mpi.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -56,6 +57,7 @@ static agmm_status_t state_init(agmm_world_t *w, mpi_state_t *s)
             "MPI_Recv_init");
     MPI_TRY(MPI_Startall(2, s->active), "MPI_Startall");
     s->nactive = 2;
+    atomic_store_explicit(&s->beat_ns, agmm_now_ns(), memory_order_relaxed);
     if (pthread_create(&s->thread, NULL, agmm_mpi_progress_main, w) != 0)
         return agmm_error(AGMM_ERR_SYSTEM, "MPI: cannot start the progress "
                                            "thread");
@@ -133,4 +135,16 @@ void agmm_mpi_backend_stop(agmm_world_t *w)
     free(s->abort_sends);
     agmm_free(s);
     w->impl = NULL;
+}
+
+void agmm_mpi_stall_note(agmm_world_t *w, char *buf, size_t cap)
+{
+    mpi_state_t *s = agmm_mpi_state(w);
+    buf[0] = 0;
+    if (!s->thread_started) return;
+    uint64_t beat = atomic_load_explicit(&s->beat_ns, memory_order_relaxed);
+    uint64_t now = agmm_now_ns();
+    if (now > beat && now - beat > 1000000000ull)
+        snprintf(buf, cap, "; this rank's MPI progress thread has been stuck "
+                           "for %.1f s", (double)(now - beat) * 1e-9);
 }
