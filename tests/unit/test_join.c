@@ -3,6 +3,7 @@
  * world running a plan, and the segment module's security and naming
  * rules (segment.h): O_EXCL, owner and mode checks, names that split one
  * way only. The multi-process cases are tests/e2e/joined.sh. */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -180,14 +181,12 @@ static void test_segments(void)
  * segment. One thread reaps, the other asks, many times. */
 typedef struct {
     pid_t pid;
-    atomic_int go, done;
+    atomic_int done;
 } reaper_t;
 
 static void *reap(void *arg)
 {
     reaper_t *r = arg;
-    while (!atomic_load(&r->go)) {
-    }
     waitpid(r->pid, NULL, 0);
     atomic_store(&r->done, 1);
     return NULL;
@@ -199,11 +198,14 @@ static void test_pid_alive_while_reaped(void)
     for (int i = 0; i < 300 && !wrong; i++) {
         reaper_t r = {.pid = fork()};
         if (r.pid == 0) _exit(0);
+        if (r.pid < 0) {
+            CHECK(0, "fork: %s", strerror(errno));
+            return;
+        }
         siginfo_t si;
         waitid(P_PID, (id_t)r.pid, &si, WEXITED | WNOWAIT); /* a zombie now */
         pthread_t t;
         pthread_create(&t, NULL, reap, &r);
-        atomic_store(&r.go, 1);
         for (int k = 0; k < 100000 && !atomic_load(&r.done); k++)
             wrong += agmm_seg_pid_alive(r.pid);
         wrong += agmm_seg_pid_alive(r.pid);
