@@ -175,6 +175,15 @@ static int64_t bytes3(int64_t a, int64_t b, int64_t c)
     return abc;
 }
 
+/* Signal cells: `cells` plus 3 per rank, a cache line each; -1 on
+ * overflow. */
+static int64_t cell_bytes(int64_t cells, int nranks)
+{
+    int64_t n;
+    if (cells < 0 || !agmm_add_ok(cells, 3 * (int64_t)nranks, &n)) return -1;
+    return bytes3(n, AGMM_CACHE_LINE, 1);
+}
+
 uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
 {
     if (!d || !d->m_local || d->nranks < 1) return 0;
@@ -216,7 +225,7 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
         int64_t parts[6] = {
             bytes3(d->nranks, bytes3(max_rows, n, 4), 1),
             bytes3(M, n, 4),
-            cells < 0 ? -1 : bytes3(cells + 3 * d->nranks, AGMM_CACHE_LINE, 1),
+            cell_bytes(cells, d->nranks),
             wb > INT64_MAX ? -1 : (int64_t)wb,
             e->input_dtype(d->dtype) == d->dtype ? 0 : bytes3(M, kmax, 4),
             bytes3(tiles, 3 * AGMM_CACHE_LINE + 4 * 64, 1),
@@ -229,7 +238,7 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
     uint64_t wb = wsum;
     int64_t parts[5] = {
         bytes3(M, d->k, es),                               /* gathered */
-        bytes3(tiles + 3 * d->nranks, AGMM_CACHE_LINE, 1), /* signals */
+        cell_bytes(tiles, d->nranks),                      /* signals */
         wb > INT64_MAX ? -1 : (int64_t)wb,                 /* weight */
         e->input_dtype(d->dtype) == d->dtype ? 0 : bytes3(M, d->k, 4), /* g32 */
         bytes3(tiles, 2 * AGMM_CACHE_LINE + 4 * 64, 1), /* claims */
