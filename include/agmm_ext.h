@@ -76,6 +76,16 @@ agmm_status_t agmm_plan_run_part(agmm_plan_t *plan, agmm_part_t part,
 agmm_status_t agmm_plan_run_part_args(agmm_plan_t *plan, agmm_part_t part,
                                       const agmm_run_args_t *args);
 
+/* ---------------------------------------------------------------- memory */
+
+/* Bytes this rank's live plan holds, as allocated: its layout arrays, its
+ * local buffers, its windows (as asked of the transport) and the GEMM
+ * engine's prepared weights. The plan books every buffer once, and
+ * agmm_plan_bytes_per_rank() adds up the same booking, so on the rank with
+ * the most this equals agmm_plan_bytes_per_rank() of its description. 0 for
+ * a NULL or destroyed plan. */
+uint64_t agmm_plan_bytes_held(const agmm_plan_t *plan);
+
 /* ------------------------------------------------------- link emulation */
 
 /* 1 when the world's links are emulated (agmm_launch_opts_t.link_gbps),

@@ -11,11 +11,13 @@
 static int log_rank = -1;
 static int log_quiet = 0;
 static _Thread_local char thread_msg[512];
+static _Thread_local int thread_muted; /* agmm_log_mute */
 static char last_msg[512];
 static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void agmm_log_set_rank(int rank) { log_rank = rank; }
 void agmm_log_set_quiet(int quiet) { log_quiet = quiet; }
+void agmm_log_mute(int on) { thread_muted = on; }
 const char *agmm_last_error(void) { return last_msg; }
 const char *agmm_thread_error(void) { return thread_msg; }
 
@@ -29,6 +31,7 @@ static void record(int print, const char *prefix, const char *fmt,
     char msg[sizeof thread_msg];
     vsnprintf(msg, sizeof msg, fmt, ap);
     memcpy(thread_msg, msg, sizeof thread_msg);
+    if (thread_muted) return;
     if (!prefix) {
         pthread_mutex_lock(&last_lock);
         memcpy(last_msg, thread_msg, sizeof last_msg);

@@ -16,6 +16,10 @@
 void agmm_log_set_rank(int rank);
 /* 1: record errors without printing them (the caller prints). */
 void agmm_log_set_quiet(int quiet);
+/* 1: this thread's failures are recorded for agmm_thread_error() only, not
+ * printed and not kept as agmm_last_error() (a query that tries a
+ * description quietly); 0: back to normal. */
+void agmm_log_mute(int on);
 
 /* Record (and print) a failure; returns `status` so callers can write
  * `return agmm_error(AGMM_ERR_..., "...")`. */

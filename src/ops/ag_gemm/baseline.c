@@ -10,7 +10,7 @@
 
 #include "common/fault.h"
 #include "common/log.h"
-#include "ops/common/plan_internal.h"
+#include "ops/ag_gemm/ag_gemm.h"
 #include "ops/common/schedule.h"
 #include "ops/common/workers.h"
 #include "trace/trace.h"
@@ -24,7 +24,6 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
     size_t row_bytes = (size_t)p->desc.k * p->esize;
     size_t bytes = (size_t)p->m_local[r] * row_bytes;
     size_t off = (size_t)p->win_off[r] * row_bytes;
-    double deadline = agmm_deadline(w, p->desc.timeout_s);
     /* This call's row count to every peer (ag_gemm/call.c). */
     AGMM_CHECK(agmm_ag_send_rows(x, first, stride));
     if (agmm_tp_has(w, AGMM_TP_CAP_NATIVE_ALLGATHER)) {
@@ -39,8 +38,9 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
         for (int src = 0; src < p->nranks; src++)
             AGMM_CHECK(agmm_ag_check_rows(x, src));
         AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
-        AGMM_CHECK(agmm_tp_allgather_rows(w, &p->gathered, x->a, row_bytes,
-                                          p->m_local, p->win_off, deadline));
+        AGMM_CHECK(agmm_tp_allgather_rows(w, &p->recv_win, x->a, row_bytes,
+                                          p->m_local, p->win_off,
+                                          agmm_plan_deadline(p)));
         /* agmm_signal_publish, not a bare store: a GEMM worker may be
          * asleep on the cell in the kernel (futex) and must be woken, not
          * left to its 20 ms re-check. */
@@ -55,23 +55,18 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
      * inputs land in g32 instead). */
     if (first == 0) {
         if (p->native && bytes > 0)
-            memcpy(p->gathered.local + off, x->a, bytes);
+            memcpy(p->recv_win.local + off, x->a, bytes);
         /* The local shard is in place: GEMM workers wait for it as for any
          * other (release; our own bulk cell has only us as writer). */
         AGMM_CHECK(agmm_tp_signal(w, &p->signals, r,
                                   agmm_sig_off(p, SIG_BULK, r), x->epoch));
     }
     for (int i = 1 + first; i < p->nranks; i += stride) {
-        int q = (r + i) % p->nranks;
-        if (!agmm_tp_put_direct(w, &p->gathered, q)) continue; /* forwarded */
-        AGMM_CHECK(agmm_round_wait_ack(x, q, deadline));
-        AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
-        uint64_t t_put = agmm_trace_clock();
-        AGMM_CHECK(agmm_tp_put_signal(w, &p->gathered, q, off, x->a, bytes,
-                                      &p->signals, agmm_sig_off(p, SIG_BULK, r),
-                                      x->epoch));
-        agmm_trace_put(t_put, q, 0, p->tiles[r], bytes, x->epoch,
-                       AGMM_TSIG_SHARD);
+        int q = agmm_source_order(r, p->nranks, i);
+        if (!agmm_tp_put_direct(w, &p->recv_win, q)) continue; /* forwarded */
+        AGMM_CHECK(agmm_round_put(x, q, off, x->a, bytes,
+                                  agmm_sig_off(p, SIG_BULK, r), 0, p->tiles[r],
+                                  AGMM_TSIG_SHARD));
     }
     return agmm_tp_quiet(w);
 }
@@ -101,7 +96,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         AGMM_CHECK(agmm_traced_wait(
             p->world,
             agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_BULK, src)),
-            x->epoch, agmm_deadline(p->world, p->desc.timeout_s), &what,
+            x->epoch, agmm_plan_deadline(p), &what,
             AGMM_TSIG_SHARD));
         AGMM_CHECK(agmm_ag_check_rows(x, src));
     }
@@ -116,7 +111,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     int64_t g0, g1, tm = p->desc.tile_m;
     agmm_share_tiles(&s, p->total_tiles, &g0, &g1);
     const unsigned char *base =
-        p->native ? p->gathered.local : (const unsigned char *)p->g32;
+        p->native ? p->recv_win.local : (const unsigned char *)p->g32;
     size_t row_bytes = (size_t)p->desc.k * p->gemm_esize;
     int64_t v0 = 0, v1 = 0, c0 = 0; /* pending block: window rows, C row */
     int64_t bt0 = g0, bt1 = g0;     /* its global tiles */
@@ -131,7 +126,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         int64_t w0 = 0, c = 0;
         if (src < p->nranks) {
             const void *unused;
-            AGMM_CHECK(agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, 0,
+            AGMM_CHECK(agmm_ag_gemm_rows(p, src, t0, t1, x->a, x->epoch, 0,
                                            &unused));
             agmm_plan_count_items(p, src, t0, t1, s.j0, s.j1);
             w0 = p->win_off[src] + t0 * tm;
@@ -160,7 +155,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     return AGMM_OK;
 }
 
-agmm_status_t agmm_run_baseline(agmm_round_t *round)
+agmm_status_t agmm_ag_run_baseline(agmm_round_t *round)
 {
     return agmm_round_run(round, gemm_worker, comm_worker);
 }

@@ -33,7 +33,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "ops/common/plan_internal.h"
+#include "ops/ag_gemm/ag_gemm.h"
+#include "ops/common/schedule.h"
 #include "trace/trace.h"
 
 void agmm_ag_set_rows(agmm_plan_t *p, const int64_t *m_rows)
@@ -69,7 +70,7 @@ void agmm_ag_copy_gathered(agmm_plan_t *p, const void *a_local, void *out)
         if (bytes == 0) continue;
         const unsigned char *from =
             src == p->rank ? a_local
-                           : p->gathered.local +
+                           : p->recv_win.local +
                                  (size_t)p->win_off[src] * row_bytes;
         memcpy(dst + (size_t)p->row_off[src] * row_bytes, from, bytes);
     }
@@ -80,9 +81,9 @@ agmm_status_t agmm_ag_send_rows(agmm_round_t *x, int first, int stride)
     agmm_plan_t *p = x->p;
     agmm_world_t *w = p->world;
     int r = p->rank;
-    double deadline = agmm_deadline(w, p->desc.timeout_s);
+    double deadline = agmm_plan_deadline(p);
     for (int i = 1 + first; i < p->nranks; i += stride) {
-        int q = (r + i) % p->nranks;
+        int q = agmm_source_order(r, p->nranks, i);
         AGMM_CHECK(agmm_round_wait_ack(x, q, deadline));
         AGMM_CHECK(agmm_tp_signal(w, &p->signals, q,
                                   agmm_sig_off(p, SIG_ROWS, r),
@@ -99,7 +100,7 @@ agmm_status_t agmm_ag_check_rows(agmm_round_t *x, int src)
         agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ROWS, src));
     agmm_wait_what_t what = {"row count of round", src, (int64_t)x->epoch, 0, 0};
     AGMM_CHECK(agmm_signal_wait(p->world, cell, agmm_rows_signal(x->epoch, 0),
-                                agmm_deadline(p->world, p->desc.timeout_s),
+                                agmm_plan_deadline(p),
                                 &what));
     uint64_t v = atomic_load_explicit(cell, memory_order_acquire);
     int64_t theirs = (int64_t)(v & 0xffffffffu);
@@ -122,12 +123,12 @@ agmm_status_t agmm_ag_wait_absent(agmm_round_t *x)
     if (!agmm_tp_has(p->world, AGMM_TP_CAP_POSTED_RECEIVES) ||
         !(x->phases & AGMM_PHASE_COMM))
         return AGMM_OK;
-    double deadline = agmm_deadline(p->world, p->desc.timeout_s);
+    double deadline = agmm_plan_deadline(p);
     for (int src = 0; src < p->nranks; src++) {
         if (src == p->rank) continue;
         for (int64_t t = p->tiles[src]; t < p->tiles_max[src]; t++) {
             agmm_wait_what_t what = {"empty tile", src, t, 0, 0};
-            int via = agmm_tp_forwarder(p->world, &p->gathered, src);
+            int via = agmm_tp_forwarder(p->world, &p->recv_win, src);
             what.via_set = via >= 0;
             what.via = via;
             AGMM_CHECK(agmm_signal_wait(

@@ -42,17 +42,11 @@
  * Benchmark parts (agmm_plan_run_part): `phases` without GEMM makes the
  * GEMM workers only wait for their tiles; without COMM nobody puts and every
  * tile counts as arrived. */
-#include "common/fault.h"
 #include "common/log.h"
-#include "ops/common/plan_internal.h"
+#include "ops/ag_gemm/ag_gemm.h"
 #include "ops/common/schedule.h"
 #include "ops/common/workers.h"
 #include "trace/trace.h"
-
-static double deadline_of(const agmm_plan_t *p)
-{
-    return agmm_deadline(p->world, p->desc.timeout_s);
-}
 
 /* Put local tile t to every peer, each followed by its signal. */
 static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
@@ -69,19 +63,12 @@ static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
     size_t dst_off = (size_t)(p->win_off[r] + row) * row_bytes;
     size_t sig = agmm_sig_off(p, SIG_TILE, p->tile_base[r] + t);
     for (int i = 1; i < p->nranks; i++) {
-        int q = (r + i) % p->nranks;
+        int q = agmm_source_order(r, p->nranks, i);
         /* Another rank of q's host passes the tile on to q (MPI across
          * hosts, AGMM_TP_CAP_FORWARD): nothing to put, no ack to wait for. */
-        if (!agmm_tp_put_direct(w, &p->gathered, q)) continue;
-        /* The peer may still read our rows of the previous round. */
-        AGMM_CHECK(agmm_round_wait_ack(x, q, deadline_of(p)));
-        AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
-        uint64_t t_put = agmm_trace_clock();
-        AGMM_CHECK(agmm_tp_put_signal(w, &p->gathered, q, dst_off, src,
-                                      (size_t)rows * row_bytes, &p->signals,
-                                      sig, x->epoch));
-        agmm_trace_put(t_put, q, t, t + 1, (size_t)rows * row_bytes, x->epoch,
-                       AGMM_TSIG_TILE);
+        if (!agmm_tp_put_direct(w, &p->recv_win, q)) continue;
+        AGMM_CHECK(agmm_round_put(x, q, dst_off, src, (size_t)rows * row_bytes,
+                                  sig, t, t + 1, AGMM_TSIG_TILE));
     }
     return AGMM_OK;
 }
@@ -124,7 +111,7 @@ static agmm_status_t wait_tile(agmm_round_t *x, int src, int64_t t)
 {
     agmm_plan_t *p = x->p;
     agmm_wait_what_t what = {"tile", src, t, 0, 0};
-    int via = agmm_tp_forwarder(p->world, &p->gathered, src);
+    int via = agmm_tp_forwarder(p->world, &p->recv_win, src);
     if (via >= 0) { /* a timeout names the rank that forwards it too */
         what.via_set = 1;
         what.via = via;
@@ -133,7 +120,7 @@ static agmm_status_t wait_tile(agmm_round_t *x, int src, int64_t t)
         p->world,
         agmm_win_signal(&p->signals,
                         agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t)),
-        x->epoch, deadline_of(p), &what, AGMM_TSIG_TILE);
+        x->epoch, agmm_plan_deadline(p), &what, AGMM_TSIG_TILE);
 }
 
 /* Has every tile of this worker's share arrived (or is local)? */
@@ -207,7 +194,7 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
         if (t0 >= t1) continue;
         const void *a;
         AGMM_CHECK(
-            agmm_plan_gemm_rows(p, src, t0, t1, x->a, x->epoch, cheap, &a));
+            agmm_ag_gemm_rows(p, src, t0, t1, x->a, x->epoch, cheap, &a));
         agmm_plan_count_items(p, src, t0, t1, s->j0, s->j1);
         int64_t rows = AGMM_MIN(t1 * p->desc.tile_m, p->m_local[src]);
         int64_t g0 = p->row_off[src] + t0 * p->desc.tile_m;
@@ -283,7 +270,7 @@ static agmm_status_t gemm_source(agmm_round_t *x, const agmm_worker_share_t *s,
         }
         const void *a;
         uint64_t t_conv = agmm_trace_clock();
-        AGMM_CHECK(agmm_plan_gemm_rows(p, src, t, u, x->a, x->epoch, 0, &a));
+        AGMM_CHECK(agmm_ag_gemm_rows(p, src, t, u, x->a, x->epoch, 0, &a));
         int64_t r1 = p->row_off[src] + AGMM_MIN(u * tm, p->m_local[src]);
         AGMM_CHECK(gemm_rows(x, s, p->row_off[src] + t * tm, r1, a, t_conv, src,
                              t, u));
@@ -328,7 +315,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     return sends ? agmm_tp_quiet(p->world) : AGMM_OK;
 }
 
-agmm_status_t agmm_run_fused(agmm_round_t *round)
+agmm_status_t agmm_ag_run_fused(agmm_round_t *round)
 {
     AGMM_CHECK(agmm_round_run(round, gemm_worker, comm_worker));
     return agmm_ag_wait_absent(round);

@@ -6,7 +6,7 @@
 
 #include "common/log.h"
 #include "gemm/convert.h"
-#include "ops/common/plan_internal.h"
+#include "ops/ag_gemm/ag_gemm.h"
 
 static int64_t tile_rows(const agmm_plan_t *p, int src, int64_t t)
 {
@@ -23,13 +23,40 @@ static const unsigned char *tile_src(const agmm_plan_t *p, int src, int64_t t,
     int64_t row = t * p->desc.tile_m;
     if (src == p->rank)
         return (const unsigned char *)a_local + (size_t)row * row_bytes;
-    return p->gathered.local + (size_t)(p->win_off[src] + row) * row_bytes;
+    return p->recv_win.local + (size_t)(p->win_off[src] + row) * row_bytes;
 }
 
-agmm_status_t agmm_plan_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
-                                  int64_t t1, const void *a_local,
-                                  uint64_t epoch, int in_window,
-                                  const void **rows)
+typedef struct {
+    agmm_plan_t *p;
+    int src, copy;
+    int64_t t0;
+    unsigned char *dst0;
+    const void *a_local;
+} fill_ctx_t;
+
+/* Tile g (of src) into its place: copied into the window, or converted
+ * into g32 (claims.c calls it once per tile per round). */
+static void fill_tile(void *arg, int64_t g)
+{
+    fill_ctx_t *f = arg;
+    agmm_plan_t *p = f->p;
+    int64_t t = g - p->tile_base[f->src];
+    size_t row_bytes = (size_t)p->desc.k * p->gemm_esize;
+    unsigned char *dst =
+        f->dst0 + (size_t)((t - f->t0) * p->desc.tile_m) * row_bytes;
+    const unsigned char *from = tile_src(p, f->src, t, f->a_local);
+    int64_t rows = tile_rows(p, f->src, t);
+    if (f->copy)
+        memcpy(dst, from, (size_t)rows * row_bytes);
+    else
+        agmm_convert_to_f32(p->desc.dtype, from, (float *)(void *)dst,
+                            (size_t)(rows * p->desc.k));
+}
+
+agmm_status_t agmm_ag_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
+                                int64_t t1, const void *a_local,
+                                uint64_t epoch, int in_window,
+                                const void **rows)
 {
     int64_t k = p->desc.k;
     int copy = p->native && in_window && src == p->rank;
@@ -40,61 +67,12 @@ agmm_status_t agmm_plan_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
     /* Converted rows go to g32; local rows wanted in the window are copied
      * there (same claims: once per tile per round, by one worker). */
     size_t first = (size_t)(p->win_off[src] + t0 * p->desc.tile_m) * (size_t)k;
-    unsigned char *dst0 = copy ? p->gathered.local + first * p->esize
-                               : (unsigned char *)(p->g32 + first);
-    size_t row_bytes = (size_t)k * p->gemm_esize;
-    *rows = dst0;
-    /* Pass 1: convert every tile nobody has claimed for this round yet. */
-    int pending = 0;
-    for (int64_t t = t0; t < t1; t++) {
-        int64_t gt = p->tile_base[src] + t;
-        if (atomic_load_explicit(&p->converted[gt].value,
-                                 memory_order_acquire) >= epoch)
-            continue;
-        uint64_t seen = atomic_load_explicit(&p->claimed[gt].value,
-                                             memory_order_relaxed);
-        if (seen >= epoch ||
-            !atomic_compare_exchange_strong_explicit(
-                &p->claimed[gt].value, &seen, epoch, memory_order_relaxed,
-                memory_order_relaxed)) {
-            pending = 1; /* another worker converts it */
-            continue;
-        }
-        unsigned char *dst =
-            dst0 + (size_t)((t - t0) * p->desc.tile_m) * row_bytes;
-        if (copy)
-            memcpy(dst, tile_src(p, src, t, a_local),
-                   (size_t)tile_rows(p, src, t) * row_bytes);
-        else
-            agmm_convert_to_f32(p->desc.dtype, tile_src(p, src, t, a_local),
-                                (float *)(void *)dst,
-                                (size_t)(tile_rows(p, src, t) * k));
-        /* Release: the converted rows are visible to whoever acquires. */
-        agmm_signal_publish(&p->converted[gt].value, epoch);
-    }
-    /* Pass 2: wait for the tiles other workers of this rank convert. */
-    for (int64_t t = t0; pending && t < t1; t++) {
-        int64_t gt = p->tile_base[src] + t;
-        agmm_wait_what_t what = {"conversion of tile", src, t, 0, 0};
-        AGMM_CHECK(agmm_signal_wait(p->world, &p->converted[gt].value, epoch,
-                                    agmm_deadline(p->world, p->desc.timeout_s),
-                                    &what));
-    }
-    return AGMM_OK;
-}
-
-void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
-                           int64_t j0, int64_t j1)
-{
-    for (int64_t t = t0; t < t1; t++)
-        for (int64_t j = j0; j < j1; j++)
-            atomic_fetch_add_explicit(
-                &p->item_count[(p->tile_base[src] + t) * p->col_blocks + j], 1,
-                memory_order_relaxed);
-}
-
-uint32_t agmm_plan_item_count(const agmm_plan_t *p, int64_t gt, int64_t j)
-{
-    return atomic_load_explicit(&p->item_count[gt * p->col_blocks + j],
-                                memory_order_relaxed);
+    fill_ctx_t f = {p, src, copy, t0,
+                    copy ? p->recv_win.local + first * p->esize
+                         : (unsigned char *)(p->g32 + first),
+                    a_local};
+    *rows = f.dst0;
+    return agmm_plan_claim_tiles(p, p->tile_base[src] + t0,
+                                 p->tile_base[src] + t1, epoch, fill_tile, &f,
+                                 src, p->tile_base[src]);
 }

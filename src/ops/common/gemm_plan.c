@@ -1,15 +1,18 @@
 /* The plan's GEMM engine: one prepared weight per column group of GEMM
  * workers and weight (a group whose columns span two weights has one
  * segment of each; with one weight, one per group), each prepared for
- * every row count the schedules call, and each worker's scratch. Everything here runs on the plan owner's thread at
- * plan creation and set_weight, except agmm_plan_gemm (every GEMM worker,
- * concurrently: the engine's run is thread-safe given per-worker scratch).
+ * every row count the schedules call, and each worker's scratch (booked
+ * with the plan's memory, plan_book.c, from the engine's estimate).
+ * Everything here runs on the plan owner's thread at plan creation and
+ * set_weight, except agmm_plan_gemm (every GEMM worker, concurrently: the
+ * engine's run is thread-safe given per-worker scratch).
  *
  * The row counts (so that no engine primitive is created inside a round):
  *   - fused, per tile (engines with cheap tile calls): tile_m and each
  *     shard's last partial tile;
  *   - baseline and monolithic: one call per row group over its whole tiles
- *     (schedule.c), i.e. at most gemm_workers counts.
+ *     (schedule.c), i.e. at most gemm_workers counts;
+ *   - whatever else the operation's schedules call (its row_counts, op.h).
  * An engine without cheap tile calls (OpenBLAS) takes any row count, and
  * the fused schedule coalesces arrived tiles for it. */
 #include <stdio.h>
@@ -28,9 +31,10 @@ static void add_count(int64_t *rows, int *n, int64_t m)
 }
 
 /* The row counts of every call the schedules make on this plan at its
- * most rows (at most 2 * nranks + gemm_workers + 1 values). A round with
- * fewer rows (agmm_run_args_t.m_rows) may call others: the engine makes
- * them on demand, a bounded number of times (gemm_onednn.c). */
+ * most rows (at most 2 * nranks + gemm_workers + 1 values, plus the
+ * operation's own). A round with fewer rows (agmm_run_args_t.m_rows) may
+ * call others: the engine makes them on demand, a bounded number of times
+ * (gemm_onednn.c). */
 static int row_counts(const agmm_plan_t *p, int64_t *rows)
 {
     int n = 0;
@@ -49,27 +53,18 @@ static int row_counts(const agmm_plan_t *p, int64_t *rows)
         add_count(rows, &n,
                   agmm_global_tile_row(p, g1) - agmm_global_tile_row(p, g0));
     }
+    if (p->op->row_counts) n = p->op->row_counts(p, rows, n);
     return n;
 }
 
-/* gemm-rs (rsperf11): the fused schedule also calls each worker's share of
- * each owner's block in one call (gemm_rs/fused.c): at most nranks * G
- * more counts, added after row_counts' own. */
-static int rs_block_counts(const agmm_plan_t *p, int64_t *rows, int n)
+/* The row counts, in a buffer the caller frees (NULL: out of memory). */
+static int64_t *all_row_counts(const agmm_plan_t *p, int *n)
 {
-    if (p->desc.op != AGMM_OP_GEMM_RS) return n;
-    int G = p->desc.gemm_workers;
-    for (int q = 0; q < p->nranks; q++)
-        for (int g = 0; g < G; g++) {
-            agmm_worker_share_t s;
-            if (!agmm_worker_share(g, G, p->col_blocks, &s)) continue;
-            int64_t t0, t1;
-            agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
-            add_count(rows, &n,
-                      agmm_global_tile_row(p, p->tile_base[q] + t1) -
-                          agmm_global_tile_row(p, p->tile_base[q] + t0));
-        }
-    return n;
+    int P = p->nranks, G = p->desc.gemm_workers;
+    int64_t *rows =
+        agmm_alloc(sizeof *rows * (size_t)(2 * P + G + 1 + P * G));
+    if (rows) *n = row_counts(p, rows);
+    return rows;
 }
 
 /* The segments of column group cg: blocks [b0, b1) of the weights side by
@@ -97,69 +92,85 @@ static int group_segments(const agmm_plan_t *p, int cg, agmm_gemm_seg_t *seg)
     return n;
 }
 
-agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
+int agmm_plan_segments(const agmm_plan_t *p, agmm_gemm_seg_t *seg,
+                       int *seg_off)
 {
-    const agmm_plan_desc_t *d = &p->desc;
-    p->engine = agmm_gemm_engine_get(d->gemm_engine);
-    if (!p->engine) /* desc_check refused it already */
-        return agmm_error(AGMM_ERR_UNSUPPORTED,
-                          "plan: gemm engine %s is not "
-                          "built in",
-                          agmm_gemm_engine_name(d->gemm_engine));
-    p->gemm_dtype = p->engine->input_dtype(d->dtype);
-    p->native = p->gemm_dtype == d->dtype;
-    p->gemm_esize = agmm_dtype_size(p->gemm_dtype);
-    int G = d->gemm_workers;
-    p->ngroups = (int)AGMM_MIN((int64_t)G, p->col_blocks);
-    p->seg_off = agmm_alloc(sizeof *p->seg_off * (size_t)(p->ngroups + 1));
-    p->scratch = agmm_alloc(sizeof *p->scratch * (size_t)G);
-    int64_t *rows = agmm_alloc(sizeof *rows *
-                               (size_t)(2 * p->nranks + G + 1 +
-                                        p->nranks * G)); /* rs_block_counts */
-    if (!p->seg_off || !p->scratch || !rows) {
-        agmm_free(rows);
-        return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
+    int n = 0;
+    for (int cg = 0; cg < p->ngroups; cg++) {
+        if (seg_off) seg_off[cg] = n;
+        n += group_segments(p, cg, seg ? seg + n : NULL);
     }
-    for (int cg = 0; cg < p->ngroups; cg++)
-        p->seg_off[cg + 1] = p->seg_off[cg] + group_segments(p, cg, NULL);
-    p->seg = agmm_alloc(sizeof *p->seg * (size_t)AGMM_MAX(p->seg_off[p->ngroups], 1));
-    if (!p->seg) {
-        agmm_free(rows);
-        return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
-    }
-    for (int cg = 0; cg < p->ngroups; cg++)
-        group_segments(p, cg, p->seg + p->seg_off[cg]);
-    agmm_gemm_shape_t shape = {.dtype = d->dtype,
-                               .k = p->k_gemm,
-                               .lda = p->k_gemm,
-                               .rows = rows,
-                               .nrows = rs_block_counts(
-                                   p, rows, row_counts(p, rows))};
-    size_t scratch = 0;
+    if (seg_off) seg_off[p->ngroups] = n;
+    return n;
+}
+
+/* What segment sg is prepared for. */
+static void seg_shape(const agmm_plan_t *p, const agmm_gemm_seg_t *sg,
+                      const int64_t *rows, int nrows, agmm_gemm_shape_t *shape)
+{
+    memset(shape, 0, sizeof *shape);
+    shape->dtype = p->desc.dtype;
+    shape->k = p->k_gemm;
+    shape->lda = p->k_gemm;
+    shape->ncols = sg->c1 - sg->c0;
+    shape->ldw = shape->ldc = p->n_w[sg->w];
+    shape->rows = rows;
+    shape->nrows = nrows;
+}
+
+/* An empty inner part makes no engine call (the partial is zero), so
+ * nothing is prepared then. */
+static int has_gemm(const agmm_plan_t *p) { return p->k_gemm > 0; }
+
+static int nsegs(const agmm_plan_t *p)
+{
+    return has_gemm(p) ? p->seg_off[p->ngroups] : 0;
+}
+
+agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p,
+                                        uint64_t *weights, uint64_t *scratch)
+{
+    *weights = *scratch = 0;
+    for (int i = 0; i < nsegs(p); i++)
+        *weights += p->engine->weight_bytes(p->desc.dtype, p->k_gemm,
+                                            p->seg[i].c1 - p->seg[i].c0);
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p)
+{
+    int nrows = 0, G = p->desc.gemm_workers;
+    int64_t *rows = all_row_counts(p, &nrows);
+    if (!rows) return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
     agmm_status_t st = AGMM_OK;
-    /* gemm-rs with an empty inner part: no engine call (the partial is
-     * zero), nothing to prepare. */
-    for (int i = 0; i < p->seg_off[p->ngroups] && st == AGMM_OK && p->k_gemm > 0;
-         i++) {
-        agmm_gemm_seg_t *sg = &p->seg[i];
-        shape.ncols = sg->c1 - sg->c0;
-        shape.ldw = shape.ldc = p->n_w[sg->w];
-        st = p->engine->prepare(&shape, &sg->prep);
+    size_t scratch = 0;
+    for (int i = 0; i < nsegs(p) && st == AGMM_OK; i++) {
+        agmm_gemm_shape_t shape;
+        seg_shape(p, &p->seg[i], rows, nrows, &shape);
+        st = p->engine->prepare(&shape, &p->seg[i].prep);
         if (st == AGMM_OK)
-            scratch = AGMM_MAX(scratch, p->engine->scratch_bytes(sg->prep));
+            scratch = AGMM_MAX(scratch, p->engine->scratch_bytes(p->seg[i].prep));
     }
     agmm_free(rows);
-    for (int g = 0; g < G && st == AGMM_OK && scratch > 0; g++)
-        if (!(p->scratch[g] = agmm_alloc(scratch)))
-            st = agmm_error(AGMM_ERR_NO_MEMORY,
-                            "plan: out of memory for GEMM scratch");
+    if (st == AGMM_OK && scratch > p->scratch_bytes) {
+        /* Interim (until engines estimate their scratch): held apart. */
+        p->scratch_extra = agmm_alloc(scratch * (size_t)G);
+        if (!p->scratch_extra)
+            return agmm_error(AGMM_ERR_NO_MEMORY,
+                              "plan: out of memory for GEMM scratch");
+        p->scratch[0] = p->scratch_extra;
+        p->scratch_bytes = scratch;
+    }
+    for (int g = 1; g < G; g++) /* the booked block, one share each */
+        p->scratch[g] =
+            (unsigned char *)p->scratch[0] + (size_t)g * p->scratch_bytes;
     return st;
 }
 
 agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w)
 {
     size_t es = agmm_dtype_size(p->desc.dtype);
-    for (int j = 0; p->seg && j < p->seg_off[p->ngroups] && p->k_gemm > 0; j++)
+    for (int j = 0; j < nsegs(p); j++)
         if (p->seg[j].w == i)
             AGMM_CHECK(p->engine->load(
                 p->seg[j].prep,
@@ -167,18 +178,22 @@ agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w)
     return AGMM_OK;
 }
 
+uint64_t agmm_plan_engine_bytes(const agmm_plan_t *p)
+{
+    uint64_t sum = 0;
+    for (int j = 0; j < nsegs(p); j++)
+        if (p->seg[j].prep)
+            sum += p->engine->weight_bytes(p->desc.dtype, p->k_gemm,
+                                           p->seg[j].c1 - p->seg[j].c0);
+    return sum;
+}
+
 void agmm_plan_engine_free(agmm_plan_t *p)
 {
-    for (int j = 0; p->seg && p->seg_off && j < p->seg_off[p->ngroups]; j++)
+    for (int j = 0; p->seg_off && j < nsegs(p); j++)
         if (p->seg[j].prep) p->engine->destroy(p->seg[j].prep);
-    for (int g = 0; p->scratch && g < p->desc.gemm_workers; g++)
-        agmm_free(p->scratch[g]);
-    agmm_free(p->seg);
-    agmm_free(p->seg_off);
-    agmm_free(p->scratch);
-    p->seg = NULL;
-    p->seg_off = NULL;
-    p->scratch = NULL;
+    agmm_free(p->scratch_extra);
+    p->scratch_extra = NULL;
 }
 
 agmm_status_t agmm_plan_gemm_all(agmm_plan_t *p, const agmm_worker_share_t *s,

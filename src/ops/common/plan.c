@@ -1,6 +1,6 @@
-/* Plan lifecycle: description checks, memory estimate, collective create
- * and destroy, the weight, and the registry of live plans (so a destroyed
- * plan is refused instead of crashing). */
+/* Plan lifecycle: collective create (from the geometry and memory booking
+ * of plan_book.c) and destroy, the weight, and the registry of live plans
+ * (so a destroyed plan is refused instead of crashing). */
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "gemm/convert.h"
+#include "ops/common/book.h"
 #include "ops/common/plan_internal.h"
 
 /* ------------------------------------------------------------ registry */
@@ -95,138 +95,46 @@ int agmm_plan_busy(const agmm_plan_t *p)
 
 static void plan_free_local(agmm_plan_t *p)
 {
-    agmm_free(p->m_local);
-    agmm_free(p->row_off);
-    agmm_free(p->tiles);
-    agmm_free(p->tile_base);
-    agmm_free(p->m_max);
-    agmm_free(p->tiles_max);
-    agmm_free(p->win_off);
-    agmm_free(p->win_max);
-    agmm_free(p->n_w);
-    agmm_free(p->blk_off);
-    agmm_free(p->k_local);
-    agmm_free(p->part);
-    agmm_free(p->ready);
-    if (p->engine) agmm_plan_engine_free(p);
-    agmm_free(p->g32);
-    agmm_free(p->claimed);
-    agmm_free(p->converted);
-    agmm_free((void *)p->item_count);
+    if (p->engine && p->seg_off) agmm_plan_engine_free(p);
+    agmm_free(p->arena);
+    agmm_free(p->layout);
     agmm_free(p);
 }
 
-static agmm_status_t plan_layout(agmm_plan_t *p, const agmm_plan_desc_t *d)
+/* This rank's part of a plan that needs no peer: the geometry, the
+ * booking, the local buffers and the engine. `book` keeps the windows'
+ * sizes for the collective allocation. */
+static agmm_status_t plan_local(agmm_plan_t *p, const agmm_plan_desc_t *d,
+                                agmm_book_t *book)
 {
-    int P = d->nranks;
-    p->m_local = agmm_alloc(sizeof(int64_t) * (size_t)P);
-    p->row_off = agmm_alloc(sizeof(int64_t) * (size_t)(P + 1));
-    p->tiles = agmm_alloc(sizeof(int64_t) * (size_t)P);
-    p->tile_base = agmm_alloc(sizeof(int64_t) * (size_t)(P + 1));
-    p->m_max = agmm_alloc(sizeof(int64_t) * (size_t)P);
-    p->tiles_max = agmm_alloc(sizeof(int64_t) * (size_t)P);
-    p->win_off = agmm_alloc(sizeof(int64_t) * (size_t)(P + 1));
-    p->win_max = agmm_alloc(sizeof(int64_t) * (size_t)(P + 1));
-    p->nw = d->n_list ? AGMM_MAX(d->n_weights, 1) : 1;
-    p->n_w = agmm_alloc(sizeof(int64_t) * (size_t)p->nw);
-    p->blk_off = agmm_alloc(sizeof(int64_t) * (size_t)(p->nw + 1));
-    if (!p->m_local || !p->row_off || !p->tiles || !p->tile_base ||
-        !p->m_max || !p->tiles_max || !p->win_off || !p->win_max || !p->n_w ||
-        !p->blk_off)
-        return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
-    for (int r = 0; r < P; r++) {
-        p->m_max[r] = p->m_local[r] = d->m_local[r];
-        p->win_off[r + 1] = p->row_off[r + 1] = p->row_off[r] + d->m_local[r];
-        p->win_max[r + 1] = p->row_off[r + 1];
-        p->tiles_max[r] = p->tiles[r] = AGMM_DIV_UP(d->m_local[r], d->tile_m);
-        p->tile_base[r + 1] = p->tile_base[r] + p->tiles[r];
-    }
-    for (int i = 0; i < p->nw; i++) {
-        p->n_w[i] = d->n_list ? d->n_list[i] : d->n;
-        p->blk_off[i + 1] = p->blk_off[i] + AGMM_DIV_UP(p->n_w[i], d->tile_n);
-    }
-    p->desc = *d;
-    p->desc.m_local = p->m_max;
-    p->desc.n_list = p->n_w;
-    p->desc.n_weights = p->nw;
-    p->desc.n = p->n_w[0];
-    p->nranks = P;
-    p->M_max = p->M = p->row_off[P];
-    p->total_tiles = p->tile_base[P];
-    p->col_blocks = p->blk_off[p->nw];
-    p->esize = agmm_dtype_size(d->dtype);
-    p->tile_cells = p->total_tiles;
-    p->k_gemm = d->k;
-    if (d->op == AGMM_OP_GEMM_RS) {
-        p->k_local = agmm_alloc(sizeof(int64_t) * (size_t)P);
-        if (!p->k_local)
-            return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
-        p->desc.k_local = p->k_local;
-        for (int r = 0; r < P; r++) {
-            p->k_local[r] = agmm_plan_k_part(d, r);
-            p->max_rows = AGMM_MAX(p->max_rows, p->m_local[r]);
-            p->max_tiles = AGMM_MAX(p->max_tiles, p->tiles[r]);
-        }
-        p->k_gemm = p->k_local[p->rank];
-        p->tile_cells = (int64_t)P * p->max_tiles;
-        /* Zeroed: with k_gemm == 0 it stays the (zero) partial. */
-        p->part = agmm_alloc((size_t)p->M * (size_t)d->n * sizeof(float));
-        p->ready = agmm_alloc((size_t)AGMM_MAX(p->total_tiles, 1) *
-                              sizeof(agmm_padded_counter_t));
-        if (!p->part || !p->ready)
-            return agmm_error(AGMM_ERR_NO_MEMORY,
-                              "plan: out of memory for %llu bytes",
-                              (unsigned long long)agmm_plan_bytes_per_rank(d));
-    }
-
-    size_t nt = (size_t)(p->total_tiles > 0 ? p->total_tiles : 1);
-    agmm_status_t st = agmm_plan_engine_init(p);
-    if (st != AGMM_OK) return st;
-    p->claimed = agmm_alloc(nt * sizeof(agmm_padded_counter_t));
-    p->converted = agmm_alloc(nt * sizeof(agmm_padded_counter_t));
-    p->item_count =
-        agmm_alloc(nt * (size_t)p->col_blocks * sizeof(_Atomic uint32_t));
-    if (!p->native)
-        p->g32 = agmm_alloc((size_t)p->M_max * (size_t)p->k_gemm * sizeof(float));
-    if (!p->claimed || !p->converted || !p->item_count ||
-        (!p->native && !p->g32))
-        return agmm_error(AGMM_ERR_NO_MEMORY,
-                          "plan: out of memory for %llu bytes",
-                          (unsigned long long)agmm_plan_bytes_per_rank(d));
+    AGMM_CHECK(agmm_plan_geometry(p, d, p->world->rank));
+    AGMM_CHECK(agmm_plan_book(p, book));
+    AGMM_CHECK(agmm_book_alloc_local(book, &p->arena));
+    AGMM_CHECK(agmm_plan_engine_prepare(p));
+    p->bytes_held += book->local_bytes + agmm_plan_engine_bytes(p) +
+                     (p->scratch_extra ? p->scratch_bytes *
+                                             (size_t)d->gemm_workers
+                                       : 0);
     return AGMM_OK;
 }
 
-/* Tell a transport with posted receives every put this rank will receive,
- * once per plan (agmm_tp_expect; shm needs nothing): each remote tile for
- * the fused schedule (receive set TILES), each remote shard for the
- * baseline (SHARDS) unless the transport gathers shards natively. A round
- * arms only the receive set of its schedule (run.c). */
-static agmm_status_t declare_puts(agmm_plan_t *p)
+/* The windows of the booking, collectively, in booking order (every rank
+ * books the same windows); on failure the ones made are freed. */
+static agmm_status_t alloc_windows(agmm_plan_t *p, const agmm_book_t *b)
 {
-    agmm_world_t *w = p->world;
-    if (!agmm_tp_has(w, AGMM_TP_CAP_POSTED_RECEIVES)) return AGMM_OK;
-    if (p->desc.op == AGMM_OP_GEMM_RS) return agmm_rs_declare_puts(p);
-    int native = agmm_tp_has(w, AGMM_TP_CAP_NATIVE_ALLGATHER);
-    size_t row_bytes = (size_t)p->desc.k * p->esize;
-    for (int src = 0; src < p->nranks; src++) {
-        if (src == p->rank) continue;
-        for (int64_t t = 0; t < p->tiles[src]; t++) {
-            int64_t row = t * p->desc.tile_m;
-            int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_max[src] - row);
-            AGMM_CHECK(
-                agmm_tp_expect(w, &p->gathered, src,
-                               (size_t)(p->win_max[src] + row) * row_bytes,
-                               (size_t)rows * row_bytes, &p->signals,
-                               agmm_sig_off(p, SIG_TILE, p->tile_base[src] + t),
-                               AGMM_RSET_TILES));
+    agmm_status_t st = AGMM_OK;
+    int i = 0;
+    for (; i < b->n && st == AGMM_OK; i++)
+        if (b->item[i].where == AGMM_MEM_WINDOW) {
+            st = agmm_tp_win_alloc(p->world, (size_t)b->item[i].bytes,
+                                   b->item[i].win);
+            if (st == AGMM_OK) p->bytes_held += b->item[i].bytes;
         }
-        if (native || p->m_max[src] == 0) continue;
-        AGMM_CHECK(agmm_tp_expect(
-            w, &p->gathered, src, (size_t)p->win_max[src] * row_bytes,
-            (size_t)p->m_max[src] * row_bytes, &p->signals,
-            agmm_sig_off(p, SIG_BULK, src), AGMM_RSET_SHARDS));
-    }
-    return AGMM_OK;
+    if (st == AGMM_OK) return AGMM_OK;
+    for (int j = 0; j < i - 1; j++)
+        if (b->item[j].where == AGMM_MEM_WINDOW)
+            agmm_tp_win_free(p->world, b->item[j].win);
+    return st;
 }
 
 agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
@@ -261,7 +169,9 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
     p->rank = w->rank;
     /* A local failure must still take part in the collective allocations,
      * or the other ranks would wait for us: agree on success first. */
-    st = plan_layout(p, d);
+    agmm_book_t book;
+    agmm_book_init(&book);
+    st = plan_local(p, d, &book);
     int ok = st == AGMM_OK, *oks = calloc((size_t)w->size, sizeof ok);
     agmm_status_t st2 =
         oks ? agmm_world_allgather(w, &ok, oks, sizeof ok) : AGMM_ERR_NO_MEMORY;
@@ -273,34 +183,28 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
     if (st2 != AGMM_OK) st = st2;
     if (st != AGMM_OK) goto fail_local;
 
-    size_t recv_bytes =
-        d->op == AGMM_OP_GEMM_RS
-            ? (size_t)p->nranks * (size_t)p->max_rows * (size_t)d->n * 4
-            : (size_t)p->M_max * (size_t)d->k * p->esize;
-    st = agmm_tp_win_alloc(w, recv_bytes, &p->gathered);
+    st = alloc_windows(p, &book);
     if (st != AGMM_OK) goto fail_local;
-    st = agmm_tp_win_alloc(w, agmm_sig_off(p, SIG_ROWS, p->nranks),
-                           &p->signals);
-    if (st != AGMM_OK) goto fail_gathered;
-    /* All-gather: every peer receives the same tiles at the same places,
-     * so the transport may pass one put on to several peers (MPI: once per
-     * remote host, forwarded there). Not gemm-rs: each peer gets its own
-     * partials. */
-    if (d->op != AGMM_OP_GEMM_RS)
-        st = agmm_tp_replicate(w, &p->gathered);
-    if (st == AGMM_OK) st = declare_puts(p);
-    if (st != AGMM_OK) goto fail_signals;
+    /* Every peer receives the same tiles at the same places (the
+     * operation says so), so the transport may pass one put on to several
+     * peers (MPI: once per remote host, forwarded there). */
+    if (p->op->replicated_window) st = agmm_tp_replicate(w, &p->recv_win);
+    /* A transport with posted receives (MPI) is told once every put this
+     * rank will receive; a round arms only its schedule's set (run.c). */
+    if (st == AGMM_OK && p->op->declare_puts &&
+        agmm_tp_has(w, AGMM_TP_CAP_POSTED_RECEIVES))
+        st = p->op->declare_puts(p);
+    if (st != AGMM_OK) goto fail_windows;
     if (!registry_add(p)) {
         st = agmm_error(AGMM_ERR_NO_MEMORY, "plan_create: too many live plans");
-        goto fail_signals;
+        goto fail_windows;
     }
     *out = p;
     return AGMM_OK;
 
-fail_signals:
+fail_windows:
     agmm_tp_win_free(w, &p->signals);
-fail_gathered:
-    agmm_tp_win_free(w, &p->gathered);
+    agmm_tp_win_free(w, &p->recv_win);
 fail_local:
     plan_free_local(p);
     return st;
@@ -372,7 +276,7 @@ agmm_status_t agmm_plan_destroy(agmm_plan_t *p)
         agmm_world_barrier_until(w, agmm_deadline(w, p->desc.timeout_s));
     if (st == AGMM_OK) st = st2;
     agmm_tp_win_free(w, &p->signals);
-    agmm_tp_win_free(w, &p->gathered);
+    agmm_tp_win_free(w, &p->recv_win);
     plan_free_local(p);
     return st;
 }

@@ -1,6 +1,8 @@
-/* agmm_plan_run(_args) and agmm_plan_run_part(_args): argument checks, the round's epoch,
- * the start of the round (posting receives, acknowledging the previous round
- * so peers may put again), the schedule, and AGMM_SCHEDULE_AUTO's timing. */
+/* The round driver: agmm_plan_run(_args) and agmm_plan_run_part(_args):
+ * argument checks (the common ones, and what the operation's table says it
+ * takes), the round's epoch, the start of the round (posting receives,
+ * acknowledging the previous round so peers may put again), the
+ * operation's schedule, the acks, and AGMM_SCHEDULE_AUTO's timing. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,8 +12,9 @@
 #include "trace/trace.h"
 
 /* ack[r] = value on every peer: every worker of this rank has finished
- * reading the gathered rows of round `value`, so peers may overwrite them
- * (their puts of round value + 1 wait for ack >= value). */
+ * reading what peers put into its receive window in round `value`, so
+ * they may overwrite it (their puts of round value + 1 wait for
+ * ack >= value). */
 static agmm_status_t send_acks(agmm_plan_t *p, uint64_t value)
 {
     agmm_world_t *w = p->world;
@@ -26,19 +29,13 @@ static agmm_status_t send_acks(agmm_plan_t *p, uint64_t value)
     return AGMM_OK;
 }
 
-/* A failure that only this rank saw: abort the world so that peers are
- * told at once instead of waiting out their timeout for our puts or acks.
- * Timeouts abort in the wait itself and ABORTED echoes another abort. */
+/* A failure of this rank in round e (see agmm_world_fail). */
 static agmm_status_t abort_on_failure(agmm_plan_t *p, agmm_status_t st,
                                       const char *doing, uint64_t e)
 {
-    if (st == AGMM_OK || st == AGMM_ERR_ABORTED || st == AGMM_ERR_TIMEOUT)
-        return st;
-    char reason[460];
-    snprintf(reason, sizeof reason, "rank %d failed to %s round %llu: %s",
-             p->rank, doing, (unsigned long long)e, agmm_thread_error());
-    agmm_world_abort_with(p->world, reason);
-    return st;
+    char what[64];
+    snprintf(what, sizeof what, "%s round %llu", doing, (unsigned long long)e);
+    return agmm_world_fail(p->world, st, what);
 }
 
 /* When a round acknowledges the previous one: a transport with posted
@@ -104,43 +101,42 @@ static int rows_ok(const agmm_plan_t *p, const int64_t *m, int *bad)
 }
 
 /* Enters the plan (busy flag, plan.c) on success: the caller leaves it.
- * Sets the call's rows (agmm_ag_set_rows) once the arguments are good. */
+ * Applies the call's rows (the operation's set_rows) once the arguments
+ * are good. */
 static agmm_status_t check_args(agmm_plan_t *p, const char *fn,
                                 const agmm_run_args_t *a)
 {
     if (!p) return agmm_error(AGMM_ERR_INVALID_ARG, "%s: plan is NULL", fn);
     AGMM_CHECK(agmm_plan_enter(p, fn));
+    const agmm_operation_t *op = p->op;
     agmm_status_t st = AGMM_OK;
-    int rs = p->desc.op == AGMM_OP_GEMM_RS, bad = 0;
-    int64_t M = 0, mine = p->m_max[p->rank];
+    int bad = 0;
+    const int64_t *m = a->m_rows ? a->m_rows : p->m_max;
+    int64_t M = 0, a_rows = 0, c_rows = 0;
     char what[160];
-    if (a->m_rows) {
-        if (rs)
-            st = bad_arg(p, AGMM_ERR_UNSUPPORTED, fn,
-                         "m_rows on a gemm-rs plan (per-call rows are for "
-                         "ag-gemm only)");
-        else if (!rows_ok(p, a->m_rows, &bad)) {
-            snprintf(what, sizeof what,
-                     "m_rows[%d] = %lld (allowed 0..%lld, the plan's "
-                     "m_local[%d])",
-                     bad, (long long)a->m_rows[bad],
-                     (long long)p->m_max[bad], bad);
-            st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, what);
-        }
-        for (int r = 0; st == AGMM_OK && r < p->nranks; r++)
-            M += a->m_rows[r];
-        if (st == AGMM_OK) mine = a->m_rows[p->rank];
-    } else {
-        M = p->M_max;
+    if (a->m_rows && !op->rows_per_call) {
+        snprintf(what, sizeof what,
+                 "m_rows on a %s plan (it takes no per-call rows)", op->name);
+        st = bad_arg(p, AGMM_ERR_UNSUPPORTED, fn, what);
+    } else if (a->m_rows && !rows_ok(p, a->m_rows, &bad)) {
+        snprintf(what, sizeof what,
+                 "m_rows[%d] = %lld (allowed 0..%lld, the plan's "
+                 "m_local[%d])",
+                 bad, (long long)a->m_rows[bad], (long long)p->m_max[bad], bad);
+        st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, what);
     }
+    for (int r = 0; st == AGMM_OK && r < p->nranks; r++)
+        M += m[r];
+    if (st == AGMM_OK) op->call_rows(p, m, M, &a_rows, &c_rows);
     if (st != AGMM_OK) {
-    } else if (rs && a->a_gathered)
-        st = bad_arg(p, AGMM_ERR_UNSUPPORTED, fn,
-                     "a_gathered on a gemm-rs plan (ag-gemm only)");
-    else if (!outputs_ok(p, a, rs ? p->m_local[p->rank] : M))
+    } else if (a->a_gathered && !op->returns_a) {
+        snprintf(what, sizeof what,
+                 "a_gathered on a %s plan (it returns no gathered A)",
+                 op->name);
+        st = bad_arg(p, AGMM_ERR_UNSUPPORTED, fn, what);
+    } else if (!outputs_ok(p, a, c_rows))
         st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, "c NULL");
-    else if (!a->a_local && (rs ? p->k_gemm > 0 /* a_local is [M, k_gemm] */
-                                : mine > 0))
+    else if (!a->a_local && a_rows * p->k_gemm > 0) /* A: [a_rows, k_gemm] */
         st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, "a_local NULL");
     else if (p->weight_set != (1u << p->nw) - 1)
         st = bad_arg(p, AGMM_ERR_BAD_STATE, fn,
@@ -151,7 +147,7 @@ static agmm_status_t check_args(agmm_plan_t *p, const char *fn,
         agmm_plan_leave(p);
         return st;
     }
-    if (!rs) agmm_ag_set_rows(p, a->m_rows);
+    if (op->set_rows) op->set_rows(p, a->m_rows);
     return AGMM_OK;
 }
 
@@ -176,14 +172,15 @@ static agmm_status_t round_run(agmm_plan_t *p, agmm_schedule_t schedule,
     agmm_status_t st = round_start(
         p, schedule == AGMM_SCHEDULE_FUSED ? AGMM_RSET_TILES : AGMM_RSET_SHARDS,
         e);
-    int rs = p->desc.op == AGMM_OP_GEMM_RS;
-    if (st == AGMM_OK && schedule == AGMM_SCHEDULE_FUSED)
-        st = rs ? agmm_run_rs_fused(&round) : agmm_run_fused(&round);
-    else if (st == AGMM_OK)
-        st = rs ? agmm_run_rs_baseline(&round) : agmm_run_baseline(&round);
+    int fused = schedule == AGMM_SCHEDULE_FUSED;
+    if (fused) p->fused_rounds++; /* before the workers start */
+    if (st == AGMM_OK)
+        st = abort_on_failure(
+            p, fused ? p->op->fused(&round) : p->op->baseline(&round), "run",
+            e);
     /* Before the acks: peers may overwrite the window once they have them. */
     if (st == AGMM_OK && a->a_gathered && phases == AGMM_PHASE_ALL)
-        agmm_ag_copy_gathered(p, a->a_local, a->a_gathered);
+        p->op->copy_a(p, a->a_local, a->a_gathered);
     if (st == AGMM_OK && !acks_at_round_start(p))
         st = abort_on_failure(p, send_acks(p, e), "acknowledge", e);
     agmm_trace_round_end(p->trace, t_round, e);
@@ -263,13 +260,4 @@ agmm_status_t agmm_plan_run_part(agmm_plan_t *p, agmm_part_t part,
 {
     agmm_run_args_t a = {AGMM_SCHEDULE_FUSED, a_local, &c, NULL, NULL};
     return agmm_plan_run_part_args(p, part, &a);
-}
-
-agmm_status_t agmm_round_wait_ack(const agmm_round_t *x, int q, double deadline)
-{
-    agmm_plan_t *p = x->p;
-    agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1, 0, 0};
-    return agmm_traced_wait(
-        p->world, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
-        x->epoch - 1, deadline, &what, AGMM_TSIG_ACK);
 }

@@ -1,4 +1,8 @@
+/* The work partition (schedule.h) and the count of the items computed
+ * (plan_internal.h: the schedule test's hook). */
 #include "ops/common/schedule.h"
+
+#include "ops/common/plan_internal.h"
 
 int agmm_busy_gemm_workers(int G, int64_t col_blocks)
 {
@@ -27,4 +31,20 @@ void agmm_share_tiles(const agmm_worker_share_t *s, int64_t tiles,
 {
     *t0 = s->rg * tiles / s->gr;
     *t1 = (s->rg + 1) * tiles / s->gr;
+}
+
+void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
+                           int64_t j0, int64_t j1)
+{
+    for (int64_t t = t0; t < t1; t++)
+        for (int64_t j = j0; j < j1; j++)
+            atomic_fetch_add_explicit(
+                &p->item_count[(p->tile_base[src] + t) * p->col_blocks + j], 1,
+                memory_order_relaxed);
+}
+
+uint32_t agmm_plan_item_count(const agmm_plan_t *p, int64_t gt, int64_t j)
+{
+    return atomic_load_explicit(&p->item_count[gt * p->col_blocks + j],
+                                memory_order_relaxed);
 }

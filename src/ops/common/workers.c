@@ -1,3 +1,4 @@
+/* The worker threads of one round (workers.h). */
 #include "ops/common/workers.h"
 
 #include <stdio.h>
@@ -17,13 +18,9 @@ static void run_one(agmm_world_t *w, agmm_worker_t *self)
     self->status = self->fn(self);
     if (self->status == AGMM_OK) return;
     snprintf(self->error, sizeof self->error, "%s", agmm_thread_error());
-    /* Timeouts abort in the wait itself; anything else aborts here. */
-    if (self->status != AGMM_ERR_ABORTED && self->status != AGMM_ERR_TIMEOUT) {
-        char reason[460];
-        snprintf(reason, sizeof reason, "rank %d failed: %s", w->rank,
-                 self->error);
-        agmm_world_abort_with(w, reason);
-    }
+    /* At once, not after the join: this rank's other workers (and its
+     * peers) may be waiting for what this one would have done. */
+    agmm_world_fail(w, self->status, "run its round");
 }
 
 static void *thread_main(void *arg)

@@ -13,9 +13,6 @@
  * Threads: the GEMM workers (and idle comm workers) join before the puts,
  * which GEMM worker 0's thread (the caller's) issues, waits for (quiet)
  * and follows with the reduction. */
-#include <stdio.h>
-
-#include "common/fault.h"
 #include "common/log.h"
 #include "ops/common/schedule.h"
 #include "ops/common/workers.h"
@@ -38,7 +35,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     AGMM_CHECK(agmm_rs_rows(x, g0, g1, &a));
     int64_t r0 = agmm_global_tile_row(p, g0), r1 = agmm_global_tile_row(p, g1);
     uint64_t t_gemm = agmm_trace_clock();
-    AGMM_CHECK(agmm_plan_gemm(p, &s, r0, r1 - r0, a, p->part));
+    AGMM_CHECK(agmm_plan_gemm(p, &s, r0, r1 - r0, a, agmm_rs_part(p)));
     agmm_trace_gemm(t_conv, t_gemm, -1, g0, g1, s.j0, s.j1, r1 - r0);
     return AGMM_OK;
 }
@@ -58,36 +55,23 @@ static agmm_status_t scatter_reduce(agmm_round_t *x)
     int r = p->rank;
     size_t row_bytes = (size_t)p->desc.n * sizeof(float);
     for (int i = 1; i < p->nranks; i++) {
-        int q = (r + i) % p->nranks;
+        int q = agmm_source_order(r, p->nranks, i);
         if (p->m_local[q] == 0) continue; /* nothing of C is q's */
-        AGMM_CHECK(agmm_round_wait_ack(x, q, agmm_deadline(w, p->desc.timeout_s)));
-        size_t bytes = (size_t)p->m_local[q] * row_bytes;
-        AGMM_CHECK(agmm_fault_before_put(r)); /* test hook, fault.h */
-        uint64_t t_put = agmm_trace_clock();
-        AGMM_CHECK(agmm_tp_put_signal(
-            w, &p->gathered, q, agmm_rs_slot_off(p, r, 0),
-            p->part + (size_t)p->row_off[q] * (size_t)p->desc.n, bytes,
-            &p->signals, agmm_sig_off(p, SIG_BULK, r), x->epoch));
-        agmm_trace_put(t_put, q, 0, p->tiles[q], bytes, x->epoch,
-                       AGMM_TSIG_SHARD);
+        AGMM_CHECK(agmm_round_put(
+            x, q, agmm_rs_slot_off(p, r, 0),
+            agmm_rs_part(p) + (size_t)p->row_off[q] * (size_t)p->desc.n,
+            (size_t)p->m_local[q] * row_bytes, agmm_sig_off(p, SIG_BULK, r), 0,
+            p->tiles[q], AGMM_TSIG_SHARD));
     }
     AGMM_CHECK(agmm_tp_quiet(w));
     return agmm_rs_reduce(x, 0, p->tiles[r], 1, 0);
 }
 
-agmm_status_t agmm_run_rs_baseline(agmm_round_t *round)
+agmm_status_t agmm_rs_run_baseline(agmm_round_t *round)
 {
     AGMM_CHECK(agmm_round_run(round, gemm_worker, idle_worker));
     if (!(round->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* monolithic */
-    agmm_status_t st = scatter_reduce(round);
-    /* A failure only this rank saw (not a timeout or an abort, which the
-     * wait reported to the world already): tell the peers at once. */
-    if (st != AGMM_OK && st != AGMM_ERR_ABORTED && st != AGMM_ERR_TIMEOUT) {
-        char reason[460];
-        snprintf(reason, sizeof reason, "rank %d failed in round %llu: %s",
-                 round->p->rank, (unsigned long long)round->epoch,
-                 agmm_thread_error());
-        agmm_world_abort_with(round->p->world, reason);
-    }
-    return st;
+    /* Runs on the round's caller after its workers joined: a failure here
+     * aborts the world in the round driver (run.c), as a worker's would. */
+    return scatter_reduce(round);
 }

@@ -60,7 +60,7 @@ static agmm_status_t gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
     if (own_in_c) /* c holds q's rows only: its row 0 is global row_off[q] */
         AGMM_CHECK(agmm_plan_gemm(p, s, r0 - p->row_off[q], r1 - r0, a, x->c));
     else
-        AGMM_CHECK(agmm_plan_gemm(p, s, r0, r1 - r0, a, p->part));
+        AGMM_CHECK(agmm_plan_gemm(p, s, r0, r1 - r0, a, agmm_rs_part(p)));
     agmm_trace_gemm(t_conv, t_gemm, q, t0, t1, s->j0, s->j1, r1 - r0);
     agmm_plan_count_items(p, q, t0, t1, s->j0, s->j1);
     return AGMM_OK;
@@ -85,15 +85,15 @@ static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t,
 {
     agmm_plan_t *p = x->p;
     int64_t g = p->tile_base[q] + t;
-    uint64_t target = p->rs_fused_rounds * (uint64_t)p->ngroups;
+    uint64_t target = p->fused_rounds * (uint64_t)p->ngroups;
     uint64_t now =
-        atomic_fetch_add_explicit(&p->ready[g].value, 1, memory_order_acq_rel) +
+        atomic_fetch_add_explicit(&agmm_rs_ready(p)[g].value, 1, memory_order_acq_rel) +
         1;
     if (now != target) return AGMM_OK;
     if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* gemm-only part */
     if (q == p->rank) return agmm_rs_reduce(x, t, t + 1, 0, own_in_c);
     if (x->comm_workers == 0) return agmm_rs_put_tile(x, q, t);
-    agmm_signal_publish(&p->ready[g].value, target); /* release, wakes */
+    agmm_signal_publish(&agmm_rs_ready(p)[g].value, target); /* release, wakes */
     return AGMM_OK;
 }
 
@@ -118,7 +118,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     int gemm = (x->phases & AGMM_PHASE_GEMM) != 0; /* else comm-only */
     int puts = 0;
     for (int i = 1; i <= p->nranks; i++) {
-        int q = (p->rank + i) % p->nranks; /* own block last */
+        int q = agmm_source_order(p->rank, p->nranks, i); /* own last */
         int own = q == p->rank;
         int64_t t0, t1;
         agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
@@ -142,18 +142,18 @@ static agmm_status_t comm_worker(agmm_worker_t *self)
     agmm_plan_t *p = x->p;
     agmm_trace_thread(p->trace, AGMM_TRACE_COMM_WORKER, self->index);
     if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* gemm-only part */
-    uint64_t target = p->rs_fused_rounds * (uint64_t)p->ngroups;
+    uint64_t target = p->fused_rounds * (uint64_t)p->ngroups;
     int64_t k = 0;
     int puts = 0;
     for (int i = 1; i < p->nranks; i++) {
-        int q = (p->rank + i) % p->nranks;
+        int q = agmm_source_order(p->rank, p->nranks, i);
         for (int64_t t = 0; t < p->tiles[q]; t++, k++) {
             if (k % x->comm_workers != self->index) continue;
             int64_t g = p->tile_base[q] + t;
             agmm_wait_what_t what = {"partial tile (local GEMM)", p->rank, g, 0, 0};
             AGMM_CHECK(agmm_signal_wait(
-                p->world, &p->ready[g].value, target,
-                agmm_deadline(p->world, p->desc.timeout_s), &what));
+                p->world, &agmm_rs_ready(p)[g].value, target,
+                agmm_plan_deadline(p), &what));
             AGMM_CHECK(agmm_rs_put_tile(x, q, t));
             puts = 1;
         }
@@ -161,9 +161,7 @@ static agmm_status_t comm_worker(agmm_worker_t *self)
     return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
 }
 
-agmm_status_t agmm_run_rs_fused(agmm_round_t *round)
+agmm_status_t agmm_rs_run_fused(agmm_round_t *round)
 {
-    /* Before the workers start (thread creation orders it before them). */
-    round->p->rs_fused_rounds++;
     return agmm_round_run(round, gemm_worker, comm_worker);
 }

@@ -1,9 +1,11 @@
-/* What the gemm-rs schedules share (tiles.c): the rows of A_r a GEMM call
- * reads, the put of one finished partial tile to its owner, the owner's
- * fixed-order reduction, and the receive declarations for MPI.
+/* GEMM + reduce-scatter (AGMM_OP_GEMM_RS): what its files share. op.c is
+ * its entry in the operation table (geometry, buffers, receive
+ * declarations, calls); fused.c and baseline.c its schedules; tiles.c the
+ * rows of A_r a GEMM call reads, the put of one finished partial tile to
+ * its owner and the owner's fixed-order reduction.
  *
- * Layout on rank r (plan_internal.h): `part` [M, n] fp32 holds r's partial
- * A_r @ W_r for every row of C; the receive window (p->gathered) holds, at
+ * Layout on rank r: `part` [M, n] fp32 (its buffer RS_PART) holds r's partial
+ * A_r @ W_r for every row of C; the receive window (p->recv_win) holds, at
  * slot s, source s's partial rows of r's part of C ([max_rows, n] fp32).
  * Tile t of owner q is rows [t * tile_m, ...) of q's part (global rows
  * row_off[q] + ...); its global tile index is tile_base[q] + t. */
@@ -11,6 +13,23 @@
 #define AGMM_OPS_GEMM_RS_TILES_H
 
 #include "ops/common/plan_internal.h"
+
+/* The operation's buffers (plan op_buf[], booked by op.c). */
+enum { RS_PART = 0, RS_READY = 1 };
+
+/* This rank's partial A_r @ W_r, [M, n] fp32. */
+static inline float *agmm_rs_part(const agmm_plan_t *p)
+{
+    return p->op_buf[RS_PART];
+}
+
+/* Per global tile: column groups that finished it, summed over fused
+ * rounds (the f-th fused round completes it at f * ngroups). Incremented
+ * by GEMM workers (acq_rel), waited on by comm workers (acquire). */
+static inline agmm_padded_counter_t *agmm_rs_ready(const agmm_plan_t *p)
+{
+    return p->op_buf[RS_READY];
+}
 
 /* Byte offset of (source src, row i of the owner's part) in the owner's
  * receive window. */
@@ -58,5 +77,9 @@ static inline int agmm_rs_own_in_c(const agmm_plan_t *p)
  * rows and the peers' are added to it, in rank order. */
 agmm_status_t agmm_rs_reduce(agmm_round_t *x, int64_t t0, int64_t t1,
                              int bulk, int own_in_c);
+
+/* The schedules (fused.c, baseline.c): one round on this rank. */
+agmm_status_t agmm_rs_run_fused(agmm_round_t *round);
+agmm_status_t agmm_rs_run_baseline(agmm_round_t *round);
 
 #endif
