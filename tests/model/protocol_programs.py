@@ -137,7 +137,9 @@ class Programs:
         an owner is completed by GEMM worker t % G (the last column group to
         finish it, whichever thread that is: the same steps), which puts it
         (C = 0), hands it to a comm worker (`ready`, C > 0), or, for its own
-        rows, reduces it. Baseline: GEMM worker 0 (the caller's thread after
+        rows, reduces it: sources 0..r-1 of all its own tiles before their
+        GEMM (which adds the own partial in c), then sources r+1..N-1 of
+        each tile after it. Baseline: GEMM worker 0 (the caller's thread after
         the join; the other workers only compute) puts each peer's rows in
         bulk, waits for them (quiet), then reduces its rows. The third item
         of each worker is the index of its last read (None: no read)."""
@@ -157,14 +159,22 @@ class Programs:
             ws += [(f"comm{c}", [], None) for c in range(C)]
             return ws
         ready = {}  # (q, t) -> (worker, index of its "ready" step)
+        # The own block: a worker first sums sources 0..r-1 of its tiles
+        # into c (before its GEMM accumulates the own partial there), then
+        # reduces each tile with sources r+1..N-1 (fused.c: own_in_c).
+        before = tuple(range(0, r))
+        after = tuple(range(r + 1, N))
         for g in range(G):
             ops = []
+            mine = [t for t in range(tl[r]) if t % G == g]
             for q in self.peers(r) + [r]:
+                if q == r and before:
+                    ops += [("rsred", t, before) for t in mine]
                 for t in range(tl[q]):
                     if t % G != g:
                         continue
                     if q == r:
-                        ops.append(("rsred", t))
+                        ops.append(("rsred", t, after))
                     elif C == 0:
                         ops.append(("rsput", t, q))
                     else:

@@ -182,9 +182,14 @@ class Steps:
         elif kind in ("rsred", "rsbred"):
             mt, N = self.maxT[P], self.N
             ts = [op[1]] if kind == "rsred" else range(self.tiles[P][r])
-            label = (r, name, f"reduce {'tile ' + str(op[1]) if ts != [] and kind == 'rsred' else 'its rows'} ({tg})")
+            label = (r, name, f"reduce {'tile ' + str(op[1]) if ts != [] and kind == 'rsred' else 'its rows'}"
+                     + (f" from ranks {list(op[2])}" if kind == "rsred" and len(op) > 2 else "")
+                     + f" ({tg})")
             blocks, cells = st[own]
-            slots = [src * mt + t for src in range(N) if src != r for t in ts]
+            # rsred may name the sources of its step (fused: those before
+            # the rank, then those after it); else every peer.
+            srcs = op[2] if kind == "rsred" and len(op) > 2 else range(N)
+            slots = [src * mt + t for src in srcs if src != r for t in ts]
             need = (slots if kind == "rsred" else
                     [self.bulk_cell(P, src) for src in range(N) if src != r])
             if (self.plant != "rs-reduce-no-wait"

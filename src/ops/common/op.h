@@ -44,6 +44,10 @@ typedef struct agmm_operation {
      * into a pointer of the plan's op_buf[]; the same on every call for
      * the same geometry (the estimate and the allocation both call it). */
     void (*book)(const struct agmm_plan *p, struct agmm_book *b);
+    /* 1: its schedules also add a product to C (agmm_plan_gemm_acc): every
+     * segment gets a second prepared call with the accumulate attribute,
+     * sharing the segment's weight. */
+    int accumulates;
     /* Optional: more row counts its schedules call the engine with
      * (appended to rows[0..n), at most nranks * gemm_workers more);
      * returns the new count (gemm_plan.c prepares them all). */

@@ -163,9 +163,12 @@ static inline uint64_t agmm_rows_signal(uint64_t e, int64_t rows)
     return (e << 32) | (uint64_t)rows;
 }
 
-/* One prepared weight segment: columns [c0, c1) of weight w (gemm_plan.c). */
+/* One prepared weight segment: columns [c0, c1) of weight w (gemm_plan.c):
+ * C = A @ W (prep), and, for an operation that accumulates, C += A @ W on
+ * the same prepared weight (acc). */
 typedef struct agmm_gemm_seg {
     agmm_gemm_prep_t *prep;
+    agmm_gemm_prep_t *acc;
     int w;
     int64_t c0, c1;  /* columns within weight w */
     int64_t j0, j1;  /* the global column blocks it covers */
@@ -221,9 +224,13 @@ struct agmm_worker_share;
 agmm_status_t agmm_plan_gemm_all(agmm_plan_t *p,
                                  const struct agmm_worker_share *s, int64_t r0,
                                  int64_t m, const void *a, float *const *c);
-/* The same for a plan of one weight. */
+/* The same for a plan of one weight: C = A @ W, and (an operation that
+ * accumulates, op.h) C += A @ W. */
 agmm_status_t agmm_plan_gemm(agmm_plan_t *p, const struct agmm_worker_share *s,
                              int64_t r0, int64_t m, const void *a, float *c);
+agmm_status_t agmm_plan_gemm_acc(agmm_plan_t *p,
+                                 const struct agmm_worker_share *s, int64_t r0,
+                                 int64_t m, const void *a, float *c);
 
 /* Count the items (tiles [t0,t1) of src) x (column blocks [j0,j1)). */
 void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,

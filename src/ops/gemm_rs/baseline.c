@@ -64,7 +64,8 @@ static agmm_status_t scatter_reduce(agmm_round_t *x)
             p->tiles[q], AGMM_TSIG_SHARD));
     }
     AGMM_CHECK(agmm_tp_quiet(w));
-    return agmm_rs_reduce(x, 0, p->tiles[r], 1, 0);
+    agmm_rs_sum_t all = {0, p->tiles[r], 0, p->nranks, 0, p->desc.n, 1, 1};
+    return agmm_rs_reduce(x, &all);
 }
 
 agmm_status_t agmm_rs_run_baseline(agmm_round_t *round)

@@ -9,12 +9,15 @@
  *   GEMM worker g (share: columns of group cg, a row group of each owner's
  *     tiles): for owners q = r+1, r+2, ..., r: for its tiles t of q: the
  *     partial rows A_r @ W_r of tile t over its columns into `part` (with
- *     OpenBLAS: the whole block of q's tiles in one call first), then
- *     ready[tile] += 1 (acq_rel: the rows of every column group before it
- *     happen before the last increment). The worker whose increment
- *     completes the tile (e * ngroups):
- *       q == r: reduces tile t into c (tiles.c: waits for every peer's
- *         tile cell >= e, sums sources 0..P-1 in order);
+ *     OpenBLAS: the whole block of q's tiles in one call first); for its
+ *     own block (q == r, one call), into c instead, after waiting for the
+ *     tile cells >= e of sources 0..r-1 and summing them into its rows and
+ *     columns of c (own_in_c below); then ready[tile] += 1 (acq_rel: the
+ *     rows of every column group before it happen before the last
+ *     increment). The worker whose increment completes the tile
+ *     (e * ngroups):
+ *       q == r: reduces tile t into c (tiles.c: waits for the tile cells
+ *         >= e of sources r+1..P-1 and adds them in order);
  *       q != r, C == 0: puts it to q itself (waiting ack[q] >= e-1);
  *       q != r, C > 0: publishes ready (wakes the comm worker).
  *   comm worker c: the peer tiles in the order they are computed, every
@@ -43,21 +46,47 @@
 #include "ops/gemm_rs/tiles.h"
 #include "trace/trace.h"
 
+/* Is the own block computed into the output c? When the round computes
+ * (GEMM phase) and this rank has an inner part: each worker first sums the
+ * ranks before it (sources 0..r-1) into its rows and columns of c, then
+ * its GEMM adds the own partial to them (the accumulate attribute: the
+ * finished product added once, the same fp32 addition as the
+ * reduction's), and the reduction of each tile adds the ranks after it:
+ * the same sequence of additions as the baseline, without a pass over
+ * `part`. Otherwise (comm-only part, empty inner part: the partial is
+ * zero) the own partial is read from `part` like any source. */
+static int own_in_c(const agmm_round_t *x)
+{
+    return (x->phases & AGMM_PHASE_GEMM) && x->p->k_gemm > 0;
+}
+
 /* Partial tiles [t0, t1) of owner q over this worker's columns with one
  * GEMM call (rows of adjacent tiles are contiguous): into `part`, or, for
- * the own block with `own_in_c`, straight into the output c. */
+ * the own block with `into_c` (own_in_c), into the output c after the
+ * sources before this rank. */
 static agmm_status_t gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
-                                int q, int64_t t0, int64_t t1, int own_in_c)
+                                int q, int64_t t0, int64_t t1, int into_c)
 {
     agmm_plan_t *p = x->p;
     int64_t g0 = p->tile_base[q] + t0, g1 = p->tile_base[q] + t1;
+    int before = into_c && (x->phases & AGMM_PHASE_COMM) && p->rank > 0;
+    if (before) { /* c = s_0 + ... + s_{r-1} on this worker's items */
+        int64_t tn = p->desc.tile_n;
+        agmm_rs_sum_t sum = {t0, t1, 0, p->rank, s->j0 * tn,
+                             AGMM_MIN(s->j1 * tn, p->desc.n), 1, 0};
+        AGMM_CHECK(agmm_rs_reduce(x, &sum));
+    }
     const void *a;
     uint64_t t_conv = agmm_trace_clock();
     AGMM_CHECK(agmm_rs_rows(x, g0, g1, &a));
     int64_t r0 = agmm_global_tile_row(p, g0);
     int64_t r1 = agmm_global_tile_row(p, g1);
     uint64_t t_gemm = agmm_trace_clock();
-    if (own_in_c) /* c holds q's rows only: its row 0 is global row_off[q] */
+    /* c holds q's rows only: its row 0 is global row_off[q]. */
+    if (before)
+        AGMM_CHECK(
+            agmm_plan_gemm_acc(p, s, r0 - p->row_off[q], r1 - r0, a, x->c));
+    else if (into_c)
         AGMM_CHECK(agmm_plan_gemm(p, s, r0 - p->row_off[q], r1 - r0, a, x->c));
     else
         AGMM_CHECK(agmm_plan_gemm(p, s, r0, r1 - r0, a, agmm_rs_part(p)));
@@ -80,8 +109,7 @@ static int puts_overlap(const agmm_round_t *x)
 
 /* This worker's column group finished tile t of q: the last group to
  * finish hands the tile on (see the header comment). */
-static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t,
-                               int own_in_c)
+static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t, int into_c)
 {
     agmm_plan_t *p = x->p;
     int64_t g = p->tile_base[q] + t;
@@ -91,7 +119,12 @@ static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t,
         1;
     if (now != target) return AGMM_OK;
     if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* gemm-only part */
-    if (q == p->rank) return agmm_rs_reduce(x, t, t + 1, 0, own_in_c);
+    if (q == p->rank) { /* the sources after it, or all of them */
+        agmm_rs_sum_t sum = {t,           t + 1, into_c ? p->rank + 1 : 0,
+                             p->nranks,   0,     p->desc.n,
+                             !into_c,     0};
+        return agmm_rs_reduce(x, &sum);
+    }
     if (x->comm_workers == 0) return agmm_rs_put_tile(x, q, t);
     agmm_signal_publish(&agmm_rs_ready(p)[g].value, target); /* release, wakes */
     return AGMM_OK;
@@ -110,11 +143,10 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
      * except for a peer's block when its puts overlap the next calls and
      * the engine's tile calls are cheap (oneDNN): then one call per tile,
      * so that the first put starts after one tile. The own block is
-     * always one call (nothing of it is sent), written straight into c
-     * when the sum order allows it (agmm_rs_own_in_c). Measured:
-     * docs/performance.md, "GEMM + reduce-scatter". */
+     * always one call (nothing of it is sent), into c (own_in_c).
+     * Measured: docs/performance.md, "GEMM + reduce-scatter". */
     int tile_calls = p->engine->cheap_tile_calls && puts_overlap(x);
-    int own_in_c = agmm_rs_own_in_c(p);
+    int into_c = own_in_c(x);
     int gemm = (x->phases & AGMM_PHASE_GEMM) != 0; /* else comm-only */
     int puts = 0;
     for (int i = 1; i <= p->nranks; i++) {
@@ -124,11 +156,11 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
         int per_tile = tile_calls && !own;
         if (!per_tile && t0 < t1 && gemm)
-            AGMM_CHECK(gemm_tiles(x, &s, q, t0, t1, own && own_in_c));
+            AGMM_CHECK(gemm_tiles(x, &s, q, t0, t1, own && into_c));
         for (int64_t t = t0; t < t1; t++) {
             if (per_tile && gemm)
                 AGMM_CHECK(gemm_tiles(x, &s, q, t, t + 1, 0));
-            AGMM_CHECK(tile_done(x, q, t, own_in_c));
+            AGMM_CHECK(tile_done(x, q, t, own && into_c));
             puts |= !own && x->comm_workers == 0 &&
                     (x->phases & AGMM_PHASE_COMM);
         }

@@ -131,6 +131,7 @@ const agmm_operation_t agmm_op_gemm_rs = {
     .window_bytes = rs_window_bytes,
     .replicated_window = 0, /* each peer gets its own partials */
     .book = rs_book,
+    .accumulates = 1, /* the own block into c (fused.c) */
     .row_counts = rs_row_counts,
     .declare_puts = rs_declare_puts,
     .call_rows = rs_call_rows,

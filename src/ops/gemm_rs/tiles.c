@@ -53,15 +53,15 @@ agmm_status_t agmm_rs_put_tile(agmm_round_t *x, int q, int64_t t)
                           AGMM_TSIG_TILE);
 }
 
-agmm_status_t agmm_rs_reduce(agmm_round_t *x, int64_t t0, int64_t t1,
-                             int bulk, int own_in_c)
+agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
 {
     agmm_plan_t *p = x->p;
-    int r = p->rank, P = p->nranks;
-    int64_t n = p->desc.n, tm = p->desc.tile_m;
+    int r = p->rank;
+    int64_t n = p->desc.n, tm = p->desc.tile_m, t0 = sum->t0, t1 = sum->t1;
     int64_t i0 = t0 * tm, i1 = AGMM_MIN(t1 * tm, p->m_local[r]);
-    if (i1 <= i0) return AGMM_OK;
-    for (int s = 0; s < P; s++) { /* acquire: the peer's rows are in place */
+    if (i1 <= i0 || sum->s0 >= sum->s1) return AGMM_OK;
+    int bulk = sum->bulk;
+    for (int s = sum->s0; s < sum->s1; s++) { /* acquire: rows in place */
         if (s == r) continue;
         int64_t wait_end = bulk ? t0 + 1 : t1; /* bulk: one cell */
         for (int64_t t = t0; t < wait_end; t++) {
@@ -76,27 +76,31 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, int64_t t0, int64_t t1,
                                              : AGMM_TSIG_TILE));
         }
     }
-    /* Fixed order: c = src 0, then += src 1, ..., src P-1, element-wise in
-     * fp32. Each element's sum is the same sequence of additions in every
-     * run and in both schedules, so results are bit-reproducible. With
-     * own_in_c (rank 0 or 1), c = own already: adding the others in rank
-     * order is that same sequence (see agmm_rs_own_in_c). */
-    size_t count = (size_t)(i1 - i0) * (size_t)n;
-    float *c = x->c + (size_t)i0 * (size_t)n;
-    int first = !own_in_c; /* the next source is copied, not added */
-    for (int s = 0; s < P; s++) {
-        if (own_in_c && s == r) continue;
+    /* Fixed order: c = src s0, then += s0 + 1, ..., element-wise in fp32
+     * (the own partial from `part` at its position). Each element's sum is
+     * the same sequence of additions in every run and in both schedules,
+     * so results are bit-reproducible. Whole rows are one run of memory;
+     * a column range is one run per row. */
+    int64_t c0 = sum->c0, c1 = sum->c1, width = c1 - c0;
+    int whole = c0 == 0 && c1 == n;
+    int64_t runs = whole ? 1 : i1 - i0;
+    size_t count = whole ? (size_t)((i1 - i0) * n) : (size_t)width;
+    int first = sum->first; /* the next source is copied, not added */
+    for (int s = sum->s0; s < sum->s1; s++) {
         const float *v =
             s == r ? agmm_rs_part(p) + (size_t)(p->row_off[r] + i0) * (size_t)n
                    : (const float *)(const void *)(p->recv_win.local +
                                                    agmm_rs_slot_off(p, s, i0));
-        if (first) {
-            memcpy(c, v, count * sizeof(float));
-            first = 0;
-            continue;
+        for (int64_t j = 0; j < runs; j++) {
+            float *c = x->c + (size_t)(i0 + j) * (size_t)n + c0;
+            const float *u = v + (size_t)j * (size_t)n + c0;
+            if (first)
+                memcpy(c, u, count * sizeof(float));
+            else
+                for (size_t i = 0; i < count; i++)
+                    c[i] += u[i];
         }
-        for (size_t i = 0; i < count; i++)
-            c[i] += v[i];
+        first = 0;
     }
     return AGMM_OK;
 }

@@ -56,27 +56,24 @@ agmm_status_t agmm_rs_rows(agmm_round_t *x, int64_t g0, int64_t g1,
  * q's ack of the previous round: q no longer reduces from the slot). */
 agmm_status_t agmm_rs_put_tile(agmm_round_t *x, int q, int64_t t);
 
-/* May the fused schedule compute this rank's own partial straight into
- * its output c (and the reduction add the peers' partials to it)? The sum
- * is s0 + s1 + ... + s(P-1), left to right, in fp32; starting from the own
- * partial keeps every element's bits only where that is the same sequence
- * of additions: own = s0, or own = s1 (s1 + s0 == s0 + s1 exactly: fp32
- * addition is commutative). Ranks r >= 2 sum from `part` as before. An
- * empty inner part (k_local[r] == 0) makes no GEMM call, so c would not be
- * written: not then either. */
-static inline int agmm_rs_own_in_c(const agmm_plan_t *p)
-{
-    return p->rank <= 1 && p->k_gemm > 0;
-}
+/* One step of the owner's reduction: sources [s0, s1) of its tiles
+ * [t0, t1), columns [c0, c1), into x->c, the first source copied (first)
+ * or every one added. The sum of an element is s_0 + s_1 + ... + s_{P-1},
+ * left to right in fp32, whatever order the tiles arrived in; a schedule
+ * may cut it into steps (and let the GEMM add the own partial in between:
+ * the accumulate attribute adds the finished product once, the same
+ * addition), as long as the steps come in source order. */
+typedef struct agmm_rs_sum {
+    int64_t t0, t1; /* the owner's tiles */
+    int s0, s1;     /* sources; this rank's own partial is read from `part` */
+    int64_t c0, c1; /* columns */
+    int first;      /* c = the first source, then += (else += all) */
+    int bulk;       /* wait for each source's bulk cell, not its tile cells */
+} agmm_rs_sum_t;
 
-/* The owner's reduction of its tiles [t0, t1) into x->c: waits for every
- * peer's tile cell (or, with `bulk`, its bulk cell), then sums the sources
- * in rank order 0..P-1 (own partial from `part` at its position) in fp32:
- * the same order every run, whatever order the tiles arrived in. With
- * `own_in_c` (agmm_rs_own_in_c) c already holds the own partial of these
- * rows and the peers' are added to it, in rank order. */
-agmm_status_t agmm_rs_reduce(agmm_round_t *x, int64_t t0, int64_t t1,
-                             int bulk, int own_in_c);
+/* Waits for every peer's tile cell of the step (or, with `bulk`, its bulk
+ * cell), then sums as above. */
+agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum);
 
 /* The schedules (fused.c, baseline.c): one round on this rank. */
 agmm_status_t agmm_rs_run_fused(agmm_round_t *round);
