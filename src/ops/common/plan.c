@@ -246,7 +246,7 @@ static agmm_status_t wait_last_acks(agmm_plan_t *p)
     agmm_world_t *w = p->world;
     uint64_t last = p->last_ack_sent;
     if (last == 0) return AGMM_OK;
-    double deadline = agmm_deadline(w, p->desc.timeout_s);
+    double deadline = agmm_plan_deadline(p);
     for (int q = 0; q < p->nranks; q++) {
         if (q == p->rank) continue;
         if (agmm_world_aborted(w)) return AGMM_OK;
@@ -273,7 +273,7 @@ agmm_status_t agmm_plan_destroy(agmm_plan_t *p)
      * barrier: after it no peer sends anything for this plan. */
     agmm_status_t st = wait_last_acks(p);
     agmm_status_t st2 =
-        agmm_world_barrier_until(w, agmm_deadline(w, p->desc.timeout_s));
+        agmm_world_barrier_until(w, agmm_plan_deadline(p));
     if (st == AGMM_OK) st = st2;
     agmm_tp_win_free(w, &p->signals);
     agmm_tp_win_free(w, &p->recv_win);
