@@ -41,4 +41,7 @@ void *agmm_alloc(size_t bytes)
     return p;
 }
 
-void agmm_free(void *p) { free(p); }
+void agmm_free(void *p)
+{
+    free(p);
+}

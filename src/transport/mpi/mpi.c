@@ -74,13 +74,16 @@
  * visible. */
 int agmm_mpi_planted_race;
 #define PLANT_WRITE() (agmm_mpi_planted_race++)
-#define PLANT_READ() ((void)*(volatile int *)&agmm_mpi_planted_race)
+#define PLANT_READ()  ((void)*(volatile int *)&agmm_mpi_planted_race)
 #else
 #define PLANT_WRITE() ((void)0)
-#define PLANT_READ() ((void)0)
+#define PLANT_READ()  ((void)0)
 #endif
 
-static mpi_state_t *st_of(agmm_world_t *w) { return agmm_mpi_state(w); }
+static mpi_state_t *st_of(agmm_world_t *w)
+{
+    return agmm_mpi_state(w);
+}
 
 agmm_status_t agmm_mpi_fail(int rc, const char *what)
 {
@@ -89,7 +92,6 @@ agmm_status_t agmm_mpi_fail(int rc, const char *what)
     MPI_Error_string(rc, msg, &len);
     return agmm_error(AGMM_ERR_TRANSPORT, "MPI: %s failed: %s", what, msg);
 }
-
 
 /* ----------------------------------------------------------- abort */
 
@@ -141,8 +143,7 @@ agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
 }
 
 agmm_status_t agmm_mpi_wait_reqs_named(agmm_world_t *w, MPI_Request *reqs,
-                                       int n, double deadline,
-                                       const char *what,
+                                       int n, double deadline, const char *what,
                                        void (*late)(agmm_world_t *, char *,
                                                     size_t))
 {
@@ -193,11 +194,13 @@ static agmm_status_t mpi_quiet(agmm_world_t *w)
 {
     if (npending == 0) return AGMM_OK;
     MPI_Request reqs[MAX_PENDING];
-    for (int i = 0; i < npending; i++) reqs[i] = pending[i].req;
+    for (int i = 0; i < npending; i++)
+        reqs[i] = pending[i].req;
     char what[96];
     snprintf(what, sizeof what, "completing %d send%s (the first to rank %d)",
              npending, npending == 1 ? "" : "s", pending[0].dst);
-    agmm_status_t st = agmm_mpi_wait_reqs(w, reqs, npending, agmm_deadline(w, 0), what);
+    agmm_status_t st =
+        agmm_mpi_wait_reqs(w, reqs, npending, agmm_deadline(w, 0), what);
     /* On failure the requests stay unfinished: the process is ending. */
     npending = 0;
     return st;
@@ -218,8 +221,7 @@ static agmm_status_t mpi_put_signal(agmm_world_t *w, const agmm_win_t *win,
 {
     mpi_state_t *s = st_of(w);
     if (agmm_mpi_same_host(s, dst)) { /* mpi_node.c: copy + release store */
-        agmm_mpi_node_put(s, win, dst, off, src, bytes, sigwin, sig_off,
-                          value);
+        agmm_mpi_node_put(s, win, dst, off, src, bytes, sigwin, sig_off, value);
         return AGMM_OK;
     }
     /* Forwarded to dst by its host's relay (mpi_relay.c): no receive. */
@@ -263,8 +265,8 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
     pe->payload[0] = mw->id;
     pe->payload[1] = sig_off;
     pe->payload[2] = value;
-    MPI_TRY(MPI_Isend(pe->payload, 3, MPI_UINT64_T, dst, TAG_SIGNAL,
-                      s->ctl, &pe->req),
+    MPI_TRY(MPI_Isend(pe->payload, 3, MPI_UINT64_T, dst, TAG_SIGNAL, s->ctl,
+                      &pe->req),
             "MPI_Isend of a signal");
     pe->dst = dst;
     npending++;
@@ -303,8 +305,7 @@ static void apply_signal(agmm_world_t *w, const uint64_t msg[3], int src)
         snprintf(r, sizeof r,
                  "rank %d got a signal from rank %d for cell %llu of window "
                  "%llu, which it does not have",
-                 w->rank, src, (unsigned long long)off,
-                 (unsigned long long)id);
+                 w->rank, src, (unsigned long long)off, (unsigned long long)id);
         agmm_mpi_abort(w, r);
     } else {
         /* One writer per cell (the sender), messages from one sender
@@ -425,7 +426,8 @@ void *agmm_mpi_progress_main(void *arg)
                         sts[a] = sts[b];
                         sts[b] = u;
                     }
-            for (int a = 0; a < n; a++) on_complete(w, idx[a], &sts[a]);
+            for (int a = 0; a < n; a++)
+                on_complete(w, idx[a], &sts[a]);
             idle = 0;
         } else {
             idle++;
@@ -450,8 +452,7 @@ void *agmm_mpi_progress_main(void *arg)
 static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
                                         const void *src, size_t row_bytes,
                                         const int64_t *rows,
-                                        const int64_t *row_off,
-                                        double deadline)
+                                        const int64_t *row_off, double deadline)
 {
     if (row_bytes == 0 || row_bytes > (size_t)INT32_MAX)
         return agmm_error(AGMM_ERR_TOO_LARGE,
@@ -474,7 +475,7 @@ static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
                              &req);
     agmm_status_t st = rc == MPI_SUCCESS
                            ? agmm_mpi_wait_reqs(w, &req, 1, deadline,
-                                       "the baseline all-gather")
+                                                "the baseline all-gather")
                            : agmm_mpi_fail(rc, "MPI_Iallgatherv");
     if (st == AGMM_OK) MPI_Type_free(&row);
     free(counts);

@@ -145,6 +145,7 @@ void agmm_mpi_stall_note(agmm_world_t *w, char *buf, size_t cap)
     uint64_t beat = atomic_load_explicit(&s->beat_ns, memory_order_relaxed);
     uint64_t now = agmm_now_ns();
     if (now > beat && now - beat > 1000000000ull)
-        snprintf(buf, cap, "; this rank's MPI progress thread has been stuck "
-                           "for %.1f s", (double)(now - beat) * 1e-9);
+        snprintf(buf, cap,
+                 "; this rank's MPI progress thread has been stuck for %.1f s",
+                 (double)(now - beat) * 1e-9);
 }

@@ -84,8 +84,8 @@ agmm_status_t agmm_seg_create(const char *name, size_t bytes, agmm_seg_t *out,
  * without a message: *missing = 1, there is no such segment; *missing = 2,
  * it exists but is still empty (its creator has not sized it yet, or died
  * before). Every other failure records a message. */
-agmm_status_t agmm_seg_open(const char *name, size_t min_bytes,
-                            agmm_seg_t *out, int *missing);
+agmm_status_t agmm_seg_open(const char *name, size_t min_bytes, agmm_seg_t *out,
+                            int *missing);
 
 /* Unmap (the name stays). NULL or unmapped: nothing. */
 void agmm_seg_unmap(agmm_seg_t *seg);
