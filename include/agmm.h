@@ -1,6 +1,6 @@
 /*
- * agmm: tensor-parallel all-gather + GEMM with communication/computation
- * overlap, on CPUs.
+ * agmm: tensor-parallel all-gather + GEMM and GEMM + reduce-scatter with
+ * communication/computation overlap, on CPUs.
  *
  * The core API: status, world, plan, run, trace. Test and benchmark helpers
  * (the reference result, fp32 conversion, benchmark parts of a round, BLAS
@@ -12,15 +12,21 @@
  *      or processes started elsewhere join one with agmm_world_join() /
  *      agmm_world_from_env() (the same transport); under an MPI launcher
  *      agmm_world_create_mpi() wraps MPI_COMM_WORLD.
- *   2. a plan: the shape, dtype, tiles and worker threads of one operation,
- *      created collectively (every rank, same description) and reused for
- *      every round. Window memory, signals and the converted weight live in
- *      the plan.
- *   3. rounds: agmm_plan_run() computes C_r = gather(A_0..A_{P-1}) @ W_r on
- *      every rank, overlapping the transfer of row tiles with the GEMM of
- *      tiles that have already arrived. agmm_plan_run_args() does the same
- *      for several weights from one gather, fewer rows than the plan's
- *      most in this call, and/or hands the gathered A back.
+ *   2. a plan: the operation (agmm_op_t), shape, dtype, tiles and worker
+ *      threads, created collectively (every rank, same description) and
+ *      reused for every round. Window memory, signals and the converted
+ *      weight live in the plan.
+ *   3. rounds: agmm_plan_run() computes, on every rank, either
+ *        all-gather + GEMM (AGMM_OP_AG_GEMM, the default):
+ *          C_r = gather(A_0..A_{P-1}) @ W_r, overlapping the transfer of
+ *          row tiles with the GEMM of tiles that have already arrived; or
+ *        GEMM + reduce-scatter (AGMM_OP_GEMM_RS): rank r's rows of
+ *          sum_p A_p @ W_p (A_p and W_p rank p's slices of the inner
+ *          dimension), each partial tile sent to its owner as soon as it
+ *          is computed while the next ones are.
+ *      agmm_plan_run_args() (all-gather + GEMM) does the same for several
+ *      weights from one gather, fewer rows than the plan's most in this
+ *      call, and/or hands the gathered A back.
  *
  * Errors. Every call that can fail for a reason worth telling returns an
  * agmm_status_t: AGMM_OK, or an AGMM_ERR_* value, in which case

@@ -1,6 +1,10 @@
-/* The reference all-gather-GEMM (the test oracle, in check/ beside the
- * reference GEMM): gather, convert (scalar path), one GEMM. Deliberately
- * independent of the plan (no windows, tiles, signals or claims). */
+/* The reference operations (the test oracle, in check/ beside the
+ * reference GEMM): all-gather + GEMM (agmm_reference: gather, convert,
+ * one GEMM) and GEMM + reduce-scatter (agmm_reference_rs: the asked rows
+ * of sum_r A_r @ W_r, accumulated in double), with the
+ * scalar conversion from fp32 they use (agmm_convert_from_fp32).
+ * Deliberately independent of the plan (no windows, tiles, signals or
+ * claims). */
 #include <stdlib.h>
 #include <string.h>
 

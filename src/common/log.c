@@ -1,3 +1,4 @@
+/* Error recording and the last error; see log.h. */
 #include "common/log.h"
 
 #include <pthread.h>

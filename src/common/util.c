@@ -1,3 +1,4 @@
+/* Clocks, checked arithmetic and aligned allocation; see util.h. */
 #include "common/util.h"
 
 #include <stdlib.h>

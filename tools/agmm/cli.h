@@ -3,6 +3,7 @@
  *
  *   agmm run   [options]   one round (by default) checked against a reference
  *   agmm bench [options]   warmup + timed rounds
+ *   agmm cleanup [--job NAME]  remove this user's leftover segments
  *
  * agmm_cli_parse() reads argv into an agmm_cli_t, validates every option and
  * the combinations (list lengths, byte-count overflow, core budget) and never

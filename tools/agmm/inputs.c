@@ -1,3 +1,4 @@
+/* Reproducible inputs; see inputs.h. */
 #include "inputs.h"
 
 #include <math.h>

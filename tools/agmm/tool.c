@@ -1,3 +1,8 @@
+/* The tool's ranks and their plans (tool.h): the plan description and
+ * per-rank sizes the options ask for, the forked ranks (agmm_launch, a
+ * stop on SIGINT/SIGTERM) or the MPI world's, each rank's plan, weights
+ * and shards, the round arguments, and the configuration line and JSON
+ * members the commands print. */
 #include "tool.h"
 
 #include <signal.h>
@@ -187,10 +192,9 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
     for (int i = 0; i < nw; i++) {
         int64_t n = nw > 1 ? cli->n_list[i] : cli->n;
         size_t kn = (size_t)agmm_tool_k_part(cli, t->rank) * (size_t)n;
+        size_t cn = (size_t)agmm_tool_c_rows(cli, t->rank) * (size_t)n;
         t->ws[i] = malloc(kn * es + 1);
-        t->cs[i] = malloc((size_t)agmm_tool_c_rows(cli, t->rank) * (size_t)n *
-                              sizeof(float) +
-                          1);
+        t->cs[i] = malloc(cn * sizeof(float) + 1);
         if (!t->ws[i] || !t->cs[i]) {
             fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
                     t->rank);

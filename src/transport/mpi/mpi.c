@@ -37,9 +37,10 @@
  * shared window (mpi_node.c), nothing is declared or received for them.
  *
  * Windows, the declared receives and round_begin are in mpi_win.c; the
- * same-host peers in mpi_node.c; barrier and all-gather in mpi_coll.c; the
- * backend's start and stop (communicators, progress thread) in
- * mpi_state.c; the state shared by these files in mpi_internal.h. The MPI
+ * same-host peers in mpi_node.c; relaying tiles across hosts in
+ * mpi_relay.c; barrier and all-gather in mpi_coll.c; the backend's start
+ * and stop (communicators, progress thread) in mpi_state.c; the state
+ * shared by these files in mpi_internal.h. The MPI
  * world itself (MPI_Init_thread, MPI_COMM_WORLD) is made in
  * world/mpi_world.c.
  *
@@ -80,11 +81,6 @@ int agmm_mpi_planted_race;
 #define PLANT_READ()  ((void)0)
 #endif
 
-static mpi_state_t *st_of(agmm_world_t *w)
-{
-    return agmm_mpi_state(w);
-}
-
 agmm_status_t agmm_mpi_fail(int rc, const char *what)
 {
     char msg[MPI_MAX_ERROR_STRING] = "";
@@ -101,7 +97,7 @@ agmm_status_t agmm_mpi_fail(int rc, const char *what)
  * entries (mpi.h; registered by world/mpi_world.c). */
 const char *agmm_mpi_aborted(agmm_world_t *w)
 {
-    return agmm_abort_reason(&st_of(w)->abort);
+    return agmm_abort_reason(&agmm_mpi_state(w)->abort);
 }
 
 static int record_abort(mpi_state_t *s, const char *reason)
@@ -113,7 +109,7 @@ static int record_abort(mpi_state_t *s, const char *reason)
  * (nonblocking: a dead peer must not block us). */
 void agmm_mpi_abort(agmm_world_t *w, const char *reason)
 {
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     if (!record_abort(s, reason)) return;
     atomic_store_explicit(&s->abort_originated, 1, memory_order_relaxed);
     for (int q = 0; q < w->size; q++)
@@ -219,7 +215,7 @@ static agmm_status_t mpi_put_signal(agmm_world_t *w, const agmm_win_t *win,
                                     size_t bytes, const agmm_win_t *sigwin,
                                     size_t sig_off, uint64_t value)
 {
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     if (agmm_mpi_same_host(s, dst)) { /* mpi_node.c: copy + release store */
         agmm_mpi_node_put(s, win, dst, off, src, bytes, sigwin, sig_off, value);
         return AGMM_OK;
@@ -254,7 +250,7 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
     /* Test hook (fault.h): control sends count as puts on MPI, so a fault
      * can also hit a rank between its tiles and its acks. */
     AGMM_CHECK(agmm_fault_before_put(w->rank));
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     if (agmm_mpi_same_host(s, dst)) {
         agmm_mpi_node_signal(s, sigwin, dst, sig_off, value);
         return AGMM_OK;
@@ -279,7 +275,7 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
  * held). */
 static void apply_signal(agmm_world_t *w, const uint64_t msg[3], int src)
 {
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     uint64_t id = msg[0], off = msg[1];
     if (id == AGMM_MPI_ARRIVE_ID) { /* a peer entered a collective */
         if (msg[2] > s->arrived[src]) s->arrived[src] = msg[2];
@@ -320,7 +316,7 @@ static void apply_signal(agmm_world_t *w, const uint64_t msg[3], int src)
  * entry i was removed (the last entry moved into its place). */
 static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
 {
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     if (i == 0) { /* a peer aborted: its reason becomes ours */
         s->abort_buf[REASON_MAX - 1] = '\0';
         record_abort(s, s->abort_buf);
@@ -369,7 +365,7 @@ static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
 void *agmm_mpi_progress_main(void *arg)
 {
     agmm_world_t *w = arg;
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     int cap = 0, *idx = NULL;
     MPI_Status *sts = NULL;
     unsigned idle = 0;
@@ -471,8 +467,8 @@ static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
     if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&row);
     if (rc == MPI_SUCCESS)
         rc = MPI_Iallgatherv(src ? src : win->local, counts[w->rank], row,
-                             win->local, counts, displs, row, st_of(w)->bulk,
-                             &req);
+                             win->local, counts, displs, row,
+                             agmm_mpi_state(w)->bulk, &req);
     agmm_status_t st = rc == MPI_SUCCESS
                            ? agmm_mpi_wait_reqs(w, &req, 1, deadline,
                                                 "the baseline all-gather")

@@ -1,5 +1,5 @@
-/* Internal to the MPI transport (mpi.c, mpi_win.c): the backend's state,
- * its windows and declared receives, and the helpers both files use. See
+/* Internal to the MPI transport (transport/mpi/): the backend's state, its
+ * windows and declared receives, and the helpers its files share. See
  * mpi.c for the design, threads and memory order. */
 #ifndef AGMM_TRANSPORT_MPI_INTERNAL_H
 #define AGMM_TRANSPORT_MPI_INTERNAL_H

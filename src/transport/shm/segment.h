@@ -13,7 +13,7 @@
  *        the job the segment belongs to;
  *   pid  the process that created it and whose death makes it garbage, or 0
  *        for a segment shared by the whole job (the control segment: its
- *        liveness is the pids recorded inside it, world/join.c);
+ *        liveness is the pids recorded inside it, world/join.h);
  *   tag  [A-Za-z0-9.]+, what it is ("ctl", "w3" for window 3, ...).
  *
  * ':' is outside the job alphabet, so a name splits unambiguously.
