@@ -60,9 +60,6 @@ def _load():
 
 
 lib, path = _load()
-# The extended API of issue 11 (several weights, per-call rows, the
-# gathered A): agmm_plan_desc_t gained n_weights and n_list with it.
-HAS_RUN_ARGS = hasattr(lib, "agmm_plan_run_args")
 
 # agmm_status_t, in order (AGMM_OK = 0).
 STATUS_NAMES = (
@@ -97,8 +94,9 @@ class PlanDescC(_c.Structure):
         ("gemm_engine", c_int),
         ("op", c_int),
         ("k_local", _c.POINTER(c_int64)),
-    ] + ([("n_weights", c_int), ("n_list", _c.POINTER(c_int64))]
-         if HAS_RUN_ARGS else [])
+        ("n_weights", c_int),
+        ("n_list", _c.POINTER(c_int64)),
+    ]
 
 
 class RunArgsC(_c.Structure):
