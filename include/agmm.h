@@ -329,7 +329,8 @@ typedef struct agmm_plan_desc {
     agmm_op_t op;
     /* GEMM_RS only: nranks inner-dimension parts (each >= 0, sum == k), or
      * NULL: k split as evenly as possible, the first k % nranks ranks one
-     * more. `weights` is ignored (every rank has its own W_r). */
+     * more (agmm_k_split). `weights` is ignored (every rank has its own W_r).
+     */
     const int64_t *k_local;
     /* AG_GEMM: several weights from one gather (Q/K/V, gate/up): C_i =
      * gather(A) @ W_i, W_i [k, n_list[i]], each C_i its own fp32 [M, n_i]
@@ -347,6 +348,24 @@ typedef struct agmm_plan_desc {
 #define AGMM_MAX_WEIGHTS 16
 
 void agmm_plan_desc_init(agmm_plan_desc_t *desc);
+
+/* GEMM_RS's even split of the inner dimension (k_local NULL): rank r's
+ * part, k / nranks, the first k % nranks ranks one more. -1 for k < 0,
+ * nranks < 1 or r outside 0..nranks-1 (no message). */
+int64_t agmm_k_split(int64_t k, int nranks, int r);
+
+/* The default split of a host's cores into each rank's workers, what the
+ * agmm tool and the Python package use when not told: comm_workers = 1 if
+ * 2 x ranks_per_host <= usable_cores, else 0; gemm_workers = max(1,
+ * usable_cores / ranks_per_host - comm_workers). usable_cores: the cores
+ * the ranks of this host may run on (e.g. the CPU affinity count);
+ * ranks_per_host: the ranks sharing them. comm_given >= 0 is taken as the
+ * comm workers (given by the user; gemm_workers follows from it), < 0
+ * means choose. AGMM_ERR_INVALID_ARG (with a message) if usable_cores or
+ * ranks_per_host is < 1 or an out pointer is NULL. */
+agmm_status_t agmm_default_workers(int usable_cores, int ranks_per_host,
+                                   int comm_given, int *comm_workers,
+                                   int *gemm_workers);
 
 /* Validate a description without a world: sizes, tiles, workers, byte
  * counts. On failure, agmm_last_error() names the field. */

@@ -65,11 +65,13 @@ _SCHED_NAMES = {v: k for k, v in _lib.SCHEDULES.items()}
 
 
 def default_workers(nranks, comm=None):
-    """(comm_workers, gemm_workers) by the agmm tool's default core split
-    (docs/cli.md): cores = this process's CPU affinity, ranks = the ranks
-    on this host (LOCAL_WORLD_SIZE as torchrun sets it, Open MPI's
+    """(comm_workers, gemm_workers) by the library's default core split, as
+    the agmm tool makes it (agmm_default_workers; docs/cli.md): cores =
+    this process's CPU affinity, ranks = the ranks on this host
+    (LOCAL_WORLD_SIZE as torchrun sets it, Open MPI's
     OMPI_COMM_WORLD_LOCAL_SIZE, else the world size); comm = 1 if
-    2 x ranks <= cores else 0; gemm = max(1, cores // ranks - comm)."""
+    2 x ranks <= cores else 0 (unless given); gemm = max(1, cores // ranks
+    - comm)."""
     import os
     try:
         cores = len(os.sched_getaffinity(0))
@@ -81,9 +83,12 @@ def default_workers(nranks, comm=None):
         if v.isdigit() and int(v) >= 1:
             local = int(v)
             break
-    if comm is None:
-        comm = 1 if 2 * local <= cores else 0
-    return comm, max(1, cores // local - comm)
+    c, g = ctypes.c_int(), ctypes.c_int()
+    check(_lib.fn.agmm_default_workers(max(1, cores), local,
+                                       -1 if comm is None else int(comm),
+                                       ctypes.byref(c), ctypes.byref(g)),
+          "default_workers")
+    return c.value, g.value
 
 
 def _int_list(values, count, what):
@@ -168,7 +173,7 @@ class Plan:
         M = sum(self.m_local)
         if d.op == _lib.OPS["gemm-rs"]:
             kp = (list(self._klocal) if self._klocal is not None else
-                  [self.k // P + (1 if r < self.k % P else 0) for r in range(P)])
+                  [_lib.fn.agmm_k_split(self.k, P, r) for r in range(P)])
             self.k_local = kp
             self.a_shape = (M, kp[self.rank])
             self.w_shape = (kp[self.rank], self.n)

@@ -101,17 +101,6 @@ int opt_check_schedule_mode(agmm_cli_t *cli, FILE *err, int mode_given)
 
 /* ------------------------------------------------------------ cores */
 
-static int default_comm(int ranks, int online)
-{
-    return (int64_t)ranks * 2 <= (int64_t)online ? 1 : 0;
-}
-
-static int default_gemm(int ranks, int online, int comm)
-{
-    int64_t g = (int64_t)(online / (ranks > 0 ? ranks : 1)) - comm;
-    return g < 1 ? 1 : (int)g;
-}
-
 void agmm_cli_resolve_cores(agmm_cli_t *cli)
 {
     /* The ranks that share the usable cores: all of this host's (all of
@@ -119,11 +108,14 @@ void agmm_cli_resolve_cores(agmm_cli_t *cli)
     int here = cli->cores_own        ? 1
                : cli->ranks_here > 0 ? cli->ranks_here
                                      : cli->ranks;
-    if (!cli->comm_cores_set)
-        cli->comm_cores = default_comm(here, cli->usable_cores);
-    if (!cli->gemm_cores_set)
-        cli->gemm_cores =
-            default_gemm(here, cli->usable_cores, cli->comm_cores);
+    /* The library's rule (agmm_default_workers), given a valid count of
+     * each (a parse error may leave --ranks at 0). */
+    int comm, gemm;
+    agmm_default_workers(
+        cli->usable_cores > 0 ? cli->usable_cores : 1, here > 0 ? here : 1,
+        cli->comm_cores_set ? cli->comm_cores : -1, &comm, &gemm);
+    if (!cli->comm_cores_set) cli->comm_cores = comm;
+    if (!cli->gemm_cores_set) cli->gemm_cores = gemm;
 }
 
 /* ------------------------------------------------------------ validation */

@@ -68,9 +68,9 @@ typedef struct agmm_cli {
     agmm_dtype_t dtype;                  /* --dtype */
     agmm_gemm_engine_kind_t gemm_engine; /* --gemm-engine */
     agmm_weights_t weights;              /* --weights */
-    /* --comm-cores, --gemm-cores; by default (agmm_cli_resolve_cores):
-     * comm 1 if 2 x ranks <= usable cores else 0, GEMM max(1, usable /
-     * ranks - comm) */
+    /* --comm-cores, --gemm-cores; by default (agmm_cli_resolve_cores) the
+     * library's agmm_default_workers: comm 1 if 2 x ranks <= usable cores
+     * else 0, GEMM max(1, usable / ranks - comm) */
     int comm_cores, gemm_cores;
     int comm_cores_set, gemm_cores_set; /* given explicitly */
     int oversubscribe;                  /* --oversubscribe */
@@ -144,7 +144,7 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd);
 void agmm_cli_usage_top(FILE *out);
 
 /* Fill comm_cores / gemm_cores that were not given explicitly from the
- * ranks and usable_cores (the default rule). agmm_cli_parse() calls it. */
+ * ranks and usable_cores (agmm_default_workers). agmm_cli_parse() calls it. */
 void agmm_cli_resolve_cores(agmm_cli_t *cli);
 
 /* Reads MemAvailable from /proc/meminfo. Returns 2 and prints one line

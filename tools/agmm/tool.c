@@ -44,7 +44,7 @@ int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r)
 {
     if (cli->op != AGMM_OP_GEMM_RS) return cli->k;
     if (cli->k_local_count > 0) return cli->k_local[r];
-    return cli->k / cli->ranks + (r < cli->k % cli->ranks ? 1 : 0);
+    return agmm_k_split(cli->k, cli->ranks, r);
 }
 
 /* One rank's GEMM flops per round, the mean over ranks: 2*M*K*N for
