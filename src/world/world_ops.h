@@ -7,7 +7,8 @@
  *
  * The entries are implemented next to the state they work on, in the
  * backend folders (transport/shm/shm.c over the shared control block,
- * transport/mpi/mpi.c over MPI collectives and control messages) and
+ * transport/mpi/mpi_coll.c and mpi.c over MPI collectives and control
+ * messages) and
  * exported through the headers world/ already includes (shm/shm.h,
  * mpi/mpi.h): world/ includes transport/, never the other way round.
  *
