@@ -76,22 +76,32 @@ static int parse(int argc, char **argv, opts_t *o, int say)
             bad = parse_int(v, r, 100000, &x);
             *(r ? &o->rounds : &o->warmup) = (int)x;
         } else if (!strcmp(a, "--dtype")) {
-            if (v && !strcmp(v, "bf16")) o->dt = AGMM_DTYPE_BF16;
-            else if (v && !strcmp(v, "fp16")) o->dt = AGMM_DTYPE_FP16;
-            else if (v && !strcmp(v, "fp32")) o->dt = AGMM_DTYPE_FP32;
-            else bad = 1;
+            if (v && !strcmp(v, "bf16"))
+                o->dt = AGMM_DTYPE_BF16;
+            else if (v && !strcmp(v, "fp16"))
+                o->dt = AGMM_DTYPE_FP16;
+            else if (v && !strcmp(v, "fp32"))
+                o->dt = AGMM_DTYPE_FP32;
+            else
+                bad = 1;
         } else if (!strcmp(a, "--engine")) {
-            if (v && !strcmp(v, "openblas")) o->onednn = 0;
-            else if (v && !strcmp(v, "onednn")) o->onednn = 1;
-            else bad = 1;
+            if (v && !strcmp(v, "openblas"))
+                o->onednn = 0;
+            else if (v && !strcmp(v, "onednn"))
+                o->onednn = 1;
+            else
+                bad = 1;
         } else {
             if (say)
-                fprintf(stderr, "agmm_ag_peer: unknown option '%s' (see the "
-                                "usage in bench/ag_peer.c)\n", a);
+                fprintf(stderr,
+                        "agmm_ag_peer: unknown option '%s' (see the usage in "
+                        "bench/ag_peer.c)\n",
+                        a);
             return 2;
         }
         if (bad) {
-            if (say) fprintf(stderr, "agmm_ag_peer: %s: bad or missing value\n", a);
+            if (say)
+                fprintf(stderr, "agmm_ag_peer: %s: bad or missing value\n", a);
             return 2;
         }
         i += used;
@@ -132,15 +142,24 @@ static void fill(agmm_dtype_t dt, uint64_t stream, void *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         float f = in_value(dt, stream, (uint64_t)i);
-        if (dt == AGMM_DTYPE_FP32) ((float *)dst)[i] = f;
-        else if (dt == AGMM_DTYPE_BF16) ((uint16_t *)dst)[i] = agmm_f32_to_bf16(f);
-        else ((uint16_t *)dst)[i] = agmm_f32_to_fp16(f);
+        if (dt == AGMM_DTYPE_FP32)
+            ((float *)dst)[i] = f;
+        else if (dt == AGMM_DTYPE_BF16)
+            ((uint16_t *)dst)[i] = agmm_f32_to_bf16(f);
+        else
+            ((uint16_t *)dst)[i] = agmm_f32_to_fp16(f);
     }
 }
 
 /* Streams: rank r's rows of A, rank r's weight. */
-static uint64_t stream_a(int r) { return 1 + (uint64_t)r; }
-static uint64_t stream_w(int r) { return 1000001 + (uint64_t)r; }
+static uint64_t stream_a(int r)
+{
+    return 1 + (uint64_t)r;
+}
+static uint64_t stream_w(int r)
+{
+    return 1000001 + (uint64_t)r;
+}
 
 /* NCHECK entries of this rank's c [M, N] against double-precision dot
  * products of the regenerated inputs; rows spread over every source
@@ -175,7 +194,8 @@ static void check(const opts_t *o, int rank, const float *c, double *out)
 /* ------------------------------------------------------------- stats */
 
 typedef struct stats {
-    double min, median, mean, max, stdev, spread; /* us; spread (max-min)/median */
+    /* us; spread: (max - min) / median */
+    double min, median, mean, max, stdev, spread;
 } stats_t;
 
 static int cmp_double(const void *a, const void *b)
@@ -191,8 +211,10 @@ static stats_t summarize(double *us, int n)
     s.min = us[0];
     s.max = us[n - 1];
     s.median = n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]);
-    for (int i = 0; i < n; i++) s.mean += us[i] / n;
-    for (int i = 0; i < n; i++) s.stdev += (us[i] - s.mean) * (us[i] - s.mean);
+    for (int i = 0; i < n; i++)
+        s.mean += us[i] / n;
+    for (int i = 0; i < n; i++)
+        s.stdev += (us[i] - s.mean) * (us[i] - s.mean);
     s.stdev = n > 1 ? sqrt(s.stdev / (n - 1)) : 0;
     s.spread = s.median > 0 ? (s.max - s.min) / s.median : 0;
     return s;
@@ -219,7 +241,8 @@ static void report(const opts_t *o, int P, const ag_engine_t *e,
     int64_t M = o->m_local * P;
     double gflops = 2.0 * (double)M * (double)o->k * (double)o->n /
                     (tot.median * 1e-6) * 1e-9; /* one thread per rank */
-    const char *dt = agmm_dtype_name(o->dt), *eng = o->onednn ? "onednn" : "openblas";
+    const char *dt = agmm_dtype_name(o->dt),
+               *eng = o->onednn ? "onednn" : "openblas";
     if (o->json) {
         printf("{\"command\":\"ag_peer\",\"ranks\":%d,\"m_local\":%lld,"
                "\"m\":%lld,\"k\":%lld,\"n\":%lld,\"dtype\":\"%s\","
@@ -322,8 +345,9 @@ int main(int argc, char **argv)
     int pass = chk_all[1] <= bound;
     MPI_Bcast(&pass, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (!pass && rank == 0) /* nobody benchmarks a wrong peer */
-        fprintf(stderr, "agmm_ag_peer: check FAILED: max |diff| %.3g, max "
-                        "|diff|/sum|a*w| %.3g > bound %.3g; not timed\n",
+        fprintf(stderr,
+                "agmm_ag_peer: check FAILED: max |diff| %.3g, max "
+                "|diff|/sum|a*w| %.3g > bound %.3g; not timed\n",
                 chk_all[0], chk_all[1], bound);
     for (int i = 0; pass && i < o.warmup + o.rounds; i++) {
         one_round(&o, row, &e, a_local, a_all, c, t);

@@ -26,14 +26,14 @@ typedef struct dnnl_state {
 } dnnl_state_t;
 
 /* Log a failed oneDNN call once and jump to the cleanup. */
-#define DNNL_TRY(call)                                                      \
-    do {                                                                    \
-        dnnl_status_t st_ = (call);                                         \
-        if (st_ != dnnl_success) {                                          \
-            fprintf(stderr, "agmm_ag_peer: oneDNN: %s: %s\n", #call,        \
-                    dnnl_status2str(st_));                                  \
-            goto fail;                                                      \
-        }                                                                   \
+#define DNNL_TRY(call)                                                         \
+    do {                                                                       \
+        dnnl_status_t st_ = (call);                                            \
+        if (st_ != dnnl_success) {                                             \
+            fprintf(stderr, "agmm_ag_peer: oneDNN: %s: %s\n", #call,           \
+                    dnnl_status2str(st_));                                     \
+            goto fail;                                                         \
+        }                                                                      \
     } while (0)
 
 static int dnnl_run(ag_engine_t *e, const void *a, float *c)
@@ -72,8 +72,9 @@ static void dnnl_destroy(ag_engine_t *e)
 
 static dnnl_data_type_t dnnl_type(agmm_dtype_t dt)
 {
-    return dt == AGMM_DTYPE_BF16 ? dnnl_bf16
-                                 : dt == AGMM_DTYPE_FP16 ? dnnl_f16 : dnnl_f32;
+    return dt == AGMM_DTYPE_BF16   ? dnnl_bf16
+           : dt == AGMM_DTYPE_FP16 ? dnnl_f16
+                                   : dnnl_f32;
 }
 
 /* The matmul's primitive descriptor for inputs of type t, weight in the
@@ -87,8 +88,10 @@ static dnnl_status_t matmul_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng,
     dnnl_matmul_desc_t desc;
     dnnl_status_t st;
     if ((st = dnnl_memory_desc_init_by_tag(&src_md, 2, sd, t, dnnl_ab)) ||
-        (st = dnnl_memory_desc_init_by_tag(&wei_md, 2, wd, t, dnnl_format_tag_any)) ||
-        (st = dnnl_memory_desc_init_by_tag(&dst_md, 2, dd, dnnl_f32, dnnl_ab)) ||
+        (st = dnnl_memory_desc_init_by_tag(&wei_md, 2, wd, t,
+                                           dnnl_format_tag_any)) ||
+        (st =
+             dnnl_memory_desc_init_by_tag(&dst_md, 2, dd, dnnl_f32, dnnl_ab)) ||
         (st = dnnl_matmul_desc_init(&desc, &src_md, &wei_md, NULL, &dst_md)))
         return st;
     return dnnl_primitive_desc_create(pd, &desc, NULL, eng, NULL);
@@ -153,7 +156,8 @@ int ag_engine_onednn(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
         s->a32 = malloc((size_t)(M * K) * sizeof(float) + 1);
         w32 = malloc((size_t)(K * N) * sizeof(float));
         if (!s->a32 || !w32) {
-            fprintf(stderr, "agmm_ag_peer: out of memory for the oneDNN engine\n");
+            fprintf(stderr,
+                    "agmm_ag_peer: out of memory for the oneDNN engine\n");
             goto fail;
         }
         agmm_convert_to_f32(dt, w, w32, (size_t)(K * N));
@@ -167,16 +171,17 @@ int ag_engine_onednn(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
     const char *impl = "unknown";
     DNNL_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
     snprintf(e->impl, sizeof e->impl, "%s", impl);
-    if (reorder_weight(s, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
-                       t, K, N, w) != 0)
+    if (reorder_weight(
+            s, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), t, K,
+            N, w) != 0)
         goto fail;
     DNNL_TRY(dnnl_primitive_create(&s->mm, pd));
-    DNNL_TRY(dnnl_memory_create(&s->src, dnnl_primitive_desc_query_md(
-                                             pd, dnnl_query_src_md, 0),
-                                s->eng, DNNL_MEMORY_NONE));
-    DNNL_TRY(dnnl_memory_create(&s->dst, dnnl_primitive_desc_query_md(
-                                             pd, dnnl_query_dst_md, 0),
-                                s->eng, DNNL_MEMORY_NONE));
+    DNNL_TRY(dnnl_memory_create(
+        &s->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), s->eng,
+        DNNL_MEMORY_NONE));
+    DNNL_TRY(dnnl_memory_create(
+        &s->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), s->eng,
+        DNNL_MEMORY_NONE));
     dnnl_primitive_desc_destroy(pd);
     pd = NULL;
     free(w32);

@@ -19,7 +19,7 @@ extern void openblas_set_num_threads(int num_threads);
 typedef struct blas_state {
     agmm_dtype_t dt;
     int64_t m, k, n;
-    float *w;  /* [K, N] fp32 */
+    float *w;   /* [K, N] fp32 */
     float *a32; /* [M, K] fp32, NULL for fp32 input */
 } blas_state_t;
 

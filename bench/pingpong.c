@@ -92,8 +92,8 @@ static int rank_main(agmm_world_t *w, void *arg)
         if (a->bytes)
             snprintf(kind, sizeof kind, "put of %zu bytes + signal", a->bytes);
         printf("pingpong: %s, 2 ranks, %s -> agmm_signal_wait: one-way "
-               "wake-up median %.3f us (min %.3f, max %.3f) over %d batches "
-               "of %d round trips\n",
+               "wake-up median %.3f us (min %.3f, max %.3f) over %d batches of "
+               "%d round trips\n",
                a->world, kind, us[a->batches / 2], us[0], us[a->batches - 1],
                a->batches, a->iters);
     }
@@ -114,9 +114,10 @@ int main(int argc, char **argv)
     if (argc > 3) bytes = atoll(argv[3]);
     if (argc > 4 || a.iters < 1 || a.batches < 1 || bytes < 0 ||
         bytes > (1ll << 30)) {
-        fprintf(stderr,
-                "usage: %s [ITERS_PER_BATCH >= 1 [BATCHES >= 1 [BYTES 0..2^30]]]\n",
-                argv[0]);
+        fprintf(
+            stderr,
+            "usage: %s [ITERS_PER_BATCH >= 1 [BATCHES >= 1 [BYTES 0..2^30]]]\n",
+            argv[0]);
         return 2;
     }
     a.bytes = (size_t)bytes;

@@ -88,13 +88,19 @@ int main(int argc, char **argv)
         counts[nc++] = AGMM_MIN(rows[v], M);
         if (M % rows[v]) counts[nc++] = M % rows[v];
     }
-    agmm_gemm_shape_t shape = {.dtype = dt, .k = K, .ncols = N, .ldw = N,
-                               .lda = K, .ldc = N, .rows = counts, .nrows = nc};
+    agmm_gemm_shape_t shape = {.dtype = dt,
+                               .k = K,
+                               .ncols = N,
+                               .ldw = N,
+                               .lda = K,
+                               .ldc = N,
+                               .rows = counts,
+                               .nrows = nc};
     agmm_gemm_prep_t *prep;
     if (e->prepare(&shape, &prep) != AGMM_OK || e->load(prep, w) != AGMM_OK)
         return 1;
-    void *scratch = e->scratch_bytes(prep) ? agmm_alloc(e->scratch_bytes(prep))
-                                           : NULL;
+    void *scratch =
+        e->scratch_bytes(prep) ? agmm_alloc(e->scratch_bytes(prep)) : NULL;
     for (int r = -1; r < rounds; r++) /* round -1 warms up */
         for (int v = 0; v < nv; v++) {
             double t0 = agmm_now();

@@ -2,7 +2,9 @@
  * ranks forked on this host, one plan, a weight, three fused rounds, every
  * rank checking its C. README.md's "Using the library" is copied from the
  * region between the markers (ctest example_readme_snippet_matches_file
- * compares them byte for byte); ctest example_readme_snippet_runs runs it. */
+ * compares them byte for byte); ctest example_readme_snippet_runs runs it.
+ * Kept compact for the README: clang-format leaves it as written. */
+/* clang-format off */
 /* readme-snippet: begin */
 #include <agmm.h>
 #include <stdio.h>
@@ -66,3 +68,4 @@ int main(void)
     return exit_code; /* 0 when every rank returned 0 */
 }
 /* readme-snippet: end */
+/* clang-format on */

@@ -31,14 +31,16 @@ enum { K = 40, N = 24, ROUNDS = 3, MAXP = 64 };
 /* Small integers: exact in fp16, bf16 and fp32, and so are the sums. */
 static float value(unsigned seed, int64_t i, int64_t j)
 {
-    return (float)((int)((seed * 7 + (unsigned)i * 13 + (unsigned)j * 5) % 7) - 3);
+    return (float)((int)((seed * 7 + (unsigned)i * 13 + (unsigned)j * 5) % 7) -
+                   3);
 }
 
 static void fill(agmm_dtype_t dt, unsigned seed, int64_t rows, int64_t cols,
                  float *tmp, void *out)
 {
     for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) tmp[i * cols + j] = value(seed, i, j);
+        for (int64_t j = 0; j < cols; j++)
+            tmp[i * cols + j] = value(seed, i, j);
     agmm_convert_from_fp32(dt, tmp, out, (size_t)(rows * cols));
 }
 
@@ -54,7 +56,8 @@ static int run_dtype(agmm_world_t *world, agmm_dtype_t dt, int die_at,
 {
     int P = agmm_world_size(world), me = agmm_world_rank(world);
     int64_t m_local[MAXP], M = 0;
-    for (int r = 0; r < P; r++) M += m_local[r] = 3 + 2 * r;
+    for (int r = 0; r < P; r++)
+        M += m_local[r] = 3 + 2 * r;
     size_t es = agmm_dtype_size(dt);
     float *tmp = malloc((size_t)(M * K + K * N) * sizeof(float));
     unsigned char *shards = malloc((size_t)(M * K) * es);
@@ -97,8 +100,8 @@ static int run_dtype(agmm_world_t *world, agmm_dtype_t dt, int die_at,
             ptr[r] = shards + (size_t)(off * K) * es;
             off += m_local[r];
         }
-        agmm_schedule_t sch = round % 2 ? AGMM_SCHEDULE_BASELINE
-                                        : AGMM_SCHEDULE_FUSED;
+        agmm_schedule_t sch =
+            round % 2 ? AGMM_SCHEDULE_BASELINE : AGMM_SCHEDULE_FUSED;
         if (agmm_plan_run(plan, sch, ptr[me], c) != AGMM_OK) {
             fail(me, "plan_run");
             goto out;
@@ -108,10 +111,12 @@ static int run_dtype(agmm_world_t *world, agmm_dtype_t dt, int die_at,
             goto out;
         }
         int64_t wrong = 0;
-        for (int64_t i = 0; i < M * N; i++) wrong += c[i] != want[i];
+        for (int64_t i = 0; i < M * N; i++)
+            wrong += c[i] != want[i];
         if (wrong) {
-            fprintf(stderr, "rank %d: %s round %d: %lld of %lld elements "
-                            "differ from the reference\n",
+            fprintf(stderr,
+                    "rank %d: %s round %d: %lld of %lld elements differ from "
+                    "the reference\n",
                     me, agmm_dtype_name(dt), round, (long long)wrong,
                     (long long)(M * N));
             goto out;
@@ -149,9 +154,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--fp32-only"))
             first_dtype = 2;
         else {
-            fprintf(stderr, "usage: %s [--die-at-round R] [--exit-at-round R] "
-                            "[--no-destroy] [--hold FILE] [--timeout S] "
-                            "[--fp32-only]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--die-at-round R] [--exit-at-round R] "
+                    "[--no-destroy] [--hold FILE] [--timeout S] "
+                    "[--fp32-only]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -168,7 +175,8 @@ int main(int argc, char **argv)
         snprintf(mark, sizeof mark, "%s.%d.joined", hold, me);
         FILE *f = fopen(mark, "w");
         if (f) fclose(f);
-        while (access(hold, F_OK) != 0) usleep(10000);
+        while (access(hold, F_OK) != 0)
+            usleep(10000);
     }
     int round_no = 0;
     agmm_dtype_t dts[] = {AGMM_DTYPE_FP16, AGMM_DTYPE_BF16, AGMM_DTYPE_FP32};

@@ -12,8 +12,9 @@
  *   - help/version (return -1): text on stdout, nothing on stderr;
  *   - accepted (return 0): only "agmm: warning: " lines on stderr, and
  *     (run, bench) the plan the tool would create passes
- *     agmm_plan_desc_check() with a non-zero size (anything the library refuses must be refused by the
- *     parser with exit 2 and the option's name, not fail later in a rank).
+ *     agmm_plan_desc_check() with a non-zero size (anything the library
+ *     refuses must be refused by the parser with exit 2 and the option's
+ *     name, not fail later in a rank).
  * A violated promise aborts (a "crash" for libFuzzer). */
 #include <stdint.h>
 #include <stdio.h>
@@ -119,6 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(pa.err);
     free(pb.out);
     free(pb.err);
-    for (int i = 0; i < argc; i++) free(argv[i]);
+    for (int i = 0; i < argc; i++)
+        free(argv[i]);
     return 0;
 }

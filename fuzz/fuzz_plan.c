@@ -88,13 +88,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (d.op == AGMM_OP_GEMM_RS && d.k_local) {
             long double sum = 0;
-            for (int r = 0; r < d.nranks; r++) sum += (long double)d.k_local[r];
-            if (sum != (long double)d.k) fail("accepted a k_local not summing to k");
+            for (int r = 0; r < d.nranks; r++)
+                sum += (long double)d.k_local[r];
+            if (sum != (long double)d.k)
+                fail("accepted a k_local not summing to k");
         }
         /* The weight: fp32, except bf16 kept as bf16 (oneDNN); several
          * weights: every one of them. */
         long double wbytes = d.dtype == AGMM_DTYPE_BF16 ? 2 : 4, nsum = 0;
-        if (d.n_list && d.n_weights > AGMM_MAX_WEIGHTS) fail("accepted too many weights");
+        if (d.n_list && d.n_weights > AGMM_MAX_WEIGHTS)
+            fail("accepted too many weights");
         if (d.n_list && d.op == AGMM_OP_GEMM_RS && d.n_weights > 1)
             fail("accepted several weights for gemm-rs");
         for (int i = 0; i < (d.n_list ? d.n_weights : 1); i++) {
@@ -102,11 +105,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (ni < 1) fail("accepted a weight of no columns");
             nsum += (long double)ni;
         }
-        long double n0 = (long double)(d.n_list ? d.n_list[0] : d.n); /* n ignored */
+        long double n0 =
+            (long double)(d.n_list ? d.n_list[0] : d.n); /* n ignored */
         long double need =
             d.op == AGMM_OP_GEMM_RS
                 ? M * n0 * 4 + d.nranks * max_rows * n0 * 4 + kmax * n0 * wbytes
-                : M * d.k * agmm_dtype_size(d.dtype) + (long double)d.k * nsum * wbytes;
+                : M * d.k * agmm_dtype_size(d.dtype) +
+                      (long double)d.k * nsum * wbytes;
         if ((long double)bytes < need) fail("size misses a buffer");
         if (!isfinite(d.timeout_s)) fail("accepted a non-finite timeout");
     }

@@ -62,7 +62,8 @@ static void run_path(const char *path)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) run_path(argv[i]);
+    for (int i = 1; i < argc; i++)
+        run_path(argv[i]);
     if (ran == 0) {
         fprintf(stderr, "replay: no input files\n");
         return 1;

@@ -1,6 +1,6 @@
 /*
- * agmm: tensor-parallel all-gather + GEMM with communication/computation
- * overlap, on CPUs.
+ * agmm: tensor-parallel all-gather + GEMM and GEMM + reduce-scatter with
+ * communication/computation overlap, on CPUs.
  *
  * The core API: status, world, plan, run, trace. Test and benchmark helpers
  * (the reference result, fp32 conversion, benchmark parts of a round, BLAS
@@ -12,15 +12,21 @@
  *      or processes started elsewhere join one with agmm_world_join() /
  *      agmm_world_from_env() (the same transport); under an MPI launcher
  *      agmm_world_create_mpi() wraps MPI_COMM_WORLD.
- *   2. a plan: the shape, dtype, tiles and worker threads of one operation,
- *      created collectively (every rank, same description) and reused for
- *      every round. Window memory, signals and the converted weight live in
- *      the plan.
- *   3. rounds: agmm_plan_run() computes C_r = gather(A_0..A_{P-1}) @ W_r on
- *      every rank, overlapping the transfer of row tiles with the GEMM of
- *      tiles that have already arrived. agmm_plan_run_args() does the same
- *      for several weights from one gather, fewer rows than the plan's
- *      most in this call, and/or hands the gathered A back.
+ *   2. a plan: the operation (agmm_op_t), shape, dtype, tiles and worker
+ *      threads, created collectively (every rank, same description) and
+ *      reused for every round. Window memory, signals and the converted
+ *      weight live in the plan.
+ *   3. rounds: agmm_plan_run() computes, on every rank, either
+ *        all-gather + GEMM (AGMM_OP_AG_GEMM, the default):
+ *          C_r = gather(A_0..A_{P-1}) @ W_r, overlapping the transfer of
+ *          row tiles with the GEMM of tiles that have already arrived; or
+ *        GEMM + reduce-scatter (AGMM_OP_GEMM_RS): rank r's rows of
+ *          sum_p A_p @ W_p (A_p and W_p rank p's slices of the inner
+ *          dimension), each partial tile sent to its owner as soon as it
+ *          is computed while the next ones are.
+ *      agmm_plan_run_args() (all-gather + GEMM) does the same for several
+ *      weights from one gather, fewer rows than the plan's most in this
+ *      call, and/or hands the gathered A back.
  *
  * Errors. Every call that can fail for a reason worth telling returns an
  * agmm_status_t: AGMM_OK, or an AGMM_ERR_* value, in which case
@@ -74,25 +80,25 @@
 extern "C" {
 #endif
 
-#define AGMM_VERSION_MAJOR 0
-#define AGMM_VERSION_MINOR 1
-#define AGMM_VERSION_PATCH 0
+#define AGMM_VERSION_MAJOR  0
+#define AGMM_VERSION_MINOR  1
+#define AGMM_VERSION_PATCH  0
 #define AGMM_VERSION_STRING "0.1.0"
 
 /* ---------------------------------------------------------------- status */
 
 typedef enum agmm_status {
     AGMM_OK = 0,
-    AGMM_ERR_INVALID_ARG,  /* a null pointer, a bad size, a bad enum value */
-    AGMM_ERR_NO_MEMORY,    /* an allocation or a mapping failed */
-    AGMM_ERR_TOO_LARGE,    /* byte counts overflow, or exceed available memory */
-    AGMM_ERR_SYSTEM,       /* an OS call failed (errno in the message) */
-    AGMM_ERR_TIMEOUT,      /* a wait passed its deadline */
-    AGMM_ERR_ABORTED,      /* another rank failed and aborted the world */
-    AGMM_ERR_MISMATCH,     /* ranks disagree (plan description, world size) */
-    AGMM_ERR_BAD_STATE,    /* an object used after destroy or out of order */
-    AGMM_ERR_UNSUPPORTED,  /* not built in, or not available on this system */
-    AGMM_ERR_TRANSPORT,    /* the transport (e.g. MPI) reported an error */
+    AGMM_ERR_INVALID_ARG, /* a null pointer, a bad size, a bad enum value */
+    AGMM_ERR_NO_MEMORY,   /* an allocation or a mapping failed */
+    AGMM_ERR_TOO_LARGE,   /* byte counts overflow, or exceed available memory */
+    AGMM_ERR_SYSTEM,      /* an OS call failed (errno in the message) */
+    AGMM_ERR_TIMEOUT,     /* a wait passed its deadline */
+    AGMM_ERR_ABORTED,     /* another rank failed and aborted the world */
+    AGMM_ERR_MISMATCH,    /* ranks disagree (plan description, world size) */
+    AGMM_ERR_BAD_STATE,   /* an object used after destroy or out of order */
+    AGMM_ERR_UNSUPPORTED, /* not built in, or not available on this system */
+    AGMM_ERR_TRANSPORT,   /* the transport (e.g. MPI) reported an error */
     AGMM_ERR_CHECK_FAILED, /* a result did not match its reference */
     AGMM_STATUS_COUNT
 } agmm_status_t;
@@ -114,7 +120,7 @@ typedef enum agmm_dtype {
     AGMM_DTYPE_FP32 = 2,
 } agmm_dtype_t;
 
-size_t agmm_dtype_size(agmm_dtype_t dtype);   /* 0 for an invalid value */
+size_t agmm_dtype_size(agmm_dtype_t dtype);      /* 0 for an invalid value */
 const char *agmm_dtype_name(agmm_dtype_t dtype); /* "fp16", "bf16", "fp32" */
 
 typedef enum agmm_weights {
@@ -165,12 +171,12 @@ void agmm_world_abort(agmm_world_t *world, const char *message);
 
 /* Options for agmm_launch(). Zero-initialise, then set what you need. */
 typedef struct agmm_launch_opts {
-    int nranks;          /* >= 1 */
-    double timeout_s;    /* default wait timeout, <= 0 means 60 s */
+    int nranks;       /* >= 1 */
+    double timeout_s; /* default wait timeout, <= 0 means 60 s */
     /* After the first rank fails, how long the others get to notice the
      * abort and exit on their own before they are killed. <= 0: 2 s. */
     double grace_s;
-    int quiet;           /* do not print launcher messages to stderr */
+    int quiet; /* do not print launcher messages to stderr */
     /* Link emulator (shared memory only), for studying overlap on one host:
      * every put and signal on each outgoing link (rank -> peer) is paced
      * like a wire of link_gbps Gbit/s with link_latency_us one-way latency.
@@ -216,16 +222,17 @@ int agmm_mpi_launcher_detected(void);
 
 /* Options for agmm_world_join(). Zero-initialise, then set. */
 typedef struct agmm_join_opts {
-    int rank;          /* 0 .. size-1 */
-    int size;          /* >= 1 */
-    const char *job;   /* job name: 1..48 chars of [A-Za-z0-9._-], no '/' */
-    double timeout_s;  /* rendezvous and default wait timeout; <= 0: 60 s */
+    int rank;         /* 0 .. size-1 */
+    int size;         /* >= 1 */
+    const char *job;  /* job name: 1..48 chars of [A-Za-z0-9._-], no '/' */
+    double timeout_s; /* rendezvous and default wait timeout; <= 0: 60 s */
 } agmm_join_opts_t;
 
 /* Collective over `size` processes started by anyone on one host (a shell
  * loop, torchrun, a serving engine's workers), each calling it once with
- * its own rank and the same size and job name (one rank per process): they rendezvous through a
- * shared-memory control segment named after this user and the job
+ * its own rank and the same size and job name (one rank per process): they
+ * rendezvous through a shared-memory control segment named after this user and
+ * the job
  * (/dev/shm/agmm:<uid>:<job>:0:ctl, mode 0600), then use the same
  * shared-memory data path as forked ranks ("shm"). Ranks may arrive in any
  * order; each waits up to opts->timeout_s for the others. Errors, on every
@@ -240,8 +247,7 @@ typedef struct agmm_join_opts {
  * any collective call: a rank whose process ends while it is still needed
  * (killed, crashed, or gone in the middle of a plan) aborts the world with
  * a message naming it (see agmm_world_destroy). */
-agmm_status_t agmm_world_join(const agmm_join_opts_t *opts,
-                              agmm_world_t **out);
+agmm_status_t agmm_world_join(const agmm_join_opts_t *opts, agmm_world_t **out);
 
 /* The same from the environment: AGMM_RANK, AGMM_WORLD_SIZE, AGMM_JOB; else
  * RANK, WORLD_SIZE as torchrun sets them, the job named from MASTER_ADDR and
@@ -305,17 +311,17 @@ const char *agmm_op_name(agmm_op_t op);
 /* What one plan computes and how. Zero-initialise with agmm_plan_desc_init()
  * then set the fields. Every rank must pass an identical description. */
 typedef struct agmm_plan_desc {
-    int nranks;              /* must equal the world size */
-    const int64_t *m_local;  /* nranks row counts (each >= 0, sum >= 1) */
-    int64_t k;               /* >= 1 */
-    int64_t n;               /* >= 1 */
-    int64_t tile_m;          /* >= 1: rows per tile (last tile may be short) */
-    int64_t tile_n;          /* >= 1: columns per work item */
-    agmm_dtype_t dtype;      /* of A and W; C is always fp32 */
+    int nranks;             /* must equal the world size */
+    const int64_t *m_local; /* nranks row counts (each >= 0, sum >= 1) */
+    int64_t k;              /* >= 1 */
+    int64_t n;              /* >= 1 */
+    int64_t tile_m;         /* >= 1: rows per tile (last tile may be short) */
+    int64_t tile_n;         /* >= 1: columns per work item */
+    agmm_dtype_t dtype;     /* of A and W; C is always fp32 */
     agmm_weights_t weights;
-    int comm_workers;        /* >= 0; 0: GEMM workers issue the puts */
-    int gemm_workers;        /* >= 1 */
-    double timeout_s;        /* per wait; <= 0: the world's default */
+    int comm_workers; /* >= 0; 0: GEMM workers issue the puts */
+    int gemm_workers; /* >= 1 */
+    double timeout_s; /* per wait; <= 0: the world's default */
     /* AUTO (0, the default), ONEDNN or OPENBLAS; one not built in makes
      * the plan fail with AGMM_ERR_UNSUPPORTED. */
     agmm_gemm_engine_kind_t gemm_engine;
@@ -323,7 +329,8 @@ typedef struct agmm_plan_desc {
     agmm_op_t op;
     /* GEMM_RS only: nranks inner-dimension parts (each >= 0, sum == k), or
      * NULL: k split as evenly as possible, the first k % nranks ranks one
-     * more. `weights` is ignored (every rank has its own W_r). */
+     * more (agmm_k_split). `weights` is ignored (every rank has its own W_r).
+     */
     const int64_t *k_local;
     /* AG_GEMM: several weights from one gather (Q/K/V, gate/up): C_i =
      * gather(A) @ W_i, W_i [k, n_list[i]], each C_i its own fp32 [M, n_i]
@@ -342,6 +349,24 @@ typedef struct agmm_plan_desc {
 
 void agmm_plan_desc_init(agmm_plan_desc_t *desc);
 
+/* GEMM_RS's even split of the inner dimension (k_local NULL): rank r's
+ * part, k / nranks, the first k % nranks ranks one more. -1 for k < 0,
+ * nranks < 1 or r outside 0..nranks-1 (no message). */
+int64_t agmm_k_split(int64_t k, int nranks, int r);
+
+/* The default split of a host's cores into each rank's workers, what the
+ * agmm tool and the Python package use when not told: comm_workers = 1 if
+ * 2 x ranks_per_host <= usable_cores, else 0; gemm_workers = max(1,
+ * usable_cores / ranks_per_host - comm_workers). usable_cores: the cores
+ * the ranks of this host may run on (e.g. the CPU affinity count);
+ * ranks_per_host: the ranks sharing them. comm_given >= 0 is taken as the
+ * comm workers (given by the user; gemm_workers follows from it), < 0
+ * means choose. AGMM_ERR_INVALID_ARG (with a message) if usable_cores or
+ * ranks_per_host is < 1 or an out pointer is NULL. */
+agmm_status_t agmm_default_workers(int usable_cores, int ranks_per_host,
+                                   int comm_given, int *comm_workers,
+                                   int *gemm_workers);
+
 /* Validate a description without a world: sizes, tiles, workers, byte
  * counts. On failure, agmm_last_error() names the field. */
 agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *desc);
@@ -357,8 +382,7 @@ typedef struct agmm_plan agmm_plan_t;
 /* Collective. Allocates the symmetric windows and signals and checks that
  * every rank passed the same description. */
 agmm_status_t agmm_plan_create(agmm_world_t *world,
-                               const agmm_plan_desc_t *desc,
-                               agmm_plan_t **out);
+                               const agmm_plan_desc_t *desc, agmm_plan_t **out);
 
 /* Local. Prepares W ([k, n], row-major, desc->dtype; GEMM_RS: this rank's
  * W_r, [k_local[rank], n]) for the plan's GEMM
@@ -419,13 +443,13 @@ agmm_status_t agmm_plan_run_args(agmm_plan_t *plan,
 
 /* What AGMM_SCHEDULE_AUTO did so far for a plan. */
 typedef struct agmm_schedule_info {
-    agmm_schedule_t last;  /* FUSED or BASELINE: what the last auto round ran */
-    agmm_schedule_t pick;  /* once decided: what every later auto round runs */
-    int decided;           /* 0 while measuring */
-    int trials;            /* auto rounds measured (AGMM_AUTO_TRIALS each) */
-    double fused_us;       /* best measured round (slowest rank), 0: none */
+    agmm_schedule_t last; /* FUSED or BASELINE: what the last auto round ran */
+    agmm_schedule_t pick; /* once decided: what every later auto round runs */
+    int decided;          /* 0 while measuring */
+    int trials;           /* auto rounds measured (AGMM_AUTO_TRIALS each) */
+    double fused_us;      /* best measured round (slowest rank), 0: none */
     double baseline_us;
-    char reason[200];      /* one line: why `last` ran, or why `pick` won */
+    char reason[200]; /* one line: why `last` ran, or why `pick` won */
 } agmm_schedule_info_t;
 
 /* Measured auto rounds per schedule before auto decides. */
@@ -449,7 +473,7 @@ typedef struct agmm_gemm_info {
     agmm_gemm_engine_kind_t engine; /* ONEDNN or OPENBLAS (AUTO resolved) */
     const char *name;               /* "onednn", "openblas" */
     const char *version;            /* the library's, e.g. "2.6.3" */
-    char impl[128];  /* the kernel it picked, e.g. "brg:avx512_core_bf16" */
+    char impl[128]; /* the kernel it picked, e.g. "brg:avx512_core_bf16" */
     /* 1 in every world (forked or MPI): agmm sets the engine and the BLAS
      * to one thread per call; its workers are the parallelism. */
     int threads_per_call;
@@ -499,27 +523,27 @@ agmm_status_t agmm_trace_gather(agmm_trace_t *trace);
  * Perfetto and chrome://tracing) and/or an SVG timeline; a NULL path skips
  * that file. A file appears complete or not at all (written under a
  * temporary name, then renamed). Other ranks return AGMM_OK. */
-agmm_status_t agmm_trace_write(const agmm_trace_t *trace,
-                               const char *json_path, const char *svg_path);
+agmm_status_t agmm_trace_write(const agmm_trace_t *trace, const char *json_path,
+                               const char *svg_path);
 
 /* One rank's view of one round, from its events (docs/tracing.md). */
 typedef struct agmm_trace_summary {
-    int round;                /* 1-based, in the order the plan ran them */
+    int round; /* 1-based, in the order the plan ran them */
     agmm_schedule_t schedule;
-    double round_us;          /* the rank's agmm_plan_run */
-    double gemm_wait_us;      /* waits of its GEMM workers, summed */
-    double gemm_busy_us;      /* conversion + GEMM of its GEMM workers, summed */
-    double comm_busy_us;      /* time any of its puts was in progress */
-    double comm_hidden_us;    /* part of comm_busy_us during which at least
-                                 one of its GEMM workers converted or
-                                 multiplied; hidden share = hidden / busy */
+    double round_us;       /* the rank's agmm_plan_run */
+    double gemm_wait_us;   /* waits of its GEMM workers, summed */
+    double gemm_busy_us;   /* conversion + GEMM of its GEMM workers, summed */
+    double comm_busy_us;   /* time any of its puts was in progress */
+    double comm_hidden_us; /* part of comm_busy_us during which at least
+                              one of its GEMM workers converted or
+                              multiplied; hidden share = hidden / busy */
 } agmm_trace_summary_t;
 
 /* Rank 0, after gather: rounds recorded (0 elsewhere), and the summary of
  * round index `round` (0-based) on `rank`. */
 int agmm_trace_rounds(const agmm_trace_t *trace);
-agmm_status_t agmm_trace_summary(const agmm_trace_t *trace, int round,
-                                 int rank, agmm_trace_summary_t *out);
+agmm_status_t agmm_trace_summary(const agmm_trace_t *trace, int round, int rank,
+                                 agmm_trace_summary_t *out);
 /* Rank 0, after gather: events kept and dropped (buffers full), all ranks. */
 void agmm_trace_counts(const agmm_trace_t *trace, uint64_t *events,
                        uint64_t *dropped);

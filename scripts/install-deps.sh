@@ -11,7 +11,8 @@ pkgs=(build-essential cmake pkg-config libopenblas-dev libopenmpi-dev
       chromium # tests: the trace SVG rendered headless (e2e_trace_svg_screenshot)
       valgrind # tests: the leak check of joined and forked ranks (e2e_joined_valgrind)
       # scripts/reliability.sh: clang's sanitizers and libFuzzer
-      clang libclang-rt-14-dev llvm-14)
+      clang libclang-rt-14-dev llvm-14
+      clang-format) # scripts/format.sh (unit_sources_clang_formatted): version 14
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

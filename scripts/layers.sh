@@ -4,7 +4,20 @@
 #      so transport/ and transport/shm/ are two; tsort finds the loops);
 #   2. ops/ and trace/ never read a table (`w->ops->`, `ops->name`,
 #      `ctl->`);
-#   3. no source file over 500 lines.
+#   3. no source file over 500 lines;
+# and on the whole repository:
+#   4. every repository path named in a C comment (src/, include/, tools/,
+#      tests/, bench/, fuzz/, examples/) or in docs/*.md and README.md names
+#      a tracked file. A path is a token of one or more `folder/` parts and
+#      a file name with an extension (c h md py sh cmake txt in map), a `*`
+#      allowed as a glob (`tests/unit/test_*.c`), whose first part is the
+#      name of a folder of the repository (so `/dev/shm/agmm:*`, URLs,
+#      `torch/distributed/...`, `lib/...` of an install and build/ outputs
+#      are not paths). It resolves from the repository root, from src/ or
+#      a folder directly in it (`shm/shm.c` is src/transport/shm/shm.c,
+#      `ag_gemm/rows.c` src/ops/ag_gemm/rows.c), or from the naming file's
+#      own folder or one above it. A bare file name (`joined.c`) must be
+#      the name of a tracked file, but for the few in NOT_OURS below.
 # Prints the folder edges (with -v) and exits non-zero on a broken rule.
 set -euo pipefail
 cd "$(dirname "$0")/../src"
@@ -34,6 +47,103 @@ big=$(find . -name '*.[ch]' -exec wc -l {} + | awk '$2 != "total" && $1 > 500')
 if [ -n "$big" ]; then
     echo "layers: files over 500 lines:" >&2
     echo "$big" >&2
+    fail=1
+fi
+# Rule 4, from the repository root.
+if ! (cd .. && python3 - <<'PY'
+import fnmatch, os, re, subprocess, sys
+
+try:
+    files = subprocess.run(["git", "ls-files"], capture_output=True,
+                           text=True, check=True).stdout.split("\n")
+except (OSError, subprocess.CalledProcessError):  # not a git checkout
+    files = [os.path.relpath(os.path.join(d, f))
+             for d, _, fs in os.walk(".") for f in fs]
+files = {f for f in files if f and not f.startswith("build")}
+folders = set()
+for f in files:
+    d = os.path.dirname(f)
+    while d:
+        folders.add(d)
+        d = os.path.dirname(d)
+folder_names = {os.path.basename(d) for d in folders}
+bases_all = [""] + sorted(d for d in folders
+                          if d == "src" or os.path.dirname(d) == "src")
+
+# Bare names that are not the repository's files: the reader's own program
+# in README's and docs/install.md's examples, the module cmake --install
+# generates, a system header.
+NOT_OURS = {"prog.c", "args.c", "_libpath.py", "cblas.h"}
+names = {os.path.basename(f) for f in files}
+BARE = re.compile(r"(?<![\w./:~$<>@*-])([\w-][\w.-]*\.(?:c|h|md|py|sh))"
+                  r"(?![\w/-])")
+PATH = re.compile(r"(?<![\w./:~$<>@-])((?:[\w.*-]+/)+[\w*-][\w.*-]*"
+                  r"\.(?:c|h|md|py|sh|cmake|txt|in|map))(?![\w/-])")
+C_COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:[^"\\\n]|\\.)*"'
+                       r"|'(?:[^'\\\n]|\\.)*'", re.S)
+
+def exists(p):
+    if "*" in p:
+        return any(fnmatch.fnmatchcase(f, p) for f in files)
+    return p in files or p in folders
+
+def resolves(path, naming_file):
+    bases = list(bases_all)
+    d = os.path.dirname(naming_file)
+    while d:
+        bases.append(d)
+        d = os.path.dirname(d)
+    return any(exists(os.path.normpath(os.path.join(b, path)))
+               for b in bases)
+
+def chunks(f, text):
+    if f.endswith((".c", ".h")):
+        for m in C_COMMENT.finditer(text):
+            if m.group(0)[0] in "\"'":
+                continue  # a string: messages may name runtime paths
+            yield text.count("\n", 0, m.start()) + 1, m.group(0)
+    else:
+        for i, line in enumerate(text.split("\n")):
+            yield i + 1, line
+
+c_dirs = ("src/", "include/", "tools/", "tests/", "bench/", "fuzz/",
+          "examples/")
+named = sorted(f for f in files
+               if (f.startswith(c_dirs) and f.endswith((".c", ".h")))
+               or re.fullmatch(r"docs/[^/]+\.md|README\.md", f))
+# Folders being rewritten (issue 20): what they name wrongly is printed as
+# a warning, not a failure, until they are merged; then drop this.
+PENDING = ("src/ops/", "src/gemm/")
+bad = 0
+def report(f, msg):
+    global bad
+    if f.startswith(PENDING):
+        print(f"layers: warning: {msg}", file=sys.stderr)
+    else:
+        print(f"layers: {msg}", file=sys.stderr)
+        bad += 1
+
+for f in named:
+    with open(f, encoding="utf-8") as fh:
+        text = fh.read()
+    for line, chunk in chunks(f, text):
+        for m in PATH.finditer(chunk):
+            p = m.group(1)
+            if p.split("/")[0] not in folder_names:
+                continue
+            if not resolves(p, f):
+                at = line + chunk.count("\n", 0, m.start())
+                report(f, f"{f}:{at}: {p} names no file (from the root, "
+                       f"src/ or src/*/, or {os.path.dirname(f) or '.'}/ "
+                       "and above)")
+        for m in BARE.finditer(chunk):
+            p = m.group(1)
+            if p not in names and p not in NOT_OURS:
+                at = line + chunk.count("\n", 0, m.start())
+                report(f, f"{f}:{at}: {p} is no tracked file's name")
+sys.exit(1 if bad else 0)
+PY
+); then
     fail=1
 fi
 exit $fail

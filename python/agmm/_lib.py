@@ -60,9 +60,6 @@ def _load():
 
 
 lib, path = _load()
-# The extended API of issue 11 (several weights, per-call rows, the
-# gathered A): agmm_plan_desc_t gained n_weights and n_list with it.
-HAS_RUN_ARGS = hasattr(lib, "agmm_plan_run_args")
 
 # agmm_status_t, in order (AGMM_OK = 0).
 STATUS_NAMES = (
@@ -97,8 +94,9 @@ class PlanDescC(_c.Structure):
         ("gemm_engine", c_int),
         ("op", c_int),
         ("k_local", _c.POINTER(c_int64)),
-    ] + ([("n_weights", c_int), ("n_list", _c.POINTER(c_int64))]
-         if HAS_RUN_ARGS else [])
+        ("n_weights", c_int),
+        ("n_list", _c.POINTER(c_int64)),
+    ]
 
 
 class RunArgsC(_c.Structure):
@@ -182,6 +180,9 @@ _PROTOS = {
     "agmm_plan_desc_init": (None, [_c.POINTER(PlanDesc)]),
     "agmm_plan_desc_check": (c_int, [_c.POINTER(PlanDesc)]),
     "agmm_plan_bytes_per_rank": (c_uint64, [_c.POINTER(PlanDesc)]),
+    "agmm_k_split": (c_int64, [c_int64, c_int, c_int]),
+    "agmm_default_workers": (c_int, [c_int, c_int, c_int, _c.POINTER(c_int),
+                                     _c.POINTER(c_int)]),
     "agmm_plan_create": (c_int, [P, _c.POINTER(PlanDesc), _PP]),
     "agmm_plan_set_weight": (c_int, [P, c_void_p]),
     "agmm_plan_run": (c_int, [P, c_int, c_void_p, c_void_p]),

@@ -15,7 +15,7 @@ import ctypes
 from dataclasses import dataclass
 
 from . import _buffers, _lib
-from .errors import BadState, InvalidArgument, Unsupported, check
+from .errors import BadState, InvalidArgument, check
 
 
 def _name(value, table, what):
@@ -65,11 +65,13 @@ _SCHED_NAMES = {v: k for k, v in _lib.SCHEDULES.items()}
 
 
 def default_workers(nranks, comm=None):
-    """(comm_workers, gemm_workers) by the agmm tool's default core split
-    (docs/cli.md): cores = this process's CPU affinity, ranks = the ranks
-    on this host (LOCAL_WORLD_SIZE as torchrun sets it, Open MPI's
+    """(comm_workers, gemm_workers) by the library's default core split, as
+    the agmm tool makes it (agmm_default_workers; docs/cli.md): cores =
+    this process's CPU affinity, ranks = the ranks on this host
+    (LOCAL_WORLD_SIZE as torchrun sets it, Open MPI's
     OMPI_COMM_WORLD_LOCAL_SIZE, else the world size); comm = 1 if
-    2 x ranks <= cores else 0; gemm = max(1, cores // ranks - comm)."""
+    2 x ranks <= cores else 0 (unless given); gemm = max(1, cores // ranks
+    - comm)."""
     import os
     try:
         cores = len(os.sched_getaffinity(0))
@@ -81,9 +83,12 @@ def default_workers(nranks, comm=None):
         if v.isdigit() and int(v) >= 1:
             local = int(v)
             break
-    if comm is None:
-        comm = 1 if 2 * local <= cores else 0
-    return comm, max(1, cores // local - comm)
+    c, g = ctypes.c_int(), ctypes.c_int()
+    check(_lib.fn.agmm_default_workers(max(1, cores), local,
+                                       -1 if comm is None else int(comm),
+                                       ctypes.byref(c), ctypes.byref(g)),
+          "default_workers")
+    return c.value, g.value
 
 
 def _int_list(values, count, what):
@@ -154,10 +159,6 @@ class Plan:
         if timeout is not None:
             d.timeout_s = float(timeout)
         if len(self.n_list) > 1:
-            if not _lib.HAS_RUN_ARGS:
-                raise Unsupported("several weights (n=%s): this libagmm.so "
-                                  "has no agmm_plan_run_args (issue 11)"
-                                  % self.n_list)
             self._nlist = (ctypes.c_int64 * len(self.n_list))(*self.n_list)
             d.n_weights = len(self.n_list)
             d.n_list = ctypes.cast(self._nlist, ctypes.POINTER(ctypes.c_int64))
@@ -172,7 +173,7 @@ class Plan:
         M = sum(self.m_local)
         if d.op == _lib.OPS["gemm-rs"]:
             kp = (list(self._klocal) if self._klocal is not None else
-                  [self.k // P + (1 if r < self.k % P else 0) for r in range(P)])
+                  [_lib.fn.agmm_k_split(self.k, P, r) for r in range(P)])
             self.k_local = kp
             self.a_shape = (M, kp[self.rank])
             self.w_shape = (kp[self.rank], self.n)
@@ -183,7 +184,6 @@ class Plan:
             self.w_shape = (self.k, self.n)
             self.c_shape = (M, self.n)
         self._run = _lib.fn.agmm_plan_run
-        self._native_gather = _lib.HAS_RUN_ARGS  # until the library says no
         world._plans.append(self)
 
     @property
@@ -302,34 +302,18 @@ class Plan:
         if a_gathered is not None:
             g = _buffers.output(None if a_gathered is True else a_gathered,
                                 (M, self.k), a, "a_gathered", self.dtype)
-        if not _lib.HAS_RUN_ARGS:
-            if m_rows is not None and list(rows) != self.m_local:
-                raise Unsupported("run: m_rows needs agmm_plan_run_args "
-                                  "(issue 11), not in this libagmm.so")
-            check(self._run(self.handle, sched, aptr, cs[0][0]), "run")
-        else:
-            args = _lib.RunArgsC()
-            cptrs = (ctypes.c_void_p * nw)(*[p for p, _ in cs])
-            args.schedule, args.a_local = sched, aptr
-            args.c = ctypes.cast(cptrs, ctypes.POINTER(ctypes.c_void_p))
-            mr = None
-            if m_rows is not None:
-                mr = (ctypes.c_int64 * len(rows))(*rows)
-                args.m_rows = ctypes.cast(mr, ctypes.POINTER(ctypes.c_int64))
-            if g is not None and self._native_gather:
-                args.a_gathered = g[0]
-            st = _lib.fn.agmm_plan_run_args(self.handle, ctypes.byref(args))
-            if st == _lib.STATUS["AGMM_ERR_UNSUPPORTED"] and args.a_gathered \
-                    and m_rows is None:
-                # A library whose run_args does not return A yet (refused on
-                # every rank alike, before any communication): the round
-                # without it, A gathered below.
-                self._native_gather = False
-                args.a_gathered = None
-                st = _lib.fn.agmm_plan_run_args(self.handle, ctypes.byref(args))
-            check(st, "run")
-        if g is not None and not (_lib.HAS_RUN_ARGS and self._native_gather):
-            _gather_rows(self.world, akeep, rows, g[1])
+        args = _lib.RunArgsC()
+        cptrs = (ctypes.c_void_p * nw)(*[p for p, _ in cs])
+        args.schedule, args.a_local = sched, aptr
+        args.c = ctypes.cast(cptrs, ctypes.POINTER(ctypes.c_void_p))
+        mr = None
+        if m_rows is not None:
+            mr = (ctypes.c_int64 * len(rows))(*rows)
+            args.m_rows = ctypes.cast(mr, ctypes.POINTER(ctypes.c_int64))
+        if g is not None:
+            args.a_gathered = g[0]
+        check(_lib.fn.agmm_plan_run_args(self.handle, ctypes.byref(args)),
+              "run")
         del akeep
         c = [x for _, x in cs] if nw > 1 else cs[0][1]
         return (g[1], c) if g is not None else c
@@ -380,33 +364,3 @@ class Plan:
         state = "closed" if self._h is None else "rank %d" % self.rank
         return "<agmm.Plan %s %s m_local=%s k=%d n=%d, %s>" % (
             self.op, self.dtype, self.m_local, self.k, self.n, state)
-
-
-def _gather_rows(world, a, rows, out):
-    """gather(A) into `out` without the library's returned-A (issue 11)
-    through the world's small all-gather (agmm_world_allgather, 1024 bytes
-    per rank per call): correct, but one collective per KiB of the largest
-    shard. Used only when libagmm.so cannot return A (docs/python.md)."""
-    import numpy as np
-    src = _as_bytes(a)
-    dst = _as_bytes(out)
-    row_bytes = dst.size // max(1, sum(rows)) if dst.size else 0
-    sizes = [r * row_bytes for r in rows]
-    offs = [sum(sizes[:r]) for r in range(len(rows))]
-    chunk = 1024
-    for at in range(0, max(sizes), chunk):
-        piece = bytes(src[at:at + chunk])
-        piece += b"\0" * (chunk - len(piece))
-        parts = world.allgather(piece)
-        for r, part in enumerate(parts):
-            n = min(chunk, sizes[r] - at)
-            if n > 0:
-                dst[offs[r] + at:offs[r] + at + n] = np.frombuffer(part, np.uint8)[:n]
-
-
-def _as_bytes(x):
-    """A uint8 view of a contiguous numpy array or torch tensor."""
-    import numpy as np
-    if _buffers.is_torch(x):
-        return x.view(-1).view(_buffers.torch_module().uint8).numpy()
-    return np.ascontiguousarray(x).reshape(-1).view(np.uint8)

@@ -27,15 +27,12 @@ module's function calls it.
 Plans are cached per group, per (k, [n_i], dtype) and per weights
 (data_ptr, version counter, strides of each B): a weight changed in place
 (its _version moves) is set again; a new weight tensor gets a new plan.
-With issue 11's per-call rows (agmm_plan_run_args in libagmm.so) one plan
-serves every row count up to its capacity (each rank's largest rows so
-far, rounded up to a power of two) and is replaced by a larger one when a
-call needs more; without them the rows are part of the key. Several
-weights share one plan and one gather there; without it, one plan per
-weight (A gathered once more per extra weight). return_A: the library
-fills A_gathered in the same round (agmm_run_args_t.a_gathered); without
-it the package gathers A through the world's small all-gather afterwards
-(correct, slow: one collective per KiB). Plans are created, reused and
+With per-call rows (agmm_plan_run_args) one plan serves every row count
+up to its capacity (each rank's largest rows so far, rounded up to a power
+of two) and is replaced by a larger one when a call needs more. Several
+weights share one plan and one gather. return_A: the library fills
+A_gathered in the same round (agmm_run_args_t.a_gathered). Plans are
+created, reused and
 evicted (least recently used, beyond PLAN_CACHE_SIZE per group)
 identically on every rank because every rank makes the same calls in the
 same order; the cache is closed with the group (unregister_group, or the
@@ -47,7 +44,6 @@ from collections import OrderedDict
 
 import torch
 
-from . import _lib
 from .errors import InvalidArgument
 from .world import World
 
@@ -132,24 +128,21 @@ def _capacity(rows):
 def _cached_plan(g, m_local, k, ns, dtype, Bs):
     """(plan, m_rows) for this call: the group's plan for k, columns, dtype
     and weight tensors, created (collectively) if new, and the rows to pass
-    (None: the plan's own). With per-call rows (issue 11's
-    agmm_plan_run_args), one plan serves every row count up to its
-    capacity and is replaced by a larger one when a call needs more; without
-    them, the rows are part of the key. Weights are set again when a B
+    (None: the plan's own). With per-call rows (agmm_plan_run_args), one
+    plan serves every row count up to its capacity and is replaced by a
+    larger one when a call needs more. Weights are set again when a B
     changed in place (its version counter moved)."""
     wkey = _weights_key(Bs)
-    per_call = _lib.HAS_RUN_ARGS
-    pkey = ((() if per_call else tuple(m_local)), k, tuple(ns), dtype,
-            tuple(w[0] for w in wkey))
+    pkey = (k, tuple(ns), dtype, tuple(w[0] for w in wkey))
     entry = g.plans.get(pkey)
-    if entry is not None and per_call and \
+    if entry is not None and \
             any(r > cap for r, cap in zip(m_local, entry[0].m_local)):
         del g.plans[pkey]
         grown = [max(cap, _capacity(r)) for r, cap in zip(m_local, entry[0].m_local)]
         entry[0].close()
         entry = None
     else:
-        grown = [_capacity(r) for r in m_local] if per_call else list(m_local)
+        grown = [_capacity(r) for r in m_local]
     if entry is None:
         opts = {k2: v for k2, v in g.options.items() if k2 != "schedule"}
         plan = g.world.plan(m_local=grown, k=k,
@@ -218,21 +211,14 @@ def _impl(A_shard, Bs, gather_dim, group_name, return_A=True):
         raise InvalidArgument("fused_all_gather_matmul: every rank's shard is "
                               "empty")
 
-    # One plan for every weight (one gather) where the library has several
-    # weights per plan (issue 11); else one plan per weight, A gathered by
-    # the first.
-    groups = [list(range(len(Bs)))] if _lib.HAS_RUN_ARGS else \
-        [[i] for i in range(len(Bs))]
-    A_g, Cs = None, []
-    for gi, idx in enumerate(groups):
-        plan, m_rows = _cached_plan(g, m_local, k, [ns[i] for i in idx], dtype,
-                                    [Bs[i] for i in idx])
-        want_a = return_A and gi == 0
-        res = plan.run(a2, a_gathered=True if want_a else None, m_rows=m_rows,
-                       schedule=g.options.get("schedule", "auto"))
-        if want_a:
-            A_g, res = res
-        Cs += res if isinstance(res, list) else [res]
+    # One plan for every weight: one gather.
+    A_g = None
+    plan, m_rows = _cached_plan(g, m_local, k, ns, dtype, Bs)
+    res = plan.run(a2, a_gathered=True if return_A else None, m_rows=m_rows,
+                   schedule=g.options.get("schedule", "auto"))
+    if return_A:
+        A_g, res = res
+    Cs = res if isinstance(res, list) else [res]
     total = sum(slices)
     out_lead = [total] + lead[1:]
     Cs = [c.view(out_lead + [n]) for c, n in zip(Cs, ns)]

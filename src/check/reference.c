@@ -1,6 +1,10 @@
-/* The reference all-gather-GEMM (the test oracle, in check/ beside the
- * reference GEMM): gather, convert (scalar path), one GEMM. Deliberately
- * independent of the plan (no windows, tiles, signals or claims). */
+/* The reference operations (the test oracle, in check/ beside the
+ * reference GEMM): all-gather + GEMM (agmm_reference: gather, convert,
+ * one GEMM) and GEMM + reduce-scatter (agmm_reference_rs: the asked rows
+ * of sum_r A_r @ W_r, accumulated in double), with the
+ * scalar conversion from fp32 they use (agmm_convert_from_fp32).
+ * Deliberately independent of the plan (no windows, tiles, signals or
+ * claims). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +17,8 @@ agmm_status_t agmm_convert_from_fp32(agmm_dtype_t dtype, const float *src,
                                      void *dst, size_t n)
 {
     if (agmm_dtype_size(dtype) == 0)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "convert: dtype %d is not valid",
-                          (int)dtype);
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "convert: dtype %d is not valid", (int)dtype);
     if (n && (!src || !dst))
         return agmm_error(AGMM_ERR_INVALID_ARG, "convert: NULL argument");
     agmm_convert_from_f32(dtype, src, dst, n);
@@ -65,8 +69,8 @@ agmm_status_t agmm_reference_rs(int nranks, const void *const *a,
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "reference_rs: invalid argument");
     size_t es = agmm_dtype_size(dtype);
-    double *acc = calloc((size_t)(rows > 0 ? rows : 1) * (size_t)n,
-                         sizeof(double));
+    double *acc =
+        calloc((size_t)(rows > 0 ? rows : 1) * (size_t)n, sizeof(double));
     float *arow = NULL, *w32 = NULL;
     agmm_status_t st = acc ? AGMM_OK : AGMM_ERR_NO_MEMORY;
     for (int r = 0; st == AGMM_OK && r < nranks; r++) {
@@ -87,8 +91,8 @@ agmm_status_t agmm_reference_rs(int nranks, const void *const *a,
         }
         agmm_convert_to_f32_scalar(dtype, w[r], w32, (size_t)(k * n));
         for (int64_t i = 0; i < rows; i++) {
-            const unsigned char *src =
-                (const unsigned char *)a[r] + (size_t)(row0 + i) * (size_t)k * es;
+            const unsigned char *src = (const unsigned char *)a[r] +
+                                       (size_t)(row0 + i) * (size_t)k * es;
             agmm_convert_to_f32_scalar(dtype, src, arow, (size_t)k);
             double *out = acc + (size_t)i * (size_t)n;
             for (int64_t kk = 0; kk < k; kk++) {

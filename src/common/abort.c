@@ -29,7 +29,8 @@ const char *agmm_abort_reason(agmm_abort_cell_t *c)
      * (seen under TSan, where the window is wide: "aborted during a
      * barrier: another rank is aborting the run"). Bounded, because on
      * shm the aborter may have been killed in between. */
-    for (double end = agmm_now() + 0.2; st == ABORT_WRITING && agmm_now() < end;) {
+    for (double end = agmm_now() + 0.2;
+         st == ABORT_WRITING && agmm_now() < end;) {
         struct timespec ts = {0, 20000L};
         nanosleep(&ts, NULL);
         st = atomic_load_explicit(&c->state, memory_order_acquire);

@@ -49,7 +49,8 @@ static int parse(const char *spec)
             have |= 2;
         } else if (!strcmp(kv, "mode") && !(have & 4)) {
             int m = 0;
-            while (m < 4 && strcmp(v, mode_names[m])) m++;
+            while (m < 4 && strcmp(v, mode_names[m]))
+                m++;
             if (m == 4) return -1;
             fault_mode = m;
             have |= 4;
@@ -77,20 +78,22 @@ __attribute__((constructor)) static void fault_init(void)
 agmm_status_t agmm_fault_before_put_slow(int rank)
 {
     if (rank != fault_rank) return AGMM_OK;
-    long long n = atomic_fetch_add_explicit(&fault_puts, 1,
-                                            memory_order_relaxed);
+    long long n =
+        atomic_fetch_add_explicit(&fault_puts, 1, memory_order_relaxed);
     if (n < fault_after) return AGMM_OK;
     if (n == fault_after && fault_mode != FAULT_ERROR)
-        fprintf(stderr, "agmm: rank %d: AGMM_FAULT: %s before put %lld\n",
-                rank, mode_names[fault_mode], n + 1);
+        fprintf(stderr, "agmm: rank %d: AGMM_FAULT: %s before put %lld\n", rank,
+                mode_names[fault_mode], n + 1);
     switch (fault_mode) {
     case FAULT_HANG: /* stop publishing anything, for good */
-        for (;;) pause();
+        for (;;)
+            pause();
     case FAULT_EXIT:
         _exit(3);
     case FAULT_KILL:
         raise(SIGKILL);
-        for (;;) pause();
+        for (;;)
+            pause();
     default:
         return agmm_error(AGMM_ERR_SYSTEM,
                           "AGMM_FAULT: injected error before put %lld", n + 1);

@@ -10,8 +10,9 @@
  * baseline's bulk puts (one per peer) or its native all-gather (one per
  * round: MPI_Iallgatherv), and on MPI every control send (the end-of-round
  * acks, mpi_signal) and every tile a relay forwards to a same-host peer
- * (transport/mpi/mpi_relay.c, in the progress thread). The variable is read once, when the library is loaded;
- * unset, the only cost on the put path is one predictable branch. */
+ * (transport/mpi/mpi_relay.c, in the progress thread). The variable is read
+ * once, when the library is loaded; unset, the only cost on the put path is one
+ * predictable branch. */
 #ifndef AGMM_COMMON_FAULT_H
 #define AGMM_COMMON_FAULT_H
 

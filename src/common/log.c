@@ -1,3 +1,4 @@
+/* Error recording and the last error; see log.h. */
 #include "common/log.h"
 
 #include <pthread.h>
@@ -15,14 +16,28 @@ static _Thread_local int thread_muted; /* agmm_log_mute */
 static char last_msg[512];
 static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void agmm_log_set_rank(int rank) { log_rank = rank; }
-void agmm_log_set_quiet(int quiet) { log_quiet = quiet; }
-void agmm_log_mute(int on) { thread_muted = on; }
-const char *agmm_last_error(void) { return last_msg; }
-const char *agmm_thread_error(void) { return thread_msg; }
+void agmm_log_set_rank(int rank)
+{
+    log_rank = rank;
+}
+void agmm_log_set_quiet(int quiet)
+{
+    log_quiet = quiet;
+}
+void agmm_log_mute(int on)
+{
+    thread_muted = on;
+}
+const char *agmm_last_error(void)
+{
+    return last_msg;
+}
+const char *agmm_thread_error(void)
+{
+    return thread_msg;
+}
 
-static void record(int print, const char *prefix, const char *fmt,
-                   va_list ap)
+static void record(int print, const char *prefix, const char *fmt, va_list ap)
 {
     /* Format into a local buffer first: an argument may be this thread's
      * own message (agmm_thread_error(), e.g. re-recording a peer's abort

@@ -34,4 +34,7 @@ const char *agmm_status_describe(agmm_status_t status)
     return status_table[status].text;
 }
 
-const char *agmm_version(void) { return AGMM_VERSION_STRING; }
+const char *agmm_version(void)
+{
+    return AGMM_VERSION_STRING;
+}

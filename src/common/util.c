@@ -1,3 +1,4 @@
+/* Clocks, checked arithmetic and aligned allocation; see util.h. */
 #include "common/util.h"
 
 #include <stdlib.h>
@@ -41,4 +42,7 @@ void *agmm_alloc(size_t bytes)
     return p;
 }
 
-void agmm_free(void *p) { free(p); }
+void agmm_free(void *p)
+{
+    free(p);
+}

@@ -43,9 +43,8 @@ static void event(FILE *f, const agmm_trace_t *t, const agmm_tev_t *e)
     const char *sched = agmm_trace_sched_name(e->sched);
     /* Global tile indices, so a reader can check coverage directly. */
     int64_t g0 = e->tile0, g1 = e->tile1;
-    int src = e->kind == AGMM_TEV_PUT || e->kind == AGMM_TEV_PUBLISH
-                  ? e->rank
-                  : e->peer;
+    int src = e->kind == AGMM_TEV_PUT || e->kind == AGMM_TEV_PUBLISH ? e->rank
+                                                                     : e->peer;
     if (src >= 0 && src < m->nranks && e->tile0 >= 0) {
         g0 += m->tile_base[src];
         g1 += m->tile_base[src];
@@ -123,8 +122,7 @@ static void other_data(FILE *f, const agmm_trace_t *t)
         fprintf(f, "%s%lld", r ? "," : "", (long long)m->tiles[r]);
     fprintf(f,
             "],\"clock\":\"CLOCK_MONOTONIC of rank 0's host\","
-            "\"origin_ns\":%llu,\"events\":%zu,\"dropped\":%llu,"
-            "\"summary\":[",
+            "\"origin_ns\":%llu,\"events\":%zu,\"dropped\":%llu,\"summary\":[",
             (unsigned long long)t->origin, t->nall,
             (unsigned long long)t->dropped);
     for (int i = 0; i < t->rounds * m->nranks; i++) {

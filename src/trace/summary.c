@@ -42,7 +42,8 @@ static size_t merge(span_t *s, size_t n)
 static uint64_t length(const span_t *s, size_t n)
 {
     uint64_t len = 0;
-    for (size_t i = 0; i < n; i++) len += s[i].b - s[i].a;
+    for (size_t i = 0; i < n; i++)
+        len += s[i].b - s[i].a;
     return len;
 }
 
@@ -55,8 +56,10 @@ static uint64_t overlap(const span_t *x, size_t nx, const span_t *y, size_t ny)
         uint64_t a = x[i].a > y[j].a ? x[i].a : y[j].a;
         uint64_t b = x[i].b < y[j].b ? x[i].b : y[j].b;
         if (a < b) len += b - a;
-        if (x[i].b < y[j].b) i++;
-        else j++;
+        if (x[i].b < y[j].b)
+            i++;
+        else
+            j++;
     }
     return len;
 }
@@ -148,6 +151,7 @@ agmm_status_t agmm_trace_summarize(agmm_trace_t *t)
         i = j;
     }
     for (int r = 0; r < t->rounds; r++)
-        for (int q = 0; q < P; q++) t->sum[(size_t)r * (size_t)P + (size_t)q].round = r + 1;
+        for (int q = 0; q < P; q++)
+            t->sum[(size_t)r * (size_t)P + (size_t)q].round = r + 1;
     return AGMM_OK;
 }

@@ -11,15 +11,15 @@
 #include "common/log.h"
 #include "trace/trace.h"
 
-#define W 1200.0       /* picture width */
-#define LEFT 120.0     /* lane labels */
-#define RIGHT 24.0
-#define TOP 64.0       /* title and legend */
+#define W         1200.0 /* picture width */
+#define LEFT      120.0  /* lane labels */
+#define RIGHT     24.0
+#define TOP       64.0 /* title and legend */
 #define RANK_HEAD 18.0 /* "rank r" row */
-#define LANE_H 20.0
-#define RANK_GAP 10.0
-#define AXIS_H 40.0
-#define MERGE_PX 0.25
+#define LANE_H    20.0
+#define RANK_GAP  10.0
+#define AXIS_H    40.0
+#define MERGE_PX  0.25
 
 static const struct {
     int kind;
@@ -87,10 +87,12 @@ static void describe(FILE *f, const agmm_tev_t *e)
     case AGMM_TEV_GEMM:
         /* peer >= 0: tiles [tile0, tile1) of that rank's shard; -1: global
          * tile indices over the gathered matrix (the baseline's GEMM). */
-        fprintf(f, "%s %lld rows (", e->kind == AGMM_TEV_GEMM ? "GEMM" : "convert",
+        fprintf(f, "%s %lld rows (",
+                e->kind == AGMM_TEV_GEMM ? "GEMM" : "convert",
                 (long long)e->value);
         if (e->peer >= 0)
-            fprintf(f, "tiles %d-%d of rank %d", e->tile0, e->tile1 - 1, e->peer);
+            fprintf(f, "tiles %d-%d of rank %d", e->tile0, e->tile1 - 1,
+                    e->peer);
         else
             fprintf(f, "global tiles %d-%d, all ranks", e->tile0, e->tile1 - 1);
         fprintf(f, ")");
@@ -148,8 +150,8 @@ static void legend(FILE *f, const agmm_trace_t *t)
     const agmm_trace_meta_t *m = &t->meta;
     fprintf(f,
             "<text x=\"12\" y=\"22\" font-size=\"15\" font-weight=\"bold\">"
-            "agmm timeline: %d ranks, %d GEMM + %d comm workers each, "
-            "tiles %lldx%lld, K=%lld N=%lld %s, %d round%s</text>\n",
+            "agmm timeline: %d ranks, %d GEMM + %d comm workers each, tiles "
+            "%lldx%lld, K=%lld N=%lld %s, %d round%s</text>\n",
             m->nranks, m->gemm_workers, m->comm_workers, (long long)m->tile_m,
             (long long)m->tile_n, (long long)m->k, (long long)m->n, m->dtype,
             t->rounds, t->rounds == 1 ? "" : "s");
@@ -163,18 +165,17 @@ static void legend(FILE *f, const agmm_trace_t *t)
     }
     fprintf(f,
             "<line x1=\"%.0f\" y1=\"34\" x2=\"%.0f\" y2=\"48\" stroke=\"#555\" "
-            "stroke-dasharray=\"3,2\"/><text x=\"%.0f\" y=\"46\">round start"
-            "</text>\n",
+            "stroke-dasharray=\"3,2\"/><text x=\"%.0f\" y=\"46\">round "
+            "start</text>\n",
             x + 6, x + 6, x + 14);
     if (t->dropped)
         fprintf(f,
-                "<text x=\"%.0f\" y=\"22\" text-anchor=\"end\" fill=\"#d62728\">"
-                "%llu events dropped (buffers full)</text>\n",
+                "<text x=\"%.0f\" y=\"22\" text-anchor=\"end\" "
+                "fill=\"#d62728\">%llu events dropped (buffers full)</text>\n",
                 W - RIGHT, (unsigned long long)t->dropped);
 }
 
-static void axis(FILE *f, const view_t *v, double y, double top,
-                 uint64_t span)
+static void axis(FILE *f, const view_t *v, double y, double top, uint64_t span)
 {
     double step = tick_step((double)span);
     fprintf(f,
@@ -193,9 +194,9 @@ static void axis(FILE *f, const view_t *v, double y, double top,
                 x, top, x, y, x, y, x, y + 5, x, y + 18, label);
     }
     fprintf(f,
-            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#555\">"
-            "time since the first event (CLOCK_MONOTONIC, one clock for all "
-            "ranks)</text>\n",
+            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+            "fill=\"#555\">time since the first event (CLOCK_MONOTONIC, one "
+            "clock for all ranks)</text>\n",
             (v->x0 + v->x1) / 2, y + 34);
 }
 
@@ -234,18 +235,20 @@ agmm_status_t agmm_trace_write_svg(const agmm_trace_t *t, const char *path)
     axis(f, &v, plot_bottom, TOP, span);
     for (int r = 0; r < m->nranks; r++) {
         double y0 = TOP + rank_h * r;
-        fprintf(f,
-                "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">rank %d</text>\n",
-                y0 + 13, r);
+        fprintf(
+            f,
+            "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">rank %d</text>\n",
+            y0 + 13, r);
         for (int l = 0; l < lanes; l++) {
             double y = y0 + RANK_HEAD + LANE_H * l;
             int idx;
             const char *role = agmm_trace_lane_role(m, l, &idx);
-            fprintf(f,
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                    "fill=\"%s\"/><text x=\"24\" y=\"%.1f\">%s %d</text>\n",
-                    v.x0, y, v.x1 - v.x0, LANE_H, l % 2 ? "#f4f4f4" : "#eaeaea",
-                    y + 14, role, idx);
+            fprintf(
+                f,
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                "fill=\"%s\"/><text x=\"24\" y=\"%.1f\">%s %d</text>\n",
+                v.x0, y, v.x1 - v.x0, LANE_H, l % 2 ? "#f4f4f4" : "#eaeaea",
+                y + 14, role, idx);
             size_t n = 0;
             for (size_t i = 0; i < t->nall; i++)
                 if (t->all[i].rank == r && t->all[i].lane == l)
@@ -264,15 +267,16 @@ agmm_status_t agmm_trace_write_svg(const agmm_trace_t *t, const char *path)
             int room = x - last_label > 110;
             int some = x - last_label > 16; /* room for the number */
             if (some) last_label = x;
-            fprintf(f,
-                    "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" "
-                    "stroke=\"#555\" stroke-dasharray=\"3,2\"/><text x=\"%.2f\" "
-                    "y=\"%.1f\" fill=\"#555\" text-anchor=\"%s\">%s%.0u %s"
-                    "</text>\n",
-                    x, y0 + 2, x, y0 + RANK_HEAD + LANE_H * lanes,
-                    left ? x - 3 : x + 3, y0 + 13, left ? "end" : "start",
-                    room ? "round " : "", some ? e->round : 0,
-                    room ? agmm_trace_sched_name(e->sched) : "");
+            fprintf(
+                f,
+                "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" "
+                "stroke=\"#555\" stroke-dasharray=\"3,2\"/><text x=\"%.2f\" "
+                "y=\"%.1f\" fill=\"#555\" text-anchor=\"%s\">%s%.0u %s"
+                "</text>\n",
+                x, y0 + 2, x, y0 + RANK_HEAD + LANE_H * lanes,
+                left ? x - 3 : x + 3, y0 + 13, left ? "end" : "start",
+                room ? "round " : "", some ? e->round : 0,
+                room ? agmm_trace_sched_name(e->sched) : "");
         }
     }
     fprintf(f, "</svg>\n");

@@ -38,9 +38,9 @@ typedef enum {
 
 /* What a wait or publish is about (the signal's role). */
 typedef enum {
-    AGMM_TSIG_TILE = 0,  /* tile (src, t) arrived */
-    AGMM_TSIG_SHARD,     /* a whole shard arrived (baseline) */
-    AGMM_TSIG_ACK,       /* a peer finished reading the previous round */
+    AGMM_TSIG_TILE = 0, /* tile (src, t) arrived */
+    AGMM_TSIG_SHARD,    /* a whole shard arrived (baseline) */
+    AGMM_TSIG_ACK,      /* a peer finished reading the previous round */
     AGMM_TSIG_OTHER,
     AGMM_TSIG_KINDS
 } agmm_tsig_t;
@@ -48,12 +48,12 @@ typedef enum {
 /* One event: 64 bytes, one cache line. Times are CLOCK_MONOTONIC ns while
  * recording; gather adds the rank's clock offset. */
 typedef struct agmm_tev {
-    uint64_t t0, t1; /* begin, end (t1 == t0 for instants) */
-    int64_t value;   /* PUT: bytes; WAIT, PUBLISH: epoch; GEMM: rows */
-    uint32_t round;  /* 1-based round of this trace */
-    int32_t peer;    /* PUT, PUBLISH: destination; WAIT: the rank expected
-                        to raise the signal; CONVERT, GEMM: source rank, or
-                        -1 when tile0/tile1 are global tile indices */
+    uint64_t t0, t1;      /* begin, end (t1 == t0 for instants) */
+    int64_t value;        /* PUT: bytes; WAIT, PUBLISH: epoch; GEMM: rows */
+    uint32_t round;       /* 1-based round of this trace */
+    int32_t peer;         /* PUT, PUBLISH: destination; WAIT: the rank expected
+                             to raise the signal; CONVERT, GEMM: source rank, or
+                             -1 when tile0/tile1 are global tile indices */
     int32_t tile0, tile1; /* tiles [tile0, tile1) of `peer` (-1: none) */
     int32_t j0, j1;       /* GEMM: column blocks [j0, j1) */
     int16_t rank, lane;   /* filled by gather */
@@ -74,7 +74,10 @@ typedef struct agmm_trace_buf {
 /* The calling thread's buffer; NULL when not tracing. */
 extern _Thread_local agmm_trace_buf_t *agmm_trace_self;
 
-typedef enum { AGMM_TRACE_GEMM_WORKER, AGMM_TRACE_COMM_WORKER } agmm_trace_role_t;
+typedef enum {
+    AGMM_TRACE_GEMM_WORKER,
+    AGMM_TRACE_COMM_WORKER
+} agmm_trace_role_t;
 
 /* Shape facts the writers and the summary need (a copy: they outlive the
  * plan's use). */
@@ -124,16 +127,16 @@ struct agmm_trace {
     uint32_t round;
     uint8_t sched;
     int converts; /* inputs are converted to fp32 (dtype is not fp32) */
-    int nbufs; /* gemm_workers + comm_workers */
+    int nbufs;    /* gemm_workers + comm_workers */
     agmm_trace_buf_t *bufs;
 
     /* After gather, on rank 0 (elsewhere all stays empty). */
     int gathered;
     agmm_tev_t *all; /* every rank's events, times on rank 0's clock */
     size_t nall;
-    uint64_t dropped;   /* over all ranks */
-    uint64_t origin;    /* earliest t0: time zero of the outputs */
-    int rounds;         /* rounds seen */
+    uint64_t dropped;          /* over all ranks */
+    uint64_t origin;           /* earliest t0: time zero of the outputs */
+    int rounds;                /* rounds seen */
     agmm_trace_summary_t *sum; /* [rounds * P], round-major */
 };
 
@@ -173,9 +176,9 @@ static inline void agmm_trace_publish(int peer, int64_t index, uint64_t epoch,
 }
 
 agmm_status_t agmm_trace_wait_slow(agmm_world_t *w, const _Atomic uint64_t *sig,
-                                  uint64_t at_least, double deadline,
-                                  const agmm_wait_what_t *what,
-                                  agmm_tsig_t kind);
+                                   uint64_t at_least, double deadline,
+                                   const agmm_wait_what_t *what,
+                                   agmm_tsig_t kind);
 /* agmm_signal_wait, recorded as a WAIT when the signal was not raised yet
  * at the first look. */
 static inline agmm_status_t agmm_traced_wait(agmm_world_t *w,

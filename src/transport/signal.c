@@ -36,8 +36,8 @@ double agmm_deadline(const agmm_world_t *w, double timeout_s)
 {
     /* NaN or infinity would make the wait endless: the default instead. */
     if (!(timeout_s > 0) || isinf(timeout_s))
-        timeout_s = w->timeout_s > 0 && !isinf(w->timeout_s) ? w->timeout_s
-                                                             : 60.0;
+        timeout_s =
+            w->timeout_s > 0 && !isinf(w->timeout_s) ? w->timeout_s : 60.0;
     return agmm_now() + timeout_s;
 }
 
@@ -80,10 +80,10 @@ void agmm_signal_publish(_Atomic uint64_t *sig, uint64_t value)
  * then sleep in the kernel until woken, at most 20 ms at a time so the abort
  * flag and the deadline are looked at. With more ranks than cores, skip the
  * spinning and most of the yielding. */
-#define SPIN_NS 20000ull
-#define YIELD_NS 1000000ull
+#define SPIN_NS          20000ull
+#define YIELD_NS         1000000ull
 #define YIELD_OVERSUB_NS 50000ull
-#define SLEEP_MAX_NS 20000000ull
+#define SLEEP_MAX_NS     20000000ull
 
 /* "tile 3 from rank 1", "shard from rank 2", "barrier 7 of all ranks",
  * "tile 3 from rank 0 (forwarded by rank 2)". */

@@ -26,8 +26,8 @@ static int clean_ctl(const char *name)
             return agmm_seg_unlink(name) == 0;
         return 0;
     }
-    int removed = agmm_join_reap(seg.addr, seg.bytes, name,
-                                 agmm_join_seg_age(name));
+    int removed =
+        agmm_join_reap(seg.addr, seg.bytes, name, agmm_join_seg_age(name));
     agmm_seg_unmap(&seg);
     return removed;
 }
@@ -39,8 +39,8 @@ agmm_status_t agmm_cleanup(const char *job, int *removed)
     DIR *d = opendir(AGMM_SEG_DIR);
     if (!d) {
         if (errno == ENOENT) return AGMM_OK; /* no shm on this system */
-        return agmm_error(AGMM_ERR_SYSTEM, "cleanup: open %s: %s",
-                          AGMM_SEG_DIR, strerror(errno));
+        return agmm_error(AGMM_ERR_SYSTEM, "cleanup: open %s: %s", AGMM_SEG_DIR,
+                          strerror(errno));
     }
     unsigned me = (unsigned)geteuid();
     int count = 0;

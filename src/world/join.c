@@ -37,7 +37,7 @@
 #include "world/world.h"
 
 #define WATCH_NS 10000000ull /* joined ranks' liveness: every 10 ms */
-#define POLL_NS 2000000L     /* rendezvous slices */
+#define POLL_NS  2000000L    /* rendezvous slices */
 
 static void sleep_ns(long ns)
 {
@@ -154,7 +154,8 @@ static int judge(rdv_t *r, agmm_status_t *st)
                          "job '%s' is in use by another run (pid %ld, its rank "
                          "%d%s): wait for it to end or use another job name",
                          o->job, (long)hp, hr,
-                         atomic_load(&h->formed) ? "" : ", ending after a failure");
+                         atomic_load(&h->formed) ? ""
+                                                 : ", ending after a failure");
         return JUDGE_FAIL;
     }
     if (h->size != o->size) {
@@ -251,8 +252,8 @@ static agmm_status_t wait_all(rdv_t *r)
             snprintf(msg, sizeof msg,
                      "job '%s': rank(s) %s did not join within %g s (joined: "
                      "%s)",
-                     r->o->job, missing, r->o->timeout_s > 0 ? r->o->timeout_s : 60.0,
-                     there);
+                     r->o->job, missing,
+                     r->o->timeout_s > 0 ? r->o->timeout_s : 60.0, there);
             abort_forming(r, AGMM_ERR_TIMEOUT, msg);
             /* Another rank may have failed first: report the first reason. */
             const char *first = forming_aborted(r);

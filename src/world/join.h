@@ -28,8 +28,8 @@
 
 #include "agmm.h"
 
-#define AGMM_JOIN_MAGIC 0x6e696f6a6d6d6761ull /* "agmmjoin" */
-#define AGMM_JOIN_VERSION 1
+#define AGMM_JOIN_MAGIC     0x6e696f6a6d6d6761ull /* "agmmjoin" */
+#define AGMM_JOIN_VERSION   1
 #define AGMM_JOIN_MAX_RANKS 4096
 /* A control segment still empty or without magic this long after it was
  * made is a creator's leftover (it dies between create and publish). */

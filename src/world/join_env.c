@@ -105,8 +105,8 @@ agmm_status_t agmm_world_from_env(double timeout_s, agmm_world_t **out)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "world_from_env: AGMM_RANK is not set (set "
                           "AGMM_RANK, AGMM_WORLD_SIZE and AGMM_JOB, or RANK, "
-                          "WORLD_SIZE, MASTER_ADDR and MASTER_PORT as "
-                          "torchrun does)");
+                          "WORLD_SIZE, MASTER_ADDR and MASTER_PORT as torchrun "
+                          "does)");
     }
     if (!(timeout_s > 0) && getenv("AGMM_TIMEOUT_S")) {
         const char *s = getenv("AGMM_TIMEOUT_S");
@@ -114,8 +114,8 @@ agmm_status_t agmm_world_from_env(double timeout_s, agmm_world_t **out)
         double t = strtod(s, &end);
         if (*end || end == s || !(t > 0) || t > 1e6)
             return agmm_error(AGMM_ERR_INVALID_ARG,
-                              "world_from_env: AGMM_TIMEOUT_S='%.40s' "
-                              "(allowed seconds, 0 < t <= 1e6)",
+                              "world_from_env: AGMM_TIMEOUT_S='%.40s' (allowed "
+                              "seconds, 0 < t <= 1e6)",
                               s);
         timeout_s = t;
     }

@@ -11,7 +11,8 @@
 
 size_t agmm_join_seg_bytes(int size, size_t *ctl_off)
 {
-    size_t hdr = sizeof(agmm_join_hdr_t) + (size_t)size * sizeof(agmm_join_slot_t);
+    size_t hdr =
+        sizeof(agmm_join_hdr_t) + (size_t)size * sizeof(agmm_join_slot_t);
     size_t off = (hdr + AGMM_CACHE_LINE - 1) & ~(size_t)(AGMM_CACHE_LINE - 1);
     if (ctl_off) *ctl_off = off;
     return off + agmm_shm_ctl_bytes(size);
@@ -20,7 +21,8 @@ size_t agmm_join_seg_bytes(int size, size_t *ctl_off)
 int agmm_join_hdr_valid(const agmm_join_hdr_t *h, size_t mapped)
 {
     if (mapped < sizeof *h) return 0;
-    if (atomic_load_explicit(&h->magic, memory_order_acquire) != AGMM_JOIN_MAGIC)
+    if (atomic_load_explicit(&h->magic, memory_order_acquire) !=
+        AGMM_JOIN_MAGIC)
         return 0;
     if (h->version != AGMM_JOIN_VERSION || h->size < 1 ||
         h->size > AGMM_JOIN_MAX_RANKS)
@@ -80,7 +82,8 @@ double agmm_join_seg_age(const char *name)
     if (stat(path, &sb) != 0) return -1;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    double changed = (double)sb.st_ctim.tv_sec + 1e-9 * (double)sb.st_ctim.tv_nsec;
+    double changed =
+        (double)sb.st_ctim.tv_sec + 1e-9 * (double)sb.st_ctim.tv_nsec;
     double m = (double)sb.st_mtim.tv_sec + 1e-9 * (double)sb.st_mtim.tv_nsec;
     if (m > changed) changed = m;
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec - changed;

@@ -53,7 +53,10 @@ typedef struct joined {
     struct joined *next; /* the registry */
 } joined_t;
 
-static joined_t *joined_of(agmm_world_t *w) { return (joined_t *)(void *)w; }
+static joined_t *joined_of(agmm_world_t *w)
+{
+    return (joined_t *)(void *)w;
+}
 
 void agmm_join_leave(agmm_join_hdr_t *h, size_t mapped, const char *name,
                      int rank)
@@ -77,7 +80,10 @@ static void at_exit(void)
     pthread_mutex_unlock(&registry_lock);
 }
 
-static void register_at_exit(void) { atexit(at_exit); }
+static void register_at_exit(void)
+{
+    atexit(at_exit);
+}
 
 static void registry_add(joined_t *j)
 {
@@ -116,10 +122,12 @@ static const char *joined_aborted(agmm_world_t *w)
     if (reason) return reason;
     joined_t *j = joined_of(w);
     uint64_t now = agmm_now_ns();
-    uint64_t next = atomic_load_explicit(&j->next_watch_ns, memory_order_relaxed);
+    uint64_t next =
+        atomic_load_explicit(&j->next_watch_ns, memory_order_relaxed);
     if (now < next) return NULL;
     /* One thread at a time looks (the others see the abort it records). */
-    if (!atomic_compare_exchange_strong(&j->next_watch_ns, &next, now + WATCH_NS))
+    if (!atomic_compare_exchange_strong(&j->next_watch_ns, &next,
+                                        now + WATCH_NS))
         return NULL;
     for (int p = 0; p < w->size; p++) {
         if (p == w->rank) continue;
@@ -211,8 +219,8 @@ agmm_status_t agmm_joined_world_new(const agmm_join_opts_t *o,
         /* ESRCH: already gone, the watch reports it at the first wait. */
         j->pidfds[p] = p == o->rank ? -1 : open_pidfd(j->pids[p]);
     }
-    agmm_status_t st = agmm_shm_attach((char *)seg->addr + h->ctl_off, P,
-                                       o->job, &j->sh);
+    agmm_status_t st =
+        agmm_shm_attach((char *)seg->addr + h->ctl_off, P, o->job, &j->sh);
     j->w.ctl = &joined_world_ops;
     j->w.timeout_s = o->timeout_s > 0 ? o->timeout_s : 60.0;
     j->w.oversubscribed = P > sysconf(_SC_NPROCESSORS_ONLN);

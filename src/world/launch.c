@@ -44,7 +44,7 @@
 
 typedef struct launch_state {
     int nranks;
-    pid_t *pids;  /* 0 once reaped */
+    pid_t *pids; /* 0 once reaped */
     int running;
     int first_failed_rank; /* -1: none */
     char first_what[128];  /* how it ended ("rank 1 was killed by ...") */
@@ -122,8 +122,9 @@ static const agmm_world_ops_t forked_world_ops = {
 };
 
 static void rank_process(agmm_shm_shared_t *sh, int rank, double timeout_s,
-                         int oversubscribed, pid_t launcher, const sigset_t *old_mask,
-                         agmm_rank_main_fn rank_main, void *arg)
+                         int oversubscribed, pid_t launcher,
+                         const sigset_t *old_mask, agmm_rank_main_fn rank_main,
+                         void *arg)
 {
     /* Die with the launcher; if it is already gone, stop now. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -171,7 +172,7 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
 
     agmm_shm_shared_t *sh;
     AGMM_CHECK(agmm_shm_prepare(opts->nranks, opts->link_gbps,
-                                   opts->link_latency_us, &sh));
+                                opts->link_latency_us, &sh));
 
     launch_state_t ls = {.nranks = opts->nranks, .first_failed_rank = -1};
     ls.pids = calloc((size_t)opts->nranks, sizeof *ls.pids);
@@ -228,8 +229,9 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
         int sig = sigtimedwait(&mask, NULL, &tick);
         if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
             if (!opts->quiet && !interrupted)
-                fprintf(stderr, "agmm: interrupted by signal %d (%s); "
-                                "stopping all ranks\n",
+                fprintf(stderr,
+                        "agmm: interrupted by signal %d (%s); stopping all "
+                        "ranks\n",
                         sig, strsignal(sig));
             if (!interrupted && ls.first_failed_rank < 0) interrupt_first = 1;
             interrupted = 128 + sig;

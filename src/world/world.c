@@ -1,6 +1,8 @@
 /* The world's control plane: the public agmm_world_* functions (thin,
  * checked wrappers) and the internal ones of world/world.h, the only
- * callers of the world's control table (world_ops.h, w->ctl). */
+ * callers of the world's control table (world_ops.h, w->ctl); and
+ * agmm_win_agree, which transport/transport.h declares for the backends'
+ * window allocation. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +26,7 @@ const char *agmm_world_transport_name(const agmm_world_t *w)
 
 void agmm_world_destroy(agmm_world_t *w)
 {
-    /* Each kind of world destroys itself (mpi_world.c, join.c); a forked
+    /* Each kind of world destroys itself (mpi_world.c, joined.c); a forked
      * world has no entry: it belongs to the launcher. */
     if (w && w->ctl->destroy) w->ctl->destroy(w);
 }

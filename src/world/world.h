@@ -1,6 +1,8 @@
 /* The control plane as the library uses it inside: barrier, small
- * allgather and abort with explicit deadlines and reasons, over whichever
- * backend made the world. ops/ and trace/ call these, never a table: the
+ * allgather and abort with explicit deadlines and reasons, the
+ * variable-size gather to rank 0, over whichever backend made the world,
+ * and the engine thread setup of each kind of world's ranks. ops/ and
+ * trace/ call these, never a table: the
  * world's control table (world_ops.h, agmm_world_t.ctl) is called only in
  * world.c, the data-plane table only through the agmm_tp_* wrappers of
  * transport/transport.h (the public agmm_world_* in agmm.h are thin

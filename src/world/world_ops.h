@@ -1,12 +1,14 @@
 /* The control plane's table: what a world does besides moving data, one
  * table per way ranks come to exist. world/ owns it: world/launch.c
- * registers the forked (shm) worlds' table and world/mpi_world.c the MPI
- * worlds' one, in agmm_world_t.ctl, before the backend starts; only world/
- * calls through it (world.c), everyone else calls world/world.h.
+ * registers the forked (shm) worlds' table, world/joined.c the joined
+ * worlds' one and world/mpi_world.c the MPI worlds' one, in
+ * agmm_world_t.ctl, before the backend starts; only world/ calls through
+ * it (world.c), everyone else calls world/world.h.
  *
  * The entries are implemented next to the state they work on, in the
  * backend folders (transport/shm/shm.c over the shared control block,
- * transport/mpi/mpi.c over MPI collectives and control messages) and
+ * transport/mpi/mpi_coll.c and mpi.c over MPI collectives and control
+ * messages) and
  * exported through the headers world/ already includes (shm/shm.h,
  * mpi/mpi.h): world/ includes transport/, never the other way round.
  *

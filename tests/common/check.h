@@ -22,27 +22,26 @@
 static long check_passed_;
 static long check_failed_;
 
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (cond) {                                                         \
-            check_passed_++;                                                \
-        } else if (++check_failed_ <= CHECK_MAX_PRINT) {                    \
-            fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__,      \
-                    #cond);                                                 \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fputc('\n', stderr);                                            \
-            if (check_failed_ == CHECK_MAX_PRINT)                           \
-                fprintf(stderr, "(further failures not printed)\n");        \
-        }                                                                   \
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (cond) {                                                            \
+            check_passed_++;                                                   \
+        } else if (++check_failed_ <= CHECK_MAX_PRINT) {                       \
+            fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fputc('\n', stderr);                                               \
+            if (check_failed_ == CHECK_MAX_PRINT)                              \
+                fprintf(stderr, "(further failures not printed)\n");           \
+        }                                                                      \
     } while (0)
 
-#define CHECK_DONE(name)                                                    \
-    do {                                                                    \
-        fflush(stderr);                                                     \
-        printf("%s: %ld passed, %ld failed\n", (name), check_passed_,       \
-               check_failed_);                                              \
-        fflush(stdout);                                                     \
-        return check_failed_ ? 1 : 0;                                       \
+#define CHECK_DONE(name)                                                       \
+    do {                                                                       \
+        fflush(stderr);                                                        \
+        printf("%s: %ld passed, %ld failed\n", (name), check_passed_,          \
+               check_failed_);                                                 \
+        fflush(stdout);                                                        \
+        return check_failed_ ? 1 : 0;                                          \
     } while (0)
 
 #endif /* AGMM_TESTS_CHECK_H */

@@ -16,15 +16,18 @@ static rank_counts_t *rank_counts_;
 
 static inline void rank_checks_init(int max_ranks)
 {
-    rank_counts_ = mmap(NULL, sizeof(rank_counts_t) * (size_t)max_ranks,
-                        PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
-                        0);
+    rank_counts_ =
+        mmap(NULL, sizeof(rank_counts_t) * (size_t)max_ranks,
+             PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (rank_counts_ == MAP_FAILED) rank_counts_ = NULL;
 }
 
 /* In a rank, at its start: count from zero (the fork copied the parent's
  * counts). */
-static inline void rank_checks_begin(void) { check_passed_ = check_failed_ = 0; }
+static inline void rank_checks_begin(void)
+{
+    check_passed_ = check_failed_ = 0;
+}
 
 /* In a rank, at its end: publish and reset this process's counts. */
 static inline int rank_checks_save(int rank)

@@ -272,26 +272,9 @@ def scenario_rows(world, args):
     at.unregister_group("rows")
 
 
-def scenario_gather_rows(world, args):
-    """The package's own gather of A (used when libagmm.so cannot return
-    it): uneven and empty shards, several KiB chunks, numpy and torch."""
-    import torch
-    from agmm.plan import _gather_rows
-    P, me = world.size, world.rank
-    rows, k = args["rows"], 20
-    shards = [ints(40 + r, (rows[r], k)) for r in range(P)]
-    out = np.zeros((sum(rows), k), np.float32)
-    _gather_rows(world, shards[me], rows, out)
-    assert np.array_equal(out, np.concatenate(shards))
-    tshards = [torch.from_numpy(s).to(torch.bfloat16) for s in shards]
-    tout = torch.zeros(sum(rows), k, dtype=torch.bfloat16)
-    _gather_rows(world, tshards[me], rows, tout)
-    assert torch.equal(tout, torch.cat(tshards))
-
-
 SCENARIOS = {"gemm": scenario_gemm, "gemm_rs": scenario_gemm_rs,
              "gil": scenario_gil, "errors": scenario_errors, "op": scenario_op,
-             "rows": scenario_rows, "gather_rows": scenario_gather_rows}
+             "rows": scenario_rows}
 
 
 def main():

@@ -20,8 +20,7 @@ STRUCTS = {
 }
 if _lib.fn.has("agmm_world_join"):
     STRUCTS["agmm_join_opts_t"] = _lib.JoinOptsC
-if _lib.HAS_RUN_ARGS:
-    STRUCTS["agmm_run_args_t"] = _lib.RunArgsC
+STRUCTS["agmm_run_args_t"] = _lib.RunArgsC
 
 ENUMS = {}
 for table, prefix in ((_lib.DTYPES, "AGMM_DTYPE_"), (_lib.WEIGHTS, "AGMM_WEIGHTS_"),

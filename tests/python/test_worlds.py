@@ -50,15 +50,9 @@ def test_errors_are_exceptions_with_status():
     run_world(2, "errors", dict())
 
 
-@pytest.mark.skipif(not agmm._lib.HAS_RUN_ARGS,
-                    reason="libagmm.so without agmm_plan_run_args (issue 11)")
 @pytest.mark.parametrize("nranks", [2, 3])
 def test_several_weights_rows_per_call_gathered_a(nranks):
     run_world(nranks, "rows", dict(calls=6))
-
-
-def test_package_gather_of_a_without_the_library():
-    run_world(3, "gather_rows", dict(rows=[40, 0, 23], torch=True))
 
 
 def test_missing_rank_is_a_timeout_naming_it():

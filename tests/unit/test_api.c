@@ -67,6 +67,9 @@ static int64_t neg_m[NR] = {5, -1}, zero_m[NR] = {0, 0};
 static int64_t huge_m[NR] = {INT64_MAX, 1}, big_m[NR] = {1 << 30, 1 << 30};
 static int64_t int_m[NR] = {INT32_MAX / 2, INT32_MAX / 2};
 
+/* One-line setters, one per bad field (clang-format would put each on four
+ * lines). */
+/* clang-format off */
 static void s_nranks0(agmm_plan_desc_t *d) { d->nranks = 0; }
 static void s_nranks_neg(agmm_plan_desc_t *d) { d->nranks = -5; }
 static void s_m_null(agmm_plan_desc_t *d) { d->m_local = NULL; }
@@ -87,6 +90,7 @@ static void s_comm_big(agmm_plan_desc_t *d) { d->comm_workers = 1 << 20; }
 static void s_gemm0(agmm_plan_desc_t *d) { d->gemm_workers = 0; }
 static void s_timeout_nan(agmm_plan_desc_t *d) { d->timeout_s = NAN; }
 static void s_timeout_inf(agmm_plan_desc_t *d) { d->timeout_s = INFINITY; }
+/* clang-format on */
 static void s_bytes(agmm_plan_desc_t *d)
 {
     d->k = d->n = INT32_MAX;
@@ -132,9 +136,8 @@ static void test_desc_check(void)
         good_desc(&d);
         bad_descs[i].spoil(&d);
         agmm_status_t st = agmm_plan_desc_check(&d);
-        CHECK(st == bad_descs[i].want, "%s: got %s, want %s",
-              bad_descs[i].what, agmm_status_str(st),
-              agmm_status_str(bad_descs[i].want));
+        CHECK(st == bad_descs[i].want, "%s: got %s, want %s", bad_descs[i].what,
+              agmm_status_str(st), agmm_status_str(bad_descs[i].want));
         CHECK(*agmm_last_error(), "%s: no error message", bad_descs[i].what);
         (void)agmm_plan_bytes_per_rank(&d); /* must not crash either */
     }
@@ -162,8 +165,7 @@ static void test_no_world(void)
     CHECK(p == (agmm_plan_t *)&d || p == NULL, "create: *out");
     CHECK(agmm_plan_set_weight(NULL, good_m) == AGMM_ERR_INVALID_ARG,
           "set_weight(NULL plan)");
-    CHECK(agmm_plan_set_weight((agmm_plan_t *)&d, good_m) ==
-              AGMM_ERR_BAD_STATE,
+    CHECK(agmm_plan_set_weight((agmm_plan_t *)&d, good_m) == AGMM_ERR_BAD_STATE,
           "set_weight on something that is not a plan");
     float c[4];
     CHECK(agmm_plan_run(NULL, AGMM_SCHEDULE_FUSED, c, c) ==
@@ -236,8 +238,10 @@ static int good_round(agmm_world_t *w, agmm_schedule_t schedule)
     if (agmm_plan_create(w, &d, &p) != AGMM_OK) return 1;
     float a[2][5 * 7], wt[7 * 6], c[8 * 6], ref[8 * 6];
     for (int s = 0; s < NR; s++)
-        for (int i = 0; i < 5 * 7; i++) a[s][i] = (float)((i * 3 + s) % 5);
-    for (int i = 0; i < 7 * 6; i++) wt[i] = (float)(i % 4) - 1.5f;
+        for (int i = 0; i < 5 * 7; i++)
+            a[s][i] = (float)((i * 3 + s) % 5);
+    for (int i = 0; i < 7 * 6; i++)
+        wt[i] = (float)(i % 4) - 1.5f;
     uint16_t a16[5 * 7], w16[7 * 6];
     agmm_convert_from_fp32(AGMM_DTYPE_FP16, a[r], a16, 5 * 7);
     agmm_convert_from_fp32(AGMM_DTYPE_FP16, wt, w16, 7 * 6);
@@ -249,7 +253,8 @@ static int good_round(agmm_world_t *w, agmm_schedule_t schedule)
     const void *shards[NR] = {s0, s1};
     bad |= agmm_reference(NR, shards, good_m, 7, 6, AGMM_DTYPE_FP16, w16,
                           ref) != AGMM_OK;
-    for (int i = 0; !bad && i < 8 * 6; i++) bad = fabsf(c[i] - ref[i]) > 1e-3f;
+    for (int i = 0; !bad && i < 8 * 6; i++)
+        bad = fabsf(c[i] - ref[i]) > 1e-3f;
     bad |= agmm_plan_destroy(p) != AGMM_OK;
     return bad;
 }
@@ -325,8 +330,8 @@ static int world_rank_main(agmm_world_t *w, void *arg)
     CHECK(agmm_plan_set_weight(p, NULL) == AGMM_ERR_INVALID_ARG,
           "set_weight(NULL)");
     CHECK(agmm_plan_set_weight(p, w16) == AGMM_OK, "set_weight");
-    CHECK(agmm_plan_run(p, AGMM_SCHEDULE_FUSED, a16, c) == AGMM_OK,
-          "run: %s", agmm_last_error());
+    CHECK(agmm_plan_run(p, AGMM_SCHEDULE_FUSED, a16, c) == AGMM_OK, "run: %s",
+          agmm_last_error());
     CHECK(agmm_plan_destroy(p) == AGMM_OK, "destroy");
     /* Used after destroy. */
     CHECK(agmm_plan_set_weight(p, w16) == AGMM_ERR_BAD_STATE,
@@ -399,16 +404,15 @@ static int lone_misuse_main(agmm_world_t *w, void *arg)
     if (r == 0)
         st = agmm_plan_run(p, AGMM_SCHEDULE_FUSED, a16, c);
     else
-        st = agmm_plan_run(p,
-                           m == BAD_SCHEDULE ? (agmm_schedule_t)7
-                                             : AGMM_SCHEDULE_FUSED,
-                           m == A_NULL ? NULL : a16, m == C_NULL ? NULL : c);
+        st = agmm_plan_run(
+            p, m == BAD_SCHEDULE ? (agmm_schedule_t)7 : AGMM_SCHEDULE_FUSED,
+            m == A_NULL ? NULL : a16, m == C_NULL ? NULL : c);
     int code = 0;
     if (r == 1 && st != misuses[m].want) code = 22;
     if (r == 0 && (st != AGMM_ERR_ABORTED ||
                    !strstr(agmm_last_error(), misuses[m].reason))) {
-        fprintf(stderr, "%s: rank 0 got %s: '%s', want AGMM_ERR_ABORTED "
-                        "naming '%s'\n",
+        fprintf(stderr,
+                "%s: rank 0 got %s: '%s', want AGMM_ERR_ABORTED naming '%s'\n",
                 misuses[m].what, agmm_status_str(st), agmm_last_error(),
                 misuses[m].reason);
         code = 23;
@@ -458,7 +462,8 @@ static int concurrent_main(agmm_world_t *w, void *arg)
     bg_run_t b = {p, a16, c, AGMM_ERR_SYSTEM};
     pthread_t t;
     if (pthread_create(&t, NULL, bg_run_main, &b) != 0) return 35;
-    while (!agmm_plan_busy(p)) sched_yield(); /* the run has started */
+    while (!agmm_plan_busy(p))
+        sched_yield(); /* the run has started */
     int code = 0;
     if (agmm_plan_set_weight(p, w16) != AGMM_ERR_BAD_STATE) code = 36;
     if (agmm_plan_run(p, AGMM_SCHEDULE_FUSED, a16, c2) != AGMM_ERR_BAD_STATE)

@@ -18,10 +18,10 @@
 
 #include "agmm_ext.h"
 #include "check.h"
+#include "check/gemm_ref.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
 #include "gemm/gemm.h"
-#include "check/gemm_ref.h"
 
 enum { K = 67, N = 150, LDA = K + 3, TILE = 32, ROW_OFF = 5 };
 static const int64_t k_rows[] = {1, TILE, 13, 3 * TILE};
@@ -158,8 +158,8 @@ static int rank_main(agmm_world_t *world, void *arg)
     size_t es = agmm_dtype_size(d->dtype);
     void *w = calloc((size_t)(d->k * d->n), es);
     /* all-gather: A_r is m_local[r] x k; gemm-rs: M x k_local[r] <= M x k */
-    int64_t a_rows = d->op == AGMM_OP_GEMM_RS ? agmm_plan_rows(plan)
-                                              : d->m_local[r];
+    int64_t a_rows =
+        d->op == AGMM_OP_GEMM_RS ? agmm_plan_rows(plan) : d->m_local[r];
     void *a = calloc((size_t)(a_rows * d->k) + 1, es);
     float *c = calloc((size_t)(agmm_plan_rows(plan) * d->n), sizeof(float));
     int rc = agmm_plan_set_weight(plan, w) == AGMM_OK ? 0 : 4;
@@ -206,8 +206,7 @@ static void test_plan_rounds(agmm_gemm_engine_kind_t kind, agmm_dtype_t dt,
           "%s %s %s, %d comm workers: plan rounds (exit %d; 6: primitives "
           "created in a round)",
           op == AGMM_OP_GEMM_RS ? "gemm-rs" : "ag-gemm",
-          agmm_gemm_engine_name(kind), agmm_dtype_name(dt), comm_workers,
-          code);
+          agmm_gemm_engine_name(kind), agmm_dtype_name(dt), comm_workers, code);
 }
 
 /* The memory estimate counts what each engine allocates: oneDNN keeps a

@@ -11,36 +11,36 @@
 
 static void test_small(void)
 {
-    const float a[2 * 3] = {1, 2, 3,
-                            4, 5, 6};
-    const float b[3 * 2] = {7, 8,
-                            9, 10,
-                            11, 12};
-    const float want[2 * 2] = {58, 64,
-                               139, 154};
+    const float a[2 * 3] = {1, 2, 3, 4, 5, 6};
+    const float b[3 * 2] = {7, 8, 9, 10, 11, 12};
+    const float want[2 * 2] = {58, 64, 139, 154};
     float c[4] = {SENTINEL, SENTINEL, SENTINEL, SENTINEL};
     agmm_gemm_ref(2, 2, 3, a, 3, b, 2, c, 2);
     for (int i = 0; i < 4; i++)
-        CHECK(c[i] == want[i], "2x3*3x2 c[%d] = %g, want %g", i, (double)c[i], (double)want[i]);
+        CHECK(c[i] == want[i], "2x3*3x2 c[%d] = %g, want %g", i, (double)c[i],
+              (double)want[i]);
 
     /* the transposed product B^T A^T = (AB)^T, B^T is 2x3, A^T is 3x2 */
     const float bt[2 * 3] = {7, 9, 11, 8, 10, 12};
     const float at[3 * 2] = {1, 4, 2, 5, 3, 6};
     agmm_gemm_ref(2, 2, 3, bt, 3, at, 2, c, 2);
     CHECK(c[0] == 58 && c[1] == 139 && c[2] == 64 && c[3] == 154,
-          "transposed: %g %g %g %g", (double)c[0], (double)c[1], (double)c[2], (double)c[3]);
+          "transposed: %g %g %g %g", (double)c[0], (double)c[1], (double)c[2],
+          (double)c[3]);
 
     /* 3x2 * 2x3 */
     float c9[9];
     agmm_gemm_ref(3, 3, 2, b, 2, a, 3, c9, 3);
     const float want9[9] = {39, 54, 69, 49, 68, 87, 59, 82, 105};
     for (int i = 0; i < 9; i++)
-        CHECK(c9[i] == want9[i], "3x2*2x3 c[%d] = %g, want %g", i, (double)c9[i], (double)want9[i]);
+        CHECK(c9[i] == want9[i], "3x2*2x3 c[%d] = %g, want %g", i,
+              (double)c9[i], (double)want9[i]);
 
     /* C is overwritten, not accumulated into */
     float c2[4] = {100, 100, 100, 100};
     agmm_gemm_ref(2, 2, 3, a, 3, b, 2, c2, 2);
-    CHECK(c2[0] == 58 && c2[3] == 154, "overwrite: %g %g", (double)c2[0], (double)c2[3]);
+    CHECK(c2[0] == 58 && c2[3] == 154, "overwrite: %g %g", (double)c2[0],
+          (double)c2[3]);
 }
 
 static void test_identity(void)
@@ -63,9 +63,12 @@ static void test_leading_dims(void)
     /* A is 2x3 inside a 4x5 buffer, B 3x2 inside 3x7, C 2x2 inside 3x4. */
     enum { LDA = 5, LDB = 7, LDC = 4 };
     float abuf[4 * LDA], bbuf[3 * LDB], cbuf[3 * LDC];
-    for (int i = 0; i < 4 * LDA; i++) abuf[i] = 1000.0f;
-    for (int i = 0; i < 3 * LDB; i++) bbuf[i] = 1000.0f;
-    for (int i = 0; i < 3 * LDC; i++) cbuf[i] = SENTINEL;
+    for (int i = 0; i < 4 * LDA; i++)
+        abuf[i] = 1000.0f;
+    for (int i = 0; i < 3 * LDB; i++)
+        bbuf[i] = 1000.0f;
+    for (int i = 0; i < 3 * LDC; i++)
+        cbuf[i] = SENTINEL;
     const float a[2][3] = {{1, 2, 3}, {4, 5, 6}};
     const float b[3][2] = {{7, 8}, {9, 10}, {11, 12}};
     for (int i = 0; i < 2; i++)
@@ -75,20 +78,21 @@ static void test_leading_dims(void)
         for (int j = 0; j < 2; j++)
             bbuf[p * LDB + j] = b[p][j];
     agmm_gemm_ref(2, 2, 3, abuf, LDA, bbuf, LDB, cbuf, LDC);
-    CHECK(cbuf[0] == 58 && cbuf[1] == 64 && cbuf[LDC] == 139 && cbuf[LDC + 1] == 154,
+    CHECK(cbuf[0] == 58 && cbuf[1] == 64 && cbuf[LDC] == 139 &&
+              cbuf[LDC + 1] == 154,
           "submatrix: %g %g %g %g", (double)cbuf[0], (double)cbuf[1],
           (double)cbuf[LDC], (double)cbuf[LDC + 1]);
     int untouched = 1;
     for (int i = 0; i < 3 * LDC; i++) {
         int in_c = i / LDC < 2 && i % LDC < 2;
-        if (!in_c)
-            untouched &= cbuf[i] == SENTINEL;
+        if (!in_c) untouched &= cbuf[i] == SENTINEL;
     }
     CHECK(untouched, "wrote outside the 2x2 block of C");
 
     /* an offset submatrix: rows 1..2, cols 2..3 of a 4x5 A */
     float sub[2 * 2];
-    for (int i = 0; i < 4 * LDA; i++) abuf[i] = (float)i;
+    for (int i = 0; i < 4 * LDA; i++)
+        abuf[i] = (float)i;
     const float eye2[2 * 2] = {1, 0, 0, 1};
     agmm_gemm_ref(2, 2, 2, abuf + 1 * LDA + 2, LDA, eye2, 2, sub, 2);
     CHECK(sub[0] == 7 && sub[1] == 8 && sub[2] == 12 && sub[3] == 13,
@@ -114,13 +118,15 @@ static void test_degenerate(void)
     const float col[3] = {1, -1, 2};
     float cc[2];
     agmm_gemm_ref(2, 1, 3, am, 3, col, 1, cc, 1);
-    CHECK(cc[0] == 5 && cc[1] == 11, "n=1: %g %g", (double)cc[0], (double)cc[1]);
+    CHECK(cc[0] == 5 && cc[1] == 11, "n=1: %g %g", (double)cc[0],
+          (double)cc[1]);
 
     /* k = 1: outer product */
     const float u[3] = {1, 2, 3}, v[2] = {4, -5};
     float o[6];
     agmm_gemm_ref(3, 2, 1, u, 1, v, 2, o, 2);
-    CHECK(o[0] == 4 && o[1] == -5 && o[2] == 8 && o[3] == -10 && o[4] == 12 && o[5] == -15,
+    CHECK(o[0] == 4 && o[1] == -5 && o[2] == 8 && o[3] == -10 && o[4] == 12 &&
+              o[5] == -15,
           "k=1: %g %g %g %g %g %g", (double)o[0], (double)o[1], (double)o[2],
           (double)o[3], (double)o[4], (double)o[5]);
 
@@ -136,7 +142,8 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static float rnd(void)
 {
     rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((rng_state >> 40) & 0xffffff) / (float)0x1000000 * 2.0f - 1.0f;
+    return (float)((rng_state >> 40) & 0xffffff) / (float)0x1000000 * 2.0f -
+           1.0f;
 }
 
 static void test_random(void)
@@ -150,9 +157,12 @@ static void test_random(void)
         free(a), free(b), free(c);
         return;
     }
-    for (int i = 0; i < M * LDA; i++) a[i] = rnd();
-    for (int i = 0; i < K * LDB; i++) b[i] = rnd();
-    for (int i = 0; i < M * LDC; i++) c[i] = SENTINEL;
+    for (int i = 0; i < M * LDA; i++)
+        a[i] = rnd();
+    for (int i = 0; i < K * LDB; i++)
+        b[i] = rnd();
+    for (int i = 0; i < M * LDC; i++)
+        c[i] = SENTINEL;
     agmm_gemm_ref(M, N, K, a, LDA, b, LDB, c, LDC);
     int worst_i = 0, worst_j = 0;
     double worst = 0.0;
@@ -177,8 +187,9 @@ static void test_random(void)
             }
         }
     }
-    CHECK(worst <= K * 1.2e-7, "17x13x29: worst relative error %g at (%d,%d): %g vs %g",
-          worst, worst_i, worst_j, (double)c[worst_i * LDC + worst_j], (double)0);
+    CHECK(worst <= K * 1.2e-7,
+          "17x13x29: worst relative error %g at (%d,%d): %g vs %g", worst,
+          worst_i, worst_j, (double)c[worst_i * LDC + worst_j], (double)0);
     CHECK(outside_ok, "17x13x29: wrote into the ldc padding");
     free(a), free(b), free(c);
 }

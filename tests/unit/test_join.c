@@ -6,12 +6,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,8 +42,9 @@ static void test_join_args(void)
               strstr(agmm_last_error(), "rank 2 (allowed 0..1)"),
           "rank out of range: %s", agmm_last_error());
     o.rank = 0;
-    const char *bad[] = {"a/b", "", "..", "x:y", "sp ace",
-                         "0123456789012345678901234567890123456789012345678"};
+    const char *bad[] = {
+        "a/b", "",       "..",
+        "x:y", "sp ace", "0123456789012345678901234567890123456789012345678"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         o.job = bad[i];
         CHECK(agmm_world_join(&o, &w) == AGMM_ERR_INVALID_ARG,
@@ -101,8 +102,10 @@ static void test_one_rank(void)
 
     enum { M = 5, K = 3, N = 4 };
     float a[M * K], wt[K * N], c[M * N], want[M * N];
-    for (int i = 0; i < M * K; i++) a[i] = (float)(i % 5 - 2);
-    for (int i = 0; i < K * N; i++) wt[i] = (float)(i % 3 - 1);
+    for (int i = 0; i < M * K; i++)
+        a[i] = (float)(i % 5 - 2);
+    for (int i = 0; i < K * N; i++)
+        wt[i] = (float)(i % 3 - 1);
     int64_t rows[1] = {M};
     agmm_plan_desc_t d;
     agmm_plan_desc_init(&d);
@@ -113,7 +116,8 @@ static void test_one_rank(void)
     d.tile_m = 2;
     d.dtype = AGMM_DTYPE_FP32;
     agmm_plan_t *p = NULL;
-    CHECK(agmm_plan_create(w, &d, &p) == AGMM_OK, "plan: %s", agmm_last_error());
+    CHECK(agmm_plan_create(w, &d, &p) == AGMM_OK, "plan: %s",
+          agmm_last_error());
     if (p) {
         CHECK(agmm_plan_set_weight(p, wt) == AGMM_OK, "weight");
         CHECK(agmm_plan_run(p, AGMM_SCHEDULE_FUSED, a, c) == AGMM_OK, "run");
@@ -135,10 +139,12 @@ static void test_segments(void)
     CHECK(agmm_seg_parse(name, &n) && n.uid == geteuid() &&
               !strcmp(n.job, job) && n.pid == getpid() && !strcmp(n.tag, "w7"),
           "parse round trip of %s", name);
-    CHECK(!agmm_seg_parse("agmm:1:a:b:2:ctl", &n), "job with ':' splits one way");
+    CHECK(!agmm_seg_parse("agmm:1:a:b:2:ctl", &n),
+          "job with ':' splits one way");
     CHECK(!agmm_seg_parse("agmm:x:a:2:ctl", &n), "bad uid");
     CHECK(!agmm_seg_parse("vader_segment.1", &n), "not ours");
-    CHECK(agmm_seg_name(name, "a/b", 1, "w") != AGMM_OK, "'/' in a job refused");
+    CHECK(agmm_seg_name(name, "a/b", 1, "w") != AGMM_OK,
+          "'/' in a job refused");
 
     agmm_seg_t s1, s2;
     int exists = 0, missing = 0;
@@ -225,8 +231,8 @@ static void test_death_while_forming(void)
     for (int i = 0; i < 2; i++) {
         kid[i] = fork();
         if (kid[i] == 0) {
-            agmm_join_opts_t o = {.rank = i, .size = 3, .job = job,
-                                  .timeout_s = 60};
+            agmm_join_opts_t o = {
+                .rank = i, .size = 3, .job = job, .timeout_s = 60};
             agmm_world_t *w;
             agmm_status_t st = agmm_world_join(&o, &w);
             _exit(st == AGMM_ERR_ABORTED &&
@@ -242,9 +248,11 @@ static void test_death_while_forming(void)
         agmm_seg_t s;
         int missing;
         joined = 0;
-        if (agmm_seg_open(ctl, sizeof(agmm_join_hdr_t), &s, &missing) == AGMM_OK) {
+        if (agmm_seg_open(ctl, sizeof(agmm_join_hdr_t), &s, &missing) ==
+            AGMM_OK) {
             agmm_join_hdr_t *h = s.addr;
-            if (agmm_join_hdr_valid(h, s.bytes)) joined = atomic_load(&h->joined);
+            if (agmm_join_hdr_valid(h, s.bytes))
+                joined = atomic_load(&h->joined);
             agmm_seg_unmap(&s);
         }
         if (joined < 2) usleep(10000);

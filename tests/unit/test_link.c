@@ -111,7 +111,8 @@ static const char *fake_aborted(agmm_world_t *w)
 static void fake_abort(agmm_world_t *w, const char *reason)
 {
     (void)w;
-    if (!fake_reason[0]) snprintf(fake_reason, sizeof fake_reason, "%s", reason);
+    if (!fake_reason[0])
+        snprintf(fake_reason, sizeof fake_reason, "%s", reason);
 }
 /* The stand-in's control table: only abort and aborted are reached (the
  * link's drain); it moves no data, so it has no data-plane table. */
@@ -163,7 +164,8 @@ static void test_quiet_is_per_thread(void)
     unsigned char *src = malloc(BIG), *dst = calloc(1, BIG);
     CHECK(src && dst, "memory");
     if (!src || !dst) return;
-    for (size_t i = 0; i < BIG; i++) src[i] = (unsigned char)(i * 13 + 5);
+    for (size_t i = 0; i < BIG; i++)
+        src[i] = (unsigned char)(i * 13 + 5);
     CHECK(agmm_link_create(2, GBPS, LATENCY_US, &t.l) == AGMM_OK, "link");
     pthread_t b;
     CHECK(agmm_link_post(t.l, 0, dst, src, BIG, &sig_a.value, 1) == AGMM_OK,

@@ -36,7 +36,7 @@ static const shape_t base_shapes[] = {
     {3, {33, 33, 33}, 16, 1, {20, 0, 0}, 64, 64, AGMM_DTYPE_BF16, 0, 1, 1, 0},
     {2, {16, 16}, 24, 3, {32, 32, 32}, 16, 32, AGMM_DTYPE_BF16, 1, 1, 0, 0},
 };
-#define NBASE (sizeof base_shapes / sizeof base_shapes[0])
+#define NBASE  (sizeof base_shapes / sizeof base_shapes[0])
 #define ROUNDS 9
 
 static void fill(void *dst, agmm_dtype_t dt, int64_t n, unsigned seed)
@@ -44,7 +44,8 @@ static void fill(void *dst, agmm_dtype_t dt, int64_t n, unsigned seed)
     float *f = malloc(sizeof(float) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; i++)
         f[i] = (float)((int)((seed * 2654435761u + (unsigned)i * 40503u) % 17) -
-                       8) / 8.0f;
+                       8) /
+               8.0f;
     agmm_convert_from_fp32(dt, f, dst, (size_t)n);
     free(f);
 }
@@ -56,11 +57,16 @@ static int64_t rows_of(const shape_t *s, int q, int i)
     int64_t mx = s->m_max[q];
     if (!s->dynamic) return mx;
     switch ((i + q) % 5) {
-    case 0: return mx;
-    case 1: return i == 4 ? 0 : (mx > 0 ? 1 : 0);
-    case 2: return 0;
-    case 3: return mx / 2 + (mx > 2);
-    default: return mx > 0 ? mx - 1 : 0;
+    case 0:
+        return mx;
+    case 1:
+        return i == 4 ? 0 : (mx > 0 ? 1 : 0);
+    case 2:
+        return 0;
+    case 3:
+        return mx / 2 + (mx > 2);
+    default:
+        return mx > 0 ? mx - 1 : 0;
     }
 }
 
@@ -95,7 +101,8 @@ static int rank_main(agmm_world_t *w, void *arg)
 
     size_t es = agmm_dtype_size(s->dtype);
     int64_t Mmax = 0;
-    for (int q = 0; q < P; q++) Mmax += s->m_max[q];
+    for (int q = 0; q < P; q++)
+        Mmax += s->m_max[q];
     void *wt[3];
     float *c[3], *ref = malloc(sizeof(float) * (size_t)(Mmax * 64 + 1));
     agmm_run_args_t a;
@@ -134,12 +141,11 @@ static int rank_main(agmm_world_t *w, void *arg)
         a.m_rows = s->dynamic ? m : NULL;
         a.a_gathered = round % 2 ? NULL : gath;
         st = agmm_plan_run_args(p, &a);
-        CHECK(st == AGMM_OK, "run round %d: %s %s", round,
-              agmm_status_str(st), agmm_last_error());
+        CHECK(st == AGMM_OK, "run round %d: %s %s", round, agmm_status_str(st),
+              agmm_last_error());
         CHECK(agmm_plan_rows(p) == M, "rows %lld, want %lld",
               (long long)agmm_plan_rows(p), (long long)M);
-        if (P > 1)
-            CHECK(agmm_plan_row_offset(p, 1) == m[0], "row offset");
+        if (P > 1) CHECK(agmm_plan_row_offset(p, 1) == m[0], "row offset");
         for (int i = 0; i < s->nw && M > 0; i++) {
             agmm_reference(P, shards, m, s->k, s->n[i], s->dtype, wt[i], ref);
             double maxd = 0;
@@ -160,7 +166,8 @@ static int rank_main(agmm_world_t *w, void *arg)
                   "rank %d round %d: gathered A differs", r, round);
             CHECK(gath[off] == 0xa5, "gathered A written past M rows");
         }
-        for (int q = 0; q < P; q++) free(shard_mem[q]);
+        for (int q = 0; q < P; q++)
+            free(shard_mem[q]);
     }
     CHECK(agmm_plan_destroy(p) == AGMM_OK, "destroy");
     for (int i = 0; i < s->nw; i++) {
@@ -211,10 +218,11 @@ static int bounded_main(agmm_world_t *w, void *arg)
         args.a_local = a;
         args.c = cs;
         args.m_rows = rows;
-        CHECK(agmm_plan_run_args(p, &args) == AGMM_OK, "run m=%lld: %s", (long long)m,
-              agmm_last_error());
+        CHECK(agmm_plan_run_args(p, &args) == AGMM_OK, "run m=%lld: %s",
+              (long long)m, agmm_last_error());
         agmm_reference(1, sh, rows, 16, 8, AGMM_DTYPE_FP32, wt, ref);
-        for (int64_t i = 0; i < m * 8; i++) bad += fabsf(c[i] - ref[i]) > 1e-4f;
+        for (int64_t i = 0; i < m * 8; i++)
+            bad += fabsf(c[i] - ref[i]) > 1e-4f;
     }
     CHECK(bad == 0, "%d elements wrong over 150 row counts", bad);
     agmm_plan_gemm_info(p, &g1);
@@ -275,21 +283,25 @@ static int mismatch_main(agmm_world_t *w, void *arg)
 static void test_refusals(void)
 {
     int64_t m[2] = {4, 4}, n[AGMM_MAX_WEIGHTS + 1];
-    for (int i = 0; i <= AGMM_MAX_WEIGHTS; i++) n[i] = 8;
+    for (int i = 0; i <= AGMM_MAX_WEIGHTS; i++)
+        n[i] = 8;
     agmm_plan_desc_t d;
     agmm_plan_desc_init(&d);
     d.nranks = 2;
     d.m_local = m;
     d.n_list = n;
     d.n_weights = AGMM_MAX_WEIGHTS;
-    CHECK(agmm_plan_desc_check(&d) == AGMM_OK, "16 weights: %s", agmm_last_error());
+    CHECK(agmm_plan_desc_check(&d) == AGMM_OK, "16 weights: %s",
+          agmm_last_error());
     uint64_t b16 = agmm_plan_bytes_per_rank(&d);
     d.n_weights = 1;
     CHECK(agmm_plan_bytes_per_rank(&d) < b16, "16 weights need more than 1");
     d.n_weights = AGMM_MAX_WEIGHTS + 1;
-    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG, "17 weights refused");
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG,
+          "17 weights refused");
     d.n_weights = 0;
-    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG, "n_list with 0 weights");
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG,
+          "n_list with 0 weights");
     d.n_weights = 2;
     n[1] = 0;
     CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG &&
@@ -297,11 +309,14 @@ static void test_refusals(void)
           "a weight of 0 columns names it: %s", agmm_last_error());
     n[1] = 8;
     d.op = AGMM_OP_GEMM_RS;
-    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_UNSUPPORTED, "gemm-rs, 2 weights");
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_UNSUPPORTED,
+          "gemm-rs, 2 weights");
     d.op = AGMM_OP_AG_GEMM;
     d.n_list = NULL;
-    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG, "2 weights, no list");
-    CHECK(agmm_plan_run_args(NULL, NULL) == AGMM_ERR_INVALID_ARG, "run_args(NULL)");
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG,
+          "2 weights, no list");
+    CHECK(agmm_plan_run_args(NULL, NULL) == AGMM_ERR_INVALID_ARG,
+          "run_args(NULL)");
     agmm_run_args_t a;
     memset(&a, 0x5a, sizeof a);
     agmm_run_args_init(&a);
@@ -309,8 +324,10 @@ static void test_refusals(void)
               a.schedule == AGMM_SCHEDULE_FUSED,
           "run_args_init zeroes");
     CHECK(agmm_plan_run_args(NULL, &a) == AGMM_ERR_INVALID_ARG, "NULL plan");
-    CHECK(agmm_plan_weights(NULL) == -1 && agmm_plan_cols(NULL, 0) == -1, "queries");
-    CHECK(agmm_plan_set_weight_i(NULL, 0, n) == AGMM_ERR_INVALID_ARG, "set_weight_i");
+    CHECK(agmm_plan_weights(NULL) == -1 && agmm_plan_cols(NULL, 0) == -1,
+          "queries");
+    CHECK(agmm_plan_set_weight_i(NULL, 0, n) == AGMM_ERR_INVALID_ARG,
+          "set_weight_i");
 }
 
 int main(void)
@@ -329,7 +346,8 @@ int main(void)
             o.quiet = 1;
             int code = -1;
             agmm_status_t st = agmm_launch(&o, rank_main, &s, &code);
-            CHECK(st == AGMM_OK && code == 0, "%s shape %zu: launch %s, exit %d",
+            CHECK(st == AGMM_OK && code == 0,
+                  "%s shape %zu: launch %s, exit %d",
                   agmm_gemm_engine_name(eng), i, agmm_status_str(st), code);
             rank_checks_collect(s.nranks);
         }
@@ -351,7 +369,8 @@ int main(void)
         int code = -1;
         agmm_launch(&o, mismatch_main, &more, &code);
         rank_checks_collect(2);
-        CHECK(code != 0, "a rows mismatch (%s) fails the run", more ? "more" : "fewer");
+        CHECK(code != 0, "a rows mismatch (%s) fails the run",
+              more ? "more" : "fewer");
     }
     CHECK_DONE("test_multi");
 }

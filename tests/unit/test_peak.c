@@ -49,7 +49,8 @@ static void test_selection(void)
               agmm_dtype_name(dtypes[i]), got ? got : "(null)", want);
     }
     const char *instr = "unset";
-    CHECK(agmm_peak_instr((agmm_dtype_t)7) == NULL, "invalid dtype has an instr");
+    CHECK(agmm_peak_instr((agmm_dtype_t)7) == NULL,
+          "invalid dtype has an instr");
     CHECK(agmm_peak_gflops((agmm_dtype_t)7, &instr) == 0 && instr == NULL,
           "invalid dtype: measured something");
 }
@@ -61,19 +62,24 @@ static void test_levels(void)
     for (int isa = AGMM_PEAK_SCALAR; isa <= (int)cpu_isa(); isa++)
         for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++) {
             const char *instr = NULL;
-            double g = agmm_peak_gflops_isa(dtypes[i], (agmm_peak_isa_t)isa, &instr);
+            double g =
+                agmm_peak_gflops_isa(dtypes[i], (agmm_peak_isa_t)isa, &instr);
             const char *want = want_instr(dtypes[i], (agmm_peak_isa_t)isa);
             CHECK(g > 0 && isfinite(g), "%s at isa %d: %g GF/s",
                   agmm_dtype_name(dtypes[i]), isa, g);
-            CHECK(instr && strcmp(instr, want) == 0, "%s at isa %d: %s, want %s",
-                  agmm_dtype_name(dtypes[i]), isa, instr ? instr : "(null)", want);
-            printf("  %-4s isa %d: %8.1f GF/s  %s\n", agmm_dtype_name(dtypes[i]),
-                   isa, g, instr ? instr : "(null)");
+            CHECK(instr && strcmp(instr, want) == 0,
+                  "%s at isa %d: %s, want %s", agmm_dtype_name(dtypes[i]), isa,
+                  instr ? instr : "(null)", want);
+            printf("  %-4s isa %d: %8.1f GF/s  %s\n",
+                   agmm_dtype_name(dtypes[i]), isa, g,
+                   instr ? instr : "(null)");
         }
     /* Asking for more than the CPU has gives what it has. */
     const char *instr = NULL;
-    double g = agmm_peak_gflops_isa(AGMM_DTYPE_BF16, (agmm_peak_isa_t)99, &instr);
-    CHECK(g > 0 && instr && strcmp(instr, want_instr(AGMM_DTYPE_BF16, cpu_isa())) == 0,
+    double g =
+        agmm_peak_gflops_isa(AGMM_DTYPE_BF16, (agmm_peak_isa_t)99, &instr);
+    CHECK(g > 0 && instr &&
+              strcmp(instr, want_instr(AGMM_DTYPE_BF16, cpu_isa())) == 0,
           "max_isa above the CPU's: %g GF/s %s", g, instr ? instr : "(null)");
 }
 

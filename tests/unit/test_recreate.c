@@ -59,25 +59,36 @@ typedef struct shape {
 
 static void make_shape(int it, shape_t *s)
 {
-    static const char *const seqs[] = {"BBB", "FBF", "FF", "BF", "FB",
-                                       "F",   "B",   "FFB"};
+    static const char *const seqs[] = {"BBB", "FBF", "FF", "BF",
+                                       "FB",  "F",   "B",  "FFB"};
     static const int64_t tms[] = {1, 2, 3, 16};
     memset(s, 0, sizeof *s);
     int pat = it % 5;
     for (int r = 0; r < size_; r++) {
         switch (pat) {
-        case 0: s->m[r] = 1; break;                 /* the plan A */
+        case 0:
+            s->m[r] = 1;
+            break; /* the plan A */
         /* The issue's plan B, except that rank 0's shard has 2P + 1 rows:
          * plan A's ack cell of rank 1 (cell 2P + 1) is then B's tile 0 of
          * rank 1, the first tile rank 0 waits for from rank 1. */
-        case 1: s->m[r] = r == 0 ? 2 * size_ + 1 : 16; break;
-        case 2: s->m[r] = r == it % size_ ? 0 : 5; break; /* one empty */
-        case 3: s->m[r] = r == 0 ? 0 : 1 + 3 * r; break;
-        default: s->m[r] = (it + 3 * r) % 9; break;  /* may be empty */
+        case 1:
+            s->m[r] = r == 0 ? 2 * size_ + 1 : 16;
+            break;
+        case 2:
+            s->m[r] = r == it % size_ ? 0 : 5;
+            break; /* one empty */
+        case 3:
+            s->m[r] = r == 0 ? 0 : 1 + 3 * r;
+            break;
+        default:
+            s->m[r] = (it + 3 * r) % 9;
+            break; /* may be empty */
         }
     }
     int64_t sum = 0;
-    for (int r = 0; r < size_; r++) sum += s->m[r];
+    for (int r = 0; r < size_; r++)
+        sum += s->m[r];
     if (sum == 0) s->m[size_ - 1] = 2;
     s->k = pat < 2 ? 8 : 5 + it % 13;
     s->n = pat < 2 ? 8 : 3 + (it * 5) % 17;
@@ -142,7 +153,8 @@ static int one_plan(agmm_world_t *w, int it, int delay)
         return 1;
     }
     int64_t M = 0;
-    for (int r = 0; r < size_; r++) M += s.m[r];
+    for (int r = 0; r < size_; r++)
+        M += s.m[r];
     size_t es = agmm_dtype_size(s.dtype);
     float *f = malloc(sizeof(float) * (size_t)(M * s.k + s.k * s.n));
     unsigned char *all = malloc(es * (size_t)(M * s.k) + 1);
@@ -166,13 +178,15 @@ static int one_plan(agmm_world_t *w, int it, int delay)
             row += s.m[src];
         }
         agmm_convert_from_fp32(s.dtype, f, all, (size_t)(M * s.k));
-        for (int64_t i = 0; i < M * s.n; i++) c[i] = NAN;
+        for (int64_t i = 0; i < M * s.n; i++)
+            c[i] = NAN;
         agmm_schedule_t sch = s.rounds[round] == 'F' ? AGMM_SCHEDULE_FUSED
                                                      : AGMM_SCHEDULE_BASELINE;
         /* Longer than the ack delay below: a stale ack lands first. */
         if (late) nap_ms(30);
         if (agmm_plan_run(p, sch, shards[rank_], c) != AGMM_OK) {
-            fprintf(stderr, "test_recreate: rank %d: iteration %d round %d: %s\n",
+            fprintf(stderr,
+                    "test_recreate: rank %d: iteration %d round %d: %s\n",
                     rank_, it, round + 1, agmm_last_error());
             bad = 1;
             break;
@@ -235,7 +249,8 @@ static int barrier_late(agmm_world_t *w)
 static int baseline_wake(agmm_world_t *w)
 {
     int64_t m[MAXR];
-    for (int r = 0; r < size_; r++) m[r] = 64;
+    for (int r = 0; r < size_; r++)
+        m[r] = 64;
     agmm_plan_desc_t d;
     agmm_plan_desc_init(&d);
     d.nranks = size_;
@@ -258,8 +273,8 @@ static int baseline_wake(agmm_world_t *w)
     uint64_t wakes = agmm_signal_wake_count() - before;
     if (!bad && rank_ == 0 && wakes == 0) {
         fprintf(stderr,
-                "test_recreate: rank 0: 4 baseline rounds with its GEMM "
-                "worker asleep on a bulk cell made no futex wake-up\n");
+                "test_recreate: rank 0: 4 baseline rounds with its GEMM worker "
+                "asleep on a bulk cell made no futex wake-up\n");
         bad = 1;
     }
     bad |= agmm_plan_destroy(p) != AGMM_OK;
@@ -293,7 +308,8 @@ int main(int argc, char **argv)
         bad = baseline_wake(w);
     } else {
         int iters = atoi(mode);
-        for (int it = 0; !bad && it < iters; it++) bad = one_plan(w, it, delay);
+        for (int it = 0; !bad && it < iters; it++)
+            bad = one_plan(w, it, delay);
         uint64_t dropped = agmm_world_dropped_messages(w);
         if (!bad && dropped != 0) {
             fprintf(stderr,

@@ -56,7 +56,8 @@ static void *make(const config_t *cf, int round, int id, int64_t n)
 {
     float *f = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     void *out = malloc(4 * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++) f[i] = value(cf->seed, round, id, i);
+    for (int64_t i = 0; i < n; i++)
+        f[i] = value(cf->seed, round, id, i);
     agmm_convert_from_fp32(cf->desc.dtype, f, out, (size_t)n);
     free(f);
     return out;
@@ -70,7 +71,8 @@ static int rank_main(agmm_world_t *w, void *arg)
     const agmm_plan_desc_t *d = &cf->desc;
     int r = agmm_world_rank(w), P = d->nranks;
     int64_t M = 0, k = d->k, n = d->n;
-    for (int p = 0; p < P; p++) M += d->m_local[p];
+    for (int p = 0; p < P; p++)
+        M += d->m_local[p];
     agmm_plan_t *plan = NULL;
     if (agmm_plan_create(w, d, &plan) != AGMM_OK) return 100;
     int wid = d->weights == AGMM_WEIGHTS_SHARED ? -1 : r;
@@ -85,13 +87,14 @@ static int rank_main(agmm_world_t *w, void *arg)
         void *shards[MAX_RANKS];
         for (int p = 0; p < P; p++)
             shards[p] = make(cf, round, p, d->m_local[p] * k);
-        for (int64_t i = 0; i < M * n; i++) c[i] = NAN;
-        agmm_schedule_t s = pick(&sched, 0, 2) ? AGMM_SCHEDULE_FUSED
-                                               : AGMM_SCHEDULE_BASELINE;
+        for (int64_t i = 0; i < M * n; i++)
+            c[i] = NAN;
+        agmm_schedule_t s =
+            pick(&sched, 0, 2) ? AGMM_SCHEDULE_FUSED : AGMM_SCHEDULE_BASELINE;
         if (agmm_plan_run(plan, s, shards[r], c) != AGMM_OK) {
             bad = 102;
-        } else if (agmm_reference(P, (const void *const *)shards, d->m_local,
-                                  k, n, d->dtype, wt, ref) != AGMM_OK) {
+        } else if (agmm_reference(P, (const void *const *)shards, d->m_local, k,
+                                  n, d->dtype, wt, ref) != AGMM_OK) {
             bad = 103;
         } else {
             int64_t wrong = 0, first = -1;
@@ -101,14 +104,16 @@ static int rank_main(agmm_world_t *w, void *arg)
                 fprintf(stderr,
                         "rank %d round %d (%s): %lld of %lld elements wrong, "
                         "first at row %lld col %lld: %g, want %g\n",
-                        r, round, s == AGMM_SCHEDULE_FUSED ? "fused" : "baseline",
+                        r, round,
+                        s == AGMM_SCHEDULE_FUSED ? "fused" : "baseline",
                         (long long)wrong, (long long)(M * n),
                         (long long)(first / n), (long long)(first % n),
                         (double)c[first], (double)ref[first]);
                 bad = 1;
             }
         }
-        for (int p = 0; p < P; p++) free(shards[p]);
+        for (int p = 0; p < P; p++)
+            free(shards[p]);
     }
     /* No engine primitive was created by a round. */
     if (!bad && (agmm_plan_gemm_info(plan, &gi1) != AGMM_OK ||
@@ -173,8 +178,8 @@ int main(int argc, char **argv)
             len += snprintf(m + len, sizeof m - (size_t)len, "%s%lld",
                             p ? "," : "", (long long)cf.m_local[p]);
         CHECK(st == AGMM_OK && code == 0,
-              "config %d: ranks %d m_local %s k %lld n %lld tiles %lldx%lld "
-              "%s %s weights, %d comm + %d GEMM workers, %s: exit code %d",
+              "config %d: ranks %d m_local %s k %lld n %lld tiles %lldx%lld %s "
+              "%s weights, %d comm + %d GEMM workers, %s: exit code %d",
               i, d->nranks, m, (long long)d->k, (long long)d->n,
               (long long)d->tile_m, (long long)d->tile_n,
               agmm_dtype_name(d->dtype),
@@ -183,8 +188,8 @@ int main(int argc, char **argv)
               agmm_gemm_engine_name(d->gemm_engine), code);
         total_rounds += rounds;
     }
-    printf("test_rounds: %d configurations, %d rounds each, %d rounds "
-           "checked on every rank (seed %llu)\n",
+    printf("test_rounds: %d configurations, %d rounds each, %d rounds checked "
+           "on every rank (seed %llu)\n",
            configs, rounds, total_rounds, (unsigned long long)seed);
     CHECK_DONE("test_rounds");
 }

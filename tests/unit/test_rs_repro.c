@@ -31,7 +31,8 @@ typedef struct cfg {
 
 static float value(int id, int64_t i)
 {
-    uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ull + (uint64_t)i * 0xbf58476d1ce4e5b9ull;
+    uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ull +
+                 (uint64_t)i * 0xbf58476d1ce4e5b9ull;
     x ^= x >> 31;
     x *= 0x94d049bb133111ebull;
     x ^= x >> 29;
@@ -42,13 +43,17 @@ static void *make(agmm_dtype_t dt, int id, int64_t n)
 {
     float *f = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     void *out = malloc(4 * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++) f[i] = value(id, i);
+    for (int64_t i = 0; i < n; i++)
+        f[i] = value(id, i);
     agmm_convert_from_fp32(dt, f, out, (size_t)n);
     free(f);
     return out;
 }
 
-static int64_t kpart(int r) { return K / P + (r < K % P); }
+static int64_t kpart(int r)
+{
+    return K / P + (r < K % P);
+}
 
 /* Returns 0, or a code saying what went wrong on this rank. */
 static int rank_main(agmm_world_t *w, void *arg)
@@ -71,8 +76,10 @@ static int rank_main(agmm_world_t *w, void *arg)
     agmm_plan_t *plan = NULL;
     if (agmm_plan_create(w, &d, &plan) != AGMM_OK) return 100;
     int64_t M = 0, rows = m_local[r], row0 = 0;
-    for (int p = 0; p < P; p++) M += m_local[p];
-    for (int p = 0; p < r; p++) row0 += m_local[p];
+    for (int p = 0; p < P; p++)
+        M += m_local[p];
+    for (int p = 0; p < r; p++)
+        row0 += m_local[p];
     void *a[P], *wt[P];
     for (int p = 0; p < P; p++) {
         a[p] = make(cf->dtype, 10 + p, M * kpart(p));
@@ -81,29 +88,36 @@ static int rank_main(agmm_world_t *w, void *arg)
     size_t cb = sizeof(float) * (size_t)(rows * N) + 1;
     float *c[ROUNDS], *ref = malloc(cb);
     int bad = agmm_plan_set_weight(plan, wt[r]) != AGMM_OK ? 101 : 0;
-    if (!bad && agmm_reference_rs(P, (const void *const *)a, (const void *const *)wt,
-                                  (const int64_t[]){kpart(0), kpart(1), kpart(2)}, M, N,
-                                  cf->dtype, row0, rows, ref) != AGMM_OK)
+    if (!bad &&
+        agmm_reference_rs(P, (const void *const *)a, (const void *const *)wt,
+                          (const int64_t[]){kpart(0), kpart(1), kpart(2)}, M, N,
+                          cf->dtype, row0, rows, ref) != AGMM_OK)
         bad = 102;
     for (int e = 0; e < ROUNDS; e++) {
         c[e] = malloc(cb);
-        for (int64_t i = 0; i < rows * N; i++) c[e][i] = NAN;
+        for (int64_t i = 0; i < rows * N; i++)
+            c[e][i] = NAN;
         int delayed = e == 1 ? 0 : e == 2 ? 2 : -1;
         if (r == delayed) nanosleep(&(struct timespec){0, 30000000}, NULL);
-        if (!bad && agmm_plan_run(plan, e == 3 ? AGMM_SCHEDULE_BASELINE : AGMM_SCHEDULE_FUSED,
-                                  a[r], c[e]) != AGMM_OK)
+        if (!bad &&
+            agmm_plan_run(plan,
+                          e == 3 ? AGMM_SCHEDULE_BASELINE : AGMM_SCHEDULE_FUSED,
+                          a[r], c[e]) != AGMM_OK)
             bad = 103 + e;
     }
     for (int e = 0; !bad && e < ROUNDS; e++)
         for (int64_t i = 0; i < rows * N; i++) {
-            if (!(fabsf(c[e][i] - ref[i]) <= 1e-3f + 1e-3f * fabsf(ref[i]))) bad = 110 + e;
+            if (!(fabsf(c[e][i] - ref[i]) <= 1e-3f + 1e-3f * fabsf(ref[i])))
+                bad = 110 + e;
             if (e == 1 || e == 2) /* bit for bit */
                 if (memcmp(&c[e][i], &c[0][i], sizeof(float))) bad = 120 + e;
-            if (e == 3 && !(fabsf(c[3][i] - c[0][i]) <= 1e-5f * (1 + fabsf(c[0][i]))))
+            if (e == 3 &&
+                !(fabsf(c[3][i] - c[0][i]) <= 1e-5f * (1 + fabsf(c[0][i]))))
                 bad = 130;
         }
     if (agmm_plan_destroy(plan) != AGMM_OK && !bad) bad = 140;
-    for (int e = 0; e < ROUNDS; e++) free(c[e]);
+    for (int e = 0; e < ROUNDS; e++)
+        free(c[e]);
     for (int p = 0; p < P; p++) {
         free(a[p]);
         free(wt[p]);
@@ -114,7 +128,8 @@ static int rank_main(agmm_world_t *w, void *arg)
 
 int main(void)
 {
-    agmm_gemm_engine_kind_t engines[] = {AGMM_GEMM_ENGINE_OPENBLAS, AGMM_GEMM_ENGINE_ONEDNN};
+    agmm_gemm_engine_kind_t engines[] = {AGMM_GEMM_ENGINE_OPENBLAS,
+                                         AGMM_GEMM_ENGINE_ONEDNN};
     agmm_dtype_t dtypes[] = {AGMM_DTYPE_BF16, AGMM_DTYPE_FP32};
     for (int ei = 0; ei < 2; ei++) {
         if (!agmm_gemm_engine_available(engines[ei])) continue;
@@ -126,10 +141,12 @@ int main(void)
             o.quiet = 1;
             int code = -1;
             agmm_status_t st = agmm_launch(&o, rank_main, &cf, &code);
-            CHECK(st == AGMM_OK && code == 0, "%s, %d comm workers, %s: exit code %d "
-                  "(110+e: off the reference in round e+1; 120+e: not bit-identical to "
-                  "round 1; 130: baseline off fused)",
-                  agmm_gemm_engine_name(cf.engine), cw, agmm_dtype_name(cf.dtype), code);
+            CHECK(st == AGMM_OK && code == 0,
+                  "%s, %d comm workers, %s: exit code %d "
+                  "(110+e: off the reference in round e+1; 120+e: not "
+                  "bit-identical to round 1; 130: baseline off fused)",
+                  agmm_gemm_engine_name(cf.engine), cw,
+                  agmm_dtype_name(cf.dtype), code);
         }
     }
     CHECK_DONE("test_rs_repro");

@@ -24,11 +24,13 @@ static void test_shares(void)
                     int64_t t0, t1;
                     agmm_share_tiles(&s, tiles, &t0, &t1);
                     for (int64_t t = t0; t < t1; t++)
-                        for (int64_t j = s.j0; j < s.j1; j++) count[t][j]++;
+                        for (int64_t j = s.j0; j < s.j1; j++)
+                            count[t][j]++;
                 }
                 int ok = 1;
                 for (int64_t t = 0; t < tiles; t++)
-                    for (int64_t j = 0; j < nb; j++) ok &= count[t][j] == 1;
+                    for (int64_t j = 0; j < nb; j++)
+                        ok &= count[t][j] == 1;
                 CHECK(ok, "G=%d blocks=%lld tiles=%lld", G, (long long)nb,
                       (long long)tiles);
                 CHECK(agmm_busy_gemm_workers(G, nb) >= (G < nb ? G : nb),
@@ -51,7 +53,16 @@ static const shape_t shapes[] = {
     {2, {100, 3}, 17, 31, 7, 4, AGMM_DTYPE_BF16, AGMM_WEIGHTS_PER_RANK, 0, 3},
     {3, {10, 0, 25}, 9, 40, 4, 7, AGMM_DTYPE_FP16, AGMM_WEIGHTS_PER_RANK, 2, 2},
     {4, {5, 9, 1, 12}, 8, 3, 2, 1, AGMM_DTYPE_FP32, AGMM_WEIGHTS_SHARED, 1, 5},
-    {3, {33, 33, 33}, 16, 20, 64, 64, AGMM_DTYPE_BF16, AGMM_WEIGHTS_SHARED, 0, 1},
+    {3,
+     {33, 33, 33},
+     16,
+     20,
+     64,
+     64,
+     AGMM_DTYPE_BF16,
+     AGMM_WEIGHTS_SHARED,
+     0,
+     1},
 };
 #define ROUNDS 3
 
@@ -60,7 +71,8 @@ static void fill(void *dst, agmm_dtype_t dt, int64_t n, unsigned seed)
     float *f = malloc(sizeof(float) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; i++)
         f[i] = (float)((int)((seed * 2654435761u + (unsigned)i * 40503u) % 17) -
-                       8) / 8.0f;
+                       8) /
+               8.0f;
     agmm_convert_from_fp32(dt, f, dst, (size_t)n);
     free(f);
 }
@@ -120,7 +132,8 @@ static int rank_main(agmm_world_t *w, void *arg)
         }
         CHECK(maxd <= 1e-4, "rank %d round %d (%s): max diff %g", r, round,
               sched ? "baseline" : "fused", maxd);
-        for (int q = 0; q < s->nranks; q++) free(shard_mem[q]);
+        for (int q = 0; q < s->nranks; q++)
+            free(shard_mem[q]);
     }
     /* Every (tile, block) item of every source, once per round. */
     int64_t bad = 0;
@@ -145,7 +158,8 @@ int main(void)
         o.nranks = shapes[i].nranks;
         o.timeout_s = 20;
         int code = -1;
-        agmm_status_t st = agmm_launch(&o, rank_main, (void *)&shapes[i], &code);
+        agmm_status_t st =
+            agmm_launch(&o, rank_main, (void *)&shapes[i], &code);
         CHECK(st == AGMM_OK && code == 0, "shape %zu: launch %s, exit %d", i,
               agmm_status_str(st), code);
         rank_checks_collect(shapes[i].nranks);

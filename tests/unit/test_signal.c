@@ -43,12 +43,13 @@ static int publish_main(agmm_world_t *w, void *arg)
             CHECK(w->ops->quiet(w) == AGMM_OK, "quiet");
         } else {
             agmm_wait_what_t what = {"tile", 0, 0, 0, 0};
-            agmm_status_t st = agmm_signal_wait(
-                w, agmm_win_signal(&sig, 0), e, agmm_now() + 20, &what);
+            agmm_status_t st = agmm_signal_wait(w, agmm_win_signal(&sig, 0), e,
+                                                agmm_now() + 20, &what);
             CHECK(st == AGMM_OK, "wait epoch %llu: %s", (unsigned long long)e,
                   agmm_status_str(st));
             int same = 1;
-            for (int i = 0; i < DATA_BYTES; i++) same &= data.local[i] == e;
+            for (int i = 0; i < DATA_BYTES; i++)
+                same &= data.local[i] == e;
             CHECK(same, "data of epoch %llu arrived with its signal",
                   (unsigned long long)e);
         }
@@ -158,8 +159,8 @@ static int barrier_late_main(agmm_world_t *w, void *arg)
     if (r == 2) {
         sleep_ms(2500);
         agmm_status_t st = agmm_world_barrier(w, 20);
-        CHECK(st == AGMM_ERR_ABORTED, "late rank: barrier ends by abort, "
-              "got %s", agmm_status_str(st));
+        CHECK(st == AGMM_ERR_ABORTED,
+              "late rank: barrier ends by abort, got %s", agmm_status_str(st));
         return rank_checks_save(r);
     }
     agmm_status_t st = agmm_world_barrier(w, 1.0);
@@ -198,8 +199,8 @@ static void joined_barrier_late(void)
     for (int i = 0; i < 3; i++) {
         kid[i] = fork();
         if (kid[i] == 0) {
-            agmm_join_opts_t o = {.rank = i, .size = 3, .job = job,
-                                  .timeout_s = 20};
+            agmm_join_opts_t o = {
+                .rank = i, .size = 3, .job = job, .timeout_s = 20};
             agmm_world_t *w = NULL;
             if (agmm_world_join(&o, &w) != AGMM_OK) _exit(4);
             int failed = barrier_late_main(w, NULL);
@@ -222,8 +223,8 @@ int main(void)
     launch(2, publish_main, NULL, "publish");
     launch(2, timeout_main, NULL, "timeout");
     launch(2, abort_main, NULL, "abort");
-    _Atomic uint64_t *entered =
-        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    _Atomic uint64_t *entered = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     launch(3, barrier_main, (void *)entered, "barrier");
     launch(3, barrier_late_main, NULL, "barrier-late");
     joined_barrier_late();

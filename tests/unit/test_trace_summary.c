@@ -23,7 +23,10 @@ static agmm_tev_t ev(int kind, uint64_t t0_us, uint64_t t1_us, int rank,
     return e;
 }
 
-static int near(double a, double b) { return fabs(a - b) < 1e-6; }
+static int near(double a, double b)
+{
+    return fabs(a - b) < 1e-6;
+}
 
 int main(void)
 {

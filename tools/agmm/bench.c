@@ -38,8 +38,10 @@ static stats_t summarize(double *us, int n)
     s.min = us[0];
     s.max = us[n - 1];
     s.median = n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]);
-    for (int i = 0; i < n; i++) s.mean += us[i] / n;
-    for (int i = 0; i < n; i++) s.stdev += (us[i] - s.mean) * (us[i] - s.mean);
+    for (int i = 0; i < n; i++)
+        s.mean += us[i] / n;
+    for (int i = 0; i < n; i++)
+        s.stdev += (us[i] - s.mean) * (us[i] - s.mean);
     s.stdev = n > 1 ? sqrt(s.stdev / (n - 1)) : 0;
     return s;
 }
@@ -51,8 +53,9 @@ typedef enum {
     M_GEMM_ONLY,
     M_MONOLITHIC,
     M_COMM_ONLY,
-    M_SEPARATE, /* --n with several weights: one plan per weight (bench_cmp.c) */
-    M_EXACT,    /* --m-local-per-round: a plan for each round's rows */
+    /* --n with several weights: one plan per weight (bench_cmp.c) */
+    M_SEPARATE,
+    M_EXACT, /* --m-local-per-round: a plan for each round's rows */
     NMODES
 } mode_t_;
 
@@ -88,10 +91,11 @@ static double timed_round(agmm_tool_rank_t *t, int m, int round)
         int ran = 1;
         double t0 = agmm_tool_now();
         agmm_status_t st =
-            modes[m].part == 2 ? agmm_bench_cmp_run(t, &g_cmp, modes[m].what, round, &ran)
-            : modes[m].part    ? agmm_plan_run_part_args(t->plan, (agmm_part_t)modes[m].what,
-                                                         &args)
-                               : agmm_plan_run_args(t->plan, &args);
+            modes[m].part == 2
+                ? agmm_bench_cmp_run(t, &g_cmp, modes[m].what, round, &ran)
+            : modes[m].part ? agmm_plan_run_part_args(
+                                  t->plan, (agmm_part_t)modes[m].what, &args)
+                            : agmm_plan_run_args(t->plan, &args);
         if (st == AGMM_OK) {
             double mine = ran ? agmm_tool_now() - t0 : 0;
             if (agmm_world_allgather(t->world, &mine, all, sizeof mine) ==
@@ -136,8 +140,8 @@ static double rate_us(const agmm_cli_t *cli, const stats_t *s)
 }
 
 /* Mode m's GEMM rate per GEMM core over the peak: `flop` (one rank's,
- * agmm_tool_flop_per_rank) per median round, divided by the rank's GEMM threads; 0 for
- * comm-only (no GEMM) or an unknown peak. */
+ * agmm_tool_flop_per_rank) per median round, divided by the rank's GEMM
+ * threads; 0 for comm-only (no GEMM) or an unknown peak. */
 static double fraction_of_peak(int m, double flop, double median_us,
                                int gemm_cores, const peak_t *pk)
 {
@@ -162,17 +166,20 @@ static ratios_t ratios_of(const double *v, const int *on)
     ratios_t r = {0, 0, 0, 0, 0, 0};
     if (on[M_SEPARATE] && v[M_SEPARATE] > 0)
         r.fused_over_separate = v[M_FUSED] / v[M_SEPARATE];
-    if (on[M_EXACT] && v[M_EXACT] > 0) r.fused_over_exact = v[M_FUSED] / v[M_EXACT];
+    if (on[M_EXACT] && v[M_EXACT] > 0)
+        r.fused_over_exact = v[M_FUSED] / v[M_EXACT];
     if (on[M_FUSED] && on[M_BASELINE])
         r.fused_over_baseline = v[M_FUSED] / v[M_BASELINE];
-    if (on[M_GEMM_ONLY]) r.gemm_over_monolithic = v[M_GEMM_ONLY] / v[M_MONOLITHIC];
+    if (on[M_GEMM_ONLY])
+        r.gemm_over_monolithic = v[M_GEMM_ONLY] / v[M_MONOLITHIC];
     if (on[M_FUSED] && on[M_GEMM_ONLY] && on[M_COMM_ONLY])
         r.fused_over_bound =
-            v[M_FUSED] / (v[M_GEMM_ONLY] > v[M_COMM_ONLY] ? v[M_GEMM_ONLY]
-                                                          : v[M_COMM_ONLY]);
+            v[M_FUSED] /
+            (v[M_GEMM_ONLY] > v[M_COMM_ONLY] ? v[M_GEMM_ONLY] : v[M_COMM_ONLY]);
     if (on[M_AUTO] && on[M_FUSED] && on[M_BASELINE])
         r.auto_over_best =
-            v[M_AUTO] / (v[M_FUSED] < v[M_BASELINE] ? v[M_FUSED] : v[M_BASELINE]);
+            v[M_AUTO] /
+            (v[M_FUSED] < v[M_BASELINE] ? v[M_FUSED] : v[M_BASELINE]);
     return r;
 }
 
@@ -185,32 +192,39 @@ static ratios_t paired_ratios(double *const *us, const int *on, int rounds)
     int n[NRATIOS] = {0};
     ratios_t r = {0, 0, 0, 0, 0, 0};
     int ok = 1;
-    for (int k = 0; k < NRATIOS; k++) ok &= (col[k] = calloc((size_t)rounds + 1, sizeof(double))) != NULL;
+    for (int k = 0; k < NRATIOS; k++)
+        ok &= (col[k] = calloc((size_t)rounds + 1, sizeof(double))) != NULL;
     if (ok) {
         for (int i = 0; i < rounds; i++) {
             double v[NMODES] = {0};
-            for (int m = 0; m < NMODES; m++) v[m] = on[m] ? us[m][i] : 0;
+            for (int m = 0; m < NMODES; m++)
+                v[m] = on[m] ? us[m][i] : 0;
             ratios_t one = ratios_of(v, on);
-            double each[NRATIOS] = {one.fused_over_baseline, one.gemm_over_monolithic,
-                                    one.fused_over_bound, one.auto_over_best,
-                                    one.fused_over_separate, one.fused_over_exact};
+            double each[NRATIOS] = {
+                one.fused_over_baseline, one.gemm_over_monolithic,
+                one.fused_over_bound,    one.auto_over_best,
+                one.fused_over_separate, one.fused_over_exact};
             /* Rounds without a ratio (an exact round of no rows) left out. */
             for (int k = 0; k < NRATIOS; k++)
                 if (each[k] > 0) col[k][n[k]++] = each[k];
         }
         double *med[NRATIOS] = {&r.fused_over_baseline, &r.gemm_over_monolithic,
-                                &r.fused_over_bound, &r.auto_over_best,
+                                &r.fused_over_bound,    &r.auto_over_best,
                                 &r.fused_over_separate, &r.fused_over_exact};
-        for (int k = 0; k < NRATIOS; k++) *med[k] = summarize(col[k], n[k]).median;
+        for (int k = 0; k < NRATIOS; k++)
+            *med[k] = summarize(col[k], n[k]).median;
     }
-    for (int k = 0; k < NRATIOS; k++) free(col[k]);
+    for (int k = 0; k < NRATIOS; k++)
+        free(col[k]);
     return r;
 }
 
 static void json_ratio(const char *key, double v)
 {
-    if (v > 0) printf(",\"%s\":%.6f", key, v);
-    else printf(",\"%s\":null", key);
+    if (v > 0)
+        printf(",\"%s\":%.6f", key, v);
+    else
+        printf(",\"%s\":null", key);
 }
 
 static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
@@ -235,7 +249,8 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                st[m].mean, st[m].max, st[m].stdev,
                flop / rate_us(cli, &st[m]) * 1e-6);
         json_ratio("fraction_of_peak",
-                   fraction_of_peak(m, flop, rate_us(cli, &st[m]), cli->gemm_cores, pk));
+                   fraction_of_peak(m, flop, rate_us(cli, &st[m]),
+                                    cli->gemm_cores, pk));
         printf(",\"samples_us\":[");
         for (int i = 0; i < cli->rounds; i++)
             printf("%s%.3f", i ? "," : "", samples[m][i]);
@@ -247,10 +262,12 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
     json_ratio("ratio_gemm_over_monolithic", r.gemm_over_monolithic);
     json_ratio("ratio_fused_over_bound", r.fused_over_bound);
     json_ratio("ratio_auto_over_best", r.auto_over_best);
-    if (on[M_SEPARATE]) json_ratio("ratio_fused_over_separate", r.fused_over_separate);
+    if (on[M_SEPARATE])
+        json_ratio("ratio_fused_over_separate", r.fused_over_separate);
     if (on[M_EXACT]) json_ratio("ratio_fused_over_exact", r.fused_over_exact);
     printf(",\"paired\":{\"rounds\":%d", cli->rounds);
-    if (on[M_SEPARATE]) json_ratio("fused_over_separate", paired.fused_over_separate);
+    if (on[M_SEPARATE])
+        json_ratio("fused_over_separate", paired.fused_over_separate);
     if (on[M_EXACT]) json_ratio("fused_over_exact", paired.fused_over_exact);
     json_ratio("fused_over_baseline", paired.fused_over_baseline);
     json_ratio("gemm_over_monolithic", paired.gemm_over_monolithic);
@@ -280,7 +297,8 @@ static double gathered_bytes(const agmm_cli_t *cli)
 {
     double most = 0;
     for (int r = 0; r < cli->ranks && cli->op == AGMM_OP_GEMM_RS; r++) {
-        double b = (double)(cli->ranks - 1) * (double)cli->m_local[r] * (double)cli->n * 4.0;
+        double b = (double)(cli->ranks - 1) * (double)cli->m_local[r] *
+                   (double)cli->n * 4.0;
         if (b > most) most = b;
     }
     for (int r = 0; r < cli->ranks && cli->op != AGMM_OP_GEMM_RS; r++) {
@@ -299,43 +317,58 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
                        const peak_t *pk, double comm_ms)
 {
     const agmm_cli_t *cli = t->cli;
-    printf("%-10s %10s %10s %10s %10s %10s %16s %8s\n", "mode", "min_ms", "median_ms",
-           "mean_ms", "max_ms", "stdev_ms", "rate per rank", "of_peak");
+    printf("%-10s %10s %10s %10s %10s %10s %16s %8s\n", "mode", "min_ms",
+           "median_ms", "mean_ms", "max_ms", "stdev_ms", "rate per rank",
+           "of_peak");
     for (int m = 0; m < NMODES; m++) {
         if (!on[m]) continue;
         char frac[16] = "-"; /* comm-only runs no GEMM */
-        double f = fraction_of_peak(m, flop, rate_us(cli, &st[m]), cli->gemm_cores, pk);
+        double f = fraction_of_peak(m, flop, rate_us(cli, &st[m]),
+                                    cli->gemm_cores, pk);
         if (f > 0) snprintf(frac, sizeof frac, "%.3f", f);
         char rate[32];
         if (m == M_COMM_ONLY)
             snprintf(rate, sizeof rate, "%.2f GB/s",
-                     gathered_bytes(cli) * (flop / agmm_tool_flop_per_rank(cli)) /
-                         rate_us(cli, &st[m]) * 1e-3); /* flop's share of the most rows */
+                     gathered_bytes(cli) *
+                         (flop / agmm_tool_flop_per_rank(cli)) /
+                         rate_us(cli, &st[m]) *
+                         1e-3); /* flop's share of the most rows */
         else
-            snprintf(rate, sizeof rate, "%.1f GFLOP/s", flop / rate_us(cli, &st[m]) * 1e-3);
-        printf("%-10s %10.3f %10.3f %10.3f %10.3f %10.3f %16s %8s\n", modes[m].name,
-               st[m].min * 1e-3, st[m].median * 1e-3, st[m].mean * 1e-3, st[m].max * 1e-3,
-               st[m].stdev * 1e-3, rate, frac);
+            snprintf(rate, sizeof rate, "%.1f GFLOP/s",
+                     flop / rate_us(cli, &st[m]) * 1e-3);
+        printf("%-10s %10.3f %10.3f %10.3f %10.3f %10.3f %16s %8s\n",
+               modes[m].name, st[m].min * 1e-3, st[m].median * 1e-3,
+               st[m].mean * 1e-3, st[m].max * 1e-3, st[m].stdev * 1e-3, rate,
+               frac);
     }
-    text_ratio("fused / baseline", r.fused_over_baseline, pr.fused_over_baseline);
-    text_ratio("gemm-only / monolithic", r.gemm_over_monolithic, pr.gemm_over_monolithic);
-    text_ratio("fused / max(comm-only, gemm-only)", r.fused_over_bound, pr.fused_over_bound);
-    text_ratio("auto / min(fused, baseline)", r.auto_over_best, pr.auto_over_best);
+    text_ratio("fused / baseline", r.fused_over_baseline,
+               pr.fused_over_baseline);
+    text_ratio("gemm-only / monolithic", r.gemm_over_monolithic,
+               pr.gemm_over_monolithic);
+    text_ratio("fused / max(comm-only, gemm-only)", r.fused_over_bound,
+               pr.fused_over_bound);
+    text_ratio("auto / min(fused, baseline)", r.auto_over_best,
+               pr.auto_over_best);
     text_ratio("fused (one call, all weights) / separate (one plan per weight)",
                r.fused_over_separate, pr.fused_over_separate);
     text_ratio("fused (rows change every round) / exact (a plan per row count)",
                r.fused_over_exact, pr.fused_over_exact);
-    if (r.fused_over_baseline > 0 || r.gemm_over_monolithic > 0 || r.fused_over_bound > 0 ||
-        r.auto_over_best > 0 || r.fused_over_separate > 0 || r.fused_over_exact > 0)
-        printf("(median): ratio of the medians; paired: median of each round's own ratio "
-               "(the modes of a round run back to back)\n");
+    if (r.fused_over_baseline > 0 || r.gemm_over_monolithic > 0 ||
+        r.fused_over_bound > 0 || r.auto_over_best > 0 ||
+        r.fused_over_separate > 0 || r.fused_over_exact > 0)
+        printf("(median): ratio of the medians; paired: median of each round's "
+               "own ratio (the modes of a round run back to back)\n");
     if (on[M_AUTO])
-        printf("auto %s %s: %s\n", ai->decided ? "picked" : "is still measuring, last ran",
-               agmm_schedule_name(ai->decided ? ai->pick : ai->last), ai->reason);
+        printf("auto %s %s: %s\n",
+               ai->decided ? "picked" : "is still measuring, last ran",
+               agmm_schedule_name(ai->decided ? ai->pick : ai->last),
+               ai->reason);
     /* Nothing to hide: the gather is under 2% of a fused round. */
-    if (on[M_FUSED] && comm_ms > 0 && comm_ms < 0.02 * st[M_FUSED].median * 1e-3)
-        printf("overlap: the gather (comm-only) takes %.1f%% of a fused round: nothing to "
-               "overlap here; to see overlap try --link-gbps 1 --n 256\n",
+    if (on[M_FUSED] && comm_ms > 0 &&
+        comm_ms < 0.02 * st[M_FUSED].median * 1e-3)
+        printf("overlap: the gather (comm-only) takes %.1f%% of a fused round: "
+               "nothing to overlap here; to see overlap try --link-gbps 1 --n "
+               "256\n",
                100.0 * comm_ms / (st[M_FUSED].median * 1e-3));
 }
 
@@ -349,14 +382,16 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     if (rc == 0) rc = agmm_bench_cmp_setup(&t, &g_cmp);
     for (int m = 0; m < NMODES; m++) {
         on[m] = (cli->bench_modes & modes[m].flag) != 0;
-        if (modes[m].part == 2) on[m] = on[m] && agmm_bench_cmp_has(&g_cmp, modes[m].what);
+        if (modes[m].part == 2)
+            on[m] = on[m] && agmm_bench_cmp_has(&g_cmp, modes[m].what);
         if (on[m] && rc == 0) {
             us[m] = calloc((size_t)cli->rounds, sizeof(double));
             if (!us[m]) rc = 1;
         }
     }
     if (rc != 0) {
-        for (int m = 0; m < NMODES; m++) free(us[m]);
+        for (int m = 0; m < NMODES; m++)
+            free(us[m]);
         agmm_bench_cmp_teardown(&g_cmp);
         agmm_tool_teardown(&t);
         return rc;
@@ -367,14 +402,16 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         agmm_tool_describe(cli, world, t.plan, stdout);
         printf("peak: %.1f GFLOP/s per core (%s, %s, measured on rank 0); "
                "of_peak = GEMM rate per GEMM core / peak\n",
-               pk.gflops, pk.instr ? pk.instr : "none", agmm_dtype_name(cli->dtype));
-        printf("rounds: %d timed + %d warmup per mode, modes alternate\n", cli->rounds,
-               cli->warmup);
+               pk.gflops, pk.instr ? pk.instr : "none",
+               agmm_dtype_name(cli->dtype));
+        printf("rounds: %d timed + %d warmup per mode, modes alternate\n",
+               cli->rounds, cli->warmup);
         fflush(stdout);
     }
     agmm_progress_t pg;
     int done = 0; /* timed rounds finished in every mode */
-    agmm_progress_begin(&pg, t.rank, cli->warmup + cli->rounds, "bench round (warmup first)");
+    agmm_progress_begin(&pg, t.rank, cli->warmup + cli->rounds,
+                        "bench round (warmup first)");
     for (int i = 0; i < cli->warmup + cli->rounds && rc == 0; i++) {
         if (agmm_tool_stop) { /* SIGINT/SIGTERM: the launcher ends the run */
             rc = 1;
@@ -391,8 +428,10 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         for (int m = 0; m < NMODES && rc == 0; m++) {
             if (!on[m]) continue;
             double s = timed_round(&t, m, i - cli->warmup);
-            if (s < 0) rc = 1;
-            else if (i >= cli->warmup) us[m][i - cli->warmup] = s * 1e6;
+            if (s < 0)
+                rc = 1;
+            else if (i >= cli->warmup)
+                us[m][i - cli->warmup] = s * 1e6;
         }
         if (rc == 0 && i >= cli->warmup) done = i - cli->warmup + 1;
     }
@@ -403,19 +442,21 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     double comm_ms = 0;
     for (int i = 0; i < 3 && rc == 0 && !on[M_COMM_ONLY] && on[M_FUSED]; i++) {
         double sec = timed_round(&t, M_COMM_ONLY, i);
-        if (sec < 0) rc = 1;
-        else if (comm_ms == 0 || sec * 1e3 < comm_ms) comm_ms = sec * 1e3;
+        if (sec < 0)
+            rc = 1;
+        else if (comm_ms == 0 || sec * 1e3 < comm_ms)
+            comm_ms = sec * 1e3;
     }
     agmm_schedule_info_t ai;
     if (rc == 0 && agmm_plan_schedule_info(t.plan, &ai) != AGMM_OK) rc = 1;
     /* Stopped by SIGINT/SIGTERM (the launcher aborted the world): the text
      * statistics of the rounds done (--json prints the failure object). */
-    int partial = rc != 0 && t.rank == 0 && agmm_tool_stopped() && !cli->json && done > 0 &&
-                  agmm_plan_schedule_info(t.plan, &ai) == AGMM_OK;
+    int partial = rc != 0 && t.rank == 0 && agmm_tool_stopped() && !cli->json &&
+                  done > 0 && agmm_plan_schedule_info(t.plan, &ai) == AGMM_OK;
     int n = rc == 0 ? cli->rounds : done;
     if (partial)
-        printf("interrupted: statistics of the %d timed round%s done (of %d)\n", done,
-               done == 1 ? "" : "s", cli->rounds);
+        printf("interrupted: statistics of the %d timed round%s done (of %d)\n",
+               done, done == 1 ? "" : "s", cli->rounds);
     if ((rc == 0 || partial) && t.rank == 0) {
         /* Rows per round: the mean flops of the n timed rounds (rates are
          * then over the mean round, rate_us). */
@@ -432,23 +473,30 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         for (int m = 0; m < NMODES; m++)
             if (on[m]) {
                 sorted[m] = malloc(sizeof(double) * (size_t)n);
-                if (sorted[m]) memcpy(sorted[m], us[m], sizeof(double) * (size_t)n);
+                if (sorted[m])
+                    memcpy(sorted[m], us[m], sizeof(double) * (size_t)n);
                 st[m] = summarize(sorted[m] ? sorted[m] : us[m], n);
                 med[m] = st[m].median;
             }
-        for (int m = 0; m < NMODES; m++) free(sorted[m]);
+        for (int m = 0; m < NMODES; m++)
+            free(sorted[m]);
         ratios_t r = ratios_of(med, on);
-        if (cli->json) print_json(&t, world, st, on, r, pr, &ai, flop, &pk, us);
-        else print_text(&t, st, on, r, pr, &ai, flop, &pk,
-                        on[M_COMM_ONLY] ? st[M_COMM_ONLY].median * 1e-3 : comm_ms);
+        if (cli->json)
+            print_json(&t, world, st, on, r, pr, &ai, flop, &pk, us);
+        else
+            print_text(&t, st, on, r, pr, &ai, flop, &pk,
+                       on[M_COMM_ONLY] ? st[M_COMM_ONLY].median * 1e-3
+                                       : comm_ms);
         if (rc == 0) agmm_tool_trace_print(&t, 0);
         if (cli->verbose && on[M_AUTO])
             fprintf(stderr, "agmm: schedule auto: %s %s (%s)\n",
                     ai.decided ? "picked" : "ran",
-                    agmm_schedule_name(ai.decided ? ai.pick : ai.last), ai.reason);
+                    agmm_schedule_name(ai.decided ? ai.pick : ai.last),
+                    ai.reason);
         fflush(stdout);
     }
-    for (int m = 0; m < NMODES; m++) free(us[m]);
+    for (int m = 0; m < NMODES; m++)
+        free(us[m]);
     if (rc == 0) {
         agmm_bench_cmp_teardown(&g_cmp);
         agmm_tool_teardown(&t);

@@ -41,7 +41,9 @@ int agmm_bench_cmp_setup(agmm_tool_rank_t *t, agmm_bench_cmp_t *b)
         }
     }
     /* Too many sizes to hold a plan each: no exact comparison (said). */
-    int nrows = cli->rows_per_round_count <= AGMM_BENCH_CMP_MAX ? cli->rows_per_round_count : 0;
+    int nrows = cli->rows_per_round_count <= AGMM_BENCH_CMP_MAX
+                    ? cli->rows_per_round_count
+                    : 0;
     for (int i = 0; i < nrows; i++) {
         int64_t sum = 0;
         for (int r = 0; r < cli->ranks; r++) {
@@ -49,10 +51,13 @@ int agmm_bench_cmp_setup(agmm_tool_rank_t *t, agmm_bench_cmp_t *b)
             sum += b->rows[i][r];
         }
         b->nexact = i + 1;
-        if (sum == 0) continue; /* no plan has no rows: that round is not compared */
+        if (sum == 0)
+            continue; /* no plan has no rows: that round is not compared */
         agmm_tool_desc(cli, &d);
         d.m_local = b->rows[i];
-        if (make_plan(t, &d, 0, cli->n_count > 1 ? cli->n_count : 1, &b->exact[i])) return 1;
+        if (make_plan(t, &d, 0, cli->n_count > 1 ? cli->n_count : 1,
+                      &b->exact[i]))
+            return 1;
     }
     return 0;
 }
@@ -62,8 +67,8 @@ int agmm_bench_cmp_has(const agmm_bench_cmp_t *b, int exact)
     return exact ? b->nexact > 0 : b->nsep > 0;
 }
 
-agmm_status_t agmm_bench_cmp_run(agmm_tool_rank_t *t, agmm_bench_cmp_t *b, int exact,
-                                 int round, int *ran)
+agmm_status_t agmm_bench_cmp_run(agmm_tool_rank_t *t, agmm_bench_cmp_t *b,
+                                 int exact, int round, int *ran)
 {
     const agmm_cli_t *cli = t->cli;
     agmm_run_args_t a;

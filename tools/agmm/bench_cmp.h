@@ -21,8 +21,8 @@ int agmm_bench_cmp_setup(agmm_tool_rank_t *t, agmm_bench_cmp_t *b);
 int agmm_bench_cmp_has(const agmm_bench_cmp_t *b, int exact);
 /* Collective: one round of it for bench round `round` (the bench's own
  * rows and inputs); *ran is 0 for a round with no exact plan (no rows). */
-agmm_status_t agmm_bench_cmp_run(agmm_tool_rank_t *t, agmm_bench_cmp_t *b, int exact,
-                                 int round, int *ran);
+agmm_status_t agmm_bench_cmp_run(agmm_tool_rank_t *t, agmm_bench_cmp_t *b,
+                                 int exact, int round, int *ran);
 /* Collective: destroy the plans. */
 void agmm_bench_cmp_teardown(agmm_bench_cmp_t *b);
 

@@ -3,7 +3,8 @@
  * state (options.h): the --m-local list syntax, --schedule against --mode,
  * the output paths, --m-local against --ranks, M and the byte counts, the
  * link emulator and MPI, the core budget with its host-dependent defaults,
- * the idle-core warnings and the memory check. Each refusal is one line "agmm: --option: ...".
+ * the idle-core warnings and the memory check. Each refusal is one line,
+ * "agmm: --option: ...".
  */
 #include "options.h"
 
@@ -25,20 +26,26 @@ int opt_get_rows(FILE *err, const char *name, const char *arg, int64_t *dst,
     const char *p = arg;
     int count = 0;
     if (!*arg) {
-        fprintf(err, "agmm: --%s: give N or a comma-separated list N,N,... "
-                     "(got '')\n", name);
+        fprintf(err,
+                "agmm: --%s: give N or a comma-separated list N,N,... (got "
+                "'')\n",
+                name);
         return -1;
     }
     for (;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         if (len == 0) {
-            fprintf(err, "agmm: --%s: empty value in the list; give N or "
-                         "N,N,... without empty elements (got '%s')\n", name, arg);
+            fprintf(err,
+                    "agmm: --%s: empty value in the list; give N or N,N,... "
+                    "without empty elements (got '%s')\n",
+                    name, arg);
             return -1;
         }
         if (count >= AGMM_CLI_MAX_RANKS) {
-            fprintf(err, "agmm: --%s: at most %d values (one per rank) (got '%.40s...')\n",
+            fprintf(err,
+                    "agmm: --%s: at most %d values (one per rank) (got "
+                    "'%.40s...')\n",
                     name, AGMM_CLI_MAX_RANKS, arg);
             return -1;
         }
@@ -51,22 +58,22 @@ int opt_get_rows(FILE *err, const char *name, const char *arg, int64_t *dst,
             size_t i = (p[0] == '+') ? 1 : 0;
             while (i < len && isdigit((unsigned char)p[i]))
                 i++;
-            if (i == len)
-                r = NUM_RANGE;
+            if (i == len) r = NUM_RANGE;
         } else {
             memcpy(buf, p, len);
             buf[len] = '\0';
             r = opt_parse_i64(buf, 0, INT64_MAX, &v);
         }
         if (r != NUM_OK) {
-            fprintf(err, "agmm: --%s: %seach value an integer from 0 to %" PRId64
-                         " (got '%.*s' in '%s')\n",
-                    name, opt_range_prefix(r), (int64_t)INT64_MAX, (int)(len > 40 ? 40 : len), p, arg);
+            fprintf(err,
+                    "agmm: --%s: %seach value an integer from 0 to %" PRId64
+                    " (got '%.*s' in '%s')\n",
+                    name, opt_range_prefix(r), (int64_t)INT64_MAX,
+                    (int)(len > 40 ? 40 : len), p, arg);
             return -1;
         }
         dst[count++] = v;
-        if (!comma)
-            break;
+        if (!comma) break;
         p = comma + 1;
     }
     *count_out = count;
@@ -77,14 +84,15 @@ int opt_get_rows(FILE *err, const char *name, const char *arg, int64_t *dst,
 
 int opt_check_schedule_mode(agmm_cli_t *cli, FILE *err, int mode_given)
 {
-    if (!cli->schedule_set)
-        return 0;
-    unsigned want = cli->schedule == AGMM_SCHEDULE_FUSED      ? AGMM_BENCH_FUSED
-                    : cli->schedule == AGMM_SCHEDULE_BASELINE ? AGMM_BENCH_BASELINE
-                                                              : AGMM_BENCH_AUTO;
+    if (!cli->schedule_set) return 0;
+    unsigned want = cli->schedule == AGMM_SCHEDULE_FUSED ? AGMM_BENCH_FUSED
+                    : cli->schedule == AGMM_SCHEDULE_BASELINE
+                        ? AGMM_BENCH_BASELINE
+                        : AGMM_BENCH_AUTO;
     if (mode_given && cli->bench_modes != want) {
-        fprintf(err, "agmm: --schedule: conflicts with --mode (bench times --mode; "
-                     "--schedule S alone means --mode S)\n");
+        fprintf(err,
+                "agmm: --schedule: conflicts with --mode (bench times --mode; "
+                "--schedule S alone means --mode S)\n");
         return 2;
     }
     cli->bench_modes = want;
@@ -93,36 +101,29 @@ int opt_check_schedule_mode(agmm_cli_t *cli, FILE *err, int mode_given)
 
 /* ------------------------------------------------------------ cores */
 
-static int default_comm(int ranks, int online)
-{
-    return (int64_t)ranks * 2 <= (int64_t)online ? 1 : 0;
-}
-
-static int default_gemm(int ranks, int online, int comm)
-{
-    int64_t g = (int64_t)(online / (ranks > 0 ? ranks : 1)) - comm;
-    return g < 1 ? 1 : (int)g;
-}
-
 void agmm_cli_resolve_cores(agmm_cli_t *cli)
 {
     /* The ranks that share the usable cores: all of this host's (all of
      * them on shm), or this rank alone when MPI bound it to its own. */
-    int here = cli->cores_own ? 1 : cli->ranks_here > 0 ? cli->ranks_here : cli->ranks;
-    if (!cli->comm_cores_set)
-        cli->comm_cores = default_comm(here, cli->usable_cores);
-    if (!cli->gemm_cores_set)
-        cli->gemm_cores = default_gemm(here, cli->usable_cores, cli->comm_cores);
+    int here = cli->cores_own        ? 1
+               : cli->ranks_here > 0 ? cli->ranks_here
+                                     : cli->ranks;
+    /* The library's rule (agmm_default_workers), given a valid count of
+     * each (a parse error may leave --ranks at 0). */
+    int comm, gemm;
+    agmm_default_workers(
+        cli->usable_cores > 0 ? cli->usable_cores : 1, here > 0 ? here : 1,
+        cli->comm_cores_set ? cli->comm_cores : -1, &comm, &gemm);
+    if (!cli->comm_cores_set) cli->comm_cores = comm;
+    if (!cli->gemm_cores_set) cli->gemm_cores = gemm;
 }
 
 /* ------------------------------------------------------------ validation */
 
 static int mul_i64(int64_t a, int64_t b, int64_t *out)
 {
-    if (a < 0 || b < 0)
-        return -1;
-    if (a != 0 && b > INT64_MAX / a)
-        return -1;
+    if (a < 0 || b < 0) return -1;
+    if (a != 0 && b > INT64_MAX / a) return -1;
     *out = a * b;
     return 0;
 }
@@ -173,28 +174,32 @@ static int check_weights_and_rows(agmm_cli_t *cli, FILE *err)
 {
     if (cli->n_count < 1) cli->n_count = 1;
     if (cli->n_count > AGMM_MAX_WEIGHTS) {
-        fprintf(err, "agmm: --n: at most %d weights (got %d values)\n", AGMM_MAX_WEIGHTS,
-                cli->n_count);
+        fprintf(err, "agmm: --n: at most %d weights (got %d values)\n",
+                AGMM_MAX_WEIGHTS, cli->n_count);
         return 2;
     }
     cli->n_sum = 0;
     for (int i = 0; i < cli->n_count; i++) {
         if (cli->n_list[i] < 1 || cli->n_list[i] > INT_MAX) {
-            fprintf(err, "agmm: --n: %seach value an integer from 1 to %d (got %" PRId64 ")\n",
-                    cli->n_list[i] > INT_MAX ? "out of range; " : "", INT_MAX, cli->n_list[i]);
+            fprintf(
+                err,
+                "agmm: --n: %seach value an integer from 1 to %d (got %" PRId64
+                ")\n",
+                cli->n_list[i] > INT_MAX ? "out of range; " : "", INT_MAX,
+                cli->n_list[i]);
             return 2;
         }
         cli->n_sum += cli->n_list[i];
     }
     cli->n = cli->n_list[0];
     if (cli->n_count > 1 && cli->op == AGMM_OP_GEMM_RS) {
-        fprintf(err, "agmm: --n: several weights (a list) only with --op ag-gemm; gemm-rs "
-                     "takes one N\n");
+        fprintf(err, "agmm: --n: several weights (a list) only with --op "
+                     "ag-gemm; gemm-rs takes one N\n");
         return 2;
     }
     if (cli->rows_per_round_count > 0 && cli->op == AGMM_OP_GEMM_RS) {
-        fprintf(err, "agmm: --m-local-per-round: only with --op ag-gemm (gemm-rs has the "
-                     "plan's rows every round)\n");
+        fprintf(err, "agmm: --m-local-per-round: only with --op ag-gemm "
+                     "(gemm-rs has the plan's rows every round)\n");
         return 2;
     }
     return 0;
@@ -206,8 +211,11 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
         return 2;
     if (cli->trace_svg && check_out_path(err, "trace-svg", cli->trace_svg))
         return 2;
-    if (cli->trace_json && cli->trace_svg && !strcmp(cli->trace_json, cli->trace_svg)) {
-        fprintf(err, "agmm: --trace/--trace-svg: give two different files (both are '%s')\n",
+    if (cli->trace_json && cli->trace_svg &&
+        !strcmp(cli->trace_json, cli->trace_svg)) {
+        fprintf(err,
+                "agmm: --trace/--trace-svg: give two different files (both are "
+                "'%s')\n",
                 cli->trace_json);
         return 2;
     }
@@ -218,13 +226,16 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
     /* Under MPI the launcher decides the ranks. */
     if (world_size > 0) {
         if (cli->ranks_set && cli->ranks != world_size) {
-            fprintf(err, "agmm: --ranks: %d given but the MPI launcher started %d rank%s "
-                         "(omit --ranks or make it match)\n",
+            fprintf(err,
+                    "agmm: --ranks: %d given but the MPI launcher started %d "
+                    "rank%s (omit --ranks or make it match)\n",
                     cli->ranks, world_size, world_size == 1 ? "" : "s");
             return 2;
         }
         cli->ranks = world_size;
-        cli->ranks_here = ranks_here > 0 && ranks_here <= world_size ? ranks_here : world_size;
+        cli->ranks_here = ranks_here > 0 && ranks_here <= world_size
+                              ? ranks_here
+                              : world_size;
         /* A rank bound to fewer cores than the host has (OpenMPI binds one
          * core per rank by default for np <= 2) owns them: count it alone. */
         cli->cores_own = cli->usable_cores < cli->online_cores;
@@ -233,32 +244,38 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
     }
 
     if (cli->link_latency_us > 0 && !(cli->link_gbps > 0)) {
-        fprintf(err, "agmm: --link-latency-us: needs --link-gbps (the link emulator is off "
-                     "without a link speed)\n");
+        fprintf(err, "agmm: --link-latency-us: needs --link-gbps (the link "
+                     "emulator is off without a link speed)\n");
         return 2;
     }
-    if (cli->cmd == AGMM_CMD_BENCH && (cli->bench_modes & AGMM_BENCH_GEMM_ONLY) &&
-        cli->transport_mpi) {
+    if (cli->cmd == AGMM_CMD_BENCH &&
+        (cli->bench_modes & AGMM_BENCH_GEMM_ONLY) && cli->transport_mpi) {
         /* `all` means every mode that applies here; gemm-only named
          * alone is refused (a round without puts would leave MPI's posted
          * receives unmatched). */
         if (cli->bench_modes & AGMM_BENCH_ALL_WORD) {
             cli->bench_modes &= ~(unsigned)AGMM_BENCH_GEMM_ONLY;
         } else {
-            fprintf(err, "agmm: --mode: gemm-only needs the shared-memory transport; "
-                         "under MPI use --mode all (fused,baseline,auto,comm-only)\n");
+            fprintf(
+                err,
+                "agmm: --mode: gemm-only needs the shared-memory transport; "
+                "under MPI use --mode all (fused,baseline,auto,comm-only)\n");
             return 2;
         }
     }
     if (cli->link_gbps > 0 && cli->transport_mpi) {
-        fprintf(err, "agmm: --link-gbps: the link emulator is part of the shared-memory "
-                     "transport (not with MPI)\n");
+        fprintf(
+            err,
+            "agmm: --link-gbps: the link emulator is part of the shared-memory "
+            "transport (not with MPI)\n");
         return 2;
     }
     if (check_weights_and_rows(cli, err)) return 2;
     /* --m-local against --ranks */
     if (cli->m_local_count > 1 && cli->m_local_count != cli->ranks) {
-        fprintf(err, "agmm: --m-local: %d values given but --ranks is %d (give 1 value or %d)\n",
+        fprintf(err,
+                "agmm: --m-local: %d values given but --ranks is %d (give 1 "
+                "value or %d)\n",
                 cli->m_local_count, cli->ranks, cli->ranks);
         return 2;
     }
@@ -281,12 +298,15 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
         m += cli->m_local[r];
     }
     if (!overflow && m < 1) {
-        fprintf(err, "agmm: --m-local: all shards are empty; at least one row is needed\n");
+        fprintf(err, "agmm: --m-local: all shards are empty; at least one row "
+                     "is needed\n");
         return 2;
     }
     if (!overflow && m > INT_MAX) { /* CBLAS dimensions are int */
-        fprintf(err, "agmm: --m-local: the shards add up to %" PRId64 " rows; at most %d "
-                     "(M is a CBLAS int dimension)\n", m, INT_MAX);
+        fprintf(err,
+                "agmm: --m-local: the shards add up to %" PRId64
+                " rows; at most %d (M is a CBLAS int dimension)\n",
+                m, INT_MAX);
         return 2;
     }
     if (!overflow) {
@@ -297,8 +317,9 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
             overflow = 1;
     }
     if (overflow) {
-        fprintf(err, "agmm: --m-local/--k/--n: sizes overflow 64-bit byte counts "
-                     "(M = sum of --m-local, K = %" PRId64 ", N = %" PRId64 ")\n",
+        fprintf(err,
+                "agmm: --m-local/--k/--n: sizes overflow 64-bit byte counts (M "
+                "= sum of --m-local, K = %" PRId64 ", N = %" PRId64 ")\n",
                 cli->k, cli->n);
         return 2;
     }
@@ -309,38 +330,50 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
         if (cli->m_local[r] > mmax) mmax = cli->m_local[r];
     for (int i = 0; i < cli->rows_per_round_count; i++)
         if (cli->rows_per_round[i] > mmax) {
-            fprintf(err, "agmm: --m-local-per-round: value %d is %" PRId64 ", more than the "
-                         "largest --m-local %" PRId64 " (each 0..--m-local: the plan is made "
-                         "for --m-local rows)\n", i, cli->rows_per_round[i], mmax);
+            fprintf(err,
+                    "agmm: --m-local-per-round: value %d is %" PRId64
+                    ", more than the largest --m-local %" PRId64
+                    " (each 0..--m-local: the plan is made for --m-local "
+                    "rows)\n",
+                    i, cli->rows_per_round[i], mmax);
             return 2;
         }
 
     /* --op gemm-rs and --k-local */
     if (cli->k_local_count > 0 && cli->op != AGMM_OP_GEMM_RS) {
-        fprintf(err, "agmm: --k-local: only with --op gemm-rs (the all-gather + GEMM "
-                     "does not split --k)\n");
+        fprintf(
+            err,
+            "agmm: --k-local: only with --op gemm-rs (the all-gather + GEMM "
+            "does not split --k)\n");
         return 2;
     }
     if (cli->k_local_count > 0) {
         if (cli->k_local_count != cli->ranks) {
-            fprintf(err, "agmm: --k-local: %d value%s given but --ranks is %d (give one "
-                         "value per rank, summing to --k)\n",
-                    cli->k_local_count, cli->k_local_count == 1 ? "" : "s", cli->ranks);
+            fprintf(
+                err,
+                "agmm: --k-local: %d value%s given but --ranks is %d (give one "
+                "value per rank, summing to --k)\n",
+                cli->k_local_count, cli->k_local_count == 1 ? "" : "s",
+                cli->ranks);
             return 2;
         }
         int64_t sum = 0;
         for (int r = 0; r < cli->ranks; r++) {
             if (cli->k_local[r] > cli->k) {
-                fprintf(err, "agmm: --k-local: value %d is %" PRId64 ", more than --k %" PRId64
-                             " (each 0..--k, summing to --k)\n",
+                fprintf(err,
+                        "agmm: --k-local: value %d is %" PRId64
+                        ", more than --k %" PRId64
+                        " (each 0..--k, summing to --k)\n",
                         r, cli->k_local[r], cli->k);
                 return 2;
             }
             sum += cli->k_local[r];
         }
         if (sum != cli->k) {
-            fprintf(err, "agmm: --k-local: the values add up to %" PRId64 " but --k is %" PRId64
-                         " (they must sum to --k)\n", sum, cli->k);
+            fprintf(err,
+                    "agmm: --k-local: the values add up to %" PRId64
+                    " but --k is %" PRId64 " (they must sum to --k)\n",
+                    sum, cli->k);
             return 2;
         }
     }
@@ -349,29 +382,35 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
      * --oversubscribe; a run (a correctness check) warns and goes on. */
     agmm_cli_resolve_cores(cli);
     int sharing = cli->cores_own ? 1 : cli->ranks_here;
-    int64_t threads = (int64_t)sharing * ((int64_t)cli->comm_cores + cli->gemm_cores);
+    int64_t threads =
+        (int64_t)sharing * ((int64_t)cli->comm_cores + cli->gemm_cores);
     if (threads > cli->usable_cores && !cli->oversubscribe) {
         int refuse = cli->cmd == AGMM_CMD_BENCH;
         const char *rs = sharing == 1 ? "rank" : "ranks";
         const char *cs = cli->usable_cores == 1 ? "core" : "cores";
         fprintf(err,
-                "agmm: %s--comm-cores/--gemm-cores: %d %s x (%d comm + %d GEMM) = %" PRId64
+                "agmm: %s--comm-cores/--gemm-cores: %d %s x (%d comm + %d "
+                "GEMM) = %" PRId64
                 " threads exceed the %d %s this process may use",
-                refuse ? "" : "warning: ", sharing, rs, cli->comm_cores, cli->gemm_cores,
-                threads, cli->usable_cores, cs);
+                refuse ? "" : "warning: ", sharing, rs, cli->comm_cores,
+                cli->gemm_cores, threads, cli->usable_cores, cs);
         if (!refuse)
-            fprintf(err, "; the run goes on, slower (bench refuses this without "
-                         "--oversubscribe)\n");
+            fprintf(err,
+                    "; the run goes on, slower (bench refuses this without "
+                    "--oversubscribe)\n");
         else if (!cli->comm_cores_set && !cli->gemm_cores_set)
-            fprintf(err, " (default for %d %s; pass --oversubscribe to run more threads "
-                         "than cores)\n", sharing, rs);
+            fprintf(
+                err,
+                " (default for %d %s; pass --oversubscribe to run more threads "
+                "than cores)\n",
+                sharing, rs);
         else if (!cli->gemm_cores_set)
-            fprintf(err, " (--gemm-cores defaults to at least 1; use fewer cores or "
-                         "--oversubscribe)\n");
+            fprintf(err,
+                    " (--gemm-cores defaults to at least 1; use fewer cores or "
+                    "--oversubscribe)\n");
         else
             fprintf(err, " (use fewer cores or --oversubscribe)\n");
-        if (refuse)
-            return 2;
+        if (refuse) return 2;
     }
 
     /* Warnings: idle cores */
@@ -386,20 +425,24 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
         }
     }
     if (cli->comm_cores > 0 && cli->comm_cores > max_tiles) {
-        fprintf(err, "agmm: warning: --comm-cores %d%s exceeds the %" PRId64
-                     " row tile%s of rank %d; extra comm cores will be idle\n",
-                cli->comm_cores, cli->comm_cores_set ? "" : " (default)", max_tiles,
-                max_tiles == 1 ? "" : "s", max_rank);
+        fprintf(err,
+                "agmm: warning: --comm-cores %d%s exceeds the %" PRId64
+                " row tile%s of rank %d; extra comm cores will be idle\n",
+                cli->comm_cores, cli->comm_cores_set ? "" : " (default)",
+                max_tiles, max_tiles == 1 ? "" : "s", max_rank);
     }
     int64_t col_blocks = ceil_div(cli->n, cli->tile_n);
     int64_t items = 0;
-    if (mul_i64(row_tiles_total, col_blocks, &items) == 0 && cli->gemm_cores > items) {
-        fprintf(err, "agmm: warning: --gemm-cores %d%s exceeds the %" PRId64
-                     " GEMM work item%s per rank (%" PRId64 " row tile%s x %" PRId64
-                     " column block%s); extra GEMM cores will be idle\n",
+    if (mul_i64(row_tiles_total, col_blocks, &items) == 0 &&
+        cli->gemm_cores > items) {
+        fprintf(err,
+                "agmm: warning: --gemm-cores %d%s exceeds the %" PRId64
+                " GEMM work item%s per rank (%" PRId64 " row tile%s x %" PRId64
+                " column block%s); extra GEMM cores will be idle\n",
                 cli->gemm_cores, cli->gemm_cores_set ? "" : " (default)", items,
-                items == 1 ? "" : "s", row_tiles_total, row_tiles_total == 1 ? "" : "s",
-                col_blocks, col_blocks == 1 ? "" : "s");
+                items == 1 ? "" : "s", row_tiles_total,
+                row_tiles_total == 1 ? "" : "s", col_blocks,
+                col_blocks == 1 ? "" : "s");
     }
     return 0;
 }
@@ -417,15 +460,13 @@ static void fmt_bytes(char *buf, size_t size, long double b)
         snprintf(buf, size, "%.1Lf MiB", b / (1024.0L * 1024.0L));
 }
 
-int agmm_cli_check_memory(const agmm_cli_t *cli, uint64_t bytes_per_rank, FILE *err)
+int agmm_cli_check_memory(const agmm_cli_t *cli, uint64_t bytes_per_rank,
+                          FILE *err)
 {
-    if (!cli)
-        return 0;
-    if (!err)
-        err = stderr;
+    if (!cli) return 0;
+    if (!err) err = stderr;
     FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return 0;
+    if (!f) return 0;
     char line[256];
     unsigned long long avail_kib = 0;
     int found = 0;
@@ -436,24 +477,27 @@ int agmm_cli_check_memory(const agmm_cli_t *cli, uint64_t bytes_per_rank, FILE *
         }
     }
     fclose(f);
-    if (!found)
-        return 0;
+    if (!found) return 0;
     long double avail = (long double)avail_kib * 1024.0L;
     /* The ranks on this host share its memory (all of them on shm). */
-    int ranks = cli->ranks_here > 0 ? cli->ranks_here : cli->ranks > 0 ? cli->ranks : 1;
+    int ranks = cli->ranks_here > 0 ? cli->ranks_here
+                : cli->ranks > 0    ? cli->ranks
+                                    : 1;
     /* bytes_per_rank == 0 means the library found the plan invalid or its
      * byte count overflowing: treat as too large. */
-    long double need = bytes_per_rank == 0 ? (long double)UINT64_MAX * ranks
-                                           : (long double)bytes_per_rank * ranks;
-    if (need <= avail)
-        return 0;
+    long double need = bytes_per_rank == 0
+                           ? (long double)UINT64_MAX * ranks
+                           : (long double)bytes_per_rank * ranks;
+    if (need <= avail) return 0;
     char nb[32], ab[32];
     if (bytes_per_rank == 0)
         snprintf(nb, sizeof nb, "more than 16 EiB");
     else
         fmt_bytes(nb, sizeof nb, need);
     fmt_bytes(ab, sizeof ab, avail);
-    fprintf(err, "agmm: --m-local/--k/--n: the plan needs %s on %d %s but only %s is available\n",
+    fprintf(err,
+            "agmm: --m-local/--k/--n: the plan needs %s on %d %s but only %s "
+            "is available\n",
             nb, ranks, ranks == 1 ? "rank" : "ranks", ab);
     return 2;
 }

@@ -3,6 +3,7 @@
  *
  *   agmm run   [options]   one round (by default) checked against a reference
  *   agmm bench [options]   warmup + timed rounds
+ *   agmm cleanup [--job NAME]  remove this user's leftover segments
  *
  * agmm_cli_parse() reads argv into an agmm_cli_t, validates every option and
  * the combinations (list lengths, byte-count overflow, core budget) and never
@@ -41,66 +42,90 @@ enum {
  * library also has come from agmm_plan_desc_init()). */
 typedef struct agmm_cli {
     agmm_cmd_t cmd;
-    int ranks;                 /* --ranks */
-    int64_t m_local[AGMM_CLI_MAX_RANKS]; /* --m-local: one value = every rank, else exactly `ranks` values */
-    int m_local_count;         /* values given to --m-local (0: not given); after a successful parse m_local[0..ranks-1] is filled */
-    int64_t k, n;              /* --k, --n (n: the first weight's columns) */
-    int64_t n_list[AGMM_CLI_MAX_RANKS]; /* --n N[,N...]: columns of each weight (one gather, several weights) */
-    int n_count;               /* values given to --n; after a successful parse the weights (>= 1) */
-    int64_t n_sum;             /* after a successful parse: sum of n_list */
-    int64_t rows_per_round[AGMM_CLI_MAX_RANKS]; /* --m-local-per-round: round i's rows per rank (cycled; each rank min(value, its --m-local)) */
-    int rows_per_round_count;  /* values given (0: every round has --m-local rows) */
-    agmm_op_t op;              /* --op (default ag-gemm) */
-    int64_t k_local[AGMM_CLI_MAX_RANKS]; /* --k-local (gemm-rs): the inner-dimension split, one value per rank */
-    int k_local_count;         /* values given to --k-local (0: not given: k split evenly) */
-    int64_t tile_m, tile_n;    /* --tile-m, --tile-n */
-    agmm_dtype_t dtype;        /* --dtype */
+    int ranks; /* --ranks */
+    /* --m-local: one value = every rank, else exactly `ranks` values */
+    int64_t m_local[AGMM_CLI_MAX_RANKS];
+    /* values given to --m-local (0: not given); after a successful parse
+     * m_local[0..ranks-1] is filled */
+    int m_local_count;
+    int64_t k, n; /* --k, --n (n: the first weight's columns) */
+    /* --n N[,N...]: columns of each weight (one gather, several weights) */
+    int64_t n_list[AGMM_CLI_MAX_RANKS];
+    /* values given to --n; after a successful parse the weights (>= 1) */
+    int n_count;
+    int64_t n_sum; /* after a successful parse: sum of n_list */
+    /* --m-local-per-round: round i's rows per rank (cycled; each rank
+     * min(value, its --m-local)) */
+    int64_t rows_per_round[AGMM_CLI_MAX_RANKS];
+    /* values given (0: every round has --m-local rows) */
+    int rows_per_round_count;
+    agmm_op_t op; /* --op (default ag-gemm) */
+    /* --k-local (gemm-rs): the inner-dimension split, one value per rank */
+    int64_t k_local[AGMM_CLI_MAX_RANKS];
+    /* values given to --k-local (0: not given: k split evenly) */
+    int k_local_count;
+    int64_t tile_m, tile_n;              /* --tile-m, --tile-n */
+    agmm_dtype_t dtype;                  /* --dtype */
     agmm_gemm_engine_kind_t gemm_engine; /* --gemm-engine */
-    agmm_weights_t weights;    /* --weights */
-    int comm_cores;            /* --comm-cores; default: 1 if ranks*2 <= usable cores else 0 */
-    int gemm_cores;            /* --gemm-cores; default: max(1, usable/ranks - comm_cores) */
+    agmm_weights_t weights;              /* --weights */
+    /* --comm-cores, --gemm-cores; by default (agmm_cli_resolve_cores) the
+     * library's agmm_default_workers: comm 1 if 2 x ranks <= usable cores
+     * else 0, GEMM max(1, usable / ranks - comm) */
+    int comm_cores, gemm_cores;
     int comm_cores_set, gemm_cores_set; /* given explicitly */
-    int oversubscribe;         /* --oversubscribe */
-    double timeout_s;          /* --timeout */
-    int rounds, warmup;        /* --rounds, --warmup (defaults differ for run and bench) */
-    uint64_t seed;             /* --seed */
-    int json;                  /* --json */
-    int check;                 /* run: on by default; --no-check turns it off (bench: off, never checks) */
-    int verbose;               /* --verbose / -v (repeatable: counts) */
-    const char *trace_json;    /* --trace FILE.json: Chrome trace events (NULL: off) */
-    const char *trace_svg;     /* --trace-svg FILE.svg: the timeline drawn (NULL: off) */
-    agmm_schedule_t schedule;  /* --schedule */
+    int oversubscribe;                  /* --oversubscribe */
+    double timeout_s;                   /* --timeout */
+    /* --rounds, --warmup (defaults differ for run and bench) */
+    int rounds, warmup;
+    uint64_t seed; /* --seed */
+    int json;      /* --json */
+    /* run: on by default; --no-check turns it off (bench: off, never
+     * checks) */
+    int check;
+    int verbose; /* --verbose / -v (repeatable: counts) */
+    /* --trace FILE.json: Chrome trace events (NULL: off) */
+    const char *trace_json;
+    /* --trace-svg FILE.svg: the timeline drawn (NULL: off) */
+    const char *trace_svg;
+    agmm_schedule_t schedule; /* --schedule */
     int schedule_set;
-    unsigned bench_modes;      /* bench: --mode (AGMM_BENCH_*; --schedule S alone means --mode S) */
-    double link_gbps;          /* --link-gbps (0: no link emulation) */
-    double link_latency_us;    /* --link-latency-us; needs --link-gbps */
-    int usable_cores;          /* cores this process may use: its CPU affinity (sched_getaffinity:
-                                * taskset, cpusets, MPI binding), at most the online ones (>= 1) */
-    int online_cores;          /* sysconf(_SC_NPROCESSORS_ONLN) at parse time (>= 1) */
-    int cores_own;             /* MPI rank bound to fewer cores than online: the budget and the
-                                * defaults count this rank alone (else all ranks_here share them) */
-    int64_t m_total;           /* after a successful parse: sum of m_local (M) */
-    int ranks_set;             /* --ranks given explicitly */
-    int transport_mpi;         /* --transport shm|mpi; default: mpi under an MPI launcher */
-    int ranks_here;            /* ranks sharing this host's cores and memory (= ranks on shm) */
-    const char *job;           /* cleanup --job NAME (NULL: every job) */
+    /* bench: --mode (AGMM_BENCH_*; --schedule S alone means --mode S) */
+    unsigned bench_modes;
+    double link_gbps;       /* --link-gbps (0: no link emulation) */
+    double link_latency_us; /* --link-latency-us; needs --link-gbps */
+    /* cores this process may use: its CPU affinity (sched_getaffinity:
+     * taskset, cpusets, MPI binding), at most the online ones (>= 1) */
+    int usable_cores;
+    int online_cores; /* sysconf(_SC_NPROCESSORS_ONLN) at parse time (>= 1) */
+    /* MPI rank bound to fewer cores than online: the budget and the
+     * defaults count this rank alone (else all ranks_here share them) */
+    int cores_own;
+    int64_t m_total; /* after a successful parse: sum of m_local (M) */
+    int ranks_set;   /* --ranks given explicitly */
+    /* --transport shm|mpi; default: mpi under an MPI launcher */
+    int transport_mpi;
+    /* ranks sharing this host's cores and memory (= ranks on shm) */
+    int ranks_here;
+    const char *job; /* cleanup --job NAME (NULL: every job) */
 } agmm_cli_t;
 
-/* Upper bounds of the core options (each per rank). */
-#define AGMM_CLI_MAX_CORES 1024 /* the library's limit on workers per rank (agmm_plan_desc_check) */
+/* The upper bound of each core option (per rank): the library's limit on
+ * workers per rank (agmm_plan_desc_check). */
+#define AGMM_CLI_MAX_CORES 1024
 
 /* Parses argv. Returns 0: run the command; 2: bad input (one line printed to
  * err: "agmm: --option: what is allowed (got 'X')"); -1: help or version was
  * printed to out, exit 0. Never exits the process itself. Warnings (idle
  * cores) go to err with "agmm: warning: " and the return is still 0.
  * Does not modify argv; safe to call repeatedly in one process. */
-int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err);
+int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out,
+                   FILE *err);
 
 /* As agmm_cli_parse, for a process of an MPI world of `world_size` ranks,
  * `ranks_here` of them on this host: --ranks defaults to world_size and
  * must equal it if given; the core budget and defaults count ranks_here. */
-int agmm_cli_parse_mpi(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err,
-                       int world_size, int ranks_here);
+int agmm_cli_parse_mpi(int argc, char **argv, agmm_cli_t *cli, FILE *out,
+                       FILE *err, int world_size, int ranks_here);
 
 /* `agmm cleanup`: remove this user's leftover segments (cleanup.c);
  * returns the exit code. */
@@ -119,13 +144,14 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd);
 void agmm_cli_usage_top(FILE *out);
 
 /* Fill comm_cores / gemm_cores that were not given explicitly from the
- * ranks and usable_cores (the default rule). agmm_cli_parse() calls it. */
+ * ranks and usable_cores (agmm_default_workers). agmm_cli_parse() calls it. */
 void agmm_cli_resolve_cores(agmm_cli_t *cli);
 
 /* Reads MemAvailable from /proc/meminfo. Returns 2 and prints one line
  * ("agmm: --m-local/--k/--n: the plan needs 12.5 GiB on 2 ranks but only
  * 3.2 GiB is available") if ranks * bytes_per_rank exceeds it; 0 otherwise,
  * also when /proc/meminfo cannot be read. */
-int agmm_cli_check_memory(const agmm_cli_t *cli, uint64_t bytes_per_rank, FILE *err);
+int agmm_cli_check_memory(const agmm_cli_t *cli, uint64_t bytes_per_rank,
+                          FILE *err);
 
 #endif /* AGMM_CLI_H */

@@ -1,3 +1,4 @@
+/* Reproducible inputs; see inputs.h. */
 #include "inputs.h"
 
 #include <math.h>
@@ -18,8 +19,8 @@ agmm_status_t agmm_inputs_fill(uint64_t seed, int kind, int64_t id,
 {
     float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
     if (!f) return AGMM_ERR_NO_MEMORY;
-    uint64_t key = splitmix64(seed ^ splitmix64(((uint64_t)kind << 56) ^
-                                                (uint64_t)id));
+    uint64_t key =
+        splitmix64(seed ^ splitmix64(((uint64_t)kind << 56) ^ (uint64_t)id));
     const double two_pi = 6.283185307179586;
     for (int64_t i = 0; i < n; i += 2) {
         /* Box-Muller on two 53-bit uniforms in (0, 1]. */

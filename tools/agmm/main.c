@@ -1,8 +1,9 @@
 /* agmm: the command-line tool. Parses the options (cli.h: parse.c over the
  * option table in options.c), refuses what cannot run, starts the ranks
  * (agmm_launch; or, under an MPI launcher, joins the MPI world: tool.c) and
- * runs `run` (run.c) or `bench` (bench.c) on each. Everything goes through
- * include/agmm.h. */
+ * runs `run` (run.c) or `bench` (bench.c) on each; `cleanup` (cleanup.c)
+ * starts no ranks. Everything goes through include/agmm.h (and
+ * agmm_ext.h's helpers). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -16,20 +16,25 @@
 /* CHOICE fields are enums stored through an int. */
 _Static_assert(sizeof(agmm_dtype_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_weights_t) == sizeof(int), "enum field size");
-_Static_assert(sizeof(agmm_gemm_engine_kind_t) == sizeof(int), "enum field size");
+_Static_assert(sizeof(agmm_gemm_engine_kind_t) == sizeof(int),
+               "enum field size");
 _Static_assert(sizeof(agmm_schedule_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_op_t) == sizeof(int), "enum field size");
 
 #define CLI_MAX_COUNT INT_MAX /* --rounds, --warmup */
 
-static const opt_choice_t k_dtypes[] = {
-    {"fp16", AGMM_DTYPE_FP16}, {"bf16", AGMM_DTYPE_BF16}, {"fp32", AGMM_DTYPE_FP32}, {NULL, 0}};
-static const opt_choice_t k_engines[] = {{"onednn", AGMM_GEMM_ENGINE_ONEDNN},
-                                         {"openblas", AGMM_GEMM_ENGINE_OPENBLAS},
-                                         {"auto", AGMM_GEMM_ENGINE_AUTO},
+static const opt_choice_t k_dtypes[] = {{"fp16", AGMM_DTYPE_FP16},
+                                        {"bf16", AGMM_DTYPE_BF16},
+                                        {"fp32", AGMM_DTYPE_FP32},
+                                        {NULL, 0}};
+static const opt_choice_t k_engines[] = {
+    {"onednn", AGMM_GEMM_ENGINE_ONEDNN},
+    {"openblas", AGMM_GEMM_ENGINE_OPENBLAS},
+    {"auto", AGMM_GEMM_ENGINE_AUTO},
+    {NULL, 0}};
+static const opt_choice_t k_weights[] = {{"shared", AGMM_WEIGHTS_SHARED},
+                                         {"per-rank", AGMM_WEIGHTS_PER_RANK},
                                          {NULL, 0}};
-static const opt_choice_t k_weights[] = {
-    {"shared", AGMM_WEIGHTS_SHARED}, {"per-rank", AGMM_WEIGHTS_PER_RANK}, {NULL, 0}};
 static const opt_choice_t k_schedules[] = {{"fused", AGMM_SCHEDULE_FUSED},
                                            {"baseline", AGMM_SCHEDULE_BASELINE},
                                            {"auto", AGMM_SCHEDULE_AUTO},
@@ -48,8 +53,10 @@ static int job_name_ok(FILE *err, const char *arg, int value)
         ok = isalnum((unsigned char)arg[i]) || arg[i] == '.' || arg[i] == '_' ||
              arg[i] == '-';
     if (!ok)
-        fprintf(err, "agmm: --job: a job name is 1..48 characters of [A-Za-z0-9._-] "
-                     "(got '%s')\n", arg);
+        fprintf(err,
+                "agmm: --job: a job name is 1..48 characters of [A-Za-z0-9._-] "
+                "(got '%s')\n",
+                arg);
     return !ok;
 }
 /* --mode: a set; "all" first (the error lists the words in this order). */
@@ -64,21 +71,24 @@ static const opt_choice_t k_modes[] = {{"all", AGMM_BENCH_ALL},
 /* --gemm-engine: a word that parses but names an engine not built in. */
 static int engine_built_in(FILE *err, const char *arg, int value)
 {
-    if (agmm_gemm_engine_available((agmm_gemm_engine_kind_t)value))
-        return 0;
-    fprintf(err, "agmm: --gemm-engine: %s is not built in (this "
-                 "agmm has openblas; build with libdnnl-dev)\n", arg);
+    if (agmm_gemm_engine_available((agmm_gemm_engine_kind_t)value)) return 0;
+    fprintf(err,
+            "agmm: --gemm-engine: %s is not built in (this agmm has openblas; "
+            "build with libdnnl-dev)\n",
+            arg);
     return 1;
 }
 
-#define F(f) offsetof(agmm_cli_t, f)
-#define LIB(f) .from_lib = 1, .lib_field = offsetof(agmm_plan_desc_t, f)
-#define NOSET .set_field = OPT_NO_FIELD
+#define F(f)    offsetof(agmm_cli_t, f)
+#define LIB(f)  .from_lib = 1, .lib_field = offsetof(agmm_plan_desc_t, f)
+#define NOSET   .set_field = OPT_NO_FIELD
 #define NOFIELD .field = OPT_NO_FIELD, NOSET
 
 /* One row per option, in --help order. Example:
  *   --k: an int64_t in cli->k, 1..INT_MAX (CBLAS dimensions are int),
- *   default agmm_plan_desc_init()'s k, in "Problem:" for run and bench. */
+ *   default agmm_plan_desc_init()'s k, in "Problem:" for run and bench.
+ * Left as written by hand: clang-format would put every field on a line. */
+/* clang-format off */
 const opt_row_t opt_table[] = {
     /* Problem */
     {.name = "ranks", .kind = OPTK_INT, .field = F(ranks), .set_field = F(ranks_set),
@@ -218,37 +228,36 @@ const opt_row_t opt_table[] = {
     {.name = "version", .kind = OPTK_VERSION, NOFIELD, .cmds = OPT_FOR_ALL | OPT_FOR_CLEANUP,
      .section = SEC_RUN, .label = "    --version", .help = "print the version"},
 };
+/* clang-format on */
 
 const int opt_count = (int)(sizeof opt_table / sizeof opt_table[0]);
 
 const opt_row_t *opt_find(const char *name)
 {
     for (int i = 0; i < opt_count; i++)
-        if (!strcmp(opt_table[i].name, name))
-            return &opt_table[i];
+        if (!strcmp(opt_table[i].name, name)) return &opt_table[i];
     return NULL;
 }
 
 const char *opt_choice_name(const opt_row_t *row, int value)
 {
     for (const opt_choice_t *c = row->choices; c && c->name; c++)
-        if (c->value == value)
-            return c->name;
+        if (c->value == value) return c->name;
     return "?";
 }
 
 const char *opt_cmd_name(agmm_cmd_t cmd)
 {
-    return cmd == AGMM_CMD_BENCH ? "bench" : cmd == AGMM_CMD_CLEANUP ? "cleanup" : "run";
+    return cmd == AGMM_CMD_BENCH     ? "bench"
+           : cmd == AGMM_CMD_CLEANUP ? "cleanup"
+                                     : "run";
 }
 
 static int online_cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1)
-        return 1;
-    if (n > INT_MAX)
-        return INT_MAX;
+    if (n < 1) return 1;
+    if (n > INT_MAX) return INT_MAX;
     return (int)n;
 }
 
@@ -260,8 +269,7 @@ static int usable_cores(void)
     int online = online_cores();
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        return online;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return online;
     int n = CPU_COUNT(&set);
     return n < 1 ? 1 : n < online ? n : online;
 }
@@ -276,8 +284,7 @@ void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd)
     cli->cmd = cmd;
     for (int i = 0; i < opt_count; i++) {
         const opt_row_t *r = &opt_table[i];
-        if (r->field == OPT_NO_FIELD)
-            continue;
+        if (r->field == OPT_NO_FIELD) continue;
         void *f = (char *)cli + r->field;
         int64_t d = r->def[cmd == AGMM_CMD_BENCH];
         switch (r->kind) {

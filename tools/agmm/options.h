@@ -27,23 +27,32 @@ typedef enum {
     OPTK_INT,     /* strict decimal in [min, max], int field */
     OPTK_INT64,   /* strict decimal in [min, max], int64_t field */
     OPTK_UINT64,  /* strict decimal 0..UINT64_MAX, uint64_t field */
-    OPTK_DOUBLE,  /* finite decimal in (min, max], or [min, max] with min_incl */
-    OPTK_CHOICE,  /* one word of `choices`; int-sized (enum) field */
-    OPTK_LIST,    /* comma-separated words of `choices`, values OR-ed; unsigned */
-    OPTK_ROWS,    /* --m-local: ROWS[,ROWS...] into the int64_t array field */
-    OPTK_PATH,    /* a file name (const char *); checked after parsing */
-    OPTK_WORD,    /* a word (const char *) the row's `accept` checks (value 0) */
+    OPTK_DOUBLE, /* finite decimal in (min, max], or [min, max] with min_incl */
+    OPTK_CHOICE, /* one word of `choices`; int-sized (enum) field */
+    OPTK_LIST, /* comma-separated words of `choices`, values OR-ed; unsigned */
+    OPTK_ROWS, /* --m-local: ROWS[,ROWS...] into the int64_t array field */
+    OPTK_PATH, /* a file name (const char *); checked after parsing */
+    OPTK_WORD, /* a word (const char *) the row's `accept` checks (value 0) */
 } opt_kind_t;
 
 /* Which commands take an option (a row is in --help only for those). */
-enum { OPT_FOR_RUN = 1 << AGMM_CMD_RUN, OPT_FOR_BENCH = 1 << AGMM_CMD_BENCH,
-       OPT_FOR_ALL = OPT_FOR_RUN | OPT_FOR_BENCH,
-       OPT_FOR_CLEANUP = 1 << AGMM_CMD_CLEANUP };
+enum {
+    OPT_FOR_RUN = 1 << AGMM_CMD_RUN,
+    OPT_FOR_BENCH = 1 << AGMM_CMD_BENCH,
+    OPT_FOR_ALL = OPT_FOR_RUN | OPT_FOR_BENCH,
+    OPT_FOR_CLEANUP = 1 << AGMM_CMD_CLEANUP
+};
 
 /* The --help sections, in order. */
 /* A section without rows for the command is left out of its --help. */
-typedef enum { SEC_PROBLEM, SEC_THREADS, SEC_SCHEDULE, SEC_CLEANUP, SEC_RUN,
-               SEC_COUNT } opt_section_t;
+typedef enum {
+    SEC_PROBLEM,
+    SEC_THREADS,
+    SEC_SCHEDULE,
+    SEC_CLEANUP,
+    SEC_RUN,
+    SEC_COUNT
+} opt_section_t;
 
 /* A word an option accepts and the value it stands for. */
 typedef struct opt_choice {
@@ -57,18 +66,20 @@ typedef struct opt_row {
     const char *name; /* long name without "--" */
     char short_name;  /* 'h', 'v' or 0 */
     opt_kind_t kind;
-    size_t field;     /* offsetof(agmm_cli_t, ...), or OPT_NO_FIELD */
-    size_t set_field; /* int set to 1 when given (e.g. ranks_set), or OPT_NO_FIELD */
+    size_t field; /* offsetof(agmm_cli_t, ...), or OPT_NO_FIELD */
+    /* an int set to 1 when given (e.g. ranks_set), or OPT_NO_FIELD */
+    size_t set_field;
     /* OPTK_INT/INT64: the range; OPTK_DOUBLE: the range and its unit */
     int64_t min, max;
     double dmin, dmax;
-    int min_incl;     /* OPTK_DOUBLE: min itself allowed */
-    const char *unit; /* OPTK_DOUBLE: "seconds" in "a number of seconds > 0 ..." */
+    int min_incl; /* OPTK_DOUBLE: min itself allowed */
+    /* OPTK_DOUBLE: "seconds" in "a number of seconds > 0 ..." */
+    const char *unit;
     /* OPTK_CHOICE/LIST: the words, NULL-terminated */
     const opt_choice_t *choices;
     /* OPTK_CHOICE: refuses a value (one error line; returns nonzero) */
     int (*accept)(FILE *err, const char *arg, int value);
-    int flag_value;   /* OPTK_FLAG */
+    int flag_value; /* OPTK_FLAG */
     /* The default, per command ([AGMM_CMD_RUN], [AGMM_CMD_BENCH]); with
      * from_lib, agmm_plan_desc_init()'s value at lib_field instead. */
     int64_t def[2];
@@ -76,7 +87,8 @@ typedef struct opt_row {
     int from_lib;
     size_t lib_field; /* offsetof(agmm_plan_desc_t, ...) */
     unsigned cmds;    /* OPT_FOR_* */
-    const char *only_hint; /* given to a command not in cmds: the error's tail */
+    /* given to a command not in cmds: the error's tail */
+    const char *only_hint;
     /* --help: section, label ("--ranks P"; NULL: "--name"), the text.
      * Lines after the first are indented to the text column. Templates:
      * {min} {max} {def} {choices} {cmd} {auto_rounds} {auto_engine}.

@@ -37,21 +37,16 @@ static const opt_row_t *row_of_val(int val)
 /* Strict decimal int64 in [lo, hi]: no whitespace, no junk, '+' allowed. */
 num_result_t opt_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
-    if (!s || !*s || isspace((unsigned char)s[0]))
-        return NUM_JUNK;
+    if (!s || !*s || isspace((unsigned char)s[0])) return NUM_JUNK;
     /* The sign must be followed by a digit (strtoll would skip spaces). */
     const char *d = (s[0] == '+' || s[0] == '-') ? s + 1 : s;
-    if (!isdigit((unsigned char)*d))
-        return NUM_JUNK;
+    if (!isdigit((unsigned char)*d)) return NUM_JUNK;
     char *end = NULL;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (end == s || *end != '\0')
-        return NUM_JUNK;
-    if (errno == ERANGE)
-        return NUM_RANGE;
-    if (v < lo || v > hi)
-        return NUM_RANGE;
+    if (end == s || *end != '\0') return NUM_JUNK;
+    if (errno == ERANGE) return NUM_RANGE;
+    if (v < lo || v > hi) return NUM_RANGE;
     *out = (int64_t)v;
     return NUM_OK;
 }
@@ -59,46 +54,37 @@ num_result_t opt_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 /* Strict decimal uint64: a leading '-' is a range error. */
 static num_result_t parse_u64(const char *s, uint64_t *out)
 {
-    if (!s || !*s || isspace((unsigned char)s[0]))
-        return NUM_JUNK;
+    if (!s || !*s || isspace((unsigned char)s[0])) return NUM_JUNK;
     const char *d = (s[0] == '+' || s[0] == '-') ? s + 1 : s;
-    if (!isdigit((unsigned char)*d))
-        return NUM_JUNK;
+    if (!isdigit((unsigned char)*d)) return NUM_JUNK;
     char *end = NULL;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || *end != '\0')
-        return NUM_JUNK;
-    if (s[0] == '-')
-        return NUM_RANGE;
-    if (errno == ERANGE)
-        return NUM_RANGE;
+    if (end == s || *end != '\0') return NUM_JUNK;
+    if (s[0] == '-') return NUM_RANGE;
+    if (errno == ERANGE) return NUM_RANGE;
     *out = (uint64_t)v;
     return NUM_OK;
 }
 
 /* Strict finite double in (lo_excl, hi]. */
-static num_result_t parse_double(const char *s, double lo_excl, double hi, double *out)
+static num_result_t parse_double(const char *s, double lo_excl, double hi,
+                                 double *out)
 {
-    if (!s || !*s || isspace((unsigned char)s[0]))
-        return NUM_JUNK;
+    if (!s || !*s || isspace((unsigned char)s[0])) return NUM_JUNK;
     const char *d = (s[0] == '+' || s[0] == '-') ? s + 1 : s;
     /* Digits or ".5"; rejects "inf", "nan", "0x1p3". */
-    if (!(isdigit((unsigned char)d[0]) || (d[0] == '.' && isdigit((unsigned char)d[1]))))
+    if (!(isdigit((unsigned char)d[0]) ||
+          (d[0] == '.' && isdigit((unsigned char)d[1]))))
         return NUM_JUNK;
-    if (d[0] == '0' && (d[1] == 'x' || d[1] == 'X'))
-        return NUM_JUNK;
+    if (d[0] == '0' && (d[1] == 'x' || d[1] == 'X')) return NUM_JUNK;
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || *end != '\0')
-        return NUM_JUNK;
-    if (!isfinite(v))
-        return NUM_RANGE;
-    if (errno == ERANGE && (v > 1.0 || v < -1.0))
-        return NUM_RANGE;
-    if (!(v > lo_excl) || v > hi)
-        return NUM_RANGE;
+    if (end == s || *end != '\0') return NUM_JUNK;
+    if (!isfinite(v)) return NUM_RANGE;
+    if (errno == ERANGE && (v > 1.0 || v < -1.0)) return NUM_RANGE;
+    if (!(v > lo_excl) || v > hi) return NUM_RANGE;
     *out = v;
     return NUM_OK;
 }
@@ -121,18 +107,19 @@ static int get_words(FILE *err, const opt_row_t *row, const char *arg, int *out)
     for (;;) {
         size_t len = list ? strcspn(p, ",") : strlen(p);
         const opt_choice_t *c = row->choices;
-        while (c->name && !(strlen(c->name) == len && !strncmp(p, c->name, len)))
+        while (c->name &&
+               !(strlen(c->name) == len && !strncmp(p, c->name, len)))
             c++;
         if (!c->name) {
-            fprintf(err, "agmm: --%s: %s", row->name, list ? "a comma-separated list of " : "one of ");
+            fprintf(err, "agmm: --%s: %s", row->name,
+                    list ? "a comma-separated list of " : "one of ");
             for (c = row->choices; c->name; c++)
                 fprintf(err, "%s%s", c == row->choices ? "" : ", ", c->name);
             fprintf(err, " (got '%s')\n", arg);
             return -1;
         }
         set = list ? set | c->value : c->value;
-        if (!p[len])
-            break;
+        if (!p[len]) break;
         p += len + 1;
     }
     *out = set;
@@ -141,7 +128,8 @@ static int get_words(FILE *err, const opt_row_t *row, const char *arg, int *out)
 
 /* Reads `arg` by the row's kind into its field. Returns 0, or -1 after one
  * error line naming the option. */
-static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_t *cli)
+static int get_value(FILE *err, const opt_row_t *row, const char *arg,
+                     agmm_cli_t *cli)
 {
     void *f = (char *)cli + row->field;
     switch (row->kind) {
@@ -150,7 +138,9 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_
         int64_t v = 0;
         num_result_t r = opt_parse_i64(arg, row->min, row->max, &v);
         if (r != NUM_OK) {
-            fprintf(err, "agmm: --%s: %san integer from %" PRId64 " to %" PRId64 " (got '%s')\n",
+            fprintf(err,
+                    "agmm: --%s: %san integer from %" PRId64 " to %" PRId64
+                    " (got '%s')\n",
                     row->name, opt_range_prefix(r), row->min, row->max, arg);
             return -1;
         }
@@ -166,7 +156,9 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_
         uint64_t v = 0;
         num_result_t r = parse_u64(arg, &v);
         if (r != NUM_OK) {
-            fprintf(err, "agmm: --%s: %sa decimal integer from 0 to %" PRIu64 " (got '%s')\n",
+            fprintf(err,
+                    "agmm: --%s: %sa decimal integer from 0 to %" PRIu64
+                    " (got '%s')\n",
                     row->name, opt_range_prefix(r), UINT64_MAX, arg);
             return -1;
         }
@@ -176,13 +168,15 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_
     case OPTK_DOUBLE: {
         /* parse_double takes (lo_excl, hi]: widen, then apply the bound. */
         double v = 0, lo = row->dmin;
-        num_result_t r = parse_double(arg, row->min_incl ? -1.0 : lo, row->dmax, &v);
+        num_result_t r =
+            parse_double(arg, row->min_incl ? -1.0 : lo, row->dmax, &v);
         if (r == NUM_OK && (v < lo || (!row->min_incl && v <= lo)))
             r = NUM_RANGE;
         if (r != NUM_OK) {
-            fprintf(err, "agmm: --%s: %sa number of %s %s %g and <= %g (got '%s')\n",
-                    row->name, opt_range_prefix(r), row->unit, row->min_incl ? ">=" : ">", lo,
-                    row->dmax, arg);
+            fprintf(err,
+                    "agmm: --%s: %sa number of %s %s %g and <= %g (got '%s')\n",
+                    row->name, opt_range_prefix(r), row->unit,
+                    row->min_incl ? ">=" : ">", lo, row->dmax, arg);
             return -1;
         }
         memcpy(f, &v, sizeof v);
@@ -190,31 +184,31 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg, agmm_cli_
     }
     case OPTK_CHOICE: {
         int v = 0;
-        if (get_words(err, row, arg, &v) || (row->accept && row->accept(err, arg, v)))
+        if (get_words(err, row, arg, &v) ||
+            (row->accept && row->accept(err, arg, v)))
             return -1;
         memcpy(f, &v, sizeof v);
         return 0;
     }
     case OPTK_LIST: {
         int v = 0;
-        if (get_words(err, row, arg, &v))
-            return -1;
+        if (get_words(err, row, arg, &v)) return -1;
         unsigned u = (unsigned)v;
         memcpy(f, &u, sizeof u);
         return 0;
     }
     case OPTK_ROWS:
         return opt_get_rows(err, row->name, arg, (int64_t *)f,
-                            !strcmp(row->name, "k-local")   ? &cli->k_local_count
-                            : !strcmp(row->name, "n")       ? &cli->n_count
-                            : !strcmp(row->name, "m-local") ? &cli->m_local_count
-                                                            : &cli->rows_per_round_count);
+                            !strcmp(row->name, "k-local") ? &cli->k_local_count
+                            : !strcmp(row->name, "n")     ? &cli->n_count
+                            : !strcmp(row->name, "m-local")
+                                ? &cli->m_local_count
+                                : &cli->rows_per_round_count);
     case OPTK_PATH: /* checked once all options are read (checks.c) */
         memcpy(f, &arg, sizeof arg);
         return 0;
     case OPTK_WORD:
-        if (row->accept && row->accept(err, arg, 0))
-            return -1;
+        if (row->accept && row->accept(err, arg, 0)) return -1;
         memcpy(f, &arg, sizeof arg);
         return 0;
     case OPTK_COUNT: {
@@ -247,8 +241,7 @@ int agmm_cli_wants_mpi(int argc, char **argv)
             v = argv[i] + 12;
         /* Anything but shm keeps a detected launcher's world, so a bad
          * value is reported once (by rank 0) under mpirun. */
-        if (v)
-            mpi = strcmp(v, "shm") != 0 && (mpi || !strcmp(v, "mpi"));
+        if (v) mpi = strcmp(v, "shm") != 0 && (mpi || !strcmp(v, "mpi"));
     }
     return mpi;
 }
@@ -271,35 +264,37 @@ static void report_getopt_error(FILE *err, int o, int sub_argc, char **sub_argv,
     if (o == ':') {
         /* Missing argument: the option is the last word consumed. */
         if (optopt >= OPT_VAL_BASE && known)
-            fprintf(err, "agmm: --%s: missing value (see agmm %s --help)\n", known->name, cn);
+            fprintf(err, "agmm: --%s: missing value (see agmm %s --help)\n",
+                    known->name, cn);
         else
             fprintf(err, "agmm: %s: missing value (see agmm %s --help)\n",
                     sub_argv[optind - 1], cn);
         return;
     }
-    const char *word = (optind >= 1 && optind <= sub_argc) ? sub_argv[optind - 1] : "";
+    const char *word =
+        (optind >= 1 && optind <= sub_argc) ? sub_argv[optind - 1] : "";
     if (known && word[0] == '-' && word[1] == '-') {
         /* "--json=1": a flag given a value. */
-        fprintf(err, "agmm: --%s: takes no value (got '%s')\n", known->name, word);
+        fprintf(err, "agmm: --%s: takes no value (got '%s')\n", known->name,
+                word);
     } else if (optopt != 0 && optopt < OPT_VAL_BASE) {
-        fprintf(err, "agmm: unknown option '-%c' (see agmm %s --help)\n", optopt, cn);
+        fprintf(err, "agmm: unknown option '-%c' (see agmm %s --help)\n",
+                optopt, cn);
     } else {
         const char *eq = strchr(word, '=');
         int len = eq ? (int)(eq - word) : (int)strlen(word);
         /* An ambiguous abbreviation is reported the same way. */
-        fprintf(err, "agmm: unknown option '%.*s' (see agmm %s --help)\n", len, word, cn);
+        fprintf(err, "agmm: unknown option '%.*s' (see agmm %s --help)\n", len,
+                word, cn);
     }
 }
 
-static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err,
-                      int world_size, int ranks_here)
+static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out,
+                      FILE *err, int world_size, int ranks_here)
 {
-    if (!cli)
-        return 2;
-    if (!out)
-        out = stdout;
-    if (!err)
-        err = stderr;
+    if (!cli) return 2;
+    if (!out) out = stdout;
+    if (!err) err = stderr;
     opt_defaults(cli, AGMM_CMD_RUN);
 
     if (argc < 2 || !argv || !argv[1]) {
@@ -324,10 +319,15 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
         cmd = AGMM_CMD_CLEANUP;
     } else {
         if (c[0] == '-' && c[1] != '\0')
-            fprintf(err, "agmm: unknown command '%s' (allowed: run, bench, cleanup; options go "
-                         "after the command)\n", c);
+            fprintf(err,
+                    "agmm: unknown command '%s' (allowed: run, bench, cleanup; "
+                    "options go after the command)\n",
+                    c);
         else
-            fprintf(err, "agmm: unknown command '%s' (allowed: run, bench, cleanup)\n", c);
+            fprintf(
+                err,
+                "agmm: unknown command '%s' (allowed: run, bench, cleanup)\n",
+                c);
         return 2;
     }
     opt_defaults(cli, cmd);
@@ -342,12 +342,12 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
         const opt_row_t *r = &opt_table[i];
         int takes_value = r->kind != OPTK_HELP && r->kind != OPTK_VERSION &&
                           r->kind != OPTK_COUNT && r->kind != OPTK_FLAG;
-        longs[i] = (struct option){r->name, takes_value ? required_argument : no_argument,
-                                   NULL, r->short_name ? r->short_name : OPT_VAL_BASE + i};
+        longs[i] = (struct option){
+            r->name, takes_value ? required_argument : no_argument, NULL,
+            r->short_name ? r->short_name : OPT_VAL_BASE + i};
         if (r->short_name) {
             shorts[ns++] = r->short_name;
-            if (takes_value)
-                shorts[ns++] = ':';
+            if (takes_value) shorts[ns++] = ':';
         }
     }
     longs[opt_count] = (struct option){NULL, 0, NULL, 0};
@@ -365,8 +365,7 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
         int longidx = -1;
         optopt = 0;
         int o = getopt_long(sub_argc, sub_argv, shorts, longs, &longidx);
-        if (o == -1)
-            break;
+        if (o == -1) break;
         if (o == ':' || o == '?') {
             report_getopt_error(err, o, sub_argc, sub_argv, cmd);
             return 2;
@@ -377,31 +376,38 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
             const struct option *lo = &longs[longidx];
             const char *word = option_word(sub_argv, lo);
             size_t len = strlen(lo->name);
-            if (strncmp(word, "--", 2) != 0 || strncmp(word + 2, lo->name, len) != 0 ||
+            if (strncmp(word, "--", 2) != 0 ||
+                strncmp(word + 2, lo->name, len) != 0 ||
                 (word[2 + len] != '\0' && word[2 + len] != '=')) {
                 const char *eq = strchr(word, '=');
                 int wl = eq ? (int)(eq - word) : (int)strlen(word);
-                fprintf(err, "agmm: unknown option '%.*s' (did you mean --%s? see agmm %s --help)\n",
+                fprintf(err,
+                        "agmm: unknown option '%.*s' (did you mean --%s? see "
+                        "agmm %s --help)\n",
                         wl, word, lo->name, opt_cmd_name(cmd));
                 return 2;
             }
         }
         const opt_row_t *row = row_of_val(o);
         if (!row) { /* cannot happen: every value getopt returns is a row's */
-            fprintf(err, "agmm: unknown option (see agmm %s --help)\n", opt_cmd_name(cmd));
+            fprintf(err, "agmm: unknown option (see agmm %s --help)\n",
+                    opt_cmd_name(cmd));
             return 2;
         }
         if (!(row->cmds & (1u << cmd)) && cmd == AGMM_CMD_CLEANUP) {
-            fprintf(err, "agmm: --%s: not an option of agmm cleanup (allowed: --job, "
-                         "--help, --version)\n", row->name);
+            fprintf(
+                err,
+                "agmm: --%s: not an option of agmm cleanup (allowed: --job, "
+                "--help, --version)\n",
+                row->name);
             return 2;
         }
         if (!(row->cmds & (1u << cmd))) {
             agmm_cmd_t other = row->cmds == OPT_FOR_CLEANUP ? AGMM_CMD_CLEANUP
-                               : cmd == AGMM_CMD_RUN    ? AGMM_CMD_BENCH
-                                                        : AGMM_CMD_RUN;
-            fprintf(err, "agmm: --%s: only for agmm %s%s\n", row->name, opt_cmd_name(other),
-                    row->only_hint ? row->only_hint : "");
+                               : cmd == AGMM_CMD_RUN        ? AGMM_CMD_BENCH
+                                                            : AGMM_CMD_RUN;
+            fprintf(err, "agmm: --%s: only for agmm %s%s\n", row->name,
+                    opt_cmd_name(other), row->only_hint ? row->only_hint : "");
             return 2;
         }
         if (row->kind == OPTK_HELP) {
@@ -412,29 +418,27 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *e
             opt_print_version(out);
             return -1;
         }
-        if (get_value(err, row, optarg, cli))
-            return 2;
+        if (get_value(err, row, optarg, cli)) return 2;
         if (row->set_field != OPT_NO_FIELD) {
             const int one = 1;
             memcpy((char *)cli + row->set_field, &one, sizeof one);
         }
-        if (row->kind == OPTK_LIST)
-            mode_given = 1;
+        if (row->kind == OPTK_LIST) mode_given = 1;
     }
     if (cmd == AGMM_CMD_BENCH && opt_check_schedule_mode(cli, err, mode_given))
         return 2;
     if (optind < sub_argc) {
-        fprintf(err, "agmm: unexpected argument '%s' (agmm %s takes only options; see "
-                     "agmm %s --help)\n",
-                sub_argv[optind], opt_cmd_name(cmd), opt_cmd_name(cmd));
+        fprintf(
+            err,
+            "agmm: unexpected argument '%s' (agmm %s takes only options; see "
+            "agmm %s --help)\n",
+            sub_argv[optind], opt_cmd_name(cmd), opt_cmd_name(cmd));
         return 2;
     }
     /* Leave getopt clean for any later caller. */
     optind = 0;
-    if (cmd == AGMM_CMD_CLEANUP)
-        return 0; /* nothing to cross-check */
-    if (world_size > 0)
-        cli->transport_mpi = 1;
+    if (cmd == AGMM_CMD_CLEANUP) return 0; /* nothing to cross-check */
+    if (world_size > 0) cli->transport_mpi = 1;
     return opt_validate(cli, err, world_size, ranks_here);
 }
 
@@ -443,9 +447,9 @@ int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err)
     return parse_impl(argc, argv, cli, out, err, 0, 0);
 }
 
-int agmm_cli_parse_mpi(int argc, char **argv, agmm_cli_t *cli, FILE *out, FILE *err,
-                       int world_size, int ranks_here)
+int agmm_cli_parse_mpi(int argc, char **argv, agmm_cli_t *cli, FILE *out,
+                       FILE *err, int world_size, int ranks_here)
 {
-    return parse_impl(argc, argv, cli, out, err, world_size < 1 ? 1 : world_size,
-                      ranks_here);
+    return parse_impl(argc, argv, cli, out, err,
+                      world_size < 1 ? 1 : world_size, ranks_here);
 }

@@ -9,7 +9,8 @@
 
 #include "tool.h"
 
-void agmm_progress_begin(agmm_progress_t *p, int rank, int total, const char *what)
+void agmm_progress_begin(agmm_progress_t *p, int rank, int total,
+                         const char *what)
 {
     p->on = rank == 0 && total > 1 && isatty(STDERR_FILENO);
     p->total = total;
@@ -27,8 +28,8 @@ void agmm_progress_step(agmm_progress_t *p, int done)
     p->last = now;
     double el = now - p->t0;
     double left = done > 0 ? el / done * (p->total - done) : 0;
-    fprintf(stderr, "\ragmm: %s %d/%d, %.1f s elapsed, ~%.1f s left  ", p->what, done,
-            p->total, el, left);
+    fprintf(stderr, "\ragmm: %s %d/%d, %.1f s elapsed, ~%.1f s left  ", p->what,
+            done, p->total, el, left);
     fflush(stderr);
     p->shown = 1;
 }

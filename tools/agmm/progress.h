@@ -11,7 +11,8 @@ typedef struct agmm_progress {
 } agmm_progress_t;
 
 /* Off unless rank == 0, total > 1 and stderr is a terminal. */
-void agmm_progress_begin(agmm_progress_t *p, int rank, int total, const char *what);
+void agmm_progress_begin(agmm_progress_t *p, int rank, int total,
+                         const char *what);
 /* `done` of total steps finished: redraw (at most 5 times a second, and at
  * the last step) "agmm: WHAT D/T, E s elapsed, ~L s left". */
 void agmm_progress_step(agmm_progress_t *p, int done);

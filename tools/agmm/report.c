@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 
 #include "agmm_ext.h" /* agmm_blas_* */
-#include "tool.h"      /* agmm_tool_k_part */
+#include "tool.h"     /* agmm_tool_k_part */
 
 static agmm_tool_report_t local_report = {-1, 0, 0, ""};
 static agmm_tool_report_t *report = &local_report;
@@ -28,7 +28,10 @@ void agmm_tool_report_share(void)
     *report = local_report;
 }
 
-agmm_tool_report_t *agmm_tool_report(void) { return report; }
+agmm_tool_report_t *agmm_tool_report(void)
+{
+    return report;
+}
 
 /* The rank an abort message blames ("... rank 1 was killed by signal 9"). */
 static int blamed_rank(const char *msg, int fallback)
@@ -38,7 +41,8 @@ static int blamed_rank(const char *msg, int fallback)
     while ((p = strstr(p, "rank ")) != NULL) {
         char word[16];
         if (sscanf(p, "rank %d %15s", &r, word) == 2 &&
-            (!strcmp(word, "was") || !strcmp(word, "exited") || !strcmp(word, "aborted")))
+            (!strcmp(word, "was") || !strcmp(word, "exited") ||
+             !strcmp(word, "aborted")))
             return r;
         p += 5;
     }
@@ -60,8 +64,8 @@ void agmm_tool_report_interrupted(int sig)
     /* Overrides what the ranks saw: they failed because of the signal. */
     report->claimed = 1;
     report->failed_rank = -1;
-    snprintf(report->error, sizeof report->error, "interrupted by signal %d (%s)", sig,
-             strsignal(sig));
+    snprintf(report->error, sizeof report->error,
+             "interrupted by signal %d (%s)", sig, strsignal(sig));
 }
 
 void agmm_tool_json_string(const char *s)
@@ -69,9 +73,12 @@ void agmm_tool_json_string(const char *s)
     putchar('"');
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
     }
     putchar('"');
 }
@@ -80,14 +87,15 @@ void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
 {
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     const char *l2 = getenv("OPENBLAS_L2_SIZE");
-    printf("\"ranks\":%d,\"transport\":\"%s\",\"link\":", cli->ranks, transport);
+    printf("\"ranks\":%d,\"transport\":\"%s\",\"link\":", cli->ranks,
+           transport);
     if (cli->link_gbps > 0)
         printf("{\"kind\":\"emulated link\",\"gbps\":%g,\"latency_us\":%g}",
                cli->link_gbps, cli->link_latency_us);
     else
         printf("null");
-    printf(",\"m\":%lld,\"k\":%lld,\"n\":%lld,\"m_local\":[", (long long)cli->m_total,
-           (long long)cli->k, (long long)cli->n);
+    printf(",\"m\":%lld,\"k\":%lld,\"n\":%lld,\"m_local\":[",
+           (long long)cli->m_total, (long long)cli->k, (long long)cli->n);
     for (int r = 0; r < cli->ranks; r++)
         printf("%s%lld", r ? "," : "", (long long)cli->m_local[r]);
     printf("],\"op\":\"%s\"", agmm_op_name(cli->op));
@@ -109,7 +117,8 @@ void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
             printf("%s%lld", r ? "," : "", (long long)agmm_tool_k_part(cli, r));
         printf("]");
     }
-    printf(",\"gemm_engine\":\"%s\",\"dtype\":\"%s\",\"weights\":\"%s\",\"tile_m\":%lld,\"tile_n\":%lld,"
+    printf(",\"gemm_engine\":\"%s\",\"dtype\":\"%s\",\"weights\":\"%s\",\"tile_"
+           "m\":%lld,\"tile_n\":%lld,"
            "\"comm_cores\":%d,\"gemm_cores\":%d,\"usable_cores_per_rank\":%d,"
            "\"warmup\":%d,\"blas\":{\"name\":\"%s\",\"kernel\":\"%s\","
            "\"threads_per_call\":%d,\"OPENBLAS_CORETYPE\":\"%s\","

@@ -1,6 +1,6 @@
-/* `agmm run`: run the operation (--schedule, default auto) for --rounds rounds with new inputs
- * every round and check every rank's output of every round against the
- * reference (allclose rtol 1e-2, atol 1e-2). */
+/* `agmm run`: run the operation (--schedule, default auto) for --rounds rounds
+ * with new inputs every round and check every rank's output of every round
+ * against the reference (allclose rtol 1e-2, atol 1e-2). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +51,8 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
     void **a = calloc((size_t)P, sizeof *a), **w = calloc((size_t)P, sizeof *w);
     int64_t *kl = calloc((size_t)P, sizeof *kl);
     int64_t rows = cli->m_local[t->rank], row0 = 0;
-    for (int p = 0; p < t->rank; p++) row0 += cli->m_local[p];
+    for (int p = 0; p < t->rank; p++)
+        row0 += cli->m_local[p];
     float *ref = malloc((size_t)rows * (size_t)cli->n * sizeof(float) + 1);
     int rc = a && w && kl && ref ? 0 : 1;
     for (int p = 0; rc == 0 && p < P; p++) {
@@ -59,20 +60,23 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
         a[p] = malloc((size_t)agmm_tool_a_elems(cli, p) * es + 1);
         w[p] = malloc((size_t)kl[p] * (size_t)cli->n * es + 1);
         if (!a[p] || !w[p] ||
-            agmm_inputs_fill(cli->seed + (uint64_t)round, AGMM_STREAM_A, p, cli->dtype, a[p],
+            agmm_inputs_fill(cli->seed + (uint64_t)round, AGMM_STREAM_A, p,
+                             cli->dtype, a[p],
                              agmm_tool_a_elems(cli, p)) != AGMM_OK ||
-            agmm_inputs_fill(cli->seed, AGMM_STREAM_W, agmm_tool_w_id(cli, p), cli->dtype,
-                             w[p], kl[p] * cli->n) != AGMM_OK)
+            agmm_inputs_fill(cli->seed, AGMM_STREAM_W, agmm_tool_w_id(cli, p),
+                             cli->dtype, w[p], kl[p] * cli->n) != AGMM_OK)
             rc = 1;
     }
     if (rc == 0 &&
         agmm_reference_rs(P, (const void *const *)a, (const void *const *)w, kl,
-                          cli->m_total, cli->n, cli->dtype, row0, rows, ref) != AGMM_OK)
+                          cli->m_total, cli->n, cli->dtype, row0, rows,
+                          ref) != AGMM_OK)
         rc = 1;
     if (rc == 0)
         compare(t->c, ref, rows * cli->n, res);
     else
-        fprintf(stderr, "agmm: rank %d: could not compute the reference\n", t->rank);
+        fprintf(stderr, "agmm: rank %d: could not compute the reference\n",
+                t->rank);
     for (int p = 0; p < P; p++) {
         if (a) free(a[p]);
         if (w) free(w[p]);
@@ -103,7 +107,8 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
         M += rows[p];
     }
     int nw = cli->n_count > 1 ? cli->n_count : 1;
-    float *ref = malloc((size_t)cli->m_total * (size_t)cli->n_sum * sizeof(float) + 1);
+    float *ref =
+        malloc((size_t)cli->m_total * (size_t)cli->n_sum * sizeof(float) + 1);
     int rc = shards && ref && rows ? 0 : 1;
     for (int p = 0; rc == 0 && p < cli->ranks; p++) {
         void *s = malloc((size_t)cli->m_local[p] * (size_t)cli->k * es + 1);
@@ -119,13 +124,14 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
     for (int i = 0; rc == 0 && i < nw && M > 0; i++) {
         int64_t n = nw > 1 ? cli->n_list[i] : cli->n;
         round_result_t one;
-        if (agmm_reference(cli->ranks, shards, rows, cli->k, n, cli->dtype, t->ws[i],
-                           ref) != AGMM_OK) {
+        if (agmm_reference(cli->ranks, shards, rows, cli->k, n, cli->dtype,
+                           t->ws[i], ref) != AGMM_OK) {
             rc = 1;
             break;
         }
         compare(t->cs[i], ref, M * n, &one);
-        if (one.max_abs_diff > res->max_abs_diff || one.max_abs_diff != one.max_abs_diff)
+        if (one.max_abs_diff > res->max_abs_diff ||
+            one.max_abs_diff != one.max_abs_diff)
             res->max_abs_diff = one.max_abs_diff;
         if (one.mismatches && !res->mismatches) {
             res->first_bad = one.first_bad;
@@ -136,10 +142,12 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
     /* The gathered A handed back: byte for byte this round's shards. */
     size_t row = (size_t)cli->k * es, off = 0;
     for (int p = 0; rc == 0 && t->gathered && p < cli->ranks; p++) {
-        if (memcmp((const char *)t->gathered + off, shards[p], (size_t)rows[p] * row)) {
+        if (memcmp((const char *)t->gathered + off, shards[p],
+                   (size_t)rows[p] * row)) {
             res->mismatches++;
             if (res->first_bad < 0) res->first_bad = 0;
-            fprintf(stderr, "agmm: rank %d: the gathered A differs in rank %d's rows\n",
+            fprintf(stderr,
+                    "agmm: rank %d: the gathered A differs in rank %d's rows\n",
                     t->rank, p);
         }
         off += (size_t)rows[p] * row;
@@ -148,7 +156,8 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
         fprintf(stderr, "agmm: rank %d: could not compute the reference\n",
                 t->rank);
     }
-    for (int p = 0; shards && p < cli->ranks; p++) free((void *)shards[p]);
+    for (int p = 0; shards && p < cli->ranks; p++)
+        free((void *)shards[p]);
     free(shards);
     free(rows);
     free(ref);
@@ -170,13 +179,15 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         agmm_tool_teardown(&t);
         return 1;
     }
-    if (t.rank == 0 && !cli->json) agmm_tool_describe(cli, world, t.plan, stdout);
+    if (t.rank == 0 && !cli->json)
+        agmm_tool_describe(cli, world, t.plan, stdout);
     /* --json: rank 0 collects the rounds and prints one complete object at
      * the end (a run that fails before prints the failure object instead). */
     char *rounds_json = NULL;
     size_t rounds_json_len = 0;
-    FILE *rj = t.rank == 0 && cli->json ? open_memstream(&rounds_json, &rounds_json_len)
-                                        : NULL;
+    FILE *rj = t.rank == 0 && cli->json
+                   ? open_memstream(&rounds_json, &rounds_json_len)
+                   : NULL;
     if (t.rank == 0 && cli->json && !rj) rc = 1;
     int first_bad = -1; /* the first rank whose check failed */
     double flop = agmm_tool_flop_per_rank(cli);
@@ -233,14 +244,16 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             break;
         }
         if (t.rank != 0) {
-            for (int p = 0; p < P; p++) failed |= all[p].mismatches != 0;
+            for (int p = 0; p < P; p++)
+                failed |= all[p].mismatches != 0;
             continue;
         }
         double slowest = 0, maxdiff = 0;
         int bad_rank = -1;
         for (int p = 0; p < P; p++) {
             if (all[p].seconds > slowest) slowest = all[p].seconds;
-            if (all[p].max_abs_diff > maxdiff || all[p].max_abs_diff != all[p].max_abs_diff)
+            if (all[p].max_abs_diff > maxdiff ||
+                all[p].max_abs_diff != all[p].max_abs_diff)
                 maxdiff = all[p].max_abs_diff;
             if (all[p].mismatches != 0 && bad_rank < 0) bad_rank = p;
         }
@@ -248,22 +261,26 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         if (first_bad < 0) first_bad = bad_rank;
         agmm_progress_clear(&pg);
         if (cli->json) {
-            fprintf(rj, "%s{\"round\":%d,\"schedule\":\"%s\",\"time_us\":%.1f,"
-                        "\"gflops\":%.2f",
+            fprintf(rj,
+                    "%s{\"round\":%d,\"schedule\":\"%s\",\"time_us\":%.1f,"
+                    "\"gflops\":%.2f",
                     round ? "," : "", round + 1, agmm_schedule_name(ran),
                     slowest * 1e6, flop / slowest * 1e-9);
-            if (cli->rows_per_round_count > 0) fprintf(rj, ",\"m\":%lld", (long long)m_round);
+            if (cli->rows_per_round_count > 0)
+                fprintf(rj, ",\"m\":%lld", (long long)m_round);
             if (cli->check)
                 fprintf(rj, ",\"max_abs_diff\":%.6g,\"pass\":%s", maxdiff,
                         bad_rank < 0 ? "true" : "false");
             fprintf(rj, "}");
             continue;
         }
-        printf("round %d: %s%s, %.3f ms (slowest rank), %.1f GFLOP/s per rank", round + 1,
-               agmm_schedule_name(ran),
-               cli->schedule == AGMM_SCHEDULE_AUTO ? " (auto)" : "", slowest * 1e3,
+        printf("round %d: %s%s, %.3f ms (slowest rank), %.1f GFLOP/s per rank",
+               round + 1, agmm_schedule_name(ran),
+               cli->schedule == AGMM_SCHEDULE_AUTO ? " (auto)" : "",
+               slowest * 1e3,
                flop * (double)m_round / (double)cli->m_total / slowest * 1e-9);
-        if (cli->rows_per_round_count > 0) printf(", M=%lld", (long long)m_round);
+        if (cli->rows_per_round_count > 0)
+            printf(", M=%lld", (long long)m_round);
         if (cli->verbose) {
             printf(" [");
             for (int p = 0; p < P; p++)
@@ -277,7 +294,8 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         }
         printf("; check: max |diff| %.3g over %d %s, allclose(rtol=%g, "
                "atol=%g) %s\n",
-               maxdiff, P, P == 1 ? "rank" : "ranks", RTOL, ATOL, bad_rank < 0 ? "PASS" : "FAIL");
+               maxdiff, P, P == 1 ? "rank" : "ranks", RTOL, ATOL,
+               bad_rank < 0 ? "PASS" : "FAIL");
         for (int p = 0; p < P; p++) {
             if (all[p].mismatches == 0) continue;
             if (all[p].mismatches < 0) {
@@ -285,7 +303,8 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                 continue;
             }
             int64_t i = all[p].first_bad, row0 = 0; /* gemm-rs: rank p's rows */
-            for (int q = 0; cli->op == AGMM_OP_GEMM_RS && q < p; q++) row0 += cli->m_local[q];
+            for (int q = 0; cli->op == AGMM_OP_GEMM_RS && q < p; q++)
+                row0 += cli->m_local[q];
             int64_t n = cli->n; /* several weights: the first that differs */
             if (cli->n_count > 1) {
                 n = cli->n_list[all[p].bad_weight];
@@ -293,11 +312,15 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             } else {
                 printf("  rank %d:", p);
             }
-            printf(" %lld of %lld outputs differ; first at row %lld, column %lld\n",
-                   (long long)all[p].mismatches,
-                   (long long)((cli->op == AGMM_OP_GEMM_RS ? agmm_tool_c_rows(cli, p) : m_round) *
-                               (cli->op == AGMM_OP_GEMM_RS ? cli->n : cli->n_sum)),
-                   (long long)(row0 + i / n), (long long)(i % n));
+            printf(
+                " %lld of %lld outputs differ; first at row %lld, column "
+                "%lld\n",
+                (long long)all[p].mismatches,
+                (long long)((cli->op == AGMM_OP_GEMM_RS
+                                 ? agmm_tool_c_rows(cli, p)
+                                 : m_round) *
+                            (cli->op == AGMM_OP_GEMM_RS ? cli->n : cli->n_sum)),
+                (long long)(row0 + i / n), (long long)(i % n));
         }
     }
     agmm_progress_clear(&pg);
@@ -320,10 +343,12 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             printf(",\"last\":\"%s\",\"decided\":%s,\"pick\":%s%s%s,"
                    "\"reason\":\"%s\"",
                    agmm_schedule_name(ai.last), ai.decided ? "true" : "false",
-                   ai.decided ? "\"" : "", ai.decided ? agmm_schedule_name(ai.pick) : "null",
+                   ai.decided ? "\"" : "",
+                   ai.decided ? agmm_schedule_name(ai.pick) : "null",
                    ai.decided ? "\"" : "", ai.reason);
-        printf("},\"checked\":%s,\"pass\":%s%s}\n", cli->check ? "true" : "false",
-               failed ? "false" : "true", t.trace_json ? t.trace_json : "");
+        printf("},\"checked\":%s,\"pass\":%s%s}\n",
+               cli->check ? "true" : "false", failed ? "false" : "true",
+               t.trace_json ? t.trace_json : "");
         agmm_tool_report()->printed = 1;
     }
     free(rounds_json);

@@ -1,3 +1,8 @@
+/* The tool's ranks and their plans (tool.h): the plan description and
+ * per-rank sizes the options ask for, the forked ranks (agmm_launch, a
+ * stop on SIGINT/SIGTERM) or the MPI world's, each rank's plan, weights
+ * and shards, the round arguments, and the configuration line and JSON
+ * members the commands print. */
 #include "tool.h"
 
 #include <signal.h>
@@ -30,15 +35,16 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->gemm_workers = cli->gemm_cores;
     d->timeout_s = cli->timeout_s;
     d->op = cli->op;
-    d->k_local = cli->op == AGMM_OP_GEMM_RS && cli->k_local_count > 0 ? cli->k_local
-                                                                     : NULL;
+    d->k_local = cli->op == AGMM_OP_GEMM_RS && cli->k_local_count > 0
+                     ? cli->k_local
+                     : NULL;
 }
 
 int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r)
 {
     if (cli->op != AGMM_OP_GEMM_RS) return cli->k;
     if (cli->k_local_count > 0) return cli->k_local[r];
-    return cli->k / cli->ranks + (r < cli->k % cli->ranks ? 1 : 0);
+    return agmm_k_split(cli->k, cli->ranks, r);
 }
 
 /* One rank's GEMM flops per round, the mean over ranks: 2*M*K*N for
@@ -48,20 +54,22 @@ double agmm_tool_flop_per_rank(const agmm_cli_t *cli)
 {
     double k = (double)cli->k;
     if (cli->op == AGMM_OP_GEMM_RS) k /= (double)cli->ranks;
-    return 2.0 * (double)cli->m_total * k * (double)(cli->n_sum > 0 ? cli->n_sum : cli->n);
+    return 2.0 * (double)cli->m_total * k *
+           (double)(cli->n_sum > 0 ? cli->n_sum : cli->n);
 }
 
 int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r)
 {
     int n = cli->rows_per_round_count;
     if (n == 0) return cli->m_local[r];
-    int i = round >= 0 ? round % n : (n - 1 - (-1 - round) % n); /* warmup: from the end */
+    int i = round >= 0 ? round % n
+                       : (n - 1 - (-1 - round) % n); /* warmup: from the end */
     int64_t v = cli->rows_per_round[i];
     return v < cli->m_local[r] ? v : cli->m_local[r];
 }
 
-void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule, int round,
-                          agmm_run_args_t *args)
+void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule,
+                          int round, agmm_run_args_t *args)
 {
     const agmm_cli_t *cli = t->cli;
     agmm_run_args_init(args);
@@ -70,7 +78,8 @@ void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule, int rou
     args->c = t->cs;
     args->a_gathered = t->gathered;
     if (cli->rows_per_round_count > 0) {
-        for (int r = 0; r < cli->ranks; r++) t->m_rows[r] = agmm_tool_round_rows(cli, round, r);
+        for (int r = 0; r < cli->ranks; r++)
+            t->m_rows[r] = agmm_tool_round_rows(cli, round, r);
         args->m_rows = t->m_rows;
     }
 }
@@ -95,12 +104,17 @@ int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r)
 int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r)
 {
     /* gemm-rs: every rank has its own W_r */
-    return cli->weights == AGMM_WEIGHTS_SHARED && cli->op != AGMM_OP_GEMM_RS ? 0 : r + 1;
+    return cli->weights == AGMM_WEIGHTS_SHARED && cli->op != AGMM_OP_GEMM_RS
+               ? 0
+               : r + 1;
 }
 
 volatile sig_atomic_t agmm_tool_stop = 0;
 
-static void on_stop(int sig) { agmm_tool_stop = sig; }
+static void on_stop(int sig)
+{
+    agmm_tool_stop = sig;
+}
 
 int agmm_tool_stopped(void)
 {
@@ -142,12 +156,14 @@ int agmm_tool_launch(const agmm_cli_t *cli)
     agmm_tool_report_share(); /* the ranks' first failure, for --json */
     agmm_status_t st = agmm_launch(&opts, rank_main, (void *)cli, &code);
     /* 129/130/143: the launcher was interrupted by SIGHUP/SIGINT/SIGTERM */
-    int signalled = code == 128 + SIGHUP || code == 128 + SIGINT || code == 128 + SIGTERM;
+    int signalled =
+        code == 128 + SIGHUP || code == 128 + SIGINT || code == 128 + SIGTERM;
     if (signalled) agmm_tool_report_interrupted(code - 128);
     /* No rank got to report (e.g. the survivors were SIGKILLed after the
      * launcher's grace period on a loaded machine): the launcher's own
      * error names the rank that failed ("rank 1 was killed by signal 9"). */
-    if ((st != AGMM_OK || code != 0) && !signalled) agmm_tool_report_failure(-1, NULL);
+    if ((st != AGMM_OK || code != 0) && !signalled)
+        agmm_tool_report_failure(-1, NULL);
     if (st != AGMM_OK || code != 0) agmm_tool_json_failure(cli, "shm");
     if (st != AGMM_OK) return 1; /* the launcher printed why */
     if (signalled) return code;
@@ -168,22 +184,25 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
     size_t es = agmm_dtype_size(cli->dtype);
     t->a = malloc((size_t)agmm_tool_a_elems(cli, t->rank) * es + 1);
     if (!t->a) {
-        fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n", t->rank);
+        fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
+                t->rank);
         return 1;
     }
     int nw = cli->n_count > 1 ? cli->n_count : 1;
     for (int i = 0; i < nw; i++) {
         int64_t n = nw > 1 ? cli->n_list[i] : cli->n;
         size_t kn = (size_t)agmm_tool_k_part(cli, t->rank) * (size_t)n;
+        size_t cn = (size_t)agmm_tool_c_rows(cli, t->rank) * (size_t)n;
         t->ws[i] = malloc(kn * es + 1);
-        t->cs[i] = malloc((size_t)agmm_tool_c_rows(cli, t->rank) * (size_t)n * sizeof(float) +
-                          1);
+        t->cs[i] = malloc(cn * sizeof(float) + 1);
         if (!t->ws[i] || !t->cs[i]) {
-            fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n", t->rank);
+            fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
+                    t->rank);
             return 1;
         }
-        if (agmm_inputs_fill(cli->seed, AGMM_STREAM_W, agmm_tool_w_id_i(cli, t->rank, i),
-                             cli->dtype, t->ws[i], (int64_t)kn) != AGMM_OK ||
+        if (agmm_inputs_fill(cli->seed, AGMM_STREAM_W,
+                             agmm_tool_w_id_i(cli, t->rank, i), cli->dtype,
+                             t->ws[i], (int64_t)kn) != AGMM_OK ||
             agmm_plan_set_weight_i(t->plan, i, t->ws[i]) != AGMM_OK)
             return 1;
     }
@@ -191,8 +210,10 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
     t->c = t->cs[0];
     /* run's check also compares the gathered A the library hands back. */
     if (cli->cmd == AGMM_CMD_RUN && cli->check && cli->op == AGMM_OP_AG_GEMM &&
-        !(t->gathered = malloc((size_t)cli->m_total * (size_t)cli->k * es + 1))) {
-        fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n", t->rank);
+        !(t->gathered =
+              malloc((size_t)cli->m_total * (size_t)cli->k * es + 1))) {
+        fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
+                t->rank);
         return 1;
     }
     return 0;
@@ -203,8 +224,8 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
 int agmm_tool_fill_shard(agmm_tool_rank_t *t, int round)
 {
     const agmm_cli_t *cli = t->cli;
-    return agmm_inputs_fill(cli->seed + (uint64_t)round, AGMM_STREAM_A,
-                            t->rank, cli->dtype, t->a,
+    return agmm_inputs_fill(cli->seed + (uint64_t)round, AGMM_STREAM_A, t->rank,
+                            cli->dtype, t->a,
                             agmm_tool_a_elems(cli, t->rank)) == AGMM_OK
                ? 0
                : 1;
@@ -229,7 +250,8 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
 {
     char shards[96] = "";
     int same = 1;
-    for (int r = 1; r < cli->ranks; r++) same &= cli->m_local[r] == cli->m_local[0];
+    for (int r = 1; r < cli->ranks; r++)
+        same &= cli->m_local[r] == cli->m_local[0];
     if (same) {
         snprintf(shards, sizeof shards, "%lld per rank",
                  (long long)cli->m_local[0]);
@@ -246,25 +268,31 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     char weights[200] = "";
     size_t wl = 0;
     if (cli->n_count > 1) {
-        wl = (size_t)snprintf(weights, sizeof weights, " (%d weights: ", cli->n_count);
+        wl = (size_t)snprintf(weights, sizeof weights,
+                              " (%d weights: ", cli->n_count);
         for (int i = 0; i < cli->n_count && wl + 24 < sizeof weights; i++)
-            wl += (size_t)snprintf(weights + wl, sizeof weights - wl, "%s%lld", i ? "," : "",
-                                   (long long)cli->n_list[i]);
+            wl += (size_t)snprintf(weights + wl, sizeof weights - wl, "%s%lld",
+                                   i ? "," : "", (long long)cli->n_list[i]);
         wl += (size_t)snprintf(weights + wl, sizeof weights - wl, ")");
     }
     if (cli->rows_per_round_count > 0 && wl + 40 < sizeof weights) {
-        wl += (size_t)snprintf(weights + wl, sizeof weights - wl, ", rows per round ");
-        for (int i = 0; i < cli->rows_per_round_count && wl + 24 < sizeof weights; i++)
-            wl += (size_t)snprintf(weights + wl, sizeof weights - wl, "%s%lld", i ? "," : "",
+        wl += (size_t)snprintf(weights + wl, sizeof weights - wl,
+                               ", rows per round ");
+        for (int i = 0;
+             i < cli->rows_per_round_count && wl + 24 < sizeof weights; i++)
+            wl += (size_t)snprintf(weights + wl, sizeof weights - wl, "%s%lld",
+                                   i ? "," : "",
                                    (long long)cli->rows_per_round[i]);
     }
     char op[96] = "";
     if (cli->op == AGMM_OP_GEMM_RS) {
         size_t len = (size_t)snprintf(op, sizeof op, " gemm-rs (K split ");
         for (int r = 0; r < cli->ranks && len + 24 < sizeof op; r++)
-            len += (size_t)snprintf(op + len, sizeof op - len, "%s%lld", r ? "," : "",
+            len += (size_t)snprintf(op + len, sizeof op - len, "%s%lld",
+                                    r ? "," : "",
                                     (long long)agmm_tool_k_part(cli, r));
-        if (len + 24 >= sizeof op) len += (size_t)snprintf(op + len, sizeof op - len, ",...");
+        if (len + 24 >= sizeof op)
+            len += (size_t)snprintf(op + len, sizeof op - len, ",...");
         snprintf(op + len, sizeof op - len, ")");
     }
     fprintf(out,
@@ -272,17 +300,20 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
             "out, %s weight, tiles %lldx%lld, %d comm + %d GEMM threads per "
             "rank%s\n",
             cli->cmd == AGMM_CMD_RUN ? "run" : "bench", op, cli->ranks,
-            cli->ranks == 1 ? "rank" : "ranks", agmm_world_transport_name(world), (long long)cli->m_total, shards,
-            (long long)cli->k, (long long)cli->n_sum, weights, agmm_dtype_name(cli->dtype),
-            cli->op == AGMM_OP_GEMM_RS              ? "per-rank"
+            cli->ranks == 1 ? "rank" : "ranks",
+            agmm_world_transport_name(world), (long long)cli->m_total, shards,
+            (long long)cli->k, (long long)cli->n_sum, weights,
+            agmm_dtype_name(cli->dtype),
+            cli->op == AGMM_OP_GEMM_RS            ? "per-rank"
             : cli->weights == AGMM_WEIGHTS_SHARED ? "shared"
                                                   : "per-rank",
             (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
             cli->gemm_cores, tag);
     int sharing = cli->cores_own ? 1 : cli->ranks_here;
-    fprintf(out, "cores: each rank may use %d %s (its CPU affinity)", cli->usable_cores,
-            cli->usable_cores == 1 ? "core" : "cores");
-    if (sharing > 1) fprintf(out, ", shared by the %d ranks on this host", sharing);
+    fprintf(out, "cores: each rank may use %d %s (its CPU affinity)",
+            cli->usable_cores, cli->usable_cores == 1 ? "core" : "cores");
+    if (sharing > 1)
+        fprintf(out, ", shared by the %d ranks on this host", sharing);
     fprintf(out, "\n");
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     const char *l2 = getenv("OPENBLAS_L2_SIZE");
@@ -290,8 +321,9 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     fprintf(out,
             "blas: %s, kernel %s, %d %s per GEMM call (OPENBLAS_CORETYPE=%s, "
             "OPENBLAS_L2_SIZE=%s)\n",
-            agmm_blas_name(), agmm_blas_kernel(), bt, bt == 1 ? "thread" : "threads",
-            coretype ? coretype : "unset", l2 ? l2 : "unset");
+            agmm_blas_name(), agmm_blas_kernel(), bt,
+            bt == 1 ? "thread" : "threads", coretype ? coretype : "unset",
+            l2 ? l2 : "unset");
     agmm_gemm_info_t g;
     if (agmm_plan_gemm_info(plan, &g) == AGMM_OK)
         fprintf(out, "gemm: %s %s, impl %s, %d %s per call\n", g.name,
@@ -325,7 +357,8 @@ static int ranks_on_this_host(agmm_world_t *world)
     gethostname(mine, sizeof mine - 1);
     int size = agmm_world_size(world), here = 0;
     char *all = malloc(sizeof mine * (size_t)size);
-    if (!all || agmm_world_allgather(world, mine, all, sizeof mine) != AGMM_OK) {
+    if (!all ||
+        agmm_world_allgather(world, mine, all, sizeof mine) != AGMM_OK) {
         free(all);
         return size;
     }
@@ -346,8 +379,8 @@ int agmm_tool_mpi_main(int argc, char **argv, agmm_cli_t *cli)
     /* Every rank parses the same command line; only rank 0 prints. */
     FILE *quiet = rank == 0 ? NULL : fopen("/dev/null", "w");
     FILE *out = quiet ? quiet : stdout, *err = quiet ? quiet : stderr;
-    int rc = agmm_cli_parse_mpi(argc, argv, cli, out, err, agmm_world_size(world),
-                                here);
+    int rc = agmm_cli_parse_mpi(argc, argv, cli, out, err,
+                                agmm_world_size(world), here);
     if (rc == 0) rc = agmm_tool_check_memory(cli, err);
     if (quiet) fclose(quiet);
     if (rc == 0) {

@@ -1,4 +1,7 @@
-/* Shared pieces of the agmm tool's commands. */
+/* Shared pieces of the agmm tool's commands: the plan description and
+ * per-rank sizes the options ask for, starting the ranks (forked, or the
+ * MPI world), each rank's plan and inputs, the round arguments, tracing,
+ * and the commands themselves (run.c, bench.c). */
 #ifndef AGMM_TOOL_H
 #define AGMM_TOOL_H
 
@@ -55,13 +58,16 @@ typedef struct agmm_tool_rank {
     const agmm_cli_t *cli;
     agmm_plan_t *plan;
     int rank;
-    void *a;  /* [m_local[rank], k] in the input dtype */
-    void *w;  /* [k, n] in the input dtype: ws[0] */
-    float *c; /* [M, n]: cs[0] */
-    void *ws[AGMM_MAX_WEIGHTS];  /* weight i: [k, n_list[i]] */
-    float *cs[AGMM_MAX_WEIGHTS]; /* its output: [M, n_list[i]] */
+    /* In the input dtype: this rank's A (agmm_tool_a_elems: ag-gemm
+     * [m_local[rank], k], gemm-rs [M, K_r]) and its weight ([k or K_r, n]:
+     * ws[0]); C: agmm_tool_c_rows rows of n (cs[0]). */
+    void *a, *w;
+    float *c;
+    void *ws[AGMM_MAX_WEIGHTS];         /* weight i: [k, n_list[i]] (ag-gemm) */
+    float *cs[AGMM_MAX_WEIGHTS];        /* its output: [M, n_list[i]] */
     int64_t m_rows[AGMM_CLI_MAX_RANKS]; /* the rows of the current round */
-    void *gathered; /* run with the check (ag-gemm): gather(A) handed back, [M, k] */
+    /* run with the check (ag-gemm): gather(A) handed back, [M, k] */
+    void *gathered;
     agmm_trace_t *trace; /* --trace / --trace-svg, else NULL */
     char *trace_json;    /* rank 0, --json: the "trace" member, or NULL */
 } agmm_tool_rank_t;
@@ -73,8 +79,8 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
 /* The arguments of round `round` (timed rounds 0, 1, ...; warmup rounds
  * negative): every weight's output, and with --m-local-per-round the rows
  * of every rank (t->m_rows). */
-void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule, int round,
-                          agmm_run_args_t *args);
+void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule,
+                          int round, agmm_run_args_t *args);
 /* Rank r's rows in round `round` (--m-local-per-round, else --m-local). */
 int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r);
 /* The input stream id of weight i of rank r (i = 0: agmm_tool_w_id). */

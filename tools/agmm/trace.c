@@ -24,9 +24,12 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
     for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
     }
     fputc('"', f);
 }
@@ -41,11 +44,15 @@ static char *json_member(const agmm_tool_rank_t *t, int P)
     uint64_t events, dropped;
     agmm_trace_counts(t->trace, &events, &dropped);
     fprintf(f, ",\"trace\":{\"json\":");
-    if (t->cli->trace_json) json_str(f, t->cli->trace_json);
-    else fprintf(f, "null");
+    if (t->cli->trace_json)
+        json_str(f, t->cli->trace_json);
+    else
+        fprintf(f, "null");
     fprintf(f, ",\"svg\":");
-    if (t->cli->trace_svg) json_str(f, t->cli->trace_svg);
-    else fprintf(f, "null");
+    if (t->cli->trace_svg)
+        json_str(f, t->cli->trace_svg);
+    else
+        fprintf(f, "null");
     fprintf(f, ",\"events\":%llu,\"dropped\":%llu,\"summary\":[",
             (unsigned long long)events, (unsigned long long)dropped);
     int rounds = agmm_trace_rounds(t->trace);
@@ -62,8 +69,10 @@ static char *json_member(const agmm_tool_rank_t *t, int P)
                     s.schedule == AGMM_SCHEDULE_FUSED ? "fused" : "baseline", r,
                     s.round_us, s.gemm_wait_us, s.gemm_busy_us, s.comm_busy_us,
                     s.comm_hidden_us);
-            if (share(&s) < 0) fprintf(f, "null}");
-            else fprintf(f, "%.4f}", share(&s));
+            if (share(&s) < 0)
+                fprintf(f, "null}");
+            else
+                fprintf(f, "%.4f}", share(&s));
         }
     fprintf(f, "]}");
     fclose(f);
@@ -75,8 +84,10 @@ static void row(const char *what, int rank, const agmm_trace_summary_t *s)
     printf("%-14s %4d %10.3f %13.3f %13.3f %13.3f", what, rank,
            s->round_us * 1e-3, s->gemm_wait_us * 1e-3, s->gemm_busy_us * 1e-3,
            s->comm_busy_us * 1e-3);
-    if (share(s) < 0) printf(" %7s\n", "n/a");
-    else printf(" %6.1f%%\n", 100 * share(s));
+    if (share(s) < 0)
+        printf(" %7s\n", "n/a");
+    else
+        printf(" %6.1f%%\n", 100 * share(s));
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -156,12 +167,10 @@ void agmm_tool_trace_print(const agmm_tool_rank_t *t, int per_round)
         printf("trace summary per round and rank (ms; hidden = share of comm "
                "busy time overlapped by GEMM work):\n");
     else
-        printf("trace summary, median over the timed rounds of each mode "
-               "(ms; hidden = share of comm busy time overlapped by GEMM "
-               "work):\n");
-    printf("%-14s %4s %10s %13s %13s %13s %7s\n",
-           per_round ? "round" : "mode", "rank", "round", "gemm_wait",
-           "gemm_busy", "comm_busy", "hidden");
+        printf("trace summary, median over the timed rounds of each mode (ms; "
+               "hidden = share of comm busy time overlapped by GEMM work):\n");
+    printf("%-14s %4s %10s %13s %13s %13s %7s\n", per_round ? "round" : "mode",
+           "rank", "round", "gemm_wait", "gemm_busy", "comm_busy", "hidden");
     if (!per_round) {
         print_medians(t->trace, P);
     } else {

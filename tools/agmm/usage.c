@@ -14,12 +14,16 @@
 
 static const char *const k_section_titles[SEC_COUNT] = {
     [SEC_PROBLEM] = "Problem:",
-    [SEC_THREADS] = "Threads (per rank; ranks x (comm + GEMM) must fit the usable cores):",
+    [SEC_THREADS] =
+        "Threads (per rank; ranks x (comm + GEMM) must fit the usable cores):",
     [SEC_SCHEDULE] = "Schedule:",
     [SEC_RUN] = "Run:",
     [SEC_CLEANUP] = "Cleanup:",
 };
 
+/* The texts below keep one printed line per source line, so clang-format
+ * does not break their strings. */
+/* clang-format off */
 void agmm_cli_usage_top(FILE *out)
 {
     fprintf(out,
@@ -43,7 +47,8 @@ void opt_print_version(FILE *out)
     fprintf(out, "agmm %s\n", AGMM_VERSION_STRING);
     fprintf(out, "all-gather + GEMM with communication/computation overlap, on CPUs\n");
     fprintf(out, "gemm engines: %sopenblas\n",
-            agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN) ? "onednn " : "");
+            agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN) ? "onednn "
+                                                                : "");
 }
 
 /* ------------------------------------------------------------ cores */
@@ -58,8 +63,9 @@ void opt_help_cores_comm(FILE *out, const agmm_cli_t *t)
         fprintf(out,
                 "  --comm-cores C        communication threads per rank, 0..%d; 0: GEMM threads\n"
                 "                        send (default here: %d for %d %s on %d usable %s)\n",
-                AGMM_CLI_MAX_CORES, t->comm_cores, t->ranks, t->ranks == 1 ? "rank" : "ranks",
-                t->usable_cores, t->usable_cores == 1 ? "core" : "cores");
+                AGMM_CLI_MAX_CORES, t->comm_cores, t->ranks,
+                t->ranks == 1 ? "rank" : "ranks", t->usable_cores,
+                t->usable_cores == 1 ? "core" : "cores");
 }
 
 void opt_help_cores_gemm(FILE *out, const agmm_cli_t *t)
@@ -73,14 +79,32 @@ void opt_help_cores_gemm(FILE *out, const agmm_cli_t *t)
         fprintf(out,
                 "  --gemm-cores G        GEMM threads per rank, 1..%d (default here: %d for %d\n"
                 "                        %s with %d comm on %d usable %s)\n",
-                AGMM_CLI_MAX_CORES, t->gemm_cores, t->ranks, ranks_s, t->comm_cores,
-                t->usable_cores, cores_s);
+                AGMM_CLI_MAX_CORES, t->gemm_cores, t->ranks, ranks_s,
+                t->comm_cores, t->usable_cores, cores_s);
     else
         fprintf(out,
                 "  --gemm-cores G        GEMM threads per rank, 1..%d (default here: %d for %d\n"
                 "                        %s on %d usable %s)\n",
-                AGMM_CLI_MAX_CORES, t->gemm_cores, t->ranks, ranks_s, t->usable_cores, cores_s);
+                AGMM_CLI_MAX_CORES, t->gemm_cores, t->ranks, ranks_s,
+                t->usable_cores, cores_s);
 }
+
+/* agmm run|bench|cleanup --help: the text before the options and after. */
+static const char k_intro_cleanup[] =
+    "Removes this user's agmm shared-memory segments (/dev/shm/agmm:*) whose\n"
+    "processes are all gone: what a killed job leaves behind. Segments of\n"
+    "running jobs and of other users are never touched.\n\n";
+static const char k_intro_bench[] =
+    "Times repeated rounds of C_r = gather(A_0..A_{P-1}) @ W_r on P ranks\n"
+    "(forked processes on this host, shared memory).\n\n";
+static const char k_intro_run[] =
+    "Computes C_r = gather(A_0..A_{P-1}) @ W_r on P ranks (forked processes\n"
+    "on this host, shared memory) and checks it against a reference.\n\n";
+static const char k_exit_cleanup[] =
+    "Exit codes: 0 ok, 1 the segments could not be listed, 2 bad input.\n";
+static const char k_exit_run[] =
+    "Exit codes: 0 ok, 1 check failed or a rank failed, 2 bad input.\n";
+/* clang-format on */
 
 /* ------------------------------------------------------------ templates */
 
@@ -125,7 +149,8 @@ static void print_default(FILE *out, const opt_row_t *r, const agmm_cli_t *d)
         fputs(opt_choice_name(r, v), out);
         break;
     }
-    case OPTK_LIST: { /* the single words the default set holds: "fused,baseline" */
+    case OPTK_LIST: { /* the single words the default set holds:
+                         "fused,baseline" */
         unsigned v, n = 0;
         memcpy(&v, f, sizeof v);
         for (const opt_choice_t *c = r->choices; c->name; c++)
@@ -144,8 +169,8 @@ static void print_default(FILE *out, const opt_row_t *r, const agmm_cli_t *d)
 
 /* Prints `text` with its templates filled in; after each '\n' the text
  * column's indent. */
-static void print_text(FILE *out, const opt_row_t *r, const char *text, agmm_cmd_t cmd,
-                       const agmm_cli_t *d)
+static void print_text(FILE *out, const opt_row_t *r, const char *text,
+                       agmm_cmd_t cmd, const agmm_cli_t *d)
 {
     for (const char *p = text; *p; p++) {
         if (*p == '\n') {
@@ -171,7 +196,9 @@ static void print_text(FILE *out, const opt_row_t *r, const char *text, agmm_cmd
         } else if (IS("{auto_rounds}")) {
             fprintf(out, "%d", 2 * AGMM_AUTO_TRIALS);
         } else if (IS("{auto_engine}")) {
-            fputs(agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN) ? "onednn" : "openblas",
+            fputs(agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN)
+                      ? "onednn"
+                      : "openblas",
                   out);
         } else {
             fwrite(p, 1, len, out); /* not a template: as written */
@@ -181,8 +208,8 @@ static void print_text(FILE *out, const opt_row_t *r, const char *text, agmm_cmd
     }
 }
 
-static void print_row(FILE *out, const opt_row_t *r, agmm_cmd_t cmd, const agmm_cli_t *d,
-                      const agmm_cli_t *resolved)
+static void print_row(FILE *out, const opt_row_t *r, agmm_cmd_t cmd,
+                      const agmm_cli_t *d, const agmm_cli_t *resolved)
 {
     if (r->help_fn) {
         r->help_fn(out, resolved);
@@ -196,7 +223,8 @@ static void print_row(FILE *out, const opt_row_t *r, agmm_cmd_t cmd, const agmm_
     else
         snprintf(label, sizeof label, "--%s", r->name);
     fprintf(out, "  %-*s  ", HELP_LABEL_WIDTH, label);
-    const char *text = cmd == AGMM_CMD_BENCH && r->help_bench ? r->help_bench : r->help;
+    const char *text =
+        cmd == AGMM_CMD_BENCH && r->help_bench ? r->help_bench : r->help;
     print_text(out, r, text, cmd, d);
     fputc('\n', out);
 }
@@ -210,38 +238,28 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
     agmm_cli_t defaults, tmp;
     opt_defaults(&defaults, cmd);
     tmp = cli_or_null ? *cli_or_null : defaults;
-    if (tmp.usable_cores < 1)
-        tmp.usable_cores = 1;
-    if (tmp.ranks < 1)
-        tmp.ranks = 1;
+    if (tmp.usable_cores < 1) tmp.usable_cores = 1;
+    if (tmp.ranks < 1) tmp.ranks = 1;
     agmm_cli_resolve_cores(&tmp);
 
     fprintf(out, "usage: agmm %s [options]\n\n", opt_cmd_name(cmd));
-    if (cmd == AGMM_CMD_CLEANUP)
-        fprintf(out, "Removes this user's agmm shared-memory segments (/dev/shm/agmm:*) whose\n"
-                     "processes are all gone: what a killed job leaves behind. Segments of\n"
-                     "running jobs and of other users are never touched.\n\n");
-    else if (cmd == AGMM_CMD_BENCH)
-        fprintf(out, "Times repeated rounds of C_r = gather(A_0..A_{P-1}) @ W_r on P ranks\n"
-                     "(forked processes on this host, shared memory).\n\n");
-    else
-        fprintf(out, "Computes C_r = gather(A_0..A_{P-1}) @ W_r on P ranks (forked processes\n"
-                     "on this host, shared memory) and checks it against a reference.\n\n");
+    fputs(cmd == AGMM_CMD_CLEANUP ? k_intro_cleanup
+          : cmd == AGMM_CMD_BENCH ? k_intro_bench
+                                  : k_intro_run,
+          out);
 
     for (int s = 0; s < SEC_COUNT; s++) {
         int rows = 0;
         for (int i = 0; i < opt_count; i++)
-            rows += opt_table[i].section == (opt_section_t)s && (opt_table[i].cmds & (1u << cmd));
-        if (!rows)
-            continue;
+            rows += opt_table[i].section == (opt_section_t)s &&
+                    (opt_table[i].cmds & (1u << cmd));
+        if (!rows) continue;
         fprintf(out, "%s\n", k_section_titles[s]);
         for (int i = 0; i < opt_count; i++)
-            if (opt_table[i].section == (opt_section_t)s && (opt_table[i].cmds & (1u << cmd)))
+            if (opt_table[i].section == (opt_section_t)s &&
+                (opt_table[i].cmds & (1u << cmd)))
                 print_row(out, &opt_table[i], cmd, &defaults, &tmp);
         fputc('\n', out);
     }
-    if (cmd == AGMM_CMD_CLEANUP)
-        fprintf(out, "Exit codes: 0 ok, 1 the segments could not be listed, 2 bad input.\n");
-    else
-        fprintf(out, "Exit codes: 0 ok, 1 check failed or a rank failed, 2 bad input.\n");
+    fputs(cmd == AGMM_CMD_CLEANUP ? k_exit_cleanup : k_exit_run, out);
 }

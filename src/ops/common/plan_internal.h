@@ -3,7 +3,8 @@
  * built from. Internal to the ops layer.
  *
  * ops/common/ holds what an operation is built from and never names one:
- * plan lifecycle (plan.c, desc.c), the memory booking (book.c,
+ * plan lifecycle (plan.c), descriptions (desc.c), the public default
+ * splits of k and of cores (split.c), the memory booking (book.c,
  * plan_book.c), the engine side of a plan (gemm_plan.c), the round driver
  * and its steps (run.c, round.c), workers and the work partition
  * (workers.c, schedule.c), conversion claims (claims.c),

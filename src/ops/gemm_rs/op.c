@@ -26,12 +26,10 @@ static agmm_status_t rs_check_desc(const agmm_plan_desc_t *d)
     return AGMM_OK;
 }
 
-/* k_local[r], or k split as evenly as possible, the first k % nranks
- * ranks one more. */
+/* k_local[r], or k split as evenly as possible (agmm_k_split). */
 static int64_t rs_k_part(const agmm_plan_desc_t *d, int r)
 {
-    if (d->k_local) return d->k_local[r];
-    return d->k / d->nranks + (r < d->k % d->nranks ? 1 : 0);
+    return d->k_local ? d->k_local[r] : agmm_k_split(d->k, d->nranks, r);
 }
 
 /* One cell per (source, owner's tile): (src, t) at src * max_tiles + t. */

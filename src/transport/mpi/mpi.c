@@ -37,9 +37,10 @@
  * shared window (mpi_node.c), nothing is declared or received for them.
  *
  * Windows, the declared receives and round_begin are in mpi_win.c; the
- * same-host peers in mpi_node.c; barrier and all-gather in mpi_coll.c; the
- * backend's start and stop (communicators, progress thread) in
- * mpi_state.c; the state shared by these files in mpi_internal.h. The MPI
+ * same-host peers in mpi_node.c; relaying tiles across hosts in
+ * mpi_relay.c; barrier and all-gather in mpi_coll.c; the backend's start
+ * and stop (communicators, progress thread) in mpi_state.c; the state
+ * shared by these files in mpi_internal.h. The MPI
  * world itself (MPI_Init_thread, MPI_COMM_WORLD) is made in
  * world/mpi_world.c.
  *
@@ -74,13 +75,11 @@
  * visible. */
 int agmm_mpi_planted_race;
 #define PLANT_WRITE() (agmm_mpi_planted_race++)
-#define PLANT_READ() ((void)*(volatile int *)&agmm_mpi_planted_race)
+#define PLANT_READ()  ((void)*(volatile int *)&agmm_mpi_planted_race)
 #else
 #define PLANT_WRITE() ((void)0)
-#define PLANT_READ() ((void)0)
+#define PLANT_READ()  ((void)0)
 #endif
-
-static mpi_state_t *st_of(agmm_world_t *w) { return agmm_mpi_state(w); }
 
 agmm_status_t agmm_mpi_fail(int rc, const char *what)
 {
@@ -90,7 +89,6 @@ agmm_status_t agmm_mpi_fail(int rc, const char *what)
     return agmm_error(AGMM_ERR_TRANSPORT, "MPI: %s failed: %s", what, msg);
 }
 
-
 /* ----------------------------------------------------------- abort */
 
 /* The state machine is common/abort.c; this backend delivers the reason
@@ -99,7 +97,7 @@ agmm_status_t agmm_mpi_fail(int rc, const char *what)
  * entries (mpi.h; registered by world/mpi_world.c). */
 const char *agmm_mpi_aborted(agmm_world_t *w)
 {
-    return agmm_abort_reason(&st_of(w)->abort);
+    return agmm_abort_reason(&agmm_mpi_state(w)->abort);
 }
 
 static int record_abort(mpi_state_t *s, const char *reason)
@@ -111,7 +109,7 @@ static int record_abort(mpi_state_t *s, const char *reason)
  * (nonblocking: a dead peer must not block us). */
 void agmm_mpi_abort(agmm_world_t *w, const char *reason)
 {
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     if (!record_abort(s, reason)) return;
     atomic_store_explicit(&s->abort_originated, 1, memory_order_relaxed);
     for (int q = 0; q < w->size; q++)
@@ -141,8 +139,7 @@ agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
 }
 
 agmm_status_t agmm_mpi_wait_reqs_named(agmm_world_t *w, MPI_Request *reqs,
-                                       int n, double deadline,
-                                       const char *what,
+                                       int n, double deadline, const char *what,
                                        void (*late)(agmm_world_t *, char *,
                                                     size_t))
 {
@@ -193,11 +190,13 @@ static agmm_status_t mpi_quiet(agmm_world_t *w)
 {
     if (npending == 0) return AGMM_OK;
     MPI_Request reqs[MAX_PENDING];
-    for (int i = 0; i < npending; i++) reqs[i] = pending[i].req;
+    for (int i = 0; i < npending; i++)
+        reqs[i] = pending[i].req;
     char what[96];
     snprintf(what, sizeof what, "completing %d send%s (the first to rank %d)",
              npending, npending == 1 ? "" : "s", pending[0].dst);
-    agmm_status_t st = agmm_mpi_wait_reqs(w, reqs, npending, agmm_deadline(w, 0), what);
+    agmm_status_t st =
+        agmm_mpi_wait_reqs(w, reqs, npending, agmm_deadline(w, 0), what);
     /* On failure the requests stay unfinished: the process is ending. */
     npending = 0;
     return st;
@@ -216,10 +215,9 @@ static agmm_status_t mpi_put_signal(agmm_world_t *w, const agmm_win_t *win,
                                     size_t bytes, const agmm_win_t *sigwin,
                                     size_t sig_off, uint64_t value)
 {
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     if (agmm_mpi_same_host(s, dst)) { /* mpi_node.c: copy + release store */
-        agmm_mpi_node_put(s, win, dst, off, src, bytes, sigwin, sig_off,
-                          value);
+        agmm_mpi_node_put(s, win, dst, off, src, bytes, sigwin, sig_off, value);
         return AGMM_OK;
     }
     /* Forwarded to dst by its host's relay (mpi_relay.c): no receive. */
@@ -252,7 +250,7 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
     /* Test hook (fault.h): control sends count as puts on MPI, so a fault
      * can also hit a rank between its tiles and its acks. */
     AGMM_CHECK(agmm_fault_before_put(w->rank));
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     if (agmm_mpi_same_host(s, dst)) {
         agmm_mpi_node_signal(s, sigwin, dst, sig_off, value);
         return AGMM_OK;
@@ -263,8 +261,8 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
     pe->payload[0] = mw->id;
     pe->payload[1] = sig_off;
     pe->payload[2] = value;
-    MPI_TRY(MPI_Isend(pe->payload, 3, MPI_UINT64_T, dst, TAG_SIGNAL,
-                      s->ctl, &pe->req),
+    MPI_TRY(MPI_Isend(pe->payload, 3, MPI_UINT64_T, dst, TAG_SIGNAL, s->ctl,
+                      &pe->req),
             "MPI_Isend of a signal");
     pe->dst = dst;
     npending++;
@@ -277,7 +275,7 @@ static agmm_status_t mpi_signal(agmm_world_t *w, const agmm_win_t *sigwin,
  * held). */
 static void apply_signal(agmm_world_t *w, const uint64_t msg[3], int src)
 {
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     uint64_t id = msg[0], off = msg[1];
     if (id == AGMM_MPI_ARRIVE_ID) { /* a peer entered a collective */
         if (msg[2] > s->arrived[src]) s->arrived[src] = msg[2];
@@ -303,8 +301,7 @@ static void apply_signal(agmm_world_t *w, const uint64_t msg[3], int src)
         snprintf(r, sizeof r,
                  "rank %d got a signal from rank %d for cell %llu of window "
                  "%llu, which it does not have",
-                 w->rank, src, (unsigned long long)off,
-                 (unsigned long long)id);
+                 w->rank, src, (unsigned long long)off, (unsigned long long)id);
         agmm_mpi_abort(w, r);
     } else {
         /* One writer per cell (the sender), messages from one sender
@@ -319,7 +316,7 @@ static void apply_signal(agmm_world_t *w, const uint64_t msg[3], int src)
  * entry i was removed (the last entry moved into its place). */
 static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
 {
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     if (i == 0) { /* a peer aborted: its reason becomes ours */
         s->abort_buf[REASON_MAX - 1] = '\0';
         record_abort(s, s->abort_buf);
@@ -368,7 +365,7 @@ static int on_complete(agmm_world_t *w, int i, const MPI_Status *status)
 void *agmm_mpi_progress_main(void *arg)
 {
     agmm_world_t *w = arg;
-    mpi_state_t *s = st_of(w);
+    mpi_state_t *s = agmm_mpi_state(w);
     int cap = 0, *idx = NULL;
     MPI_Status *sts = NULL;
     unsigned idle = 0;
@@ -425,7 +422,8 @@ void *agmm_mpi_progress_main(void *arg)
                         sts[a] = sts[b];
                         sts[b] = u;
                     }
-            for (int a = 0; a < n; a++) on_complete(w, idx[a], &sts[a]);
+            for (int a = 0; a < n; a++)
+                on_complete(w, idx[a], &sts[a]);
             idle = 0;
         } else {
             idle++;
@@ -450,8 +448,7 @@ void *agmm_mpi_progress_main(void *arg)
 static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
                                         const void *src, size_t row_bytes,
                                         const int64_t *rows,
-                                        const int64_t *row_off,
-                                        double deadline)
+                                        const int64_t *row_off, double deadline)
 {
     if (row_bytes == 0 || row_bytes > (size_t)INT32_MAX)
         return agmm_error(AGMM_ERR_TOO_LARGE,
@@ -470,11 +467,11 @@ static agmm_status_t mpi_allgather_rows(agmm_world_t *w, const agmm_win_t *win,
     if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&row);
     if (rc == MPI_SUCCESS)
         rc = MPI_Iallgatherv(src ? src : win->local, counts[w->rank], row,
-                             win->local, counts, displs, row, st_of(w)->bulk,
-                             &req);
+                             win->local, counts, displs, row,
+                             agmm_mpi_state(w)->bulk, &req);
     agmm_status_t st = rc == MPI_SUCCESS
                            ? agmm_mpi_wait_reqs(w, &req, 1, deadline,
-                                       "the baseline all-gather")
+                                                "the baseline all-gather")
                            : agmm_mpi_fail(rc, "MPI_Iallgatherv");
     if (st == AGMM_OK) MPI_Type_free(&row);
     free(counts);

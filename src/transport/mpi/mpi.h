@@ -9,8 +9,8 @@
 
 /* `w` has rank, size and its control table set: install the MPI data-plane
  * vtable and state (dup'ed communicators, the progress thread).
- * `we_initialized`: agmm called MPI_Init_thread, so stop finalizes MPI. On failure nobody can be told:
- * the caller MPI_Aborts. */
+ * `we_initialized`: agmm called MPI_Init_thread, so stop finalizes MPI. On
+ * failure nobody can be told: the caller MPI_Aborts. */
 agmm_status_t agmm_mpi_backend_start(agmm_world_t *w, int we_initialized);
 /* Stop the progress thread and free the state; finalize MPI when start
  * said so. In an aborted world it does not return: it ends the whole job

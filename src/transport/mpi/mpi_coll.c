@@ -28,7 +28,8 @@ agmm_status_t agmm_mpi_coll_init(agmm_world_t *w, mpi_state_t *s)
     s->arrive_req = malloc(sizeof *s->arrive_req * (size_t)w->size);
     if (!s->arrived || !s->arrive_msg || !s->arrive_req)
         return agmm_error(AGMM_ERR_NO_MEMORY, "MPI: out of memory");
-    for (int q = 0; q < w->size; q++) s->arrive_req[q] = MPI_REQUEST_NULL;
+    for (int q = 0; q < w->size; q++)
+        s->arrive_req[q] = MPI_REQUEST_NULL;
     return AGMM_OK;
 }
 
@@ -81,8 +82,8 @@ static void late_ranks(agmm_world_t *w, char *buf, size_t cap)
     if (pthread_mutex_timedlock(&s->lock, &until) != 0) {
         snprintf(buf, cap, " (%s)",
                  self[0] ? self + 2
-                         : "this rank's MPI progress thread has held its "
-                           "lock for over a second");
+                         : "this rank's MPI progress thread has held its lock "
+                           "for over a second");
         return;
     }
     for (int q = 0; q < w->size; q++) {
@@ -99,8 +100,9 @@ static void late_ranks(agmm_world_t *w, char *buf, size_t cap)
         snprintf(buf, cap, " (rank%s %s did not arrive)", n > 1 ? "s" : "",
                  list);
     else
-        snprintf(buf, cap, " (every rank entered it: its messages were not "
-                           "delivered in time)");
+        snprintf(buf, cap,
+                 " (every rank entered it: its messages were not delivered in "
+                 "time)");
 }
 
 /* The plan's thread is outside the worker pool that prints a rank's
@@ -130,10 +132,9 @@ agmm_status_t agmm_mpi_allgather(agmm_world_t *w, const void *in, void *out,
 {
     MPI_Request req;
     announce(w);
-    MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes,
-                           MPI_BYTE, agmm_mpi_state(w)->coll, &req),
+    MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE,
+                           agmm_mpi_state(w)->coll, &req),
             "MPI_Iallgather");
-    return loud(agmm_mpi_wait_reqs_named(w, &req, 1, deadline,
-                                         "an all-gather of control data",
-                                         late_ranks));
+    return loud(agmm_mpi_wait_reqs_named(
+        w, &req, 1, deadline, "an all-gather of control data", late_ranks));
 }

@@ -1,5 +1,5 @@
-/* Internal to the MPI transport (mpi.c, mpi_win.c): the backend's state,
- * its windows and declared receives, and the helpers both files use. See
+/* Internal to the MPI transport (transport/mpi/): the backend's state, its
+ * windows and declared receives, and the helpers its files share. See
  * mpi.c for the design, threads and memory order. */
 #ifndef AGMM_TRANSPORT_MPI_INTERNAL_H
 #define AGMM_TRANSPORT_MPI_INTERNAL_H
@@ -11,9 +11,9 @@
 
 #include "common/abort.h"
 #include "common/util.h"
-#include "transport/transport.h"
 #include "transport/mpi/wintab.h"
 #include "transport/shm/segment.h"
+#include "transport/transport.h"
 
 enum { TAG_ABORT = 1, TAG_SIGNAL = 2 };
 #define REASON_MAX AGMM_ABORT_REASON_MAX
@@ -41,7 +41,7 @@ typedef struct slot {
 
 /* win->impl */
 typedef struct mpi_win {
-    uint64_t id; /* never reused within the world (wintab.h) */
+    uint64_t id;          /* never reused within the world (wintab.h) */
     unsigned char *local; /* the window's memory on this rank */
     size_t bytes;
     /* Same-host peers (mpi_node.h): peer[q] is rank q's copy mapped here,
@@ -67,11 +67,11 @@ typedef struct mpi_win {
 typedef struct mpi_node {
     MPI_Comm comm; /* MPI_COMM_TYPE_SHARED; MPI_COMM_NULL when off */
     int size, rank;
-    int hosts;    /* hosts of the world (node leaders), whatever the switch */
-    int *node_of; /* [world size]: node rank of a same-host peer, -1 for
-                   * ranks on other hosts and for this rank; NULL: off */
-    int *world_of;     /* [size]: world rank of each node rank */
-    int64_t *scratch;  /* [2 * size]: window set-up's all-gathers */
+    int hosts;     /* hosts of the world (node leaders), whatever the switch */
+    int *node_of;  /* [world size]: node rank of a same-host peer, -1 for
+                    * ranks on other hosts and for this rank; NULL: off */
+    int *world_of; /* [size]: world rank of each node rank */
+    int64_t *scratch; /* [2 * size]: window set-up's all-gathers */
     /* Every world rank's index among its host's ranks and the number of
      * ranks there (whether or not the layer is on), and whether relaying
      * is on in this world (mpi_relay.c; the same on every rank). */
@@ -94,7 +94,7 @@ typedef struct mpi_state {
      * ctl and are recorded into it. */
     agmm_abort_cell_t abort;
     _Atomic int abort_originated; /* this rank aborted first */
-    MPI_Request *abort_sends; /* [size], to tell the peers */
+    MPI_Request *abort_sends;     /* [size], to tell the peers */
 
     /* Progress thread and its receive list. [0] abort, [1] signal, then
      * the armed slots (slot_of[i] for i >= 2). */
@@ -161,8 +161,7 @@ agmm_status_t agmm_mpi_wait_reqs(agmm_world_t *w, MPI_Request *reqs, int n,
 /* The same; on a timeout `late` (if not NULL) appends who is late to the
  * message, e.g. " (rank 2 did not arrive)". */
 agmm_status_t agmm_mpi_wait_reqs_named(agmm_world_t *w, MPI_Request *reqs,
-                                       int n, double deadline,
-                                       const char *what,
+                                       int n, double deadline, const char *what,
                                        void (*late)(agmm_world_t *, char *,
                                                     size_t));
 /* Collectives' announcements (mpi_coll.c): set up / drain on the way out. */

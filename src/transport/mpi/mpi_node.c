@@ -89,9 +89,9 @@ static agmm_status_t place_ranks(agmm_world_t *w, mpi_node_t *n, int on,
     const char *env = getenv("AGMM_MPI_RELAY");
     int want = !(env && !strcmp(env, "0")) && n->hosts > 1 &&
                (on || node_size == 1) && node_size <= 64;
-    MPI_TRY(MPI_Allreduce(&want, &n->relay, 1, MPI_INT, MPI_MIN,
-                          MPI_COMM_WORLD),
-            "MPI_Allreduce (relay)");
+    MPI_TRY(
+        MPI_Allreduce(&want, &n->relay, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
+        "MPI_Allreduce (relay)");
     return AGMM_OK;
 }
 
@@ -107,8 +107,7 @@ agmm_status_t agmm_mpi_node_init(agmm_world_t *w, mpi_state_t *s)
     MPI_Comm_size(n->comm, &n->size);
     MPI_Comm_rank(n->comm, &n->rank);
     int leader = n->rank == 0, hosts = 0;
-    MPI_TRY(MPI_Allreduce(&leader, &hosts, 1, MPI_INT, MPI_SUM,
-                          MPI_COMM_WORLD),
+    MPI_TRY(MPI_Allreduce(&leader, &hosts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
             "MPI_Allreduce (hosts)");
     n->hosts = hosts;
     if (!getenv("AGMM_TEST_MPI_HOST_SIZE")) /* test hosts are one machine */
@@ -131,7 +130,8 @@ agmm_status_t agmm_mpi_node_init(agmm_world_t *w, mpi_state_t *s)
         MPI_TRY(MPI_Allgather(&w->rank, 1, MPI_INT, n->world_of, 1, MPI_INT,
                               n->comm),
                 "MPI_Allgather (same-host ranks)");
-        for (int q = 0; q < w->size; q++) node_of[q] = -1;
+        for (int q = 0; q < w->size; q++)
+            node_of[q] = -1;
         for (int i = 0; i < n->size; i++)
             if (i != n->rank) node_of[n->world_of[i]] = i;
         n->node_of = node_of; /* on from here */
@@ -157,12 +157,12 @@ void agmm_mpi_node_fini(mpi_state_t *s)
 }
 
 /* Collective over the host's ranks, with the world's timeout and abort. */
-static agmm_status_t node_allgather(agmm_world_t *w, const void *in,
-                                    void *out, size_t bytes)
+static agmm_status_t node_allgather(agmm_world_t *w, const void *in, void *out,
+                                    size_t bytes)
 {
     MPI_Request req;
-    MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes,
-                           MPI_BYTE, agmm_mpi_state(w)->node.comm, &req),
+    MPI_TRY(MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE,
+                           agmm_mpi_state(w)->node.comm, &req),
             "MPI_Iallgather (same-host ranks)");
     return agmm_mpi_wait_reqs(w, &req, 1, agmm_deadline(w, 0),
                               "an all-gather among the ranks of this host");
@@ -171,7 +171,8 @@ static agmm_status_t node_allgather(agmm_world_t *w, const void *in,
 static void unmap_all(mpi_node_t *n, mpi_win_t *mw)
 {
     if (mw->maps)
-        for (int i = 0; i < n->size; i++) agmm_seg_unmap(&mw->maps[i]);
+        for (int i = 0; i < n->size; i++)
+            agmm_seg_unmap(&mw->maps[i]);
     free(mw->maps);
     free(mw->peer);
     mw->maps = NULL;
@@ -185,9 +186,10 @@ agmm_status_t agmm_mpi_node_win_alloc(agmm_world_t *w, mpi_win_t *mw,
     mpi_node_t *n = &s->node;
     /* The ready cell (mpi_internal.h) on a cache line of its own past the
      * window's bytes. */
-    mw->ready_off = (bytes + AGMM_CACHE_LINE - 1) & ~(size_t)(AGMM_CACHE_LINE - 1);
+    mw->ready_off =
+        (bytes + AGMM_CACHE_LINE - 1) & ~(size_t)(AGMM_CACHE_LINE - 1);
     size_t total = mw->ready_off + AGMM_CACHE_LINE;
-    if (!n->node_of) { /* no same-host peers: private memory */
+    if (!n->node_of) {                 /* no same-host peers: private memory */
         mw->local = agmm_alloc(total); /* zeroed */
         return mw->local ? AGMM_OK
                          : agmm_error(AGMM_ERR_NO_MEMORY,
@@ -232,8 +234,8 @@ agmm_status_t agmm_mpi_node_win_alloc(agmm_world_t *w, mpi_win_t *mw,
         if (i == n->rank) continue;
         if (!all[2 * i + 1]) {
             st = agmm_error_quiet(AGMM_ERR_NO_MEMORY,
-                                  "MPI: rank %d could not create its copy "
-                                  "of a %zu KiB window",
+                                  "MPI: rank %d could not create its copy of a "
+                                  "%zu KiB window",
                                   n->world_of[i], bytes >> 10);
             break;
         }
@@ -276,8 +278,7 @@ void agmm_mpi_node_win_free(mpi_state_t *s, mpi_win_t *mw)
 
 void agmm_mpi_node_put(mpi_state_t *s, const agmm_win_t *win, int dst,
                        size_t off, const void *src, size_t bytes,
-                       const agmm_win_t *sigwin, size_t sig_off,
-                       uint64_t value)
+                       const agmm_win_t *sigwin, size_t sig_off, uint64_t value)
 {
     const mpi_win_t *dw = win->impl, *sw = sigwin->impl;
     memcpy(dw->peer[dst] + off, src, bytes);
@@ -304,14 +305,15 @@ void agmm_mpi_node_report(agmm_world_t *w, mpi_state_t *s)
     const char *env = getenv("AGMM_MPI_COUNTERS");
     if (!env || strcmp(env, "1")) return;
     mpi_node_t *n = &s->node;
-#define LD(x) (unsigned long long)atomic_load_explicit(&n->x, memory_order_relaxed)
+#define LD(x)                                                                  \
+    (unsigned long long)atomic_load_explicit(&n->x, memory_order_relaxed)
     fprintf(stderr,
-            "agmm: rank %d: counters: %d ranks on this host, %d hosts; shm: %llu tile "
-            "puts, %llu bytes, %llu signals; mpi: %llu tile puts, %llu "
-            "bytes, %llu signals; relay %s: %llu tiles forwarded, %llu "
+            "agmm: rank %d: counters: %d ranks on this host, %d hosts; shm: "
+            "%llu tile puts, %llu bytes, %llu signals; mpi: %llu tile puts, "
+            "%llu bytes, %llu signals; relay %s: %llu tiles forwarded, %llu "
             "bytes\n",
-            w->rank, n->size, n->hosts, LD(shm_puts), LD(shm_bytes), LD(shm_signals),
-            LD(mpi_puts), LD(mpi_bytes), LD(mpi_signals), n->relay ? "on" : "off",
-            LD(fwd_puts), LD(fwd_bytes));
+            w->rank, n->size, n->hosts, LD(shm_puts), LD(shm_bytes),
+            LD(shm_signals), LD(mpi_puts), LD(mpi_bytes), LD(mpi_signals),
+            n->relay ? "on" : "off", LD(fwd_puts), LD(fwd_bytes));
 #undef LD
 }

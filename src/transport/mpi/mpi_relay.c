@@ -122,8 +122,7 @@ static int forward(agmm_world_t *w, mpi_state_t *s, slot_t *sl)
             sl->value);
         sl->todo &= ~(1ull << i);
         atomic_fetch_add_explicit(&n->fwd_puts, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&n->fwd_bytes, sl->got,
-                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&n->fwd_bytes, sl->got, memory_order_relaxed);
     }
     return sl->todo == 0;
 }
@@ -134,8 +133,8 @@ void agmm_mpi_relay_received(agmm_world_t *w, slot_t *sl, size_t got)
     if (!sl->fwd) return;
     mpi_node_t *n = &s->node;
     sl->got = got;
-    sl->todo = (n->size >= 64 ? ~0ull : (1ull << n->size) - 1) &
-               ~(1ull << n->rank);
+    sl->todo =
+        (n->size >= 64 ? ~0ull : (1ull << n->size) - 1) & ~(1ull << n->rank);
     if (forward(w, s, sl)) return;
     if (s->nfwd == s->fwd_cap) {
         int cap = s->fwd_cap ? 2 * s->fwd_cap : 64;
@@ -200,9 +199,8 @@ agmm_status_t agmm_mpi_relay_drain(agmm_world_t *w, mpi_win_t *mw,
         if (!left) return AGMM_OK;
         const char *reason = agmm_mpi_aborted(w);
         if (reason)
-            return agmm_error_quiet(AGMM_ERR_ABORTED,
-                                    "aborted while forwarding tiles: %s",
-                                    reason);
+            return agmm_error_quiet(
+                AGMM_ERR_ABORTED, "aborted while forwarding tiles: %s", reason);
         if (agmm_now() > deadline) {
             agmm_error(AGMM_ERR_TIMEOUT,
                        "timed out forwarding tiles of rank %d to rank %d, "

@@ -44,7 +44,7 @@ static agmm_status_t state_init(agmm_world_t *w, mpi_state_t *s)
     for (int q = 0; q < w->size; q++)
         s->abort_sends[q] = MPI_REQUEST_NULL;
     pthread_mutex_init(&s->lock, NULL);
-    /* Test hook (tests/test_recreate.c): the progress thread sleeps this
+    /* Test hook (tests/unit/test_recreate.c): the progress thread sleeps this
      * long before it applies each ack, so acks land late. */
     const char *delay = getenv("AGMM_TEST_CTL_DELAY_US");
     s->ctl_delay_us = delay ? atol(delay) : 0;
@@ -145,6 +145,7 @@ void agmm_mpi_stall_note(agmm_world_t *w, char *buf, size_t cap)
     uint64_t beat = atomic_load_explicit(&s->beat_ns, memory_order_relaxed);
     uint64_t now = agmm_now_ns();
     if (now > beat && now - beat > 1000000000ull)
-        snprintf(buf, cap, "; this rank's MPI progress thread has been stuck "
-                           "for %.1f s", (double)(now - beat) * 1e-9);
+        snprintf(buf, cap,
+                 "; this rank's MPI progress thread has been stuck for %.1f s",
+                 (double)(now - beat) * 1e-9);
 }

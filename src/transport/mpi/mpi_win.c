@@ -16,8 +16,7 @@
 #include "transport/mpi/mpi_node.h"
 #include "transport/mpi/mpi_relay.h"
 
-agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes,
-                                 agmm_win_t *out)
+agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes, agmm_win_t *out)
 {
     mpi_state_t *s = agmm_mpi_state(w);
     /* Ids count up and are never reused (wintab.h): every rank allocates
@@ -56,9 +55,10 @@ agmm_status_t agmm_mpi_win_alloc(agmm_world_t *w, size_t bytes,
     if (st == AGMM_OK) {
         MPI_Request req;
         int rc = MPI_Comm_idup(s->coll, &mw->comm, &req);
-        st = rc == MPI_SUCCESS ? agmm_mpi_wait_reqs(w, &req, 1, agmm_deadline(w, 0),
-                                           "creating a window's communicator")
-                               : agmm_mpi_fail(rc, "MPI_Comm_idup");
+        st = rc == MPI_SUCCESS
+                 ? agmm_mpi_wait_reqs(w, &req, 1, agmm_deadline(w, 0),
+                                      "creating a window's communicator")
+                 : agmm_mpi_fail(rc, "MPI_Comm_idup");
     }
     if (st != AGMM_OK) {
         pthread_mutex_lock(&s->lock);
@@ -129,8 +129,8 @@ agmm_status_t agmm_mpi_expect(agmm_world_t *w, const agmm_win_t *win, int src,
         bytes > win->bytes - off || sig_off % sizeof(uint64_t) != 0 ||
         sig_off + sizeof(uint64_t) > sigwin->bytes)
         return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "MPI: expect: a put from rank %d of %zu bytes at "
-                          "%zu does not fit its window",
+                          "MPI: expect: a put from rank %d of %zu bytes at %zu "
+                          "does not fit its window",
                           src, bytes, off);
     /* A same-host peer stores its rows and raises the cell itself
      * (mpi_node.c), and a rank of this host relays src's puts to us

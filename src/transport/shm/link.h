@@ -12,8 +12,8 @@
  *
  * Threads: any thread of the rank may post (the queues are under one
  * mutex); one delivery thread per rank delivers; drain() waits until every
- * message the calling thread posted is delivered. The source buffer of a put must stay
- * unchanged until drain() (the transport's quiet) returns. */
+ * message the calling thread posted is delivered. The source buffer of a put
+ * must stay unchanged until drain() (the transport's quiet) returns. */
 #ifndef AGMM_TRANSPORT_LINK_H
 #define AGMM_TRANSPORT_LINK_H
 

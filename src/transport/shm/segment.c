@@ -59,8 +59,10 @@ agmm_status_t agmm_seg_name(char *buf, const char *job, pid_t pid,
 {
     size_t tl = tag ? strlen(tag) : 0;
     int ok = job && tl > 0 && tl <= AGMM_SEG_TAG_MAX && pid >= 0;
-    for (size_t i = 0; ok && i < tl; i++) ok = tag_char(tag[i]);
-    for (size_t i = 0; ok && job[i]; i++) ok = job_char(job[i]);
+    for (size_t i = 0; ok && i < tl; i++)
+        ok = tag_char(tag[i]);
+    for (size_t i = 0; ok && job[i]; i++)
+        ok = job_char(job[i]);
     if (!ok || strlen(job) > AGMM_SEG_JOB_MAX)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "shm: bad segment name parts (job '%s', tag '%s')",
@@ -162,8 +164,8 @@ agmm_status_t agmm_seg_create(const char *name, size_t bytes, agmm_seg_t *out,
     return st;
 }
 
-agmm_status_t agmm_seg_open(const char *name, size_t min_bytes,
-                            agmm_seg_t *out, int *missing)
+agmm_status_t agmm_seg_open(const char *name, size_t min_bytes, agmm_seg_t *out,
+                            int *missing)
 {
     memset(out, 0, sizeof *out);
     if (missing) *missing = 0;
@@ -216,7 +218,10 @@ int agmm_seg_unlink(const char *name)
     return shm_unlink(name) == 0 ? 0 : errno;
 }
 
-static int pid_gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+static int pid_gone(pid_t pid)
+{
+    return kill(pid, 0) != 0 && errno == ESRCH;
+}
 
 int agmm_seg_pid_alive(pid_t pid)
 {

@@ -13,7 +13,7 @@
  *        the job the segment belongs to;
  *   pid  the process that created it and whose death makes it garbage, or 0
  *        for a segment shared by the whole job (the control segment: its
- *        liveness is the pids recorded inside it, world/join.c);
+ *        liveness is the pids recorded inside it, world/join.h);
  *   tag  [A-Za-z0-9.]+, what it is ("ctl", "w3" for window 3, ...).
  *
  * ':' is outside the job alphabet, so a name splits unambiguously.
@@ -84,8 +84,8 @@ agmm_status_t agmm_seg_create(const char *name, size_t bytes, agmm_seg_t *out,
  * without a message: *missing = 1, there is no such segment; *missing = 2,
  * it exists but is still empty (its creator has not sized it yet, or died
  * before). Every other failure records a message. */
-agmm_status_t agmm_seg_open(const char *name, size_t min_bytes,
-                            agmm_seg_t *out, int *missing);
+agmm_status_t agmm_seg_open(const char *name, size_t min_bytes, agmm_seg_t *out,
+                            int *missing);
 
 /* Unmap (the name stays). NULL or unmapped: nothing. */
 void agmm_seg_unmap(agmm_seg_t *seg);

@@ -32,10 +32,9 @@
 #include "transport/shm/shm_internal.h"
 #include "transport/transport.h"
 
-
 /* The control block. All zero is its initial state (a fresh mapping or
- * segment needs no initialisation). Each counter written by several processes sits on its
- * own cache line. */
+ * segment needs no initialisation). Each counter written by several processes
+ * sits on its own cache line. */
 struct shm_ctl {
     /* Barrier: a monotonic arrival counter and the number of completed
      * barriers. The last of P arrivals of barrier g stores g + 1 to
@@ -69,8 +68,7 @@ size_t agmm_shm_ctl_bytes(int nranks)
 }
 
 static agmm_status_t shared_new(int nranks, const char *job, double link_gbps,
-                                double link_latency_us,
-                                agmm_shm_shared_t **out)
+                                double link_latency_us, agmm_shm_shared_t **out)
 {
     if (link_gbps > 0 && !(link_latency_us >= 0))
         return agmm_error(AGMM_ERR_INVALID_ARG,
@@ -194,8 +192,8 @@ static agmm_status_t barrier_as(agmm_world_t *w, double deadline,
      * the arrival: a peer that times out after the count reads g + 1. */
     atomic_store_explicit(arrival_of(ctl, w->size, w->rank), g + 1,
                           memory_order_release);
-    uint64_t mine = atomic_fetch_add_explicit(&ctl->arrived, 1,
-                                              memory_order_acq_rel);
+    uint64_t mine =
+        atomic_fetch_add_explicit(&ctl->arrived, 1, memory_order_acq_rel);
     r->barriers_done = g + 1;
     if (mine == (g + 1) * (uint64_t)w->size - 1) {
         agmm_signal_publish(&ctl->generation, g + 1);

@@ -1,7 +1,8 @@
 /* The shm backend as world/ sees it: the embedded launcher
  * (world/launch.c) maps the control block before fork and makes each
- * rank's world after it; a joined world (world/join.c) attaches the
- * control block inside its named control segment. Private to the library. */
+ * rank's world after it; a joined world (world/join.c, joined.c)
+ * attaches the control block inside its named control segment. Private to the
+ * library. */
 #ifndef AGMM_TRANSPORT_SHM_SHM_H
 #define AGMM_TRANSPORT_SHM_SHM_H
 

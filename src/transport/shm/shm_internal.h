@@ -27,9 +27,9 @@ struct agmm_shm_shared {
  * and read by every worker thread (link, sh). */
 typedef struct shm_rank {
     agmm_shm_shared_t *sh;
-    uint64_t barriers_done; /* barriers this rank has completed */
-    agmm_link_t *link;      /* the link emulator, NULL when off */
-    uint64_t next_window;   /* windows created so far: names them */
+    uint64_t barriers_done;   /* barriers this rank has completed */
+    agmm_link_t *link;        /* the link emulator, NULL when off */
+    uint64_t next_window;     /* windows created so far: names them */
     _Atomic int live_windows; /* allocated and not freed (read at exit) */
 } shm_rank_t;
 

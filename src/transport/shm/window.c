@@ -37,12 +37,12 @@ typedef struct win_info {
 
 static void unmap_all(shm_window_t *sw)
 {
-    for (int p = 0; p < sw->nranks; p++) agmm_seg_unmap(&sw->maps[p]);
+    for (int p = 0; p < sw->nranks; p++)
+        agmm_seg_unmap(&sw->maps[p]);
     free(sw);
 }
 
-agmm_status_t agmm_shm_win_alloc(agmm_world_t *w, size_t bytes,
-                                 agmm_win_t *out)
+agmm_status_t agmm_shm_win_alloc(agmm_world_t *w, size_t bytes, agmm_win_t *out)
 {
     shm_rank_t *r = agmm_shm_rank_of(w);
     int P = w->size, me = w->rank;
@@ -72,7 +72,8 @@ agmm_status_t agmm_shm_win_alloc(agmm_world_t *w, size_t bytes,
     /* 2. everyone's names and sizes */
     win_info_t info = {n, bytes, (int64_t)getpid(), created};
     double deadline = agmm_deadline(w, 0);
-    agmm_status_t gst = agmm_shm_allgather(w, &info, all, sizeof info, deadline);
+    agmm_status_t gst =
+        agmm_shm_allgather(w, &info, all, sizeof info, deadline);
     if (gst != AGMM_OK) st = gst;
     for (int p = 0; st == AGMM_OK && p < P; p++) {
         if (!all[p].ok)
