@@ -104,18 +104,25 @@ int agmm_plan_segments(const agmm_plan_t *p, agmm_gemm_seg_t *seg,
     return n;
 }
 
-/* What segment sg is prepared for. */
+/* What segment sg is prepared for: its shape, and the attributes of its
+ * plain call (A in the engine's input dtype, W in the user's, C fp32) or,
+ * with `acc`, of its accumulating call (C += A @ W). */
 static void seg_shape(const agmm_plan_t *p, const agmm_gemm_seg_t *sg,
                       const int64_t *rows, int nrows, agmm_gemm_shape_t *shape)
 {
     memset(shape, 0, sizeof *shape);
-    shape->dtype = p->desc.dtype;
     shape->k = p->k_gemm;
     shape->lda = p->k_gemm;
     shape->ncols = sg->c1 - sg->c0;
     shape->ldw = shape->ldc = p->n_w[sg->w];
     shape->rows = rows;
     shape->nrows = nrows;
+}
+
+static void seg_attr(const agmm_plan_t *p, int acc, agmm_gemm_attr_t *attr)
+{
+    agmm_gemm_attr_init(attr, p->gemm_dtype, p->desc.dtype);
+    attr->accumulate = acc;
 }
 
 /* An empty inner part makes no engine call (the partial is zero), so
@@ -131,10 +138,25 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p,
                                         uint64_t *weights, uint64_t *scratch)
 {
     *weights = *scratch = 0;
-    for (int i = 0; i < nsegs(p); i++)
-        *weights += p->engine->weight_bytes(p->desc.dtype, p->k_gemm,
-                                            p->seg[i].c1 - p->seg[i].c0);
-    return AGMM_OK;
+    if (nsegs(p) == 0) return AGMM_OK;
+    int nrows = 0;
+    int64_t *rows = all_row_counts(p, &nrows);
+    if (!rows) return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
+    agmm_status_t st = AGMM_OK;
+    for (int i = 0; i < nsegs(p) && st == AGMM_OK; i++) {
+        agmm_gemm_shape_t shape;
+        seg_shape(p, &p->seg[i], rows, nrows, &shape);
+        for (int acc = 0; acc <= p->op->accumulates && st == AGMM_OK; acc++) {
+            agmm_gemm_attr_t attr;
+            seg_attr(p, acc, &attr);
+            uint64_t w = 0, sc = 0;
+            st = p->engine->estimate(&shape, &attr, acc, &w, &sc);
+            *weights += w;
+            *scratch = AGMM_MAX(*scratch, sc);
+        }
+    }
+    agmm_free(rows);
+    return st;
 }
 
 agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p)
@@ -145,22 +167,27 @@ agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p)
     agmm_status_t st = AGMM_OK;
     size_t scratch = 0;
     for (int i = 0; i < nsegs(p) && st == AGMM_OK; i++) {
+        agmm_gemm_seg_t *sg = &p->seg[i];
         agmm_gemm_shape_t shape;
-        seg_shape(p, &p->seg[i], rows, nrows, &shape);
-        st = p->engine->prepare(&shape, &p->seg[i].prep);
-        if (st == AGMM_OK)
-            scratch = AGMM_MAX(scratch, p->engine->scratch_bytes(p->seg[i].prep));
+        agmm_gemm_attr_t attr;
+        seg_shape(p, sg, rows, nrows, &shape);
+        seg_attr(p, 0, &attr);
+        st = p->engine->prepare(&shape, &attr, NULL, &sg->prep);
+        if (st == AGMM_OK && p->op->accumulates) { /* same weight, C += */
+            seg_attr(p, 1, &attr);
+            st = p->engine->prepare(&shape, &attr, sg->prep, &sg->acc);
+        }
+        for (int j = 0; j < 2 && st == AGMM_OK; j++) {
+            agmm_gemm_prep_t *pr = j ? sg->acc : sg->prep;
+            if (pr) scratch = AGMM_MAX(scratch, p->engine->scratch_bytes(pr));
+        }
     }
     agmm_free(rows);
-    if (st == AGMM_OK && scratch > p->scratch_bytes) {
-        /* Interim (until engines estimate their scratch): held apart. */
-        p->scratch_extra = agmm_alloc(scratch * (size_t)G);
-        if (!p->scratch_extra)
-            return agmm_error(AGMM_ERR_NO_MEMORY,
-                              "plan: out of memory for GEMM scratch");
-        p->scratch[0] = p->scratch_extra;
-        p->scratch_bytes = scratch;
-    }
+    if (st == AGMM_OK && scratch > p->scratch_bytes)
+        return agmm_error(AGMM_ERR_SYSTEM,
+                          "plan: the %s engine needs %zu bytes of scratch per "
+                          "worker, %zu were booked from its estimate",
+                          p->engine->name, scratch, p->scratch_bytes);
     for (int g = 1; g < G; g++) /* the booked block, one share each */
         p->scratch[g] =
             (unsigned char *)p->scratch[0] + (size_t)g * p->scratch_bytes;
@@ -171,50 +198,67 @@ agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w)
 {
     size_t es = agmm_dtype_size(p->desc.dtype);
     for (int j = 0; j < nsegs(p); j++)
-        if (p->seg[j].w == i)
-            AGMM_CHECK(p->engine->load(
-                p->seg[j].prep,
-                (const unsigned char *)w + (size_t)p->seg[j].c0 * es));
+        if (p->seg[j].w == i) {
+            agmm_gemm_operand_t op = {
+                (const unsigned char *)w + (size_t)p->seg[j].c0 * es, NULL,
+                NULL};
+            AGMM_CHECK(p->engine->load(p->seg[j].prep, &op));
+        }
     return AGMM_OK;
 }
 
 uint64_t agmm_plan_engine_bytes(const agmm_plan_t *p)
 {
     uint64_t sum = 0;
-    for (int j = 0; j < nsegs(p); j++)
-        if (p->seg[j].prep)
-            sum += p->engine->weight_bytes(p->desc.dtype, p->k_gemm,
-                                           p->seg[j].c1 - p->seg[j].c0);
+    for (int j = 0; j < nsegs(p); j++) {
+        if (p->seg[j].prep) sum += p->engine->weight_bytes(p->seg[j].prep);
+        if (p->seg[j].acc) sum += p->engine->weight_bytes(p->seg[j].acc);
+    }
     return sum;
 }
 
 void agmm_plan_engine_free(agmm_plan_t *p)
 {
-    for (int j = 0; p->seg_off && j < nsegs(p); j++)
+    for (int j = 0; j < nsegs(p); j++) { /* a sharing prep before its base */
+        if (p->seg[j].acc) p->engine->destroy(p->seg[j].acc);
         if (p->seg[j].prep) p->engine->destroy(p->seg[j].prep);
-    agmm_free(p->scratch_extra);
-    p->scratch_extra = NULL;
+    }
 }
 
-agmm_status_t agmm_plan_gemm_all(agmm_plan_t *p, const agmm_worker_share_t *s,
-                                 int64_t r0, int64_t m, const void *a,
-                                 float *const *c)
+/* C rows [r0, r0 + m) over share s's columns: with the plain prepared
+ * calls, or with the accumulating ones (acc). */
+static agmm_status_t gemm_segs(agmm_plan_t *p, const agmm_worker_share_t *s,
+                               int64_t r0, int64_t m, const void *a,
+                               float *const *c, int acc)
 {
-    if (m <= 0 || p->k_gemm == 0) return AGMM_OK;
+    if (m <= 0 || !has_gemm(p)) return AGMM_OK;
     for (int j = p->seg_off[s->cg]; j < p->seg_off[s->cg + 1]; j++) {
         const agmm_gemm_seg_t *sg = &p->seg[j];
         int64_t ldc = p->n_w[sg->w];
-        AGMM_CHECK(p->engine->run(sg->prep, m, a,
+        AGMM_CHECK(p->engine->run(acc ? sg->acc : sg->prep, m, a, NULL,
                                   c[sg->w] + (size_t)r0 * (size_t)ldc + sg->c0,
                                   p->scratch[s->g]));
     }
     return AGMM_OK;
 }
 
+agmm_status_t agmm_plan_gemm_all(agmm_plan_t *p, const agmm_worker_share_t *s,
+                                 int64_t r0, int64_t m, const void *a,
+                                 float *const *c)
+{
+    return gemm_segs(p, s, r0, m, a, c, 0);
+}
+
 agmm_status_t agmm_plan_gemm(agmm_plan_t *p, const agmm_worker_share_t *s,
                              int64_t r0, int64_t m, const void *a, float *c)
 {
-    return agmm_plan_gemm_all(p, s, r0, m, a, &c);
+    return gemm_segs(p, s, r0, m, a, &c, 0);
+}
+
+agmm_status_t agmm_plan_gemm_acc(agmm_plan_t *p, const agmm_worker_share_t *s,
+                                 int64_t r0, int64_t m, const void *a, float *c)
+{
+    return gemm_segs(p, s, r0, m, a, &c, 1);
 }
 
 agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *p, agmm_gemm_info_t *info)

@@ -111,10 +111,7 @@ static agmm_status_t plan_local(agmm_plan_t *p, const agmm_plan_desc_t *d,
     AGMM_CHECK(agmm_plan_book(p, book));
     AGMM_CHECK(agmm_book_alloc_local(book, &p->arena));
     AGMM_CHECK(agmm_plan_engine_prepare(p));
-    p->bytes_held += book->local_bytes + agmm_plan_engine_bytes(p) +
-                     (p->scratch_extra ? p->scratch_bytes *
-                                             (size_t)d->gemm_workers
-                                       : 0);
+    p->bytes_held += book->local_bytes + agmm_plan_engine_bytes(p);
     return AGMM_OK;
 }
 

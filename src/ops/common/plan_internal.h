@@ -111,7 +111,6 @@ struct agmm_plan {
     int ngroups;
     void **scratch;          /* [gemm_workers]: each worker's own */
     size_t scratch_bytes;    /* of each */
-    void *scratch_extra;     /* interim: scratch beyond the booking */
     agmm_dtype_t gemm_dtype; /* what the engine reads: dtype or fp32 */
     int native;              /* gemm_dtype == dtype: rows used in place */
     size_t gemm_esize;
