@@ -184,6 +184,21 @@ static int64_t cell_bytes(int64_t cells, int nranks)
     return bytes3(n, AGMM_CACHE_LINE, 1);
 }
 
+/* A prepared weight of k x n, modelled (the engine's estimate is exact
+ * per prepared column segment but builds oneDNN descriptors; this stays
+ * a cheap bound): oneDNN's blocked layouts pad columns to their block
+ * (<= 64) and 16-bit rows to pairs; OpenBLAS keeps an fp32 copy. */
+static uint64_t weight_model(const agmm_gemm_engine_t *e, agmm_dtype_t dt,
+                             int64_t k, int64_t n)
+{
+    if (e->kind == AGMM_GEMM_ENGINE_OPENBLAS)
+        return (uint64_t)k * (uint64_t)n * sizeof(float);
+    int half = e->input_dtype(dt) != AGMM_DTYPE_FP32;
+    uint64_t kk = (uint64_t)k + (half ? (uint64_t)k % 2 : 0);
+    uint64_t nn = ((uint64_t)n + 63) / 64 * 64;
+    return kk * nn * (half ? 2u : 4u);
+}
+
 uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
 {
     if (!d || !d->m_local || d->nranks < 1) return 0;
@@ -208,7 +223,7 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
     for (int i = 0; i < nw; i++) {
         int64_t ni = d->n_list ? d->n_list[i] : n;
         if (ni < 0 || ni > INT_MAX) return 0;
-        uint64_t wb = e->weight_bytes(d->dtype, d->k, ni);
+        uint64_t wb = weight_model(e, d->dtype, d->k, ni);
         if (wb > INT64_MAX || wsum + wb > INT64_MAX) return 0; /* overflow */
         wsum += wb;
     }
@@ -220,7 +235,7 @@ uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
         kmax = AGMM_MAX(kmax, agmm_plan_k_part(d, r));
     }
     if (rs) { /* receive slots, partial, signals, weight, g32, claims */
-        uint64_t wb = e->weight_bytes(d->dtype, kmax, n);
+        uint64_t wb = weight_model(e, d->dtype, kmax, n);
         int64_t cells = bytes3(d->nranks, max_tiles, 1);
         int64_t parts[6] = {
             bytes3(d->nranks, bytes3(max_rows, n, 4), 1),

@@ -129,8 +129,9 @@ agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
     }
     for (int cg = 0; cg < p->ngroups; cg++)
         group_segments(p, cg, p->seg + p->seg_off[cg]);
-    agmm_gemm_shape_t shape = {.dtype = d->dtype,
-                               .k = p->k_gemm,
+    agmm_gemm_attr_t attr; /* plain: C = A @ W in fp32 */
+    agmm_gemm_attr_init(&attr, p->gemm_dtype, d->dtype);
+    agmm_gemm_shape_t shape = {.k = p->k_gemm,
                                .lda = p->k_gemm,
                                .rows = rows,
                                .nrows = rs_block_counts(
@@ -144,7 +145,7 @@ agmm_status_t agmm_plan_engine_init(agmm_plan_t *p)
         agmm_gemm_seg_t *sg = &p->seg[i];
         shape.ncols = sg->c1 - sg->c0;
         shape.ldw = shape.ldc = p->n_w[sg->w];
-        st = p->engine->prepare(&shape, &sg->prep);
+        st = p->engine->prepare(&shape, &attr, NULL, &sg->prep);
         if (st == AGMM_OK)
             scratch = AGMM_MAX(scratch, p->engine->scratch_bytes(sg->prep));
     }
@@ -160,10 +161,12 @@ agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w)
 {
     size_t es = agmm_dtype_size(p->desc.dtype);
     for (int j = 0; p->seg && j < p->seg_off[p->ngroups] && p->k_gemm > 0; j++)
-        if (p->seg[j].w == i)
-            AGMM_CHECK(p->engine->load(
-                p->seg[j].prep,
-                (const unsigned char *)w + (size_t)p->seg[j].c0 * es));
+        if (p->seg[j].w == i) {
+            agmm_gemm_operand_t op = {
+                (const unsigned char *)w + (size_t)p->seg[j].c0 * es, NULL,
+                NULL};
+            AGMM_CHECK(p->engine->load(p->seg[j].prep, &op));
+        }
     return AGMM_OK;
 }
 
@@ -189,7 +192,7 @@ agmm_status_t agmm_plan_gemm_all(agmm_plan_t *p, const agmm_worker_share_t *s,
     for (int j = p->seg_off[s->cg]; j < p->seg_off[s->cg + 1]; j++) {
         const agmm_gemm_seg_t *sg = &p->seg[j];
         int64_t ldc = p->n_w[sg->w];
-        AGMM_CHECK(p->engine->run(sg->prep, m, a,
+        AGMM_CHECK(p->engine->run(sg->prep, m, a, NULL,
                                   c[sg->w] + (size_t)r0 * (size_t)ldc + sg->c0,
                                   p->scratch[s->g]));
     }
