@@ -45,6 +45,7 @@
 #include "common/util.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
+#include "gemm/epilogue.h"
 #include "gemm/gemm_onednn_pd.h"
 
 enum { ON_DEMAND = 64, POW2 = 32, MAX_PRIMS = ON_DEMAND + POW2 };
@@ -64,7 +65,14 @@ struct agmm_gemm_prep {
     dnnl_primitive_t reorder; /* user layout (wsrc_md) -> w_md; owner only */
     uint64_t owned;           /* weight bytes owned (0 with a base) */
     size_t scratch;           /* max scratchpad bytes over the primitives */
-    size_t scratch_given;     /* what prepare told the caller to provide */
+    size_t scratch_given;     /* scratchpad bytes prepare told the caller of */
+    /* accumulate with ldc > ncols: C's rows go through a dense buffer of
+     * `mmax` rows after the scratchpad (dense_bytes; agmm_dn_use_dense,
+     * dn_run); ldc and act are the caller's. */
+    int dense;
+    agmm_gemm_act_t act;
+    int64_t mmax, ldc;
+    size_t dense_bytes;
     char impl[128];
     /* Runs read prims[0, count) (acquire); additions append under `lock`,
      * then publish the count (release). */
@@ -89,76 +97,6 @@ static agmm_dtype_t dn_input_dtype(agmm_dtype_t dt)
     return agmm_dn_f16_native() ? dt : AGMM_DTYPE_FP32;
 }
 
-static size_t pd_scratch(const_dnnl_primitive_desc_t pd)
-{
-    const dnnl_memory_desc_t *sp =
-        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    return sp ? dnnl_memory_desc_get_size(sp) : 0;
-}
-
-/* The weight layout: what oneDNN picks for the most rows. */
-static agmm_status_t choose_layout(const agmm_dn_cfg_t *cfg, int64_t m,
-                                   dnnl_memory_desc_t *w_md)
-{
-    dnnl_primitive_desc_t pd;
-    AGMM_CHECK(agmm_dn_matmul_pd(cfg, m, NULL, &pd));
-    *w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    dnnl_primitive_desc_destroy(pd);
-    return AGMM_OK;
-}
-
-static int64_t most_rows(const agmm_gemm_shape_t *s)
-{
-    int64_t mmax = 0;
-    for (int i = 0; i < s->nrows; i++)
-        mmax = AGMM_MAX(mmax, s->rows[i]);
-    return mmax;
-}
-
-static int is_dup(const agmm_gemm_shape_t *s, int i)
-{
-    for (int j = 0; j < i; j++)
-        if (s->rows[j] == s->rows[i]) return 1;
-    return s->rows[i] <= 0;
-}
-
-static uint64_t vec_bytes(const agmm_dn_cfg_t *cfg)
-{
-    uint64_t v = (uint64_t)cfg->shape.ncols * sizeof(float);
-    return (cfg->attr.bias ? v : 0) + (cfg->attr.w_scale ? v : 0);
-}
-
-/* Builds the descriptors prepare builds (the layout's and each row
- * count's), no primitive. With share, the layout is the attr's own choice
- * (the base's is the same for the same k, ncols and dtype). */
-static agmm_status_t dn_estimate(const agmm_gemm_shape_t *s,
-                                 const agmm_gemm_attr_t *a, int share,
-                                 uint64_t *weight_bytes, uint64_t *scratch_bytes)
-{
-    agmm_dn_cfg_t cfg;
-    AGMM_CHECK(agmm_dn_config(s, a, NULL, NULL, &cfg));
-    if (s->nrows < 1)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "gemm: onednn: no row counts to prepare");
-    int saved = agmm_dn_one_omp_thread();
-    dnnl_memory_desc_t w_md;
-    size_t scratch = 0;
-    agmm_status_t st = choose_layout(&cfg, most_rows(s), &w_md);
-    for (int i = 0; i < s->nrows && st == AGMM_OK; i++) {
-        if (is_dup(s, i)) continue;
-        dnnl_primitive_desc_t pd;
-        st = agmm_dn_matmul_pd(&cfg, s->rows[i], &w_md, &pd);
-        if (st != AGMM_OK) break;
-        scratch = AGMM_MAX(scratch, pd_scratch(pd));
-        dnnl_primitive_desc_destroy(pd);
-    }
-    agmm_dn_restore_omp(saved);
-    AGMM_CHECK(st);
-    *weight_bytes = share ? 0 : dnnl_memory_desc_get_size(&w_md) + vec_bytes(&cfg);
-    *scratch_bytes = scratch;
-    return AGMM_OK;
-}
-
 /* Create the primitive for m rows on the prepared weight layout and add it
  * (caller holds p->lock or owns p alone). */
 static agmm_status_t add_prim(agmm_gemm_prep_t *p, int64_t m)
@@ -171,7 +109,7 @@ static agmm_status_t add_prim(agmm_gemm_prep_t *p, int64_t m)
     dnnl_primitive_desc_t pd;
     agmm_status_t st = agmm_dn_matmul_pd(&p->cfg, m, &p->w_md, &pd);
     if (st == AGMM_OK) {
-        size_t bytes = pd_scratch(pd);
+        size_t bytes = agmm_dn_pd_scratch(pd);
         if (bytes > p->scratch) p->scratch = bytes;
         if (n == 0) {
             const char *impl = NULL;
@@ -226,7 +164,7 @@ static agmm_status_t make_weight(agmm_gemm_prep_t *p)
         DN(dnnl_memory_create(&p->scale_mem, &vmd, eng, DNNL_MEMORY_ALLOCATE),
            "scale memory");
     }
-    p->owned = dnnl_memory_desc_get_size(&p->w_md) + vec_bytes(&p->cfg);
+    p->owned = dnnl_memory_desc_get_size(&p->w_md) + agmm_dn_vec_bytes(&p->cfg);
     dnnl_dims_t dims = {s->k, s->ncols};
     int conv = p->cfg.attr.w_dtype != p->cfg.attr.a_dtype;
     dnnl_dims_t str = {conv ? s->ncols : s->ldw, 1};
@@ -259,6 +197,11 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
     if (!p) return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
     pthread_mutex_init(&p->lock, NULL);
     p->cfg = cfg;
+    p->ldc = s->ldc;
+    p->act = a->act;
+    p->mmax = agmm_dn_most_rows(s);
+    p->dense = agmm_dn_use_dense(&p->cfg);
+    p->dense_bytes = p->dense ? agmm_dn_dense_size(&p->cfg, p->mmax) : 0;
     /* One thread for everything here too: the weight's allocation zeroes
      * its padding in a parallel region, and the reorder fixes its thread
      * count when created. (A process that ran an OpenMP region with more
@@ -273,11 +216,11 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
         p->bias_mem = share->bias_mem;
         p->scale_mem = share->scale_mem;
     } else {
-        st = choose_layout(&p->cfg, most_rows(s), &p->w_md);
+        st = agmm_dn_choose_layout(&p->cfg, agmm_dn_most_rows(s), &p->w_md);
         if (st == AGMM_OK) st = make_weight(p);
     }
     for (int i = 0; i < s->nrows && st == AGMM_OK; i++)
-        if (!is_dup(s, i)) st = add_prim(p, s->rows[i]);
+        if (!agmm_dn_is_dup(s, i)) st = add_prim(p, s->rows[i]);
     agmm_dn_restore_omp(saved);
     if (st != AGMM_OK) {
         dn_destroy(p);
@@ -425,10 +368,10 @@ static agmm_status_t get_prim(agmm_gemm_prep_t *p, int64_t m, int limit,
     return st;
 }
 
-static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
-                            const float *a_scale, void *c, void *scratch)
+/* m rows into c with the primitives' ldc. */
+static agmm_status_t run_rows(agmm_gemm_prep_t *p, int64_t m, const void *a,
+                              void *c, void *scratch)
 {
-    (void)a_scale; /* refused at prepare */
     if (m <= 0) return AGMM_OK;
     dnnl_primitive_t prim;
     AGMM_CHECK(get_prim(p, m, ON_DEMAND, &prim));
@@ -454,9 +397,44 @@ static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     return AGMM_OK;
 }
 
+static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
+                            const float *a_scale, void *c, void *scratch)
+{
+    (void)a_scale; /* refused at prepare */
+    if (!p->dense) return run_rows(p, m, a, c, scratch);
+    /* Through the dense copy, mmax rows at a time. */
+    size_t ces = agmm_dtype_size(p->cfg.attr.c_dtype);
+    size_t row = (size_t)p->cfg.shape.ncols * ces;
+    size_t a_row = (size_t)p->cfg.shape.lda * agmm_dtype_size(p->cfg.attr.a_dtype);
+    unsigned char *buf = (unsigned char *)scratch + agmm_dn_align64(p->scratch_given);
+    for (int64_t r0 = 0; r0 < m; r0 += p->mmax) {
+        int64_t mc = AGMM_MIN(p->mmax, m - r0);
+        unsigned char *cr = (unsigned char *)c + (size_t)(r0 * p->ldc) * ces;
+        const unsigned char *ar = (const unsigned char *)a + (size_t)r0 * a_row;
+        for (int64_t i = 0; i < mc; i++)
+            memcpy(buf + (size_t)i * row, cr + (size_t)(i * p->ldc) * ces, row);
+        if (p->dense == AGMM_DN_DENSE_COPY) {
+            AGMM_CHECK(run_rows(p, mc, ar, buf, scratch));
+            for (int64_t i = 0; i < mc; i++)
+                memcpy(cr + (size_t)(i * p->ldc) * ces, buf + (size_t)i * row,
+                       row);
+            continue;
+        }
+        AGMM_CHECK(run_rows(p, mc, ar, cr, scratch)); /* DENSE_ADD, fp32 */
+        for (int64_t i = 0; i < mc; i++) {
+            float *ci = (float *)cr + (size_t)(i * p->ldc);
+            const float *old = (const float *)buf + (size_t)(i * p->cfg.shape.ncols);
+            for (int64_t j = 0; j < p->cfg.shape.ncols; j++)
+                ci[j] = agmm_gemm_act_f32(p->act, ci[j] + old[j]);
+        }
+    }
+    return AGMM_OK;
+}
+
 static size_t dn_scratch_bytes(const agmm_gemm_prep_t *p)
 {
-    return p->scratch;
+    return p->dense ? agmm_dn_align64(p->scratch_given) + p->dense_bytes
+                    : p->scratch_given;
 }
 
 static uint64_t dn_weight_bytes(const agmm_gemm_prep_t *p)
@@ -475,7 +453,7 @@ const agmm_gemm_engine_t agmm_gemm_engine_onednn = {
     .cheap_tile_calls = 1,
     .version = dn_version,
     .input_dtype = dn_input_dtype,
-    .estimate = dn_estimate,
+    .estimate = agmm_dn_estimate,
     .prepare = dn_prepare,
     .load = dn_load,
     .run = dn_run,

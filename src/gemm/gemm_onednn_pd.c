@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/util.h"
 
 /* libgomp's, linked explicitly (CMakeLists.txt): declared here so agmm
  * needs no -fopenmp (clang's would bring another OpenMP runtime). */
@@ -257,3 +258,107 @@ agmm_status_t agmm_dn_matmul_pd(const agmm_dn_cfg_t *cfg, int64_t m,
     dnnl_primitive_desc_destroy(*pd);
     return one_pd(cfg, m, layout, pd);
 }
+
+/* ---------------------------------------------------- sizes and layout */
+
+size_t agmm_dn_pd_scratch(const_dnnl_primitive_desc_t pd)
+{
+    const dnnl_memory_desc_t *sp =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    return sp ? dnnl_memory_desc_get_size(sp) : 0;
+}
+
+/* The weight layout: what oneDNN picks for the most rows. */
+agmm_status_t agmm_dn_choose_layout(const agmm_dn_cfg_t *cfg, int64_t m,
+                                   dnnl_memory_desc_t *w_md)
+{
+    dnnl_primitive_desc_t pd;
+    AGMM_CHECK(agmm_dn_matmul_pd(cfg, m, NULL, &pd));
+    *w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_primitive_desc_destroy(pd);
+    return AGMM_OK;
+}
+
+int64_t agmm_dn_most_rows(const agmm_gemm_shape_t *s)
+{
+    int64_t mmax = 0;
+    for (int i = 0; i < s->nrows; i++)
+        mmax = AGMM_MAX(mmax, s->rows[i]);
+    return mmax;
+}
+
+int agmm_dn_is_dup(const agmm_gemm_shape_t *s, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (s->rows[j] == s->rows[i]) return 1;
+    return s->rows[i] <= 0;
+}
+
+/* Measured at k = 4096 (test_gemm_attr.c): with a strided C (ldc >
+ * ncols) oneDNN 2.6's sum post-op is not C_old + the plain product bit for
+ * bit (bf16: the sum; fp32: the plain product's own bits depend on ldc);
+ * with a dense C it is. So accumulate on a strided C:
+ *   fp32 C: DENSE_ADD: the primitive drops the sum and the act (bias and
+ *           scales stay) and writes C as a plain prep of that ldc would;
+ *           C_old is saved first and added after, then the act;
+ *   else:   DENSE_COPY: the primitives write a dense copy of C's rows
+ *           (ldc = ncols), copied in and out around them. */
+int agmm_dn_use_dense(agmm_dn_cfg_t *cfg)
+{
+    if (!cfg->attr.accumulate || cfg->shape.ldc == cfg->shape.ncols) return 0;
+    if (cfg->attr.c_dtype == AGMM_DTYPE_FP32) {
+        cfg->attr.accumulate = 0;
+        cfg->attr.act = AGMM_GEMM_ACT_NONE;
+        return AGMM_DN_DENSE_ADD;
+    }
+    cfg->shape.ldc = cfg->shape.ncols;
+    return AGMM_DN_DENSE_COPY;
+}
+
+size_t agmm_dn_align64(size_t n) { return (n + 63) / 64 * 64; }
+
+size_t agmm_dn_dense_size(const agmm_dn_cfg_t *cfg, int64_t mmax)
+{
+    return (size_t)mmax * (size_t)cfg->shape.ncols *
+           agmm_dtype_size(cfg->attr.c_dtype);
+}
+
+uint64_t agmm_dn_vec_bytes(const agmm_dn_cfg_t *cfg)
+{
+    uint64_t v = (uint64_t)cfg->shape.ncols * sizeof(float);
+    return (cfg->attr.bias ? v : 0) + (cfg->attr.w_scale ? v : 0);
+}
+
+/* Builds the descriptors prepare builds (the layout's and each row
+ * count's), no primitive. With share, the layout is the attr's own choice
+ * (the base's is the same for the same k, ncols and dtype). */
+agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
+                                 const agmm_gemm_attr_t *a, int share,
+                                 uint64_t *weight_bytes, uint64_t *scratch_bytes)
+{
+    agmm_dn_cfg_t cfg;
+    AGMM_CHECK(agmm_dn_config(s, a, NULL, NULL, &cfg));
+    if (s->nrows < 1)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: onednn: no row counts to prepare");
+    int dense = agmm_dn_use_dense(&cfg);
+    int saved = agmm_dn_one_omp_thread();
+    dnnl_memory_desc_t w_md;
+    size_t scratch = 0;
+    agmm_status_t st = agmm_dn_choose_layout(&cfg, agmm_dn_most_rows(s), &w_md);
+    for (int i = 0; i < s->nrows && st == AGMM_OK; i++) {
+        if (agmm_dn_is_dup(s, i)) continue;
+        dnnl_primitive_desc_t pd;
+        st = agmm_dn_matmul_pd(&cfg, s->rows[i], &w_md, &pd);
+        if (st != AGMM_OK) break;
+        scratch = AGMM_MAX(scratch, agmm_dn_pd_scratch(pd));
+        dnnl_primitive_desc_destroy(pd);
+    }
+    agmm_dn_restore_omp(saved);
+    AGMM_CHECK(st);
+    *weight_bytes = share ? 0 : dnnl_memory_desc_get_size(&w_md) + agmm_dn_vec_bytes(&cfg);
+    *scratch_bytes =
+        dense ? agmm_dn_align64(scratch) + agmm_dn_dense_size(&cfg, agmm_dn_most_rows(s)) : scratch;
+    return AGMM_OK;
+}
+

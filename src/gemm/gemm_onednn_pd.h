@@ -56,4 +56,26 @@ agmm_status_t agmm_dn_matmul_pd(const agmm_dn_cfg_t *cfg, int64_t m,
 agmm_status_t agmm_dn_vec_md(const agmm_dn_cfg_t *cfg, int as_row,
                              dnnl_memory_desc_t *md);
 
+/* Sizes and layout, shared by estimate and prepare. */
+size_t agmm_dn_pd_scratch(const_dnnl_primitive_desc_t pd); /* scratchpad bytes */
+/* The weight layout: what oneDNN picks for m rows (the most prepared). */
+agmm_status_t agmm_dn_choose_layout(const agmm_dn_cfg_t *cfg, int64_t m,
+                                    dnnl_memory_desc_t *w_md);
+int64_t agmm_dn_most_rows(const agmm_gemm_shape_t *s);
+/* Is rows[i] <= 0 or a repeat of an earlier one? */
+int agmm_dn_is_dup(const agmm_gemm_shape_t *s, int i);
+/* Accumulate on a strided C: how it goes through the dense buffer after
+ * the scratchpad (0: it does not), cfg changed to match (see there). */
+enum { AGMM_DN_DENSE_COPY = 1, AGMM_DN_DENSE_ADD = 2 };
+int agmm_dn_use_dense(agmm_dn_cfg_t *cfg);
+size_t agmm_dn_align64(size_t n);
+/* Bytes of the dense copy of C's rows: mmax x ncols in c_dtype. */
+size_t agmm_dn_dense_size(const agmm_dn_cfg_t *cfg, int64_t mmax);
+/* Bytes of the fp32 bias and w_scale copies. */
+uint64_t agmm_dn_vec_bytes(const agmm_dn_cfg_t *cfg);
+/* The engine's estimate (engine.h): the descriptors prepare builds. */
+agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
+                               const agmm_gemm_attr_t *a, int share,
+                               uint64_t *weight_bytes, uint64_t *scratch_bytes);
+
 #endif /* AGMM_GEMM_ONEDNN_PD_H */
