@@ -1,28 +1,38 @@
 /*
  * GEMM engines: the interface the schedules call for their tile GEMMs, the
- * way the transport has its ops table (transport.h).
+ * way the transport has its ops table (transport.h), and the attributes a
+ * call can carry (agmm_gemm_attr_t: accumulate, bias, activation, C dtype,
+ * per-row / per-column scales), fixed when the weight is prepared.
  *
- * An engine multiplies row tiles of A (rows x k, in the engine's input
- * dtype, row stride lda) by a weight it prepared once, writing fp32 C rows
- * (row stride ldc) at any row offset. The weight is prepared per column
+ * An engine multiplies row tiles of A (rows x k, in attr.a_dtype, row
+ * stride lda) by a weight it prepared once, writing C rows (attr.c_dtype,
+ * row stride ldc) at any row offset. The weight is prepared per column
  * range: each GEMM worker owns a contiguous range of columns, and an
  * engine's blocked layout cannot be sliced portably, so the plan prepares
- * one weight per column group (ops/common/gemm_plan.c).
+ * one weight per column group (ops/common/gemm_plan.c). A second prep of
+ * the same weight with other attributes shares it (prepare's `share`).
  *
  * Life of a prepared weight (all but run on one thread, the plan's owner):
+ *   estimate the bytes prepare will take (weight, per-worker scratch);
  *   prepare  once per plan: allocates the weight in the engine's layout and
  *            creates everything a run needs for each row count the
  *            schedules will use (oneDNN: one primitive per row count);
- *   load     once per agmm_plan_set_weight: the weight's values, converted
- *            / reordered into the prepared layout (creates nothing);
+ *   load     once per agmm_plan_set_weight: the weight's values (and bias,
+ *            scales), converted / reordered into the prepared layout
+ *            (creates nothing);
  *   run      from any number of threads at once, each with its own scratch
  *            (scratch_bytes); never creates a primitive for a row count
  *            given to prepare;
  *   destroy.
  * Errors are logged once, where they are detected (agmm_error).
  *
- * Engines (one file each): gemm_onednn.c (when built with AGMM_ONEDNN),
- * gemm_openblas.c. The reference GEMM (check/gemm_ref.c) is independent of them.
+ * Engines: gemm_onednn.c + gemm_onednn_pd.c (when built with AGMM_ONEDNN),
+ * gemm_openblas.c (with epilogue.c for the attributes). The test oracles
+ * are apart from them: check/gemm_ref.c is plain double-accumulating
+ * loops; check/reference.c (agmm_reference, the all-gather-GEMM oracle of
+ * `agmm run` and the tests) shares one thing with the OpenBLAS engine, the
+ * CBLAS sgemm (agmm_gemm_f32), called once on the whole fp32-converted
+ * problem: no tiles, no column ranges, no attributes, no engine code.
  */
 #ifndef AGMM_GEMM_ENGINE_H
 #define AGMM_GEMM_ENGINE_H

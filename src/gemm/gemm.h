@@ -1,5 +1,8 @@
-/* The tile GEMM engine: fp32 GEMM through CBLAS (OpenBLAS by default; any
- * CBLAS can be swapped in at build time, see CMakeLists.txt). */
+/* The CBLAS binding (gemm_openblas.c): fp32 sgemm on the calling thread
+ * and the BLAS's thread setting, used by the OpenBLAS engine (engine.h)
+ * and by the reference all-gather-GEMM (check/reference.c). OpenBLAS by
+ * default; any CBLAS can be swapped in at build time (CMakeLists.txt). The
+ * tile GEMM engines themselves are in engine.h. */
 #ifndef AGMM_GEMM_H
 #define AGMM_GEMM_H
 
