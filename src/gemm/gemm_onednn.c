@@ -1,5 +1,8 @@
 /* The oneDNN engine (engine.h): oneDNN's matmul primitive on a weight
  * reordered once into the layout the primitive asks for (format_tag any).
+ * This file holds its entry points (prepare, load, run, destroy, the
+ * table) and the primitives; gemm_onednn_pd.c builds the descriptors with
+ * the attributes, the sizes estimate reports, and says what is refused.
  *
  * dtypes: bf16 tiles and weights are used as bf16 (bf16 x bf16 -> f32,
  * AVX512_BF16 / AMX where the CPU has them), fp32 as fp32. fp16 likewise
