@@ -88,8 +88,10 @@ int main(int argc, char **argv)
         counts[nc++] = AGMM_MIN(rows[v], M);
         if (M % rows[v]) counts[nc++] = M % rows[v];
     }
-    agmm_gemm_shape_t shape = {.dtype = dt,
-                               .k = K,
+    agmm_gemm_attr_t attr;
+    agmm_gemm_attr_init(&attr, in, dt);
+    agmm_gemm_operand_t wop = {w, NULL, NULL};
+    agmm_gemm_shape_t shape = {.k = K,
                                .ncols = N,
                                .ldw = N,
                                .lda = K,
@@ -97,7 +99,8 @@ int main(int argc, char **argv)
                                .rows = counts,
                                .nrows = nc};
     agmm_gemm_prep_t *prep;
-    if (e->prepare(&shape, &prep) != AGMM_OK || e->load(prep, w) != AGMM_OK)
+    if (e->prepare(&shape, &attr, NULL, &prep) != AGMM_OK ||
+        e->load(prep, &wop) != AGMM_OK)
         return 1;
     void *scratch =
         e->scratch_bytes(prep) ? agmm_alloc(e->scratch_bytes(prep)) : NULL;
@@ -107,7 +110,7 @@ int main(int argc, char **argv)
             for (int64_t r0 = 0; r0 < M; r0 += rows[v]) {
                 int64_t m = AGMM_MIN(rows[v], M - r0);
                 if (e->run(prep, m, (const char *)a + (size_t)(r0 * K) * ies,
-                           c + r0 * N, scratch) != AGMM_OK)
+                           NULL, c + r0 * N, scratch) != AGMM_OK)
                     return 1;
             }
             if (r >= 0) t[v * rounds + r] = agmm_now() - t0;

@@ -111,17 +111,11 @@ c_dirs = ("src/", "include/", "tools/", "tests/", "bench/", "fuzz/",
 named = sorted(f for f in files
                if (f.startswith(c_dirs) and f.endswith((".c", ".h")))
                or re.fullmatch(r"docs/[^/]+\.md|README\.md", f))
-# Folders being rewritten (issue 20): what they name wrongly is printed as
-# a warning, not a failure, until they are merged; then drop this.
-PENDING = ("src/ops/", "src/gemm/")
 bad = 0
 def report(f, msg):
     global bad
-    if f.startswith(PENDING):
-        print(f"layers: warning: {msg}", file=sys.stderr)
-    else:
-        print(f"layers: {msg}", file=sys.stderr)
-        bad += 1
+    print(f"layers: {msg}", file=sys.stderr)
+    bad += 1
 
 for f in named:
     with open(f, encoding="utf-8") as fh:

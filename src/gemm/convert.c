@@ -28,9 +28,12 @@ static inline float bits_f32(uint32_t u)
 size_t agmm_dtype_size(agmm_dtype_t dtype)
 {
     switch (dtype) {
-    case AGMM_DTYPE_FP16: return 2;
-    case AGMM_DTYPE_BF16: return 2;
-    case AGMM_DTYPE_FP32: return 4;
+    case AGMM_DTYPE_FP16:
+        return 2;
+    case AGMM_DTYPE_BF16:
+        return 2;
+    case AGMM_DTYPE_FP32:
+        return 4;
     }
     return 0;
 }
@@ -38,9 +41,12 @@ size_t agmm_dtype_size(agmm_dtype_t dtype)
 const char *agmm_dtype_name(agmm_dtype_t dtype)
 {
     switch (dtype) {
-    case AGMM_DTYPE_FP16: return "fp16";
-    case AGMM_DTYPE_BF16: return "bf16";
-    case AGMM_DTYPE_FP32: return "fp32";
+    case AGMM_DTYPE_FP16:
+        return "fp16";
+    case AGMM_DTYPE_BF16:
+        return "bf16";
+    case AGMM_DTYPE_FP32:
+        return "fp32";
     }
     return "invalid";
 }
@@ -75,33 +81,29 @@ uint16_t agmm_f32_to_fp16(float f)
     x &= 0x7fffffffu;
 
     if (x >= 0x7f800000u) {
-        if (x == 0x7f800000u)
-            return sign | 0x7c00u;
+        if (x == 0x7f800000u) return sign | 0x7c00u;
         /* NaN: keep the top 10 payload bits and force the quiet bit, so a
          * NaN whose payload lives only in the low 13 bits stays a NaN. */
         return (uint16_t)(sign | 0x7e00u | ((x >> 13) & 0x3ffu));
     }
     /* 65520 = 0x477ff000 is exactly halfway between the largest half
      * (65504) and 65536; ties go to even, i.e. up, i.e. to infinity. */
-    if (x >= 0x477ff000u)
-        return sign | 0x7c00u;
+    if (x >= 0x477ff000u) return sign | 0x7c00u;
 
     if (x < 0x38800000u) {
         /* Below 2^-14: the result is a half subnormal (or zero), counted in
          * units of 2^-24. Anything up to and including 2^-25 (exactly half
          * a unit, tie to the even 0) becomes zero. */
-        if (x <= 0x33000000u)
-            return sign;
-        uint32_t e = x >> 23;                 /* 102..112 */
+        if (x <= 0x33000000u) return sign;
+        uint32_t e = x >> 23; /* 102..112 */
         uint32_t m = (x & 0x7fffffu) | 0x800000u;
-        uint32_t shift = 126u - e;            /* 14..24 */
+        uint32_t shift = 126u - e; /* 14..24 */
         uint32_t r = m >> shift;
         uint32_t rem = m & ((1u << shift) - 1u);
         uint32_t half = 1u << (shift - 1u);
         /* Round to nearest, ties to even. Rounding 0x3ff up gives 0x400,
          * the smallest normal, which is the right encoding. */
-        if (rem > half || (rem == half && (r & 1u)))
-            r++;
+        if (rem > half || (rem == half && (r & 1u))) r++;
         return (uint16_t)(sign | r);
     }
 
@@ -158,8 +160,7 @@ void agmm_convert_to_f32_scalar(agmm_dtype_t dt, const void *src, float *dst,
         break;
     }
     case AGMM_DTYPE_FP32:
-        if (n)
-            memcpy(dst, src, n * sizeof(float));
+        if (n) memcpy(dst, src, n * sizeof(float));
         break;
     }
 }
@@ -182,8 +183,7 @@ void agmm_convert_from_f32(agmm_dtype_t dt, const float *src, void *dst,
         break;
     }
     case AGMM_DTYPE_FP32:
-        if (n)
-            memcpy(dst, src, n * sizeof(float));
+        if (n) memcpy(dst, src, n * sizeof(float));
         break;
     }
 }
@@ -194,13 +194,14 @@ void agmm_convert_from_f32(agmm_dtype_t dt, const float *src, void *dst,
  * zero-padded stack buffer, so vector and scalar paths can be compared on
  * every element. */
 
-__attribute__((target("avx2,f16c")))
-static void fp16_to_f32_avx2(const uint16_t *s, float *d, size_t n)
+__attribute__((target("avx2,f16c"))) static void
+fp16_to_f32_avx2(const uint16_t *s, float *d, size_t n)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m128i h0 = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-        __m128i h1 = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 8));
+        __m128i h1 =
+            _mm_loadu_si128((const __m128i *)(const void *)(s + i + 8));
         _mm256_storeu_ps(d + i, _mm256_cvtph_ps(h0));
         _mm256_storeu_ps(d + i + 8, _mm256_cvtph_ps(h1));
     }
@@ -218,8 +219,8 @@ static void fp16_to_f32_avx2(const uint16_t *s, float *d, size_t n)
     }
 }
 
-__attribute__((target("avx2,f16c")))
-static void bf16_to_f32_avx2(const uint16_t *s, float *d, size_t n)
+__attribute__((target("avx2,f16c"))) static void
+bf16_to_f32_avx2(const uint16_t *s, float *d, size_t n)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -285,8 +286,7 @@ const char *agmm_convert_path(void)
     return get_path() == PATH_AVX2_F16C ? "avx2+f16c" : "scalar";
 }
 
-void agmm_convert_to_f32(agmm_dtype_t dt, const void *src, float *dst,
-                         size_t n)
+void agmm_convert_to_f32(agmm_dtype_t dt, const void *src, float *dst, size_t n)
 {
 #if defined(__x86_64__)
     if (get_path() == PATH_AVX2_F16C) {

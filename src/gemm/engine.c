@@ -1,10 +1,14 @@
-/* The engine registry: which engines are built, and the process-wide count
+/* The engine registry: which engines are built, the process-wide count
  * of engine primitives created (the "nothing is created in a round"
- * check of tests/test_gemm_engine.c and agmm_plan_gemm_info). */
+ * check of tests/unit/test_gemm_engine.c and agmm_plan_gemm_info), and what
+ * every engine shares of the attributes: their names, their initialiser
+ * and the checks of shape, attr and share. */
 #include "gemm/engine.h"
 
 #include <stdatomic.h>
+#include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 
 /* Bumped by prepare() on the plan owner's thread, read by anyone: its own
@@ -60,4 +64,71 @@ const char *agmm_gemm_engine_name(agmm_gemm_engine_kind_t kind)
 int agmm_gemm_engine_available(agmm_gemm_engine_kind_t kind)
 {
     return agmm_gemm_engine_get(kind) != NULL;
+}
+
+const char *agmm_gemm_act_name(agmm_gemm_act_t act)
+{
+    switch (act) {
+    case AGMM_GEMM_ACT_NONE:
+        return "none";
+    case AGMM_GEMM_ACT_RELU:
+        return "relu";
+    case AGMM_GEMM_ACT_GELU_TANH:
+        return "gelu-tanh";
+    case AGMM_GEMM_ACT_GELU_ERF:
+        return "gelu-erf";
+    case AGMM_GEMM_ACT_SILU:
+        return "silu";
+    }
+    return "invalid";
+}
+
+void agmm_gemm_attr_init(agmm_gemm_attr_t *attr, agmm_dtype_t a_dtype,
+                         agmm_dtype_t w_dtype)
+{
+    memset(attr, 0, sizeof *attr);
+    attr->a_dtype = a_dtype;
+    attr->w_dtype = w_dtype;
+    attr->c_dtype = AGMM_DTYPE_FP32;
+}
+
+agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
+                              const agmm_gemm_attr_t *a,
+                              const agmm_gemm_shape_t *ss,
+                              const agmm_gemm_attr_t *sa)
+{
+    if (!s || !a)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "gemm: %s: NULL shape or attr",
+                          engine);
+    if (!agmm_dtype_size(a->a_dtype) || !agmm_dtype_size(a->w_dtype) ||
+        !agmm_dtype_size(a->c_dtype))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: %s: a_dtype %d, w_dtype %d or c_dtype %d is "
+                          "not a dtype",
+                          engine, (int)a->a_dtype, (int)a->w_dtype,
+                          (int)a->c_dtype);
+    if (a->a_dtype != AGMM_DTYPE_FP32 && a->a_dtype != a->w_dtype)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: %s: a_dtype %s must be fp32 or w_dtype (%s)",
+                          engine, agmm_dtype_name(a->a_dtype),
+                          agmm_dtype_name(a->w_dtype));
+    if (!strcmp(agmm_gemm_act_name(a->act), "invalid"))
+        return agmm_error(AGMM_ERR_INVALID_ARG, "gemm: %s: act %d is not valid",
+                          engine, (int)a->act);
+    if (s->k < 1 || s->ncols < 1 || s->ldw < s->ncols || s->lda < s->k ||
+        s->ldc < s->ncols || s->nrows < 0 || (s->nrows > 0 && !s->rows))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: %s: bad shape (k %lld, ncols %lld, ldw %lld, "
+                          "lda %lld, ldc %lld)",
+                          engine, (long long)s->k, (long long)s->ncols,
+                          (long long)s->ldw, (long long)s->lda,
+                          (long long)s->ldc);
+    if (ss && (ss->k != s->k || ss->ncols != s->ncols || ss->ldw != s->ldw ||
+               sa->w_dtype != a->w_dtype || sa->a_dtype != a->a_dtype ||
+               !sa->bias != !a->bias || !sa->w_scale != !a->w_scale))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: %s: share: the shared prep's k, ncols, ldw, "
+                          "dtypes, bias or w_scale differ",
+                          engine);
+    return AGMM_OK;
 }

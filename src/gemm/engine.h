@@ -1,28 +1,38 @@
 /*
  * GEMM engines: the interface the schedules call for their tile GEMMs, the
- * way the transport has its ops table (transport.h).
+ * way the transport has its ops table (transport.h), and the attributes a
+ * call can carry (agmm_gemm_attr_t: accumulate, bias, activation, C dtype,
+ * per-row / per-column scales), fixed when the weight is prepared.
  *
- * An engine multiplies row tiles of A (rows x k, in the engine's input
- * dtype, row stride lda) by a weight it prepared once, writing fp32 C rows
- * (row stride ldc) at any row offset. The weight is prepared per column
+ * An engine multiplies row tiles of A (rows x k, in attr.a_dtype, row
+ * stride lda) by a weight it prepared once, writing C rows (attr.c_dtype,
+ * row stride ldc) at any row offset. The weight is prepared per column
  * range: each GEMM worker owns a contiguous range of columns, and an
  * engine's blocked layout cannot be sliced portably, so the plan prepares
- * one weight per column group (ops/common/gemm_plan.c).
+ * one weight per column group (ops/common/gemm_plan.c). A second prep of
+ * the same weight with other attributes shares it (prepare's `share`).
  *
  * Life of a prepared weight (all but run on one thread, the plan's owner):
+ *   estimate the bytes prepare will take (weight, per-worker scratch);
  *   prepare  once per plan: allocates the weight in the engine's layout and
  *            creates everything a run needs for each row count the
  *            schedules will use (oneDNN: one primitive per row count);
- *   load     once per agmm_plan_set_weight: the weight's values, converted
- *            / reordered into the prepared layout (creates nothing);
+ *   load     once per agmm_plan_set_weight: the weight's values (and bias,
+ *            scales), converted / reordered into the prepared layout
+ *            (creates nothing);
  *   run      from any number of threads at once, each with its own scratch
  *            (scratch_bytes); never creates a primitive for a row count
  *            given to prepare;
  *   destroy.
  * Errors are logged once, where they are detected (agmm_error).
  *
- * Engines (one file each): gemm_onednn.c (when built with AGMM_ONEDNN),
- * gemm_openblas.c. The reference GEMM (check/gemm_ref.c) is independent of them.
+ * Engines: gemm_onednn.c + gemm_onednn_pd.c (when built with AGMM_ONEDNN),
+ * gemm_openblas.c (with epilogue.c for the attributes). The test oracles
+ * are apart from them: check/gemm_ref.c is plain double-accumulating
+ * loops; check/reference.c (agmm_reference, the all-gather-GEMM oracle of
+ * `agmm run` and the tests) shares one thing with the OpenBLAS engine, the
+ * CBLAS sgemm (agmm_gemm_f32), called once on the whole fp32-converted
+ * problem: no tiles, no column ranges, no attributes, no engine code.
  */
 #ifndef AGMM_GEMM_ENGINE_H
 #define AGMM_GEMM_ENGINE_H
@@ -34,13 +44,58 @@
 
 typedef struct agmm_gemm_prep agmm_gemm_prep_t; /* engine-specific */
 
-/* What a prepared weight serves. */
+/* The activation applied after the bias (and after the accumulate). */
+typedef enum agmm_gemm_act {
+    AGMM_GEMM_ACT_NONE = 0,
+    AGMM_GEMM_ACT_RELU,
+    AGMM_GEMM_ACT_GELU_TANH,
+    AGMM_GEMM_ACT_GELU_ERF,
+    AGMM_GEMM_ACT_SILU,
+} agmm_gemm_act_t;
+/* "none", "relu", "gelu-tanh", "gelu-erf", "silu" ("invalid" otherwise). */
+const char *agmm_gemm_act_name(agmm_gemm_act_t act);
+
+/* What a call computes beyond A @ W, fixed at prepare:
+ *   C[i,j] = act( a_scale[i] * w_scale[j] * sum_k A[i,k] W[k,j] + bias[j]
+ *                 + (accumulate ? C_old[i,j] : 0) )
+ * A zero-initialised struct with a_dtype = w_dtype = FP32
+ * (agmm_gemm_attr_init(&a, dt_a, dt_w)) is the plain overwrite in fp32 out. */
+typedef struct agmm_gemm_attr {
+    int accumulate; /* 1: C += (beta 1). Must add the finished fp32 product to
+                       C_old once (one fp32 rounding of C_old + acc), so
+                       fixed-order sums keep their bits; an engine whose beta
+                       would add C_old inside the k loop (OpenBLAS's K panels)
+                       computes into its scratch and adds. */
+    int bias;       /* 1: + a per-column fp32 bias, given to load */
+    agmm_gemm_act_t act;
+    agmm_dtype_t a_dtype; /* A as run() receives it (the compute dtype: fp32, or
+                             = w_dtype) */
+    agmm_dtype_t w_dtype; /* W as load() receives it (converted at load when
+                             a_dtype differs) */
+    agmm_dtype_t c_dtype; /* C: FP32 (0 is FP16 in agmm_dtype_t, so
+                             agmm_gemm_attr_init sets FP32), BF16, FP16 */
+    int a_scale;          /* 1: per-row fp32 scales of A, given to run */
+    int w_scale;          /* 1: per-column fp32 scales of W, given to load */
+} agmm_gemm_attr_t;
+/* Zero everything, then the two dtypes and c_dtype = FP32. */
+void agmm_gemm_attr_init(agmm_gemm_attr_t *attr, agmm_dtype_t a_dtype,
+                         agmm_dtype_t w_dtype);
+
+/* The weight and what comes with it, for load. */
+typedef struct agmm_gemm_operand {
+    const void *w;     /* row 0, first column of the range, in attr.w_dtype, row
+                          stride shape.ldw */
+    const float *bias; /* [ncols] when attr.bias, else NULL */
+    const float *w_scale; /* [ncols] when attr.w_scale, else NULL */
+} agmm_gemm_operand_t;
+
+/* What a prepared weight serves (the dtypes are in the attr). */
 typedef struct agmm_gemm_shape {
-    agmm_dtype_t dtype;  /* of A and W as the user gives them */
     int64_t k;           /* inner dimension */
     int64_t ncols;       /* columns of this range */
     int64_t ldw;         /* row stride of the weight given to load */
-    int64_t lda, ldc;    /* row strides of every run's A and C */
+    int64_t lda;         /* row stride of every run's A (elements of a_dtype) */
+    int64_t ldc;         /* row stride of every run's C (elements of c_dtype) */
     const int64_t *rows; /* the row counts runs will use (duplicates ok) */
     int nrows;
 } agmm_gemm_shape_t;
@@ -53,24 +108,56 @@ typedef struct agmm_gemm_engine {
      * computes tiles one by one as they arrive. */
     int cheap_tile_calls;
     const char *(*version)(void);
-    /* The dtype run() takes for user dtype dt: dt itself, or FP32 when the
-     * caller converts the tile first (convert.c). */
+    /* The A dtype the engine reads natively for user dtype dt: dt itself,
+     * or FP32 when the caller converts the tile first (convert.c). */
     agmm_dtype_t (*input_dtype)(agmm_dtype_t dt);
-    /* Bytes a prepared weight of k x ncols holds (for the plan's estimate). */
-    uint64_t (*weight_bytes)(agmm_dtype_t dt, int64_t k, int64_t ncols);
+    /* What a prepared weight and each worker's scratch will take, exactly
+     * what prepare then allocates (the plan's memory booking reads it; a
+     * test checks estimate == actual): oneDNN builds the same primitive
+     * descriptors prepare builds (no primitives) and queries the weight md
+     * size and the largest scratchpad; OpenBLAS: k*ncols*4, and the scratch
+     * the accumulate / c_dtype passes need. Both count the fp32 bias and
+     * w_scale copies (ncols*4 each) as weight bytes. share != 0: no weight
+     * bytes (see prepare). Refuses what prepare refuses. */
+    agmm_status_t (*estimate)(const agmm_gemm_shape_t *shape,
+                              const agmm_gemm_attr_t *attr, int share,
+                              uint64_t *weight_bytes, uint64_t *scratch_bytes);
+    /* share: NULL, or a prep of the same k/ncols/ldw/w_dtype/bias/w_scale
+     * (and a_dtype: the prepared layout is the compute dtype's) whose
+     * prepared weight (and bias, scales) this one uses instead of owning
+     * one: e.g. the same W with accumulate on. load on such a prep is
+     * refused (AGMM_ERR_BAD_STATE); loading `share` updates both; `share`
+     * must outlive it. An attribute the engine cannot do is refused with
+     * AGMM_ERR_UNSUPPORTED and a message naming it
+     * ("gemm: openblas: c_dtype fp16 ..."), never computed otherwise. */
     agmm_status_t (*prepare)(const agmm_gemm_shape_t *shape,
+                             const agmm_gemm_attr_t *attr,
+                             const agmm_gemm_prep_t *share,
                              agmm_gemm_prep_t **out);
-    /* w: row 0, first column of the range, in shape->dtype, stride ldw. */
-    agmm_status_t (*load)(agmm_gemm_prep_t *prep, const void *w);
-    /* C[m, ncols] = A[m, k] @ W. a in input_dtype(dtype); scratch: at least
-     * scratch_bytes(prep) bytes of this thread's own (NULL when 0). */
+    agmm_status_t (*load)(agmm_gemm_prep_t *prep, const agmm_gemm_operand_t *w);
+    /* C = ... (the attr's formula) for m rows. a in attr.a_dtype (stride
+     * lda); a_scale [m] when attr.a_scale, else NULL; c in attr.c_dtype
+     * (stride ldc); scratch: scratch_bytes(prep) bytes of this thread's own
+     * (NULL when 0). */
     agmm_status_t (*run)(agmm_gemm_prep_t *prep, int64_t m, const void *a,
-                         float *c, void *scratch);
+                         const float *a_scale, void *c, void *scratch);
     size_t (*scratch_bytes)(const agmm_gemm_prep_t *prep);
+    /* Bytes of weight memory this prep owns (0 for a prep made with
+     * share): what estimate said. */
+    uint64_t (*weight_bytes)(const agmm_gemm_prep_t *prep);
     /* The implementation it picked, e.g. "brg:avx512_core_bf16". */
     const char *(*impl)(const agmm_gemm_prep_t *prep);
     void (*destroy)(agmm_gemm_prep_t *prep);
 } agmm_gemm_engine_t;
+
+/* For engines: the checks every engine makes of shape and attr (dtypes
+ * valid, a_dtype FP32 or w_dtype, act valid, positive sizes, strides),
+ * and of share against them. Logs "gemm: <engine>: ..." once and returns
+ * the status; AGMM_OK when fine. */
+agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
+                              const agmm_gemm_attr_t *attr,
+                              const agmm_gemm_shape_t *share_shape,
+                              const agmm_gemm_attr_t *share_attr);
 
 /* The engine of `kind` (AUTO: oneDNN when built, else OpenBLAS), or NULL
  * when it is not built in. */

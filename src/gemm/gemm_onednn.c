@@ -1,5 +1,8 @@
 /* The oneDNN engine (engine.h): oneDNN's matmul primitive on a weight
  * reordered once into the layout the primitive asks for (format_tag any).
+ * This file holds its entry points (prepare, load, run, destroy, the
+ * table) and the primitives; gemm_onednn_pd.c builds the descriptors with
+ * the attributes, the sizes estimate reports, and says what is refused.
  *
  * dtypes: bf16 tiles and weights are used as bf16 (bf16 x bf16 -> f32,
  * AVX512_BF16 / AMX where the CPU has them), fp32 as fp32. fp16 likewise
@@ -16,8 +19,14 @@
  * under a lock, and counted like every creation (the tests assert the count
  * stays constant across rounds of the plan's rows), while fewer than
  * ON_DEMAND exist; beyond, such a call is split into powers of two, made
- * on demand in the POW2 slots kept for them (popcount(m) calls). A plan thus creates at most MAX_PRIMS
- * primitives per prepared weight in its life, whatever its rounds' rows.
+ * on demand in the POW2 slots kept for them (popcount(m) calls). A plan thus
+ * creates at most MAX_PRIMS primitives per prepared weight in its life,
+ * whatever its rounds' rows.
+ *
+ * Attributes (engine.h): mapped onto oneDNN's in gemm_onednn_pd.c, which
+ * also says what is refused. A prep made with `share` forces the base's
+ * weight layout on its primitives and runs on the base's weight, bias and
+ * scale memories.
  *
  * Threads: every call runs on its calling thread only. Debian's oneDNN
  * runs on OpenMP (libgomp), whose thread count is an ICV of each thread:
@@ -31,7 +40,6 @@
  * memory objects (made per call: small host objects, no primitive).
  */
 #include <dnnl.h>
-#include <dnnl_debug.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -41,11 +49,8 @@
 #include "common/util.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
-
-/* libgomp's, linked explicitly (CMakeLists.txt): declared here so agmm
- * needs no -fopenmp (clang's would bring another OpenMP runtime). */
-extern void omp_set_num_threads(int n);
-extern int omp_get_max_threads(void);
+#include "gemm/epilogue.h"
+#include "gemm/gemm_onednn_pd.h"
 
 enum { ON_DEMAND = 64, POW2 = 32, MAX_PRIMS = ON_DEMAND + POW2 };
 
@@ -55,14 +60,23 @@ typedef struct {
 } prim_entry_t;
 
 struct agmm_gemm_prep {
-    agmm_gemm_shape_t shape; /* rows/nrows not kept */
-    dnnl_data_type_t dt;     /* compute dtype of A and W: bf16 or f32 */
-    dnnl_memory_desc_t w_md; /* the prepared weight's layout */
-    dnnl_memory_t w_mem;     /* owns the prepared weight */
+    agmm_dn_cfg_t cfg;
+    const agmm_gemm_prep_t *base; /* the share given to prepare, or NULL */
+    dnnl_memory_desc_t w_md;      /* the prepared weight's layout */
+    dnnl_memory_t w_mem; /* the prepared weight (the base's with share) */
+    dnnl_memory_t bias_mem, scale_mem; /* when the attr has them (same) */
     dnnl_memory_desc_t wsrc_md;
-    dnnl_primitive_t reorder; /* user layout (wsrc_md) -> w_md */
+    dnnl_primitive_t reorder; /* user layout (wsrc_md) -> w_md; owner only */
+    uint64_t owned;           /* weight bytes owned (0 with a base) */
     size_t scratch;           /* max scratchpad bytes over the primitives */
-    size_t scratch_given;     /* what prepare told the caller to provide */
+    size_t scratch_given;     /* scratchpad bytes prepare told the caller of */
+    /* accumulate with ldc > ncols: C's rows go through a dense buffer of
+     * `mmax` rows after the scratchpad (dense_bytes; agmm_dn_use_dense,
+     * dn_run); ldc and act are the caller's. */
+    int dense;
+    agmm_gemm_act_t act;
+    int64_t mmax, ldc;
+    size_t dense_bytes;
     char impl[128];
     /* Runs read prims[0, count) (acquire); additions append under `lock`,
      * then publish the count (release). */
@@ -70,70 +84,6 @@ struct agmm_gemm_prep {
     _Atomic int count;
     prim_entry_t prims[MAX_PRIMS];
 };
-
-static dnnl_engine_t g_engine;
-static dnnl_status_t g_engine_status = dnnl_runtime_error;
-static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;
-
-static int g_f16_native; /* set once by engine_init */
-
-/* Does a 16 x 64 x 64 f16 matmul get an implementation other than the
- * reference one? */
-static int probe_f16(void)
-{
-    dnnl_memory_desc_t a, w, c;
-    dnnl_dims_t ad = {16, 64}, wd = {64, 64};
-    dnnl_matmul_desc_t md;
-    dnnl_primitive_desc_t pd;
-    if (dnnl_memory_desc_init_by_tag(&a, 2, ad, dnnl_f16, dnnl_ab) ||
-        dnnl_memory_desc_init_by_tag(&w, 2, wd, dnnl_f16,
-                                     dnnl_format_tag_any) ||
-        dnnl_memory_desc_init_by_tag(&c, 2, ad, dnnl_f32, dnnl_ab) ||
-        dnnl_matmul_desc_init(&md, &a, &w, NULL, &c) ||
-        dnnl_primitive_desc_create(&pd, &md, NULL, g_engine, NULL))
-        return 0;
-    const char *impl = NULL;
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    int native = impl && strncmp(impl, "ref", 3) != 0;
-    dnnl_primitive_desc_destroy(pd);
-    return native;
-}
-
-static void engine_init(void)
-{
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(1);
-    g_engine_status = dnnl_engine_create(&g_engine, dnnl_cpu, 0);
-    g_f16_native = g_engine_status == dnnl_success && probe_f16();
-    omp_set_num_threads(saved);
-}
-
-static agmm_status_t fail(dnnl_status_t s, const char *what)
-{
-    return agmm_error(s == dnnl_out_of_memory   ? AGMM_ERR_NO_MEMORY
-                      : s == dnnl_unimplemented ? AGMM_ERR_UNSUPPORTED
-                                                : AGMM_ERR_SYSTEM,
-                      "gemm: oneDNN %s failed: %s", what, dnnl_status2str(s));
-}
-#define DN(call, what)                                                         \
-    do {                                                                       \
-        dnnl_status_t s_ = (call);                                             \
-        if (s_ != dnnl_success) return fail(s_, what);                         \
-    } while (0)
-
-/* This thread's OpenMP thread count to 1; returns the previous one for
- * restore_omp(). */
-static int one_omp_thread(void)
-{
-    int saved = omp_get_max_threads();
-    if (saved != 1) omp_set_num_threads(1);
-    return saved;
-}
-
-static void restore_omp(int saved)
-{
-    if (saved != 1) omp_set_num_threads(saved);
-}
 
 static const char *dn_version(void)
 {
@@ -148,52 +98,7 @@ static const char *dn_version(void)
 static agmm_dtype_t dn_input_dtype(agmm_dtype_t dt)
 {
     if (dt != AGMM_DTYPE_FP16) return dt;
-    pthread_once(&g_engine_once, engine_init);
-    return g_f16_native ? dt : AGMM_DTYPE_FP32;
-}
-
-static uint64_t dn_weight_bytes(agmm_dtype_t dt, int64_t k, int64_t ncols)
-{
-    /* Blocked layouts pad columns to their block (<= 64) and bf16 rows to
-     * pairs. */
-    int half = dn_input_dtype(dt) != AGMM_DTYPE_FP32;
-    uint64_t kk = (uint64_t)k + (half ? (uint64_t)k % 2 : 0);
-    uint64_t nn = ((uint64_t)ncols + 63) / 64 * 64;
-    return kk * nn * (half ? 2u : 4u);
-}
-
-/* The matmul of m rows; weights `wmd`, or NULL for the layout oneDNN
- * prefers. */
-static agmm_status_t make_pd(const agmm_gemm_prep_t *p, int64_t m,
-                             const dnnl_memory_desc_t *wmd,
-                             dnnl_primitive_desc_t *pd)
-{
-    const agmm_gemm_shape_t *s = &p->shape;
-    dnnl_memory_desc_t a_md, w_md, c_md;
-    dnnl_dims_t a_dims = {m, s->k}, a_str = {s->lda, 1};
-    dnnl_dims_t w_dims = {s->k, s->ncols};
-    dnnl_dims_t c_dims = {m, s->ncols}, c_str = {s->ldc, 1};
-    DN(dnnl_memory_desc_init_by_strides(&a_md, 2, a_dims, p->dt, a_str),
-       "A desc");
-    DN(dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims, dnnl_f32, c_str),
-       "C desc");
-    if (wmd)
-        w_md = *wmd;
-    else
-        DN(dnnl_memory_desc_init_by_tag(&w_md, 2, w_dims, p->dt,
-                                        dnnl_format_tag_any),
-           "W desc");
-    dnnl_matmul_desc_t md;
-    DN(dnnl_matmul_desc_init(&md, &a_md, &w_md, NULL, &c_md), "matmul desc");
-    dnnl_primitive_attr_t attr;
-    DN(dnnl_primitive_attr_create(&attr), "attr");
-    dnnl_status_t st = dnnl_primitive_attr_set_scratchpad_mode(
-        attr, dnnl_scratchpad_mode_user);
-    if (st == dnnl_success)
-        st = dnnl_primitive_desc_create(pd, &md, attr, g_engine, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    if (st != dnnl_success) return fail(st, "matmul primitive descriptor");
-    return AGMM_OK;
+    return agmm_dn_f16_native() ? dt : AGMM_DTYPE_FP32;
 }
 
 /* Create the primitive for m rows on the prepared weight layout and add it
@@ -204,20 +109,11 @@ static agmm_status_t add_prim(agmm_gemm_prep_t *p, int64_t m)
     if (n == MAX_PRIMS)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "gemm: oneDNN: more than %d row counts", MAX_PRIMS);
-    int saved = one_omp_thread();
+    int saved = agmm_dn_one_omp_thread();
     dnnl_primitive_desc_t pd;
-    agmm_status_t st = make_pd(p, m, NULL, &pd);
-    if (st == AGMM_OK &&
-        !dnnl_memory_desc_equal(
-            dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
-            &p->w_md)) {
-        dnnl_primitive_desc_destroy(pd);
-        st = make_pd(p, m, &p->w_md, &pd);
-    }
+    agmm_status_t st = agmm_dn_matmul_pd(&p->cfg, m, &p->w_md, &pd);
     if (st == AGMM_OK) {
-        const dnnl_memory_desc_t *sp =
-            dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-        size_t bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
+        size_t bytes = agmm_dn_pd_scratch(pd);
         if (bytes > p->scratch) p->scratch = bytes;
         if (n == 0) {
             const char *impl = NULL;
@@ -226,9 +122,9 @@ static agmm_status_t add_prim(agmm_gemm_prep_t *p, int64_t m)
         }
         dnnl_status_t s = dnnl_primitive_create(&p->prims[n].prim, pd);
         dnnl_primitive_desc_destroy(pd);
-        if (s != dnnl_success) st = fail(s, "matmul primitive");
+        if (s != dnnl_success) st = agmm_dn_fail(s, "matmul primitive");
     }
-    restore_omp(saved);
+    agmm_dn_restore_omp(saved);
     if (st != AGMM_OK) return st;
     agmm_gemm_engine_count_creation();
     p->prims[n].m = m;
@@ -242,85 +138,94 @@ static void dn_destroy(agmm_gemm_prep_t *p)
     int n = atomic_load_explicit(&p->count, memory_order_acquire);
     for (int i = 0; i < n; i++)
         dnnl_primitive_destroy(p->prims[i].prim);
-    if (p->reorder) dnnl_primitive_destroy(p->reorder);
-    if (p->w_mem) dnnl_memory_destroy(p->w_mem);
+    if (!p->base) {
+        if (p->reorder) dnnl_primitive_destroy(p->reorder);
+        if (p->w_mem) dnnl_memory_destroy(p->w_mem);
+        if (p->bias_mem) dnnl_memory_destroy(p->bias_mem);
+        if (p->scale_mem) dnnl_memory_destroy(p->scale_mem);
+    }
     pthread_mutex_destroy(&p->lock);
     agmm_free(p);
 }
 
-/* The weight layout: what oneDNN picks for the largest row count. */
-static agmm_status_t choose_layout(agmm_gemm_prep_t *p, int64_t m)
-{
-    int saved = one_omp_thread();
-    dnnl_primitive_desc_t pd;
-    agmm_status_t st = make_pd(p, m, NULL, &pd);
-    restore_omp(saved);
-    if (st != AGMM_OK) return st;
-    p->w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    dnnl_primitive_desc_destroy(pd);
-    return AGMM_OK;
-}
-
-/* The prepared weight and the reorder into it from the user's layout
- * (fp16 comes through an fp32 copy: see dn_load). */
+/* The prepared weight (with the bias and scale memories) and the reorder
+ * into it from the user's layout (a w_dtype other than the compute dtype
+ * comes through a dense fp32 copy: see dn_load). */
 static agmm_status_t make_weight(agmm_gemm_prep_t *p)
 {
-    const agmm_gemm_shape_t *s = &p->shape;
-    DN(dnnl_memory_create(&p->w_mem, &p->w_md, g_engine, DNNL_MEMORY_ALLOCATE),
+    const agmm_gemm_shape_t *s = &p->cfg.shape;
+    dnnl_engine_t eng = agmm_dn_engine();
+    DN(dnnl_memory_create(&p->w_mem, &p->w_md, eng, DNNL_MEMORY_ALLOCATE),
        "weight memory");
+    dnnl_memory_desc_t vmd;
+    if (p->cfg.attr.bias) {
+        AGMM_CHECK(agmm_dn_vec_md(&p->cfg, 1, &vmd));
+        DN(dnnl_memory_create(&p->bias_mem, &vmd, eng, DNNL_MEMORY_ALLOCATE),
+           "bias memory");
+    }
+    if (p->cfg.attr.w_scale) {
+        AGMM_CHECK(agmm_dn_vec_md(&p->cfg, 0, &vmd));
+        DN(dnnl_memory_create(&p->scale_mem, &vmd, eng, DNNL_MEMORY_ALLOCATE),
+           "scale memory");
+    }
+    p->owned = dnnl_memory_desc_get_size(&p->w_md) + agmm_dn_vec_bytes(&p->cfg);
     dnnl_dims_t dims = {s->k, s->ncols};
-    /* Converted fp16 comes from a dense fp32 copy (dn_load). */
-    int conv = s->dtype == AGMM_DTYPE_FP16 && p->dt == dnnl_f32;
+    int conv = p->cfg.attr.w_dtype != p->cfg.attr.a_dtype;
     dnnl_dims_t str = {conv ? s->ncols : s->ldw, 1};
-    DN(dnnl_memory_desc_init_by_strides(&p->wsrc_md, 2, dims, p->dt, str),
+    DN(dnnl_memory_desc_init_by_strides(&p->wsrc_md, 2, dims, p->cfg.dt, str),
        "weight source desc");
     dnnl_primitive_desc_t pd;
-    DN(dnnl_reorder_primitive_desc_create(&pd, &p->wsrc_md, g_engine, &p->w_md,
-                                          g_engine, NULL),
+    DN(dnnl_reorder_primitive_desc_create(&pd, &p->wsrc_md, eng, &p->w_md, eng,
+                                          NULL),
        "weight reorder descriptor");
     dnnl_status_t st = dnnl_primitive_create(&p->reorder, pd);
     dnnl_primitive_desc_destroy(pd);
-    if (st != dnnl_success) return fail(st, "weight reorder");
+    if (st != dnnl_success) return agmm_dn_fail(st, "weight reorder");
     agmm_gemm_engine_count_creation();
     return AGMM_OK;
 }
 
 static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
+                                const agmm_gemm_attr_t *a,
+                                const agmm_gemm_prep_t *share,
                                 agmm_gemm_prep_t **out)
 {
-    pthread_once(&g_engine_once, engine_init);
-    if (g_engine_status != dnnl_success)
-        return fail(g_engine_status, "CPU engine");
+    if (share && share->base) share = share->base;
+    agmm_dn_cfg_t cfg;
+    AGMM_CHECK(agmm_dn_config(s, a, share ? &share->cfg.shape : NULL,
+                              share ? &share->cfg.attr : NULL, &cfg));
     if (s->nrows < 1)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: no row counts to prepare");
     agmm_gemm_prep_t *p = agmm_alloc(sizeof *p);
     if (!p) return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
     pthread_mutex_init(&p->lock, NULL);
-    p->shape = *s;
-    p->shape.rows = NULL;
-    p->shape.nrows = 0;
-    p->dt = dn_input_dtype(s->dtype) == AGMM_DTYPE_FP32 ? dnnl_f32
-            : s->dtype == AGMM_DTYPE_BF16               ? dnnl_bf16
-                                                        : dnnl_f16;
-    int64_t mmax = 0;
-    for (int i = 0; i < s->nrows; i++)
-        mmax = AGMM_MAX(mmax, s->rows[i]);
+    p->cfg = cfg;
+    p->ldc = s->ldc;
+    p->act = a->act;
+    p->mmax = agmm_dn_most_rows(s);
+    p->dense = agmm_dn_use_dense(&p->cfg);
+    p->dense_bytes = p->dense ? agmm_dn_dense_size(&p->cfg, p->mmax) : 0;
     /* One thread for everything here too: the weight's allocation zeroes
      * its padding in a parallel region, and the reorder fixes its thread
      * count when created. (A process that ran an OpenMP region with more
      * threads cannot fork ranks safely: libgomp's pool does not survive
      * fork.) */
-    int saved = one_omp_thread();
-    agmm_status_t st = choose_layout(p, mmax);
-    if (st == AGMM_OK) st = make_weight(p);
-    for (int i = 0; i < s->nrows && st == AGMM_OK; i++) {
-        int dup = 0;
-        for (int j = 0; j < i; j++)
-            dup |= s->rows[j] == s->rows[i];
-        if (!dup && s->rows[i] > 0) st = add_prim(p, s->rows[i]);
+    int saved = agmm_dn_one_omp_thread();
+    agmm_status_t st = AGMM_OK;
+    if (share) {
+        p->base = share;
+        p->w_md = share->w_md;
+        p->w_mem = share->w_mem;
+        p->bias_mem = share->bias_mem;
+        p->scale_mem = share->scale_mem;
+    } else {
+        st = agmm_dn_choose_layout(&p->cfg, agmm_dn_most_rows(s), &p->w_md);
+        if (st == AGMM_OK) st = make_weight(p);
     }
-    restore_omp(saved);
+    for (int i = 0; i < s->nrows && st == AGMM_OK; i++)
+        if (!agmm_dn_is_dup(s, i)) st = add_prim(p, s->rows[i]);
+    agmm_dn_restore_omp(saved);
     if (st != AGMM_OK) {
         dn_destroy(p);
         return st;
@@ -330,29 +235,52 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
     return AGMM_OK;
 }
 
-static agmm_status_t dn_load(agmm_gemm_prep_t *p, const void *w)
+/* Copy n floats into a memory object's buffer. */
+static agmm_status_t fill_vec(dnnl_memory_t mem, const float *v, int64_t n)
 {
-    const agmm_gemm_shape_t *s = &p->shape;
+    void *h = NULL;
+    DN(dnnl_memory_get_data_handle(mem, &h), "bias/scale handle");
+    memcpy(h, v, (size_t)n * sizeof(float));
+    return AGMM_OK;
+}
+
+static agmm_status_t dn_load(agmm_gemm_prep_t *p, const agmm_gemm_operand_t *o)
+{
+    const agmm_gemm_shape_t *s = &p->cfg.shape;
+    const agmm_gemm_attr_t *a = &p->cfg.attr;
+    if (p->base)
+        return agmm_error(AGMM_ERR_BAD_STATE,
+                          "gemm: onednn: load on a prep sharing another's "
+                          "weight (load that one)");
+    if (!o || !o->w || (a->bias && !o->bias) || (a->w_scale && !o->w_scale))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: onednn: load: the weight%s is NULL",
+                          a->bias || a->w_scale ? ", bias or w_scale" : "");
+    if (a->bias) AGMM_CHECK(fill_vec(p->bias_mem, o->bias, s->ncols));
+    if (a->w_scale) AGMM_CHECK(fill_vec(p->scale_mem, o->w_scale, s->ncols));
+    const void *w = o->w;
     float *w32 = NULL;
-    if (s->dtype == AGMM_DTYPE_FP16 && p->dt == dnnl_f32) {
+    if (a->w_dtype != a->a_dtype) {
         /* to fp32 first, then reordered */
         w32 = agmm_alloc((size_t)s->k * (size_t)s->ncols * sizeof(float));
         if (!w32)
             return agmm_error(AGMM_ERR_NO_MEMORY,
                               "gemm: out of memory converting the weight");
+        size_t es = agmm_dtype_size(a->w_dtype);
         for (int64_t r = 0; r < s->k; r++)
-            agmm_convert_to_f32(s->dtype,
-                                (const uint16_t *)w + (size_t)(r * s->ldw),
+            agmm_convert_to_f32(a->w_dtype,
+                                (const unsigned char *)w +
+                                    (size_t)(r * s->ldw) * es,
                                 w32 + (size_t)(r * s->ncols), (size_t)s->ncols);
         w = w32;
     }
-    int saved = one_omp_thread();
+    int saved = agmm_dn_one_omp_thread();
+    dnnl_engine_t eng = agmm_dn_engine();
     dnnl_memory_t src = NULL;
     dnnl_stream_t stream = NULL;
-    dnnl_status_t st =
-        dnnl_memory_create(&src, &p->wsrc_md, g_engine, (void *)w);
+    dnnl_status_t st = dnnl_memory_create(&src, &p->wsrc_md, eng, (void *)w);
     if (st == dnnl_success)
-        st = dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags);
+        st = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags);
     if (st == dnnl_success) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src},
                                    {DNNL_ARG_TO, p->w_mem}};
@@ -361,11 +289,10 @@ static agmm_status_t dn_load(agmm_gemm_prep_t *p, const void *w)
     if (st == dnnl_success) st = dnnl_stream_wait(stream);
     if (stream) dnnl_stream_destroy(stream);
     if (src) dnnl_memory_destroy(src);
-    restore_omp(saved);
+    agmm_dn_restore_omp(saved);
     agmm_free(w32);
-    return st == dnnl_success ? AGMM_OK : fail(st, "weight reorder");
+    return st == dnnl_success ? AGMM_OK : agmm_dn_fail(st, "weight reorder");
 }
-
 static dnnl_primitive_t find_prim(agmm_gemm_prep_t *p, int64_t m)
 {
     int n = atomic_load_explicit(&p->count, memory_order_acquire);
@@ -384,40 +311,46 @@ static int scratch_fits(const agmm_gemm_prep_t *p, dnnl_primitive_t prim)
 }
 
 static agmm_status_t run_prim(agmm_gemm_prep_t *p, dnnl_primitive_t prim,
-                              const void *a, float *c, void *scratch)
+                              const void *a, void *c, void *scratch)
 {
     const_dnnl_primitive_desc_t pd;
     DN(dnnl_primitive_get_primitive_desc(prim, &pd), "primitive query");
+    dnnl_engine_t eng = agmm_dn_engine();
     const dnnl_memory_desc_t *sp_md =
         dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    int saved = one_omp_thread();
+    int saved = agmm_dn_one_omp_thread();
     dnnl_memory_t am = NULL, cm = NULL, sm = NULL;
     dnnl_stream_t stream = NULL;
     dnnl_status_t st = dnnl_memory_create(
-        &am, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), g_engine,
+        &am, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), eng,
         (void *)a);
     if (st == dnnl_success)
         st = dnnl_memory_create(
-            &cm, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0),
-            g_engine, c);
+            &cm, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), eng,
+            c);
+    if (st == dnnl_success) st = dnnl_memory_create(&sm, sp_md, eng, scratch);
     if (st == dnnl_success)
-        st = dnnl_memory_create(&sm, sp_md, g_engine, scratch);
-    if (st == dnnl_success)
-        st = dnnl_stream_create(&stream, g_engine, dnnl_stream_default_flags);
+        st = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags);
     if (st == dnnl_success) {
-        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, am},
+        dnnl_exec_arg_t args[6] = {{DNNL_ARG_SRC, am},
                                    {DNNL_ARG_WEIGHTS, p->w_mem},
                                    {DNNL_ARG_DST, cm},
                                    {DNNL_ARG_SCRATCHPAD, sm}};
-        st = dnnl_primitive_execute(prim, stream, 4, args);
+        int n = 4;
+        if (p->bias_mem)
+            args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->bias_mem};
+        if (p->scale_mem)
+            args[n++] =
+                (dnnl_exec_arg_t){DNNL_ARG_ATTR_OUTPUT_SCALES, p->scale_mem};
+        st = dnnl_primitive_execute(prim, stream, n, args);
     }
     if (st == dnnl_success) st = dnnl_stream_wait(stream);
     if (stream) dnnl_stream_destroy(stream);
     if (sm) dnnl_memory_destroy(sm);
     if (cm) dnnl_memory_destroy(cm);
     if (am) dnnl_memory_destroy(am);
-    restore_omp(saved);
-    return st == dnnl_success ? AGMM_OK : fail(st, "matmul");
+    agmm_dn_restore_omp(saved);
+    return st == dnnl_success ? AGMM_OK : agmm_dn_fail(st, "matmul");
 }
 
 /* The primitive for m rows: found, or made now (under the lock, counted)
@@ -440,8 +373,9 @@ static agmm_status_t get_prim(agmm_gemm_prep_t *p, int64_t m, int limit,
     return st;
 }
 
-static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
-                            float *c, void *scratch)
+/* m rows into c with the primitives' ldc. */
+static agmm_status_t run_rows(agmm_gemm_prep_t *p, int64_t m, const void *a,
+                              void *c, void *scratch)
 {
     if (m <= 0) return AGMM_OK;
     dnnl_primitive_t prim;
@@ -449,26 +383,74 @@ static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     if (prim) return run_prim(p, prim, a, c, scratch);
     /* Split (see MAX_PRIMS): by powers of two, each made once, in the
      * slots kept for them. */
-    size_t a_row = (size_t)p->shape.lda * (p->dt == dnnl_f32 ? 4 : 2);
+    size_t a_row =
+        (size_t)p->cfg.shape.lda * agmm_dtype_size(p->cfg.attr.a_dtype);
+    size_t c_row =
+        (size_t)p->cfg.shape.ldc * agmm_dtype_size(p->cfg.attr.c_dtype);
     const unsigned char *ap = a;
+    unsigned char *cp = c;
     for (int64_t pow = (int64_t)1 << 40; m > 0; pow >>= 1) {
         if (pow > m) continue;
         AGMM_CHECK(get_prim(p, pow, MAX_PRIMS, &prim));
         if (!prim)
-            return agmm_error(AGMM_ERR_UNSUPPORTED, "gemm: oneDNN: no "
+            return agmm_error(AGMM_ERR_UNSUPPORTED,
+                              "gemm: oneDNN: no "
                               "primitive for %lld rows fits the scratch",
                               (long long)pow);
-        AGMM_CHECK(run_prim(p, prim, ap, c, scratch));
+        AGMM_CHECK(run_prim(p, prim, ap, cp, scratch));
         ap += (size_t)pow * a_row;
-        c += (size_t)pow * (size_t)p->shape.ldc;
+        cp += (size_t)pow * c_row;
         m -= pow;
+    }
+    return AGMM_OK;
+}
+
+static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
+                            const float *a_scale, void *c, void *scratch)
+{
+    (void)a_scale; /* refused at prepare */
+    if (!p->dense) return run_rows(p, m, a, c, scratch);
+    /* Through the dense copy, mmax rows at a time. */
+    size_t ces = agmm_dtype_size(p->cfg.attr.c_dtype);
+    size_t row = (size_t)p->cfg.shape.ncols * ces;
+    size_t a_row =
+        (size_t)p->cfg.shape.lda * agmm_dtype_size(p->cfg.attr.a_dtype);
+    unsigned char *buf =
+        (unsigned char *)scratch + agmm_dn_align64(p->scratch_given);
+    for (int64_t r0 = 0; r0 < m; r0 += p->mmax) {
+        int64_t mc = AGMM_MIN(p->mmax, m - r0);
+        unsigned char *cr = (unsigned char *)c + (size_t)(r0 * p->ldc) * ces;
+        const unsigned char *ar = (const unsigned char *)a + (size_t)r0 * a_row;
+        for (int64_t i = 0; i < mc; i++)
+            memcpy(buf + (size_t)i * row, cr + (size_t)(i * p->ldc) * ces, row);
+        if (p->dense == AGMM_DN_DENSE_COPY) {
+            AGMM_CHECK(run_rows(p, mc, ar, buf, scratch));
+            for (int64_t i = 0; i < mc; i++)
+                memcpy(cr + (size_t)(i * p->ldc) * ces, buf + (size_t)i * row,
+                       row);
+            continue;
+        }
+        AGMM_CHECK(run_rows(p, mc, ar, cr, scratch)); /* DENSE_ADD, fp32 */
+        for (int64_t i = 0; i < mc; i++) {
+            float *ci = (float *)cr + (size_t)(i * p->ldc);
+            const float *old =
+                (const float *)buf + (size_t)(i * p->cfg.shape.ncols);
+            for (int64_t j = 0; j < p->cfg.shape.ncols; j++)
+                ci[j] = agmm_gemm_act_f32(p->act, ci[j] + old[j]);
+        }
     }
     return AGMM_OK;
 }
 
 static size_t dn_scratch_bytes(const agmm_gemm_prep_t *p)
 {
-    return p->scratch;
+    return p->dense ? agmm_dn_align64(p->scratch_given) + p->dense_bytes
+                    : p->scratch_given;
+}
+
+static uint64_t dn_weight_bytes(const agmm_gemm_prep_t *p)
+{
+    return p->owned;
 }
 
 static const char *dn_impl(const agmm_gemm_prep_t *p)
@@ -482,11 +464,12 @@ const agmm_gemm_engine_t agmm_gemm_engine_onednn = {
     .cheap_tile_calls = 1,
     .version = dn_version,
     .input_dtype = dn_input_dtype,
-    .weight_bytes = dn_weight_bytes,
+    .estimate = agmm_dn_estimate,
     .prepare = dn_prepare,
     .load = dn_load,
     .run = dn_run,
     .scratch_bytes = dn_scratch_bytes,
+    .weight_bytes = dn_weight_bytes,
     .impl = dn_impl,
     .destroy = dn_destroy,
 };

@@ -3,10 +3,18 @@
  * is OpenBLAS, which can also name its kernel and set its thread count.
  *
  * Its prepared weight is the fp32 copy of its column range (converted once
- * per set_weight); a run converts nothing itself: the schedules hand it
- * fp32 rows (converted per tile into the plan's g32, see ops/rows.c).
- * sgemm packs the weight again on every call, so few large calls win
- * (cheap_tile_calls = 0: the fused schedule coalesces). */
+ * per set_weight); a run converts nothing of A: the schedules hand it
+ * fp32 rows (converted per tile into the plan's g32, see ops/ag_gemm/rows.c),
+ * so a_dtype other than fp32 is refused. sgemm packs the weight again on every
+ * call, so few large calls win (cheap_tile_calls = 0: the fused schedule
+ * coalesces).
+ *
+ * Attributes (engine.h): sgemm computes the plain product; every
+ * attribute is the pass of epilogue.c over it. With fp32 C and no
+ * accumulate that pass runs in place on C; with accumulate or a bf16/fp16
+ * C the product goes to the worker's scratch (CHUNK rows at a time) and
+ * the pass adds / converts it into C, so C_old is added once to the
+ * finished sum (sgemm's beta = 1 would add it before the later K panels). */
 #include <cblas.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +24,7 @@
 #include "common/util.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
+#include "gemm/epilogue.h"
 #include "gemm/gemm.h"
 
 #ifdef AGMM_HAVE_OPENBLAS
@@ -27,9 +36,8 @@ extern void openblas_set_num_threads(int num_threads);
 extern int openblas_get_num_threads(void);
 #endif
 
-void agmm_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a,
-                   int64_t lda, const float *b, int64_t ldb, float *c,
-                   int64_t ldc)
+void agmm_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                   const float *b, int64_t ldb, float *c, int64_t ldc)
 {
     if (m <= 0 || n <= 0) return;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n,
@@ -83,9 +91,19 @@ int agmm_blas_threads(void)
 
 /* ------------------------------------------------------------- engine */
 
+/* Rows per sgemm call when the product goes through the scratch: its
+ * size is CHUNK (or the most rows prepared, when fewer) x ncols fp32. */
+enum { CHUNK = 256 };
+
 struct agmm_gemm_prep {
     agmm_gemm_shape_t shape; /* rows/nrows not kept */
-    float *w;                /* [k, ncols] fp32, row stride ncols */
+    agmm_gemm_attr_t attr;
+    const agmm_gemm_prep_t *base; /* the share given to prepare, or NULL */
+    float *w;                     /* [k, ncols] fp32, row stride ncols */
+    float *bias, *w_scale;        /* [ncols] when the attr has them */
+    int64_t chunk;                /* rows per call through the scratch */
+    size_t scratch; /* chunk x ncols fp32 when the scratch is used */
+    uint64_t owned; /* weight bytes owned (0 with a base) */
     char impl[64];
 };
 
@@ -102,64 +120,163 @@ static agmm_dtype_t ob_input_dtype(agmm_dtype_t dt)
     return AGMM_DTYPE_FP32;
 }
 
-static uint64_t ob_weight_bytes(agmm_dtype_t dt, int64_t k, int64_t ncols)
+/* The product goes through the scratch when C_old must survive it
+ * (accumulate: sgemm's beta would add C_old panel by panel, inside the k
+ * sum) or C is not fp32. */
+static int via_scratch(const agmm_gemm_attr_t *a)
 {
-    (void)dt;
-    return (uint64_t)k * (uint64_t)ncols * sizeof(float);
+    return a->accumulate || a->c_dtype != AGMM_DTYPE_FP32;
+}
+
+/* The checks and sizes prepare and estimate share. */
+static agmm_status_t ob_sizes(const agmm_gemm_shape_t *s,
+                              const agmm_gemm_attr_t *a,
+                              const agmm_gemm_prep_t *share, int shared,
+                              int64_t *chunk, uint64_t *wbytes,
+                              uint64_t *sbytes)
+{
+    AGMM_CHECK(agmm_gemm_check("openblas", s, a, share ? &share->shape : NULL,
+                               share ? &share->attr : NULL));
+    if (a->a_dtype != AGMM_DTYPE_FP32)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "gemm: openblas: a_dtype %s: sgemm reads fp32 A "
+                          "only (input_dtype)",
+                          agmm_dtype_name(a->a_dtype));
+    int64_t mmax = 0;
+    for (int i = 0; i < s->nrows; i++)
+        mmax = AGMM_MAX(mmax, s->rows[i]);
+    *chunk = mmax > 0 ? AGMM_MIN(mmax, (int64_t)CHUNK) : CHUNK;
+    uint64_t vec = (uint64_t)s->ncols * sizeof(float);
+    *wbytes = shared ? 0
+                     : (uint64_t)s->k * vec + (a->bias ? vec : 0) +
+                           (a->w_scale ? vec : 0);
+    *sbytes = via_scratch(a) ? (uint64_t)*chunk * vec : 0;
+    return AGMM_OK;
+}
+
+static agmm_status_t ob_estimate(const agmm_gemm_shape_t *s,
+                                 const agmm_gemm_attr_t *a, int share,
+                                 uint64_t *wbytes, uint64_t *sbytes)
+{
+    int64_t chunk;
+    return ob_sizes(s, a, NULL, share, &chunk, wbytes, sbytes);
+}
+
+static void ob_destroy(agmm_gemm_prep_t *p)
+{
+    if (!p) return;
+    if (!p->base) {
+        agmm_free(p->w);
+        agmm_free(p->bias);
+        agmm_free(p->w_scale);
+    }
+    agmm_free(p);
 }
 
 static agmm_status_t ob_prepare(const agmm_gemm_shape_t *s,
+                                const agmm_gemm_attr_t *a,
+                                const agmm_gemm_prep_t *share,
                                 agmm_gemm_prep_t **out)
 {
+    int64_t chunk;
+    uint64_t wbytes, sbytes;
+    AGMM_CHECK(ob_sizes(s, a, share, share != NULL, &chunk, &wbytes, &sbytes));
     agmm_gemm_prep_t *p = agmm_alloc(sizeof *p);
     if (!p) return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
     p->shape = *s;
     p->shape.rows = NULL;
     p->shape.nrows = 0;
-    p->w = agmm_alloc((size_t)s->k * (size_t)s->ncols * sizeof(float));
-    if (!p->w) {
-        agmm_free(p);
+    p->attr = *a;
+    p->chunk = chunk;
+    p->scratch = (size_t)sbytes;
+    p->owned = wbytes;
+    snprintf(p->impl, sizeof p->impl, "sgemm:%s", agmm_blas_kernel());
+    if (share) {
+        p->base = share->base ? share->base : share;
+        p->w = p->base->w;
+        p->bias = p->base->bias;
+        p->w_scale = p->base->w_scale;
+        *out = p;
+        return AGMM_OK;
+    }
+    size_t vec = (size_t)s->ncols * sizeof(float);
+    p->w = agmm_alloc((size_t)s->k * vec);
+    if (a->bias) p->bias = agmm_alloc(vec);
+    if (a->w_scale) p->w_scale = agmm_alloc(vec);
+    if (!p->w || (a->bias && !p->bias) || (a->w_scale && !p->w_scale)) {
+        ob_destroy(p);
         return agmm_error(AGMM_ERR_NO_MEMORY,
                           "gemm: out of memory for the fp32 weight");
     }
-    snprintf(p->impl, sizeof p->impl, "sgemm:%s", agmm_blas_kernel());
     *out = p;
     return AGMM_OK;
 }
 
-static agmm_status_t ob_load(agmm_gemm_prep_t *p, const void *w)
+static agmm_status_t ob_load(agmm_gemm_prep_t *p, const agmm_gemm_operand_t *o)
 {
+    if (p->base)
+        return agmm_error(AGMM_ERR_BAD_STATE,
+                          "gemm: openblas: load on a prep sharing another's "
+                          "weight (load that one)");
+    const agmm_gemm_attr_t *a = &p->attr;
+    if (!o || !o->w || (a->bias && !o->bias) || (a->w_scale && !o->w_scale))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: openblas: load: the weight%s is NULL",
+                          a->bias || a->w_scale ? ", bias or w_scale" : "");
     const agmm_gemm_shape_t *s = &p->shape;
-    size_t es = agmm_dtype_size(s->dtype);
-    const unsigned char *row = w;
+    size_t es = agmm_dtype_size(a->w_dtype), vec = (size_t)s->ncols * 4;
+    const unsigned char *row = o->w;
     for (int64_t r = 0; r < s->k; r++, row += (size_t)s->ldw * es)
-        agmm_convert_to_f32(s->dtype, row, p->w + (size_t)(r * s->ncols),
+        agmm_convert_to_f32(a->w_dtype, row, p->w + (size_t)(r * s->ncols),
                             (size_t)s->ncols);
+    if (a->bias) memcpy(p->bias, o->bias, vec);
+    if (a->w_scale) memcpy(p->w_scale, o->w_scale, vec);
     return AGMM_OK;
 }
 
 static agmm_status_t ob_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
-                            float *c, void *scratch)
+                            const float *a_scale, void *c, void *scratch)
 {
-    (void)scratch;
     const agmm_gemm_shape_t *s = &p->shape;
-    agmm_gemm_f32(m, s->ncols, s->k, a, s->lda, p->w, s->ncols, c, s->ldc);
+    const agmm_gemm_attr_t *at = &p->attr;
+    if (m <= 0) return AGMM_OK;
+    if (at->a_scale && !a_scale)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: openblas: run: a_scale is NULL");
+    const float *as = at->a_scale ? a_scale : NULL;
+    if (!via_scratch(at)) { /* into C, then the pass in place if any */
+        agmm_gemm_f32(m, s->ncols, s->k, a, s->lda, p->w, s->ncols, c, s->ldc);
+        if (as || p->w_scale || p->bias || at->act != AGMM_GEMM_ACT_NONE)
+            agmm_gemm_epilogue(at, m, s->ncols, c, s->ldc, as, p->w_scale,
+                               p->bias, c, s->ldc);
+        return AGMM_OK;
+    }
+    size_t ces = agmm_dtype_size(at->c_dtype);
+    for (int64_t r0 = 0; r0 < m; r0 += p->chunk) {
+        int64_t mc = AGMM_MIN(p->chunk, m - r0);
+        agmm_gemm_f32(mc, s->ncols, s->k, (const float *)a + r0 * s->lda,
+                      s->lda, p->w, s->ncols, scratch, s->ncols);
+        agmm_gemm_epilogue(at, mc, s->ncols, scratch, s->ncols,
+                           as ? as + r0 : NULL, p->w_scale, p->bias,
+                           (unsigned char *)c + (size_t)(r0 * s->ldc) * ces,
+                           s->ldc);
+    }
     return AGMM_OK;
 }
 
 static size_t ob_scratch_bytes(const agmm_gemm_prep_t *p)
 {
-    (void)p;
-    return 0;
+    return p->scratch;
 }
 
-static const char *ob_impl(const agmm_gemm_prep_t *p) { return p->impl; }
-
-static void ob_destroy(agmm_gemm_prep_t *p)
+static uint64_t ob_weight_bytes(const agmm_gemm_prep_t *p)
 {
-    if (!p) return;
-    agmm_free(p->w);
-    agmm_free(p);
+    return p->owned;
+}
+
+static const char *ob_impl(const agmm_gemm_prep_t *p)
+{
+    return p->impl;
 }
 
 const agmm_gemm_engine_t agmm_gemm_engine_openblas = {
@@ -168,11 +285,12 @@ const agmm_gemm_engine_t agmm_gemm_engine_openblas = {
     .cheap_tile_calls = 0,
     .version = ob_version,
     .input_dtype = ob_input_dtype,
-    .weight_bytes = ob_weight_bytes,
+    .estimate = ob_estimate,
     .prepare = ob_prepare,
     .load = ob_load,
     .run = ob_run,
     .scratch_bytes = ob_scratch_bytes,
+    .weight_bytes = ob_weight_bytes,
     .impl = ob_impl,
     .destroy = ob_destroy,
 };

@@ -43,15 +43,15 @@
 #define PEAK_X86 1
 #endif
 
-#define CALIB_S 2e-3
+#define CALIB_S  2e-3
 #define TARGET_S 15e-3
-#define REPEATS 5
+#define REPEATS  5
 
 /* The accumulators a0..a11, a0..a23. */
 #define REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define REP24(X)                                                           \
-    REP12(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21)  \
-        X(22) X(23)
+#define REP24(X)                                                               \
+    REP12(X)                                                                   \
+    X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
 
 typedef float (*kernel_fn)(uint64_t iters);
 
@@ -68,7 +68,8 @@ typedef struct probe {
 /* Keep the scalar loop scalar (GCC 12 vectorizes at -O2). */
 __attribute__((optimize("no-tree-vectorize")))
 #endif
-static float kernel_scalar(uint64_t iters)
+static float
+kernel_scalar(uint64_t iters)
 {
     volatile float vx = 0.5f, vy = 0x1p-10f; /* opaque: no folding */
     float x = vx, y = vy;
@@ -106,7 +107,8 @@ __attribute__((target("avx2,fma"))) static float kernel_fma_ymm(uint64_t iters)
     float lanes[8];
     _mm256_storeu_ps(lanes, s);
     float sum = 0;
-    for (int i = 0; i < 8; i++) sum += lanes[i];
+    for (int i = 0; i < 8; i++)
+        sum += lanes[i];
     return sum;
 }
 
@@ -134,9 +136,10 @@ kernel_dpbf16_zmm(uint64_t iters)
 {
     /* bf16 pairs (0.5, 0.5) and (2^-20, 2^-20): each lane gains 2^-20 per
      * instruction; exact in bf16, no subnormals. */
-    __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.5f));
-    __m512bh y = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0x1p-20f),
-                                     _mm512_set1_ps(0x1p-20f));
+    __m512bh x =
+        _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.5f));
+    __m512bh y =
+        _mm512_cvtne2ps_pbh(_mm512_set1_ps(0x1p-20f), _mm512_set1_ps(0x1p-20f));
     __asm__("" : "+v"(x), "+v"(y));
 #define DECL(i) __m512 a##i = _mm512_set1_ps((float)(i));
     REP24(DECL)
@@ -186,9 +189,12 @@ static int pick(agmm_dtype_t dtype, agmm_peak_isa_t isa, probe_t *p)
     static const probe_t fma_zmm = {"VFMADD231PS zmm", 32, 24, kernel_fma_zmm};
     static const probe_t fma_ymm = {"VFMADD231PS ymm", 16, 12, kernel_fma_ymm};
     /* bf16 without AVX512_BF16, and fp16, are computed in fp32. */
-    if (dtype == AGMM_DTYPE_BF16 && isa >= AGMM_PEAK_AVX512_BF16) *p = dp_zmm;
-    else if (isa >= AGMM_PEAK_AVX512F) *p = fma_zmm;
-    else if (isa >= AGMM_PEAK_AVX2_FMA) *p = fma_ymm;
+    if (dtype == AGMM_DTYPE_BF16 && isa >= AGMM_PEAK_AVX512_BF16)
+        *p = dp_zmm;
+    else if (isa >= AGMM_PEAK_AVX512F)
+        *p = fma_zmm;
+    else if (isa >= AGMM_PEAK_AVX2_FMA)
+        *p = fma_ymm;
 #else
     (void)isa;
 #endif

@@ -20,8 +20,8 @@ typedef struct shape {
     int P;
     int64_t m[4];
     int64_t k, n, tile_m, tile_n;
-    int nw;          /* > 1: several weights (ag-gemm only) */
-    int64_t kl[4];   /* kl[0] >= 0: this k split (gemm-rs) */
+    int nw;        /* > 1: several weights (ag-gemm only) */
+    int64_t kl[4]; /* kl[0] >= 0: this k split (gemm-rs) */
 } shape_t;
 
 static const shape_t shapes[] = {
@@ -113,8 +113,8 @@ static int rank_main(agmm_world_t *w, void *arg)
 int main(void)
 {
     agmm_blas_init();
-    static const agmm_gemm_engine_kind_t engines[] = {
-        AGMM_GEMM_ENGINE_OPENBLAS, AGMM_GEMM_ENGINE_ONEDNN};
+    static const agmm_gemm_engine_kind_t engines[] = {AGMM_GEMM_ENGINE_OPENBLAS,
+                                                      AGMM_GEMM_ENGINE_ONEDNN};
     static const agmm_dtype_t dtypes[] = {AGMM_DTYPE_FP16, AGMM_DTYPE_BF16,
                                           AGMM_DTYPE_FP32};
     int configs = 0;
@@ -124,8 +124,9 @@ int main(void)
                 for (int dt = 0; dt < 3; dt++)
                     for (int g = 1; g <= 3; g += 2) {
                         if (!agmm_gemm_engine_available(engines[e])) continue;
-                        cfg_t c = {shapes[si], (agmm_op_t)op, dtypes[dt],
-                                   engines[e], g, (int)(si % 2)};
+                        cfg_t c = {shapes[si], (agmm_op_t)op,
+                                   dtypes[dt], engines[e],
+                                   g,          (int)(si % 2)};
                         if (op == AGMM_OP_GEMM_RS && c.s.nw > 1) c.s.nw = 1;
                         agmm_plan_desc_t d;
                         int64_t n_list[8];
@@ -137,7 +138,8 @@ int main(void)
                         o.nranks = c.s.P;
                         o.timeout_s = 60;
                         int code = -1;
-                        agmm_status_t st = agmm_launch(&o, rank_main, &c, &code);
+                        agmm_status_t st =
+                            agmm_launch(&o, rank_main, &c, &code);
                         CHECK(st == AGMM_OK && code == 0,
                               "shape %zu, %s, %s, %s, %d GEMM workers: exit %d "
                               "(12: a rank's bytes differ from its booking, "

@@ -15,10 +15,9 @@
  * (once per tile per round) so that every source's rows are contiguous
  * there, as in g32. Returns a pointer with leading dimension k, elements
  * of p->gemm_esize bytes. */
-agmm_status_t agmm_ag_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
-                                int64_t t1, const void *a_local,
-                                uint64_t epoch, int in_window,
-                                const void **rows);
+agmm_status_t agmm_ag_gemm_rows(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
+                                const void *a_local, uint64_t epoch,
+                                int in_window, const void **rows);
 
 /* (call.c) set_rows: the call's rows (m_rows, NULL: the plan's most) into
  * m_local, row_off, tiles, M and win_off, by the round's caller before

@@ -96,8 +96,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         AGMM_CHECK(agmm_traced_wait(
             p->world,
             agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_BULK, src)),
-            x->epoch, agmm_plan_deadline(p), &what,
-            AGMM_TSIG_SHARD));
+            x->epoch, agmm_plan_deadline(p), &what, AGMM_TSIG_SHARD));
         AGMM_CHECK(agmm_ag_check_rows(x, src));
     }
     agmm_worker_share_t s;
@@ -126,8 +125,8 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         int64_t w0 = 0, c = 0;
         if (src < p->nranks) {
             const void *unused;
-            AGMM_CHECK(agmm_ag_gemm_rows(p, src, t0, t1, x->a, x->epoch, 0,
-                                           &unused));
+            AGMM_CHECK(
+                agmm_ag_gemm_rows(p, src, t0, t1, x->a, x->epoch, 0, &unused));
             agmm_plan_count_items(p, src, t0, t1, s.j0, s.j1);
             w0 = p->win_off[src] + t0 * tm;
             c = p->row_off[src] + t0 * tm;
@@ -139,9 +138,8 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         }
         if (v1 > v0) { /* flush the pending block */
             uint64_t t_gemm = agmm_trace_clock();
-            AGMM_CHECK(agmm_plan_gemm_all(p, &s, c0, v1 - v0,
-                                          base + (size_t)v0 * row_bytes,
-                                          x->cs));
+            AGMM_CHECK(agmm_plan_gemm_all(
+                p, &s, c0, v1 - v0, base + (size_t)v0 * row_bytes, x->cs));
             agmm_trace_gemm(t_conv, t_gemm, -1, bt0, bt1, s.j0, s.j1, v1 - v0);
             t_conv = agmm_trace_clock();
         }

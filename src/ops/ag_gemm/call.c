@@ -9,12 +9,12 @@
  * (MPI), whose receives are declared at the plan's places (win_max): there
  * each source's rows start at its place, leaving gaps. Puts of round e
  * land only after the receiver's ack of round e - 1, so a layout that
- * changes from round to round is never written under a reader. Every rank passes the same
- * m_rows; nothing is exchanged up front. Instead each rank raises its rows
- * cell on every peer at the start of its puts, to agmm_rows_signal(e,
- * rows): the epoch in the high half, its own row count in the low half.
- * Before a GEMM worker uses any row of a source (after its first tile or
- * bulk signal, or before the baseline's native all-gather starts), it
+ * changes from round to round is never written under a reader. Every rank
+ * passes the same m_rows; nothing is exchanged up front. Instead each rank
+ * raises its rows cell on every peer at the start of its puts, to
+ * agmm_rows_signal(e, rows): the epoch in the high half, its own row count in
+ * the low half. Before a GEMM worker uses any row of a source (after its first
+ * tile or bulk signal, or before the baseline's native all-gather starts), it
  * compares that cell with its own count: a peer that sends another count
  * than this rank was told aborts the world, naming both ranks, so no row
  * is ever computed from a disagreeing layout. The sender raises the cell
@@ -69,9 +69,9 @@ void agmm_ag_copy_gathered(agmm_plan_t *p, const void *a_local, void *out)
         size_t bytes = (size_t)p->m_local[src] * row_bytes;
         if (bytes == 0) continue;
         const unsigned char *from =
-            src == p->rank ? a_local
-                           : p->recv_win.local +
-                                 (size_t)p->win_off[src] * row_bytes;
+            src == p->rank
+                ? a_local
+                : p->recv_win.local + (size_t)p->win_off[src] * row_bytes;
         memcpy(dst + (size_t)p->row_off[src] * row_bytes, from, bytes);
     }
 }
@@ -98,10 +98,10 @@ agmm_status_t agmm_ag_check_rows(agmm_round_t *x, int src)
     if (src == p->rank || !(x->phases & AGMM_PHASE_COMM)) return AGMM_OK;
     _Atomic uint64_t *cell =
         agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ROWS, src));
-    agmm_wait_what_t what = {"row count of round", src, (int64_t)x->epoch, 0, 0};
+    agmm_wait_what_t what = {"row count of round", src, (int64_t)x->epoch, 0,
+                             0};
     AGMM_CHECK(agmm_signal_wait(p->world, cell, agmm_rows_signal(x->epoch, 0),
-                                agmm_plan_deadline(p),
-                                &what));
+                                agmm_plan_deadline(p), &what));
     uint64_t v = atomic_load_explicit(cell, memory_order_acquire);
     int64_t theirs = (int64_t)(v & 0xffffffffu);
     if ((v >> 32) == x->epoch && theirs == p->m_local[src]) return AGMM_OK;

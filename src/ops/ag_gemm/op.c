@@ -11,7 +11,10 @@ static int64_t ag_k_part(const agmm_plan_desc_t *d, int r)
 }
 
 /* One cell per (source, tile): (src, t) at tile_base[src] + t. */
-static int64_t ag_tile_cells(const agmm_plan_t *p) { return p->total_tiles; }
+static int64_t ag_tile_cells(const agmm_plan_t *p)
+{
+    return p->total_tiles;
+}
 
 /* [M, k] in the input dtype: every source's rows at win_max[src] (rank r's
  * own rows are unused on rank r: local rows are read from a_local, except

@@ -53,10 +53,9 @@ static void fill_tile(void *arg, int64_t g)
                             (size_t)(rows * p->desc.k));
 }
 
-agmm_status_t agmm_ag_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
-                                int64_t t1, const void *a_local,
-                                uint64_t epoch, int in_window,
-                                const void **rows)
+agmm_status_t agmm_ag_gemm_rows(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
+                                const void *a_local, uint64_t epoch,
+                                int in_window, const void **rows)
 {
     int64_t k = p->desc.k;
     int copy = p->native && in_window && src == p->rank;
@@ -67,7 +66,10 @@ agmm_status_t agmm_ag_gemm_rows(agmm_plan_t *p, int src, int64_t t0,
     /* Converted rows go to g32; local rows wanted in the window are copied
      * there (same claims: once per tile per round, by one worker). */
     size_t first = (size_t)(p->win_off[src] + t0 * p->desc.tile_m) * (size_t)k;
-    fill_ctx_t f = {p, src, copy, t0,
+    fill_ctx_t f = {p,
+                    src,
+                    copy,
+                    t0,
                     copy ? p->recv_win.local + first * p->esize
                          : (unsigned char *)(p->g32 + first),
                     a_local};

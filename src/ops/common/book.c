@@ -6,7 +6,10 @@
 #include "common/log.h"
 #include "common/util.h"
 
-void agmm_book_init(agmm_book_t *b) { memset(b, 0, sizeof *b); }
+void agmm_book_init(agmm_book_t *b)
+{
+    memset(b, 0, sizeof *b);
+}
 
 static agmm_book_item_t *add(agmm_book_t *b, const char *name,
                              agmm_mem_where_t where, int64_t count,
@@ -49,8 +52,8 @@ void agmm_book_window(agmm_book_t *b, const char *name, int64_t count,
     if (it) it->win = win;
 }
 
-static void add_bytes(agmm_book_t *b, const char *name,
-                      agmm_mem_where_t where, uint64_t bytes)
+static void add_bytes(agmm_book_t *b, const char *name, agmm_mem_where_t where,
+                      uint64_t bytes)
 {
     if (bytes > INT64_MAX) {
         b->overflow = 1;

@@ -24,10 +24,9 @@ agmm_status_t agmm_plan_claim_tiles(agmm_plan_t *p, int64_t g0, int64_t g1,
             continue;
         uint64_t seen =
             atomic_load_explicit(&p->claimed[g].value, memory_order_relaxed);
-        if (seen >= epoch ||
-            !atomic_compare_exchange_strong_explicit(
-                &p->claimed[g].value, &seen, epoch, memory_order_relaxed,
-                memory_order_relaxed)) {
+        if (seen >= epoch || !atomic_compare_exchange_strong_explicit(
+                                 &p->claimed[g].value, &seen, epoch,
+                                 memory_order_relaxed, memory_order_relaxed)) {
             pending = 1; /* another worker fills it */
             continue;
         }

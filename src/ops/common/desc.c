@@ -176,4 +176,3 @@ uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d)
 #undef MIX
     return h;
 }
-

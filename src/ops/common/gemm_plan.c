@@ -61,8 +61,7 @@ static int row_counts(const agmm_plan_t *p, int64_t *rows)
 static int64_t *all_row_counts(const agmm_plan_t *p, int *n)
 {
     int P = p->nranks, G = p->desc.gemm_workers;
-    int64_t *rows =
-        agmm_alloc(sizeof *rows * (size_t)(2 * P + G + 1 + P * G));
+    int64_t *rows = agmm_alloc(sizeof *rows * (size_t)(2 * P + G + 1 + P * G));
     if (rows) *n = row_counts(p, rows);
     return rows;
 }
@@ -92,8 +91,7 @@ static int group_segments(const agmm_plan_t *p, int cg, agmm_gemm_seg_t *seg)
     return n;
 }
 
-int agmm_plan_segments(const agmm_plan_t *p, agmm_gemm_seg_t *seg,
-                       int *seg_off)
+int agmm_plan_segments(const agmm_plan_t *p, agmm_gemm_seg_t *seg, int *seg_off)
 {
     int n = 0;
     for (int cg = 0; cg < p->ngroups; cg++) {
@@ -127,15 +125,18 @@ static void seg_attr(const agmm_plan_t *p, int acc, agmm_gemm_attr_t *attr)
 
 /* An empty inner part makes no engine call (the partial is zero), so
  * nothing is prepared then. */
-static int has_gemm(const agmm_plan_t *p) { return p->k_gemm > 0; }
+static int has_gemm(const agmm_plan_t *p)
+{
+    return p->k_gemm > 0;
+}
 
 static int nsegs(const agmm_plan_t *p)
 {
     return has_gemm(p) ? p->seg_off[p->ngroups] : 0;
 }
 
-agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p,
-                                        uint64_t *weights, uint64_t *scratch)
+agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
+                                        uint64_t *scratch)
 {
     *weights = *scratch = 0;
     if (nsegs(p) == 0) return AGMM_OK;
@@ -199,9 +200,9 @@ agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w)
     size_t es = agmm_dtype_size(p->desc.dtype);
     for (int j = 0; j < nsegs(p); j++)
         if (p->seg[j].w == i) {
-            agmm_gemm_operand_t op = {
-                (const unsigned char *)w + (size_t)p->seg[j].c0 * es, NULL,
-                NULL};
+            agmm_gemm_operand_t op = {(const unsigned char *)w +
+                                          (size_t)p->seg[j].c0 * es,
+                                      NULL, NULL};
             AGMM_CHECK(p->engine->load(p->seg[j].prep, &op));
         }
     return AGMM_OK;

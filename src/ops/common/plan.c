@@ -148,7 +148,8 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
                           d->nranks, w->size);
 
     /* Every rank must describe the same operation. */
-    uint64_t mine = agmm_plan_desc_hash(d), *all = calloc((size_t)w->size, sizeof mine);
+    uint64_t mine = agmm_plan_desc_hash(d),
+             *all = calloc((size_t)w->size, sizeof mine);
     if (!all) return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
     agmm_status_t st = agmm_world_allgather(w, &mine, all, sizeof mine);
     for (int r = 0; st == AGMM_OK && r < w->size; r++)
@@ -269,8 +270,7 @@ agmm_status_t agmm_plan_destroy(agmm_plan_t *p)
      * delivery), so first wait for the last one of each peer, then the
      * barrier: after it no peer sends anything for this plan. */
     agmm_status_t st = wait_last_acks(p);
-    agmm_status_t st2 =
-        agmm_world_barrier_until(w, agmm_plan_deadline(p));
+    agmm_status_t st2 = agmm_world_barrier_until(w, agmm_plan_deadline(p));
     if (st == AGMM_OK) st = st2;
     agmm_tp_win_free(w, &p->signals);
     agmm_tp_win_free(w, &p->recv_win);

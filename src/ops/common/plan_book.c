@@ -112,8 +112,8 @@ agmm_status_t agmm_plan_book(agmm_plan_t *p, agmm_book_t *b)
     agmm_book_local(b, "item counts", items, sizeof(uint32_t), cl,
                     (void **)&p->item_count);
     if (!p->native)
-        agmm_book_local(b, "fp32 rows", p->M_max * p->k_gemm, sizeof(float),
-                        cl, (void **)&p->g32);
+        agmm_book_local(b, "fp32 rows", p->M_max * p->k_gemm, sizeof(float), cl,
+                        (void **)&p->g32);
     uint64_t weights = 0, scratch = 0;
     AGMM_CHECK(agmm_plan_engine_estimate(p, &weights, &scratch));
     p->scratch_bytes = (size_t)scratch;
@@ -123,9 +123,8 @@ agmm_status_t agmm_plan_book(agmm_plan_t *p, agmm_book_t *b)
     uint64_t win = p->op->window_bytes(p);
     agmm_book_window(b, "receive window", win > INT64_MAX ? -1 : (int64_t)win,
                      1, &p->recv_win);
-    agmm_book_window(b, "signals",
-                     p->tile_cells + 3 * (int64_t)p->nranks, AGMM_CACHE_LINE,
-                     &p->signals);
+    agmm_book_window(b, "signals", p->tile_cells + 3 * (int64_t)p->nranks,
+                     AGMM_CACHE_LINE, &p->signals);
     agmm_book_engine(b, "prepared weights", weights);
     return b->overflow ? agmm_error(AGMM_ERR_TOO_LARGE,
                                     "plan: byte counts overflow 64 bits")
@@ -158,7 +157,8 @@ static uint64_t rank_total(const agmm_plan_desc_t *d, int r, int with_engine)
             uint64_t win = sk.op->window_bytes(&sk);
             agmm_book_window(&b, "receive window",
                              win > INT64_MAX ? -1 : (int64_t)win, 1, NULL);
-            agmm_book_window(&b, "signals", sk.tile_cells + 3 * (int64_t)d->nranks,
+            agmm_book_window(&b, "signals",
+                             sk.tile_cells + 3 * (int64_t)d->nranks,
                              AGMM_CACHE_LINE, NULL);
             total = agmm_book_total(&b);
         }
@@ -197,7 +197,8 @@ uint64_t agmm_plan_bytes_booked(const agmm_plan_desc_t *d, int with_engine)
 uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
 {
     agmm_log_mute(1);
-    uint64_t bytes = agmm_plan_desc_check(d) == AGMM_OK ? most_over_ranks(d, 1) : 0;
+    uint64_t bytes =
+        agmm_plan_desc_check(d) == AGMM_OK ? most_over_ranks(d, 1) : 0;
     agmm_log_mute(0);
     return bytes;
 }

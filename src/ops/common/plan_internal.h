@@ -62,10 +62,10 @@ struct agmm_plan {
      * before any worker starts; read-only in workers; row_off also read by
      * agmm_plan_row_offset from any thread, hence its atomic stores and
      * loads), else always the plan's (== m_max). */
-    int64_t *m_local;   /* [P] rows per rank */
-    int64_t *row_off;   /* [P + 1] first global row of each rank */
-    int64_t *tiles;     /* [P] row tiles per rank */
-    int64_t M;          /* total rows (atomic stores: agmm_plan_rows) */
+    int64_t *m_local; /* [P] rows per rank */
+    int64_t *row_off; /* [P + 1] first global row of each rank */
+    int64_t *tiles;   /* [P] row tiles per rank */
+    int64_t M;        /* total rows (atomic stores: agmm_plan_rows) */
     /* The plan's layout, for the most rows (desc.m_local): where each
      * source's rows sit in the receive window and g32 (win_off), and the
      * global tile numbers (tile_base, total_tiles). */
@@ -115,7 +115,7 @@ struct agmm_plan {
     int native;              /* gemm_dtype == dtype: rows used in place */
     size_t gemm_esize;
     uint32_t weight_set; /* bit i: weight i loaded */
-    float *g32; /* [M_max, k_gemm] fp32 rows (only when !native) */
+    float *g32;          /* [M_max, k_gemm] fp32 rows (only when !native) */
     /* Per global tile, in this process: the epoch whose conversion into g32
      * is claimed / done (claims.c). */
     agmm_padded_counter_t *claimed;
@@ -170,8 +170,8 @@ typedef struct agmm_gemm_seg {
     agmm_gemm_prep_t *prep;
     agmm_gemm_prep_t *acc;
     int w;
-    int64_t c0, c1;  /* columns within weight w */
-    int64_t j0, j1;  /* the global column blocks it covers */
+    int64_t c0, c1; /* columns within weight w */
+    int64_t j0, j1; /* the global column blocks it covers */
 } agmm_gemm_seg_t;
 
 /* The first global row of global tile g (M for g == total_tiles), in the
@@ -208,7 +208,8 @@ agmm_status_t agmm_plan_claim_tiles(agmm_plan_t *p, int64_t g0, int64_t g1,
  * bytes for every segment's prepared weight and each worker's scratch,
  * as prepare will allocate them. prepare: the engine for every segment
  * and row count. load: weight i's values into its segments. */
-int agmm_plan_segments(const agmm_plan_t *p, agmm_gemm_seg_t *seg, int *seg_off);
+int agmm_plan_segments(const agmm_plan_t *p, agmm_gemm_seg_t *seg,
+                       int *seg_off);
 agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
                                         uint64_t *scratch);
 agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p);
@@ -293,7 +294,8 @@ enum { AGMM_PHASE_COMM = 1, AGMM_PHASE_GEMM = 2, AGMM_PHASE_ALL = 3 };
  * which the wait reported already) aborts the world, so that peers are
  * told at once instead of waiting for our puts or acks until their
  * timeout; the reason names the rank and `doing`. Returns st. */
-agmm_status_t agmm_round_wait_ack(const agmm_round_t *x, int q, double deadline);
+agmm_status_t agmm_round_wait_ack(const agmm_round_t *x, int q,
+                                  double deadline);
 agmm_status_t agmm_round_put(const agmm_round_t *x, int q, size_t dst_off,
                              const void *src, size_t bytes, size_t sig_off,
                              int64_t t0, int64_t t1, int tsig);

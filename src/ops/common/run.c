@@ -78,8 +78,7 @@ static agmm_status_t bad_arg(agmm_plan_t *p, agmm_status_t st, const char *fn,
 
 /* The output pointers of a call: every weight's C (NULL allowed only when
  * the call has no rows). */
-static int outputs_ok(const agmm_plan_t *p, const agmm_run_args_t *a,
-                      int64_t M)
+static int outputs_ok(const agmm_plan_t *p, const agmm_run_args_t *a, int64_t M)
 {
     if (M == 0) return 1;
     if (!a->c) return 0;
@@ -207,8 +206,7 @@ void agmm_run_args_init(agmm_run_args_t *args)
 
 agmm_status_t agmm_plan_run_args(agmm_plan_t *p, const agmm_run_args_t *args)
 {
-    if (!args)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "run: args is NULL");
+    if (!args) return agmm_error(AGMM_ERR_INVALID_ARG, "run: args is NULL");
     AGMM_CHECK(check_args(p, "run", args));
     agmm_status_t st = run_entered(p, args);
     agmm_plan_leave(p);

@@ -10,8 +10,7 @@ int agmm_busy_gemm_workers(int G, int64_t col_blocks)
     return (int)(gc * (G / gc));
 }
 
-int agmm_worker_share(int g, int G, int64_t col_blocks,
-                      agmm_worker_share_t *s)
+int agmm_worker_share(int g, int G, int64_t col_blocks, agmm_worker_share_t *s)
 {
     int64_t gc = col_blocks < G ? col_blocks : G;
     int gr = (int)(G / gc);
@@ -26,8 +25,8 @@ int agmm_worker_share(int g, int G, int64_t col_blocks,
     return 1;
 }
 
-void agmm_share_tiles(const agmm_worker_share_t *s, int64_t tiles,
-                      int64_t *t0, int64_t *t1)
+void agmm_share_tiles(const agmm_worker_share_t *s, int64_t tiles, int64_t *t0,
+                      int64_t *t1)
 {
     *t0 = s->rg * tiles / s->gr;
     *t1 = (s->rg + 1) * tiles / s->gr;

@@ -64,7 +64,11 @@ static agmm_status_t scatter_reduce(agmm_round_t *x)
             p->tiles[q], AGMM_TSIG_SHARD));
     }
     AGMM_CHECK(agmm_tp_quiet(w));
-    agmm_rs_sum_t all = {0, p->tiles[r], 0, p->nranks, 0, p->desc.n, 1, 1};
+    agmm_rs_sum_t all = {.t1 = p->tiles[r],
+                         .s1 = p->nranks,
+                         .c1 = p->desc.n,
+                         .first = 1,
+                         .bulk = 1};
     return agmm_rs_reduce(x, &all);
 }
 

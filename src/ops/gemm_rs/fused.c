@@ -72,8 +72,13 @@ static agmm_status_t gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
     int before = into_c && (x->phases & AGMM_PHASE_COMM) && p->rank > 0;
     if (before) { /* c = s_0 + ... + s_{r-1} on this worker's items */
         int64_t tn = p->desc.tile_n;
-        agmm_rs_sum_t sum = {t0, t1, 0, p->rank, s->j0 * tn,
-                             AGMM_MIN(s->j1 * tn, p->desc.n), 1, 0};
+        agmm_rs_sum_t sum = {.t0 = t0,
+                             .t1 = t1,
+                             .s0 = 0,
+                             .s1 = p->rank,
+                             .c0 = s->j0 * tn,
+                             .c1 = AGMM_MIN(s->j1 * tn, p->desc.n),
+                             .first = 1};
         AGMM_CHECK(agmm_rs_reduce(x, &sum));
     }
     const void *a;
@@ -114,19 +119,23 @@ static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t, int into_c)
     agmm_plan_t *p = x->p;
     int64_t g = p->tile_base[q] + t;
     uint64_t target = p->fused_rounds * (uint64_t)p->ngroups;
-    uint64_t now =
-        atomic_fetch_add_explicit(&agmm_rs_ready(p)[g].value, 1, memory_order_acq_rel) +
-        1;
+    uint64_t now = atomic_fetch_add_explicit(&agmm_rs_ready(p)[g].value, 1,
+                                             memory_order_acq_rel) +
+                   1;
     if (now != target) return AGMM_OK;
     if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* gemm-only part */
     if (q == p->rank) { /* the sources after it, or all of them */
-        agmm_rs_sum_t sum = {t,           t + 1, into_c ? p->rank + 1 : 0,
-                             p->nranks,   0,     p->desc.n,
-                             !into_c,     0};
+        agmm_rs_sum_t sum = {.t0 = t,
+                             .t1 = t + 1,
+                             .s0 = into_c ? p->rank + 1 : 0,
+                             .s1 = p->nranks,
+                             .c1 = p->desc.n,
+                             .first = !into_c};
         return agmm_rs_reduce(x, &sum);
     }
     if (x->comm_workers == 0) return agmm_rs_put_tile(x, q, t);
-    agmm_signal_publish(&agmm_rs_ready(p)[g].value, target); /* release, wakes */
+    /* Release, and it wakes the comm worker. */
+    agmm_signal_publish(&agmm_rs_ready(p)[g].value, target);
     return AGMM_OK;
 }
 
@@ -158,11 +167,10 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         if (!per_tile && t0 < t1 && gemm)
             AGMM_CHECK(gemm_tiles(x, &s, q, t0, t1, own && into_c));
         for (int64_t t = t0; t < t1; t++) {
-            if (per_tile && gemm)
-                AGMM_CHECK(gemm_tiles(x, &s, q, t, t + 1, 0));
+            if (per_tile && gemm) AGMM_CHECK(gemm_tiles(x, &s, q, t, t + 1, 0));
             AGMM_CHECK(tile_done(x, q, t, own && into_c));
-            puts |= !own && x->comm_workers == 0 &&
-                    (x->phases & AGMM_PHASE_COMM);
+            puts |=
+                !own && x->comm_workers == 0 && (x->phases & AGMM_PHASE_COMM);
         }
     }
     return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
@@ -182,10 +190,10 @@ static agmm_status_t comm_worker(agmm_worker_t *self)
         for (int64_t t = 0; t < p->tiles[q]; t++, k++) {
             if (k % x->comm_workers != self->index) continue;
             int64_t g = p->tile_base[q] + t;
-            agmm_wait_what_t what = {"partial tile (local GEMM)", p->rank, g, 0, 0};
-            AGMM_CHECK(agmm_signal_wait(
-                p->world, &agmm_rs_ready(p)[g].value, target,
-                agmm_plan_deadline(p), &what));
+            agmm_wait_what_t what = {"partial tile (local GEMM)", p->rank, g, 0,
+                                     0};
+            AGMM_CHECK(agmm_signal_wait(p->world, &agmm_rs_ready(p)[g].value,
+                                        target, agmm_plan_deadline(p), &what));
             AGMM_CHECK(agmm_rs_put_tile(x, q, t));
             puts = 1;
         }

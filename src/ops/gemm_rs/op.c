@@ -42,8 +42,8 @@ static int64_t rs_tile_cells(const agmm_plan_t *p)
  * at slot s (its own slot unused: the own partial stays in `part`). */
 static uint64_t rs_window_bytes(const agmm_plan_t *p)
 {
-    return (uint64_t)p->nranks * (uint64_t)p->max_rows *
-           (uint64_t)p->desc.n * sizeof(float);
+    return (uint64_t)p->nranks * (uint64_t)p->max_rows * (uint64_t)p->desc.n *
+           sizeof(float);
 }
 
 static void rs_book(const agmm_plan_t *p, agmm_book_t *b)
@@ -78,8 +78,8 @@ static int rs_row_counts(const agmm_plan_t *p, int64_t *rows, int n)
             int64_t t0, t1;
             agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
             n = add_count(rows, n,
-                      agmm_global_tile_row(p, p->tile_base[q] + t1) -
-                          agmm_global_tile_row(p, p->tile_base[q] + t0));
+                          agmm_global_tile_row(p, p->tile_base[q] + t1) -
+                              agmm_global_tile_row(p, p->tile_base[q] + t0));
         }
     return n;
 }
@@ -97,16 +97,15 @@ static agmm_status_t rs_declare_puts(agmm_plan_t *p)
         for (int64_t t = 0; t < p->tiles[r]; t++) {
             int64_t i0 = t * p->desc.tile_m;
             int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_local[r] - i0);
-            AGMM_CHECK(agmm_tp_expect(w, &p->recv_win, s,
-                                      agmm_rs_slot_off(p, s, i0),
-                                      (size_t)rows * row_bytes, &p->signals,
-                                      agmm_rs_tile_sig(p, s, t),
-                                      AGMM_RSET_TILES));
+            AGMM_CHECK(
+                agmm_tp_expect(w, &p->recv_win, s, agmm_rs_slot_off(p, s, i0),
+                               (size_t)rows * row_bytes, &p->signals,
+                               agmm_rs_tile_sig(p, s, t), AGMM_RSET_TILES));
         }
-        AGMM_CHECK(agmm_tp_expect(
-            w, &p->recv_win, s, agmm_rs_slot_off(p, s, 0),
-            (size_t)p->m_local[r] * row_bytes, &p->signals,
-            agmm_sig_off(p, SIG_BULK, s), AGMM_RSET_SHARDS));
+        AGMM_CHECK(agmm_tp_expect(w, &p->recv_win, s, agmm_rs_slot_off(p, s, 0),
+                                  (size_t)p->m_local[r] * row_bytes,
+                                  &p->signals, agmm_sig_off(p, SIG_BULK, s),
+                                  AGMM_RSET_SHARDS));
     }
     return AGMM_OK;
 }

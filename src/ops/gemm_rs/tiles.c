@@ -15,11 +15,12 @@ static void fill_tile(void *arg, int64_t g)
     agmm_round_t *x = arg;
     agmm_plan_t *p = x->p;
     int64_t k = p->k_gemm;
-    int64_t t0 = agmm_global_tile_row(p, g), t1 = agmm_global_tile_row(p, g + 1);
-    agmm_convert_to_f32(p->desc.dtype,
-                        (const unsigned char *)x->a +
-                            (size_t)t0 * (size_t)k * p->esize,
-                        p->g32 + (size_t)t0 * (size_t)k, (size_t)((t1 - t0) * k));
+    int64_t t0 = agmm_global_tile_row(p, g),
+            t1 = agmm_global_tile_row(p, g + 1);
+    agmm_convert_to_f32(
+        p->desc.dtype,
+        (const unsigned char *)x->a + (size_t)t0 * (size_t)k * p->esize,
+        p->g32 + (size_t)t0 * (size_t)k, (size_t)((t1 - t0) * k));
 }
 
 agmm_status_t agmm_rs_rows(agmm_round_t *x, int64_t g0, int64_t g1,
@@ -34,8 +35,7 @@ agmm_status_t agmm_rs_rows(agmm_round_t *x, int64_t g0, int64_t g1,
         return AGMM_OK;
     }
     *rows = p->g32 + (size_t)r0 * (size_t)k;
-    return agmm_plan_claim_tiles(p, g0, g1, x->epoch, fill_tile, x, p->rank,
-                                 0);
+    return agmm_plan_claim_tiles(p, g0, g1, x->epoch, fill_tile, x, p->rank, 0);
 }
 
 agmm_status_t agmm_rs_put_tile(agmm_round_t *x, int q, int64_t t)
@@ -67,13 +67,12 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
         for (int64_t t = t0; t < wait_end; t++) {
             agmm_wait_what_t what = {bulk ? "partial rows" : "partial tile", s,
                                      bulk ? -1 : t, 0, 0};
-            size_t cell = bulk ? agmm_sig_off(p, SIG_BULK, s)
-                               : agmm_rs_tile_sig(p, s, t);
-            AGMM_CHECK(agmm_traced_wait(p->world,
-                                        agmm_win_signal(&p->signals, cell),
-                                        x->epoch, agmm_plan_deadline(p), &what,
-                                        bulk ? AGMM_TSIG_SHARD
-                                             : AGMM_TSIG_TILE));
+            size_t cell =
+                bulk ? agmm_sig_off(p, SIG_BULK, s) : agmm_rs_tile_sig(p, s, t);
+            AGMM_CHECK(
+                agmm_traced_wait(p->world, agmm_win_signal(&p->signals, cell),
+                                 x->epoch, agmm_plan_deadline(p), &what,
+                                 bulk ? AGMM_TSIG_SHARD : AGMM_TSIG_TILE));
         }
     }
     /* Fixed order: c = src s0, then += s0 + 1, ..., element-wise in fp32

@@ -35,8 +35,8 @@ static inline agmm_padded_counter_t *agmm_rs_ready(const agmm_plan_t *p)
  * receive window. */
 static inline size_t agmm_rs_slot_off(const agmm_plan_t *p, int src, int64_t i)
 {
-    return ((size_t)src * (size_t)p->max_rows + (size_t)i) *
-           (size_t)p->desc.n * sizeof(float);
+    return ((size_t)src * (size_t)p->max_rows + (size_t)i) * (size_t)p->desc.n *
+           sizeof(float);
 }
 
 /* The signal cell of (source src, owner's tile t) in the owner's window. */

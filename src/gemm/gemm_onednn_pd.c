@@ -1,0 +1,369 @@
+/* The oneDNN engine's building blocks (gemm_onednn_pd.h): the CPU engine
+ * and the fp16 probe, the OpenMP guard, and the matmul primitive
+ * descriptors with the GEMM attributes (engine.h) in oneDNN 2.6 terms:
+ *   accumulate  a sum post-op, scale 1 (oneDNN adds C_old to the finished
+ *               fp32 accumulator: checked bit for bit at k = 4096, fp32 and
+ *               bf16, by tests/unit/test_gemm_attr.c);
+ *   bias        the matmul's bias (f32, 1 x ncols);
+ *   act         an eltwise post-op after the sum (relu, gelu_tanh,
+ *               gelu_erf, swish with alpha 1 for SiLU);
+ *   c_dtype     the dst md's dtype (bf16 / f16 where oneDNN has it:
+ *               an unimplemented descriptor is refused naming it);
+ *   w_scale     runtime output scales, mask 1 << 1 (per column), passed
+ *               at each run. oneDNN 2.6 applies them to accumulator +
+ *               bias, i.e. w_scale * (acc + bias), not the attr's
+ *               w_scale * acc + bias: w_scale with bias is refused.
+ *   a_scale     (per row) has no oneDNN 2.6 matmul attribute that keeps
+ *               the fast kernels (a binary post-op falls back to ref:any):
+ *               refused for now.
+ * Debian's oneDNN runs on OpenMP (libgomp), whose thread count is an ICV
+ * of each thread: everything here that creates or runs is called at one
+ * thread (agmm_dn_one_omp_thread), see gemm_onednn.c. */
+#include "gemm/gemm_onednn_pd.h"
+
+#include <dnnl_debug.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+/* libgomp's, linked explicitly (CMakeLists.txt): declared here so agmm
+ * needs no -fopenmp (clang's would bring another OpenMP runtime). */
+extern void omp_set_num_threads(int n);
+extern int omp_get_max_threads(void);
+
+static dnnl_engine_t g_engine;
+static dnnl_status_t g_engine_status = dnnl_runtime_error;
+static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;
+static int g_f16_native; /* set once by engine_init */
+
+/* Does a 16 x 64 x 64 f16 matmul get an implementation other than the
+ * reference one? */
+static int probe_f16(void)
+{
+    dnnl_memory_desc_t a, w, c;
+    dnnl_dims_t ad = {16, 64}, wd = {64, 64};
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_memory_desc_init_by_tag(&a, 2, ad, dnnl_f16, dnnl_ab) ||
+        dnnl_memory_desc_init_by_tag(&w, 2, wd, dnnl_f16,
+                                     dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&c, 2, ad, dnnl_f32, dnnl_ab) ||
+        dnnl_matmul_desc_init(&md, &a, &w, NULL, &c) ||
+        dnnl_primitive_desc_create(&pd, &md, NULL, g_engine, NULL))
+        return 0;
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    int native = impl && strncmp(impl, "ref", 3) != 0;
+    dnnl_primitive_desc_destroy(pd);
+    return native;
+}
+
+static void engine_init(void)
+{
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    g_engine_status = dnnl_engine_create(&g_engine, dnnl_cpu, 0);
+    g_f16_native = g_engine_status == dnnl_success && probe_f16();
+    omp_set_num_threads(saved);
+}
+
+dnnl_engine_t agmm_dn_engine(void)
+{
+    pthread_once(&g_engine_once, engine_init);
+    if (g_engine_status != dnnl_success) {
+        agmm_dn_fail(g_engine_status, "CPU engine");
+        return NULL;
+    }
+    return g_engine;
+}
+
+int agmm_dn_f16_native(void)
+{
+    pthread_once(&g_engine_once, engine_init);
+    return g_f16_native;
+}
+
+agmm_status_t agmm_dn_fail(dnnl_status_t s, const char *what)
+{
+    return agmm_error(s == dnnl_out_of_memory   ? AGMM_ERR_NO_MEMORY
+                      : s == dnnl_unimplemented ? AGMM_ERR_UNSUPPORTED
+                                                : AGMM_ERR_SYSTEM,
+                      "gemm: oneDNN %s failed: %s", what, dnnl_status2str(s));
+}
+
+int agmm_dn_one_omp_thread(void)
+{
+    int saved = omp_get_max_threads();
+    if (saved != 1) omp_set_num_threads(1);
+    return saved;
+}
+
+void agmm_dn_restore_omp(int saved)
+{
+    if (saved != 1) omp_set_num_threads(saved);
+}
+
+agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
+                             const agmm_gemm_attr_t *a,
+                             const agmm_gemm_shape_t *share_shape,
+                             const agmm_gemm_attr_t *share_attr,
+                             agmm_dn_cfg_t *cfg)
+{
+    AGMM_CHECK(agmm_gemm_check("onednn", s, a, share_shape, share_attr));
+    if (a->a_scale)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "gemm: onednn: a_scale (per-row scales of A) is "
+                          "not supported: oneDNN 2.6's matmul has no such "
+                          "attribute");
+    if (a->w_scale && a->bias)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "gemm: onednn: w_scale with bias is not supported: "
+                          "oneDNN 2.6 scales acc + bias, not acc alone");
+    if (a->a_dtype == AGMM_DTYPE_FP16 && !agmm_dn_f16_native())
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "gemm: onednn: a_dtype fp16: no native f16 matmul "
+                          "on this CPU (input_dtype says fp32)");
+    if (!agmm_dn_engine()) return AGMM_ERR_SYSTEM;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->shape = *s;
+    cfg->shape.rows = NULL;
+    cfg->shape.nrows = 0;
+    cfg->attr = *a;
+    cfg->dt = a->a_dtype == AGMM_DTYPE_FP32   ? dnnl_f32
+              : a->a_dtype == AGMM_DTYPE_BF16 ? dnnl_bf16
+                                              : dnnl_f16;
+    return AGMM_OK;
+}
+
+static dnnl_data_type_t dn_dtype(agmm_dtype_t dt)
+{
+    return dt == AGMM_DTYPE_FP32   ? dnnl_f32
+           : dt == AGMM_DTYPE_BF16 ? dnnl_bf16
+                                   : dnnl_f16;
+}
+
+/* The attribute set of cfg, for messages ("a_dtype fp32, c_dtype bf16,
+ * accumulate, bias, act gelu-erf"). */
+static void describe(const agmm_dn_cfg_t *cfg, char *buf, size_t size)
+{
+    const agmm_gemm_attr_t *a = &cfg->attr;
+    snprintf(buf, size, "a_dtype %s, c_dtype %s%s%s%s%s%s",
+             agmm_dtype_name(a->a_dtype), agmm_dtype_name(a->c_dtype),
+             a->accumulate ? ", accumulate" : "", a->bias ? ", bias" : "",
+             a->w_scale ? ", w_scale" : "",
+             a->act != AGMM_GEMM_ACT_NONE ? ", act " : "",
+             a->act != AGMM_GEMM_ACT_NONE ? agmm_gemm_act_name(a->act) : "");
+}
+
+agmm_status_t agmm_dn_vec_md(const agmm_dn_cfg_t *cfg, int as_row,
+                             dnnl_memory_desc_t *md)
+{
+    dnnl_dims_t row = {1, cfg->shape.ncols}, vec = {cfg->shape.ncols};
+    DN(as_row ? dnnl_memory_desc_init_by_tag(md, 2, row, dnnl_f32, dnnl_ab)
+              : dnnl_memory_desc_init_by_tag(md, 1, vec, dnnl_f32, dnnl_a),
+       "bias/scale desc");
+    return AGMM_OK;
+}
+
+/* The primitive attributes of cfg: user scratchpad, post-ops, scales. */
+static dnnl_status_t make_attr(const agmm_dn_cfg_t *cfg,
+                               dnnl_primitive_attr_t attr)
+{
+    static const dnnl_alg_kind_t algs[] = {
+        [AGMM_GEMM_ACT_RELU] = dnnl_eltwise_relu,
+        [AGMM_GEMM_ACT_GELU_TANH] = dnnl_eltwise_gelu_tanh,
+        [AGMM_GEMM_ACT_GELU_ERF] = dnnl_eltwise_gelu_erf,
+        [AGMM_GEMM_ACT_SILU] = dnnl_eltwise_swish,
+    };
+    const agmm_gemm_attr_t *a = &cfg->attr;
+    dnnl_status_t st = dnnl_primitive_attr_set_scratchpad_mode(
+        attr, dnnl_scratchpad_mode_user);
+    if (st == dnnl_success && a->w_scale) {
+        float rt = DNNL_RUNTIME_F32_VAL; /* given at each run */
+        st = dnnl_primitive_attr_set_output_scales(attr, 1, 1 << 1, &rt);
+    }
+    if (st != dnnl_success || (!a->accumulate && a->act == AGMM_GEMM_ACT_NONE))
+        return st;
+    dnnl_post_ops_t po;
+    if ((st = dnnl_post_ops_create(&po)) != dnnl_success) return st;
+    if (a->accumulate) st = dnnl_post_ops_append_sum(po, 1.0f);
+    if (st == dnnl_success && a->act != AGMM_GEMM_ACT_NONE)
+        /* alpha: relu's negative slope 0; swish's beta-less x*sigmoid(x) */
+        st = dnnl_post_ops_append_eltwise(
+            po, 1.0f, algs[a->act], a->act == AGMM_GEMM_ACT_SILU ? 1.0f : 0.0f,
+            0.0f);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
+    dnnl_post_ops_destroy(po);
+    return st;
+}
+
+/* One descriptor: weights `wmd`, or format any when NULL. */
+static agmm_status_t one_pd(const agmm_dn_cfg_t *cfg, int64_t m,
+                            const dnnl_memory_desc_t *wmd,
+                            dnnl_primitive_desc_t *pd)
+{
+    const agmm_gemm_shape_t *s = &cfg->shape;
+    dnnl_engine_t eng = agmm_dn_engine();
+    if (!eng) return AGMM_ERR_SYSTEM;
+    dnnl_memory_desc_t a_md, w_md, c_md, b_md;
+    dnnl_dims_t a_dims = {m, s->k}, a_str = {s->lda, 1};
+    dnnl_dims_t w_dims = {s->k, s->ncols};
+    dnnl_dims_t c_dims = {m, s->ncols}, c_str = {s->ldc, 1};
+    DN(dnnl_memory_desc_init_by_strides(&a_md, 2, a_dims, cfg->dt, a_str),
+       "A desc");
+    DN(dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims,
+                                        dn_dtype(cfg->attr.c_dtype), c_str),
+       "C desc");
+    if (wmd)
+        w_md = *wmd;
+    else
+        DN(dnnl_memory_desc_init_by_tag(&w_md, 2, w_dims, cfg->dt,
+                                        dnnl_format_tag_any),
+           "W desc");
+    if (cfg->attr.bias) AGMM_CHECK(agmm_dn_vec_md(cfg, 1, &b_md));
+    dnnl_matmul_desc_t md;
+    DN(dnnl_matmul_desc_init(&md, &a_md, &w_md, cfg->attr.bias ? &b_md : NULL,
+                             &c_md),
+       "matmul desc");
+    dnnl_primitive_attr_t attr;
+    DN(dnnl_primitive_attr_create(&attr), "attr");
+    dnnl_status_t st = make_attr(cfg, attr);
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(pd, &md, attr, eng, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (st == dnnl_unimplemented) {
+        char what[160];
+        describe(cfg, what, sizeof what);
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "gemm: onednn: no matmul implementation for %s "
+                          "(this oneDNN, this CPU)",
+                          what);
+    }
+    if (st != dnnl_success)
+        return agmm_dn_fail(st, "matmul primitive descriptor");
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_dn_matmul_pd(const agmm_dn_cfg_t *cfg, int64_t m,
+                                const dnnl_memory_desc_t *layout,
+                                dnnl_primitive_desc_t *pd)
+{
+    AGMM_CHECK(one_pd(cfg, m, NULL, pd));
+    if (!layout || dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(
+                                              *pd, dnnl_query_weights_md, 0),
+                                          layout))
+        return AGMM_OK;
+    dnnl_primitive_desc_destroy(*pd);
+    return one_pd(cfg, m, layout, pd);
+}
+
+/* ---------------------------------------------------- sizes and layout */
+
+size_t agmm_dn_pd_scratch(const_dnnl_primitive_desc_t pd)
+{
+    const dnnl_memory_desc_t *sp =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    return sp ? dnnl_memory_desc_get_size(sp) : 0;
+}
+
+/* The weight layout: what oneDNN picks for the most rows. */
+agmm_status_t agmm_dn_choose_layout(const agmm_dn_cfg_t *cfg, int64_t m,
+                                    dnnl_memory_desc_t *w_md)
+{
+    dnnl_primitive_desc_t pd;
+    AGMM_CHECK(agmm_dn_matmul_pd(cfg, m, NULL, &pd));
+    *w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_primitive_desc_destroy(pd);
+    return AGMM_OK;
+}
+
+int64_t agmm_dn_most_rows(const agmm_gemm_shape_t *s)
+{
+    int64_t mmax = 0;
+    for (int i = 0; i < s->nrows; i++)
+        mmax = AGMM_MAX(mmax, s->rows[i]);
+    return mmax;
+}
+
+int agmm_dn_is_dup(const agmm_gemm_shape_t *s, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (s->rows[j] == s->rows[i]) return 1;
+    return s->rows[i] <= 0;
+}
+
+/* Measured at k = 4096 (test_gemm_attr.c): with a strided C (ldc >
+ * ncols) oneDNN 2.6's sum post-op is not C_old + the plain product bit for
+ * bit (bf16: the sum; fp32: the plain product's own bits depend on ldc);
+ * with a dense C it is. So accumulate on a strided C:
+ *   fp32 C: DENSE_ADD: the primitive drops the sum and the act (bias and
+ *           scales stay) and writes C as a plain prep of that ldc would;
+ *           C_old is saved first and added after, then the act;
+ *   else:   DENSE_COPY: the primitives write a dense copy of C's rows
+ *           (ldc = ncols), copied in and out around them. */
+int agmm_dn_use_dense(agmm_dn_cfg_t *cfg)
+{
+    if (!cfg->attr.accumulate || cfg->shape.ldc == cfg->shape.ncols) return 0;
+    if (cfg->attr.c_dtype == AGMM_DTYPE_FP32) {
+        cfg->attr.accumulate = 0;
+        cfg->attr.act = AGMM_GEMM_ACT_NONE;
+        return AGMM_DN_DENSE_ADD;
+    }
+    cfg->shape.ldc = cfg->shape.ncols;
+    return AGMM_DN_DENSE_COPY;
+}
+
+size_t agmm_dn_align64(size_t n)
+{
+    return (n + 63) / 64 * 64;
+}
+
+size_t agmm_dn_dense_size(const agmm_dn_cfg_t *cfg, int64_t mmax)
+{
+    return (size_t)mmax * (size_t)cfg->shape.ncols *
+           agmm_dtype_size(cfg->attr.c_dtype);
+}
+
+uint64_t agmm_dn_vec_bytes(const agmm_dn_cfg_t *cfg)
+{
+    uint64_t v = (uint64_t)cfg->shape.ncols * sizeof(float);
+    return (cfg->attr.bias ? v : 0) + (cfg->attr.w_scale ? v : 0);
+}
+
+/* Builds the descriptors prepare builds (the layout's and each row
+ * count's), no primitive. With share, the layout is the attr's own choice
+ * (the base's is the same for the same k, ncols and dtype). */
+agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
+                               const agmm_gemm_attr_t *a, int share,
+                               uint64_t *weight_bytes, uint64_t *scratch_bytes)
+{
+    agmm_dn_cfg_t cfg;
+    AGMM_CHECK(agmm_dn_config(s, a, NULL, NULL, &cfg));
+    if (s->nrows < 1)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: onednn: no row counts to prepare");
+    int dense = agmm_dn_use_dense(&cfg);
+    int saved = agmm_dn_one_omp_thread();
+    dnnl_memory_desc_t w_md;
+    size_t scratch = 0;
+    agmm_status_t st = agmm_dn_choose_layout(&cfg, agmm_dn_most_rows(s), &w_md);
+    for (int i = 0; i < s->nrows && st == AGMM_OK; i++) {
+        if (agmm_dn_is_dup(s, i)) continue;
+        dnnl_primitive_desc_t pd;
+        st = agmm_dn_matmul_pd(&cfg, s->rows[i], &w_md, &pd);
+        if (st != AGMM_OK) break;
+        scratch = AGMM_MAX(scratch, agmm_dn_pd_scratch(pd));
+        dnnl_primitive_desc_destroy(pd);
+    }
+    agmm_dn_restore_omp(saved);
+    AGMM_CHECK(st);
+    *weight_bytes =
+        share ? 0 : dnnl_memory_desc_get_size(&w_md) + agmm_dn_vec_bytes(&cfg);
+    *scratch_bytes = dense ? agmm_dn_align64(scratch) +
+                                 agmm_dn_dense_size(&cfg, agmm_dn_most_rows(s))
+                           : scratch;
+    return AGMM_OK;
+}

@@ -1,0 +1,82 @@
+/* Internal to the oneDNN engine (gemm_onednn.c, gemm_onednn_pd.c): the
+ * CPU engine, the OpenMP thread-count guard and the matmul primitive
+ * descriptors with the GEMM attributes (engine.h) mapped onto oneDNN's. */
+#ifndef AGMM_GEMM_ONEDNN_PD_H
+#define AGMM_GEMM_ONEDNN_PD_H
+
+#include <dnnl.h>
+
+#include "gemm/engine.h"
+
+/* What every primitive descriptor of a prepared weight is built from. */
+typedef struct {
+    agmm_gemm_shape_t shape; /* rows/nrows not kept */
+    agmm_gemm_attr_t attr;
+    dnnl_data_type_t dt; /* compute dtype of A and W (attr.a_dtype) */
+} agmm_dn_cfg_t;
+
+/* The process's CPU engine (made once, at one OpenMP thread), or NULL
+ * after logging why it could not be made. */
+dnnl_engine_t agmm_dn_engine(void);
+/* Does this oneDNN have a non-reference f16 matmul on this CPU? */
+int agmm_dn_f16_native(void);
+
+/* This thread's OpenMP thread count to 1; returns the previous one for
+ * agmm_dn_restore_omp(). */
+int agmm_dn_one_omp_thread(void);
+void agmm_dn_restore_omp(int saved);
+
+/* Logs "gemm: oneDNN <what> failed: <status>" and maps the status. */
+agmm_status_t agmm_dn_fail(dnnl_status_t s, const char *what);
+#define DN(call, what)                                                         \
+    do {                                                                       \
+        dnnl_status_t s_ = (call);                                             \
+        if (s_ != dnnl_success) return agmm_dn_fail(s_, what);                 \
+    } while (0)
+
+/* Checks shape and attr (and share's), refuses what oneDNN 2.6 cannot do
+ * exactly (a_scale; w_scale with bias; fp16 A without a native f16
+ * matmul), and fills cfg. */
+agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
+                             const agmm_gemm_attr_t *a,
+                             const agmm_gemm_shape_t *share_shape,
+                             const agmm_gemm_attr_t *share_attr,
+                             agmm_dn_cfg_t *cfg);
+
+/* The matmul of m rows with cfg's attributes on the weight layout
+ * `layout`: the one oneDNN prefers when it is NULL or equal, else one made
+ * with it forced. Call at one OpenMP thread. An unimplemented combination
+ * is refused (UNSUPPORTED) naming the attributes. */
+agmm_status_t agmm_dn_matmul_pd(const agmm_dn_cfg_t *cfg, int64_t m,
+                                const dnnl_memory_desc_t *layout,
+                                dnnl_primitive_desc_t *pd);
+
+/* The memory desc of the per-column bias (1 x ncols) and of the
+ * w_scale vector (ncols), both f32. */
+agmm_status_t agmm_dn_vec_md(const agmm_dn_cfg_t *cfg, int as_row,
+                             dnnl_memory_desc_t *md);
+
+/* Sizes and layout, shared by estimate and prepare. */
+size_t
+agmm_dn_pd_scratch(const_dnnl_primitive_desc_t pd); /* scratchpad bytes */
+/* The weight layout: what oneDNN picks for m rows (the most prepared). */
+agmm_status_t agmm_dn_choose_layout(const agmm_dn_cfg_t *cfg, int64_t m,
+                                    dnnl_memory_desc_t *w_md);
+int64_t agmm_dn_most_rows(const agmm_gemm_shape_t *s);
+/* Is rows[i] <= 0 or a repeat of an earlier one? */
+int agmm_dn_is_dup(const agmm_gemm_shape_t *s, int i);
+/* Accumulate on a strided C: how it goes through the dense buffer after
+ * the scratchpad (0: it does not), cfg changed to match (see there). */
+enum { AGMM_DN_DENSE_COPY = 1, AGMM_DN_DENSE_ADD = 2 };
+int agmm_dn_use_dense(agmm_dn_cfg_t *cfg);
+size_t agmm_dn_align64(size_t n);
+/* Bytes of the dense copy of C's rows: mmax x ncols in c_dtype. */
+size_t agmm_dn_dense_size(const agmm_dn_cfg_t *cfg, int64_t mmax);
+/* Bytes of the fp32 bias and w_scale copies. */
+uint64_t agmm_dn_vec_bytes(const agmm_dn_cfg_t *cfg);
+/* The engine's estimate (engine.h): the descriptors prepare builds. */
+agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
+                               const agmm_gemm_attr_t *a, int share,
+                               uint64_t *weight_bytes, uint64_t *scratch_bytes);
+
+#endif /* AGMM_GEMM_ONEDNN_PD_H */
