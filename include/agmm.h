@@ -138,6 +138,35 @@ typedef enum agmm_gemm_engine_kind {
 
 /* "auto", "onednn", "openblas" ("invalid" for anything else). */
 const char *agmm_gemm_engine_name(agmm_gemm_engine_kind_t kind);
+
+/* How the engine multiplies a 16-bit dtype (docs/performance.md, "GEMM
+ * paths"). Which is fastest depends on the CPU and the shape (bf16's dot
+ * instruction runs at half the fp32 FMA rate on some CPUs and at twice it
+ * or many times it on others), so AUTO measures. */
+typedef enum agmm_gemm_path {
+    /* The faster of the paths the engine has for the plan's dtype, timed
+     * at agmm_plan_create on each rank's own thread over the plan's call
+     * shapes (a few calls each, on a slice of the weight's columns); the
+     * ranks agree on the path with the lowest slowest-rank time. Cached per
+     * process for the same engine, dtype and shape: a second such plan
+     * times nothing. agmm_plan_gemm_info() says what was measured. */
+    AGMM_GEMM_PATH_AUTO = 0,
+    /* The engine reads the dtype itself (oneDNN: bf16 dot products; fp16
+     * where this oneDNN has a native fp16 matmul on this CPU). */
+    AGMM_GEMM_PATH_NATIVE = 1,
+    /* Rows converted to fp32 once per tile, the weight converted once at
+     * set_weight: the fp32 kernel (twice the weight's memory, plus fp32
+     * copies of the gathered rows). fp32 inputs are always this path. */
+    AGMM_GEMM_PATH_F32 = 2,
+} agmm_gemm_path_t;
+
+/* "auto", "native", "f32" ("invalid" for anything else). */
+const char *agmm_gemm_path_name(agmm_gemm_path_t path);
+/* 1 when engine `kind` (AUTO: the default engine) can run `path` for
+ * `dtype` on this CPU (AUTO always; NATIVE where the engine reads the
+ * dtype itself; F32 always), else 0 (also for invalid values). */
+int agmm_gemm_path_available(agmm_gemm_engine_kind_t kind, agmm_dtype_t dtype,
+                             agmm_gemm_path_t path);
 /* 1 when `kind` is built in (AUTO always is), else 0. */
 int agmm_gemm_engine_available(agmm_gemm_engine_kind_t kind);
 
@@ -342,6 +371,11 @@ typedef struct agmm_plan_desc {
      * AGMM_MAX_WEIGHTS. GEMM_RS: only one weight (AGMM_ERR_UNSUPPORTED). */
     int n_weights;
     const int64_t *n_list;
+    /* AUTO (0, the default), NATIVE or F32. A path the engine does not
+     * have for the dtype (NATIVE fp16 without a native fp16 kernel,
+     * NATIVE with OpenBLAS) makes the plan fail with AGMM_ERR_UNSUPPORTED;
+     * fp32 inputs take either (they are the same path). */
+    agmm_gemm_path_t gemm_path;
 } agmm_plan_desc_t;
 
 /* Most weights per plan (agmm_plan_desc_t.n_weights). */
@@ -481,6 +515,24 @@ typedef struct agmm_gemm_info {
      * constant while rounds run, since every plan creates its own at
      * agmm_plan_create. */
     uint64_t primitives_created;
+    /* The path the plan runs (NATIVE or F32: AUTO resolved), and how it
+     * was chosen: by the user (chosen_by "forced"), as the only one there
+     * is ("only"), or measured ("measured", or "cached": measured by an
+     * earlier plan of this process with the same engine, dtype and shape).
+     * Both candidates when measured or cached (native, then f32): the
+     * slowest rank's predicted GEMM time of one round (us), this rank's
+     * measured rate (GFLOP/s on one thread) and the implementation it
+     * ran; none otherwise. */
+    agmm_gemm_path_t path;
+    const char *chosen_by;
+    int candidates;
+    struct agmm_gemm_candidate {
+        agmm_gemm_path_t path;
+        double round_us;
+        double gflops;
+        char impl[64];
+    } candidate[2];
+    double choose_ms; /* this rank's time measuring (0: nothing timed) */
 } agmm_gemm_info_t;
 
 /* Local. Fills *info for a live plan. */

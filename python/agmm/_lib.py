@@ -73,6 +73,7 @@ STATUS = {name: i for i, name in enumerate(STATUS_NAMES)}
 DTYPES = {"fp16": 0, "bf16": 1, "fp32": 2}
 WEIGHTS = {"shared": 0, "per-rank": 1}
 ENGINES = {"auto": 0, "onednn": 1, "openblas": 2}
+PATHS = {"auto": 0, "native": 1, "f32": 2}
 SCHEDULES = {"fused": 0, "baseline": 1, "auto": 2}
 OPS = {"ag-gemm": 0, "gemm-rs": 1}
 
@@ -96,6 +97,7 @@ class PlanDescC(_c.Structure):
         ("k_local", _c.POINTER(c_int64)),
         ("n_weights", c_int),
         ("n_list", _c.POINTER(c_int64)),
+        ("gemm_path", c_int),
     ]
 
 
@@ -116,6 +118,16 @@ class PlanDesc(_c.Structure):
     _fields_ = [("d", PlanDescC), ("_spare", _c.c_char * 512)]
 
 
+class GemmCandidateC(_c.Structure):
+    """agmm_gemm_info_t's struct agmm_gemm_candidate."""
+    _fields_ = [
+        ("path", c_int),
+        ("round_us", c_double),
+        ("gflops", c_double),
+        ("impl", _c.c_char * 64),
+    ]
+
+
 class GemmInfoC(_c.Structure):
     """agmm_gemm_info_t."""
     _fields_ = [
@@ -125,6 +137,11 @@ class GemmInfoC(_c.Structure):
         ("impl", _c.c_char * 128),
         ("threads_per_call", c_int),
         ("primitives_created", c_uint64),
+        ("path", c_int),
+        ("chosen_by", c_char_p),
+        ("candidates", c_int),
+        ("candidate", GemmCandidateC * 2),
+        ("choose_ms", c_double),
     ]
 
 

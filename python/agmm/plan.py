@@ -47,6 +47,12 @@ class GemmInfo:
     impl: str              # the kernel it picked
     threads_per_call: int
     primitives_created: int
+    path: str              # "native" or "f32": the GEMM path it runs
+    chosen_by: str         # "forced", "only", "measured" or "cached"
+    # (path, slowest rank's predicted GEMM time of a round in us, this
+    # rank's GFLOP/s, impl) of each candidate measured: native, f32
+    candidates: tuple
+    choose_ms: float       # time this rank spent measuring
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,8 @@ class Plan:
     op        "ag-gemm" (C = gather(A_r) @ W on every rank) or "gemm-rs"
               (C = sum_r A_r @ W_r scattered by rows; k_local splits k)
     weights   "shared" (the same W everywhere) or "per-rank"
+    gemm_path "auto" (measured at creation), "native" or "f32": how the
+              engine multiplies a 16-bit dtype (gemm_info() says which ran)
     tile_m, tile_n, comm_workers, gemm_workers, gemm_engine ("auto",
     "onednn", "openblas"), timeout (seconds per wait), k_local: as in
     agmm_plan_desc_t; None keeps agmm_plan_desc_init's default, except the
@@ -120,7 +128,7 @@ class Plan:
     def __init__(self, world, m_local, k, n, dtype="bf16", op="ag-gemm",
                  weights="shared", tile_m=None, tile_n=None, comm_workers=None,
                  gemm_workers=None, gemm_engine="auto", timeout=None,
-                 k_local=None):
+                 k_local=None, gemm_path="auto"):
         self._h = None
         self.world = world
         P = world.size
@@ -147,6 +155,7 @@ class Plan:
         d.op = _name(op, _lib.OPS, "op")
         d.weights = _name(weights, _lib.WEIGHTS, "weights")
         d.gemm_engine = _name(gemm_engine, _lib.ENGINES, "gemm_engine")
+        d.gemm_path = _name(gemm_path, _lib.PATHS, "gemm_path")
         if comm_workers is None and gemm_workers is None:
             comm_workers, gemm_workers = default_workers(P)
         elif gemm_workers is None:
@@ -323,9 +332,16 @@ class Plan:
         info = _lib.GemmInfoC()
         check(_lib.fn.agmm_plan_gemm_info(self.handle, ctypes.byref(info)),
               "gemm_info")
+        names = {v: k for k, v in _lib.PATHS.items()}
+        cands = tuple((names.get(c.path, "invalid"), float(c.round_us),
+                       float(c.gflops), _lib.text(c.impl))
+                      for c in info.candidate[:info.candidates])
         return GemmInfo(_lib.text(info.name), _lib.text(info.version),
                         _lib.text(info.impl), int(info.threads_per_call),
-                        int(info.primitives_created))
+                        int(info.primitives_created),
+                        names.get(info.path, "invalid"),
+                        _lib.text(info.chosen_by), cands,
+                        float(info.choose_ms))
 
     def schedule_info(self):
         """What schedule="auto" did so far (agmm_plan_schedule_info)."""

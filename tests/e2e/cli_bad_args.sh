@@ -85,6 +85,8 @@ rows=(
     "run --gemm-engine mkl                | --gemm-engine: one of onednn, openblas, auto (got 'mkl')"
     "bench --gemm-engine ''               | --gemm-engine: one of onednn, openblas, auto"
     "bench --weights both                 | --weights: one of shared, per-rank"
+    "run --gemm-path fp32                 | --gemm-path: one of auto, native, f32 (got 'fp32')"
+    "run --gemm-path native --gemm-engine openblas --dtype bf16 | --gemm-path native: the openblas engine has no native bf16 kernel"
     # cores
     "run --comm-cores -1                  | --comm-cores:"
     "run --comm-cores x                   | --comm-cores:"

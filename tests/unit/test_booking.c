@@ -1,10 +1,14 @@
 /* The memory estimate is the allocation: over a grid of operations,
  * shapes (uneven and empty shards, several weights, a given k split),
- * dtypes, GEMM engines and worker counts, every rank of a real plan holds
- * exactly the bytes its booking says (agmm_plan_bytes_held against the
- * booking of a plan that has only its geometry), and the most over the
- * ranks equals agmm_plan_bytes_per_rank() of the description: equal, not
- * "at least". A buffer allocated outside the booking, or an engine whose
+ * dtypes, GEMM engines, GEMM paths and worker counts, every rank of a real
+ * plan holds exactly the bytes its booking says (agmm_plan_bytes_held
+ * against the booking of a plan that has only its geometry, on the path
+ * the plan runs), and the most over the ranks equals
+ * agmm_plan_bytes_per_rank() of the description: equal, not "at least".
+ * With gemm_path auto the estimate is the larger of the two paths' (the
+ * choice is made at creation): there the most held must equal the
+ * estimate of the path chosen, and the estimate the larger of the forced
+ * paths'. A buffer allocated outside the booking, or an engine whose
  * estimate differs from what it allocates, fails here. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,7 @@ typedef struct cfg {
     agmm_op_t op;
     agmm_dtype_t dtype;
     agmm_gemm_engine_kind_t engine;
+    agmm_gemm_path_t path;
     int gemm_workers;
     int comm_workers;
 } cfg_t;
@@ -51,6 +56,7 @@ static void make_desc(const cfg_t *c, agmm_plan_desc_t *d, int64_t *n_list)
     d->tile_n = c->s.tile_n;
     d->dtype = c->dtype;
     d->gemm_engine = c->engine;
+    d->gemm_path = c->path;
     d->gemm_workers = c->gemm_workers;
     d->comm_workers = c->comm_workers;
     d->op = c->op;
@@ -63,18 +69,27 @@ static void make_desc(const cfg_t *c, agmm_plan_desc_t *d, int64_t *n_list)
     if (c->op == AGMM_OP_GEMM_RS && c->s.kl[0] >= 0) d->k_local = c->s.kl;
 }
 
-/* What the booking of rank r's plan adds up to. */
-static uint64_t booked(const agmm_plan_desc_t *d, int r)
+/* What the booking of rank r's plan on `path` adds up to. */
+static uint64_t booked(const agmm_plan_desc_t *d, int r, agmm_gemm_path_t path)
 {
     agmm_plan_t sk;
     memset(&sk, 0, sizeof sk);
     uint64_t total = 0;
     agmm_book_t b;
-    if (agmm_plan_geometry(&sk, d, r) == AGMM_OK &&
-        agmm_plan_book(&sk, &b) == AGMM_OK)
-        total = agmm_book_total(&b);
+    if (agmm_plan_geometry(&sk, d, r) == AGMM_OK) {
+        agmm_plan_set_path(&sk, path);
+        if (agmm_plan_book(&sk, &b) == AGMM_OK) total = agmm_book_total(&b);
+    }
     agmm_free(sk.layout);
     return total;
+}
+
+/* The estimate of the description on a forced path. */
+static uint64_t estimate_on(const agmm_plan_desc_t *d, agmm_gemm_path_t path)
+{
+    agmm_plan_desc_t f = *d;
+    f.gemm_path = path;
+    return agmm_plan_bytes_per_rank(&f);
 }
 
 static int rank_main(agmm_world_t *w, void *arg)
@@ -86,7 +101,9 @@ static int rank_main(agmm_world_t *w, void *arg)
     make_desc(c, &d, n_list);
     agmm_plan_t *p = NULL;
     if (agmm_plan_create(w, &d, &p) != AGMM_OK) return 10;
-    uint64_t held = agmm_plan_bytes_held(p), want = booked(&d, r);
+    agmm_gemm_info_t g;
+    if (agmm_plan_gemm_info(p, &g) != AGMM_OK) return 16;
+    uint64_t held = agmm_plan_bytes_held(p), want = booked(&d, r, g.path);
     uint64_t all[4] = {0};
     int code = 0;
     if (agmm_world_allgather(w, &held, all, sizeof held) != AGMM_OK) code = 11;
@@ -99,6 +116,12 @@ static int rank_main(agmm_world_t *w, void *arg)
     for (int q = 0; q < c->s.P; q++)
         if (all[q] > most) most = all[q];
     uint64_t est = agmm_plan_bytes_per_rank(&d);
+    if (c->path == AGMM_GEMM_PATH_AUTO) { /* the larger; the chosen one */
+        uint64_t nat = estimate_on(&d, AGMM_GEMM_PATH_NATIVE);
+        uint64_t f32 = estimate_on(&d, AGMM_GEMM_PATH_F32);
+        if (code == 0 && est != (nat > f32 ? nat : f32)) code = 17;
+        est = g.path == AGMM_GEMM_PATH_NATIVE ? nat : f32;
+    }
     if (code == 0 && most != est) {
         fprintf(stderr,
                 "the most a rank holds is %llu bytes, the estimate %llu\n",
@@ -110,6 +133,30 @@ static int rank_main(agmm_world_t *w, void *arg)
     return code;
 }
 
+/* One configuration: its estimate, then a real plan on every rank. */
+static void run_config(const cfg_t *c, int si)
+{
+    agmm_plan_desc_t d;
+    int64_t n_list[8];
+    make_desc(c, &d, n_list);
+    uint64_t est = agmm_plan_bytes_per_rank(&d);
+    CHECK(est > 0, "shape %d op %d: estimate 0", si, (int)c->op);
+    agmm_launch_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.nranks = c->s.P;
+    o.timeout_s = 60;
+    int code = -1;
+    agmm_status_t st = agmm_launch(&o, rank_main, (void *)c, &code);
+    CHECK(st == AGMM_OK && code == 0,
+          "shape %d, %s, %s, %s, path %s, %d GEMM workers: exit %d (12: a "
+          "rank's bytes differ from its booking, 13: the estimate differs "
+          "from the most held, 17: auto's estimate is not the larger "
+          "path's)",
+          si, agmm_op_name(c->op), agmm_dtype_name(c->dtype),
+          agmm_gemm_engine_name(c->engine), agmm_gemm_path_name(c->path),
+          c->gemm_workers, code);
+}
+
 int main(void)
 {
     agmm_blas_init();
@@ -117,37 +164,30 @@ int main(void)
                                                       AGMM_GEMM_ENGINE_ONEDNN};
     static const agmm_dtype_t dtypes[] = {AGMM_DTYPE_FP16, AGMM_DTYPE_BF16,
                                           AGMM_DTYPE_FP32};
+    /* The path: each in turn over the grid (native only where the engine
+     * has one: oneDNN bf16; else auto). */
+    static const agmm_gemm_path_t paths[] = {
+        AGMM_GEMM_PATH_AUTO, AGMM_GEMM_PATH_F32, AGMM_GEMM_PATH_NATIVE};
     int configs = 0;
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-        for (int op = 0; op < 2; op++)
-            for (int e = 0; e < 2; e++)
-                for (int dt = 0; dt < 3; dt++)
-                    for (int g = 1; g <= 3; g += 2) {
-                        if (!agmm_gemm_engine_available(engines[e])) continue;
-                        cfg_t c = {shapes[si], (agmm_op_t)op,
-                                   dtypes[dt], engines[e],
-                                   g,          (int)(si % 2)};
-                        if (op == AGMM_OP_GEMM_RS && c.s.nw > 1) c.s.nw = 1;
-                        agmm_plan_desc_t d;
-                        int64_t n_list[8];
-                        make_desc(&c, &d, n_list);
-                        uint64_t est = agmm_plan_bytes_per_rank(&d);
-                        CHECK(est > 0, "shape %zu op %d: estimate 0", si, op);
-                        agmm_launch_opts_t o;
-                        memset(&o, 0, sizeof o);
-                        o.nranks = c.s.P;
-                        o.timeout_s = 60;
-                        int code = -1;
-                        agmm_status_t st =
-                            agmm_launch(&o, rank_main, &c, &code);
-                        CHECK(st == AGMM_OK && code == 0,
-                              "shape %zu, %s, %s, %s, %d GEMM workers: exit %d "
-                              "(12: a rank's bytes differ from its booking, "
-                              "13: the estimate differs from the most held)",
-                              si, agmm_op_name(c.op), agmm_dtype_name(c.dtype),
-                              agmm_gemm_engine_name(c.engine), g, code);
-                        configs++;
-                    }
+    for (int si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
+        for (int n = 0; n < 2 * 2 * 3 * 2; n++) {
+            int op = n % 2, e = n / 2 % 2, dt = n / 4 % 3, g = 1 + 2 * (n / 12);
+            if (!agmm_gemm_engine_available(engines[e])) continue;
+            cfg_t c = {.s = shapes[si],
+                       .op = (agmm_op_t)op,
+                       .dtype = dtypes[dt],
+                       .engine = engines[e],
+                       .path = paths[(si + n) % 3],
+                       .gemm_workers = g,
+                       .comm_workers = si % 2};
+            if (c.path == AGMM_GEMM_PATH_NATIVE &&
+                (c.engine != AGMM_GEMM_ENGINE_ONEDNN ||
+                 c.dtype != AGMM_DTYPE_BF16))
+                c.path = AGMM_GEMM_PATH_AUTO;
+            if (op == AGMM_OP_GEMM_RS && c.s.nw > 1) c.s.nw = 1;
+            run_config(&c, si);
+            configs++;
+        }
     CHECK(configs >= 48, "%d configurations ran", configs);
     CHECK_DONE("test_booking");
 }

@@ -4,7 +4,8 @@
  * schedules alternating at random; every round of every rank is compared
  * with agmm_reference().
  *
- * Each configuration draws its GEMM engine among those built in.
+ * Each configuration draws its GEMM engine among those built in, and its
+ * GEMM path (auto, native where the engine has it, f32).
  *
  * Inputs are small multiples of 1/2, so every product and sum is exact in
  * fp32 (and in fp16/bf16 inputs): the result must equal the reference bit
@@ -165,6 +166,12 @@ int main(int argc, char **argv)
                                  pick(&s, 0, 1)
                              ? AGMM_GEMM_ENGINE_ONEDNN
                              : AGMM_GEMM_ENGINE_OPENBLAS;
+        /* The GEMM path likewise, among those the engine has for the
+         * dtype (drawn after the engine). */
+        d->gemm_path = (agmm_gemm_path_t)pick(&s, 0, 2);
+        if (d->gemm_path == AGMM_GEMM_PATH_NATIVE &&
+            agmm_plan_desc_check(d) == AGMM_ERR_UNSUPPORTED)
+            d->gemm_path = AGMM_GEMM_PATH_F32;
         cf.rounds = rounds;
         cf.seed = mix(seed + (uint64_t)i);
 
@@ -179,13 +186,15 @@ int main(int argc, char **argv)
                             p ? "," : "", (long long)cf.m_local[p]);
         CHECK(st == AGMM_OK && code == 0,
               "config %d: ranks %d m_local %s k %lld n %lld tiles %lldx%lld %s "
-              "%s weights, %d comm + %d GEMM workers, %s: exit code %d",
+              "%s weights, %d comm + %d GEMM workers, %s, path %s: exit code "
+              "%d",
               i, d->nranks, m, (long long)d->k, (long long)d->n,
               (long long)d->tile_m, (long long)d->tile_n,
               agmm_dtype_name(d->dtype),
               d->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
               d->comm_workers, d->gemm_workers,
-              agmm_gemm_engine_name(d->gemm_engine), code);
+              agmm_gemm_engine_name(d->gemm_engine),
+              agmm_gemm_path_name(d->gemm_path), code);
         total_rounds += rounds;
     }
     printf("test_rounds: %d configurations, %d rounds each, %d rounds checked "

@@ -270,6 +270,20 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
             "transport (not with MPI)\n");
         return 2;
     }
+    if (!agmm_gemm_path_available(cli->gemm_engine, cli->dtype,
+                                  cli->gemm_path)) {
+        fprintf(err,
+                "agmm: --gemm-path %s: the %s engine has no native %s kernel "
+                "on this CPU (allowed here: auto, f32)\n",
+                agmm_gemm_path_name(cli->gemm_path),
+                agmm_gemm_engine_name(
+                    cli->gemm_engine != AGMM_GEMM_ENGINE_AUTO ? cli->gemm_engine
+                    : agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN)
+                        ? AGMM_GEMM_ENGINE_ONEDNN
+                        : AGMM_GEMM_ENGINE_OPENBLAS),
+                agmm_dtype_name(cli->dtype));
+        return 2;
+    }
     if (check_weights_and_rows(cli, err)) return 2;
     /* --m-local against --ranks */
     if (cli->m_local_count > 1 && cli->m_local_count != cli->ranks) {

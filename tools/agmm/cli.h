@@ -67,6 +67,7 @@ typedef struct agmm_cli {
     int64_t tile_m, tile_n;              /* --tile-m, --tile-n */
     agmm_dtype_t dtype;                  /* --dtype */
     agmm_gemm_engine_kind_t gemm_engine; /* --gemm-engine */
+    agmm_gemm_path_t gemm_path;          /* --gemm-path */
     agmm_weights_t weights;              /* --weights */
     /* --comm-cores, --gemm-cores; by default (agmm_cli_resolve_cores) the
      * library's agmm_default_workers: comm 1 if 2 x ranks <= usable cores

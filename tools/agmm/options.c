@@ -20,6 +20,7 @@ _Static_assert(sizeof(agmm_gemm_engine_kind_t) == sizeof(int),
                "enum field size");
 _Static_assert(sizeof(agmm_schedule_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_op_t) == sizeof(int), "enum field size");
+_Static_assert(sizeof(agmm_gemm_path_t) == sizeof(int), "enum field size");
 
 #define CLI_MAX_COUNT INT_MAX /* --rounds, --warmup */
 
@@ -32,6 +33,10 @@ static const opt_choice_t k_engines[] = {
     {"openblas", AGMM_GEMM_ENGINE_OPENBLAS},
     {"auto", AGMM_GEMM_ENGINE_AUTO},
     {NULL, 0}};
+static const opt_choice_t k_paths[] = {{"auto", AGMM_GEMM_PATH_AUTO},
+                                       {"native", AGMM_GEMM_PATH_NATIVE},
+                                       {"f32", AGMM_GEMM_PATH_F32},
+                                       {NULL, 0}};
 static const opt_choice_t k_weights[] = {{"shared", AGMM_WEIGHTS_SHARED},
                                          {"per-rank", AGMM_WEIGHTS_PER_RANK},
                                          {NULL, 0}};
@@ -137,6 +142,11 @@ const opt_row_t opt_table[] = {
      .section = SEC_PROBLEM, .label = "--gemm-engine E",
      .help = "{choices}: the tile GEMM library; auto is\n"
              "onednn when built in (here: {auto_engine})"},
+    {.name = "gemm-path", .kind = OPTK_CHOICE, .field = F(gemm_path), NOSET,
+     .choices = k_paths, LIB(gemm_path), .cmds = OPT_FOR_ALL,
+     .section = SEC_PROBLEM, .label = "--gemm-path P",
+     .help = "{choices}: bf16/fp16 read natively or converted\n"
+             "to fp32; auto times both at plan creation (default {def})"},
     {.name = "weights", .kind = OPTK_CHOICE, .field = F(weights), NOSET, .choices = k_weights,
      LIB(weights), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--weights W",
      .help = "shared (same W on every rank) | per-rank (default {def})"},

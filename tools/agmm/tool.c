@@ -30,6 +30,7 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->tile_n = cli->tile_n;
     d->dtype = cli->dtype;
     d->gemm_engine = cli->gemm_engine;
+    d->gemm_path = cli->gemm_path;
     d->weights = cli->weights;
     d->comm_workers = cli->comm_cores;
     d->gemm_workers = cli->gemm_cores;
@@ -244,6 +245,41 @@ void agmm_tool_teardown(agmm_tool_rank_t *t)
     }
     memset(t, 0, sizeof *t);
 }
+/* "bf16 native" or "bf16 via fp32": the path in words (fp32: "fp32"),
+ * into words[32]. */
+static const char *path_words(agmm_dtype_t dt, agmm_gemm_path_t path,
+                              char *words)
+{
+    if (dt == AGMM_DTYPE_FP32) return "fp32";
+    snprintf(words, 32, "%s %s", agmm_dtype_name(dt),
+             path == AGMM_GEMM_PATH_NATIVE ? "native" : "via fp32");
+    return words;
+}
+
+/* How the path was chosen: "gemm path: bf16 via fp32 chosen (measured in
+ * 21 ms): 196 GF/s vs bf16 native 107 GF/s (brg:avx512_core_bf16)". */
+static void print_path_choice(FILE *out, agmm_dtype_t dt,
+                              const agmm_gemm_info_t *g)
+{
+    char a[32], b[32];
+    if (g->candidates < 2) {
+        fprintf(out, "gemm path: %s (%s)\n", path_words(dt, g->path, a),
+                !strcmp(g->chosen_by, "forced") ? "--gemm-path"
+                                                : "the only one here");
+        return;
+    }
+    int won = g->candidate[1].path == g->path;
+    const struct agmm_gemm_candidate *w = &g->candidate[won],
+                                     *l = &g->candidate[!won];
+    fprintf(out, "gemm path: %s chosen (%s", path_words(dt, w->path, a),
+            g->chosen_by);
+    if (g->choose_ms > 0) fprintf(out, " in %.0f ms", g->choose_ms);
+    fprintf(
+        out,
+        "): %.0f GF/s, %.3f ms a round (%s) vs %s %.0f GF/s, %.3f ms (%s)\n",
+        w->gflops, w->round_us * 1e-3, w->impl, path_words(dt, l->path, b),
+        l->gflops, l->round_us * 1e-3, l->impl);
+}
 
 void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
                         const agmm_plan_t *plan, FILE *out)
@@ -325,10 +361,14 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
             bt == 1 ? "thread" : "threads", coretype ? coretype : "unset",
             l2 ? l2 : "unset");
     agmm_gemm_info_t g;
-    if (agmm_plan_gemm_info(plan, &g) == AGMM_OK)
-        fprintf(out, "gemm: %s %s, impl %s, %d %s per call\n", g.name,
-                g.version, g.impl, g.threads_per_call,
+    char words[32];
+    if (agmm_plan_gemm_info(plan, &g) == AGMM_OK) {
+        fprintf(out, "gemm: %s %s, %s, impl %s, %d %s per call\n", g.name,
+                g.version, path_words(cli->dtype, g.path, words), g.impl,
+                g.threads_per_call,
                 g.threads_per_call == 1 ? "thread" : "threads");
+        print_path_choice(out, cli->dtype, &g);
+    }
 }
 
 void agmm_tool_json_gemm(const agmm_plan_t *plan)
@@ -336,8 +376,17 @@ void agmm_tool_json_gemm(const agmm_plan_t *plan)
     agmm_gemm_info_t g;
     if (agmm_plan_gemm_info(plan, &g) != AGMM_OK) return;
     printf(",\"gemm\":{\"engine\":\"%s\",\"version\":\"%s\",\"impl\":\"%s\","
-           "\"threads_per_call\":%d}",
-           g.name, g.version, g.impl, g.threads_per_call);
+           "\"threads_per_call\":%d,\"path\":\"%s\",\"chosen_by\":\"%s\","
+           "\"choose_ms\":%.3f,\"candidates\":[",
+           g.name, g.version, g.impl, g.threads_per_call,
+           agmm_gemm_path_name(g.path), g.chosen_by, g.choose_ms);
+    for (int i = 0; i < g.candidates; i++)
+        printf("%s{\"path\":\"%s\",\"round_us\":%.3f,\"gflops\":%.3f,"
+               "\"impl\":\"%s\"}",
+               i ? "," : "", agmm_gemm_path_name(g.candidate[i].path),
+               g.candidate[i].round_us, g.candidate[i].gflops,
+               g.candidate[i].impl);
+    printf("]}");
 }
 
 const char *agmm_tool_link_tag(const agmm_cli_t *cli)

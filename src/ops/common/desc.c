@@ -120,6 +120,7 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
                    : agmm_error(AGMM_ERR_INVALID_ARG,
                                 "plan: gemm_engine %d is not valid",
                                 (int)d->gemm_engine);
+    AGMM_CHECK(agmm_path_check(d, agmm_gemm_engine_get(d->gemm_engine)));
     if (d->comm_workers < 0 || d->comm_workers > 1024)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "plan: comm_workers %d (allowed 0..1024)",
@@ -170,6 +171,7 @@ uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d)
      * differently must not silently compute with different engines. */
     MIX(agmm_gemm_engine_get(d->gemm_engine)->kind);
     MIX(d->op);
+    MIX(d->gemm_path);
     const agmm_operation_t *op = agmm_operation(d->op);
     for (int r = 0; op && r < d->nranks; r++)
         MIX(op->k_part(d, r)); /* the split in effect, given or not */

@@ -279,5 +279,17 @@ agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *p, agmm_gemm_info_t *info)
     info->threads_per_call =
         p->engine->kind == AGMM_GEMM_ENGINE_OPENBLAS ? agmm_blas_threads() : 1;
     info->primitives_created = agmm_gemm_engine_created();
+    info->path = p->path;
+    info->chosen_by = p->choice.by ? p->choice.by : "forced";
+    info->candidates = p->choice.n;
+    for (int i = 0; i < p->choice.n; i++) {
+        info->candidate[i].path =
+            i ? AGMM_GEMM_PATH_F32 : AGMM_GEMM_PATH_NATIVE;
+        info->candidate[i].round_us = p->choice.round_us[i];
+        info->candidate[i].gflops = p->choice.gflops[i];
+        snprintf(info->candidate[i].impl, sizeof info->candidate[i].impl, "%s",
+                 p->choice.impl[i]);
+    }
+    info->choose_ms = p->choice.ms;
     return AGMM_OK;
 }

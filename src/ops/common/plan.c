@@ -101,13 +101,20 @@ static void plan_free_local(agmm_plan_t *p)
     agmm_free(p);
 }
 
-/* This rank's part of a plan that needs no peer: the geometry, the
- * booking, the local buffers and the engine. `book` keeps the windows'
- * sizes for the collective allocation. */
+/* This rank's part of a plan that needs no peer but for the GEMM path's
+ * agreement: the geometry, the path, the booking, the local buffers and
+ * the engine. `book` keeps the windows' sizes for the collective
+ * allocation. */
 static agmm_status_t plan_local(agmm_plan_t *p, const agmm_plan_desc_t *d,
                                 agmm_book_t *book)
 {
-    AGMM_CHECK(agmm_plan_geometry(p, d, p->world->rank));
+    agmm_status_t st = agmm_plan_geometry(p, d, p->world->rank);
+    /* Collective where it measures (every rank takes part, failed or
+     * not: path.c). */
+    agmm_status_t st2 = agmm_path_choose(p, d, st == AGMM_OK);
+    AGMM_CHECK(st);
+    AGMM_CHECK(st2);
+    agmm_plan_set_path(p, p->path);
     AGMM_CHECK(agmm_plan_book(p, book));
     AGMM_CHECK(agmm_book_alloc_local(book, &p->arena));
     AGMM_CHECK(agmm_plan_engine_prepare(p));

@@ -89,11 +89,22 @@ agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
     p->esize = agmm_dtype_size(d->dtype);
     p->k_gemm = p->k_part[rank];
     p->tile_cells = p->op->tile_cells(p);
-    p->gemm_dtype = p->engine->input_dtype(d->dtype);
-    p->native = p->gemm_dtype == d->dtype;
-    p->gemm_esize = agmm_dtype_size(p->gemm_dtype);
+    /* The path the description forces, else native where there is one
+     * (AUTO decides later: agmm_path_choose, then agmm_plan_set_path). */
+    agmm_plan_set_path(p, d->gemm_path == AGMM_GEMM_PATH_F32 ||
+                                  !agmm_path_has_native(p->engine, d->dtype)
+                              ? AGMM_GEMM_PATH_F32
+                              : AGMM_GEMM_PATH_NATIVE);
     agmm_plan_segments(p, p->seg, p->seg_off);
     return AGMM_OK;
+}
+
+void agmm_plan_set_path(agmm_plan_t *p, agmm_gemm_path_t path)
+{
+    p->path = path;
+    p->gemm_dtype = agmm_path_gemm_dtype(p->desc.dtype, path);
+    p->native = p->gemm_dtype == p->desc.dtype;
+    p->gemm_esize = agmm_dtype_size(p->gemm_dtype);
 }
 
 agmm_status_t agmm_plan_book(agmm_plan_t *p, agmm_book_t *b)
@@ -132,7 +143,8 @@ agmm_status_t agmm_plan_book(agmm_plan_t *p, agmm_book_t *b)
 }
 
 /* The booking of rank r's plan, added up: the plan's own booking on a
- * plan that has only its geometry. with_engine 0: the engine's share by
+ * plan that has only its geometry (AUTO: the larger of its two paths,
+ * since the choice is made at creation). with_engine 0: the engine's share by
  * a model that cannot fail (k x n fp32, no scratch), for the overflow
  * check of a description. 0 on any failure (muted: a query). */
 static uint64_t rank_total(const agmm_plan_desc_t *d, int r, int with_engine)
@@ -143,7 +155,17 @@ static uint64_t rank_total(const agmm_plan_desc_t *d, int r, int with_engine)
     if (agmm_plan_geometry(&sk, d, r) == AGMM_OK) {
         agmm_book_t b;
         if (with_engine) {
-            if (agmm_plan_book(&sk, &b) == AGMM_OK) total = agmm_book_total(&b);
+            /* AUTO may take either path: the most of them. */
+            int both = d->gemm_path == AGMM_GEMM_PATH_AUTO && sk.native &&
+                       d->dtype != AGMM_DTYPE_FP32;
+            for (int f32 = 0; f32 <= both; f32++) {
+                if (f32) agmm_plan_set_path(&sk, AGMM_GEMM_PATH_F32);
+                if (agmm_plan_book(&sk, &b) != AGMM_OK) {
+                    total = 0;
+                    break;
+                }
+                total = AGMM_MAX(total, agmm_book_total(&b));
+            }
         } else {
             /* Everything but the engine, whose estimate is of the same
              * order as k x n fp32 (checked for overflow here). */

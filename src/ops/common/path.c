@@ -1,0 +1,308 @@
+/* The GEMM path of a plan (agmm_gemm_path_t): which paths the engine has
+ * for the plan's dtype, and, for AGMM_GEMM_PATH_AUTO, the measurement that
+ * picks one at plan creation.
+ *
+ * The measurement (each rank, on the thread that creates the plan, which
+ * is its GEMM worker 0's): for each candidate, one prepared weight slice
+ * of the plan's inner dimension and up to 256 columns (2048 for a call of
+ * at most 32 rows, whose weight streaming matters more than its compute),
+ * one warm-up call and three timed ones at the plan's usual call rows (a
+ * tile, or all its rows when fewer), the best of them; for the fp32 path
+ * also the conversion of those rows to fp32, which a round does once per
+ * row whatever the columns. The round's predicted GEMM time is then
+ * rows/call x (call x columns/slice + conversion). The inputs are zeros:
+ * a GEMM's speed does not depend on the values, except for subnormals,
+ * which zeros are not.
+ *
+ * Agreement: every rank allgathers its two predicted times (native, f32;
+ * +inf for a path it does not have), and every rank picks the path whose
+ * slowest rank is fastest (a tie goes to native: fewer bytes), so every
+ * rank computes the same way from the same numbers. The allgather happens
+ * for every AUTO plan of a 16-bit dtype, measured or not, so that every
+ * rank makes the same collective calls.
+ *
+ * Cache: per process, keyed by (engine, dtype, k, columns, call rows): a
+ * plan whose shape was measured before times nothing. Guarded by a mutex
+ * (plans are created by one thread per world, but a process may hold
+ * several worlds). */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "gemm/convert.h"
+#include "ops/common/plan_internal.h"
+
+const char *agmm_gemm_path_name(agmm_gemm_path_t path)
+{
+    switch (path) {
+    case AGMM_GEMM_PATH_AUTO: return "auto";
+    case AGMM_GEMM_PATH_NATIVE: return "native";
+    case AGMM_GEMM_PATH_F32: return "f32";
+    }
+    return "invalid";
+}
+
+int agmm_path_has_native(const agmm_gemm_engine_t *e, agmm_dtype_t dt)
+{
+    return dt != AGMM_DTYPE_FP32 && e->input_dtype(dt) == dt;
+}
+
+int agmm_gemm_path_available(agmm_gemm_engine_kind_t kind, agmm_dtype_t dtype,
+                             agmm_gemm_path_t path)
+{
+    const agmm_gemm_engine_t *e = agmm_gemm_engine_get(kind);
+    if (!e || agmm_dtype_size(dtype) == 0) return 0;
+    if (path == AGMM_GEMM_PATH_AUTO || path == AGMM_GEMM_PATH_F32) return 1;
+    return path == AGMM_GEMM_PATH_NATIVE &&
+           (dtype == AGMM_DTYPE_FP32 || agmm_path_has_native(e, dtype));
+}
+
+agmm_dtype_t agmm_path_gemm_dtype(agmm_dtype_t dt, agmm_gemm_path_t path)
+{
+    return path == AGMM_GEMM_PATH_NATIVE ? dt : AGMM_DTYPE_FP32;
+}
+
+agmm_status_t agmm_path_check(const agmm_plan_desc_t *d,
+                              const agmm_gemm_engine_t *e)
+{
+    agmm_gemm_path_t path = d->gemm_path;
+    if (path != AGMM_GEMM_PATH_AUTO && path != AGMM_GEMM_PATH_NATIVE &&
+        path != AGMM_GEMM_PATH_F32)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: gemm_path %d is not valid (allowed: auto, "
+                          "native, f32)",
+                          (int)path);
+    if (path == AGMM_GEMM_PATH_NATIVE && d->dtype != AGMM_DTYPE_FP32 &&
+        !agmm_path_has_native(e, d->dtype))
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "plan: gemm_path native: the %s engine has no "
+                          "native %s kernel on this CPU (allowed here: auto, "
+                          "f32)",
+                          e->name, agmm_dtype_name(d->dtype));
+    return AGMM_OK;
+}
+
+/* ------------------------------------------------------------ the probe */
+
+typedef struct probe_key {
+    agmm_gemm_engine_kind_t engine;
+    agmm_dtype_t dtype;
+    int64_t k, ncols, rows;
+} probe_key_t;
+
+/* One rank's measurement of both paths for one key (+inf: not a path
+ * here). */
+typedef struct probe_result {
+    double call_us[2], conv_us[2]; /* [native, f32] */
+    double gflops[2];
+    char impl[2][64];
+} probe_result_t;
+
+enum { CACHE = 32 };
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    probe_key_t key;
+    probe_result_t res;
+} cache[CACHE];
+static int ncache;
+
+static int cache_find(const probe_key_t *k, probe_result_t *out)
+{
+    pthread_mutex_lock(&cache_lock);
+    int found = 0;
+    for (int i = 0; i < ncache && !found; i++)
+        if (!memcmp(&cache[i].key, k, sizeof *k)) {
+            *out = cache[i].res;
+            found = 1;
+        }
+    pthread_mutex_unlock(&cache_lock);
+    return found;
+}
+
+static void cache_add(const probe_key_t *k, const probe_result_t *r)
+{
+    pthread_mutex_lock(&cache_lock);
+    int i = ncache < CACHE ? ncache++ : (int)(k->k % CACHE); /* full: evict */
+    cache[i].key = *k;
+    cache[i].res = *r;
+    pthread_mutex_unlock(&cache_lock);
+}
+
+/* The best of three timed calls of f after one untimed (us). */
+static double best_of_3(agmm_status_t (*f)(void *), void *ctx,
+                        agmm_status_t *st)
+{
+    double best = INFINITY;
+    for (int i = 0; i < 4 && *st == AGMM_OK; i++) {
+        double t0 = agmm_now();
+        *st = f(ctx);
+        double us = (agmm_now() - t0) * 1e6;
+        if (i > 0 && us < best) best = us;
+    }
+    return best;
+}
+
+typedef struct call_ctx {
+    const agmm_gemm_engine_t *e;
+    agmm_gemm_prep_t *prep;
+    int64_t rows, k;
+    agmm_dtype_t dt;
+    void *a, *c, *scratch, *a16;
+} call_ctx_t;
+
+static agmm_status_t one_call(void *arg)
+{
+    call_ctx_t *x = arg;
+    return x->e->run(x->prep, x->rows, x->a, NULL, x->c, x->scratch);
+}
+
+static agmm_status_t one_conversion(void *arg)
+{
+    call_ctx_t *x = arg;
+    agmm_convert_to_f32(x->dt, x->a16, x->a, (size_t)(x->rows * x->k));
+    return AGMM_OK;
+}
+
+/* Time one path (0 native, 1 f32) for key k into r. */
+static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
+                                const probe_key_t *key, int64_t cols, int f32,
+                                probe_result_t *r)
+{
+    agmm_dtype_t dt = key->dtype;
+    agmm_gemm_attr_t attr;
+    agmm_gemm_attr_init(&attr, f32 ? AGMM_DTYPE_FP32 : dt, dt);
+    int64_t rows = key->rows, k = key->k;
+    agmm_gemm_shape_t shape = {.k = k,
+                               .ncols = cols,
+                               .ldw = cols,
+                               .lda = k,
+                               .ldc = cols,
+                               .rows = &rows,
+                               .nrows = 1};
+    call_ctx_t x = {e, NULL, rows, k, dt, NULL, NULL, NULL, NULL};
+    void *w = agmm_alloc((size_t)(k * cols) * agmm_dtype_size(dt));
+    x.a = agmm_alloc((size_t)(rows * k) * agmm_dtype_size(attr.a_dtype));
+    x.c = agmm_alloc((size_t)(rows * cols) * sizeof(float));
+    x.a16 = f32 ? agmm_alloc((size_t)(rows * k) * agmm_dtype_size(dt)) : NULL;
+    agmm_status_t st = w && x.a && x.c && (!f32 || x.a16)
+                           ? e->prepare(&shape, &attr, NULL, &x.prep)
+                           : agmm_error(AGMM_ERR_NO_MEMORY,
+                                        "plan: out of memory for the GEMM "
+                                        "path probe");
+    agmm_gemm_operand_t op = {w, NULL, NULL};
+    if (st == AGMM_OK) st = e->load(x.prep, &op);
+    if (st == AGMM_OK && e->scratch_bytes(x.prep) > 0 &&
+        !(x.scratch = agmm_alloc(e->scratch_bytes(x.prep))))
+        st = agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
+    double call = st == AGMM_OK ? best_of_3(one_call, &x, &st) : INFINITY;
+    double conv = f32 && st == AGMM_OK ? best_of_3(one_conversion, &x, &st)
+                                       : 0.0;
+    if (st == AGMM_OK) {
+        r->call_us[f32] = call;
+        r->conv_us[f32] = conv;
+        r->gflops[f32] = 2e-3 * (double)rows * (double)k * (double)cols / call;
+        snprintf(r->impl[f32], sizeof r->impl[f32], "%s", e->impl(x.prep));
+    }
+    if (x.prep) e->destroy(x.prep);
+    agmm_free(x.scratch);
+    agmm_free(x.a16);
+    agmm_free(x.c);
+    agmm_free(x.a);
+    agmm_free(w);
+    return st;
+}
+
+/* ------------------------------------------------------------ choosing */
+
+/* Test hook (path.h's agmm_path_set_probe): replaces the measurement. */
+static agmm_path_probe_fn probe_override;
+
+void agmm_path_set_probe(agmm_path_probe_fn fn) { probe_override = fn; }
+
+int agmm_path_decide(const double *round_us, int nranks)
+{
+    double worst[2] = {0, 0};
+    for (int r = 0; r < nranks; r++)
+        for (int i = 0; i < 2; i++)
+            worst[i] = AGMM_MAX(worst[i], round_us[2 * r + i]);
+    return worst[1] < worst[0] ? 1 : 0; /* a tie: native */
+}
+
+agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
+                               int ok)
+{
+    const agmm_gemm_engine_t *e = p->engine;
+    agmm_path_choice_t *c = &p->choice;
+    memset(c, 0, sizeof *c);
+    int native = agmm_path_has_native(e, d->dtype);
+    if (d->gemm_path != AGMM_GEMM_PATH_AUTO || d->dtype == AGMM_DTYPE_FP32) {
+        c->by = d->gemm_path == AGMM_GEMM_PATH_AUTO ? "only" : "forced";
+        p->path = d->dtype == AGMM_DTYPE_FP32 ? AGMM_GEMM_PATH_F32
+                                              : d->gemm_path;
+        return AGMM_OK;
+    }
+    /* The call every round makes most: a tile, or all rows when fewer. */
+    probe_key_t key = {e->kind, d->dtype, p->k_gemm, 0,
+                       AGMM_MIN(d->tile_m, AGMM_MAX(p->max_rows, 1))};
+    for (int i = 0; ok && i < p->nw; i++)
+        key.ncols += p->n_w[i];
+    probe_result_t res = {{INFINITY, INFINITY}, {0, 0}, {0, 0}, {"", ""}};
+    double t0 = agmm_now();
+    agmm_status_t st = AGMM_OK;
+    if (!ok) { /* no geometry: only the allgather (then the failure) */
+        c->by = "only";
+        st = AGMM_ERR_NO_MEMORY;
+    } else if (key.k == 0) { /* no GEMM here: no preference */
+        c->by = "only";
+        res.call_us[0] = res.call_us[1] = 0;
+    } else if (!native) { /* still in the allgather below, as every rank */
+        c->by = "only";
+        res.call_us[1] = 0;
+    } else if (cache_find(&key, &res)) {
+        c->by = "cached";
+    } else {
+        c->by = "measured";
+        int64_t cols = AGMM_MIN(key.ncols, key.rows <= 32 ? 2048 : 256);
+        for (int f32 = 0; f32 < 2 && st == AGMM_OK; f32++)
+            st = probe_override
+                     ? probe_override(p->rank, f32, &res.call_us[f32],
+                                      &res.conv_us[f32])
+                     : probe_path(e, &key, cols, f32, &res);
+        for (int f32 = 0; f32 < 2; f32++) /* per column: to the whole width */
+            res.call_us[f32] *= (double)key.ncols / (double)cols;
+        if (st == AGMM_OK && !probe_override) cache_add(&key, &res);
+        c->ms = (agmm_now() - t0) * 1e3;
+    }
+    /* This rank's predicted GEMM time of one round per path. */
+    double calls = (double)AGMM_DIV_UP(AGMM_MAX(p->M_max, 1), key.rows);
+    double mine[2], *all = agmm_alloc(sizeof mine * (size_t)p->nranks);
+    for (int i = 0; i < 2; i++)
+        mine[i] = st == AGMM_OK ? calls * (res.call_us[i] + res.conv_us[i])
+                                : INFINITY;
+    agmm_status_t st2 =
+        all ? agmm_world_allgather(p->world, mine, all, sizeof mine)
+            : agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
+    if (st == AGMM_OK) st = st2;
+    if (!ok) st = AGMM_OK; /* the caller has the geometry's failure */
+    if (st == AGMM_OK && ok) {
+        int pick = agmm_path_decide(all, p->nranks);
+        p->path = pick ? AGMM_GEMM_PATH_F32 : AGMM_GEMM_PATH_NATIVE;
+        c->n = strcmp(c->by, "only") ? 2 : 0;
+        for (int i = 0; i < 2; i++) {
+            double worst = 0, gf = INFINITY;
+            for (int r = 0; r < p->nranks; r++)
+                worst = AGMM_MAX(worst, all[2 * r + i]);
+            c->round_us[i] = worst;
+            if (res.call_us[i] > 0 && isfinite(res.call_us[i]))
+                gf = 2e-3 * (double)key.rows * (double)key.k *
+                     (double)key.ncols / res.call_us[i];
+            c->gflops[i] = isfinite(gf) ? gf : 0;
+            snprintf(c->impl[i], sizeof c->impl[i], "%s", res.impl[i]);
+        }
+    }
+    agmm_free(all);
+    return st;
+}
