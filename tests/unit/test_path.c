@@ -52,7 +52,10 @@ static void desc_for(agmm_plan_desc_t *d, agmm_gemm_engine_kind_t e,
     d->gemm_workers = 1;
 }
 
-static float value(int64_t i) { return (float)((i * 37 % 23) - 11) / 16.0f; }
+static float value(int64_t i)
+{
+    return (float)((i * 37 % 23) - 11) / 16.0f;
+}
 
 /* One round of each schedule against the reference (bf16 inputs exact in
  * fp32, so the only difference is the summation order). */

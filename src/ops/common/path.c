@@ -38,9 +38,12 @@
 const char *agmm_gemm_path_name(agmm_gemm_path_t path)
 {
     switch (path) {
-    case AGMM_GEMM_PATH_AUTO: return "auto";
-    case AGMM_GEMM_PATH_NATIVE: return "native";
-    case AGMM_GEMM_PATH_F32: return "f32";
+    case AGMM_GEMM_PATH_AUTO:
+        return "auto";
+    case AGMM_GEMM_PATH_NATIVE:
+        return "native";
+    case AGMM_GEMM_PATH_F32:
+        return "f32";
     }
     return "invalid";
 }
@@ -187,19 +190,19 @@ static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
     x.a = agmm_alloc((size_t)(rows * k) * agmm_dtype_size(attr.a_dtype));
     x.c = agmm_alloc((size_t)(rows * cols) * sizeof(float));
     x.a16 = f32 ? agmm_alloc((size_t)(rows * k) * agmm_dtype_size(dt)) : NULL;
-    agmm_status_t st = w && x.a && x.c && (!f32 || x.a16)
-                           ? e->prepare(&shape, &attr, NULL, &x.prep)
-                           : agmm_error(AGMM_ERR_NO_MEMORY,
-                                        "plan: out of memory for the GEMM "
-                                        "path probe");
+    agmm_status_t st =
+        w && x.a && x.c && (!f32 || x.a16)
+            ? e->prepare(&shape, &attr, NULL, &x.prep)
+            : agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory for the GEMM "
+                                             "path probe");
     agmm_gemm_operand_t op = {w, NULL, NULL};
     if (st == AGMM_OK) st = e->load(x.prep, &op);
     if (st == AGMM_OK && e->scratch_bytes(x.prep) > 0 &&
         !(x.scratch = agmm_alloc(e->scratch_bytes(x.prep))))
         st = agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
     double call = st == AGMM_OK ? best_of_3(one_call, &x, &st) : INFINITY;
-    double conv = f32 && st == AGMM_OK ? best_of_3(one_conversion, &x, &st)
-                                       : 0.0;
+    double conv =
+        f32 && st == AGMM_OK ? best_of_3(one_conversion, &x, &st) : 0.0;
     if (st == AGMM_OK) {
         r->call_us[f32] = call;
         r->conv_us[f32] = conv;
@@ -217,10 +220,14 @@ static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
 
 /* ------------------------------------------------------------ choosing */
 
-/* Test hook (path.h's agmm_path_set_probe): replaces the measurement. */
+/* Test hook (agmm_path_set_probe, plan_internal.h): replaces the
+ * measurement. */
 static agmm_path_probe_fn probe_override;
 
-void agmm_path_set_probe(agmm_path_probe_fn fn) { probe_override = fn; }
+void agmm_path_set_probe(agmm_path_probe_fn fn)
+{
+    probe_override = fn;
+}
 
 int agmm_path_decide(const double *round_us, int nranks)
 {
@@ -240,8 +247,8 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
     int native = agmm_path_has_native(e, d->dtype);
     if (d->gemm_path != AGMM_GEMM_PATH_AUTO || d->dtype == AGMM_DTYPE_FP32) {
         c->by = d->gemm_path == AGMM_GEMM_PATH_AUTO ? "only" : "forced";
-        p->path = d->dtype == AGMM_DTYPE_FP32 ? AGMM_GEMM_PATH_F32
-                                              : d->gemm_path;
+        p->path =
+            d->dtype == AGMM_DTYPE_FP32 ? AGMM_GEMM_PATH_F32 : d->gemm_path;
         return AGMM_OK;
     }
     /* The call every round makes most: a tile, or all rows when fewer. */
