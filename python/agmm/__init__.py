@@ -30,13 +30,23 @@ __all__ = [
     "OutOfMemory", "TooLarge", "SystemCallError", "Timeout", "Aborted",
     "Mismatch", "BadState", "Unsupported", "TransportError", "CheckFailed",
     "bf16_from_float32", "bf16_to_float32", "library_path", "cleanup",
-    "__version__",
+    "gemm_path_available", "__version__",
 ]
 
 
 def library_path():
     """The path libagmm.so was loaded from."""
     return _lib.path
+
+
+def gemm_path_available(engine="auto", dtype="bf16", path="native"):
+    """Can `engine` run GEMM path `path` ("auto", "native", "f32") for
+    `dtype` on this CPU (agmm_gemm_path_available)? Native bf16 needs
+    oneDNN; native fp16 a oneDNN with a native fp16 matmul here."""
+    from .plan import dtype_name
+    return bool(_lib.fn.agmm_gemm_path_available(
+        _lib.ENGINES[engine], _lib.DTYPES[dtype_name(dtype)],
+        _lib.PATHS[path]))
 
 
 def cleanup(job):

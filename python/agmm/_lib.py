@@ -181,6 +181,7 @@ _PROTOS = {
     "agmm_version": (c_char_p, []),
     "agmm_dtype_size": (c_size_t, [c_int]),
     "agmm_gemm_engine_available": (c_int, [c_int]),
+    "agmm_gemm_path_available": (c_int, [c_int, c_int, c_int]),
     "agmm_world_rank": (c_int, [P]),
     "agmm_world_size": (c_int, [P]),
     "agmm_world_transport_name": (c_char_p, [P]),

@@ -54,8 +54,9 @@ def scenario_gemm(world, args):
     for dtype in args["dtypes"]:
         for kind in args["kinds"]:
             w32 = ints(1000, (k, n), -2, 3)
+            path = args.get("gemm_path", "auto")
             with world.plan(m_local=m, k=k, n=n, dtype=dtype, tile_m=args["tile_m"],
-                            tile_n=args["tile_n"]) as plan:
+                            tile_n=args["tile_n"], gemm_path=path) as plan:
                 assert plan.rows == sum(m)
                 assert [plan.row_offset(r) for r in range(P)] == \
                     [sum(m[:r]) for r in range(P)]
@@ -81,6 +82,14 @@ def scenario_gemm(world, args):
                             dtype, kind, rnd, np.abs(got - ref).max())
                 info = plan.gemm_info()
                 assert info.engine in ("onednn", "openblas"), info
+                assert info.path in ("native", "f32"), info
+                if path != "auto":  # fp32 has one path, native = f32
+                    assert info.path == path or dtype == "fp32", info
+                    assert info.chosen_by in ("forced", "only"), info
+                elif info.chosen_by in ("measured", "cached"):
+                    assert [c[0] for c in info.candidates] == \
+                        ["native", "f32"], info
+                    assert all(c[2] > 0 for c in info.candidates), info
                 s = plan.schedule_info()
                 if args["schedule"] == "auto":
                     assert s.trials == rounds and s.last in ("fused", "baseline"), s

@@ -33,6 +33,19 @@ def test_allgather_gemm_each_schedule(schedule):
         dtypes=["bf16"], kinds=["numpy"], schedule=schedule))
 
 
+@pytest.mark.parametrize("gemm_path", ["native", "f32"])
+def test_allgather_gemm_each_gemm_path(gemm_path):
+    """A forced path runs (and says so); auto's measurement is checked by
+    test_allgather_gemm_every_dtype_numpy_and_torch."""
+    if not agmm.gemm_path_available("auto", "bf16", gemm_path):
+        assert gemm_path == "native"  # f32 is always there
+        pytest.skip("this build's engine has no native bf16 path (no oneDNN)")
+    run_world(2, "gemm", dict(
+        m_local=[33, 20], k=48, n=40, rounds=2, tile_m=16, tile_n=16,
+        dtypes=["bf16", "fp32"], kinds=["numpy"], schedule="auto",
+        gemm_path=gemm_path))
+
+
 def test_gemm_reduce_scatter():
     run_world(3, "gemm_rs", dict(m_local=[10, 0, 7], k=30, n=20, rounds=3))
 

@@ -15,7 +15,9 @@
  * which zeros are not.
  *
  * Agreement: every rank allgathers its two predicted times (native, f32;
- * +inf for a path it does not have), and every rank picks the path whose
+ * +inf for a path it does not have, or whose booking does not fit in this
+ * host's available memory over the ranks sharing it), and every rank
+ * picks the path whose
  * slowest rank is fastest (a tie goes to native: fewer bytes), so every
  * rank computes the same way from the same numbers. The allgather happens
  * for every AUTO plan of a 16-bit dtype, measured or not, so that every
@@ -33,6 +35,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "gemm/convert.h"
+#include "ops/common/book.h"
 #include "ops/common/plan_internal.h"
 
 const char *agmm_gemm_path_name(agmm_gemm_path_t path)
@@ -218,6 +221,33 @@ static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
     return st;
 }
 
+/* ------------------------------------------------------------ memory */
+
+/* What this host's memory allows one rank: MemAvailable over the ranks
+ * that share it (a shared-memory world: all of them; under MPI the count
+ * per host is not known here: this rank alone). 0: unknown, no limit. */
+static uint64_t memory_limit(const agmm_plan_t *p)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[128];
+    unsigned long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+    fclose(f);
+    int here =
+        strcmp(agmm_world_transport_name(p->world), "shm") ? 1 : p->nranks;
+    return (uint64_t)kib * 1024u / (uint64_t)here;
+}
+
+/* The bytes this rank's plan books on `path` (0 on failure). */
+static uint64_t bytes_on(agmm_plan_t *p, agmm_gemm_path_t path)
+{
+    agmm_book_t b;
+    agmm_plan_set_path(p, path);
+    return agmm_plan_book(p, &b) == AGMM_OK ? agmm_book_total(&b) : 0;
+}
+
 /* ------------------------------------------------------------ choosing */
 
 /* Test hook (agmm_path_set_probe, plan_internal.h): replaces the
@@ -283,12 +313,22 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
         if (st == AGMM_OK && !probe_override) cache_add(&key, &res);
         c->ms = (agmm_now() - t0) * 1e3;
     }
+    /* A path whose memory does not fit is no candidate (mine: +inf). */
+    uint64_t limit = ok && strcmp(c->by, "only") ? memory_limit(p) : 0;
+    int fits[2] = {1, 1};
+    for (int i = 0; i < 2 && limit > 0; i++) {
+        uint64_t need =
+            bytes_on(p, i ? AGMM_GEMM_PATH_F32 : AGMM_GEMM_PATH_NATIVE);
+        fits[i] = need > 0 && need <= limit;
+    }
+    if (!fits[0] && !fits[1]) fits[0] = fits[1] = 1; /* the create fails */
     /* This rank's predicted GEMM time of one round per path. */
     double calls = (double)AGMM_DIV_UP(AGMM_MAX(p->M_max, 1), key.rows);
     double mine[2], *all = agmm_alloc(sizeof mine * (size_t)p->nranks);
     for (int i = 0; i < 2; i++)
-        mine[i] = st == AGMM_OK ? calls * (res.call_us[i] + res.conv_us[i])
-                                : INFINITY;
+        mine[i] = st == AGMM_OK && fits[i]
+                      ? calls * (res.call_us[i] + res.conv_us[i])
+                      : INFINITY;
     agmm_status_t st2 =
         all ? agmm_world_allgather(p->world, mine, all, sizeof mine)
             : agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
