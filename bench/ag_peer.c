@@ -7,6 +7,11 @@
  *                      bf16 x bf16 -> f32, f32, fp16 as f16 where the CPU
  *                      has it (else converted to f32); weight reordered
  *                      once, primitive created once
+ *   --engine onednn-f32  (the same build) what a user writes who converts
+ *                      to fp32: bf16/fp16 A converted to fp32 each round
+ *                      (agmm's agmm_convert_to_f32, inside the timed round)
+ *                      + one oneDNN f32 matmul; weight converted to fp32
+ *                      and reordered once (fp32 input: no conversion)
  *   --engine openblas  convert to fp32 (fp16, bf16) + one cblas_sgemm
  *
  * One thread per rank. A round: MPI_Barrier, then on each rank the time of
@@ -16,7 +21,7 @@
  * the same inputs (regenerated, so a wrong gather fails too).
  *
  * usage: mpirun -np P agmm_ag_peer [--m-local R] [--k K] [--n N]
- *            [--dtype bf16|fp16|fp32] [--engine onednn|openblas]
+ *            [--dtype bf16|fp16|fp32] [--engine onednn|onednn-f32|openblas]
  *            [--rounds N] [--warmup N] [--json]
  * defaults: 2048 rows per rank, K = N = 4096, bf16, oneDNN if built,
  * 10 rounds, 2 warmup. Exit 0, 1 (failed check or run), 2 (bad usage). */
@@ -31,10 +36,23 @@
 
 #define NCHECK 64
 
+typedef enum peer_engine {
+    PEER_OPENBLAS,
+    PEER_ONEDNN,
+    PEER_ONEDNN_F32
+} peer_engine_t;
+
+static const char *engine_name(peer_engine_t e)
+{
+    return e == PEER_ONEDNN       ? "onednn"
+           : e == PEER_ONEDNN_F32 ? "onednn-f32"
+                                  : "openblas";
+}
+
 typedef struct opts {
     int64_t m_local, k, n;
     agmm_dtype_t dt;
-    int onednn; /* else OpenBLAS */
+    peer_engine_t engine;
     int rounds, warmup, json;
 } opts_t;
 
@@ -51,9 +69,9 @@ static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
 static int parse(int argc, char **argv, opts_t *o, int say)
 {
 #ifdef AG_PEER_ONEDNN
-    o->onednn = 1;
+    o->engine = PEER_ONEDNN;
 #else
-    o->onednn = 0;
+    o->engine = PEER_OPENBLAS;
 #endif
     o->m_local = 2048, o->k = 4096, o->n = 4096;
     o->dt = AGMM_DTYPE_BF16;
@@ -86,9 +104,11 @@ static int parse(int argc, char **argv, opts_t *o, int say)
                 bad = 1;
         } else if (!strcmp(a, "--engine")) {
             if (v && !strcmp(v, "openblas"))
-                o->onednn = 0;
+                o->engine = PEER_OPENBLAS;
             else if (v && !strcmp(v, "onednn"))
-                o->onednn = 1;
+                o->engine = PEER_ONEDNN;
+            else if (v && !strcmp(v, "onednn-f32"))
+                o->engine = PEER_ONEDNN_F32;
             else
                 bad = 1;
         } else {
@@ -107,10 +127,12 @@ static int parse(int argc, char **argv, opts_t *o, int say)
         i += used;
     }
 #ifndef AG_PEER_ONEDNN
-    if (o->onednn) {
+    if (o->engine != PEER_OPENBLAS) {
         if (say)
-            fprintf(stderr, "agmm_ag_peer: --engine onednn: built without "
-                            "oneDNN (apt-get install libdnnl-dev)\n");
+            fprintf(stderr,
+                    "agmm_ag_peer: --engine %s: built without oneDNN "
+                    "(apt-get install libdnnl-dev)\n",
+                    engine_name(o->engine));
         return 2;
     }
 #endif
@@ -241,8 +263,7 @@ static void report(const opts_t *o, int P, const ag_engine_t *e,
     int64_t M = o->m_local * P;
     double gflops = 2.0 * (double)M * (double)o->k * (double)o->n /
                     (tot.median * 1e-6) * 1e-9; /* one thread per rank */
-    const char *dt = agmm_dtype_name(o->dt),
-               *eng = o->onednn ? "onednn" : "openblas";
+    const char *dt = agmm_dtype_name(o->dt), *eng = engine_name(o->engine);
     if (o->json) {
         printf("{\"command\":\"ag_peer\",\"ranks\":%d,\"m_local\":%lld,"
                "\"m\":%lld,\"k\":%lld,\"n\":%lld,\"dtype\":\"%s\","
@@ -324,8 +345,10 @@ int main(int argc, char **argv)
     /* Everything done once, outside the rounds. */
     ag_engine_t e;
 #ifdef AG_PEER_ONEDNN
-    rc = o.onednn ? ag_engine_onednn(&e, o.dt, M, K, N, w)
-                  : ag_engine_openblas(&e, o.dt, M, K, N, w);
+    rc = o.engine == PEER_ONEDNN ? ag_engine_onednn(&e, o.dt, M, K, N, w)
+         : o.engine == PEER_ONEDNN_F32
+             ? ag_engine_onednn_f32(&e, o.dt, M, K, N, w)
+             : ag_engine_openblas(&e, o.dt, M, K, N, w);
 #else
     rc = ag_engine_openblas(&e, o.dt, M, K, N, w);
 #endif

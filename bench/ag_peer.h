@@ -14,7 +14,7 @@
 typedef struct ag_engine ag_engine_t;
 struct ag_engine {
     char name[64];  /* library and version, e.g. "oneDNN 2.6.3" */
-    char what[160]; /* what a round's GEMM does, in words */
+    char what[256]; /* what a round's GEMM (+ conversion) does, in words */
     char impl[128]; /* oneDNN's implementation string, OpenBLAS's kernel */
     /* c = a @ w, a [M, K] in the plan's dtype (row-major), c [M, N]
      * fp32 (row-major). 0 or -1 (printed). */
@@ -31,6 +31,10 @@ int ag_engine_openblas(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
 #ifdef AG_PEER_ONEDNN
 int ag_engine_onednn(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
                      int64_t N, const void *w);
+/* bf16/fp16 A converted to fp32 each round, one fp32 matmul against the
+ * weight converted to fp32 here. */
+int ag_engine_onednn_f32(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
+                         int64_t N, const void *w);
 #endif
 
 #endif

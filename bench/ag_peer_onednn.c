@@ -1,10 +1,18 @@
-/* agmm_ag_peer's oneDNN engine (oneDNN 2.x C API: dnnl_matmul_desc_init +
- * dnnl_primitive_desc_create): one matmul over the gathered A, bf16 x bf16
- * -> f32 for bf16, f32 for fp32; fp16 as f16 x f16 where the CPU has an
- * implementation, else converted to f32 each round (agmm's conversion)
- * against a weight converted once. The weight is reordered once into the
- * layout the primitive prefers (dnnl_format_tag_any), and the primitive is
- * created once, outside the timed rounds. One OpenMP thread. */
+/* agmm_ag_peer's oneDNN engines (oneDNN 2.x C API: dnnl_matmul_desc_init +
+ * dnnl_primitive_desc_create), one matmul over the gathered A.
+ *
+ * ag_engine_onednn: in the input dtype: bf16 x bf16 -> f32 for bf16, f32
+ * for fp32; fp16 as f16 x f16 where the CPU has an implementation, else
+ * converted to f32 each round against a weight converted once.
+ * ag_engine_onednn_f32: what a user writes who converts to fp32 first:
+ * bf16/fp16 A converted to fp32 each round (agmm's conversion,
+ * agmm_convert_to_f32, inside the timed round) and one f32 x f32 -> f32
+ * matmul against the weight converted to fp32 once; fp32 input is not
+ * converted (the same matmul as ag_engine_onednn's).
+ *
+ * Both reorder the weight once into the layout the primitive prefers
+ * (dnnl_format_tag_any) and create the primitive once, outside the timed
+ * rounds. One OpenMP thread. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +29,7 @@ typedef struct dnnl_state {
     dnnl_primitive_t mm;
     dnnl_memory_t src, wei, dst; /* wei: the reordered weight */
     agmm_dtype_t dt;
-    float *a32; /* fp16 converted per round, else NULL */
+    float *a32; /* [M, K] fp32 when A is converted per round, else NULL */
     int64_t m, k;
 } dnnl_state_t;
 
@@ -126,8 +134,10 @@ fail:
     return rc;
 }
 
-int ag_engine_onednn(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
-                     int64_t N, const void *w)
+/* want_f32: convert bf16/fp16 to fp32 and run the f32 matmul; else the
+ * input dtype's matmul (fp16 converted only where the CPU has none). */
+static int onednn_create(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
+                         int64_t N, const void *w, int want_f32)
 {
     memset(e, 0, sizeof *e);
     dnnl_primitive_desc_t pd = NULL;
@@ -147,12 +157,21 @@ int ag_engine_onednn(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
     DNNL_TRY(dnnl_engine_create(&s->eng, dnnl_cpu, 0));
     DNNL_TRY(dnnl_stream_create(&s->stream, s->eng, dnnl_stream_default_flags));
 
-    dnnl_data_type_t t = dnnl_type(dt);
+    int convert = want_f32 && dt != AGMM_DTYPE_FP32, fallback = 0;
+    dnnl_data_type_t t = convert ? dnnl_f32 : dnnl_type(dt);
     dnnl_status_t st = matmul_pd(&pd, s->eng, t, M, K, N);
-    if (st == dnnl_unimplemented && dt == AGMM_DTYPE_FP16) {
+    if (st == dnnl_unimplemented && dt == AGMM_DTYPE_FP16 && !convert) {
         /* No f16 matmul on this CPU: f32 on converted rows. */
+        convert = fallback = 1;
         t = dnnl_f32;
         st = matmul_pd(&pd, s->eng, t, M, K, N);
+    }
+    if (st != dnnl_success) {
+        fprintf(stderr, "agmm_ag_peer: oneDNN: no %s matmul: %s\n",
+                dnnl_dt2str(t), dnnl_status2str(st));
+        goto fail;
+    }
+    if (convert) {
         s->a32 = malloc((size_t)(M * K) * sizeof(float) + 1);
         w32 = malloc((size_t)(K * N) * sizeof(float));
         if (!s->a32 || !w32) {
@@ -162,11 +181,6 @@ int ag_engine_onednn(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
         }
         agmm_convert_to_f32(dt, w, w32, (size_t)(K * N));
         w = w32;
-    }
-    if (st != dnnl_success) {
-        fprintf(stderr, "agmm_ag_peer: oneDNN: no %s matmul: %s\n",
-                dnnl_dt2str(t), dnnl_status2str(st));
-        goto fail;
     }
     const char *impl = "unknown";
     DNNL_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
@@ -190,17 +204,19 @@ int ag_engine_onednn(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
     const dnnl_version_t *v = dnnl_version();
     snprintf(e->name, sizeof e->name, "oneDNN %d.%d.%d", v->major, v->minor,
              v->patch);
-    if (s->a32)
+    if (convert)
         snprintf(e->what, sizeof e->what,
-                 "convert fp16 -> fp32 (%s; no f16 matmul on this CPU) + one "
-                 "matmul f32 x f32 -> f32 (weight converted and reordered "
-                 "once, primitive created once)",
-                 agmm_convert_path());
+                 "convert %s -> fp32 each round (%s%s) + one matmul f32 x f32 "
+                 "-> f32 (weight converted to fp32 and reordered once, "
+                 "primitive created once)",
+                 agmm_dtype_name(dt), agmm_convert_path(),
+                 fallback ? "; no f16 matmul on this CPU" : "");
     else
         snprintf(e->what, sizeof e->what,
-                 "one matmul %s x %s -> f32 (weight reordered once, primitive "
-                 "created once)",
-                 dnnl_dt2str(t), dnnl_dt2str(t));
+                 "one matmul %s x %s -> f32 (%sweight reordered once, "
+                 "primitive created once)",
+                 dnnl_dt2str(t), dnnl_dt2str(t),
+                 want_f32 ? "fp32 input, no conversion; " : "");
     if (omp_get_max_threads() != 1) {
         fprintf(stderr, "agmm_ag_peer: oneDNN would run %d threads, want 1\n",
                 omp_get_max_threads());
@@ -212,4 +228,16 @@ fail:
     free(w32);
     dnnl_destroy(e);
     return -1;
+}
+
+int ag_engine_onednn(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
+                     int64_t N, const void *w)
+{
+    return onednn_create(e, dt, M, K, N, w, 0);
+}
+
+int ag_engine_onednn_f32(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
+                         int64_t N, const void *w)
+{
+    return onednn_create(e, dt, M, K, N, w, 1);
 }

@@ -100,6 +100,13 @@ const char *agmm_blas_name(void);
 /* The kernel the BLAS picked at run time ("Haswell", "SkylakeX"), or
  * "unknown" where the BLAS cannot say. */
 const char *agmm_blas_kernel(void);
+/* NULL when that kernel suits this CPU, else one line saying what to do,
+ * e.g. "OpenBLAS runs its Prescott kernel (SSE, no AVX) on a CPU with
+ * AVX-512: set OPENBLAS_CORETYPE=SkylakeX (several times faster sgemm)":
+ * an OpenBLAS that does not know a CPU runs an old kernel silently. No
+ * advice when OPENBLAS_CORETYPE is set (the user chose) or the BLAS is not
+ * OpenBLAS. Decided at the first call; agmm never sets the variable. */
+const char *agmm_blas_advice(void);
 /* Threads the BLAS uses per call (agmm makes it 1: its workers are the
  * parallelism), or -1 where the BLAS cannot say. */
 int agmm_blas_threads(void);

@@ -13,8 +13,13 @@ NumPy arrays and PyTorch CPU tensors go in and out without copies when
 they are C-contiguous and of the plan's dtype (bf16 from NumPy: uint16
 bits). The GIL is released while a round runs. Errors raise agmm.Error
 subclasses with the library's status and message. The PyTorch op is in
-agmm.torch (imported on demand: `import agmm.torch`).
+agmm.torch (imported on demand: `import agmm.torch`). agmm.blas_info()
+says which BLAS kernel runs and, when it is an old one for this CPU, what
+to set.
 """
+from dataclasses import dataclass
+from typing import Optional
+
 from . import _lib
 from ._buffers import bf16_from_float32, bf16_to_float32
 from .errors import (Aborted, BadState, CheckFailed, Error, InvalidArgument,
@@ -30,7 +35,7 @@ __all__ = [
     "OutOfMemory", "TooLarge", "SystemCallError", "Timeout", "Aborted",
     "Mismatch", "BadState", "Unsupported", "TransportError", "CheckFailed",
     "bf16_from_float32", "bf16_to_float32", "library_path", "cleanup",
-    "gemm_path_available", "__version__",
+    "gemm_path_available", "BlasInfo", "blas_info", "__version__",
 ]
 
 
@@ -60,3 +65,23 @@ def cleanup(job):
     removed = ctypes.c_int(0)
     check(f(str(job).encode(), ctypes.byref(removed)), "cleanup")
     return removed.value
+
+
+@dataclass(frozen=True)
+class BlasInfo:
+    """The BLAS the library links (agmm_blas_* in agmm_ext.h)."""
+    name: str               # "OpenBLAS 0.3.21"
+    kernel: str             # the kernel it runs ("SkylakeX"), or "unknown"
+    threads: int            # threads per call, -1 where it cannot say
+    advice: Optional[str]   # what to set when the kernel is an old one for
+                            # this CPU (agmm_blas_advice), else None
+
+
+def blas_info():
+    """The BLAS's name, kernel, threads per call and advice (BlasInfo)."""
+    f = _lib.fn
+    advice = f.agmm_blas_advice() if f.has("agmm_blas_advice") else None
+    return BlasInfo(name=_lib.text(f.agmm_blas_name()),
+                    kernel=_lib.text(f.agmm_blas_kernel()),
+                    threads=int(f.agmm_blas_threads()),
+                    advice=_lib.text(advice) if advice else None)

@@ -216,6 +216,9 @@ _PROTOS = {
     "agmm_plan_row_offset": (c_int64, [P, c_int]),
     "agmm_convert_from_fp32": (c_int, [c_int, c_void_p, c_void_p, c_size_t]),
     "agmm_blas_name": (c_char_p, []),
+    "agmm_blas_kernel": (c_char_p, []),
+    "agmm_blas_threads": (c_int, []),
+    "agmm_blas_advice": (c_char_p, []),
 }
 
 

@@ -20,6 +20,10 @@ void agmm_log_set_rank(int rank)
 {
     log_rank = rank;
 }
+int agmm_log_rank(void)
+{
+    return log_rank;
+}
 void agmm_log_set_quiet(int quiet)
 {
     log_quiet = quiet;

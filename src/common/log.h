@@ -14,6 +14,8 @@
 
 /* The rank named in messages of this process (-1: none, e.g. the launcher). */
 void agmm_log_set_rank(int rank);
+/* That rank, -1 when none was set. */
+int agmm_log_rank(void);
 /* 1: record errors without printing them (the caller prints). */
 void agmm_log_set_quiet(int quiet);
 /* 1: this thread's failures are recorded for agmm_thread_error() only, not

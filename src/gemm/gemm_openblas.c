@@ -22,6 +22,7 @@
 #include "agmm.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "gemm/blas_advice.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
 #include "gemm/epilogue.h"
@@ -181,6 +182,7 @@ static agmm_status_t ob_prepare(const agmm_gemm_shape_t *s,
     int64_t chunk;
     uint64_t wbytes, sbytes;
     AGMM_CHECK(ob_sizes(s, a, share, share != NULL, &chunk, &wbytes, &sbytes));
+    agmm_blas_advise_once(); /* an old kernel on a newer CPU, said once */
     agmm_gemm_prep_t *p = agmm_alloc(sizeof *p);
     if (!p) return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
     p->shape = *s;

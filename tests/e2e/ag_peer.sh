@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/ag_peer.c under mpirun, tiny shapes: each engine and dtype runs,
 # its correctness check passes, and --json has the documented keys. The
-# oneDNN engine is skipped (said so) when the build has none. No timing.
+# oneDNN engines are skipped (said so) when the build has none. No timing.
 #
 # usage: tests/e2e/ag_peer.sh AGMM_AG_PEER_BINARY
 set -u
@@ -40,6 +40,38 @@ for engine in onednn openblas; do
         fi
     done
 done
+
+# --engine onednn-f32 (bf16/fp16 converted to fp32 each round, one fp32
+# matmul): checks pass, and --json names the engine and the conversion.
+onednn=1
+for dtype in bf16 fp16; do
+    peer 2 --engine onednn-f32 --dtype $dtype --m-local 7 --k 33 --n 20 --rounds 2 --warmup 1 --json
+    if [ $rc -eq 2 ] && grep -q "built without oneDNN" "$TMP/err"; then
+        echo "skip: onednn-f32 (built without oneDNN)"
+        onednn=0
+        break
+    fi
+    if [ $rc -eq 0 ] && python3 - "$TMP/out" "$dtype" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1, lines
+d = json.loads(lines[0])
+assert d["engine"] == "onednn-f32" and d["dtype"] == sys.argv[2], d
+assert d["what"].startswith("convert %s -> fp32 each round" % sys.argv[2]), d
+assert "f32 x f32" in d["what"] and d["impl"], d
+assert d["check"]["pass"] is True and d["m"] == 14, d
+PY
+    then pass=$((pass + 1)); else bad "onednn-f32 $dtype --json (exit $rc)"; fi
+done
+if [ $onednn -eq 1 ]; then # the text output says the same
+    peer 2 --engine onednn-f32 --dtype fp16 --m-local 3 --k 8 --n 5 --rounds 1 --warmup 0
+    if [ $rc -eq 0 ] && grep -q "^check: .*: PASS$" "$TMP/out" &&
+        grep -q "^engine: onednn-f32 (oneDNN .*), convert fp16 -> fp32 each round" "$TMP/out"; then
+        pass=$((pass + 1))
+    else
+        bad "onednn-f32 fp16 text (exit $rc)"
+    fi
+fi
 
 # --json on 3 ranks: one object from rank 0 with the documented keys.
 peer 3 --engine openblas --dtype fp16 --m-local 5 --k 17 --n 11 --rounds 3 --json

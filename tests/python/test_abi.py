@@ -71,6 +71,20 @@ def test_package_loads_the_build_trees_library():
     assert agmm.__version__ == _lib.text(_lib.fn.agmm_version())
 
 
+def test_blas_info_names_kernel_and_advice():
+    """blas_info() is the library's agmm_blas_* answers; advice is None or
+    one line naming the OPENBLAS_CORETYPE to set, and None when the
+    variable is set (the user chose the kernel)."""
+    info = agmm.blas_info()
+    assert info.name and info.kernel, info
+    assert info.threads == _lib.fn.agmm_blas_threads()
+    if info.advice is not None:
+        assert "\n" not in info.advice and info.kernel in info.advice, info
+        assert "set OPENBLAS_CORETYPE=" in info.advice, info
+        assert not os.environ.get("OPENBLAS_CORETYPE"), info
+    assert agmm.blas_info() == info
+
+
 def test_bf16_helpers_round_to_nearest_even():
     import numpy as np
     x = np.array([1.0, -2.5, 3.140625, 1.00390625, 1.01171875], np.float32)

@@ -122,13 +122,19 @@ void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
            "\"comm_cores\":%d,\"gemm_cores\":%d,\"usable_cores_per_rank\":%d,"
            "\"warmup\":%d,\"blas\":{\"name\":\"%s\",\"kernel\":\"%s\","
            "\"threads_per_call\":%d,\"OPENBLAS_CORETYPE\":\"%s\","
-           "\"OPENBLAS_L2_SIZE\":\"%s\"}",
+           "\"OPENBLAS_L2_SIZE\":\"%s\",\"advice\":",
            agmm_gemm_engine_name(cli->gemm_engine), agmm_dtype_name(cli->dtype),
            cli->weights == AGMM_WEIGHTS_SHARED ? "shared" : "per-rank",
            (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
            cli->gemm_cores, cli->usable_cores, cli->warmup, agmm_blas_name(),
            agmm_blas_kernel(), agmm_blas_threads(), coretype ? coretype : "",
            l2 ? l2 : "");
+    const char *advice = agmm_blas_advice(); /* an old kernel here, or NULL */
+    if (advice)
+        agmm_tool_json_string(advice);
+    else
+        printf("null");
+    printf("}");
 }
 
 void agmm_tool_json_failure(const agmm_cli_t *cli, const char *transport)

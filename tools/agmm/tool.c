@@ -369,13 +369,15 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     fprintf(out, "\n");
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     const char *l2 = getenv("OPENBLAS_L2_SIZE");
+    const char *advice = agmm_blas_advice(); /* NULL: the kernel suits */
     int bt = agmm_blas_threads();
     fprintf(out,
             "blas: %s, kernel %s, %d %s per GEMM call (OPENBLAS_CORETYPE=%s, "
-            "OPENBLAS_L2_SIZE=%s)\n",
+            "OPENBLAS_L2_SIZE=%s)%s%s\n",
             agmm_blas_name(), agmm_blas_kernel(), bt,
             bt == 1 ? "thread" : "threads", coretype ? coretype : "unset",
-            l2 ? l2 : "unset");
+            l2 ? l2 : "unset", advice ? "; advice: " : "",
+            advice ? advice : "");
     agmm_gemm_info_t g;
     char words[32];
     if (agmm_plan_gemm_info(plan, &g) == AGMM_OK) {
