@@ -5,14 +5,17 @@
  * the loop; each iteration then runs one instruction into each of the
  * AGMM_PEAK_AMX_ACC accumulators tmm0..tmm5 (six independent chains, so
  * the loop is bound by the tile unit's throughput rather than by one
- * instruction's latency), and nothing else but the loop counter. On this
- * machine (Xeon, family 6 model 207) TDPBF16PS reaches ~2190 GF/s and the
- * int8 ones ~4500 GOP/s on a quiet core: 1024 flops and 2048 ops a cycle. Per
- * instruction (flops counted as a GEMM's 2*M*N*K): TDPBF16PS  fp32 16x16 +=
- * bf16 16x32 . 32x16   16*16*32*2 = 16384 flops TDPBSSD    int32 16x16 += s8
- * 16x64 . 64x16     16*16*64*2 = 32768 ops TDPBUSD    the same with u8 x s8
- * 32768 ops The source is bf16 2^-6 (products 2^-12: the accumulators grow by
- * 2^-7 per instruction and stop growing where that is below their rounding, so
+ * instruction's latency), and nothing else but the loop counter.
+ *
+ * Per instruction (flops counted as a GEMM's 2*M*N*K):
+ *   TDPBF16PS  fp32 16x16 += bf16 16x32 . 32x16   16*16*32*2 = 16384 flops
+ *   TDPBSSD    int32 16x16 += s8 16x64 . 64x16     16*16*64*2 = 32768 ops
+ *   TDPBUSD    the same with u8 x s8                             32768 ops
+ * On the Xeon of issue 21 (family 6 model 207) TDPBF16PS measured up to
+ * ~2190 GF/s and the int8 ones ~4500 GOP/s.
+ *
+ * The source is bf16 2^-6 (products 2^-12: the accumulators grow by 2^-7
+ * per instruction and stop growing where that is below their rounding, so
  * never overflow) or int8 1 (int32 accumulators grow by 64 and wrap, which
  * costs nothing).
  *
