@@ -35,8 +35,7 @@ int agmm_bench_peak_measure(agmm_tool_rank_t *t, agmm_bench_peak_t *pk)
             agmm_bench_peak_one_t *o = &pk->each[i];
             o->path = two ? g.candidate[i].path : g.path;
             /* The path that ran: the plan's own impl string. */
-            const char *impl =
-                o->path == g.path ? g.impl : g.candidate[i].impl;
+            const char *impl = o->path == g.path ? g.impl : g.candidate[i].impl;
             o->gflops =
                 agmm_peak_gflops_for(t->cli->dtype, o->path, impl, &o->instr);
             if (o->path == g.path) {
@@ -50,9 +49,13 @@ int agmm_bench_peak_measure(agmm_tool_rank_t *t, agmm_bench_peak_t *pk)
 
 void agmm_bench_peak_text(const agmm_bench_peak_t *pk, agmm_dtype_t dtype)
 {
-    printf("peak: %.1f GFLOP/s per core (%s, %s %s: the path that ran)",
+    /* "bf16 native", "bf16 via fp32", "fp32" (fp32 has one path) */
+    printf("peak: %.1f GFLOP/s per core (%s, %s%s: the path that ran)",
            pk->gflops, pk->instr ? pk->instr : "none", agmm_dtype_name(dtype),
-           agmm_gemm_path_name(pk->path));
+           dtype == AGMM_DTYPE_FP32            ? ""
+           : pk->path == AGMM_GEMM_PATH_NATIVE ? " native"
+           : pk->path == AGMM_GEMM_PATH_F32    ? " via fp32"
+                                               : "");
     for (int i = 0; i < pk->n; i++)
         if (pk->each[i].path != pk->path)
             printf("; other candidate: %s %.1f GFLOP/s (%s)",
