@@ -1,6 +1,7 @@
 /*
  * Physical peak probe (peak.h): a register-only loop of independent
- * multiply-adds, timed on the calling thread.
+ * multiply-adds, timed on the calling thread. The vector and scalar
+ * kernels are here, the AMX ones in peak_amx.c.
  *
  * Each kernel keeps its accumulators in registers and updates every one of
  * them once per iteration with the probed instruction. The updates of one
@@ -20,11 +21,14 @@
  *   VFMADD231PS ymm:  8 fp32 lanes x (1 multiply + 1 add)       = 16 flops
  *   VDPBF16PS zmm:   16 fp32 lanes, each adding two bf16 products
  *                    (a0*b0 + a1*b1 + c): 16 x (2 mul + 2 add)   = 64 flops
+ *   VPDPBUSD zmm:    16 int32 lanes, each adding four u8 x s8
+ *                    products: 16 x (4 mul + 4 add)              = 128 ops
  *   scalar:          one fp32 multiply and one add               =  2 flops
  *
  * Timing: the iteration count doubles until one call takes CALIB_S (this
  * also wakes the vector unit up), then REPEATS calls of about TARGET_S
- * each; the fastest call is the least disturbed one. About 0.1 s in all.
+ * each; the fastest call is the least disturbed one. About 0.1 s in all,
+ * once per kernel and process (agmm_peak_kernel_gflops caches).
  * Calls are timed in the thread's CPU time (CLOCK_THREAD_CPUTIME_ID), not
  * wall time: on a machine where other processes share the core, wall time
  * would count their time slices too (measured: a busy loop on the same
@@ -35,8 +39,11 @@
 #include "gemm/peak.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
+
+#include "gemm/peak_amx.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -155,56 +162,143 @@ kernel_dpbf16_zmm(uint64_t iters)
 #undef SUM
     return _mm512_reduce_add_ps(s);
 }
+__attribute__((target("avx512f,avx512vnni"))) static float
+kernel_vnni_zmm(uint64_t iters)
+{
+    /* u8 1 x s8 1: each lane gains 4 per instruction and wraps (free). */
+    __m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(1);
+    __asm__("" : "+v"(x), "+v"(y));
+#define DECL(i) __m512i a##i = _mm512_set1_epi32(i);
+    REP24(DECL)
+#undef DECL
+    for (uint64_t it = 0; it < iters; it++) {
+#define STEP(i) a##i = _mm512_dpbusd_epi32(a##i, x, y);
+        REP24(STEP)
+#undef STEP
+    }
+    __m512i s = _mm512_setzero_si512();
+#define SUM(i) s = _mm512_add_epi32(s, a##i);
+    REP24(SUM)
+#undef SUM
+    return (float)_mm512_reduce_add_epi32(s);
+}
 #endif /* PEAK_X86 */
 
 /* ------------------------------------------------------------- driver */
 
-agmm_peak_isa_t agmm_peak_isa(void)
+static const probe_t probes[AGMM_PEAK_NKERNELS] = {
+    [AGMM_PEAK_K_SCALAR] = {"scalar", 2, 12, kernel_scalar},
+#ifdef PEAK_X86
+    [AGMM_PEAK_K_FMA_YMM] = {"VFMADD231PS ymm", 16, 12, kernel_fma_ymm},
+    [AGMM_PEAK_K_FMA_ZMM] = {"VFMADD231PS zmm", 32, 24, kernel_fma_zmm},
+    [AGMM_PEAK_K_DPBF16_ZMM] = {"VDPBF16PS zmm", 64, 24, kernel_dpbf16_zmm},
+    [AGMM_PEAK_K_VNNI_ZMM] = {"VPDPBUSD zmm", 128, 24, kernel_vnni_zmm},
+#else
+    [AGMM_PEAK_K_FMA_YMM] = {"VFMADD231PS ymm", 16, 12, NULL},
+    [AGMM_PEAK_K_FMA_ZMM] = {"VFMADD231PS zmm", 32, 24, NULL},
+    [AGMM_PEAK_K_DPBF16_ZMM] = {"VDPBF16PS zmm", 64, 24, NULL},
+    [AGMM_PEAK_K_VNNI_ZMM] = {"VPDPBUSD zmm", 128, 24, NULL},
+#endif
+    [AGMM_PEAK_K_AMX_BF16] = {"TDPBF16PS", 16384, AGMM_PEAK_AMX_ACC,
+                              agmm_peak_amx_bf16},
+    [AGMM_PEAK_K_AMX_SSD] = {"TDPBSSD", 32768, AGMM_PEAK_AMX_ACC,
+                             agmm_peak_amx_ssd},
+    [AGMM_PEAK_K_AMX_USD] = {"TDPBUSD", 32768, AGMM_PEAK_AMX_ACC,
+                             agmm_peak_amx_usd},
+};
+
+static int valid_kernel(agmm_peak_kernel_t k)
 {
+    return (int)k >= 0 && k < AGMM_PEAK_NKERNELS;
+}
+
+int agmm_peak_kernel_available(agmm_peak_kernel_t k)
+{
+    if (!valid_kernel(k)) return 0;
+    if (k == AGMM_PEAK_K_SCALAR) return 1;
+    if (k == AGMM_PEAK_K_AMX_BF16) return agmm_peak_amx_has(0);
+    if (k == AGMM_PEAK_K_AMX_SSD || k == AGMM_PEAK_K_AMX_USD)
+        return agmm_peak_amx_has(1);
 #ifdef PEAK_X86
     /* GCC's __builtin_cpu_supports("avx512*") also checks that the OS
      * saves the zmm state (XCR0). */
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) {
-        if (__builtin_cpu_supports("avx512bf16")) return AGMM_PEAK_AVX512_BF16;
-        return AGMM_PEAK_AVX512F;
+    switch (k) {
+    case AGMM_PEAK_K_FMA_YMM:
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case AGMM_PEAK_K_FMA_ZMM:
+        return __builtin_cpu_supports("avx512f");
+    case AGMM_PEAK_K_DPBF16_ZMM:
+        return __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bf16");
+    case AGMM_PEAK_K_VNNI_ZMM:
+        return __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512vnni");
+    default:
+        return 0;
     }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return AGMM_PEAK_AVX2_FMA;
+#else
+    return 0;
 #endif
-    return AGMM_PEAK_SCALAR;
 }
 
-/* The probe for dtype with instruction sets up to isa; 0 if dtype is
- * invalid. */
-static int pick(agmm_dtype_t dtype, agmm_peak_isa_t isa, probe_t *p)
+const char *agmm_peak_kernel_instr(agmm_peak_kernel_t k)
 {
-    static const probe_t scalar = {"scalar", 2, 12, kernel_scalar};
+    return valid_kernel(k) ? probes[k].instr : NULL;
+}
+
+agmm_peak_isa_t agmm_peak_isa(void)
+{
+    /* A level counts with every level below it (AMX CPUs have them). */
+    static const agmm_peak_kernel_t level[] = {
+        AGMM_PEAK_K_FMA_YMM, AGMM_PEAK_K_FMA_ZMM, AGMM_PEAK_K_DPBF16_ZMM,
+        AGMM_PEAK_K_AMX_BF16};
+    int isa = AGMM_PEAK_SCALAR;
+    while (isa < 4 && agmm_peak_kernel_available(level[isa]))
+        isa++;
+    return (agmm_peak_isa_t)isa;
+}
+
+agmm_peak_kernel_t agmm_peak_kernel_isa(agmm_dtype_t dtype, agmm_peak_isa_t isa)
+{
     if (dtype != AGMM_DTYPE_FP16 && dtype != AGMM_DTYPE_BF16 &&
         dtype != AGMM_DTYPE_FP32)
-        return 0;
-    *p = scalar;
-#ifdef PEAK_X86
-    static const probe_t dp_zmm = {"VDPBF16PS zmm", 64, 24, kernel_dpbf16_zmm};
-    static const probe_t fma_zmm = {"VFMADD231PS zmm", 32, 24, kernel_fma_zmm};
-    static const probe_t fma_ymm = {"VFMADD231PS ymm", 16, 12, kernel_fma_ymm};
+        return AGMM_PEAK_K_NONE;
     /* bf16 without AVX512_BF16, and fp16, are computed in fp32. */
+    if (dtype == AGMM_DTYPE_BF16 && isa >= AGMM_PEAK_AMX_BF16)
+        return AGMM_PEAK_K_AMX_BF16;
     if (dtype == AGMM_DTYPE_BF16 && isa >= AGMM_PEAK_AVX512_BF16)
-        *p = dp_zmm;
-    else if (isa >= AGMM_PEAK_AVX512F)
-        *p = fma_zmm;
-    else if (isa >= AGMM_PEAK_AVX2_FMA)
-        *p = fma_ymm;
-#else
-    (void)isa;
-#endif
-    return 1;
+        return AGMM_PEAK_K_DPBF16_ZMM;
+    if (isa >= AGMM_PEAK_AVX512F) return AGMM_PEAK_K_FMA_ZMM;
+    if (isa >= AGMM_PEAK_AVX2_FMA) return AGMM_PEAK_K_FMA_YMM;
+    return AGMM_PEAK_K_SCALAR;
 }
 
-const char *agmm_peak_instr(agmm_dtype_t dtype)
+/* 1 when s contains "amx" in any case. */
+static int names_amx(const char *s)
 {
-    probe_t p;
-    return pick(dtype, agmm_peak_isa(), &p) ? p.instr : NULL;
+    for (; s && s[0]; s++)
+        if ((s[0] | 0x20) == 'a' && s[1] && (s[1] | 0x20) == 'm' && s[2] &&
+            (s[2] | 0x20) == 'x')
+            return 1;
+    return 0;
+}
+
+agmm_peak_kernel_t agmm_peak_kernel_for(agmm_dtype_t dtype,
+                                        agmm_gemm_path_t path, const char *impl,
+                                        agmm_peak_isa_t isa)
+{
+    if (path != AGMM_GEMM_PATH_AUTO && path != AGMM_GEMM_PATH_NATIVE &&
+        path != AGMM_GEMM_PATH_F32)
+        return AGMM_PEAK_K_NONE;
+    if (agmm_peak_kernel_isa(dtype, isa) == AGMM_PEAK_K_NONE)
+        return AGMM_PEAK_K_NONE;
+    if (dtype != AGMM_DTYPE_BF16 || path == AGMM_GEMM_PATH_F32)
+        return agmm_peak_kernel_isa(AGMM_DTYPE_FP32, isa);
+    /* Native bf16: the tiles only for a kernel that names them. */
+    if (!names_amx(impl) && isa > AGMM_PEAK_AVX512_BF16)
+        isa = AGMM_PEAK_AVX512_BF16;
+    return agmm_peak_kernel_isa(AGMM_DTYPE_BF16, isa);
 }
 
 static double now_s(void)
@@ -225,34 +319,69 @@ static double timed(kernel_fn run, uint64_t iters)
     return t;
 }
 
-double agmm_peak_gflops_isa(agmm_dtype_t dtype, agmm_peak_isa_t max_isa,
-                            const char **instr)
+double agmm_peak_kernel_measure(agmm_peak_kernel_t k)
 {
-    agmm_peak_isa_t isa = agmm_peak_isa();
-    if (max_isa < isa) isa = max_isa;
-    probe_t p;
-    if (instr) *instr = NULL;
-    if (!pick(dtype, isa, &p)) return 0;
-    if (instr) *instr = p.instr;
-
+    if (!agmm_peak_kernel_available(k) || !probes[k].run) return 0;
+    const probe_t *p = &probes[k];
     uint64_t iters = 256;
-    double t = timed(p.run, iters);
+    double t = timed(p->run, iters);
     while (t < CALIB_S && iters < ((uint64_t)1 << 40)) {
         iters *= 2;
-        t = timed(p.run, iters);
+        t = timed(p->run, iters);
     }
     double per_iter = t / (double)iters;
     uint64_t n = (uint64_t)(TARGET_S / (per_iter > 0 ? per_iter : 1e-9)) + 1;
     double best = INFINITY;
     for (int r = 0; r < REPEATS; r++) {
-        double s = timed(p.run, n);
+        double s = timed(p->run, n);
         if (s < best) best = s;
     }
     if (!(best > 0)) return 0;
-    return p.flops_per_instr * p.instrs_per_iter * (double)n / best * 1e-9;
+    return p->flops_per_instr * p->instrs_per_iter * (double)n / best * 1e-9;
+}
+
+/* One measurement per kernel per process; the lock also keeps two
+ * threads from probing at once (they would share the machine). */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static double cache[AGMM_PEAK_NKERNELS];
+
+double agmm_peak_kernel_gflops(agmm_peak_kernel_t k)
+{
+    if (!valid_kernel(k)) return 0;
+    pthread_mutex_lock(&cache_lock);
+    if (!(cache[k] > 0)) cache[k] = agmm_peak_kernel_measure(k);
+    double g = cache[k];
+    pthread_mutex_unlock(&cache_lock);
+    return g;
+}
+
+static double gflops_of(agmm_peak_kernel_t k, const char **instr)
+{
+    if (instr) *instr = agmm_peak_kernel_instr(k);
+    return agmm_peak_kernel_gflops(k);
+}
+
+double agmm_peak_gflops_for(agmm_dtype_t dtype, agmm_gemm_path_t path,
+                            const char *impl, const char **instr)
+{
+    return gflops_of(agmm_peak_kernel_for(dtype, path, impl, agmm_peak_isa()),
+                     instr);
+}
+
+const char *agmm_peak_instr(agmm_dtype_t dtype)
+{
+    return agmm_peak_kernel_instr(agmm_peak_kernel_isa(dtype, agmm_peak_isa()));
+}
+
+double agmm_peak_gflops_isa(agmm_dtype_t dtype, agmm_peak_isa_t max_isa,
+                            const char **instr)
+{
+    agmm_peak_isa_t isa = agmm_peak_isa();
+    if (max_isa < isa) isa = max_isa;
+    return gflops_of(agmm_peak_kernel_isa(dtype, isa), instr);
 }
 
 double agmm_peak_gflops(agmm_dtype_t dtype, const char **instr)
 {
-    return agmm_peak_gflops_isa(dtype, AGMM_PEAK_AVX512_BF16, instr);
+    return agmm_peak_gflops_isa(dtype, AGMM_PEAK_AMX_BF16, instr);
 }

@@ -2,7 +2,11 @@
 # agmm bench --json: one JSON object with the documented keys, positive
 # medians, and a ratio equal to fused/baseline medians; the measured peak
 # and each mode's fraction of it (positive, below a loose 1.5, and equal to
-# the mode's TFLOP/s per GEMM core over the peak).
+# the mode's TFLOP/s per GEMM core over the peak). The peak is the GEMM
+# path's that ran (peak_path = gemm.path, its instruction by the rule of
+# src/gemm/peak.h: TDPBF16PS for a native bf16 kernel naming AMX, the fp32
+# FMA for the f32 path), and "peaks" has one per candidate the plan
+# measured (native, then f32), else the one that ran.
 # With --n N,N,... and --m-local-per-round: the separate and exact modes.
 # usage: bench_json.sh AGMM [--op OP [more bench options]]: "op" is checked.
 set -u
@@ -34,6 +38,22 @@ check(d["blas"]["kernel"] != "", "kernel named")
 peak = d.get("peak_gflops_per_core")
 check(isinstance(peak, (int, float)) and peak > 0, f"peak_gflops_per_core {peak}")
 check(isinstance(d.get("peak_instr"), str) and d["peak_instr"] != "", "peak_instr named")
+g = d["gemm"]
+check(d.get("peak_path") == g["path"], f"peak_path {d.get('peak_path')} vs gemm.path {g['path']}")
+peaks = d.get("peaks") or []
+want_paths = [c["path"] for c in g["candidates"]] if len(g["candidates"]) == 2 else [g["path"]]
+check([p.get("path") for p in peaks] == want_paths, f"peaks {peaks} vs paths {want_paths}")
+for p in peaks:
+    check(isinstance(p.get("gflops"), (int, float)) and p["gflops"] > 0 and p.get("instr"),
+          f"peaks entry {p}")
+    if p.get("path") == d.get("peak_path"):
+        check(p["gflops"] == peak and p["instr"] == d["peak_instr"], f"ran peak {p} vs {peak}")
+    if p.get("path") == "f32" or d["dtype"] == "fp32":
+        check(p.get("instr", "").startswith("VFMADD231PS") or p.get("instr") == "scalar",
+              f"f32 path peak instr {p.get('instr')}")
+    impl = [c["impl"] for c in g["candidates"] if c["path"] == p.get("path")] or [g["impl"]]
+    if d["dtype"] == "bf16" and p.get("path") == "native" and "amx" in impl[0]:
+        check(p.get("instr") == "TDPBF16PS", f"AMX kernel {impl[0]}: peak instr {p.get('instr')}")
 for mode in ("fused", "baseline"):
     m = d["modes"][mode]
     f = m.get("fraction_of_peak")

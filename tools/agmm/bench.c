@@ -5,9 +5,10 @@
  * machine noise hits all alike. A round's time is the slowest rank's, from
  * a common barrier to the end of its run.
  *
- * At the start, rank 0 measures its core's physical peak for the plan's
- * dtype (src/gemm/peak.h) while the other ranks wait in a barrier; each
- * mode's fraction_of_peak is its GEMM rate per GEMM core over that peak. */
+ * At the start, rank 0 measures its core's physical peak for the GEMM
+ * path the plan runs, and the other candidate path's (bench_peak.c), while
+ * the other ranks wait in a barrier; each mode's fraction_of_peak is its
+ * GEMM rate per GEMM core over the peak of the path that ran. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@
 
 #include "agmm_ext.h"
 #include "bench_cmp.h"
-#include "gemm/peak.h"
+#include "bench_peak.h"
 #include "progress.h"
 #include "report.h"
 #include "tool.h"
@@ -110,26 +111,6 @@ static double timed_round(agmm_tool_rank_t *t, int m, int round)
     return slowest;
 }
 
-/* The peak of one core, measured on rank 0 (gflops 0 elsewhere). */
-typedef struct peak {
-    double gflops;
-    const char *instr;
-} peak_t;
-
-/* Rank 0 times the peak probe (~0.1 s) between two barriers: the other
- * ranks wait in the barrier (on shared memory they sleep in futex after
- * 20 us; MPI's barrier polls), and the probe counts only its own CPU time,
- * so ranks sharing its core do not lower the peak. Returns 0 or 1 (a
- * failed barrier). */
-static int measure_peak(agmm_tool_rank_t *t, peak_t *pk)
-{
-    pk->gflops = 0;
-    pk->instr = NULL;
-    if (agmm_world_barrier(t->world, 0) != AGMM_OK) return 1;
-    if (t->rank == 0) pk->gflops = agmm_peak_gflops(t->cli->dtype, &pk->instr);
-    return agmm_world_barrier(t->world, 0) == AGMM_OK ? 0 : 1;
-}
-
 /* The time a rate is computed over: the median round, or with rows that
  * change every round (--m-local-per-round) the mean round, since `flop` is
  * then the mean round's flops (total flops / total time; the median round
@@ -143,7 +124,7 @@ static double rate_us(const agmm_cli_t *cli, const stats_t *s)
  * agmm_tool_flop_per_rank) per median round, divided by the rank's GEMM
  * threads; 0 for comm-only (no GEMM) or an unknown peak. */
 static double fraction_of_peak(int m, double flop, double median_us,
-                               int gemm_cores, const peak_t *pk)
+                               int gemm_cores, const agmm_bench_peak_t *pk)
 {
     if (m == M_COMM_ONLY || !(pk->gflops > 0) || !(median_us > 0) ||
         gemm_cores < 1)
@@ -230,15 +211,16 @@ static void json_ratio(const char *key, double v)
 static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                        const stats_t *st, const int *on, ratios_t r,
                        ratios_t paired, const agmm_schedule_info_t *ai,
-                       double flop, const peak_t *pk, double *const *samples)
+                       double flop, const agmm_bench_peak_t *pk,
+                       double *const *samples)
 {
     const agmm_cli_t *cli = t->cli;
     printf("{\"command\":\"bench\",\"ok\":true,");
     agmm_tool_json_header(cli, agmm_world_transport_name(world));
     agmm_tool_json_gemm(t->plan);
-    printf(",\"rounds\":%d,\"peak_gflops_per_core\":%.3f,\"peak_instr\":\"%s\","
-           "\"modes\":{",
-           cli->rounds, pk->gflops, pk->instr ? pk->instr : "");
+    printf(",\"rounds\":%d", cli->rounds);
+    agmm_bench_peak_json(pk);
+    printf(",\"modes\":{");
     int first = 1;
     for (int m = 0; m < NMODES; m++) {
         if (!on[m]) continue;
@@ -314,7 +296,7 @@ static double gathered_bytes(const agmm_cli_t *cli)
 static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
                        const int *on, ratios_t r, ratios_t pr,
                        const agmm_schedule_info_t *ai, double flop,
-                       const peak_t *pk, double comm_ms)
+                       const agmm_bench_peak_t *pk, double comm_ms)
 {
     const agmm_cli_t *cli = t->cli;
     printf("%-10s %10s %10s %10s %10s %10s %16s %8s\n", "mode", "min_ms",
@@ -396,14 +378,11 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         agmm_tool_teardown(&t);
         return rc;
     }
-    peak_t pk;
-    rc = measure_peak(&t, &pk);
+    agmm_bench_peak_t pk;
+    rc = agmm_bench_peak_measure(&t, &pk);
     if (rc == 0 && t.rank == 0 && !cli->json) {
         agmm_tool_describe(cli, world, t.plan, stdout);
-        printf("peak: %.1f GFLOP/s per core (%s, %s, measured on rank 0); "
-               "of_peak = GEMM rate per GEMM core / peak\n",
-               pk.gflops, pk.instr ? pk.instr : "none",
-               agmm_dtype_name(cli->dtype));
+        agmm_bench_peak_text(&pk, cli->dtype);
         printf("rounds: %d timed + %d warmup per mode, modes alternate\n",
                cli->rounds, cli->warmup);
         fflush(stdout);
