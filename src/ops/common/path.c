@@ -4,7 +4,7 @@
  *
  * The measurement (each rank, on the thread that creates the plan, which
  * is its GEMM worker 0's): for each candidate, one prepared weight slice
- * of the plan's inner dimension and up to 256 columns (2048 for a call of
+ * of the plan's inner dimension and up to 256 columns (512 for a call of
  * at most 32 rows, whose weight streaming matters more than its compute),
  * one warm-up call and three timed ones at the plan's usual call rows (a
  * tile, or all its rows when fewer), the best of them; for the fp32 path
@@ -302,7 +302,7 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
         c->by = "cached";
     } else {
         c->by = "measured";
-        int64_t cols = AGMM_MIN(key.ncols, key.rows <= 32 ? 2048 : 256);
+        int64_t cols = AGMM_MIN(key.ncols, key.rows <= 32 ? 512 : 256);
         for (int f32 = 0; f32 < 2 && st == AGMM_OK; f32++)
             st = probe_override
                      ? probe_override(p->rank, f32, &res.call_us[f32],
@@ -313,8 +313,16 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
         if (st == AGMM_OK && !probe_override) cache_add(&key, &res);
         c->ms = (agmm_now() - t0) * 1e3;
     }
-    /* A path whose memory does not fit is no candidate (mine: +inf). */
+    /* A path whose memory does not fit is no candidate (mine: +inf). The
+     * exact bookings build engine descriptors: only when a bound that
+     * needs none (the buffers without the engine, and twice an fp32 copy
+     * of the weights for the engine) does not fit. */
     uint64_t limit = ok && strcmp(c->by, "only") ? memory_limit(p) : 0;
+    if (limit > 0) {
+        uint64_t bound = agmm_plan_bytes_booked(d, 0);
+        bound += 8u * (uint64_t)key.k * (uint64_t)key.ncols;
+        if (bound > 0 && bound <= limit) limit = 0; /* both fit */
+    }
     int fits[2] = {1, 1};
     for (int i = 0; i < 2 && limit > 0; i++) {
         uint64_t need =
