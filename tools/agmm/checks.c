@@ -2,9 +2,10 @@
  * The checks of the `agmm` command line that one option-table row cannot
  * state (options.h): the --m-local list syntax, --schedule against --mode,
  * the output paths, --m-local against --ranks, M and the byte counts, the
- * link emulator and MPI, the core budget with its host-dependent defaults,
- * the idle-core warnings and the memory check. Each refusal is one line,
- * "agmm: --option: ...".
+ * link emulator and MPI, the GEMM path against the engine, the core budget
+ * with its host-dependent defaults and the idle-core warnings (the memory
+ * check is memory_check.c). Each refusal is one line, "agmm: --option:
+ * ...".
  */
 #include "options.h"
 
@@ -459,59 +460,4 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
                 col_blocks == 1 ? "" : "s");
     }
     return 0;
-}
-
-/* ------------------------------------------------------------ memory */
-
-static void fmt_bytes(char *buf, size_t size, long double b)
-{
-    const long double gib = 1024.0L * 1024.0L * 1024.0L;
-    if (b >= 1024.0L * gib)
-        snprintf(buf, size, "%.1Lf TiB", b / (1024.0L * gib));
-    else if (b >= gib / 10.0L)
-        snprintf(buf, size, "%.1Lf GiB", b / gib);
-    else
-        snprintf(buf, size, "%.1Lf MiB", b / (1024.0L * 1024.0L));
-}
-
-int agmm_cli_check_memory(const agmm_cli_t *cli, uint64_t bytes_per_rank,
-                          FILE *err)
-{
-    if (!cli) return 0;
-    if (!err) err = stderr;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long avail_kib = 0;
-    int found = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "MemAvailable: %llu kB", &avail_kib) == 1) {
-            found = 1;
-            break;
-        }
-    }
-    fclose(f);
-    if (!found) return 0;
-    long double avail = (long double)avail_kib * 1024.0L;
-    /* The ranks on this host share its memory (all of them on shm). */
-    int ranks = cli->ranks_here > 0 ? cli->ranks_here
-                : cli->ranks > 0    ? cli->ranks
-                                    : 1;
-    /* bytes_per_rank == 0 means the library found the plan invalid or its
-     * byte count overflowing: treat as too large. */
-    long double need = bytes_per_rank == 0
-                           ? (long double)UINT64_MAX * ranks
-                           : (long double)bytes_per_rank * ranks;
-    if (need <= avail) return 0;
-    char nb[32], ab[32];
-    if (bytes_per_rank == 0)
-        snprintf(nb, sizeof nb, "more than 16 EiB");
-    else
-        fmt_bytes(nb, sizeof nb, need);
-    fmt_bytes(ab, sizeof ab, avail);
-    fprintf(err,
-            "agmm: --m-local/--k/--n: the plan needs %s on %d %s but only %s "
-            "is available\n",
-            nb, ranks, ranks == 1 ? "rank" : "ranks", ab);
-    return 2;
 }
