@@ -302,7 +302,9 @@ def test_screenshot(agmm, chromium):
             return sum(n for px, n in colours.items()
                        if max(abs(px[i] - rgb[i]) for i in range(3)) <= 6)
         check(near((0x2c, 0xa0, 0x2c)) >= 200, "GEMM green is drawn")
-        check(near((0x1f, 0x77, 0xb4)) >= 200, "put blue is drawn")
+        # Puts are short next to the GEMMs (a sanitizer build's GEMMs are
+        # slower still), so their bars are thin: a few of them drawn.
+        check(near((0x1f, 0x77, 0xb4)) >= 40, "put blue is drawn")
         check(near((0, 0, 0)) >= 100, "text is drawn")
     finally:
         shutil.rmtree(d, ignore_errors=True)
