@@ -136,7 +136,8 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
                           d->timeout_s);
     if (agmm_plan_bytes_booked(d, 0) == 0)
         return agmm_error(AGMM_ERR_TOO_LARGE,
-                          "plan: byte counts overflow 64 bits");
+                          "plan: the bytes booked per rank exceed 2^62 (or "
+                          "overflow 64 bits)");
     return AGMM_OK;
 }
 

@@ -137,9 +137,11 @@ agmm_status_t agmm_plan_book(agmm_plan_t *p, agmm_book_t *b)
     agmm_book_window(b, "signals", p->tile_cells + 3 * (int64_t)p->nranks,
                      AGMM_CACHE_LINE, &p->signals);
     agmm_book_engine(b, "prepared weights", weights);
-    return b->overflow ? agmm_error(AGMM_ERR_TOO_LARGE,
-                                    "plan: byte counts overflow 64 bits")
-                       : AGMM_OK;
+    /* agmm_book_total is 0 past 63 bits, as an overflow is. */
+    return b->overflow || agmm_book_total(b) == 0
+               ? agmm_error(AGMM_ERR_TOO_LARGE,
+                            "plan: byte counts overflow 64 bits")
+               : AGMM_OK;
 }
 
 /* The booking of rank r's plan, added up: the plan's own booking on a
@@ -167,14 +169,30 @@ static uint64_t rank_total(const agmm_plan_desc_t *d, int r, int with_engine)
                 total = AGMM_MAX(total, agmm_book_total(&b));
             }
         } else {
-            /* Everything but the engine, whose estimate is of the same
-             * order as k x n fp32 (checked for overflow here). */
+            /* Everything but the engine, with the engine by a bound no
+             * engine's estimate exceeds: each weight padded by 64 in both
+             * dimensions, fp32, twice (AUTO books both paths), and per
+             * GEMM worker a scratch of rows x (n + k) plus a weight's
+             * worth, every dimension padded by 64 (OpenBLAS's chunk of C,
+             * oneDNN's scratchpad of packed A and B). The total must fit
+             * in 62 bits, so that the engine's own numbers, smaller than
+             * the bound, add up in 63 (agmm_book_total). */
             sk.native = 1;
             agmm_book_init(&b);
             agmm_book_local(&b, "fp32 rows", sk.M_max * sk.k_gemm, 4, 1, NULL);
-            int64_t kn = 0;
-            for (int i = 0; i < sk.nw; i++)
-                if (!agmm_mul_ok(sk.k_gemm, sk.n_w[i] * 4, &kn)) b.overflow = 1;
+            int64_t kp = sk.k_gemm + 64, rp = sk.M_max + 64, wsum = 0;
+            for (int i = 0; i < sk.nw; i++) {
+                int64_t np = sk.n_w[i] + 64, w = 0, s = 0, t = 0;
+                if (!agmm_mul_ok(kp, np * 8, &w) ||
+                    !agmm_add_ok(wsum, w, &wsum) ||
+                    !agmm_mul_ok(rp, np + kp, &s) ||
+                    !agmm_add_ok(s, kp * np, &s) ||
+                    !agmm_mul_ok(s, 4 * (int64_t)d->gemm_workers, &t))
+                    b.overflow = 1;
+                else
+                    agmm_book_engine(&b, "engine bound", (uint64_t)t);
+            }
+            agmm_book_engine(&b, "engine bound", (uint64_t)wsum);
             if (sk.op->book) sk.op->book(&sk, &b);
             uint64_t win = sk.op->window_bytes(&sk);
             agmm_book_window(&b, "receive window",
@@ -183,6 +201,7 @@ static uint64_t rank_total(const agmm_plan_desc_t *d, int r, int with_engine)
                              sk.tile_cells + 3 * (int64_t)d->nranks,
                              AGMM_CACHE_LINE, NULL);
             total = agmm_book_total(&b);
+            if (total > (UINT64_C(1) << 62)) total = 0;
         }
     }
     agmm_free(sk.layout);
