@@ -118,10 +118,42 @@ typedef enum agmm_dtype {
     AGMM_DTYPE_FP16 = 0, /* IEEE 754 binary16 */
     AGMM_DTYPE_BF16 = 1, /* bfloat16: the upper half of a binary32 */
     AGMM_DTYPE_FP32 = 2,
+    /* W8A8, symmetric: int8 values with fp32 scales (agmm_scale_t), the
+     * products summed exactly in int32, C = a_scale[i] * w_scale[j] *
+     * sum_k A[i,k] W[k,j] in fp32. Values are -127..127: -128 is refused
+     * where agmm checks (agmm_quantize never makes it; a run does not
+     * scan A). Needs the oneDNN engine (OpenBLAS has no int8 GEMM). */
+    AGMM_DTYPE_INT8 = 3,
 } agmm_dtype_t;
 
-size_t agmm_dtype_size(agmm_dtype_t dtype);      /* 0 for an invalid value */
-const char *agmm_dtype_name(agmm_dtype_t dtype); /* "fp16", "bf16", "fp32" */
+size_t agmm_dtype_size(agmm_dtype_t dtype); /* 0 for an invalid value */
+/* "fp16", "bf16", "fp32", "int8" */
+const char *agmm_dtype_name(agmm_dtype_t dtype);
+
+/* How int8 values are scaled. A: one scale per row (per token) or one
+ * for the rank's whole shard; W: one per column (per output channel) or
+ * one for the whole weight. */
+typedef enum agmm_scale {
+    AGMM_SCALE_CHANNEL = 0, /* A: per row; W: per column (the default) */
+    AGMM_SCALE_TENSOR = 1,  /* one scale */
+} agmm_scale_t;
+const char *agmm_scale_name(agmm_scale_t s); /* "channel", "tensor" */
+
+/* Symmetric int8 quantization of x ([rows, cols] in dtype FP16, BF16 or
+ * FP32, row stride ld elements): q[i, j] = round_even(x[i, j] / s) with s
+ * = absmax / 127 over each row (axis AGMM_QUANT_ROWS: scales [rows]),
+ * each column (AGMM_QUANT_COLS: [cols]) or the whole (AGMM_QUANT_TENSOR:
+ * [1]); a set that is all zero has scale 0 and zero values. q is [rows,
+ * cols] row-major (stride cols), always in -127..127. Non-finite values
+ * are refused (AGMM_ERR_INVALID_ARG naming the first). Local, any thread. */
+typedef enum agmm_quant_axis {
+    AGMM_QUANT_ROWS = 0,
+    AGMM_QUANT_COLS = 1,
+    AGMM_QUANT_TENSOR = 2,
+} agmm_quant_axis_t;
+agmm_status_t agmm_quantize(const void *x, agmm_dtype_t dtype, int64_t rows,
+                            int64_t cols, int64_t ld, agmm_quant_axis_t axis,
+                            int8_t *q, float *scales);
 
 typedef enum agmm_weights {
     AGMM_WEIGHTS_SHARED = 0,   /* the same W on every rank */
@@ -376,6 +408,11 @@ typedef struct agmm_plan_desc {
      * NATIVE with OpenBLAS) makes the plan fail with AGMM_ERR_UNSUPPORTED;
      * fp32 inputs take either (they are the same path). */
     agmm_gemm_path_t gemm_path;
+    /* INT8 only (ignored otherwise): the layout of A's scales (per row or
+     * one per rank's shard, given with each run) and of each W's (per
+     * column or one, given with its weight). */
+    agmm_scale_t a_scale;
+    agmm_scale_t w_scale;
 } agmm_plan_desc_t;
 
 /* Most weights per plan (agmm_plan_desc_t.n_weights). */
@@ -430,6 +467,14 @@ agmm_status_t agmm_plan_set_weight(agmm_plan_t *plan, const void *w);
  * set_weight_i(plan, 0, w). Every weight must be set before the first run. */
 agmm_status_t agmm_plan_set_weight_i(agmm_plan_t *plan, int i, const void *w);
 
+/* Local. An INT8 plan's weight i: w int8 [k, n_i] (GEMM_RS: [k_local[rank],
+ * n]) and its fp32 scales, [n_i] (w_scale CHANNEL) or [1] (TENSOR), each
+ * finite and >= 0. The other set_weight calls refuse an INT8 plan (they
+ * have no scales), and this one refuses the others. */
+agmm_status_t agmm_plan_set_weight_scaled(agmm_plan_t *plan, int i,
+                                          const int8_t *w,
+                                          const float *w_scale);
+
 /* Collective. One round: a_local is this rank's [m_local[rank], k] shard in
  * desc->dtype, row-major; c is [M, n] fp32 row-major, M = sum(m_local)
  * (GEMM_RS: a_local is [M, k_local[rank]], c is [m_local[rank], n]). On
@@ -464,6 +509,17 @@ typedef struct agmm_run_args {
      * holds them already; a_gathered is the caller's memory, so one copy
      * of each row is the least possible). NULL: not returned. */
     void *a_gathered;
+    /* INT8 plans: this rank's A scales, [rows of a_local] (a_scale
+     * CHANNEL) or [1] (TENSOR: one for the shard), finite and >= 0; they
+     * travel with the rows (all-gather: in the same put, under the same
+     * signal). Required for INT8 (AGMM_ERR_INVALID_ARG when NULL), NULL
+     * otherwise. agmm_plan_run cannot carry them: INT8 plans take this
+     * call. */
+    const float *a_scale;
+    /* INT8 with a_gathered: filled with the gathered rows' scales, [M_call]
+     * fp32 (a per-tensor scale repeated over its rank's rows). NULL: not
+     * returned. */
+    float *a_gathered_scale;
 } agmm_run_args_t;
 
 void agmm_run_args_init(agmm_run_args_t *args);

@@ -2,6 +2,7 @@
 #include "gemm/convert.h"
 
 #include <stdatomic.h>
+#include <math.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -34,6 +35,8 @@ size_t agmm_dtype_size(agmm_dtype_t dtype)
         return 2;
     case AGMM_DTYPE_FP32:
         return 4;
+    case AGMM_DTYPE_INT8:
+        return 1;
     }
     return 0;
 }
@@ -47,6 +50,8 @@ const char *agmm_dtype_name(agmm_dtype_t dtype)
         return "bf16";
     case AGMM_DTYPE_FP32:
         return "fp32";
+    case AGMM_DTYPE_INT8:
+        return "int8";
     }
     return "invalid";
 }
@@ -162,6 +167,12 @@ void agmm_convert_to_f32_scalar(agmm_dtype_t dt, const void *src, float *dst,
     case AGMM_DTYPE_FP32:
         if (n) memcpy(dst, src, n * sizeof(float));
         break;
+    case AGMM_DTYPE_INT8: { /* the values, unscaled */
+        const int8_t *s = src;
+        for (i = 0; i < n; i++)
+            dst[i] = (float)s[i];
+        break;
+    }
     }
 }
 
@@ -185,6 +196,14 @@ void agmm_convert_from_f32(agmm_dtype_t dt, const float *src, void *dst,
     case AGMM_DTYPE_FP32:
         if (n) memcpy(dst, src, n * sizeof(float));
         break;
+    case AGMM_DTYPE_INT8: { /* round to nearest even, clamp to +-127 */
+        int8_t *d = dst;
+        for (i = 0; i < n; i++) {
+            float v = nearbyintf(src[i]);
+            d[i] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : v);
+        }
+        break;
+    }
     }
 }
 
@@ -298,6 +317,7 @@ void agmm_convert_to_f32(agmm_dtype_t dt, const void *src, float *dst, size_t n)
             bf16_to_f32_avx2(src, dst, n);
             return;
         case AGMM_DTYPE_FP32:
+        case AGMM_DTYPE_INT8:
             break;
         }
     }

@@ -98,6 +98,10 @@ typedef struct agmm_gemm_shape {
     int64_t ldc;         /* row stride of every run's C (elements of c_dtype) */
     const int64_t *rows; /* the row counts runs will use (duplicates ok) */
     int nrows;
+    /* attr.a_scale: floats from one row's A scale to the next's in run's
+     * a_scale (0 or 1: contiguous; the all-gather window keeps each int8
+     * row's scale after its values, so there it is lda / 4). */
+    int64_t ld_a_scale;
 } agmm_gemm_shape_t;
 
 typedef struct agmm_gemm_engine {

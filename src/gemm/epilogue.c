@@ -35,6 +35,8 @@ static float old_value(agmm_dtype_t dt, const void *row, int64_t j)
         return agmm_bf16_to_f32(((const uint16_t *)row)[j]);
     case AGMM_DTYPE_FP16:
         return agmm_fp16_to_f32(((const uint16_t *)row)[j]);
+    case AGMM_DTYPE_INT8: /* never a C dtype (agmm_gemm_check) */
+        break;
     }
     return 0.0f;
 }

@@ -230,7 +230,7 @@ static void test_case(const agmm_gemm_engine_t *e, agmm_dtype_t dt,
     agmm_gemm_attr_t at;
     fill_attr(&at, &d, cs);
     agmm_gemm_shape_t shape = {sh->k,   sh->ncols,  sh->ldw, sh->lda,
-                               sh->ldc, k_prepared, 3};
+                               sh->ldc, k_prepared, 3, 0};
     char what[160];
     snprintf(what, sizeof what,
              "%s %s %s k=%lld ncols=%lld (%s%s%s%s%s, act %s, c %s)", e->name,
@@ -286,7 +286,7 @@ static void test_accumulate_bits(const agmm_gemm_engine_t *e, agmm_dtype_t dt,
     agmm_gemm_attr_init(&plain, e->input_dtype(dt), dt);
     acc = plain;
     acc.accumulate = 1;
-    agmm_gemm_shape_t shape = {K, NC, NC, K, LDC, rows, 1};
+    agmm_gemm_shape_t shape = {K, NC, NC, K, LDC, rows, 1, 0};
     agmm_gemm_prep_t *base = NULL, *sh = NULL;
     CHECK(e->prepare(&shape, &plain, NULL, &base) == AGMM_OK &&
               e->prepare(&shape, &acc, base, &sh) == AGMM_OK,
@@ -355,7 +355,7 @@ static void test_accumulate_bits(const agmm_gemm_engine_t *e, agmm_dtype_t dt,
 static void test_refusals(const agmm_gemm_engine_t *e)
 {
     static const int64_t rows[] = {4};
-    agmm_gemm_shape_t shape = {8, 8, 8, 8, 8, rows, 1};
+    agmm_gemm_shape_t shape = {8, 8, 8, 8, 8, rows, 1, 0};
     agmm_gemm_attr_t at;
     agmm_gemm_prep_t *prep = NULL;
     const char *name;

@@ -216,7 +216,7 @@ agmm_status_t agmm_plan_run_args(agmm_plan_t *p, const agmm_run_args_t *args)
 agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
                             const void *a_local, float *c)
 {
-    agmm_run_args_t a = {schedule, a_local, &c, NULL, NULL};
+    agmm_run_args_t a = {schedule, a_local, &c, NULL, NULL, NULL, NULL};
     return agmm_plan_run_args(p, &a);
 }
 
@@ -256,6 +256,6 @@ agmm_status_t agmm_plan_run_part_args(agmm_plan_t *p, agmm_part_t part,
 agmm_status_t agmm_plan_run_part(agmm_plan_t *p, agmm_part_t part,
                                  const void *a_local, float *c)
 {
-    agmm_run_args_t a = {AGMM_SCHEDULE_FUSED, a_local, &c, NULL, NULL};
+    agmm_run_args_t a = {AGMM_SCHEDULE_FUSED, a_local, &c, NULL, NULL, NULL, NULL};
     return agmm_plan_run_part_args(p, part, &a);
 }
