@@ -7,9 +7,10 @@
  * records a message; an accepted description has a non-zero size that
  * covers its largest buffers (all-gather: gathered rows and the fp32
  * weight; gemm-rs: the partial C, the receive slots and the weight of the
- * largest inner part; several weights: each weight). The op and the
- * k_local split (or NULL), then the weights, come last, so older corpus
- * inputs keep the all-gather of one weight. */
+ * largest inner part; several weights: each weight; int8: one byte a
+ * weight element). The op and the k_local split (or NULL), then the
+ * weights, then INT8's scale layouts come last, so older corpus inputs
+ * keep the all-gather of one weight. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +72,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     take(&data, &size, nl, sizeof nl);
     d.n_weights = (int)(nw & 0x7fffffff) % (AGMM_MAX_WEIGHTS + 3) - (nw & 1);
     d.n_list = nw < 0 ? NULL : nl;
+    /* INT8's scale layouts (last, so older inputs keep the defaults): any
+     * value. */
+    int32_t sc[2] = {0, 0};
+    take(&data, &size, sc, sizeof sc);
+    d.a_scale = (agmm_scale_t)sc[0];
+    d.w_scale = (agmm_scale_t)sc[1];
 
     agmm_status_t st = agmm_plan_desc_check(&d);
     uint64_t bytes = agmm_plan_bytes_per_rank(&d);
@@ -95,7 +102,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         /* The weight: fp32, except bf16 kept as bf16 (oneDNN); several
          * weights: every one of them. */
-        long double wbytes = d.dtype == AGMM_DTYPE_BF16 ? 2 : 4, nsum = 0;
+        long double wbytes = d.dtype == AGMM_DTYPE_BF16   ? 2
+                             : d.dtype == AGMM_DTYPE_INT8 ? 1
+                                                          : 4,
+                    nsum = 0;
+        if (d.dtype == AGMM_DTYPE_INT8 &&
+            ((unsigned)d.a_scale > AGMM_SCALE_TENSOR ||
+             (unsigned)d.w_scale > AGMM_SCALE_TENSOR))
+            fail("accepted an invalid scale layout");
         if (d.n_list && d.n_weights > AGMM_MAX_WEIGHTS)
             fail("accepted too many weights");
         if (d.n_list && d.op == AGMM_OP_GEMM_RS && d.n_weights > 1)

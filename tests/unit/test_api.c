@@ -51,7 +51,7 @@ static void test_status_strings(void)
     CHECK(!strcmp(agmm_status_str(AGMM_STATUS_COUNT), "AGMM_ERR_UNKNOWN"),
           "status past the end");
     CHECK(agmm_status_describe((agmm_status_t)999) != NULL, "describe 999");
-    CHECK(agmm_dtype_size((agmm_dtype_t)3) == 0, "dtype 3 has no size");
+    CHECK(agmm_dtype_size((agmm_dtype_t)4) == 0, "dtype 4 has no size");
     CHECK(agmm_dtype_size((agmm_dtype_t)-1) == 0, "dtype -1 has no size");
     CHECK(!strcmp(agmm_dtype_name((agmm_dtype_t)42), "invalid"), "dtype 42");
 }
@@ -82,7 +82,7 @@ static void s_k_int(agmm_plan_desc_t *d) { d->k = (int64_t)INT32_MAX + 1; }
 static void s_m_int(agmm_plan_desc_t *d) { d->m_local = big_m; }
 static void s_tile_m0(agmm_plan_desc_t *d) { d->tile_m = 0; }
 static void s_tile_n_neg(agmm_plan_desc_t *d) { d->tile_n = INT64_MIN; }
-static void s_dtype_big(agmm_plan_desc_t *d) { d->dtype = (agmm_dtype_t)3; }
+static void s_dtype_big(agmm_plan_desc_t *d) { d->dtype = (agmm_dtype_t)4; }
 static void s_dtype_neg(agmm_plan_desc_t *d) { d->dtype = (agmm_dtype_t)-1; }
 static void s_weights(agmm_plan_desc_t *d) { d->weights = (agmm_weights_t)2; }
 static void s_comm_neg(agmm_plan_desc_t *d) { d->comm_workers = -1; }
@@ -90,6 +90,10 @@ static void s_comm_big(agmm_plan_desc_t *d) { d->comm_workers = 1 << 20; }
 static void s_gemm0(agmm_plan_desc_t *d) { d->gemm_workers = 0; }
 static void s_timeout_nan(agmm_plan_desc_t *d) { d->timeout_s = NAN; }
 static void s_timeout_inf(agmm_plan_desc_t *d) { d->timeout_s = INFINITY; }
+static void s_a_scale(agmm_plan_desc_t *d) { d->dtype = AGMM_DTYPE_INT8; d->a_scale = (agmm_scale_t)2; }
+static void s_w_scale(agmm_plan_desc_t *d) { d->dtype = AGMM_DTYPE_INT8; d->w_scale = (agmm_scale_t)-1; }
+static void s_int8_blas(agmm_plan_desc_t *d) { d->dtype = AGMM_DTYPE_INT8; d->gemm_engine = AGMM_GEMM_ENGINE_OPENBLAS; }
+static void s_int8_f32(agmm_plan_desc_t *d) { d->dtype = AGMM_DTYPE_INT8; d->gemm_path = AGMM_GEMM_PATH_F32; }
 /* clang-format on */
 static void s_bytes(agmm_plan_desc_t *d)
 {
@@ -110,7 +114,7 @@ static const bad_desc_t bad_descs[] = {
     {"M past int", s_m_int, AGMM_ERR_TOO_LARGE},
     {"tile_m 0", s_tile_m0, AGMM_ERR_INVALID_ARG},
     {"tile_n INT64_MIN", s_tile_n_neg, AGMM_ERR_INVALID_ARG},
-    {"dtype 3", s_dtype_big, AGMM_ERR_INVALID_ARG},
+    {"dtype 4", s_dtype_big, AGMM_ERR_INVALID_ARG},
     {"dtype -1", s_dtype_neg, AGMM_ERR_INVALID_ARG},
     {"weights 2", s_weights, AGMM_ERR_INVALID_ARG},
     {"comm_workers -1", s_comm_neg, AGMM_ERR_INVALID_ARG},
@@ -119,6 +123,10 @@ static const bad_desc_t bad_descs[] = {
     {"timeout NaN", s_timeout_nan, AGMM_ERR_INVALID_ARG},
     {"timeout inf", s_timeout_inf, AGMM_ERR_INVALID_ARG},
     {"byte counts overflow", s_bytes, AGMM_ERR_TOO_LARGE},
+    {"int8 a_scale 2", s_a_scale, AGMM_ERR_INVALID_ARG},
+    {"int8 w_scale -1", s_w_scale, AGMM_ERR_INVALID_ARG},
+    {"int8 on openblas", s_int8_blas, AGMM_ERR_UNSUPPORTED},
+    {"int8 on the f32 path", s_int8_f32, AGMM_ERR_UNSUPPORTED},
 };
 #define NBAD (sizeof bad_descs / sizeof bad_descs[0])
 

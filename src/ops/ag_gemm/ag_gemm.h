@@ -22,10 +22,13 @@ agmm_status_t agmm_ag_gemm_rows(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
 /* (call.c) set_rows: the call's rows (m_rows, NULL: the plan's most) into
  * m_local, row_off, tiles, M and win_off, by the round's caller before
  * any worker starts. copy_gathered: gather(A) of the round just run into
- * `out` ([M, k] in dtype), by the caller after its workers joined and
- * before it acknowledges the round. */
+ * `out` ([M, k] in dtype; INT8: and the rows' scales into out_scale
+ * [M] when not NULL), from `a` (the round's A: this rank's rows) and the
+ * window, by the caller after its workers joined and before it
+ * acknowledges the round. */
 void agmm_ag_set_rows(agmm_plan_t *p, const int64_t *m_rows);
-void agmm_ag_copy_gathered(agmm_plan_t *p, const void *a_local, void *out);
+void agmm_ag_copy_gathered(agmm_plan_t *p, const void *a, void *out,
+                           float *out_scale);
 /* The rows cells (call.c). send: raise rows[rank] to
  * agmm_rows_signal(e, m_local[rank]) on the peers i = first, first + stride,
  * ... of the rotated order (i >= 1), each after its ack of round e - 1.

@@ -21,7 +21,7 @@ static agmm_status_t put_bulk(agmm_round_t *x, int first, int stride)
     agmm_plan_t *p = x->p;
     agmm_world_t *w = p->world;
     int r = p->rank;
-    size_t row_bytes = (size_t)p->desc.k * p->esize;
+    size_t row_bytes = p->row_bytes;
     size_t bytes = (size_t)p->m_local[r] * row_bytes;
     size_t off = (size_t)p->win_off[r] * row_bytes;
     /* This call's row count to every peer (ag_gemm/call.c). */
@@ -111,7 +111,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     agmm_share_tiles(&s, p->total_tiles, &g0, &g1);
     const unsigned char *base =
         p->native ? p->recv_win.local : (const unsigned char *)p->g32;
-    size_t row_bytes = (size_t)p->desc.k * p->gemm_esize;
+    size_t row_bytes = agmm_plan_gemm_row_bytes(p);
     int64_t v0 = 0, v1 = 0, c0 = 0; /* pending block: window rows, C row */
     int64_t bt0 = g0, bt1 = g0;     /* its global tiles */
     uint64_t t_conv = agmm_trace_clock();
@@ -138,8 +138,9 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         }
         if (v1 > v0) { /* flush the pending block */
             uint64_t t_gemm = agmm_trace_clock();
-            AGMM_CHECK(agmm_plan_gemm_all(
-                p, &s, c0, v1 - v0, base + (size_t)v0 * row_bytes, x->cs));
+            const unsigned char *a = base + (size_t)v0 * row_bytes;
+            AGMM_CHECK(agmm_plan_gemm_all(p, &s, c0, v1 - v0, a,
+                                          agmm_plan_row_scales(p, a), x->cs));
             agmm_trace_gemm(t_conv, t_gemm, -1, bt0, bt1, s.j0, s.j1, v1 - v0);
             t_conv = agmm_trace_clock();
         }

@@ -61,18 +61,32 @@ void agmm_ag_set_rows(agmm_plan_t *p, const int64_t *m_rows)
         p->win_off[r] = w[r];
 }
 
-void agmm_ag_copy_gathered(agmm_plan_t *p, const void *a_local, void *out)
+void agmm_ag_copy_gathered(agmm_plan_t *p, const void *a, void *out,
+                           float *out_scale)
 {
-    size_t row_bytes = (size_t)p->desc.k * p->esize;
+    size_t row_bytes = p->row_bytes;
+    size_t k = (size_t)p->desc.k, out_row = k * p->esize;
     unsigned char *dst = out;
     for (int src = 0; src < p->nranks; src++) {
-        size_t bytes = (size_t)p->m_local[src] * row_bytes;
-        if (bytes == 0) continue;
+        int64_t rows = p->m_local[src];
+        if (rows == 0) continue;
         const unsigned char *from =
             src == p->rank
-                ? a_local
+                ? a
                 : p->recv_win.local + (size_t)p->win_off[src] * row_bytes;
-        memcpy(dst + (size_t)p->row_off[src] * row_bytes, from, bytes);
+        unsigned char *to = dst + (size_t)p->row_off[src] * out_row;
+        if (!p->scale_off) { /* the rows as they are */
+            memcpy(to, from, (size_t)rows * row_bytes);
+            continue;
+        }
+        /* INT8: the values, and the scales when asked (stage.c's rows). */
+        for (int64_t i = 0; i < rows; i++) {
+            const unsigned char *row = from + (size_t)i * row_bytes;
+            memcpy(to + (size_t)i * out_row, row, k);
+            if (out_scale)
+                memcpy(out_scale + p->row_off[src] + i, row + p->scale_off,
+                       sizeof(float));
+        }
     }
 }
 

@@ -54,7 +54,7 @@ static agmm_status_t put_tile(agmm_round_t *x, int64_t t)
     agmm_plan_t *p = x->p;
     agmm_world_t *w = p->world;
     int r = p->rank;
-    size_t row_bytes = (size_t)p->desc.k * p->esize;
+    size_t row_bytes = p->row_bytes;
     int64_t row = t * p->desc.tile_m;
     /* Beyond this call's rows (posted receives only): an empty put. */
     int64_t rows = AGMM_MAX(AGMM_MIN(p->desc.tile_m, p->m_local[r] - row), 0);
@@ -164,7 +164,8 @@ static agmm_status_t gemm_rows(agmm_round_t *x, const agmm_worker_share_t *s,
                                uint64_t t_conv, int src, int64_t t0, int64_t t1)
 {
     uint64_t t_gemm = agmm_trace_clock();
-    AGMM_CHECK(agmm_plan_gemm_all(x->p, s, r0, r1 - r0, a, x->cs));
+    AGMM_CHECK(agmm_plan_gemm_all(x->p, s, r0, r1 - r0, a,
+                                  agmm_plan_row_scales(x->p, a), x->cs));
     agmm_trace_gemm(t_conv, t_gemm, src, t0, t1, s->j0, s->j1, r1 - r0);
     return AGMM_OK;
 }

@@ -21,7 +21,7 @@ static int64_t ag_tile_cells(const agmm_plan_t *p)
  * where the fused schedule copies them beside the others). */
 static uint64_t ag_window_bytes(const agmm_plan_t *p)
 {
-    return (uint64_t)p->M_max * (uint64_t)p->desc.k * p->esize;
+    return (uint64_t)p->M_max * (uint64_t)p->row_bytes;
 }
 
 /* Tell a transport with posted receives every put this rank will receive,
@@ -33,7 +33,7 @@ static agmm_status_t ag_declare_puts(agmm_plan_t *p)
 {
     agmm_world_t *w = p->world;
     int native = agmm_tp_has(w, AGMM_TP_CAP_NATIVE_ALLGATHER);
-    size_t row_bytes = (size_t)p->desc.k * p->esize;
+    size_t row_bytes = p->row_bytes;
     for (int src = 0; src < p->nranks; src++) {
         if (src == p->rank) continue;
         for (int64_t t = 0; t < p->tiles_max[src]; t++) {
@@ -71,6 +71,7 @@ const agmm_operation_t agmm_op_ag_gemm = {
     .tile_cells = ag_tile_cells,
     .window_bytes = ag_window_bytes,
     .replicated_window = 1,
+    .scales_in_rows = 1,
     .declare_puts = ag_declare_puts,
     .rows_per_call = 1,
     .returns_a = 1,

@@ -19,7 +19,7 @@ static int64_t tile_rows(const agmm_plan_t *p, int src, int64_t t)
 static const unsigned char *tile_src(const agmm_plan_t *p, int src, int64_t t,
                                      const void *a_local)
 {
-    size_t row_bytes = (size_t)p->desc.k * p->esize;
+    size_t row_bytes = p->row_bytes;
     int64_t row = t * p->desc.tile_m;
     if (src == p->rank)
         return (const unsigned char *)a_local + (size_t)row * row_bytes;
@@ -41,7 +41,7 @@ static void fill_tile(void *arg, int64_t g)
     fill_ctx_t *f = arg;
     agmm_plan_t *p = f->p;
     int64_t t = g - p->tile_base[f->src];
-    size_t row_bytes = (size_t)p->desc.k * p->gemm_esize;
+    size_t row_bytes = agmm_plan_gemm_row_bytes(p);
     unsigned char *dst =
         f->dst0 + (size_t)((t - f->t0) * p->desc.tile_m) * row_bytes;
     const unsigned char *from = tile_src(p, f->src, t, f->a_local);
@@ -65,13 +65,13 @@ agmm_status_t agmm_ag_gemm_rows(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
     }
     /* Converted rows go to g32; local rows wanted in the window are copied
      * there (same claims: once per tile per round, by one worker). */
-    size_t first = (size_t)(p->win_off[src] + t0 * p->desc.tile_m) * (size_t)k;
+    size_t first = (size_t)(p->win_off[src] + t0 * p->desc.tile_m);
     fill_ctx_t f = {p,
                     src,
                     copy,
                     t0,
-                    copy ? p->recv_win.local + first * p->esize
-                         : (unsigned char *)(p->g32 + first),
+                    copy ? p->recv_win.local + first * p->row_bytes
+                         : (unsigned char *)(p->g32 + first * (size_t)k),
                     a_local};
     *rows = f.dst0;
     return agmm_plan_claim_tiles(p, p->tile_base[src] + t0,

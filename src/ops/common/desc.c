@@ -10,6 +10,17 @@
 #include "ops/common/plan_internal.h"
 /* -------------------------------------------------------- description */
 
+const char *agmm_scale_name(agmm_scale_t s)
+{
+    switch (s) {
+    case AGMM_SCALE_CHANNEL:
+        return "channel";
+    case AGMM_SCALE_TENSOR:
+        return "tensor";
+    }
+    return "invalid";
+}
+
 const char *agmm_op_name(agmm_op_t op)
 {
     const agmm_operation_t *o = agmm_operation(op);
@@ -102,6 +113,18 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
     if (agmm_dtype_size(d->dtype) == 0)
         return agmm_error(AGMM_ERR_INVALID_ARG, "plan: dtype %d is not valid",
                           (int)d->dtype);
+    if (d->dtype == AGMM_DTYPE_INT8 &&
+        (d->a_scale != AGMM_SCALE_CHANNEL && d->a_scale != AGMM_SCALE_TENSOR))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: a_scale %d is not valid (allowed: channel, "
+                          "tensor)",
+                          (int)d->a_scale);
+    if (d->dtype == AGMM_DTYPE_INT8 &&
+        (d->w_scale != AGMM_SCALE_CHANNEL && d->w_scale != AGMM_SCALE_TENSOR))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: w_scale %d is not valid (allowed: channel, "
+                          "tensor)",
+                          (int)d->w_scale);
     const agmm_operation_t *op = agmm_operation(d->op);
     if (!op)
         return agmm_error(AGMM_ERR_INVALID_ARG, "plan: op %d is not valid",
@@ -173,6 +196,10 @@ uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d)
     MIX(agmm_gemm_engine_get(d->gemm_engine)->kind);
     MIX(d->op);
     MIX(d->gemm_path);
+    if (d->dtype == AGMM_DTYPE_INT8) { /* the layouts of the scales */
+        MIX(d->a_scale);
+        MIX(d->w_scale);
+    }
     const agmm_operation_t *op = agmm_operation(d->op);
     for (int r = 0; op && r < d->nranks; r++)
         MIX(op->k_part(d, r)); /* the split in effect, given or not */

@@ -110,7 +110,9 @@ static void seg_shape(const agmm_plan_t *p, const agmm_gemm_seg_t *sg,
 {
     memset(shape, 0, sizeof *shape);
     shape->k = p->k_gemm;
-    shape->lda = p->k_gemm;
+    shape->lda = (int64_t)(agmm_plan_gemm_row_bytes(p) / p->gemm_esize);
+    /* INT8 scales: after each row's values (row_bytes apart), or apart. */
+    shape->ld_a_scale = p->scale_off ? (int64_t)(p->row_bytes / 4) : 1;
     shape->ncols = sg->c1 - sg->c0;
     shape->ldw = shape->ldc = p->n_w[sg->w];
     shape->rows = rows;
@@ -121,6 +123,7 @@ static void seg_attr(const agmm_plan_t *p, int acc, agmm_gemm_attr_t *attr)
 {
     agmm_gemm_attr_init(attr, p->gemm_dtype, p->desc.dtype);
     attr->accumulate = acc;
+    attr->a_scale = attr->w_scale = p->int8; /* W8A8: both always */
 }
 
 /* An empty inner part makes no engine call (the partial is zero), so
@@ -195,14 +198,15 @@ agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p)
     return st;
 }
 
-agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w)
+agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w,
+                                      const float *w_scale)
 {
     size_t es = agmm_dtype_size(p->desc.dtype);
     for (int j = 0; j < nsegs(p); j++)
         if (p->seg[j].w == i) {
-            agmm_gemm_operand_t op = {(const unsigned char *)w +
-                                          (size_t)p->seg[j].c0 * es,
-                                      NULL, NULL};
+            agmm_gemm_operand_t op = {
+                (const unsigned char *)w + (size_t)p->seg[j].c0 * es, NULL,
+                w_scale ? w_scale + p->seg[j].c0 : NULL};
             AGMM_CHECK(p->engine->load(p->seg[j].prep, &op));
         }
     return AGMM_OK;
@@ -230,13 +234,13 @@ void agmm_plan_engine_free(agmm_plan_t *p)
  * calls, or with the accumulating ones (acc). */
 static agmm_status_t gemm_segs(agmm_plan_t *p, const agmm_worker_share_t *s,
                                int64_t r0, int64_t m, const void *a,
-                               float *const *c, int acc)
+                               const float *a_scale, float *const *c, int acc)
 {
     if (m <= 0 || !has_gemm(p)) return AGMM_OK;
     for (int j = p->seg_off[s->cg]; j < p->seg_off[s->cg + 1]; j++) {
         const agmm_gemm_seg_t *sg = &p->seg[j];
         int64_t ldc = p->n_w[sg->w];
-        AGMM_CHECK(p->engine->run(acc ? sg->acc : sg->prep, m, a, NULL,
+        AGMM_CHECK(p->engine->run(acc ? sg->acc : sg->prep, m, a, a_scale,
                                   c[sg->w] + (size_t)r0 * (size_t)ldc + sg->c0,
                                   p->scratch[s->g]));
     }
@@ -245,21 +249,23 @@ static agmm_status_t gemm_segs(agmm_plan_t *p, const agmm_worker_share_t *s,
 
 agmm_status_t agmm_plan_gemm_all(agmm_plan_t *p, const agmm_worker_share_t *s,
                                  int64_t r0, int64_t m, const void *a,
-                                 float *const *c)
+                                 const float *a_scale, float *const *c)
 {
-    return gemm_segs(p, s, r0, m, a, c, 0);
+    return gemm_segs(p, s, r0, m, a, a_scale, c, 0);
 }
 
 agmm_status_t agmm_plan_gemm(agmm_plan_t *p, const agmm_worker_share_t *s,
-                             int64_t r0, int64_t m, const void *a, float *c)
+                             int64_t r0, int64_t m, const void *a,
+                             const float *a_scale, float *c)
 {
-    return gemm_segs(p, s, r0, m, a, &c, 0);
+    return gemm_segs(p, s, r0, m, a, a_scale, &c, 0);
 }
 
 agmm_status_t agmm_plan_gemm_acc(agmm_plan_t *p, const agmm_worker_share_t *s,
-                                 int64_t r0, int64_t m, const void *a, float *c)
+                                 int64_t r0, int64_t m, const void *a,
+                                 const float *a_scale, float *c)
 {
-    return gemm_segs(p, s, r0, m, a, &c, 1);
+    return gemm_segs(p, s, r0, m, a, a_scale, &c, 1);
 }
 
 agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *p, agmm_gemm_info_t *info)

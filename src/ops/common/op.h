@@ -40,6 +40,10 @@ typedef struct agmm_operation {
     /* 1: every peer receives the same rows at the same places, so the
      * transport may pass one put on to several peers (agmm_tp_replicate). */
     int replicated_window;
+    /* 1: INT8 A scales travel inside the rows (each row's fp32 scale
+     * after its values, so a tile's put carries them under its signal);
+     * 0: they stay with the rank (its own A only). */
+    int scales_in_rows;
     /* Optional: books this operation's own local buffers (book.h), each
      * into a pointer of the plan's op_buf[]; the same on every call for
      * the same geometry (the estimate and the allocation both call it). */
@@ -62,7 +66,8 @@ typedef struct agmm_operation {
      * round is acknowledged). */
     int rows_per_call, returns_a;
     void (*set_rows)(struct agmm_plan *p, const int64_t *m_rows);
-    void (*copy_a)(struct agmm_plan *p, const void *a_local, void *out);
+    void (*copy_a)(struct agmm_plan *p, const void *a_local, void *out,
+                   float *out_scale);
     /* Rows of this rank's A ([a_rows, k_part]) and C ([c_rows, n]) in a
      * call whose rows are `m` (nranks counts) summing to M. */
     void (*call_rows)(const struct agmm_plan *p, const int64_t *m, int64_t M,

@@ -61,6 +61,9 @@ int agmm_gemm_path_available(agmm_gemm_engine_kind_t kind, agmm_dtype_t dtype,
 {
     const agmm_gemm_engine_t *e = agmm_gemm_engine_get(kind);
     if (!e || agmm_dtype_size(dtype) == 0) return 0;
+    if (dtype == AGMM_DTYPE_INT8) /* integer dot products or nothing */
+        return (path == AGMM_GEMM_PATH_AUTO || path == AGMM_GEMM_PATH_NATIVE) &&
+               agmm_path_has_native(e, dtype);
     if (path == AGMM_GEMM_PATH_AUTO || path == AGMM_GEMM_PATH_F32) return 1;
     return path == AGMM_GEMM_PATH_NATIVE &&
            (dtype == AGMM_DTYPE_FP32 || agmm_path_has_native(e, dtype));
@@ -81,6 +84,15 @@ agmm_status_t agmm_path_check(const agmm_plan_desc_t *d,
                           "plan: gemm_path %d is not valid (allowed: auto, "
                           "native, f32)",
                           (int)path);
+    if (d->dtype == AGMM_DTYPE_INT8 && !agmm_path_has_native(e, d->dtype))
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "plan: dtype int8 needs the oneDNN engine (%s has "
+                          "no int8 GEMM)",
+                          e->name);
+    if (d->dtype == AGMM_DTYPE_INT8 && path == AGMM_GEMM_PATH_F32)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "plan: gemm_path f32 with dtype int8 (int8 runs "
+                          "on integer dot products; allowed: auto, native)");
     if (path == AGMM_GEMM_PATH_NATIVE && d->dtype != AGMM_DTYPE_FP32 &&
         !agmm_path_has_native(e, d->dtype))
         return agmm_error(AGMM_ERR_UNSUPPORTED,
@@ -275,6 +287,11 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
     agmm_path_choice_t *c = &p->choice;
     memset(c, 0, sizeof *c);
     int native = agmm_path_has_native(e, d->dtype);
+    if (d->dtype == AGMM_DTYPE_INT8) { /* one path: path_check */
+        c->by = d->gemm_path == AGMM_GEMM_PATH_AUTO ? "only" : "forced";
+        p->path = AGMM_GEMM_PATH_NATIVE;
+        return AGMM_OK;
+    }
     if (d->gemm_path != AGMM_GEMM_PATH_AUTO || d->dtype == AGMM_DTYPE_FP32) {
         c->by = d->gemm_path == AGMM_GEMM_PATH_AUTO ? "only" : "forced";
         p->path =

@@ -1,6 +1,7 @@
 /* Plan lifecycle: collective create (from the geometry and memory booking
  * of plan_book.c) and destroy, the weight, and the registry of live plans
  * (so a destroyed plan is refused instead of crashing). */
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -215,23 +216,71 @@ fail_local:
     return st;
 }
 
+/* Weight i, with its scales (INT8: [n_i] or [1], given; else NULL). */
+static agmm_status_t set_weight(agmm_plan_t *p, int i, const void *wt,
+                                const float *w_scale)
+{
+    if (i < 0 || i >= p->nw)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "set_weight: weight %d (the plan has %d: allowed "
+                          "0..%d)",
+                          i, p->nw, p->nw - 1);
+    if (p->int8 && !w_scale)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "set_weight: an int8 plan's weight needs its scales "
+                          "(agmm_plan_set_weight_scaled)");
+    if (!p->int8 && w_scale)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "set_weight_scaled: the plan's dtype is %s, not "
+                          "int8 (agmm_plan_set_weight)",
+                          agmm_dtype_name(p->desc.dtype));
+    int64_t n = p->n_w[i];
+    int tensor = p->desc.w_scale == AGMM_SCALE_TENSOR;
+    float *cols = NULL;
+    if (p->int8) {
+        for (int64_t j = 0; j < (tensor ? 1 : n); j++)
+            if (!(w_scale[j] >= 0 && w_scale[j] <= FLT_MAX))
+                return agmm_error(AGMM_ERR_INVALID_ARG,
+                                  "set_weight_scaled: w_scale[%lld] = %g "
+                                  "(allowed: finite, >= 0)",
+                                  (long long)j, (double)w_scale[j]);
+        if (tensor) { /* the engine takes one per column */
+            cols = agmm_alloc(sizeof *cols * (size_t)n);
+            if (!cols)
+                return agmm_error(AGMM_ERR_NO_MEMORY,
+                                  "set_weight_scaled: out of memory");
+            for (int64_t j = 0; j < n; j++)
+                cols[j] = w_scale[0];
+            w_scale = cols;
+        }
+    }
+    /* A failed load leaves no half-loaded weight in use. */
+    p->weight_set &= ~(1u << i);
+    agmm_status_t st = agmm_plan_engine_load_i(p, i, wt, w_scale);
+    if (st == AGMM_OK) p->weight_set |= 1u << i;
+    agmm_free(cols);
+    return st;
+}
+
+agmm_status_t agmm_plan_set_weight_scaled(agmm_plan_t *p, int i,
+                                          const int8_t *wt,
+                                          const float *w_scale)
+{
+    if (!p || !wt || !w_scale)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "set_weight_scaled: NULL argument");
+    AGMM_CHECK(agmm_plan_enter(p, "set_weight"));
+    agmm_status_t st = set_weight(p, i, wt, w_scale);
+    agmm_plan_leave(p);
+    return st;
+}
+
 agmm_status_t agmm_plan_set_weight_i(agmm_plan_t *p, int i, const void *wt)
 {
     if (!p || !wt)
         return agmm_error(AGMM_ERR_INVALID_ARG, "set_weight: NULL argument");
     AGMM_CHECK(agmm_plan_enter(p, "set_weight"));
-    agmm_status_t st = AGMM_OK;
-    if (i < 0 || i >= p->nw) {
-        st = agmm_error(AGMM_ERR_INVALID_ARG,
-                        "set_weight: weight %d (the plan has %d: allowed "
-                        "0..%d)",
-                        i, p->nw, p->nw - 1);
-    } else {
-        /* A failed load leaves no half-loaded weight in use. */
-        p->weight_set &= ~(1u << i);
-        st = agmm_plan_engine_load_i(p, i, wt);
-        if (st == AGMM_OK) p->weight_set |= 1u << i;
-    }
+    agmm_status_t st = set_weight(p, i, wt, NULL);
     agmm_plan_leave(p);
     return st;
 }

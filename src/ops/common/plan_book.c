@@ -88,6 +88,13 @@ agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
     p->col_blocks = p->blk_off[p->nw];
     p->esize = agmm_dtype_size(d->dtype);
     p->k_gemm = p->k_part[rank];
+    p->int8 = d->dtype == AGMM_DTYPE_INT8;
+    p->row_bytes = (size_t)p->k_gemm * p->esize;
+    p->scale_off = 0;
+    if (p->int8 && p->op->scales_in_rows) { /* stage.c */
+        p->scale_off = (size_t)AGMM_DIV_UP(p->k_gemm, 4) * 4;
+        p->row_bytes = p->scale_off + sizeof(float);
+    }
     p->tile_cells = p->op->tile_cells(p);
     /* The path the description forces, else native where there is one
      * (AUTO decides later: agmm_path_choose, then agmm_plan_set_path). */
@@ -131,6 +138,7 @@ agmm_status_t agmm_plan_book(agmm_plan_t *p, agmm_book_t *b)
     agmm_book_local(b, "gemm scratch", d->gemm_workers, (int64_t)scratch, cl,
                     &p->scratch[0]);
     if (p->op->book) p->op->book(p, b);
+    agmm_plan_book_stage(p, b);
     uint64_t win = p->op->window_bytes(p);
     agmm_book_window(b, "receive window", win > INT64_MAX ? -1 : (int64_t)win,
                      1, &p->recv_win);
@@ -194,6 +202,7 @@ static uint64_t rank_total(const agmm_plan_desc_t *d, int r, int with_engine)
             }
             agmm_book_engine(&b, "engine bound", (uint64_t)wsum);
             if (sk.op->book) sk.op->book(&sk, &b);
+            agmm_plan_book_stage(&sk, &b);
             uint64_t win = sk.op->window_bytes(&sk);
             agmm_book_window(&b, "receive window",
                              win > INT64_MAX ? -1 : (int64_t)win, 1, NULL);

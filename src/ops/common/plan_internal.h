@@ -100,6 +100,17 @@ struct agmm_plan {
     int64_t *blk_off;   /* [nw + 1] */
     int64_t col_blocks; /* sum over weights of ceil(n_i / tile_n) */
     size_t esize;       /* bytes per input element */
+    /* A's rows as the schedules read them (the round's x->a): row_bytes
+     * apart, k * esize, except INT8 rows of an operation whose scales
+     * travel in the rows (op.h: scales_in_rows), which hold the k values
+     * padded to 4 bytes, then the row's fp32 scale at scale_off (and
+     * their A is staged: the shard copied into a_stage with its scales,
+     * stage.c). */
+    int int8;
+    size_t row_bytes;
+    size_t scale_off;   /* 0: the row holds no scale */
+    void *a_stage;      /* booked when int8 (stage.c) */
+    int64_t a_rows;     /* rows of this rank's A in the current call */
     int64_t tile_cells; /* tile signal cells (the operation's count) */
     int64_t *k_part;    /* [P] each rank's inner dimension (op.h: k_part) */
     int64_t k_gemm;     /* the engine's inner dimension: k_part[rank] */
@@ -227,25 +238,60 @@ int agmm_plan_segments(const agmm_plan_t *p, agmm_gemm_seg_t *seg,
 agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
                                         uint64_t *scratch);
 agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p);
-agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w);
+/* Weight i; w_scale: INT8's [n_i] per-column scales, else NULL. */
+agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w,
+                                      const float *w_scale);
 /* Bytes of the engine's prepared weights of this plan (as allocated). */
 uint64_t agmm_plan_engine_bytes(const agmm_plan_t *p);
 void agmm_plan_engine_free(agmm_plan_t *p);
 
 /* C rows [r0, r0 + m) (global rows, of c) over the columns of worker share
- * s, from m rows `a` in gemm_dtype (leading dimension k_gemm), for every
- * weight: c[i] is weight i's output ([rows, n_i]). */
+ * s, from m rows `a` in gemm_dtype (leading dimension: the engine's lda,
+ * agmm_plan_lda), for every weight: c[i] is weight i's output ([rows,
+ * n_i]). INT8: a_scale is the rows' scales (stride: agmm_plan_gemm's
+ * shape, 1, or row_bytes / 4 when they are in the rows:
+ * agmm_plan_row_scales), else NULL. */
 struct agmm_worker_share;
 agmm_status_t agmm_plan_gemm_all(agmm_plan_t *p,
                                  const struct agmm_worker_share *s, int64_t r0,
-                                 int64_t m, const void *a, float *const *c);
+                                 int64_t m, const void *a, const float *a_scale,
+                                 float *const *c);
 /* The same for a plan of one weight: C = A @ W, and (an operation that
  * accumulates, op.h) C += A @ W. */
 agmm_status_t agmm_plan_gemm(agmm_plan_t *p, const struct agmm_worker_share *s,
-                             int64_t r0, int64_t m, const void *a, float *c);
+                             int64_t r0, int64_t m, const void *a,
+                             const float *a_scale, float *c);
 agmm_status_t agmm_plan_gemm_acc(agmm_plan_t *p,
                                  const struct agmm_worker_share *s, int64_t r0,
-                                 int64_t m, const void *a, float *c);
+                                 int64_t m, const void *a, const float *a_scale,
+                                 float *c);
+/* Bytes from one row to the next of the rows the engine reads: the
+ * window's rows when it reads them in place (native), else the fp32 rows
+ * of g32. */
+static inline size_t agmm_plan_gemm_row_bytes(const agmm_plan_t *p)
+{
+    return p->native ? p->row_bytes : (size_t)p->k_gemm * p->gemm_esize;
+}
+/* The scales of the rows starting at `rows` when they travel in the rows
+ * (scale_off), else NULL. */
+static inline const float *agmm_plan_row_scales(const agmm_plan_t *p,
+                                                const void *rows)
+{
+    return p->scale_off
+               ? (const float *)(const void *)((const unsigned char *)rows +
+                                               p->scale_off)
+               : NULL;
+}
+/* (stage.c) INT8: the bytes booked for staging this rank's A (0 when not
+ * INT8), and the round's A as the schedules read it: the rows packed with
+ * their scales into a_stage (scales_in_rows), or a_local with its scales
+ * (a per-tensor scale expanded into a_stage). a_rows: this call's rows of
+ * A. Not INT8: a_local, NULL. */
+struct agmm_book;
+void agmm_plan_book_stage(agmm_plan_t *p, struct agmm_book *b);
+void agmm_plan_stage_a(agmm_plan_t *p, const void *a_local,
+                       const float *a_scale, int64_t a_rows, const void **a,
+                       const float **scales);
 
 /* Count the items (tiles [t0,t1) of src) x (column blocks [j0,j1)). */
 void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
@@ -307,7 +353,10 @@ int agmm_plan_busy(const agmm_plan_t *p);
 /* One round of a plan, as every worker of the rank sees it (read-only). */
 typedef struct agmm_round {
     agmm_plan_t *p;
-    const void *a;    /* this rank's A */
+    const void *a; /* this rank's A (INT8: staged, stage.c) */
+    /* INT8 operations whose scales do not travel in the rows: this rank's
+     * A scales, one per row of a (a per-tensor scale expanded); else NULL. */
+    const float *a_scale;
     float *c;         /* cs[0] */
     float *const *cs; /* this rank's outputs, one per weight */
     uint64_t epoch;

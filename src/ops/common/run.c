@@ -3,6 +3,7 @@
  * takes), the round's epoch, the start of the round (posting receives,
  * acknowledging the previous round so peers may put again), the
  * operation's schedule, the acks, and AGMM_SCHEDULE_AUTO's timing. */
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -99,6 +100,36 @@ static int rows_ok(const agmm_plan_t *p, const int64_t *m, int *bad)
     return 1;
 }
 
+/* INT8's A scales: given (one per row of A, or one), finite, >= 0;
+ * nothing else takes them. Writes what is wrong into what (empty: fine). */
+static void scales_ok(const agmm_plan_t *p, const agmm_run_args_t *a,
+                      int64_t a_rows, char *what, size_t len)
+{
+    what[0] = 0;
+    if (!p->int8) {
+        if (a->a_scale || a->a_gathered_scale)
+            snprintf(what, len, "a_scale on a %s plan (only int8 takes scales)",
+                     agmm_dtype_name(p->desc.dtype));
+        return;
+    }
+    if (a->a_gathered_scale && !a->a_gathered) {
+        snprintf(what, len, "a_gathered_scale without a_gathered");
+        return;
+    }
+    int64_t n = p->desc.a_scale == AGMM_SCALE_TENSOR ? 1 : a_rows;
+    if (n == 0) return;
+    if (!a->a_scale) {
+        snprintf(what, len, "a_scale NULL (an int8 plan takes A's scales)");
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (!(a->a_scale[i] >= 0 && a->a_scale[i] <= FLT_MAX)) {
+            snprintf(what, len, "a_scale[%lld] = %g (allowed: finite, >= 0)",
+                     (long long)i, (double)a->a_scale[i]);
+            return;
+        }
+}
+
 /* Enters the plan (busy flag, plan.c) on success: the caller leaves it.
  * Applies the call's rows (the operation's set_rows) once the arguments
  * are good. */
@@ -137,6 +168,8 @@ static agmm_status_t check_args(agmm_plan_t *p, const char *fn,
         st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, "c NULL");
     else if (!a->a_local && a_rows * p->k_gemm > 0) /* A: [a_rows, k_gemm] */
         st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, "a_local NULL");
+    else if (scales_ok(p, a, a_rows, what, sizeof what), what[0])
+        st = bad_arg(p, AGMM_ERR_INVALID_ARG, fn, what);
     else if (p->weight_set != (1u << p->nw) - 1)
         st = bad_arg(p, AGMM_ERR_BAD_STATE, fn,
                      p->nw > 1 ? "a weight not set (call "
@@ -147,6 +180,7 @@ static agmm_status_t check_args(agmm_plan_t *p, const char *fn,
         return st;
     }
     if (op->set_rows) op->set_rows(p, a->m_rows);
+    p->a_rows = a_rows; /* for the staging of the round's A */
     return AGMM_OK;
 }
 
@@ -161,12 +195,15 @@ static agmm_status_t round_run(agmm_plan_t *p, agmm_schedule_t schedule,
     float *const *cs = a->c ? a->c : none;
     agmm_round_t round = {p,
                           a->a_local,
+                          NULL,
                           cs[0],
                           cs,
                           e,
                           p->desc.comm_workers,
                           p->desc.gemm_workers,
                           phases};
+    agmm_plan_stage_a(p, a->a_local, a->a_scale, p->a_rows, &round.a,
+                      &round.a_scale);
     uint64_t t_round = agmm_trace_round_begin(p->trace, schedule);
     agmm_status_t st = round_start(
         p, schedule == AGMM_SCHEDULE_FUSED ? AGMM_RSET_TILES : AGMM_RSET_SHARDS,
@@ -179,7 +216,7 @@ static agmm_status_t round_run(agmm_plan_t *p, agmm_schedule_t schedule,
             e);
     /* Before the acks: peers may overwrite the window once they have them. */
     if (st == AGMM_OK && a->a_gathered && phases == AGMM_PHASE_ALL)
-        p->op->copy_a(p, a->a_local, a->a_gathered);
+        p->op->copy_a(p, round.a, a->a_gathered, a->a_gathered_scale);
     if (st == AGMM_OK && !acks_at_round_start(p))
         st = abort_on_failure(p, send_acks(p, e), "acknowledge", e);
     agmm_trace_round_end(p->trace, t_round, e);
@@ -256,6 +293,7 @@ agmm_status_t agmm_plan_run_part_args(agmm_plan_t *p, agmm_part_t part,
 agmm_status_t agmm_plan_run_part(agmm_plan_t *p, agmm_part_t part,
                                  const void *a_local, float *c)
 {
-    agmm_run_args_t a = {AGMM_SCHEDULE_FUSED, a_local, &c, NULL, NULL, NULL, NULL};
+    agmm_run_args_t a = {
+        AGMM_SCHEDULE_FUSED, a_local, &c, NULL, NULL, NULL, NULL};
     return agmm_plan_run_part_args(p, part, &a);
 }

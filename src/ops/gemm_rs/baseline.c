@@ -35,7 +35,9 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     AGMM_CHECK(agmm_rs_rows(x, g0, g1, &a));
     int64_t r0 = agmm_global_tile_row(p, g0), r1 = agmm_global_tile_row(p, g1);
     uint64_t t_gemm = agmm_trace_clock();
-    AGMM_CHECK(agmm_plan_gemm(p, &s, r0, r1 - r0, a, agmm_rs_part(p)));
+    AGMM_CHECK(agmm_plan_gemm(p, &s, r0, r1 - r0, a,
+                              x->a_scale ? x->a_scale + r0 : NULL,
+                              agmm_rs_part(p)));
     agmm_trace_gemm(t_conv, t_gemm, -1, g0, g1, s.j0, s.j1, r1 - r0);
     return AGMM_OK;
 }

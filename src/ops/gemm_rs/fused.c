@@ -87,14 +87,16 @@ static agmm_status_t gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
     int64_t r0 = agmm_global_tile_row(p, g0);
     int64_t r1 = agmm_global_tile_row(p, g1);
     uint64_t t_gemm = agmm_trace_clock();
+    const float *sc = x->a_scale ? x->a_scale + r0 : NULL; /* INT8 */
     /* c holds q's rows only: its row 0 is global row_off[q]. */
     if (before)
         AGMM_CHECK(
-            agmm_plan_gemm_acc(p, s, r0 - p->row_off[q], r1 - r0, a, x->c));
+            agmm_plan_gemm_acc(p, s, r0 - p->row_off[q], r1 - r0, a, sc, x->c));
     else if (into_c)
-        AGMM_CHECK(agmm_plan_gemm(p, s, r0 - p->row_off[q], r1 - r0, a, x->c));
+        AGMM_CHECK(
+            agmm_plan_gemm(p, s, r0 - p->row_off[q], r1 - r0, a, sc, x->c));
     else
-        AGMM_CHECK(agmm_plan_gemm(p, s, r0, r1 - r0, a, agmm_rs_part(p)));
+        AGMM_CHECK(agmm_plan_gemm(p, s, r0, r1 - r0, a, sc, agmm_rs_part(p)));
     agmm_trace_gemm(t_conv, t_gemm, q, t0, t1, s->j0, s->j1, r1 - r0);
     agmm_plan_count_items(p, q, t0, t1, s->j0, s->j1);
     return AGMM_OK;
