@@ -120,11 +120,16 @@ typedef enum agmm_dtype {
     AGMM_DTYPE_FP32 = 2,
     /* W8A8, symmetric: int8 values with fp32 scales (agmm_scale_t), the
      * products summed exactly in int32, C = a_scale[i] * w_scale[j] *
-     * sum_k A[i,k] W[k,j] in fp32. Values are -127..127: -128 is refused
-     * where agmm checks (agmm_quantize never makes it; a run does not
-     * scan A). Needs the oneDNN engine (OpenBLAS has no int8 GEMM). */
+     * sum_k A[i,k] W[k,j] in fp32. agmm_quantize makes -127..127 only;
+     * -128 is accepted and computed exactly all the same (k is at most
+     * AGMM_INT8_MAX_K, so no int32 sum can overflow). Needs the oneDNN
+     * engine (OpenBLAS has no int8 GEMM). */
     AGMM_DTYPE_INT8 = 3,
 } agmm_dtype_t;
+
+/* The most k (GEMM_RS: of each part) an INT8 plan takes: 2^17 - 1
+ * products of 128 x 128 sum below 2^31. */
+#define AGMM_INT8_MAX_K 131071
 
 size_t agmm_dtype_size(agmm_dtype_t dtype); /* 0 for an invalid value */
 /* "fp16", "bf16", "fp32", "int8" */

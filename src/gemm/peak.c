@@ -261,6 +261,18 @@ agmm_peak_isa_t agmm_peak_isa(void)
 
 agmm_peak_kernel_t agmm_peak_kernel_isa(agmm_dtype_t dtype, agmm_peak_isa_t isa)
 {
+    if (dtype == AGMM_DTYPE_INT8) {
+        /* s8 x s8 -> s32: AMX's TDPBSSD, else VNNI's VPDPBUSD (what
+         * oneDNN's s8s8 kernels run on, with their compensation), else
+         * the fp32 FMA as a stand-in for the pre-VNNI int8 sequence. */
+        if (isa >= AGMM_PEAK_AMX_BF16 &&
+            agmm_peak_kernel_available(AGMM_PEAK_K_AMX_SSD))
+            return AGMM_PEAK_K_AMX_SSD;
+        if (isa >= AGMM_PEAK_AVX512F &&
+            agmm_peak_kernel_available(AGMM_PEAK_K_VNNI_ZMM))
+            return AGMM_PEAK_K_VNNI_ZMM;
+        dtype = AGMM_DTYPE_FP32;
+    }
     if (dtype != AGMM_DTYPE_FP16 && dtype != AGMM_DTYPE_BF16 &&
         dtype != AGMM_DTYPE_FP32)
         return AGMM_PEAK_K_NONE;
@@ -293,6 +305,11 @@ agmm_peak_kernel_t agmm_peak_kernel_for(agmm_dtype_t dtype,
         return AGMM_PEAK_K_NONE;
     if (agmm_peak_kernel_isa(dtype, isa) == AGMM_PEAK_K_NONE)
         return AGMM_PEAK_K_NONE;
+    if (dtype == AGMM_DTYPE_INT8) { /* native only; tiles when named */
+        if (!names_amx(impl) && isa > AGMM_PEAK_AVX512_BF16)
+            isa = AGMM_PEAK_AVX512_BF16;
+        return agmm_peak_kernel_isa(AGMM_DTYPE_INT8, isa);
+    }
     if (dtype != AGMM_DTYPE_BF16 || path == AGMM_GEMM_PATH_F32)
         return agmm_peak_kernel_isa(AGMM_DTYPE_FP32, isa);
     /* Native bf16: the tiles only for a kernel that names them. */

@@ -28,7 +28,10 @@
  *     else VDPBF16PS where the CPU has AVX512_BF16 (an AVX-512 kernel
  *     cannot use the tiles), else the fp32 FMA (bf16 is then computed in
  *     fp32);
- *   - NATIVE fp16: the fp32 FMA (the probe has no fp16 instruction).
+ *   - NATIVE fp16: the fp32 FMA (the probe has no fp16 instruction);
+ *   - int8 (W8A8, always native): TDPBSSD when the implementation names
+ *     AMX and the CPU has AMX-INT8, else VPDPBUSD zmm where there is VNNI
+ *     (oneDNN's s8 x s8 kernels are built on it), else the fp32 FMA.
  * agmm_peak_gflops(dtype) without a path is the best for the dtype
  * (TDPBF16PS for bf16 where there is AMX).
  *
@@ -89,7 +92,9 @@ agmm_peak_kernel_t agmm_peak_kernel_isa(agmm_dtype_t dtype,
 /* The rule above, pure: the kernel whose peak is the peak of a GEMM of
  * dtype on path `path` (F32, or NATIVE; AUTO counts as NATIVE) run by
  * implementation `impl` (NULL or "" names no AMX) on a CPU whose ladder
- * reaches `isa`. NONE for an invalid dtype or path. */
+ * reaches `isa`; INT8 (native only): TDPBSSD for an implementation naming
+ * AMX, else VPDPBUSD zmm where there is VNNI. NONE for an invalid dtype or
+ * path. */
 agmm_peak_kernel_t agmm_peak_kernel_for(agmm_dtype_t dtype,
                                         agmm_gemm_path_t path, const char *impl,
                                         agmm_peak_isa_t isa);

@@ -113,6 +113,12 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
     if (agmm_dtype_size(d->dtype) == 0)
         return agmm_error(AGMM_ERR_INVALID_ARG, "plan: dtype %d is not valid",
                           (int)d->dtype);
+    if (d->dtype == AGMM_DTYPE_INT8 && d->k > AGMM_INT8_MAX_K)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "plan: k = %lld with dtype int8 (allowed <= %d: "
+                          "int32 sums of longer int8 dot products may "
+                          "overflow)",
+                          (long long)d->k, AGMM_INT8_MAX_K);
     if (d->dtype == AGMM_DTYPE_INT8 &&
         (d->a_scale != AGMM_SCALE_CHANNEL && d->a_scale != AGMM_SCALE_TENSOR))
         return agmm_error(AGMM_ERR_INVALID_ARG,
