@@ -1,8 +1,8 @@
 /* dtype conversion; see convert.h. */
 #include "gemm/convert.h"
 
-#include <stdatomic.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #if defined(__x86_64__)

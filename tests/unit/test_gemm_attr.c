@@ -230,7 +230,7 @@ static void test_case(const agmm_gemm_engine_t *e, agmm_dtype_t dt,
     agmm_gemm_attr_t at;
     fill_attr(&at, &d, cs);
     agmm_gemm_shape_t shape = {sh->k,   sh->ncols,  sh->ldw, sh->lda,
-                               sh->ldc, k_prepared, 3, 0};
+                               sh->ldc, k_prepared, 3,       0};
     char what[160];
     snprintf(what, sizeof what,
              "%s %s %s k=%lld ncols=%lld (%s%s%s%s%s, act %s, c %s)", e->name,
