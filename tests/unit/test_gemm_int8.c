@@ -14,6 +14,9 @@
  *   - s8 x s8 and u8 x s8 (s8_as_u8) give the same bits;
  *   - +-127 everywhere at k = 4096 (exact in int32, both variants);
  *   - estimate = what prepare holds; runs of prepared rows create nothing;
+ *   - two ranks' partials (the second accumulated onto the first) against
+ *     agmm_reference_rs_int8 within agmm_int8_bound(2, mag), and the rs
+ *     oracle on hand values (always run);
  *   - refusals: OpenBLAS refuses int8 by name (always run, oneDNN built or
  *     not), the attribute checks, k > 65536, a run without A scales. */
 #include <math.h>
@@ -357,10 +360,112 @@ static void test_refusals(const agmm_gemm_engine_t *e)
           "k > 65536: %s", agmm_last_error());
 }
 
+/* The rs oracle on hand values (3 ranks, one with k 0 and NULL inputs),
+ * its magnitudes, and the bound's formula. Always run. */
+static void test_rs_oracle(void)
+{
+    /* rank 0: A [2 x 2], W [2 x 2]; rank 2: A [2 x 1], W [1 x 2] */
+    static const int8_t a0[] = {1, 2, -3, 4}, w0[] = {5, -6, 7, 8};
+    static const int8_t a2[] = {10, -1}, w2[] = {3, 1};
+    static const float as0[] = {0.5f, 2.0f}, ws0[] = {1.0f, 0.25f};
+    static const float as2[] = {0.125f, 4.0f}, ws2[] = {2.0f, 1.0f};
+    const int8_t *a[] = {a0, NULL, a2}, *w[] = {w0, NULL, w2};
+    const float *as[] = {as0, NULL, as2}, *ws[] = {ws0, NULL, ws2};
+    const int64_t kl[] = {2, 0, 1};
+    /* row 1 (row0 1, rows 1): rank 0: (-3*5 + 4*7, -3*-6 + 4*8) = (13, 50)
+     * * ws0 (1, .25) * 2 = (26, 25); rank 2: -1 * (3, 1) * ws2 (2, 1) * 4
+     * = (-24, -4); sum (2, 21); magnitudes (50, 29) */
+    float c[2], mag[2];
+    CHECK(
+        agmm_reference_rs_int8(3, a, as, w, ws, kl, 2, 2, 1, 1, c) == AGMM_OK &&
+            c[0] == 2.0f && c[1] == 21.0f,
+        "rs oracle: %g %g (%s)", (double)c[0], (double)c[1], agmm_last_error());
+    CHECK(agmm_reference_rs_int8_mag(3, a, as, w, ws, kl, 2, 2, 1, 1, mag) ==
+                  AGMM_OK &&
+              mag[0] == 50.0f && mag[1] == 29.0f,
+          "rs magnitudes: %g %g", (double)mag[0], (double)mag[1]);
+    CHECK(agmm_reference_rs_int8(3, a, as, w, ws, kl, 2, 2, 1, 2, c) ==
+              AGMM_ERR_INVALID_ARG,
+          "rows past M");
+    double u = ldexp(1.0, -24);
+    CHECK(agmm_int8_bound(2, -8.0) == 5 * u * (1 + ldexp(1.0, -20)) * 8.0 &&
+              agmm_int8_bound(1, 0.0) == 0.0,
+          "bound formula");
+}
+
+/* Two ranks' partials summed the way the reduce-scatter does (the second
+ * accumulated onto the first: one fp32 add) against the rs oracle within
+ * agmm_int8_bound(2, mag). */
+static void test_rs_engine(const agmm_gemm_engine_t *e)
+{
+    enum { M = 40, N = 70, K0 = 67, K1 = 130 };
+    static const int64_t rows[] = {M};
+    int8_t *a[2], *w[2];
+    float *as[2], *ws[2];
+    const int64_t kl[2] = {K0, K1};
+    float *c = calloc(M * N, sizeof(float)), *ref = malloc(4 * M * N);
+    float *mag = malloc(4 * M * N);
+    agmm_gemm_prep_t *p[2] = {NULL, NULL};
+    for (int r = 0; r < 2; r++) {
+        a[r] = malloc((size_t)(M * kl[r]));
+        w[r] = malloc((size_t)(kl[r] * N));
+        as[r] = malloc(4 * M);
+        ws[r] = malloc(4 * N);
+        for (int64_t i = 0; i < M * kl[r]; i++)
+            a[r][i] = i8((uint64_t)i, 10 + (uint64_t)r);
+        for (int64_t i = 0; i < kl[r] * N; i++)
+            w[r][i] = i8((uint64_t)i, 20 + (uint64_t)r);
+        for (int i = 0; i < M; i++)
+            as[r][i] = scale((uint64_t)i, 30 + (uint64_t)r, 0.05f);
+        for (int j = 0; j < N; j++)
+            ws[r][j] = scale((uint64_t)j, 40 + (uint64_t)r, 0.01f);
+        agmm_gemm_attr_t at;
+        case_t cs = {kl[r], N, 0, r, 0, 0, AGMM_DTYPE_FP32, 0};
+        attr_of(&cs, r, &at);
+        agmm_gemm_shape_t sh = {kl[r], N, N, kl[r], N, rows, 1, 0};
+        agmm_gemm_operand_t op = {w[r], NULL, ws[r]};
+        CHECK(e->prepare(&sh, &at, NULL, &p[r]) == AGMM_OK &&
+                  e->load(p[r], &op) == AGMM_OK,
+              "rs rank %d: %s", r, agmm_last_error());
+    }
+    if (p[0] && p[1]) {
+        size_t sb = e->scratch_bytes(p[0]) > e->scratch_bytes(p[1])
+                        ? e->scratch_bytes(p[0])
+                        : e->scratch_bytes(p[1]);
+        void *scratch = aligned_alloc(64, (sb + 63) / 64 * 64 + 64);
+        CHECK(e->run(p[0], M, a[0], as[0], c, scratch) == AGMM_OK &&
+                  e->run(p[1], M, a[1], as[1], c, scratch) == AGMM_OK,
+              "rs runs: %s", agmm_last_error());
+        free(scratch);
+        const int8_t *ca[2] = {a[0], a[1]}, *cw[2] = {w[0], w[1]};
+        const float *cas[2] = {as[0], as[1]}, *cws[2] = {ws[0], ws[1]};
+        CHECK(agmm_reference_rs_int8(2, ca, cas, cw, cws, kl, M, N, 0, M,
+                                     ref) == AGMM_OK &&
+                  agmm_reference_rs_int8_mag(2, ca, cas, cw, cws, kl, M, N, 0,
+                                             M, mag) == AGMM_OK,
+              "rs oracle: %s", agmm_last_error());
+        int bad = 0;
+        for (int i = 0; i < M * N; i++)
+            if (fabs((double)c[i] - ref[i]) > agmm_int8_bound(2, mag[i])) bad++;
+        CHECK(!bad, "rs: %d elements beyond agmm_int8_bound(2, mag)", bad);
+    }
+    for (int r = 0; r < 2; r++) {
+        if (p[r]) e->destroy(p[r]);
+        free(a[r]);
+        free(w[r]);
+        free(as[r]);
+        free(ws[r]);
+    }
+    free(c);
+    free(ref);
+    free(mag);
+}
+
 int main(void)
 {
     agmm_blas_init();
     test_refusals(agmm_gemm_engine_get(AGMM_GEMM_ENGINE_OPENBLAS));
+    test_rs_oracle();
     const agmm_gemm_engine_t *e = agmm_gemm_engine_get(AGMM_GEMM_ENGINE_ONEDNN);
     if (!e) {
         printf("onednn: not built in, int8 GEMM skipped\n");
@@ -377,5 +482,6 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         test_case(e, &cases[i]);
+    test_rs_engine(e);
     CHECK_DONE("test_gemm_int8");
 }
