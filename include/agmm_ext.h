@@ -48,6 +48,45 @@ agmm_status_t agmm_reference_rs(int nranks, const void *const *a,
                                 int64_t M, int64_t n, agmm_dtype_t dtype,
                                 int64_t row0, int64_t rows, float *c);
 
+/* The int8 (W8A8) oracles: the same operations on int8 values with fp32
+ * scales (AGMM_DTYPE_INT8), as plain loops sharing nothing with the
+ * engines: each dot product exact in int64, then scaled in double in the
+ * engines' order ((double)dot * w_scale[j] * a_scale[i]), rounded to fp32
+ * once. All-gather + GEMM: shards[r] is [m_local[r], k] int8 with
+ * a_scales[r] its rows' scales ([m_local[r]]), w [k, n] int8 with
+ * per-column scales w_scale [n]; c is [M, n] fp32. Local. */
+agmm_status_t agmm_reference_int8(int nranks, const int8_t *const *shards,
+                                  const float *const *a_scales,
+                                  const int64_t *m_local, int64_t k, int64_t n,
+                                  const int8_t *w, const float *w_scale,
+                                  float *c);
+/* GEMM + reduce-scatter, rows [row0, row0 + rows) of C = sum_r
+ * scaled(A_r @ W_r): a[r] [M, k_local[r]] int8 with a_scale[r] [M],
+ * w[r] [k_local[r], n] int8 with w_scale[r] [n] (NULLs allowed where
+ * k_local[r] == 0); each rank's term scaled in double, the terms summed
+ * in double, rounded once into c ([rows, n] fp32). Local. */
+agmm_status_t agmm_reference_rs_int8(
+    int nranks, const int8_t *const *a, const float *const *a_scale,
+    const int8_t *const *w, const float *const *w_scale, const int64_t *k_local,
+    int64_t M, int64_t n, int64_t row0, int64_t rows, float *c);
+/* The same arguments; mag = sum_r |rank r's scaled term| (the magnitude
+ * agmm_int8_bound takes for GEMM + reduce-scatter). */
+agmm_status_t agmm_reference_rs_int8_mag(
+    int nranks, const int8_t *const *a, const float *const *a_scale,
+    const int8_t *const *w, const float *const *w_scale, const int64_t *k_local,
+    int64_t M, int64_t n, int64_t row0, int64_t rows, float *mag);
+/* How far a correct agmm int8 result may be from these oracles, element
+ * by element: |got - ref| <= agmm_int8_bound(nparts, mag) =
+ * (nparts + 3) * 2^-24 * (1 + 2^-20) * mag, where
+ *   all-gather + GEMM: nparts 1, mag |ref| (three fp32 roundings in the
+ *     engine: (float)acc, * w_scale, * a_scale; one in the oracle);
+ *   GEMM + reduce-scatter: nparts the ranks P, mag from
+ *     agmm_reference_rs_int8_mag (each rank's three roundings, P - 1 fp32
+ *     additions of the partials, the oracle's one).
+ * Assumes no fp32 step under- or overflows (normal results, or exact
+ * zeros: a zero scale gives 0 exactly, bound 0). */
+double agmm_int8_bound(int nparts, double mag);
+
 /* ---------------------------------------------------- benchmark parts */
 
 /* Benchmark parts (collective, like a round): one part of a schedule on its

@@ -107,6 +107,16 @@ agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
                           "not a dtype",
                           engine, (int)a->a_dtype, (int)a->w_dtype,
                           (int)a->c_dtype);
+    int int8 = a->a_dtype == AGMM_DTYPE_INT8 || a->w_dtype == AGMM_DTYPE_INT8;
+    if (int8 && (a->a_dtype != a->w_dtype || !a->a_scale || !a->w_scale ||
+                 a->c_dtype == AGMM_DTYPE_INT8))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: %s: int8 needs a_dtype = w_dtype = int8 "
+                          "(here %s, %s), a_scale and w_scale (%d, %d) and a "
+                          "float c_dtype (%s)",
+                          engine, agmm_dtype_name(a->a_dtype),
+                          agmm_dtype_name(a->w_dtype), a->a_scale, a->w_scale,
+                          agmm_dtype_name(a->c_dtype));
     if (a->a_dtype != AGMM_DTYPE_FP32 && a->a_dtype != a->w_dtype)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: %s: a_dtype %s must be fp32 or w_dtype (%s)",
@@ -116,19 +126,21 @@ agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
         return agmm_error(AGMM_ERR_INVALID_ARG, "gemm: %s: act %d is not valid",
                           engine, (int)a->act);
     if (s->k < 1 || s->ncols < 1 || s->ldw < s->ncols || s->lda < s->k ||
-        s->ldc < s->ncols || s->nrows < 0 || (s->nrows > 0 && !s->rows))
+        s->ldc < s->ncols || s->nrows < 0 || (s->nrows > 0 && !s->rows) ||
+        s->ld_a_scale < 0)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: %s: bad shape (k %lld, ncols %lld, ldw %lld, "
-                          "lda %lld, ldc %lld)",
+                          "lda %lld, ldc %lld, ld_a_scale %lld)",
                           engine, (long long)s->k, (long long)s->ncols,
                           (long long)s->ldw, (long long)s->lda,
-                          (long long)s->ldc);
+                          (long long)s->ldc, (long long)s->ld_a_scale);
     if (ss && (ss->k != s->k || ss->ncols != s->ncols || ss->ldw != s->ldw ||
                sa->w_dtype != a->w_dtype || sa->a_dtype != a->a_dtype ||
-               !sa->bias != !a->bias || !sa->w_scale != !a->w_scale))
+               !sa->bias != !a->bias || !sa->w_scale != !a->w_scale ||
+               (int8 && !sa->s8_as_u8 != !a->s8_as_u8)))
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: %s: share: the shared prep's k, ncols, ldw, "
-                          "dtypes, bias or w_scale differ",
+                          "dtypes, bias, w_scale or s8_as_u8 differ",
                           engine);
     return AGMM_OK;
 }

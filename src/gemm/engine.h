@@ -59,7 +59,19 @@ const char *agmm_gemm_act_name(agmm_gemm_act_t act);
  *   C[i,j] = act( a_scale[i] * w_scale[j] * sum_k A[i,k] W[k,j] + bias[j]
  *                 + (accumulate ? C_old[i,j] : 0) )
  * A zero-initialised struct with a_dtype = w_dtype = FP32
- * (agmm_gemm_attr_init(&a, dt_a, dt_w)) is the plain overwrite in fp32 out. */
+ * (agmm_gemm_attr_init(&a, dt_a, dt_w)) is the plain overwrite in fp32 out.
+ *
+ * INT8 (W8A8; a_dtype = w_dtype = INT8, a_scale = w_scale = 1, c_dtype
+ * FP32, BF16 or FP16; oneDNN only, k <= 65536): the sum over k is exact
+ * in int32, then every engine path does, in this order, each step one
+ * fp32 operation rounded to nearest even:
+ *   x = (float)acc;  x = x * w_scale[j];  x = x * a_scale[i];
+ *   x = x + bias[j] (bias);  x = x + C_old[i,j] (accumulate);
+ *   C[i,j] = act(x), rounded to c_dtype
+ * (epilogue.h, agmm_gemm_epilogue_s32): a result depends on nothing but
+ * the inputs, whatever the engine's kernel, variant or row count. The
+ * double oracle and the bound a result meets are agmm_reference_int8 and
+ * agmm_int8_bound (agmm_ext.h). */
 typedef struct agmm_gemm_attr {
     int accumulate; /* 1: C += (beta 1). Must add the finished fp32 product to
                        C_old once (one fp32 rounding of C_old + acc), so
@@ -76,6 +88,12 @@ typedef struct agmm_gemm_attr {
                              agmm_gemm_attr_init sets FP32), BF16, FP16 */
     int a_scale;          /* 1: per-row fp32 scales of A, given to run */
     int w_scale;          /* 1: per-column fp32 scales of W, given to load */
+    /* INT8 only (ignored otherwise): 0 runs s8 x s8 -> s32; 1 runs u8 x s8
+     * -> s32 on A + 128 (a pass into the scratch), subtracting 128 *
+     * sum_k W[k,j] (computed at load) from each int32 sum. Both give the
+     * same exact int32 sums, so the same bits in C; they differ in speed
+     * only (which kernel the CPU has: VNNI's VPDPBUSD is u8 x s8). */
+    int s8_as_u8;
 } agmm_gemm_attr_t;
 /* Zero everything, then the two dtypes and c_dtype = FP32. */
 void agmm_gemm_attr_init(agmm_gemm_attr_t *attr, agmm_dtype_t a_dtype,
@@ -100,7 +118,8 @@ typedef struct agmm_gemm_shape {
     int nrows;
     /* attr.a_scale: floats from one row's A scale to the next's in run's
      * a_scale (0 or 1: contiguous; the all-gather window keeps each int8
-     * row's scale after its values, so there it is lda / 4). */
+     * row's scale after its values, so there it is lda / 4). Never
+     * negative. */
     int64_t ld_a_scale;
 } agmm_gemm_shape_t;
 
@@ -113,7 +132,9 @@ typedef struct agmm_gemm_engine {
     int cheap_tile_calls;
     const char *(*version)(void);
     /* The A dtype the engine reads natively for user dtype dt: dt itself,
-     * or FP32 when the caller converts the tile first (convert.c). */
+     * or FP32 when the caller converts the tile first (convert.c). INT8
+     * is always INT8 (its values mean nothing without their scales; an
+     * engine without int8 refuses it at prepare). */
     agmm_dtype_t (*input_dtype)(agmm_dtype_t dt);
     /* What a prepared weight and each worker's scratch will take, exactly
      * what prepare then allocates (the plan's memory booking reads it; a
@@ -121,7 +142,9 @@ typedef struct agmm_gemm_engine {
      * descriptors prepare builds (no primitives) and queries the weight md
      * size and the largest scratchpad; OpenBLAS: k*ncols*4, and the scratch
      * the accumulate / c_dtype passes need. Both count the fp32 bias and
-     * w_scale copies (ncols*4 each) as weight bytes. share != 0: no weight
+     * w_scale copies (ncols*4 each) as weight bytes; oneDNN's INT8 also
+     * the u8s8 compensation (ncols*4) and, per worker, the int32 sums and
+     * the A pass (gemm_onednn_s8.c). share != 0: no weight
      * bytes (see prepare). Refuses what prepare refuses. */
     agmm_status_t (*estimate)(const agmm_gemm_shape_t *shape,
                               const agmm_gemm_attr_t *attr, int share,
@@ -140,7 +163,8 @@ typedef struct agmm_gemm_engine {
                              agmm_gemm_prep_t **out);
     agmm_status_t (*load)(agmm_gemm_prep_t *prep, const agmm_gemm_operand_t *w);
     /* C = ... (the attr's formula) for m rows. a in attr.a_dtype (stride
-     * lda); a_scale [m] when attr.a_scale, else NULL; c in attr.c_dtype
+     * lda); a_scale: row i's at a_scale[i * ld_a_scale] (ld_a_scale 0:
+     * [i]) when attr.a_scale, else NULL; c in attr.c_dtype
      * (stride ldc); scratch: scratch_bytes(prep) bytes of this thread's own
      * (NULL when 0). */
     agmm_status_t (*run)(agmm_gemm_prep_t *prep, int64_t m, const void *a,
@@ -155,9 +179,10 @@ typedef struct agmm_gemm_engine {
 } agmm_gemm_engine_t;
 
 /* For engines: the checks every engine makes of shape and attr (dtypes
- * valid, a_dtype FP32 or w_dtype, act valid, positive sizes, strides),
- * and of share against them. Logs "gemm: <engine>: ..." once and returns
- * the status; AGMM_OK when fine. */
+ * valid, a_dtype FP32 or w_dtype, act valid, positive sizes, strides;
+ * INT8 only as a_dtype = w_dtype = INT8 with a_scale and w_scale, C not
+ * INT8), and of share against them (INT8: s8_as_u8 too). Logs "gemm: <engine>:
+ * ..." once and returns the status; AGMM_OK when fine. */
 agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
                               const agmm_gemm_attr_t *attr,
                               const agmm_gemm_shape_t *share_shape,

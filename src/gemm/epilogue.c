@@ -3,7 +3,9 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
+#include "common/util.h"
 #include "gemm/convert.h"
 
 float agmm_gemm_act_f32(agmm_gemm_act_t act, float x)
@@ -41,24 +43,90 @@ static float old_value(agmm_dtype_t dt, const void *row, int64_t j)
     return 0.0f;
 }
 
+/* Columns per block of the passes below: a row goes through a stack
+ * buffer of this many floats, one simple loop per step (no branch inside
+ * a loop: the compiler may vectorize them; L1-resident). */
+enum { BLK = 256 };
+
+/* The steps after the product for columns [j0, j0 + nb) of one row, x
+ * holding the products: in the order of epilogue.h, one fp32 operation
+ * per element per step, each its own statement (compilers contract a * b
+ * + c into an fma within one expression at most); then stored into crow
+ * in c_dtype. Both passes below go through here, so they round alike. */
+static void finish(const agmm_gemm_attr_t *attr, float *x, int64_t nb,
+                   int64_t j0, const float *w_scale, const float *a_scale,
+                   const float *bias, void *crow)
+{
+    if (w_scale)
+        for (int64_t j = 0; j < nb; j++)
+            x[j] = x[j] * w_scale[j0 + j];
+    if (a_scale) {
+        float s = *a_scale;
+        for (int64_t j = 0; j < nb; j++)
+            x[j] = x[j] * s;
+    }
+    if (bias)
+        for (int64_t j = 0; j < nb; j++)
+            x[j] = x[j] + bias[j0 + j];
+    if (attr->accumulate && attr->c_dtype == AGMM_DTYPE_FP32) {
+        const float *old = (const float *)crow + j0;
+        for (int64_t j = 0; j < nb; j++)
+            x[j] = x[j] + old[j];
+    } else if (attr->accumulate) {
+        for (int64_t j = 0; j < nb; j++)
+            x[j] = x[j] + old_value(attr->c_dtype, crow, j0 + j);
+    }
+    if (attr->act != AGMM_GEMM_ACT_NONE)
+        for (int64_t j = 0; j < nb; j++)
+            x[j] = agmm_gemm_act_f32(attr->act, x[j]);
+    size_t es = agmm_dtype_size(attr->c_dtype);
+    agmm_convert_from_f32(attr->c_dtype, x,
+                          (unsigned char *)crow + (size_t)j0 * es, (size_t)nb);
+}
+
 void agmm_gemm_epilogue(const agmm_gemm_attr_t *attr, int64_t m, int64_t ncols,
                         float *acc, int64_t ldacc, const float *a_scale,
-                        const float *w_scale, const float *bias, void *c,
-                        int64_t ldc)
+                        int64_t ld_a_scale, const float *w_scale,
+                        const float *bias, void *c, int64_t ldc)
 {
     size_t es = agmm_dtype_size(attr->c_dtype);
+    size_t lds = ld_a_scale > 1 ? (size_t)ld_a_scale : 1;
+    float x[BLK];
     for (int64_t i = 0; i < m; i++) {
-        float *v = acc + (size_t)i * (size_t)ldacc;
+        const float *v = acc + (size_t)i * (size_t)ldacc;
         unsigned char *crow = (unsigned char *)c + (size_t)i * (size_t)ldc * es;
-        for (int64_t j = 0; j < ncols; j++) {
-            float x = v[j];
-            if (w_scale) x *= w_scale[j];
-            if (a_scale) x *= a_scale[i];
-            if (bias) x += bias[j];
-            if (attr->accumulate) x += old_value(attr->c_dtype, crow, j);
-            v[j] = agmm_gemm_act_f32(attr->act, x);
+        const float *as = a_scale ? a_scale + (size_t)i * lds : NULL;
+        for (int64_t j0 = 0; j0 < ncols; j0 += BLK) {
+            int64_t nb = AGMM_MIN((int64_t)BLK, ncols - j0);
+            memcpy(x, v + j0, (size_t)nb * sizeof(float));
+            finish(attr, x, nb, j0, w_scale, as, bias, crow);
         }
-        if (attr->c_dtype != AGMM_DTYPE_FP32 || (void *)v != (void *)crow)
-            agmm_convert_from_f32(attr->c_dtype, v, crow, (size_t)ncols);
+    }
+}
+
+void agmm_gemm_epilogue_s32(const agmm_gemm_attr_t *attr, int64_t m,
+                            int64_t ncols, const int32_t *acc, int64_t ldacc,
+                            const int32_t *comp, const float *a_scale,
+                            int64_t ld_a_scale, const float *w_scale,
+                            const float *bias, void *c, int64_t ldc)
+{
+    size_t es = agmm_dtype_size(attr->c_dtype);
+    size_t lds = ld_a_scale > 1 ? (size_t)ld_a_scale : 1;
+    float x[BLK];
+    for (int64_t i = 0; i < m; i++) {
+        const int32_t *v = acc + (size_t)i * (size_t)ldacc;
+        unsigned char *crow = (unsigned char *)c + (size_t)i * (size_t)ldc * es;
+        const float *as = a_scale ? a_scale + (size_t)i * lds : NULL;
+        for (int64_t j0 = 0; j0 < ncols; j0 += BLK) {
+            int64_t nb = AGMM_MIN((int64_t)BLK, ncols - j0);
+            /* exact: the true sum fits (k <= 65536), so no wrap */
+            if (comp)
+                for (int64_t j = 0; j < nb; j++)
+                    x[j] = (float)(v[j0 + j] - comp[j0 + j]);
+            else
+                for (int64_t j = 0; j < nb; j++)
+                    x[j] = (float)v[j0 + j];
+            finish(attr, x, nb, j0, w_scale, as, bias, crow);
+        }
     }
 }

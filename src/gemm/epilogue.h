@@ -1,6 +1,7 @@
-/* The GEMM attributes' epilogue as a pass over a finished fp32 tile, for
- * engines that cannot fuse it (gemm_openblas.c): the formula of
- * agmm_gemm_attr_t (engine.h) after the product. */
+/* The GEMM attributes' epilogue as a pass over a finished tile, for
+ * engines that cannot fuse it: fp32 sums (gemm_openblas.c) and exact
+ * int32 ones (INT8, gemm_onednn_s8.c): the formula of agmm_gemm_attr_t
+ * (engine.h) after the product, in one order for both. */
 #ifndef AGMM_GEMM_EPILOGUE_H
 #define AGMM_GEMM_EPILOGUE_H
 
@@ -12,7 +13,9 @@
 float agmm_gemm_act_f32(agmm_gemm_act_t act, float x);
 
 /* For i < m, j < ncols, with p = acc[i*ldacc + j] (fp32, the sum over k):
- *   v = p * w_scale[j] * a_scale[i]   (each factor when given)
+ *   v = p * w_scale[j] * a_scale[i * ld_a_scale]  (each factor when given,
+ *                                                  left to right; ld_a_scale
+ *                                                  0 or 1: contiguous)
  *   v = v + bias[j]                   (when given)
  *   v = v + C_old[i,j]                (attr->accumulate; C_old read from c
  *                                      in attr->c_dtype, widened exactly)
@@ -23,7 +26,17 @@ float agmm_gemm_act_f32(agmm_gemm_act_t act, float x);
  * (no accumulate: C_old would be the product). */
 void agmm_gemm_epilogue(const agmm_gemm_attr_t *attr, int64_t m, int64_t ncols,
                         float *acc, int64_t ldacc, const float *a_scale,
-                        const float *w_scale, const float *bias, void *c,
-                        int64_t ldc);
+                        int64_t ld_a_scale, const float *w_scale,
+                        const float *bias, void *c, int64_t ldc);
+
+/* The same for exact int32 sums (INT8, engine.h): p = (float)(acc[i*ldacc
+ * + j] - comp[j]) (comp: the u8s8 compensation, or NULL for none), then
+ * the steps above, in the same order. acc is only read and must not
+ * overlap c. */
+void agmm_gemm_epilogue_s32(const agmm_gemm_attr_t *attr, int64_t m,
+                            int64_t ncols, const int32_t *acc, int64_t ldacc,
+                            const int32_t *comp, const float *a_scale,
+                            int64_t ld_a_scale, const float *w_scale,
+                            const float *bias, void *c, int64_t ldc);
 
 #endif /* AGMM_GEMM_EPILOGUE_H */

@@ -9,7 +9,8 @@
  * where this oneDNN has a non-reference f16 matmul on this CPU
  * (AVX512_FP16 / AMX-FP16; probed once: one primitive descriptor, no
  * primitive); else it is read as fp32: tiles converted by the caller
- * (input_dtype), the weight once here.
+ * (input_dtype), the weight once here. int8: s8 (or u8) x s8 -> s32
+ * primitives and the pass of gemm_onednn_s8.c (run and load go there).
  *
  * Primitives: one per row count the plan will call (shape->rows), all made
  * in prepare, plus the weight's reorder. They share the weight layout of
@@ -51,6 +52,7 @@
 #include "gemm/engine.h"
 #include "gemm/epilogue.h"
 #include "gemm/gemm_onednn_pd.h"
+#include "gemm/gemm_onednn_s8.h"
 
 enum { ON_DEMAND = 64, POW2 = 32, MAX_PRIMS = ON_DEMAND + POW2 };
 
@@ -65,6 +67,7 @@ struct agmm_gemm_prep {
     dnnl_memory_desc_t w_md;      /* the prepared weight's layout */
     dnnl_memory_t w_mem; /* the prepared weight (the base's with share) */
     dnnl_memory_t bias_mem, scale_mem; /* when the attr has them (same) */
+    agmm_dn_s8_t *s8; /* INT8: its bias, scales, compensation; else NULL */
     dnnl_memory_desc_t wsrc_md;
     dnnl_primitive_t reorder; /* user layout (wsrc_md) -> w_md; owner only */
     uint64_t owned;           /* weight bytes owned (0 with a base) */
@@ -144,6 +147,7 @@ static void dn_destroy(agmm_gemm_prep_t *p)
         if (p->bias_mem) dnnl_memory_destroy(p->bias_mem);
         if (p->scale_mem) dnnl_memory_destroy(p->scale_mem);
     }
+    agmm_dn_s8_destroy(p->s8);
     pthread_mutex_destroy(&p->lock);
     agmm_free(p);
 }
@@ -158,17 +162,18 @@ static agmm_status_t make_weight(agmm_gemm_prep_t *p)
     DN(dnnl_memory_create(&p->w_mem, &p->w_md, eng, DNNL_MEMORY_ALLOCATE),
        "weight memory");
     dnnl_memory_desc_t vmd;
-    if (p->cfg.attr.bias) {
+    if (p->cfg.attr.bias && !p->s8) {
         AGMM_CHECK(agmm_dn_vec_md(&p->cfg, 1, &vmd));
         DN(dnnl_memory_create(&p->bias_mem, &vmd, eng, DNNL_MEMORY_ALLOCATE),
            "bias memory");
     }
-    if (p->cfg.attr.w_scale) {
+    if (p->cfg.attr.w_scale && !p->s8) {
         AGMM_CHECK(agmm_dn_vec_md(&p->cfg, 0, &vmd));
         DN(dnnl_memory_create(&p->scale_mem, &vmd, eng, DNNL_MEMORY_ALLOCATE),
            "scale memory");
     }
-    p->owned = dnnl_memory_desc_get_size(&p->w_md) + agmm_dn_vec_bytes(&p->cfg);
+    p->owned = dnnl_memory_desc_get_size(&p->w_md) +
+               agmm_dn_vec_bytes(&p->cfg) + agmm_dn_s8_weight_extra(&p->cfg);
     dnnl_dims_t dims = {s->k, s->ncols};
     int conv = p->cfg.attr.w_dtype != p->cfg.attr.a_dtype;
     dnnl_dims_t str = {conv ? s->ncols : s->ldw, 1};
@@ -213,13 +218,16 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
      * fork.) */
     int saved = agmm_dn_one_omp_thread();
     agmm_status_t st = AGMM_OK;
-    if (share) {
+    if (a->a_dtype == AGMM_DTYPE_INT8)
+        st = agmm_dn_s8_create(&p->cfg, share ? share->s8 : NULL, p->mmax,
+                               &p->s8);
+    if (st == AGMM_OK && share) {
         p->base = share;
         p->w_md = share->w_md;
         p->w_mem = share->w_mem;
         p->bias_mem = share->bias_mem;
         p->scale_mem = share->scale_mem;
-    } else {
+    } else if (st == AGMM_OK) {
         st = agmm_dn_choose_layout(&p->cfg, agmm_dn_most_rows(s), &p->w_md);
         if (st == AGMM_OK) st = make_weight(p);
     }
@@ -256,8 +264,9 @@ static agmm_status_t dn_load(agmm_gemm_prep_t *p, const agmm_gemm_operand_t *o)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: onednn: load: the weight%s is NULL",
                           a->bias || a->w_scale ? ", bias or w_scale" : "");
-    if (a->bias) AGMM_CHECK(fill_vec(p->bias_mem, o->bias, s->ncols));
-    if (a->w_scale) AGMM_CHECK(fill_vec(p->scale_mem, o->w_scale, s->ncols));
+    if (p->s8) AGMM_CHECK(agmm_dn_s8_load(p->s8, o));
+    if (p->bias_mem) AGMM_CHECK(fill_vec(p->bias_mem, o->bias, s->ncols));
+    if (p->scale_mem) AGMM_CHECK(fill_vec(p->scale_mem, o->w_scale, s->ncols));
     const void *w = o->w;
     float *w32 = NULL;
     if (a->w_dtype != a->a_dtype) {
@@ -383,10 +392,8 @@ static agmm_status_t run_rows(agmm_gemm_prep_t *p, int64_t m, const void *a,
     if (prim) return run_prim(p, prim, a, c, scratch);
     /* Split (see MAX_PRIMS): by powers of two, each made once, in the
      * slots kept for them. */
-    size_t a_row =
-        (size_t)p->cfg.shape.lda * agmm_dtype_size(p->cfg.attr.a_dtype);
-    size_t c_row =
-        (size_t)p->cfg.shape.ldc * agmm_dtype_size(p->cfg.attr.c_dtype);
+    size_t a_row = (size_t)p->cfg.lda * dnnl_data_type_size(p->cfg.a_dt);
+    size_t c_row = (size_t)p->cfg.ldc * dnnl_data_type_size(p->cfg.c_dt);
     const unsigned char *ap = a;
     unsigned char *cp = c;
     for (int64_t pow = (int64_t)1 << 40; m > 0; pow >>= 1) {
@@ -405,10 +412,19 @@ static agmm_status_t run_rows(agmm_gemm_prep_t *p, int64_t m, const void *a,
     return AGMM_OK;
 }
 
+/* INT8's primitive calls (agmm_dn_s8_gemm_fn). */
+static agmm_status_t s8_gemm(void *ctx, int64_t m, const void *a, int32_t *acc,
+                             void *pad)
+{
+    return run_rows(ctx, m, a, acc, pad);
+}
+
 static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
                             const float *a_scale, void *c, void *scratch)
 {
-    (void)a_scale; /* refused at prepare */
+    if (p->s8) /* a_scale is refused at prepare but with INT8 */
+        return agmm_dn_s8_run(p->s8, m, a, a_scale, c, scratch,
+                              agmm_dn_align64(p->scratch_given), s8_gemm, p);
     if (!p->dense) return run_rows(p, m, a, c, scratch);
     /* Through the dense copy, mmax rows at a time. */
     size_t ces = agmm_dtype_size(p->cfg.attr.c_dtype);
@@ -444,6 +460,9 @@ static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
 
 static size_t dn_scratch_bytes(const agmm_gemm_prep_t *p)
 {
+    if (p->s8)
+        return agmm_dn_align64(p->scratch_given) +
+               agmm_dn_s8_scratch(&p->cfg, p->mmax);
     return p->dense ? agmm_dn_align64(p->scratch_given) + p->dense_bytes
                     : p->scratch_given;
 }

@@ -15,7 +15,11 @@
  *               w_scale * acc + bias: w_scale with bias is refused.
  *   a_scale     (per row) has no oneDNN 2.6 matmul attribute that keeps
  *               the fast kernels (a binary post-op falls back to ref:any):
- *               refused for now.
+ *               refused but with INT8.
+ * INT8 maps none of them: its primitives are a plain s8 (or u8) x s8 ->
+ * s32 into the worker's scratch, dense A (oneDNN 2.6 picks its brgemm
+ * int8 kernels only for a dense A: with lda > k it is gemm:jit), and
+ * gemm_onednn_s8.c's pass does every attribute.
  * Debian's oneDNN runs on OpenMP (libgomp), whose thread count is an ICV
  * of each thread: everything here that creates or runs is called at one
  * thread (agmm_dn_one_omp_thread), see gemm_onednn.c. */
@@ -28,6 +32,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "gemm/gemm_onednn_s8.h"
 
 /* libgomp's, linked explicitly (CMakeLists.txt): declared here so agmm
  * needs no -fopenmp (clang's would bring another OpenMP runtime). */
@@ -106,6 +111,14 @@ void agmm_dn_restore_omp(int saved)
     if (saved != 1) omp_set_num_threads(saved);
 }
 
+static dnnl_data_type_t dn_dtype(agmm_dtype_t dt)
+{
+    return dt == AGMM_DTYPE_FP32   ? dnnl_f32
+           : dt == AGMM_DTYPE_BF16 ? dnnl_bf16
+           : dt == AGMM_DTYPE_INT8 ? dnnl_s8
+                                   : dnnl_f16;
+}
+
 agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
                              const agmm_gemm_attr_t *a,
                              const agmm_gemm_shape_t *share_shape,
@@ -113,12 +126,18 @@ agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
                              agmm_dn_cfg_t *cfg)
 {
     AGMM_CHECK(agmm_gemm_check("onednn", s, a, share_shape, share_attr));
-    if (a->a_scale)
+    int int8 = a->a_dtype == AGMM_DTYPE_INT8;
+    if (int8 && s->k > 65536)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "gemm: onednn: int8 with k %lld: over 65536 the "
+                          "int32 sums could overflow",
+                          (long long)s->k);
+    if (a->a_scale && !int8)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "gemm: onednn: a_scale (per-row scales of A) is "
                           "not supported: oneDNN 2.6's matmul has no such "
                           "attribute");
-    if (a->w_scale && a->bias)
+    if (a->w_scale && a->bias && !int8)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "gemm: onednn: w_scale with bias is not supported: "
                           "oneDNN 2.6 scales acc + bias, not acc alone");
@@ -132,17 +151,12 @@ agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
     cfg->shape.rows = NULL;
     cfg->shape.nrows = 0;
     cfg->attr = *a;
-    cfg->dt = a->a_dtype == AGMM_DTYPE_FP32   ? dnnl_f32
-              : a->a_dtype == AGMM_DTYPE_BF16 ? dnnl_bf16
-                                              : dnnl_f16;
+    cfg->dt = dn_dtype(a->a_dtype);
+    cfg->a_dt = int8 && a->s8_as_u8 ? dnnl_u8 : cfg->dt;
+    cfg->c_dt = int8 ? dnnl_s32 : dn_dtype(a->c_dtype);
+    cfg->lda = int8 ? s->k : s->lda;
+    cfg->ldc = int8 ? s->ncols : s->ldc;
     return AGMM_OK;
-}
-
-static dnnl_data_type_t dn_dtype(agmm_dtype_t dt)
-{
-    return dt == AGMM_DTYPE_FP32   ? dnnl_f32
-           : dt == AGMM_DTYPE_BF16 ? dnnl_bf16
-                                   : dnnl_f16;
 }
 
 /* The attribute set of cfg, for messages ("a_dtype fp32, c_dtype bf16,
@@ -150,6 +164,11 @@ static dnnl_data_type_t dn_dtype(agmm_dtype_t dt)
 static void describe(const agmm_dn_cfg_t *cfg, char *buf, size_t size)
 {
     const agmm_gemm_attr_t *a = &cfg->attr;
+    if (a->a_dtype == AGMM_DTYPE_INT8) {
+        snprintf(buf, size, "a_dtype int8 (%s x s8 -> s32)",
+                 a->s8_as_u8 ? "u8" : "s8");
+        return;
+    }
     snprintf(buf, size, "a_dtype %s, c_dtype %s%s%s%s%s%s",
              agmm_dtype_name(a->a_dtype), agmm_dtype_name(a->c_dtype),
              a->accumulate ? ", accumulate" : "", a->bias ? ", bias" : "",
@@ -181,6 +200,7 @@ static dnnl_status_t make_attr(const agmm_dn_cfg_t *cfg,
     const agmm_gemm_attr_t *a = &cfg->attr;
     dnnl_status_t st = dnnl_primitive_attr_set_scratchpad_mode(
         attr, dnnl_scratchpad_mode_user);
+    if (a->a_dtype == AGMM_DTYPE_INT8) return st; /* the s32 pass does all */
     if (st == dnnl_success && a->w_scale) {
         float rt = DNNL_RUNTIME_F32_VAL; /* given at each run */
         st = dnnl_primitive_attr_set_output_scales(attr, 1, 1 << 1, &rt);
@@ -209,13 +229,13 @@ static agmm_status_t one_pd(const agmm_dn_cfg_t *cfg, int64_t m,
     dnnl_engine_t eng = agmm_dn_engine();
     if (!eng) return AGMM_ERR_SYSTEM;
     dnnl_memory_desc_t a_md, w_md, c_md, b_md;
-    dnnl_dims_t a_dims = {m, s->k}, a_str = {s->lda, 1};
+    dnnl_dims_t a_dims = {m, s->k}, a_str = {cfg->lda, 1};
     dnnl_dims_t w_dims = {s->k, s->ncols};
-    dnnl_dims_t c_dims = {m, s->ncols}, c_str = {s->ldc, 1};
-    DN(dnnl_memory_desc_init_by_strides(&a_md, 2, a_dims, cfg->dt, a_str),
+    dnnl_dims_t c_dims = {m, s->ncols}, c_str = {cfg->ldc, 1};
+    int bias = cfg->attr.bias && cfg->attr.a_dtype != AGMM_DTYPE_INT8;
+    DN(dnnl_memory_desc_init_by_strides(&a_md, 2, a_dims, cfg->a_dt, a_str),
        "A desc");
-    DN(dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims,
-                                        dn_dtype(cfg->attr.c_dtype), c_str),
+    DN(dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims, cfg->c_dt, c_str),
        "C desc");
     if (wmd)
         w_md = *wmd;
@@ -223,10 +243,9 @@ static agmm_status_t one_pd(const agmm_dn_cfg_t *cfg, int64_t m,
         DN(dnnl_memory_desc_init_by_tag(&w_md, 2, w_dims, cfg->dt,
                                         dnnl_format_tag_any),
            "W desc");
-    if (cfg->attr.bias) AGMM_CHECK(agmm_dn_vec_md(cfg, 1, &b_md));
+    if (bias) AGMM_CHECK(agmm_dn_vec_md(cfg, 1, &b_md));
     dnnl_matmul_desc_t md;
-    DN(dnnl_matmul_desc_init(&md, &a_md, &w_md, cfg->attr.bias ? &b_md : NULL,
-                             &c_md),
+    DN(dnnl_matmul_desc_init(&md, &a_md, &w_md, bias ? &b_md : NULL, &c_md),
        "matmul desc");
     dnnl_primitive_attr_t attr;
     DN(dnnl_primitive_attr_create(&attr), "attr");
@@ -306,13 +325,15 @@ int agmm_dn_is_dup(const agmm_gemm_shape_t *s, int i)
  *           (ldc = ncols), copied in and out around them. */
 int agmm_dn_use_dense(agmm_dn_cfg_t *cfg)
 {
-    if (!cfg->attr.accumulate || cfg->shape.ldc == cfg->shape.ncols) return 0;
+    if (!cfg->attr.accumulate || cfg->shape.ldc == cfg->shape.ncols ||
+        cfg->attr.a_dtype == AGMM_DTYPE_INT8) /* its own pass adds C_old */
+        return 0;
     if (cfg->attr.c_dtype == AGMM_DTYPE_FP32) {
         cfg->attr.accumulate = 0;
         cfg->attr.act = AGMM_GEMM_ACT_NONE;
         return AGMM_DN_DENSE_ADD;
     }
-    cfg->shape.ldc = cfg->shape.ncols;
+    cfg->ldc = cfg->shape.ncols;
     return AGMM_DN_DENSE_COPY;
 }
 
@@ -360,10 +381,17 @@ agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
     }
     agmm_dn_restore_omp(saved);
     AGMM_CHECK(st);
-    *weight_bytes =
-        share ? 0 : dnnl_memory_desc_get_size(&w_md) + agmm_dn_vec_bytes(&cfg);
-    *scratch_bytes = dense ? agmm_dn_align64(scratch) +
-                                 agmm_dn_dense_size(&cfg, agmm_dn_most_rows(s))
-                           : scratch;
+    int64_t mmax = agmm_dn_most_rows(s);
+    *weight_bytes = share ? 0
+                          : dnnl_memory_desc_get_size(&w_md) +
+                                agmm_dn_vec_bytes(&cfg) +
+                                agmm_dn_s8_weight_extra(&cfg);
+    if (a->a_dtype == AGMM_DTYPE_INT8)
+        *scratch_bytes =
+            agmm_dn_align64(scratch) + agmm_dn_s8_scratch(&cfg, mmax);
+    else
+        *scratch_bytes =
+            dense ? agmm_dn_align64(scratch) + agmm_dn_dense_size(&cfg, mmax)
+                  : scratch;
     return AGMM_OK;
 }

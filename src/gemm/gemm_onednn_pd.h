@@ -12,7 +12,14 @@
 typedef struct {
     agmm_gemm_shape_t shape; /* rows/nrows not kept */
     agmm_gemm_attr_t attr;
-    dnnl_data_type_t dt; /* compute dtype of A and W (attr.a_dtype) */
+    dnnl_data_type_t dt; /* compute dtype of W (attr.a_dtype's) */
+    /* The primitives' A and C: dtype and row stride (elements). Else than
+     * INT8 the attr's (A: dt, stride lda; C: c_dtype, ldc, or ncols with
+     * DENSE_COPY). INT8 (gemm_onednn_s8.c): a dense A (s8, or u8 with
+     * s8_as_u8), C the dense int32 sums (s32, ncols), and no attributes:
+     * the s32 pass does them. */
+    dnnl_data_type_t a_dt, c_dt;
+    int64_t lda, ldc;
 } agmm_dn_cfg_t;
 
 /* The process's CPU engine (made once, at one OpenMP thread), or NULL
@@ -35,8 +42,8 @@ agmm_status_t agmm_dn_fail(dnnl_status_t s, const char *what);
     } while (0)
 
 /* Checks shape and attr (and share's), refuses what oneDNN 2.6 cannot do
- * exactly (a_scale; w_scale with bias; fp16 A without a native f16
- * matmul), and fills cfg. */
+ * exactly (a_scale but with INT8; w_scale with bias but with INT8; fp16 A
+ * without a native f16 matmul; INT8 with k > 65536), and fills cfg. */
 agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
                              const agmm_gemm_attr_t *a,
                              const agmm_gemm_shape_t *share_shape,

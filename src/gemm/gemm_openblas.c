@@ -5,7 +5,8 @@
  * Its prepared weight is the fp32 copy of its column range (converted once
  * per set_weight); a run converts nothing of A: the schedules hand it
  * fp32 rows (converted per tile into the plan's g32, see ops/ag_gemm/rows.c),
- * so a_dtype other than fp32 is refused. sgemm packs the weight again on every
+ * so a_dtype other than fp32 is refused (int8 by name: CBLAS has no int8
+ * GEMM). sgemm packs the weight again on every
  * call, so few large calls win (cheap_tile_calls = 0: the fused schedule
  * coalesces).
  *
@@ -117,8 +118,7 @@ static const char *ob_version(void)
 
 static agmm_dtype_t ob_input_dtype(agmm_dtype_t dt)
 {
-    (void)dt;
-    return AGMM_DTYPE_FP32;
+    return dt == AGMM_DTYPE_INT8 ? dt : AGMM_DTYPE_FP32; /* INT8: refused */
 }
 
 /* The product goes through the scratch when C_old must survive it
@@ -138,6 +138,10 @@ static agmm_status_t ob_sizes(const agmm_gemm_shape_t *s,
 {
     AGMM_CHECK(agmm_gemm_check("openblas", s, a, share ? &share->shape : NULL,
                                share ? &share->attr : NULL));
+    if (a->a_dtype == AGMM_DTYPE_INT8)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "gemm: openblas: int8 has no OpenBLAS GEMM (needs "
+                          "the oneDNN engine)");
     if (a->a_dtype != AGMM_DTYPE_FP32)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "gemm: openblas: a_dtype %s: sgemm reads fp32 A "
@@ -246,11 +250,12 @@ static agmm_status_t ob_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: openblas: run: a_scale is NULL");
     const float *as = at->a_scale ? a_scale : NULL;
+    int64_t lds = s->ld_a_scale > 1 ? s->ld_a_scale : 1;
     if (!via_scratch(at)) { /* into C, then the pass in place if any */
         agmm_gemm_f32(m, s->ncols, s->k, a, s->lda, p->w, s->ncols, c, s->ldc);
         if (as || p->w_scale || p->bias || at->act != AGMM_GEMM_ACT_NONE)
-            agmm_gemm_epilogue(at, m, s->ncols, c, s->ldc, as, p->w_scale,
-                               p->bias, c, s->ldc);
+            agmm_gemm_epilogue(at, m, s->ncols, c, s->ldc, as, s->ld_a_scale,
+                               p->w_scale, p->bias, c, s->ldc);
         return AGMM_OK;
     }
     size_t ces = agmm_dtype_size(at->c_dtype);
@@ -258,10 +263,10 @@ static agmm_status_t ob_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
         int64_t mc = AGMM_MIN(p->chunk, m - r0);
         agmm_gemm_f32(mc, s->ncols, s->k, (const float *)a + r0 * s->lda,
                       s->lda, p->w, s->ncols, scratch, s->ncols);
-        agmm_gemm_epilogue(at, mc, s->ncols, scratch, s->ncols,
-                           as ? as + r0 : NULL, p->w_scale, p->bias,
-                           (unsigned char *)c + (size_t)(r0 * s->ldc) * ces,
-                           s->ldc);
+        agmm_gemm_epilogue(
+            at, mc, s->ncols, scratch, s->ncols, as ? as + r0 * lds : NULL,
+            s->ld_a_scale, p->w_scale, p->bias,
+            (unsigned char *)c + (size_t)(r0 * s->ldc) * ces, s->ldc);
     }
     return AGMM_OK;
 }

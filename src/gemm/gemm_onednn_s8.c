@@ -1,0 +1,170 @@
+/* The oneDNN engine's INT8 (W8A8) path (engine.h, gemm_onednn_s8.h).
+ *
+ * A run goes through its rows mmax (the most prepared) at a time:
+ *   1. A pass (when A is not read in place): the rows copied into the
+ *      scratch densely (stride k), as u8 (a + 128) with s8_as_u8, else as
+ *      they are (only when lda > k: oneDNN 2.6 picks its brgemm int8
+ *      kernels for a dense A only);
+ *   2. the primitive: s8 (u8) x s8 -> s32, exact, into the int32 sums in
+ *      the scratch (stride ncols);
+ *   3. agmm_gemm_epilogue_s32 (epilogue.c) into C: minus the compensation
+ *      128 * sum_k W[k,j] with u8 (the same exact sum as s8 x s8, so the
+ *      same bits), then the fixed fp32 order of engine.h: * w_scale[j],
+ *      * a_scale[i], + bias, + C_old (accumulate), act, to c_dtype.
+ * Every int32 in this is exact for k <= 65536 (|u8 sum| <= 255 * 127 * k <
+ * 2^31), which agmm_dn_config enforces.
+ *
+ * Per-worker scratch: [oneDNN scratchpad, 64-aligned][int32 sums: mmax x
+ * ncols, 64-aligned][A pass: mmax x k bytes, when there is one]. Weight
+ * bytes beyond the prepared weight: bias and w_scale (ncols fp32 each,
+ * counted by agmm_dn_vec_bytes) and, with s8_as_u8, the compensation
+ * (ncols int32). */
+#include "gemm/gemm_onednn_s8.h"
+
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "gemm/epilogue.h"
+
+struct agmm_dn_s8 {
+    agmm_gemm_shape_t shape;
+    agmm_gemm_attr_t attr;
+    const agmm_dn_s8_t *base; /* the share's state, or NULL */
+    float *bias, *w_scale;    /* [ncols] (bias when the attr has it) */
+    int32_t *comp;            /* [ncols] with s8_as_u8, else NULL */
+    int64_t mmax;
+    int a_pass;       /* A goes through the scratch */
+    size_t acc_bytes; /* the int32 sums' part, 64-aligned */
+};
+
+static int needs_a_pass(const agmm_dn_cfg_t *cfg)
+{
+    return cfg->attr.s8_as_u8 || cfg->shape.lda != cfg->shape.k;
+}
+
+uint64_t agmm_dn_s8_weight_extra(const agmm_dn_cfg_t *cfg)
+{
+    if (cfg->attr.a_dtype != AGMM_DTYPE_INT8 || !cfg->attr.s8_as_u8) return 0;
+    return (uint64_t)cfg->shape.ncols * sizeof(int32_t);
+}
+
+static size_t acc_bytes(const agmm_dn_cfg_t *cfg, int64_t mmax)
+{
+    return agmm_dn_align64((size_t)mmax * (size_t)cfg->shape.ncols *
+                           sizeof(int32_t));
+}
+
+size_t agmm_dn_s8_scratch(const agmm_dn_cfg_t *cfg, int64_t mmax)
+{
+    return acc_bytes(cfg, mmax) +
+           (needs_a_pass(cfg) ? (size_t)mmax * (size_t)cfg->shape.k : 0);
+}
+
+void agmm_dn_s8_destroy(agmm_dn_s8_t *s)
+{
+    if (!s) return;
+    if (!s->base) {
+        agmm_free(s->bias);
+        agmm_free(s->w_scale);
+        agmm_free(s->comp);
+    }
+    agmm_free(s);
+}
+
+agmm_status_t agmm_dn_s8_create(const agmm_dn_cfg_t *cfg,
+                                const agmm_dn_s8_t *base, int64_t mmax,
+                                agmm_dn_s8_t **out)
+{
+    agmm_dn_s8_t *s = agmm_alloc(sizeof *s);
+    if (!s) return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
+    s->shape = cfg->shape;
+    s->attr = cfg->attr;
+    s->mmax = mmax;
+    s->a_pass = needs_a_pass(cfg);
+    s->acc_bytes = acc_bytes(cfg, mmax);
+    if (base) {
+        s->base = base;
+        s->bias = base->bias;
+        s->w_scale = base->w_scale;
+        s->comp = base->comp;
+        *out = s;
+        return AGMM_OK;
+    }
+    size_t vec = (size_t)cfg->shape.ncols * sizeof(float);
+    s->w_scale = agmm_alloc(vec);
+    if (cfg->attr.bias) s->bias = agmm_alloc(vec);
+    if (cfg->attr.s8_as_u8) s->comp = agmm_alloc(vec);
+    if (!s->w_scale || (cfg->attr.bias && !s->bias) ||
+        (cfg->attr.s8_as_u8 && !s->comp)) {
+        agmm_dn_s8_destroy(s);
+        return agmm_error(AGMM_ERR_NO_MEMORY,
+                          "gemm: out of memory for the int8 scales");
+    }
+    *out = s;
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_dn_s8_load(agmm_dn_s8_t *s, const agmm_gemm_operand_t *o)
+{
+    int64_t n = s->shape.ncols;
+    memcpy(s->w_scale, o->w_scale, (size_t)n * sizeof(float));
+    if (s->bias) memcpy(s->bias, o->bias, (size_t)n * sizeof(float));
+    if (!s->comp) return AGMM_OK;
+    /* 128 * sum_k W[k,j]: |sum| <= 127 * 65536, exact in int32 */
+    memset(s->comp, 0, (size_t)n * sizeof(int32_t));
+    const int8_t *w = o->w;
+    for (int64_t k = 0; k < s->shape.k; k++, w += s->shape.ldw)
+        for (int64_t j = 0; j < n; j++)
+            s->comp[j] += w[j];
+    for (int64_t j = 0; j < n; j++)
+        s->comp[j] *= 128;
+    return AGMM_OK;
+}
+
+/* m rows of A (stride lda) into dst densely (stride k): + 128 as u8, or
+ * copied. */
+static void a_pass(const agmm_dn_s8_t *s, int64_t m, const int8_t *a,
+                   uint8_t *dst)
+{
+    int64_t k = s->shape.k;
+    for (int64_t i = 0; i < m; i++, a += s->shape.lda, dst += k) {
+        if (!s->attr.s8_as_u8) {
+            memcpy(dst, a, (size_t)k);
+            continue;
+        }
+        for (int64_t j = 0; j < k; j++)
+            dst[j] = (uint8_t)(a[j] + 128);
+    }
+}
+
+agmm_status_t agmm_dn_s8_run(const agmm_dn_s8_t *s, int64_t m, const void *a,
+                             const float *a_scale, void *c, void *scratch,
+                             size_t pad_bytes, agmm_dn_s8_gemm_fn gemm,
+                             void *ctx)
+{
+    if (m <= 0) return AGMM_OK;
+    if (!a_scale)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: onednn: run: int8 needs a_scale (NULL)");
+    const agmm_gemm_shape_t *sh = &s->shape;
+    int64_t lds = sh->ld_a_scale > 1 ? sh->ld_a_scale : 1;
+    size_t ces = agmm_dtype_size(s->attr.c_dtype);
+    int32_t *acc = (int32_t *)((unsigned char *)scratch + pad_bytes);
+    uint8_t *abuf = (uint8_t *)acc + s->acc_bytes;
+    for (int64_t r0 = 0; r0 < m; r0 += s->mmax) {
+        int64_t mc = AGMM_MIN(s->mmax, m - r0);
+        const int8_t *ar = (const int8_t *)a + (size_t)(r0 * sh->lda);
+        const void *src = ar;
+        if (s->a_pass) {
+            a_pass(s, mc, ar, abuf);
+            src = abuf;
+        }
+        AGMM_CHECK(gemm(ctx, mc, src, acc, scratch));
+        agmm_gemm_epilogue_s32(
+            &s->attr, mc, sh->ncols, acc, sh->ncols, s->comp,
+            a_scale + (size_t)(r0 * lds), lds, s->w_scale, s->bias,
+            (unsigned char *)c + (size_t)(r0 * sh->ldc) * ces, sh->ldc);
+    }
+    return AGMM_OK;
+}
