@@ -127,9 +127,10 @@ typedef enum agmm_dtype {
     AGMM_DTYPE_INT8 = 3,
 } agmm_dtype_t;
 
-/* The most k (GEMM_RS: of each part) an INT8 plan takes: 2^17 - 1
- * products of 128 x 128 sum below 2^31. */
-#define AGMM_INT8_MAX_K 131071
+/* The most k an INT8 plan takes: 65536 products of -128..127 values sum
+ * below 2^31 even with A shifted to u8 (255 x 128 x 65536 < 2^31), the
+ * variant oneDNN may run. */
+#define AGMM_INT8_MAX_K 65536
 
 size_t agmm_dtype_size(agmm_dtype_t dtype); /* 0 for an invalid value */
 /* "fp16", "bf16", "fp32", "int8" */

@@ -132,9 +132,10 @@ typedef struct agmm_gemm_engine {
     int cheap_tile_calls;
     const char *(*version)(void);
     /* The A dtype the engine reads natively for user dtype dt: dt itself,
-     * or FP32 when the caller converts the tile first (convert.c). INT8
-     * is always INT8 (its values mean nothing without their scales; an
-     * engine without int8 refuses it at prepare). */
+     * or FP32 when the caller converts the tile first (convert.c). INT8:
+     * INT8 from an engine with int8 products; FP32 from one without, and
+     * then plans refuse int8 (there is no exact fp32 path for it: path.c)
+     * and so does its prepare. */
     agmm_dtype_t (*input_dtype)(agmm_dtype_t dt);
     /* What a prepared weight and each worker's scratch will take, exactly
      * what prepare then allocates (the plan's memory booking reads it; a

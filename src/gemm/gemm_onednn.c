@@ -48,7 +48,6 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "gemm/convert.h"
 #include "gemm/engine.h"
 #include "gemm/epilogue.h"
 #include "gemm/gemm_onednn_pd.h"
@@ -175,8 +174,7 @@ static agmm_status_t make_weight(agmm_gemm_prep_t *p)
     p->owned = dnnl_memory_desc_get_size(&p->w_md) +
                agmm_dn_vec_bytes(&p->cfg) + agmm_dn_s8_weight_extra(&p->cfg);
     dnnl_dims_t dims = {s->k, s->ncols};
-    int conv = p->cfg.attr.w_dtype != p->cfg.attr.a_dtype;
-    dnnl_dims_t str = {conv ? s->ncols : s->ldw, 1};
+    dnnl_dims_t str = {agmm_dn_dense_source(&p->cfg) ? s->ncols : s->ldw, 1};
     DN(dnnl_memory_desc_init_by_strides(&p->wsrc_md, 2, dims, p->cfg.dt, str),
        "weight source desc");
     dnnl_primitive_desc_t pd;
@@ -267,22 +265,9 @@ static agmm_status_t dn_load(agmm_gemm_prep_t *p, const agmm_gemm_operand_t *o)
     if (p->s8) AGMM_CHECK(agmm_dn_s8_load(p->s8, o));
     if (p->bias_mem) AGMM_CHECK(fill_vec(p->bias_mem, o->bias, s->ncols));
     if (p->scale_mem) AGMM_CHECK(fill_vec(p->scale_mem, o->w_scale, s->ncols));
+    void *copy = NULL;
     const void *w = o->w;
-    float *w32 = NULL;
-    if (a->w_dtype != a->a_dtype) {
-        /* to fp32 first, then reordered */
-        w32 = agmm_alloc((size_t)s->k * (size_t)s->ncols * sizeof(float));
-        if (!w32)
-            return agmm_error(AGMM_ERR_NO_MEMORY,
-                              "gemm: out of memory converting the weight");
-        size_t es = agmm_dtype_size(a->w_dtype);
-        for (int64_t r = 0; r < s->k; r++)
-            agmm_convert_to_f32(a->w_dtype,
-                                (const unsigned char *)w +
-                                    (size_t)(r * s->ldw) * es,
-                                w32 + (size_t)(r * s->ncols), (size_t)s->ncols);
-        w = w32;
-    }
+    AGMM_CHECK(agmm_dn_weight_source(&p->cfg, o->w, &copy, &w));
     int saved = agmm_dn_one_omp_thread();
     dnnl_engine_t eng = agmm_dn_engine();
     dnnl_memory_t src = NULL;
@@ -299,7 +284,7 @@ static agmm_status_t dn_load(agmm_gemm_prep_t *p, const agmm_gemm_operand_t *o)
     if (stream) dnnl_stream_destroy(stream);
     if (src) dnnl_memory_destroy(src);
     agmm_dn_restore_omp(saved);
-    agmm_free(w32);
+    agmm_free(copy);
     return st == dnnl_success ? AGMM_OK : agmm_dn_fail(st, "weight reorder");
 }
 static dnnl_primitive_t find_prim(agmm_gemm_prep_t *p, int64_t m)

@@ -32,6 +32,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "gemm/convert.h"
 #include "gemm/gemm_onednn_s8.h"
 
 /* libgomp's, linked explicitly (CMakeLists.txt): declared here so agmm
@@ -127,11 +128,11 @@ agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
 {
     AGMM_CHECK(agmm_gemm_check("onednn", s, a, share_shape, share_attr));
     int int8 = a->a_dtype == AGMM_DTYPE_INT8;
-    if (int8 && s->k > 65536)
+    if (int8 && s->k > AGMM_INT8_MAX_K)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
-                          "gemm: onednn: int8 with k %lld: over 65536 the "
+                          "gemm: onednn: int8 with k %lld: over %d the "
                           "int32 sums could overflow",
-                          (long long)s->k);
+                          (long long)s->k, AGMM_INT8_MAX_K);
     if (a->a_scale && !int8)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "gemm: onednn: a_scale (per-row scales of A) is "
@@ -393,5 +394,41 @@ agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
         *scratch_bytes =
             dense ? agmm_dn_align64(scratch) + agmm_dn_dense_size(&cfg, mmax)
                   : scratch;
+    return AGMM_OK;
+}
+
+int agmm_dn_dense_source(const agmm_dn_cfg_t *cfg)
+{
+    const agmm_gemm_attr_t *a = &cfg->attr;
+    return a->w_dtype != a->a_dtype || (a->w_dtype == AGMM_DTYPE_INT8 &&
+                                        cfg->shape.ldw != cfg->shape.ncols);
+}
+
+agmm_status_t agmm_dn_weight_source(const agmm_dn_cfg_t *cfg, const void *w,
+                                    void **copy, const void **src)
+{
+    const agmm_gemm_shape_t *s = &cfg->shape;
+    const agmm_gemm_attr_t *a = &cfg->attr;
+    *copy = NULL;
+    *src = w;
+    if (!agmm_dn_dense_source(cfg)) return AGMM_OK;
+    int conv = a->w_dtype != a->a_dtype;
+    size_t es = agmm_dtype_size(a->w_dtype), cols = (size_t)s->ncols;
+    unsigned char *d =
+        agmm_alloc((size_t)s->k * cols * (conv ? sizeof(float) : es));
+    if (!d)
+        return agmm_error(AGMM_ERR_NO_MEMORY,
+                          "gemm: out of memory copying the weight");
+    for (int64_t r = 0; r < s->k; r++) {
+        const unsigned char *row =
+            (const unsigned char *)w + (size_t)(r * s->ldw) * es;
+        if (conv)
+            agmm_convert_to_f32(a->w_dtype, row,
+                                (float *)(void *)d + (size_t)r * cols, cols);
+        else
+            memcpy(d + (size_t)r * cols * es, row, cols * es);
+    }
+    *copy = d;
+    *src = d;
     return AGMM_OK;
 }

@@ -86,4 +86,14 @@ agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
                                const agmm_gemm_attr_t *a, int share,
                                uint64_t *weight_bytes, uint64_t *scratch_bytes);
 
+/* The weight the reorder reads (its source desc is dense, ncols apart,
+ * exactly when agmm_dn_dense_source): w itself, or a dense copy of its
+ * columns in *copy (the caller frees it): converted to fp32 when w_dtype
+ * is not the compute dtype, copied as they are for INT8 with ldw != ncols
+ * (oneDNN 2.6 has no s8 reorder into the brgemm layout from a strided
+ * source: "unimplemented"). */
+int agmm_dn_dense_source(const agmm_dn_cfg_t *cfg);
+agmm_status_t agmm_dn_weight_source(const agmm_dn_cfg_t *cfg, const void *w,
+                                    void **copy, const void **src);
+
 #endif /* AGMM_GEMM_ONEDNN_PD_H */

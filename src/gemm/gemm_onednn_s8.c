@@ -11,8 +11,8 @@
  *      128 * sum_k W[k,j] with u8 (the same exact sum as s8 x s8, so the
  *      same bits), then the fixed fp32 order of engine.h: * w_scale[j],
  *      * a_scale[i], + bias, + C_old (accumulate), act, to c_dtype.
- * Every int32 in this is exact for k <= 65536 (|u8 sum| <= 255 * 127 * k <
- * 2^31), which agmm_dn_config enforces.
+ * Every int32 in this is exact for k <= AGMM_INT8_MAX_K = 65536 (|u8 sum|
+ * <= 255 * 128 * k < 2^31, -128 included), which agmm_dn_config enforces.
  *
  * Per-worker scratch: [oneDNN scratchpad, 64-aligned][int32 sums: mmax x
  * ncols, 64-aligned][A pass: mmax x k bytes, when there is one]. Weight
@@ -111,7 +111,7 @@ agmm_status_t agmm_dn_s8_load(agmm_dn_s8_t *s, const agmm_gemm_operand_t *o)
     memcpy(s->w_scale, o->w_scale, (size_t)n * sizeof(float));
     if (s->bias) memcpy(s->bias, o->bias, (size_t)n * sizeof(float));
     if (!s->comp) return AGMM_OK;
-    /* 128 * sum_k W[k,j]: |sum| <= 127 * 65536, exact in int32 */
+    /* 128 * sum_k W[k,j]: |sum| <= 128 * 65536, exact in int32 */
     memset(s->comp, 0, (size_t)n * sizeof(int32_t));
     const int8_t *w = o->w;
     for (int64_t k = 0; k < s->shape.k; k++, w += s->shape.ldw)

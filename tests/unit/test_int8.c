@@ -148,7 +148,7 @@ static int ag_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
             fill_i8(mem[q], m[q], k, (unsigned)(round * 31 + q));
             fill_scales(smem[q], m[q], (unsigned)(round * 17 + q));
             if (s->a_scale == TE) /* one for the shard, as a row scale */
-                for (int64_t i = 0; i < m[q]; i++)
+                for (int64_t i = 0; i <= m[q]; i++)
                     smem[q][i] = (float)(q + 1) / 64.0f;
             shards[q] = mem[q];
             scales[q] = smem[q];
@@ -188,9 +188,9 @@ static int ag_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
                       "rank %d round %d: gathered rows of %d differ", r, round,
                       q);
                 if (a.a_gathered_scale)
-                    CHECK(m[q] == 0 || memcmp(gscale + off, scales[q],
-                                              sizeof(float) * (size_t)m[q]) ==
-                                           0,
+                    CHECK(m[q] == 0 ||
+                              memcmp(gscale + off, scales[q],
+                                     sizeof(float) * (size_t)m[q]) == 0,
                           "rank %d round %d: gathered scales of %d differ", r,
                           round, q);
                 off += m[q];
@@ -267,11 +267,10 @@ static int rs_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
         CHECK(st == AGMM_OK, "rank %d round %d: %s %s", r, round,
               agmm_status_str(st), agmm_last_error());
         if (st != AGMM_OK || rows == 0) continue;
-        agmm_reference_rs_int8(P, (const int8_t *const *)a,
-                               (const float *const *)as,
-                               (const int8_t *const *)wt,
-                               (const float *const *)ws, kl, M, n, row0, rows,
-                               ref);
+        agmm_reference_rs_int8(
+            P, (const int8_t *const *)a, (const float *const *)as,
+            (const int8_t *const *)wt, (const float *const *)ws, kl, M, n, row0,
+            rows, ref);
         memset(mag, 0, sizeof(float) * (size_t)(rows * n));
         for (int q = 0; q < P; q++) { /* sum_r |ref_r| */
             if (kl[q] == 0) continue;
@@ -416,8 +415,9 @@ int main(void)
         o.quiet = 1;
         int code = -1;
         agmm_status_t st = agmm_launch(&o, rank_main, &s, &code);
-        CHECK(st == AGMM_OK && code == 0, "shape %zu (%s, %d ranks): %s, exit %d",
-              i, agmm_op_name(s.op), s.nranks, agmm_status_str(st), code);
+        CHECK(st == AGMM_OK && code == 0,
+              "shape %zu (%s, %d ranks): %s, exit %d", i, agmm_op_name(s.op),
+              s.nranks, agmm_status_str(st), code);
         rank_checks_collect(s.nranks);
     }
     agmm_launch_opts_t o = {0};

@@ -10,17 +10,6 @@
 #include "ops/common/plan_internal.h"
 /* -------------------------------------------------------- description */
 
-const char *agmm_scale_name(agmm_scale_t s)
-{
-    switch (s) {
-    case AGMM_SCALE_CHANNEL:
-        return "channel";
-    case AGMM_SCALE_TENSOR:
-        return "tensor";
-    }
-    return "invalid";
-}
-
 const char *agmm_op_name(agmm_op_t op)
 {
     const agmm_operation_t *o = agmm_operation(op);

@@ -116,8 +116,9 @@ static void scales_ok(const agmm_plan_t *p, const agmm_run_args_t *a,
         snprintf(what, len, "a_gathered_scale without a_gathered");
         return;
     }
+    /* No rows: nothing is read, so nothing is needed. */
+    if (a_rows == 0) return;
     int64_t n = p->desc.a_scale == AGMM_SCALE_TENSOR ? 1 : a_rows;
-    if (n == 0) return;
     if (!a->a_scale) {
         snprintf(what, len, "a_scale NULL (an int8 plan takes A's scales)");
         return;
