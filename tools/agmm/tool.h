@@ -102,7 +102,12 @@ void agmm_tool_trace_print(const agmm_tool_rank_t *t, int per_round);
 int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli);
 int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli);
 
-/* One-line description of the configuration (rank 0 prints it). */
+/* How long this process's agmm_plan_create took (tool.c; the header and
+ * --json compare the GEMM path's measurement with it). */
+extern double agmm_tool_create_ms;
+
+/* One-line description of the configuration (rank 0 prints it;
+ * describe.c, as are the two below). */
 void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
                         const agmm_plan_t *plan, FILE *out);
 /* ,"gemm":{"engine","version","impl","threads_per_call"} of the plan. */
