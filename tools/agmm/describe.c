@@ -96,6 +96,12 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
             len += (size_t)snprintf(op + len, sizeof op - len, ",...");
         snprintf(op + len, sizeof op - len, ")");
     }
+    char dt[80]; /* int8: "int8 (A scales per row, W per column)" */
+    snprintf(dt, sizeof dt, "%s", agmm_dtype_name(cli->dtype));
+    if (cli->dtype == AGMM_DTYPE_INT8)
+        snprintf(dt, sizeof dt, "int8 (A scales per %s, W per %s)",
+                 cli->a_scale == AGMM_SCALE_TENSOR ? "shard" : "row",
+                 cli->w_scale == AGMM_SCALE_TENSOR ? "weight" : "column");
     fprintf(out,
             "agmm %s%s: %d %s (%s), M=%lld (%s) K=%lld N=%lld%s, %s in, fp32 "
             "out, %s weight, tiles %lldx%lld, %d comm + %d GEMM threads per "
@@ -103,8 +109,7 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
             cli->cmd == AGMM_CMD_RUN ? "run" : "bench", op, cli->ranks,
             cli->ranks == 1 ? "rank" : "ranks",
             agmm_world_transport_name(world), (long long)cli->m_total, shards,
-            (long long)cli->k, (long long)cli->n_sum, weights,
-            agmm_dtype_name(cli->dtype),
+            (long long)cli->k, (long long)cli->n_sum, weights, dt,
             cli->op == AGMM_OP_GEMM_RS            ? "per-rank"
             : cli->weights == AGMM_WEIGHTS_SHARED ? "shared"
                                                   : "per-rank",

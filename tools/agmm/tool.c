@@ -37,6 +37,8 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->gemm_workers = cli->gemm_cores;
     d->timeout_s = cli->timeout_s;
     d->op = cli->op;
+    d->a_scale = cli->a_scale;
+    d->w_scale = cli->w_scale;
     d->k_local = cli->op == AGMM_OP_GEMM_RS && cli->k_local_count > 0
                      ? cli->k_local
                      : NULL;
@@ -79,6 +81,8 @@ void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule,
     args->a_local = t->a;
     args->c = t->cs;
     args->a_gathered = t->gathered;
+    args->a_scale = t->a_scale;
+    args->a_gathered_scale = t->gathered_scale;
     if (cli->rows_per_round_count > 0) {
         for (int r = 0; r < cli->ranks; r++)
             t->m_rows[r] = agmm_tool_round_rows(cli, round, r);
@@ -96,6 +100,25 @@ int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r)
 {
     return cli->op == AGMM_OP_GEMM_RS ? cli->m_total * agmm_tool_k_part(cli, r)
                                       : cli->m_local[r] * cli->k;
+}
+
+int64_t agmm_tool_a_rows(const agmm_cli_t *cli, int r)
+{
+    return cli->op == AGMM_OP_GEMM_RS ? cli->m_total : cli->m_local[r];
+}
+
+int64_t agmm_tool_a_scales(const agmm_cli_t *cli, int r)
+{
+    if (cli->dtype != AGMM_DTYPE_INT8) return 0;
+    return cli->a_scale == AGMM_SCALE_TENSOR ? 1 : agmm_tool_a_rows(cli, r);
+}
+
+int64_t agmm_tool_w_scales(const agmm_cli_t *cli, int i)
+{
+    if (cli->dtype != AGMM_DTYPE_INT8) return 0;
+    return cli->w_scale == AGMM_SCALE_TENSOR ? 1
+           : cli->n_count > 1                ? cli->n_list[i]
+                                             : cli->n;
 }
 
 int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r)
@@ -195,8 +218,12 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
     agmm_tool_create_ms = now_ms() - t0;
 
     size_t es = agmm_dtype_size(cli->dtype);
+    int int8 = cli->dtype == AGMM_DTYPE_INT8;
     t->a = malloc((size_t)agmm_tool_a_elems(cli, t->rank) * es + 1);
-    if (!t->a) {
+    if (int8)
+        t->a_scale = malloc(
+            (size_t)agmm_tool_a_scales(cli, t->rank) * sizeof(float) + 1);
+    if (!t->a || (int8 && !t->a_scale)) {
         fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
                 t->rank);
         return 1;
@@ -208,15 +235,25 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
         size_t cn = (size_t)agmm_tool_c_rows(cli, t->rank) * (size_t)n;
         t->ws[i] = malloc(kn * es + 1);
         t->cs[i] = malloc(cn * sizeof(float) + 1);
-        if (!t->ws[i] || !t->cs[i]) {
+        if (int8)
+            t->w_scales[i] =
+                malloc((size_t)agmm_tool_w_scales(cli, i) * sizeof(float) + 1);
+        if (!t->ws[i] || !t->cs[i] || (int8 && !t->w_scales[i])) {
             fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
                     t->rank);
             return 1;
         }
-        if (agmm_inputs_fill(cli->seed, AGMM_STREAM_W,
-                             agmm_tool_w_id_i(cli, t->rank, i), cli->dtype,
-                             t->ws[i], (int64_t)kn) != AGMM_OK ||
-            agmm_plan_set_weight_i(t->plan, i, t->ws[i]) != AGMM_OK)
+        int64_t id = agmm_tool_w_id_i(cli, t->rank, i);
+        agmm_status_t st =
+            int8 ? agmm_inputs_fill_int8(cli->seed, AGMM_STREAM_W, id,
+                                         agmm_tool_k_part(cli, t->rank), n,
+                                         cli->w_scale == AGMM_SCALE_TENSOR
+                                             ? AGMM_QUANT_TENSOR
+                                             : AGMM_QUANT_COLS,
+                                         t->ws[i], t->w_scales[i])
+                 : agmm_inputs_fill(cli->seed, AGMM_STREAM_W, id, cli->dtype,
+                                    t->ws[i], (int64_t)kn);
+        if (st != AGMM_OK || agmm_tool_set_weight(t, t->plan, i, i) != AGMM_OK)
             return 1;
     }
     t->w = t->ws[0];
@@ -229,7 +266,23 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
                 t->rank);
         return 1;
     }
+    if (t->gathered && int8 &&
+        !(t->gathered_scale =
+              malloc((size_t)cli->m_total * sizeof(float) + 1))) {
+        fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
+                t->rank);
+        return 1;
+    }
     return 0;
+}
+
+agmm_status_t agmm_tool_set_weight(const agmm_tool_rank_t *t, agmm_plan_t *plan,
+                                   int plan_i, int i)
+{
+    if (t->cli->dtype == AGMM_DTYPE_INT8)
+        return agmm_plan_set_weight_scaled(plan, plan_i, t->ws[i],
+                                           t->w_scales[i]);
+    return agmm_plan_set_weight_i(plan, plan_i, t->ws[i]);
 }
 
 /* Round r's shard of rank `rank` comes from seed + r: inputs change every
@@ -237,6 +290,16 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
 int agmm_tool_fill_shard(agmm_tool_rank_t *t, int round)
 {
     const agmm_cli_t *cli = t->cli;
+    if (cli->dtype == AGMM_DTYPE_INT8)
+        return agmm_inputs_fill_int8(cli->seed + (uint64_t)round, AGMM_STREAM_A,
+                                     t->rank, agmm_tool_a_rows(cli, t->rank),
+                                     agmm_tool_k_part(cli, t->rank),
+                                     cli->a_scale == AGMM_SCALE_TENSOR
+                                         ? AGMM_QUANT_TENSOR
+                                         : AGMM_QUANT_ROWS,
+                                     t->a, t->a_scale) == AGMM_OK
+                   ? 0
+                   : 1;
     return agmm_inputs_fill(cli->seed + (uint64_t)round, AGMM_STREAM_A, t->rank,
                             cli->dtype, t->a,
                             agmm_tool_a_elems(cli, t->rank)) == AGMM_OK
@@ -251,7 +314,10 @@ void agmm_tool_teardown(agmm_tool_rank_t *t)
     if (t->plan) agmm_plan_destroy(t->plan);
     free(t->a);
     free(t->gathered);
+    free(t->a_scale);
+    free(t->gathered_scale);
     for (int i = 0; i < AGMM_MAX_WEIGHTS; i++) {
+        free(t->w_scales[i]);
         free(t->ws[i]);
         free(t->cs[i]);
     }
