@@ -13,15 +13,25 @@
  *                      + one oneDNN f32 matmul; weight converted to fp32
  *                      and reordered once (fp32 input: no conversion)
  *   --engine openblas  convert to fp32 (fp16, bf16) + one cblas_sgemm
+ *   --engine onednn-int8  (the same build; --dtype int8, which implies it
+ *                      and it implies) W8A8: every rank quantizes its rows
+ *                      (per row) and its weight (per column) with
+ *                      agmm_quantize before the rounds; a round gathers
+ *                      the int8 rows and their scales (two MPI_Allgather)
+ *                      and runs one oneDNN s8 x s8 -> f32 matmul with the
+ *                      weight's scales as per-column output scales, then
+ *                      scales C's rows by the gathered row scales
  *
  * One thread per rank. A round: MPI_Barrier, then on each rank the time of
  * MPI_Allgather + the GEMM (+ conversion); the round's time is the slowest
  * rank's (MPI_Reduce max). Before the rounds, one untimed round's output is
  * checked at 64 entries per rank against double-precision dot products of
- * the same inputs (regenerated, so a wrong gather fails too).
+ * the same inputs (regenerated, so a wrong gather fails too; int8: exact
+ * integer dot products of the regenerated quantized values, scaled).
  *
  * usage: mpirun -np P agmm_ag_peer [--m-local R] [--k K] [--n N]
- *            [--dtype bf16|fp16|fp32] [--engine onednn|onednn-f32|openblas]
+ *            [--dtype bf16|fp16|fp32|int8]
+ *            [--engine onednn|onednn-f32|onednn-int8|openblas]
  *            [--rounds N] [--warmup N] [--json]
  * defaults: 2048 rows per rank, K = N = 4096, bf16, oneDNN if built,
  * 10 rounds, 2 warmup. Exit 0, 1 (failed check or run), 2 (bad usage). */
@@ -39,14 +49,16 @@
 typedef enum peer_engine {
     PEER_OPENBLAS,
     PEER_ONEDNN,
-    PEER_ONEDNN_F32
+    PEER_ONEDNN_F32,
+    PEER_ONEDNN_INT8
 } peer_engine_t;
 
 static const char *engine_name(peer_engine_t e)
 {
-    return e == PEER_ONEDNN       ? "onednn"
-           : e == PEER_ONEDNN_F32 ? "onednn-f32"
-                                  : "openblas";
+    return e == PEER_ONEDNN        ? "onednn"
+           : e == PEER_ONEDNN_F32  ? "onednn-f32"
+           : e == PEER_ONEDNN_INT8 ? "onednn-int8"
+                                   : "openblas";
 }
 
 typedef struct opts {
@@ -76,6 +88,7 @@ static int parse(int argc, char **argv, opts_t *o, int say)
     o->m_local = 2048, o->k = 4096, o->n = 4096;
     o->dt = AGMM_DTYPE_BF16;
     o->rounds = 10, o->warmup = 2, o->json = 0;
+    int dtype_set = 0, engine_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t x = 0;
@@ -100,8 +113,11 @@ static int parse(int argc, char **argv, opts_t *o, int say)
                 o->dt = AGMM_DTYPE_FP16;
             else if (v && !strcmp(v, "fp32"))
                 o->dt = AGMM_DTYPE_FP32;
+            else if (v && !strcmp(v, "int8"))
+                o->dt = AGMM_DTYPE_INT8;
             else
                 bad = 1;
+            dtype_set = 1;
         } else if (!strcmp(a, "--engine")) {
             if (v && !strcmp(v, "openblas"))
                 o->engine = PEER_OPENBLAS;
@@ -109,8 +125,11 @@ static int parse(int argc, char **argv, opts_t *o, int say)
                 o->engine = PEER_ONEDNN;
             else if (v && !strcmp(v, "onednn-f32"))
                 o->engine = PEER_ONEDNN_F32;
+            else if (v && !strcmp(v, "onednn-int8"))
+                o->engine = PEER_ONEDNN_INT8;
             else
                 bad = 1;
+            engine_set = 1;
         } else {
             if (say)
                 fprintf(stderr,
@@ -125,6 +144,17 @@ static int parse(int argc, char **argv, opts_t *o, int say)
             return 2;
         }
         i += used;
+    }
+    /* int8 is the onednn-int8 engine's alone: either implies the other. */
+    if (o->engine == PEER_ONEDNN_INT8 && !dtype_set) o->dt = AGMM_DTYPE_INT8;
+    if (o->dt == AGMM_DTYPE_INT8 && !engine_set) o->engine = PEER_ONEDNN_INT8;
+    if ((o->dt == AGMM_DTYPE_INT8) != (o->engine == PEER_ONEDNN_INT8)) {
+        if (say)
+            fprintf(stderr,
+                    "agmm_ag_peer: --dtype %s --engine %s: int8 runs on the "
+                    "onednn-int8 engine only, and that engine on int8 only\n",
+                    agmm_dtype_name(o->dt), engine_name(o->engine));
+        return 2;
     }
 #ifndef AG_PEER_ONEDNN
     if (o->engine != PEER_OPENBLAS) {
@@ -150,7 +180,7 @@ static uint64_t splitmix64(uint64_t x)
 }
 
 /* Element i of input stream `stream`: uniform in [-1, 1), rounded to dt
- * (returned as the float it represents). */
+ * (returned as the float it represents; int8: the fp32 value quantized). */
 static float in_value(agmm_dtype_t dt, uint64_t stream, uint64_t i)
 {
     uint64_t h = splitmix64((stream << 40) ^ i);
@@ -160,8 +190,30 @@ static float in_value(agmm_dtype_t dt, uint64_t stream, uint64_t i)
     return f;
 }
 
+/* int8: a [rows, cols] block of a stream (row stride ld_stream in the
+ * stream, first element first) in fp32, quantized along axis into q and
+ * scales. 0 or -1 (printed). */
+static int fill_int8(uint64_t stream, uint64_t first, int64_t rows,
+                     int64_t cols, int64_t ld_stream, agmm_quant_axis_t axis,
+                     int8_t *q, float *scales)
+{
+    float *f = malloc((size_t)(rows * cols) * sizeof(float) + 1);
+    if (!f) return -1;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            f[i * cols + j] = in_value(AGMM_DTYPE_FP32, stream,
+                                       first + (uint64_t)(i * ld_stream + j));
+    agmm_status_t st =
+        agmm_quantize(f, AGMM_DTYPE_FP32, rows, cols, cols, axis, q, scales);
+    free(f);
+    if (st != AGMM_OK)
+        fprintf(stderr, "agmm_ag_peer: agmm_quantize: %s\n", agmm_last_error());
+    return st == AGMM_OK ? 0 : -1;
+}
+
 static void fill(agmm_dtype_t dt, uint64_t stream, void *dst, int64_t n)
 {
+    if (dt == AGMM_DTYPE_INT8) return; /* fill_int8 */
     for (int64_t i = 0; i < n; i++) {
         float f = in_value(dt, stream, (uint64_t)i);
         if (dt == AGMM_DTYPE_FP32)
@@ -200,7 +252,27 @@ static void check(const opts_t *o, int rank, const float *c, double *out)
         int src = (int)(i / o->m_local);
         int64_t row = i % o->m_local;
         double dot = 0, mag = 0;
-        for (int64_t k = 0; k < K; k++) {
+        if (o->dt == AGMM_DTYPE_INT8) {
+            /* The row (per-row scale) and the column (per-column scale)
+             * quantized again on their own: the same values and scales. */
+            int8_t *qa = malloc((size_t)K + 1), *qw = malloc((size_t)K + 1);
+            float sa = 0, sw = 0;
+            int64_t acc = 0, amag = 0;
+            if (!qa || !qw ||
+                fill_int8(stream_a(src), (uint64_t)(row * K), 1, K, K,
+                          AGMM_QUANT_ROWS, qa, &sa) ||
+                fill_int8(stream_w(rank), (uint64_t)j, K, 1, N, AGMM_QUANT_COLS,
+                          qw, &sw))
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            for (int64_t k = 0; k < K; k++) {
+                acc += (int64_t)qa[k] * qw[k];
+                amag += (int64_t)abs(qa[k] * qw[k]);
+            }
+            free(qa), free(qw);
+            dot = (double)acc * sa * sw;
+            mag = (double)amag * sa * sw;
+        }
+        for (int64_t k = 0; o->dt != AGMM_DTYPE_INT8 && k < K; k++) {
             double a = in_value(o->dt, stream_a(src), (uint64_t)(row * K + k));
             double w = in_value(o->dt, stream_w(rank), (uint64_t)(k * N + j));
             dot += a * w;
@@ -300,14 +372,20 @@ static void report(const opts_t *o, int P, const ag_engine_t *e,
     printf("GF/s per core (median round): %.1f\n", gflops);
 }
 
-/* One round: barrier, then this rank's allgather and GEMM times (s). */
+/* One round: barrier, then this rank's allgather and GEMM times (s).
+ * int8: the rows' scales are gathered too (sa_local -> sa_all, else
+ * NULL), within the allgather's time. */
 static void one_round(const opts_t *o, MPI_Datatype row, ag_engine_t *e,
-                      const void *a_local, void *a_all, float *c, double *t)
+                      const void *a_local, void *a_all, const float *sa_local,
+                      float *sa_all, float *c, double *t)
 {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     MPI_Allgather(a_local, (int)o->m_local, row, a_all, (int)o->m_local, row,
                   MPI_COMM_WORLD);
+    if (sa_local)
+        MPI_Allgather(sa_local, (int)o->m_local, MPI_FLOAT, sa_all,
+                      (int)o->m_local, MPI_FLOAT, MPI_COMM_WORLD);
     double t1 = MPI_Wtime();
     if (e->run(e, a_all, c) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
     double t2 = MPI_Wtime();
@@ -335,12 +413,23 @@ int main(int argc, char **argv)
     float *c = malloc((size_t)(M * N) * sizeof(float));
     double *tot = calloc((size_t)o.rounds, sizeof(double));
     double *gat = calloc((size_t)o.rounds, sizeof(double));
-    if (!a_local || !a_all || !w || !c || !tot || !gat) {
+    int int8 = o.dt == AGMM_DTYPE_INT8;
+    /* int8: the row scales (this rank's, the gathered) and W's columns' */
+    float *sa_local = int8 ? malloc((size_t)o.m_local * sizeof(float)) : NULL;
+    float *sa_all = int8 ? malloc((size_t)M * sizeof(float)) : NULL;
+    float *sw = int8 ? malloc((size_t)N * sizeof(float)) : NULL;
+    if (!a_local || !a_all || !w || !c || !tot || !gat ||
+        (int8 && (!sa_local || !sa_all || !sw))) {
         fprintf(stderr, "agmm_ag_peer: rank %d: out of memory\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     fill(o.dt, stream_a(rank), a_local, o.m_local * K);
     fill(o.dt, stream_w(rank), w, K * N);
+    /* int8: quantized once here, as a caller of agmm's int8 plan does. */
+    if (int8 && (fill_int8(stream_a(rank), 0, o.m_local, K, K, AGMM_QUANT_ROWS,
+                           a_local, sa_local) ||
+                 fill_int8(stream_w(rank), 0, K, N, N, AGMM_QUANT_COLS, w, sw)))
+        MPI_Abort(MPI_COMM_WORLD, 1);
 
     /* Everything done once, outside the rounds. */
     ag_engine_t e;
@@ -348,23 +437,29 @@ int main(int argc, char **argv)
     rc = o.engine == PEER_ONEDNN ? ag_engine_onednn(&e, o.dt, M, K, N, w)
          : o.engine == PEER_ONEDNN_F32
              ? ag_engine_onednn_f32(&e, o.dt, M, K, N, w)
+         : o.engine == PEER_ONEDNN_INT8
+             ? ag_engine_onednn_int8(&e, M, K, N, w, sw)
              : ag_engine_openblas(&e, o.dt, M, K, N, w);
 #else
     rc = ag_engine_openblas(&e, o.dt, M, K, N, w);
 #endif
     if (rc != 0) MPI_Abort(MPI_COMM_WORLD, 1);
+    e.row_scale = sa_all;
     MPI_Datatype row;
     MPI_Type_contiguous((int)((size_t)K * es), MPI_BYTE, &row);
     MPI_Type_commit(&row);
 
     /* The check round (untimed), then warmup and timed rounds. */
     double t[2], worst[2], chk[2], chk_all[2];
-    one_round(&o, row, &e, a_local, a_all, c, t);
+    one_round(&o, row, &e, a_local, a_all, sa_local, sa_all, c, t);
     check(&o, rank, c, chk);
     MPI_Reduce(chk, chk_all, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     /* Summation error of K fp32 additions, worst case: K * 2^-24 of the
      * sum of magnitudes (the products of bf16/fp16 inputs are exact). */
     double bound = (double)(K + 2) * 0x1p-24;
+    /* int8: the int32 sum is exact; its conversion to fp32 and the two
+     * scalings round (relative to |C| <= the scaled sum of magnitudes). */
+    if (int8) bound = 4 * 0x1p-24;
     int pass = chk_all[1] <= bound;
     MPI_Bcast(&pass, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (!pass && rank == 0) /* nobody benchmarks a wrong peer */
@@ -373,7 +468,7 @@ int main(int argc, char **argv)
                 "|diff|/sum|a*w| %.3g > bound %.3g; not timed\n",
                 chk_all[0], chk_all[1], bound);
     for (int i = 0; pass && i < o.warmup + o.rounds; i++) {
-        one_round(&o, row, &e, a_local, a_all, c, t);
+        one_round(&o, row, &e, a_local, a_all, sa_local, sa_all, c, t);
         MPI_Reduce(t, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (i >= o.warmup) {
             tot[i - o.warmup] = worst[0] * 1e6;
@@ -387,6 +482,7 @@ int main(int argc, char **argv)
     MPI_Type_free(&row);
     e.destroy(&e);
     free(a_local), free(a_all), free(w), free(c), free(tot), free(gat);
+    free(sa_local), free(sa_all), free(sw);
     MPI_Finalize();
     return pass ? 0 : 1;
 }

@@ -19,6 +19,9 @@ struct ag_engine {
     /* c = a @ w, a [M, K] in the plan's dtype (row-major), c [M, N]
      * fp32 (row-major). 0 or -1 (printed). */
     int (*run)(ag_engine_t *e, const void *a, float *c);
+    /* int8 (onednn-int8): the gathered rows' scales [M], set before run
+     * (applied to C's rows after the matmul); NULL otherwise */
+    const float *row_scale;
     void (*destroy)(ag_engine_t *e);
     void *state;
 };
@@ -35,6 +38,11 @@ int ag_engine_onednn(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
  * weight converted to fp32 here. */
 int ag_engine_onednn_f32(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
                          int64_t N, const void *w);
+/* W8A8: one s8 x s8 -> f32 matmul of the gathered int8 rows with the int8
+ * weight w ([K, N]), its per-column scales w_scale [N] as oneDNN output
+ * scales (mask 2: per column of C), then C's rows times e->row_scale. */
+int ag_engine_onednn_int8(ag_engine_t *e, int64_t M, int64_t K, int64_t N,
+                          const int8_t *w, const float *w_scale);
 #endif
 
 #endif

@@ -10,7 +10,12 @@
  * matmul against the weight converted to fp32 once; fp32 input is not
  * converted (the same matmul as ag_engine_onednn's).
  *
- * Both reorder the weight once into the layout the primitive prefers
+ * ag_engine_onednn_int8: W8A8, the rows and the weight already int8 (the
+ * peer quantizes them, outside the timed round): one s8 x s8 -> f32
+ * matmul whose output scales (mask 2) are the weight's per-column scales,
+ * then each row of C times its row's scale (inside the timed round).
+ *
+ * All reorder the weight once into the layout the primitive prefers
  * (dnnl_format_tag_any) and create the primitive once, outside the timed
  * rounds. One OpenMP thread. */
 #include <omp.h>
@@ -30,7 +35,8 @@ typedef struct dnnl_state {
     dnnl_memory_t src, wei, dst; /* wei: the reordered weight */
     agmm_dtype_t dt;
     float *a32; /* [M, K] fp32 when A is converted per round, else NULL */
-    int64_t m, k;
+    int64_t m, k, n;
+    int int8; /* row scales applied after the matmul (e->row_scale) */
 } dnnl_state_t;
 
 /* Log a failed oneDNN call once and jump to the cleanup. */
@@ -58,6 +64,11 @@ static int dnnl_run(ag_engine_t *e, const void *a, float *c)
                                {DNNL_ARG_DST, s->dst}};
     DNNL_TRY(dnnl_primitive_execute(s->mm, s->stream, 3, args));
     DNNL_TRY(dnnl_stream_wait(s->stream));
+    for (int64_t i = 0; s->int8 && i < s->m; i++) {
+        float r = e->row_scale[i];
+        for (int64_t j = 0; j < s->n; j++)
+            c[i * s->n + j] *= r;
+    }
     return 0;
 fail:
     return -1;
@@ -87,9 +98,10 @@ static dnnl_data_type_t dnnl_type(agmm_dtype_t dt)
 
 /* The matmul's primitive descriptor for inputs of type t, weight in the
  * layout oneDNN prefers. dnnl_unimplemented if this CPU has none. */
-static dnnl_status_t matmul_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng,
-                               dnnl_data_type_t t, int64_t M, int64_t K,
-                               int64_t N)
+static dnnl_status_t matmul_pd_attr(dnnl_primitive_desc_t *pd,
+                                    dnnl_engine_t eng, dnnl_data_type_t t,
+                                    int64_t M, int64_t K, int64_t N,
+                                    const_dnnl_primitive_attr_t attr)
 {
     dnnl_dims_t sd = {M, K}, wd = {K, N}, dd = {M, N};
     dnnl_memory_desc_t src_md, wei_md, dst_md;
@@ -102,7 +114,14 @@ static dnnl_status_t matmul_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng,
              dnnl_memory_desc_init_by_tag(&dst_md, 2, dd, dnnl_f32, dnnl_ab)) ||
         (st = dnnl_matmul_desc_init(&desc, &src_md, &wei_md, NULL, &dst_md)))
         return st;
-    return dnnl_primitive_desc_create(pd, &desc, NULL, eng, NULL);
+    return dnnl_primitive_desc_create(pd, &desc, attr, eng, NULL);
+}
+
+static dnnl_status_t matmul_pd(dnnl_primitive_desc_t *pd, dnnl_engine_t eng,
+                               dnnl_data_type_t t, int64_t M, int64_t K,
+                               int64_t N)
+{
+    return matmul_pd_attr(pd, eng, t, M, K, N, NULL);
 }
 
 /* Reorder the user's weight w ([K, N] row-major, type t) into s->wei, laid
@@ -153,6 +172,7 @@ static int onednn_create(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
     s->dt = dt;
     s->m = M;
     s->k = K;
+    s->n = N;
     omp_set_num_threads(1); /* one thread per rank, like agmm's GEMM */
     DNNL_TRY(dnnl_engine_create(&s->eng, dnnl_cpu, 0));
     DNNL_TRY(dnnl_stream_create(&s->stream, s->eng, dnnl_stream_default_flags));
@@ -240,4 +260,73 @@ int ag_engine_onednn_f32(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
                          int64_t N, const void *w)
 {
     return onednn_create(e, dt, M, K, N, w, 1);
+}
+
+int ag_engine_onednn_int8(ag_engine_t *e, int64_t M, int64_t K, int64_t N,
+                          const int8_t *w, const float *w_scale)
+{
+    memset(e, 0, sizeof *e);
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_state_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        fprintf(stderr, "agmm_ag_peer: out of memory for the oneDNN engine\n");
+        return -1;
+    }
+    e->state = s;
+    e->run = dnnl_run;
+    e->destroy = dnnl_destroy;
+    s->dt = AGMM_DTYPE_INT8;
+    s->m = M;
+    s->k = K;
+    s->n = N;
+    s->int8 = 1;
+    omp_set_num_threads(1); /* one thread per rank, like agmm's GEMM */
+    DNNL_TRY(dnnl_engine_create(&s->eng, dnnl_cpu, 0));
+    DNNL_TRY(dnnl_stream_create(&s->stream, s->eng, dnnl_stream_default_flags));
+    DNNL_TRY(dnnl_primitive_attr_create(&attr));
+    /* C[i, j] = w_scale[j] * sum_k A[i, k] W[k, j]: mask 2 = dim 1 (N) */
+    DNNL_TRY(dnnl_primitive_attr_set_output_scales(attr, N, 1 << 1, w_scale));
+    dnnl_status_t st = matmul_pd_attr(&pd, s->eng, dnnl_s8, M, K, N, attr);
+    if (st != dnnl_success) {
+        fprintf(stderr, "agmm_ag_peer: oneDNN: no s8 matmul: %s\n",
+                dnnl_status2str(st));
+        goto fail;
+    }
+    const char *impl = "unknown";
+    DNNL_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
+    snprintf(e->impl, sizeof e->impl, "%s", impl);
+    if (reorder_weight(
+            s, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
+            dnnl_s8, K, N, w) != 0)
+        goto fail;
+    DNNL_TRY(dnnl_primitive_create(&s->mm, pd));
+    DNNL_TRY(dnnl_memory_create(
+        &s->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), s->eng,
+        DNNL_MEMORY_NONE));
+    DNNL_TRY(dnnl_memory_create(
+        &s->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), s->eng,
+        DNNL_MEMORY_NONE));
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(e->name, sizeof e->name, "oneDNN %d.%d.%d", v->major, v->minor,
+             v->patch);
+    snprintf(e->what, sizeof e->what,
+             "one matmul s8 x s8 -> f32 with per-column output scales (the "
+             "weight's), then C's rows times the gathered row scales (rows "
+             "and weight quantized before the rounds, weight reordered "
+             "once, primitive created once)");
+    if (omp_get_max_threads() != 1) {
+        fprintf(stderr, "agmm_ag_peer: oneDNN would run %d threads, want 1\n",
+                omp_get_max_threads());
+        dnnl_destroy(e);
+        return -1;
+    }
+    return 0;
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    dnnl_destroy(e);
+    return -1;
 }

@@ -73,6 +73,24 @@ if [ $onednn -eq 1 ]; then # the text output says the same
     fi
 fi
 
+# --engine onednn-int8 (W8A8: rows and weight quantized, one s8 matmul
+# with per-column output scales, row scales after): its check (exact
+# integer dot products) passes; --dtype int8 alone picks it.
+for args in "--engine onednn-int8" "--dtype int8 --json"; do
+    # shellcheck disable=SC2086
+    peer 2 $args --m-local 9 --k 300 --n 24 --rounds 2 --warmup 1
+    if [ $rc -eq 2 ] && grep -q "built without oneDNN" "$TMP/err"; then
+        echo "skip: onednn-int8 (built without oneDNN)"
+        break
+    fi
+    if [ $rc -eq 0 ] && { grep -q "^check: .*: PASS$" "$TMP/out" ||
+        grep -q '"dtype":"int8","engine":"onednn-int8".*"pass":true' "$TMP/out"; }; then
+        pass=$((pass + 1))
+    else
+        bad "onednn-int8 $args (exit $rc)"
+    fi
+done
+
 # --json on 3 ranks: one object from rank 0 with the documented keys.
 peer 3 --engine openblas --dtype fp16 --m-local 5 --k 17 --n 11 --rounds 3 --json
 if [ $rc -eq 0 ] && python3 - "$TMP/out" <<'PY'
@@ -90,13 +108,16 @@ assert d["gflops_per_core"] > 0
 PY
 then pass=$((pass + 1)); else bad "--json on 3 ranks (exit $rc)"; fi
 
-# Bad usage: exit 2, one line.
-peer 2 --dtype int8
-if [ $rc -eq 2 ] && [ "$(grep -c agmm_ag_peer "$TMP/err")" -eq 1 ]; then
-    pass=$((pass + 1))
-else
-    bad "--dtype int8: want exit 2 and one line (exit $rc)"
-fi
+# Bad usage: exit 2, one line (int8 is the onednn-int8 engine's alone).
+for args in "--dtype int8 --engine openblas" "--dtype int4"; do
+    # shellcheck disable=SC2086
+    peer 2 $args
+    if [ $rc -eq 2 ] && [ "$(grep -c agmm_ag_peer "$TMP/err")" -eq 1 ]; then
+        pass=$((pass + 1))
+    else
+        bad "$args: want exit 2 and one line (exit $rc)"
+    fi
+done
 
 echo "ag_peer: $pass passed, $fail failed"
 [ $fail -eq 0 ]

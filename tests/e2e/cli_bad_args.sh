@@ -86,6 +86,16 @@ rows=(
     "bench --gemm-engine ''               | --gemm-engine: one of onednn, openblas, auto"
     "bench --weights both                 | --weights: one of shared, per-rank"
     "run --gemm-path fp32                 | --gemm-path: one of auto, native, f32 (got 'fp32')"
+    # int8 (W8A8): the scale layouts only with --dtype int8, int8 only on oneDNN
+    "run --a-scale tensor                 | --a-scale: only with --dtype int8 (int8 A's scales: row or tensor; --dtype is fp16)"
+    "run --dtype fp16 --a-scale row       | --a-scale: only with --dtype int8"
+    "bench --dtype bf16 --w-scale tensor  | --w-scale: only with --dtype int8 (int8 W's scales: col or tensor; --dtype is bf16)"
+    "run --a-scale bogus                  | --a-scale: one of row, tensor (got 'bogus')"
+    "run --dtype int8 --a-scale bogus     | --a-scale: one of row, tensor (got 'bogus')"
+    "run --dtype int8 --w-scale row       | --w-scale: one of col, tensor (got 'row')"
+    "run --dtype int8 --a-scale col       | --a-scale: one of row, tensor (got 'col')"
+    "run --dtype int8 --gemm-engine openblas | --dtype int8: needs the onednn GEMM engine (openblas has no int8 GEMM; drop --gemm-engine openblas)"
+    "bench --op gemm-rs --dtype int8 --gemm-engine openblas | --dtype int8: needs the onednn GEMM engine"
     "run --gemm-path native --gemm-engine openblas --dtype bf16 | --gemm-path native: the openblas engine has no native bf16 kernel"
     # cores
     "run --comm-cores -1                  | --comm-cores:"
@@ -148,7 +158,7 @@ rows=(
     # each kind of the option table (tools/agmm/options.c) once more
     "run --help=1                         | --help: takes no value (got '--help=1')"
     "run --oversubscribe=1                | --oversubscribe: takes no value"
-    "run --dtype=                         | --dtype: one of fp16, bf16, fp32 (got '')"
+    "run --dtype=                         | --dtype: one of fp16, bf16, fp32, int8 (got '')"
     "bench --weights=                     | --weights: one of shared, per-rank (got '')"
     "run --transport=                     | --transport: one of shm, mpi (got '')"
     "bench --mode fused,bogus             | --mode: a comma-separated list of all, fused, baseline, auto, gemm-only, comm-only (got 'fused,bogus')"
@@ -177,6 +187,7 @@ fi
 # A build without oneDNN refuses the engine by name.
 if ! "$AGMM" --version | grep -q '^gemm engines:.*onednn'; then
     rows+=("run --gemm-engine onednn | --gemm-engine: onednn is not built in")
+    rows+=("run --dtype int8 | --dtype int8: needs the onednn GEMM engine (openblas has no int8 GEMM; this agmm has openblas only")
 fi
 
 run_row() { # expected_rc args... ; fills $TMP/out, $TMP/err, $rc

@@ -21,7 +21,7 @@ static int make_plan(agmm_tool_rank_t *t, agmm_plan_desc_t *d, int w0, int nw,
 {
     if (agmm_plan_create(t->world, d, out) != AGMM_OK) return 1;
     for (int i = 0; i < nw; i++)
-        if (agmm_plan_set_weight_i(*out, i, t->ws[w0 + i]) != AGMM_OK) return 1;
+        if (agmm_tool_set_weight(t, *out, i, w0 + i) != AGMM_OK) return 1;
     return 0;
 }
 

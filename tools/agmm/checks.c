@@ -271,6 +271,7 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
             "transport (not with MPI)\n");
         return 2;
     }
+    if (opt_check_dtype(cli, err)) return 2;
     if (!agmm_gemm_path_available(cli->gemm_engine, cli->dtype,
                                   cli->gemm_path)) {
         fprintf(err,

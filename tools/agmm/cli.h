@@ -69,6 +69,10 @@ typedef struct agmm_cli {
     agmm_gemm_engine_kind_t gemm_engine; /* --gemm-engine */
     agmm_gemm_path_t gemm_path;          /* --gemm-path */
     agmm_weights_t weights;              /* --weights */
+    /* --a-scale row|tensor, --w-scale col|tensor: int8's scale layouts
+     * (CHANNEL: per row of A / per column of W); only with --dtype int8 */
+    agmm_scale_t a_scale, w_scale;
+    int a_scale_set, w_scale_set; /* given explicitly */
     /* --comm-cores, --gemm-cores; by default (agmm_cli_resolve_cores) the
      * library's agmm_default_workers: comm 1 if 2 x ranks <= usable cores
      * else 0, GEMM max(1, usable / ranks - comm) */

@@ -35,3 +35,27 @@ agmm_status_t agmm_inputs_fill(uint64_t seed, int kind, int64_t id,
     free(f);
     return st;
 }
+
+agmm_status_t agmm_inputs_fill_int8(uint64_t seed, int kind, int64_t id,
+                                    int64_t rows, int64_t cols,
+                                    agmm_quant_axis_t axis, int8_t *q,
+                                    float *scales)
+{
+    if (rows == 0 || cols == 0) { /* nothing to quantize: zero scales */
+        int64_t ns = axis == AGMM_QUANT_ROWS   ? rows
+                     : axis == AGMM_QUANT_COLS ? cols
+                                               : 1;
+        for (int64_t i = 0; i < ns; i++)
+            scales[i] = 0;
+        return AGMM_OK;
+    }
+    float *f = malloc((size_t)rows * (size_t)cols * sizeof(float));
+    if (!f) return AGMM_ERR_NO_MEMORY;
+    agmm_status_t st =
+        agmm_inputs_fill(seed, kind, id, AGMM_DTYPE_FP32, f, rows * cols);
+    if (st == AGMM_OK)
+        st = agmm_quantize(f, AGMM_DTYPE_FP32, rows, cols, cols, axis, q,
+                           scales);
+    free(f);
+    return st;
+}

@@ -15,4 +15,13 @@ enum { AGMM_STREAM_A = 1, AGMM_STREAM_W = 2 };
 agmm_status_t agmm_inputs_fill(uint64_t seed, int kind, int64_t id,
                                agmm_dtype_t dtype, void *dst, int64_t n);
 
+/* int8 (W8A8): a [rows, cols] matrix of stream (seed, kind, id), the same
+ * fp32 values agmm_inputs_fill makes for fp32, quantized symmetrically
+ * along `axis` (agmm_quantize: per row, per column or one scale) into q
+ * [rows, cols] and scales ([rows], [cols] or [1]; 0 for an empty one). */
+agmm_status_t agmm_inputs_fill_int8(uint64_t seed, int kind, int64_t id,
+                                    int64_t rows, int64_t cols,
+                                    agmm_quant_axis_t axis, int8_t *q,
+                                    float *scales);
+
 #endif

@@ -14,7 +14,8 @@
 
 /* Memory one rank of the tool needs besides the plan: its shard, the
  * weight in the input dtype, C, and for the check every shard plus the
- * reference's fp32 copies and result. */
+ * reference's fp32 copies and result (int8: the fp32 inputs quantized, and
+ * the check's fp32 product of them). */
 uint64_t agmm_tool_bytes_per_rank(const agmm_cli_t *cli)
 {
     double es = (double)agmm_dtype_size(cli->dtype);
@@ -25,6 +26,11 @@ uint64_t agmm_tool_bytes_per_rank(const agmm_cli_t *cli)
     double bytes = mmax * k * es + k * n * es + M * n * 4;
     if (cli->check) /* + the gathered A handed back */
         bytes += 2 * M * k * es + M * k * 4 + k * n * 4 + M * n * 4;
+    if (cli->dtype == AGMM_DTYPE_INT8) {   /* inputs made in fp32, then */
+        bytes += mmax * k * 4 + k * n * 4; /* quantized; the check's */
+        if (cli->check) /* fp32 product and per-rank partials */
+            bytes += M * k * 4 + k * n * 4 + 2 * M * n * 4;
+    }
     return bytes > 1.8e19 ? 0 : (uint64_t)bytes;
 }
 

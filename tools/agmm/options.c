@@ -21,13 +21,20 @@ _Static_assert(sizeof(agmm_gemm_engine_kind_t) == sizeof(int),
 _Static_assert(sizeof(agmm_schedule_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_op_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_gemm_path_t) == sizeof(int), "enum field size");
+_Static_assert(sizeof(agmm_scale_t) == sizeof(int), "enum field size");
 
 #define CLI_MAX_COUNT INT_MAX /* --rounds, --warmup */
 
 static const opt_choice_t k_dtypes[] = {{"fp16", AGMM_DTYPE_FP16},
                                         {"bf16", AGMM_DTYPE_BF16},
                                         {"fp32", AGMM_DTYPE_FP32},
+                                        {"int8", AGMM_DTYPE_INT8},
                                         {NULL, 0}};
+/* int8 scale layouts: A per row (token) or per shard, W per column. */
+static const opt_choice_t k_a_scales[] = {
+    {"row", AGMM_SCALE_CHANNEL}, {"tensor", AGMM_SCALE_TENSOR}, {NULL, 0}};
+static const opt_choice_t k_w_scales[] = {
+    {"col", AGMM_SCALE_CHANNEL}, {"tensor", AGMM_SCALE_TENSOR}, {NULL, 0}};
 static const opt_choice_t k_engines[] = {
     {"onednn", AGMM_GEMM_ENGINE_ONEDNN},
     {"openblas", AGMM_GEMM_ENGINE_OPENBLAS},
@@ -136,7 +143,19 @@ const opt_row_t opt_table[] = {
      .label = "--tile-n COLS", .help = "columns per GEMM work item, >= 1 (default {def})"},
     {.name = "dtype", .kind = OPTK_CHOICE, .field = F(dtype), NOSET, .choices = k_dtypes,
      LIB(dtype), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--dtype T",
-     .help = "{choices}, of A and W; C is fp32 (default {def})"},
+     .help = "{choices}, of A and W; C is fp32\n"
+             "(default {def}); int8 (W8A8, onednn only): made in fp32,\n"
+             "then quantized by the rank that owns them"},
+    {.name = "a-scale", .kind = OPTK_CHOICE, .field = F(a_scale), .set_field = F(a_scale_set),
+     .choices = k_a_scales, LIB(a_scale), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .label = "--a-scale S",
+     .help = "int8: A's scales, {choices}: one per row (token)\n"
+             "or one per rank's shard (default {def})"},
+    {.name = "w-scale", .kind = OPTK_CHOICE, .field = F(w_scale), .set_field = F(w_scale_set),
+     .choices = k_w_scales, LIB(w_scale), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .label = "--w-scale S",
+     .help = "int8: W's scales, {choices}: one per column (output\n"
+             "channel) or one per weight (default {def})"},
     {.name = "gemm-engine", .kind = OPTK_CHOICE, .field = F(gemm_engine), NOSET,
      .choices = k_engines, .accept = engine_built_in, LIB(gemm_engine), .cmds = OPT_FOR_ALL,
      .section = SEC_PROBLEM, .label = "--gemm-engine E",

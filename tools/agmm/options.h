@@ -6,7 +6,8 @@
  *   options.c  the table, the word lists, the defaults
  *   parse.c    getopt_long over the table; strict numbers; one error line
  *   checks.c   what one row cannot say: the --m-local list, cross-option
- *              checks, core budget, output paths, memory
+ *              checks, core budget, output paths, memory (memory_check.c)
+ *              and the dtype (dtype_checks.c)
  *   usage.c    --help / --version text from the table
  */
 #ifndef AGMM_TOOL_OPTIONS_H
@@ -135,6 +136,10 @@ int opt_get_rows(FILE *err, const char *name, const char *arg, int64_t *dst,
 /* bench: --schedule S alone means --mode S, and conflicts with another
  * --mode (checks.c). Returns 0 or 2 after one error line. */
 int opt_check_schedule_mode(agmm_cli_t *cli, FILE *err, int mode_given);
+
+/* --dtype against --a-scale/--w-scale, --gemm-engine and --gemm-path
+ * (int8; dtype_checks.c): 0 or 2 after one error line. */
+int opt_check_dtype(const agmm_cli_t *cli, FILE *err);
 
 /* The cross-option checks after all options were read (checks.c):
  * returns 0 or 2 after one error line; warnings do not fail. */

@@ -135,6 +135,10 @@ void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
     else
         printf("null");
     printf("}");
+    if (cli->dtype == AGMM_DTYPE_INT8) /* the scale layouts, as given */
+        printf(",\"a_scale\":\"%s\",\"w_scale\":\"%s\"",
+               cli->a_scale == AGMM_SCALE_TENSOR ? "tensor" : "row",
+               cli->w_scale == AGMM_SCALE_TENSOR ? "tensor" : "col");
 }
 
 void agmm_tool_json_failure(const agmm_cli_t *cli, const char *transport)

@@ -24,7 +24,7 @@ void agmm_tool_report_interrupted(int sig);
 void agmm_tool_json_string(const char *s);
 /* The members run and bench share, no leading comma: ranks, transport,
  * link, m, k, n, m_local, gemm_engine (as asked: "auto" too), dtype,
- * weights, tiles, cores, warmup, blas. */
+ * weights, tiles, cores, warmup, blas; int8: a_scale, w_scale. */
 void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport);
 /* With --json and nothing printed yet: the one failure object. */
 void agmm_tool_json_failure(const agmm_cli_t *cli, const char *transport);

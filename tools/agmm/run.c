@@ -1,12 +1,14 @@
 /* `agmm run`: run the operation (--schedule, default auto) for --rounds rounds
  * with new inputs every round and check every rank's output of every round
- * against the reference (allclose rtol 1e-2, atol 1e-2). */
+ * against the reference (allclose rtol 1e-2, atol 1e-2; int8: against the
+ * exact int8 oracles within a few fp32 roundings, check_int8.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agmm_ext.h"
+#include "check_int8.h"
 #include "inputs.h"
 #include "progress.h"
 #include "report.h"
@@ -18,9 +20,10 @@
 typedef struct round_result {
     double seconds;
     double max_abs_diff;
-    int64_t mismatches; /* elements outside allclose */
-    int64_t first_bad;  /* flat index of the first one, -1 if none */
-    int bad_weight;     /* several weights: the one first_bad is in */
+    int64_t mismatches;  /* elements outside allclose */
+    int64_t first_bad;   /* flat index of the first one, -1 if none */
+    int bad_weight;      /* several weights: the one first_bad is in */
+    agmm_int8_check_t q; /* int8: the bound's worst ratio, quant error */
 } round_result_t;
 
 /* max diff, mismatches and the first bad index of c against ref. */
@@ -98,6 +101,10 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
 {
     const agmm_cli_t *cli = t->cli;
     *bad_weight = 0;
+    if (cli->dtype == AGMM_DTYPE_INT8)
+        return agmm_tool_check_int8(t, round, &res->max_abs_diff,
+                                    &res->mismatches, &res->first_bad,
+                                    bad_weight, &res->q);
     if (cli->op == AGMM_OP_GEMM_RS) return check_round_rs(t, round, res);
     size_t es = agmm_dtype_size(cli->dtype);
     const void **shards = calloc((size_t)cli->ranks, sizeof *shards);
@@ -164,6 +171,51 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
     return rc;
 }
 
+/* int8: the bound in words ("4*2^-24*|ref|+1e-30"), into buf[64]. */
+static const char *int8_bound(const agmm_cli_t *cli, char *buf)
+{
+    if (cli->op == AGMM_OP_GEMM_RS)
+        snprintf(buf, 64, "%d*2^-24*sum_r|partial_r|", cli->ranks + 3);
+    else
+        snprintf(buf, 64, "%d*2^-24*|ref|+%g", AGMM_INT8_AG_ULPS,
+                 AGMM_INT8_AG_ABS);
+    return buf;
+}
+
+/* int8's quantization error: max |c - c32| / max |c32|, and the relative
+ * Frobenius norm ||c - c32|| / ||c32|| (0 where C32 is all zero). */
+static double quant_max_rel(const agmm_int8_check_t *q)
+{
+    return q->q_max_ref > 0 ? q->q_max_diff / q->q_max_ref : 0;
+}
+static double quant_rel_fro(const agmm_int8_check_t *q)
+{
+    return q->q_sq_ref > 0 ? sqrt(q->q_sq_diff / q->q_sq_ref) : 0;
+}
+
+static void json_int8(FILE *rj, const agmm_cli_t *cli,
+                      const agmm_int8_check_t *q)
+{
+    char b[64];
+    fprintf(rj,
+            ",\"bound\":\"|c-ref|<=%s\",\"worst_diff_over_bound\":%.6g,"
+            "\"quant_max_rel\":%.6g,\"quant_rel_fro\":%.6g",
+            int8_bound(cli, b), q->worst, quant_max_rel(q), quant_rel_fro(q));
+}
+
+static void text_int8(const agmm_cli_t *cli, double maxdiff,
+                      const agmm_int8_check_t *q, int pass)
+{
+    char b[64];
+    printf("; check: max |diff| %.3g over %d %s against the exact int8 "
+           "reference, |c - ref| <= %s (worst |diff|/bound %.3g) %s; "
+           "quantization error vs the fp32 inputs (not checked): max "
+           "|diff|/max|C| %.3g, rel. Frobenius %.3g\n",
+           maxdiff, cli->ranks, cli->ranks == 1 ? "rank" : "ranks",
+           int8_bound(cli, b), q->worst, pass ? "PASS" : "FAIL",
+           quant_max_rel(q), quant_rel_fro(q));
+}
+
 int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
 {
     agmm_tool_rank_t t;
@@ -202,7 +254,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
     agmm_progress_t pg;
     agmm_progress_begin(&pg, t.rank, cli->rounds, "round");
     for (int round = 0; round < cli->rounds && rc == 0; round++) {
-        round_result_t res = {0, 0, 0, -1, 0};
+        round_result_t res = {.first_bad = -1};
         if (agmm_tool_stop) { /* SIGINT/SIGTERM: the launcher ends the run */
             rc = 1;
             break;
@@ -250,7 +302,15 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         }
         double slowest = 0, maxdiff = 0;
         int bad_rank = -1;
+        agmm_int8_check_t q = {0, 0, 0, 0, 0}; /* int8: over the ranks */
         for (int p = 0; p < P; p++) {
+            if (!(all[p].q.worst <= q.worst)) q.worst = all[p].q.worst;
+            if (all[p].q.q_max_diff > q.q_max_diff)
+                q.q_max_diff = all[p].q.q_max_diff;
+            if (all[p].q.q_max_ref > q.q_max_ref)
+                q.q_max_ref = all[p].q.q_max_ref;
+            q.q_sq_diff += all[p].q.q_sq_diff;
+            q.q_sq_ref += all[p].q.q_sq_ref;
             if (all[p].seconds > slowest) slowest = all[p].seconds;
             if (all[p].max_abs_diff > maxdiff ||
                 all[p].max_abs_diff != all[p].max_abs_diff)
@@ -271,6 +331,8 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             if (cli->check)
                 fprintf(rj, ",\"max_abs_diff\":%.6g,\"pass\":%s", maxdiff,
                         bad_rank < 0 ? "true" : "false");
+            if (cli->check && cli->dtype == AGMM_DTYPE_INT8)
+                json_int8(rj, cli, &q);
             fprintf(rj, "}");
             continue;
         }
@@ -292,10 +354,13 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             printf(", not checked (--no-check)\n");
             continue;
         }
-        printf("; check: max |diff| %.3g over %d %s, allclose(rtol=%g, "
-               "atol=%g) %s\n",
-               maxdiff, P, P == 1 ? "rank" : "ranks", RTOL, ATOL,
-               bad_rank < 0 ? "PASS" : "FAIL");
+        if (cli->dtype == AGMM_DTYPE_INT8)
+            text_int8(cli, maxdiff, &q, bad_rank < 0);
+        else
+            printf("; check: max |diff| %.3g over %d %s, allclose(rtol=%g, "
+                   "atol=%g) %s\n",
+                   maxdiff, P, P == 1 ? "rank" : "ranks", RTOL, ATOL,
+                   bad_rank < 0 ? "PASS" : "FAIL");
         for (int p = 0; p < P; p++) {
             if (all[p].mismatches == 0) continue;
             if (all[p].mismatches < 0) {

@@ -1,8 +1,8 @@
 /* The tool's ranks and their plans (tool.h): the plan description and
  * per-rank sizes the options ask for, the forked ranks (agmm_launch, a
  * stop on SIGINT/SIGTERM) or the MPI world's, each rank's plan, weights
- * and shards, the round arguments, and the configuration line and JSON
- * members the commands print. */
+ * and shards, and the round arguments (the configuration the commands
+ * print is describe.c). */
 #include "tool.h"
 
 #include <signal.h>
@@ -37,6 +37,8 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->gemm_workers = cli->gemm_cores;
     d->timeout_s = cli->timeout_s;
     d->op = cli->op;
+    d->a_scale = cli->a_scale;
+    d->w_scale = cli->w_scale;
     d->k_local = cli->op == AGMM_OP_GEMM_RS && cli->k_local_count > 0
                      ? cli->k_local
                      : NULL;
@@ -79,6 +81,8 @@ void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule,
     args->a_local = t->a;
     args->c = t->cs;
     args->a_gathered = t->gathered;
+    args->a_scale = t->a_scale;
+    args->a_gathered_scale = t->gathered_scale;
     if (cli->rows_per_round_count > 0) {
         for (int r = 0; r < cli->ranks; r++)
             t->m_rows[r] = agmm_tool_round_rows(cli, round, r);
@@ -96,6 +100,25 @@ int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r)
 {
     return cli->op == AGMM_OP_GEMM_RS ? cli->m_total * agmm_tool_k_part(cli, r)
                                       : cli->m_local[r] * cli->k;
+}
+
+int64_t agmm_tool_a_rows(const agmm_cli_t *cli, int r)
+{
+    return cli->op == AGMM_OP_GEMM_RS ? cli->m_total : cli->m_local[r];
+}
+
+int64_t agmm_tool_a_scales(const agmm_cli_t *cli, int r)
+{
+    if (cli->dtype != AGMM_DTYPE_INT8) return 0;
+    return cli->a_scale == AGMM_SCALE_TENSOR ? 1 : agmm_tool_a_rows(cli, r);
+}
+
+int64_t agmm_tool_w_scales(const agmm_cli_t *cli, int i)
+{
+    if (cli->dtype != AGMM_DTYPE_INT8) return 0;
+    return cli->w_scale == AGMM_SCALE_TENSOR ? 1
+           : cli->n_count > 1                ? cli->n_list[i]
+                                             : cli->n;
 }
 
 int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r)
@@ -172,9 +195,7 @@ int agmm_tool_launch(const agmm_cli_t *cli)
     return code == 0 ? 0 : (code == 2 ? 2 : 1);
 }
 
-/* How long this process's agmm_plan_create took (the header and --json
- * compare the GEMM path's measurement with it). */
-static double create_ms;
+double agmm_tool_create_ms;
 
 static double now_ms(void)
 {
@@ -194,11 +215,15 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
     agmm_tool_desc(cli, &desc);
     double t0 = now_ms();
     if (agmm_plan_create(world, &desc, &t->plan) != AGMM_OK) return 1;
-    create_ms = now_ms() - t0;
+    agmm_tool_create_ms = now_ms() - t0;
 
     size_t es = agmm_dtype_size(cli->dtype);
+    int int8 = cli->dtype == AGMM_DTYPE_INT8;
     t->a = malloc((size_t)agmm_tool_a_elems(cli, t->rank) * es + 1);
-    if (!t->a) {
+    if (int8)
+        t->a_scale = malloc(
+            (size_t)agmm_tool_a_scales(cli, t->rank) * sizeof(float) + 1);
+    if (!t->a || (int8 && !t->a_scale)) {
         fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
                 t->rank);
         return 1;
@@ -210,15 +235,25 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
         size_t cn = (size_t)agmm_tool_c_rows(cli, t->rank) * (size_t)n;
         t->ws[i] = malloc(kn * es + 1);
         t->cs[i] = malloc(cn * sizeof(float) + 1);
-        if (!t->ws[i] || !t->cs[i]) {
+        if (int8)
+            t->w_scales[i] =
+                malloc((size_t)agmm_tool_w_scales(cli, i) * sizeof(float) + 1);
+        if (!t->ws[i] || !t->cs[i] || (int8 && !t->w_scales[i])) {
             fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
                     t->rank);
             return 1;
         }
-        if (agmm_inputs_fill(cli->seed, AGMM_STREAM_W,
-                             agmm_tool_w_id_i(cli, t->rank, i), cli->dtype,
-                             t->ws[i], (int64_t)kn) != AGMM_OK ||
-            agmm_plan_set_weight_i(t->plan, i, t->ws[i]) != AGMM_OK)
+        int64_t id = agmm_tool_w_id_i(cli, t->rank, i);
+        agmm_status_t st =
+            int8 ? agmm_inputs_fill_int8(cli->seed, AGMM_STREAM_W, id,
+                                         agmm_tool_k_part(cli, t->rank), n,
+                                         cli->w_scale == AGMM_SCALE_TENSOR
+                                             ? AGMM_QUANT_TENSOR
+                                             : AGMM_QUANT_COLS,
+                                         t->ws[i], t->w_scales[i])
+                 : agmm_inputs_fill(cli->seed, AGMM_STREAM_W, id, cli->dtype,
+                                    t->ws[i], (int64_t)kn);
+        if (st != AGMM_OK || agmm_tool_set_weight(t, t->plan, i, i) != AGMM_OK)
             return 1;
     }
     t->w = t->ws[0];
@@ -231,7 +266,23 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
                 t->rank);
         return 1;
     }
+    if (t->gathered && int8 &&
+        !(t->gathered_scale =
+              malloc((size_t)cli->m_total * sizeof(float) + 1))) {
+        fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
+                t->rank);
+        return 1;
+    }
     return 0;
+}
+
+agmm_status_t agmm_tool_set_weight(const agmm_tool_rank_t *t, agmm_plan_t *plan,
+                                   int plan_i, int i)
+{
+    if (t->cli->dtype == AGMM_DTYPE_INT8)
+        return agmm_plan_set_weight_scaled(plan, plan_i, t->ws[i],
+                                           t->w_scales[i]);
+    return agmm_plan_set_weight_i(plan, plan_i, t->ws[i]);
 }
 
 /* Round r's shard of rank `rank` comes from seed + r: inputs change every
@@ -239,6 +290,16 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
 int agmm_tool_fill_shard(agmm_tool_rank_t *t, int round)
 {
     const agmm_cli_t *cli = t->cli;
+    if (cli->dtype == AGMM_DTYPE_INT8)
+        return agmm_inputs_fill_int8(cli->seed + (uint64_t)round, AGMM_STREAM_A,
+                                     t->rank, agmm_tool_a_rows(cli, t->rank),
+                                     agmm_tool_k_part(cli, t->rank),
+                                     cli->a_scale == AGMM_SCALE_TENSOR
+                                         ? AGMM_QUANT_TENSOR
+                                         : AGMM_QUANT_ROWS,
+                                     t->a, t->a_scale) == AGMM_OK
+                   ? 0
+                   : 1;
     return agmm_inputs_fill(cli->seed + (uint64_t)round, AGMM_STREAM_A, t->rank,
                             cli->dtype, t->a,
                             agmm_tool_a_elems(cli, t->rank)) == AGMM_OK
@@ -253,169 +314,15 @@ void agmm_tool_teardown(agmm_tool_rank_t *t)
     if (t->plan) agmm_plan_destroy(t->plan);
     free(t->a);
     free(t->gathered);
+    free(t->a_scale);
+    free(t->gathered_scale);
     for (int i = 0; i < AGMM_MAX_WEIGHTS; i++) {
+        free(t->w_scales[i]);
         free(t->ws[i]);
         free(t->cs[i]);
     }
     memset(t, 0, sizeof *t);
 }
-/* "bf16 native" or "bf16 via fp32": the path in words (fp32: "fp32"),
- * into words[32]. */
-static const char *path_words(agmm_dtype_t dt, agmm_gemm_path_t path,
-                              char *words)
-{
-    if (dt == AGMM_DTYPE_FP32) return "fp32";
-    snprintf(words, 32, "%s %s", agmm_dtype_name(dt),
-             path == AGMM_GEMM_PATH_NATIVE ? "native" : "via fp32");
-    return words;
-}
-
-/* How the path was chosen: "gemm path: bf16 via fp32 chosen (measured in
- * 21 ms): 196 GF/s vs bf16 native 107 GF/s (brg:avx512_core_bf16)". */
-static void print_path_choice(FILE *out, agmm_dtype_t dt,
-                              const agmm_gemm_info_t *g)
-{
-    char a[32], b[32];
-    if (g->candidates < 2) {
-        fprintf(out, "gemm path: %s (%s)\n", path_words(dt, g->path, a),
-                !strcmp(g->chosen_by, "forced") ? "--gemm-path"
-                                                : "the only one here");
-        return;
-    }
-    int won = g->candidate[1].path == g->path;
-    const struct agmm_gemm_candidate *w = &g->candidate[won],
-                                     *l = &g->candidate[!won];
-    fprintf(out, "gemm path: %s chosen (%s", path_words(dt, w->path, a),
-            g->chosen_by);
-    if (g->choose_ms > 0)
-        fprintf(out, " in %.0f ms of the plan's %.0f ms creation", g->choose_ms,
-                create_ms);
-    fprintf(
-        out,
-        "): %.0f GF/s, %.3f ms a round (%s) vs %s %.0f GF/s, %.3f ms (%s)\n",
-        w->gflops, w->round_us * 1e-3, w->impl, path_words(dt, l->path, b),
-        l->gflops, l->round_us * 1e-3, l->impl);
-}
-
-void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
-                        const agmm_plan_t *plan, FILE *out)
-{
-    char shards[96] = "";
-    int same = 1;
-    for (int r = 1; r < cli->ranks; r++)
-        same &= cli->m_local[r] == cli->m_local[0];
-    if (same) {
-        snprintf(shards, sizeof shards, "%lld per rank",
-                 (long long)cli->m_local[0]);
-    } else {
-        size_t len = 0;
-        for (int r = 0; r < cli->ranks && len + 24 < sizeof shards; r++)
-            len += (size_t)snprintf(shards + len, sizeof shards - len, "%s%lld",
-                                    r ? "," : "", (long long)cli->m_local[r]);
-        if (cli->ranks > 0 && len + 24 >= sizeof shards)
-            snprintf(shards + len, sizeof shards - len, ",...");
-    }
-    const char *tag = agmm_tool_link_tag(cli);
-    /* Several weights: " (3 weights: 256,256,256)"; rows per round too. */
-    char weights[200] = "";
-    size_t wl = 0;
-    if (cli->n_count > 1) {
-        wl = (size_t)snprintf(weights, sizeof weights,
-                              " (%d weights: ", cli->n_count);
-        for (int i = 0; i < cli->n_count && wl + 24 < sizeof weights; i++)
-            wl += (size_t)snprintf(weights + wl, sizeof weights - wl, "%s%lld",
-                                   i ? "," : "", (long long)cli->n_list[i]);
-        wl += (size_t)snprintf(weights + wl, sizeof weights - wl, ")");
-    }
-    if (cli->rows_per_round_count > 0 && wl + 40 < sizeof weights) {
-        wl += (size_t)snprintf(weights + wl, sizeof weights - wl,
-                               ", rows per round ");
-        for (int i = 0;
-             i < cli->rows_per_round_count && wl + 24 < sizeof weights; i++)
-            wl += (size_t)snprintf(weights + wl, sizeof weights - wl, "%s%lld",
-                                   i ? "," : "",
-                                   (long long)cli->rows_per_round[i]);
-    }
-    char op[96] = "";
-    if (cli->op == AGMM_OP_GEMM_RS) {
-        size_t len = (size_t)snprintf(op, sizeof op, " gemm-rs (K split ");
-        for (int r = 0; r < cli->ranks && len + 24 < sizeof op; r++)
-            len += (size_t)snprintf(op + len, sizeof op - len, "%s%lld",
-                                    r ? "," : "",
-                                    (long long)agmm_tool_k_part(cli, r));
-        if (len + 24 >= sizeof op)
-            len += (size_t)snprintf(op + len, sizeof op - len, ",...");
-        snprintf(op + len, sizeof op - len, ")");
-    }
-    fprintf(out,
-            "agmm %s%s: %d %s (%s), M=%lld (%s) K=%lld N=%lld%s, %s in, fp32 "
-            "out, %s weight, tiles %lldx%lld, %d comm + %d GEMM threads per "
-            "rank%s\n",
-            cli->cmd == AGMM_CMD_RUN ? "run" : "bench", op, cli->ranks,
-            cli->ranks == 1 ? "rank" : "ranks",
-            agmm_world_transport_name(world), (long long)cli->m_total, shards,
-            (long long)cli->k, (long long)cli->n_sum, weights,
-            agmm_dtype_name(cli->dtype),
-            cli->op == AGMM_OP_GEMM_RS            ? "per-rank"
-            : cli->weights == AGMM_WEIGHTS_SHARED ? "shared"
-                                                  : "per-rank",
-            (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
-            cli->gemm_cores, tag);
-    int sharing = cli->cores_own ? 1 : cli->ranks_here;
-    fprintf(out, "cores: each rank may use %d %s (its CPU affinity)",
-            cli->usable_cores, cli->usable_cores == 1 ? "core" : "cores");
-    if (sharing > 1)
-        fprintf(out, ", shared by the %d ranks on this host", sharing);
-    fprintf(out, "\n");
-    const char *coretype = getenv("OPENBLAS_CORETYPE");
-    const char *l2 = getenv("OPENBLAS_L2_SIZE");
-    const char *advice = agmm_blas_advice(); /* NULL: the kernel suits */
-    int bt = agmm_blas_threads();
-    fprintf(out,
-            "blas: %s, kernel %s, %d %s per GEMM call (OPENBLAS_CORETYPE=%s, "
-            "OPENBLAS_L2_SIZE=%s)%s%s\n",
-            agmm_blas_name(), agmm_blas_kernel(), bt,
-            bt == 1 ? "thread" : "threads", coretype ? coretype : "unset",
-            l2 ? l2 : "unset", advice ? "; advice: " : "",
-            advice ? advice : "");
-    agmm_gemm_info_t g;
-    char words[32];
-    if (agmm_plan_gemm_info(plan, &g) == AGMM_OK) {
-        fprintf(out, "gemm: %s %s, %s, impl %s, %d %s per call\n", g.name,
-                g.version, path_words(cli->dtype, g.path, words), g.impl,
-                g.threads_per_call,
-                g.threads_per_call == 1 ? "thread" : "threads");
-        print_path_choice(out, cli->dtype, &g);
-    }
-}
-
-void agmm_tool_json_gemm(const agmm_plan_t *plan)
-{
-    agmm_gemm_info_t g;
-    if (agmm_plan_gemm_info(plan, &g) != AGMM_OK) return;
-    printf(",\"gemm\":{\"engine\":\"%s\",\"version\":\"%s\",\"impl\":\"%s\","
-           "\"threads_per_call\":%d,\"path\":\"%s\",\"chosen_by\":\"%s\","
-           "\"choose_ms\":%.3f,\"plan_create_ms\":%.3f,\"candidates\":[",
-           g.name, g.version, g.impl, g.threads_per_call,
-           agmm_gemm_path_name(g.path), g.chosen_by, g.choose_ms, create_ms);
-    for (int i = 0; i < g.candidates; i++)
-        printf("%s{\"path\":\"%s\",\"round_us\":%.3f,\"gflops\":%.3f,"
-               "\"impl\":\"%s\"}",
-               i ? "," : "", agmm_gemm_path_name(g.candidate[i].path),
-               g.candidate[i].round_us, g.candidate[i].gflops,
-               g.candidate[i].impl);
-    printf("]}");
-}
-
-const char *agmm_tool_link_tag(const agmm_cli_t *cli)
-{
-    static char tag[96];
-    if (!(cli->link_gbps > 0)) return "";
-    snprintf(tag, sizeof tag, " [emulated link: %g Gbit/s, %g us]",
-             cli->link_gbps, cli->link_latency_us);
-    return tag;
-}
-
 /* How many ranks of the world run on this host (same host name): they
  * share its cores and memory. */
 static int ranks_on_this_host(agmm_world_t *world)

@@ -35,6 +35,12 @@ double agmm_tool_flop_per_rank(const agmm_cli_t *cli);
 int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r);
 int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r);
 int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r);
+/* int8: the rows of rank r's A (ag-gemm m_local[r], gemm-rs M), its A
+ * scales (per row: those rows; --a-scale tensor: 1), weight i's scales
+ * (per column: its columns; --w-scale tensor: 1); 0 for other dtypes. */
+int64_t agmm_tool_a_rows(const agmm_cli_t *cli, int r);
+int64_t agmm_tool_a_scales(const agmm_cli_t *cli, int r);
+int64_t agmm_tool_w_scales(const agmm_cli_t *cli, int i);
 
 /* Start the ranks on the chosen transport and run the command on each;
  * returns the process exit code. */
@@ -68,6 +74,12 @@ typedef struct agmm_tool_rank {
     int64_t m_rows[AGMM_CLI_MAX_RANKS]; /* the rows of the current round */
     /* run with the check (ag-gemm): gather(A) handed back, [M, k] */
     void *gathered;
+    /* int8 (else NULL): this rank's A scales (agmm_tool_a_scales of them),
+     * weight i's scales ([n_i] per column, or [1]), and with `gathered`
+     * the gathered rows' scales [M] */
+    float *a_scale;
+    float *w_scales[AGMM_MAX_WEIGHTS];
+    float *gathered_scale;
     agmm_trace_t *trace; /* --trace / --trace-svg, else NULL */
     char *trace_json;    /* rank 0, --json: the "trace" member, or NULL */
 } agmm_tool_rank_t;
@@ -85,7 +97,12 @@ void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule,
 int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r);
 /* The input stream id of weight i of rank r (i = 0: agmm_tool_w_id). */
 int64_t agmm_tool_w_id_i(const agmm_cli_t *cli, int r, int i);
-/* Make this rank's shard for round `round` (inputs change every round). */
+/* Set weight i of t's inputs as weight plan_i of `plan` (int8: with its
+ * scales, agmm_plan_set_weight_scaled). */
+agmm_status_t agmm_tool_set_weight(const agmm_tool_rank_t *t, agmm_plan_t *plan,
+                                   int plan_i, int i);
+/* Make this rank's shard for round `round` (inputs change every round;
+ * int8: made in fp32 and quantized per row or per shard). */
 int agmm_tool_fill_shard(agmm_tool_rank_t *t, int round);
 void agmm_tool_teardown(agmm_tool_rank_t *t);
 
@@ -102,7 +119,12 @@ void agmm_tool_trace_print(const agmm_tool_rank_t *t, int per_round);
 int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli);
 int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli);
 
-/* One-line description of the configuration (rank 0 prints it). */
+/* How long this process's agmm_plan_create took (tool.c; the header and
+ * --json compare the GEMM path's measurement with it). */
+extern double agmm_tool_create_ms;
+
+/* One-line description of the configuration (rank 0 prints it;
+ * describe.c, as are the two below). */
 void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
                         const agmm_plan_t *plan, FILE *out);
 /* ,"gemm":{"engine","version","impl","threads_per_call"} of the plan. */
