@@ -1,6 +1,6 @@
 /* `agmm run`'s check of an int8 round (check_int8.h). The inputs are
  * regenerated from the seeds and quantized as the ranks did (inputs.c);
- * the references are the exact int8 oracles (int8_ref.h), whose scales
+ * the references are the exact int8 oracles (agmm_ext.h), whose scales
  * are one per row of A and one per column of W, so a per-tensor scale is
  * repeated over its rows or columns here. */
 #include "check_int8.h"
@@ -12,7 +12,6 @@
 
 #include "agmm_ext.h"
 #include "inputs.h"
-#include "int8_ref.h"
 
 /* q [rows, cols] of stream (seed, kind, id) quantized as the tool does:
  * A (along_cols 0) per row or per tensor, W (along_cols 1) per column or

@@ -167,7 +167,8 @@ static uint64_t rank_total(const agmm_plan_desc_t *d, int r, int with_engine)
         if (with_engine) {
             /* AUTO may take either path: the most of them. */
             int both = d->gemm_path == AGMM_GEMM_PATH_AUTO && sk.native &&
-                       d->dtype != AGMM_DTYPE_FP32;
+                       d->dtype != AGMM_DTYPE_FP32 &&
+                       d->dtype != AGMM_DTYPE_INT8; /* int8: native only */
             for (int f32 = 0; f32 <= both; f32++) {
                 if (f32) agmm_plan_set_path(&sk, AGMM_GEMM_PATH_F32);
                 if (agmm_plan_book(&sk, &b) != AGMM_OK) {
