@@ -15,7 +15,9 @@ bits). The GIL is released while a round runs. Errors raise agmm.Error
 subclasses with the library's status and message. The PyTorch op is in
 agmm.torch (imported on demand: `import agmm.torch`). agmm.blas_info()
 says which BLAS kernel runs and, when it is an old one for this CPU, what
-to set.
+to set. W8A8: dtype="int8" plans take int8 A and W with float32 scales
+(or float ones, quantized by agmm.quantize, the library's agmm_quantize);
+agmm.int8_available() says whether this build's engine runs them.
 """
 from dataclasses import dataclass
 from typing import Optional
@@ -26,6 +28,7 @@ from .errors import (Aborted, BadState, CheckFailed, Error, InvalidArgument,
                      Mismatch, OutOfMemory, SystemCallError, Timeout, TooLarge,
                      TransportError, Unsupported)
 from .plan import GemmInfo, Plan, ScheduleInfo
+from .quant import quantize
 from .world import World
 
 __version__ = _lib.text(_lib.fn.agmm_version())
@@ -35,7 +38,8 @@ __all__ = [
     "OutOfMemory", "TooLarge", "SystemCallError", "Timeout", "Aborted",
     "Mismatch", "BadState", "Unsupported", "TransportError", "CheckFailed",
     "bf16_from_float32", "bf16_to_float32", "library_path", "cleanup",
-    "gemm_path_available", "BlasInfo", "blas_info", "__version__",
+    "gemm_path_available", "int8_available", "quantize", "BlasInfo",
+    "blas_info", "__version__",
 ]
 
 
@@ -52,6 +56,23 @@ def gemm_path_available(engine="auto", dtype="bf16", path="native"):
     return bool(_lib.fn.agmm_gemm_path_available(
         _lib.ENGINES[engine], _lib.DTYPES[dtype_name(dtype)],
         _lib.PATHS[path]))
+
+
+def int8_available(engine="auto"):
+    """Can `engine` run int8 (W8A8) plans here? int8 needs the oneDNN
+    engine (OpenBLAS has no int8 GEMM): "auto" resolves to oneDNN when it
+    is built in, else OpenBLAS, which refuses int8 plans; and the engine
+    must say it has a path for int8 (agmm_gemm_path_available)."""
+    kind = _lib.ENGINES[engine]
+    if kind == _lib.ENGINES["auto"]:
+        kind = _lib.ENGINES["onednn"] if \
+            _lib.fn.agmm_gemm_engine_available(_lib.ENGINES["onednn"]) \
+            else _lib.ENGINES["openblas"]
+    if kind != _lib.ENGINES["onednn"] or \
+            not _lib.fn.agmm_gemm_engine_available(kind):
+        return False
+    return bool(_lib.fn.agmm_gemm_path_available(kind, _lib.DTYPES["int8"],
+                                                 _lib.PATHS["auto"]))
 
 
 def cleanup(job):

@@ -16,7 +16,8 @@ which must already be exactly that (it is written in place, never copied).
 
 dtypes: fp16 is numpy.float16 / torch.float16; fp32 is float32; bf16 is
 torch.bfloat16, or for NumPy (which has no bfloat16) a uint16 array holding
-the raw bf16 bits (bf16_from_float32 / bf16_to_float32 convert).
+the raw bf16 bits (bf16_from_float32 / bf16_to_float32 convert); int8 is
+int8, its scales float32 (scales_ptr checks them).
 """
 import ctypes
 import os
@@ -28,8 +29,9 @@ from . import _lib
 from .errors import InvalidArgument, check
 
 _NUMPY = {"fp16": np.dtype(np.float16), "bf16": np.dtype(np.uint16),
-          "fp32": np.dtype(np.float32)}
-_TORCH = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+          "fp32": np.dtype(np.float32), "int8": np.dtype(np.int8)}
+_TORCH = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
+          "int8": "int8"}
 # A valid address for empty arrays (0 rows): the library checks pointers
 # for NULL even when it will read nothing.
 _EMPTY = ctypes.create_string_buffer(64)
@@ -131,6 +133,70 @@ def input_ptr(x, dtype, shape, what):
     if not (a.flags.c_contiguous and a.flags.aligned):
         a = np.ascontiguousarray(a)
     return (a.ctypes.data if a.size else _EMPTY_PTR), a
+
+
+def scales_ptr(s, count, what, scalar=False):
+    """(address, owner) of int8 scales: a float32 array or CPU tensor of
+    shape (count,), C-contiguous (a strided one is copied). scalar (a
+    per-tensor scale, count 1): also a Python number or a 0-d float32
+    array/tensor. Anything else raises InvalidArgument naming `what`, e.g.
+    "a_scale: expected float32 of shape (16,), got shape (8,)"."""
+    want = "float32 of shape (%d,)" % count
+    if scalar:
+        want += " or a number"
+    if isinstance(s, bool) or s is None:
+        raise InvalidArgument("%s: expected %s, got %r" % (what, want, s))
+    if isinstance(s, (int, float)) and not isinstance(s, bool):
+        if not scalar:
+            raise InvalidArgument("%s: expected %s, got the number %r (a "
+                                  "per-channel scale has one value per %s)"
+                                  % (what, want, s, "row" if what.startswith("a")
+                                     else "column"))
+        a = np.array([s], dtype=np.float32)
+        return a.ctypes.data, a
+    if is_torch(s):
+        if s.device.type != "cpu":
+            raise InvalidArgument("%s: a tensor on %s (agmm takes CPU tensors)"
+                                  % (what, s.device))
+        t = torch_module()
+        if s.dtype != t.float32:
+            raise InvalidArgument("%s: expected %s, got %s" % (what, want, s.dtype))
+        shape = tuple(s.shape)
+        if scalar and shape == ():
+            s = s.reshape(1)
+            shape = (1,)
+        if shape != (count,):
+            raise InvalidArgument("%s: expected %s, got shape %s"
+                                  % (what, want, shape))
+        s = s.contiguous()
+        return (s.data_ptr() if count else _EMPTY_PTR), s
+    if not isinstance(s, np.ndarray) and not hasattr(s, "__array_interface__") \
+            and not hasattr(s, "__dlpack__"):
+        raise InvalidArgument("%s: expected %s, got %s" % (what, want,
+                                                           type(s).__name__))
+    a = np.from_dlpack(s) if not isinstance(s, np.ndarray) and \
+        not hasattr(s, "__array_interface__") else np.asarray(s)
+    if a.dtype != np.float32:
+        raise InvalidArgument("%s: expected %s, got %s" % (what, want, a.dtype))
+    if scalar and a.shape == ():
+        a = a.reshape(1)
+    if a.shape != (count,):
+        raise InvalidArgument("%s: expected %s, got shape %s"
+                              % (what, want, a.shape))
+    if not (a.flags.c_contiguous and a.flags.aligned):
+        a = np.ascontiguousarray(a)
+    return (a.ctypes.data if a.size else _EMPTY_PTR), a
+
+
+def check_scale_values(s, what):
+    """Scales the library takes: finite and >= 0 (s: the owner that
+    scales_ptr returned). InvalidArgument naming the first bad one."""
+    a = s.numpy() if is_torch(s) else s
+    bad = ~(np.isfinite(a) & (a >= 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidArgument("%s[%d] = %r (scales are finite and >= 0)"
+                              % (what, i, float(a[i])))
 
 
 def output(out, shape, like, what="out", dtype="fp32"):

@@ -70,12 +70,14 @@ STATUS_NAMES = (
 )
 STATUS = {name: i for i, name in enumerate(STATUS_NAMES)}
 
-DTYPES = {"fp16": 0, "bf16": 1, "fp32": 2}
+DTYPES = {"fp16": 0, "bf16": 1, "fp32": 2, "int8": 3}
 WEIGHTS = {"shared": 0, "per-rank": 1}
 ENGINES = {"auto": 0, "onednn": 1, "openblas": 2}
 PATHS = {"auto": 0, "native": 1, "f32": 2}
 SCHEDULES = {"fused": 0, "baseline": 1, "auto": 2}
 OPS = {"ag-gemm": 0, "gemm-rs": 1}
+SCALES = {"channel": 0, "tensor": 1}            # agmm_scale_t (int8 plans)
+QUANT_AXES = {"rows": 0, "cols": 1, "tensor": 2}  # agmm_quant_axis_t
 
 
 class PlanDescC(_c.Structure):
@@ -98,18 +100,22 @@ class PlanDescC(_c.Structure):
         ("n_weights", c_int),
         ("n_list", _c.POINTER(c_int64)),
         ("gemm_path", c_int),
+        ("a_scale", c_int),   # agmm_scale_t, INT8 plans only
+        ("w_scale", c_int),
     ]
 
 
 class RunArgsC(_c.Structure):
     """agmm_run_args_t (issue 11: several weights, per-call rows, the
-    gathered A)."""
+    gathered A; issue 22: an INT8 plan's A scales, and the gathered ones)."""
     _fields_ = [
         ("schedule", c_int),
         ("a_local", c_void_p),
         ("c", _c.POINTER(c_void_p)),
         ("m_rows", _c.POINTER(c_int64)),
         ("a_gathered", c_void_p),
+        ("a_scale", _c.POINTER(_c.c_float)),
+        ("a_gathered_scale", _c.POINTER(_c.c_float)),
     ]
 
 
@@ -215,13 +221,15 @@ _PROTOS = {
     "agmm_plan_rows": (c_int64, [P]),
     "agmm_plan_row_offset": (c_int64, [P, c_int]),
     "agmm_convert_from_fp32": (c_int, [c_int, c_void_p, c_void_p, c_size_t]),
+    "agmm_scale_name": (c_char_p, [c_int]),
+    "agmm_quantize": (c_int, [c_void_p, c_int, c_int64, c_int64, c_int64, c_int,
+                              c_void_p, c_void_p]),
+    "agmm_plan_set_weight_scaled": (c_int, [P, c_int, c_void_p, c_void_p]),
     "agmm_blas_name": (c_char_p, []),
     "agmm_blas_kernel": (c_char_p, []),
     "agmm_blas_threads": (c_int, []),
     "agmm_blas_advice": (c_char_p, []),
 }
-
-
 
 
 class _Funcs:

@@ -6,6 +6,13 @@ collectively and reused for every round (agmm_plan_create).
     c = plan.run(a)                  # [M, n] float32 (gemm-rs: [m_local[rank], n])
     plan.close()                     # or `with world.plan(...) as plan:`
 
+W8A8 (dtype="int8"): int8 A and W with float32 scales, C in float32:
+
+    plan = world.plan(m_local=64, k=512, n=256, dtype="int8",
+                      a_scale="channel", w_scale="channel")
+    plan.set_weight(wq, scale=ws)    # int8 [k, n], float32 [n] (or a float W)
+    c = plan.run(aq, a_scale=s)      # int8 [64, k], float32 [64] (or a float A)
+
 Threads: run() releases the GIL for the whole round (ctypes.CDLL does for
 every call), so other Python threads of the process keep running. A plan
 is used by one thread at a time; an overlapping call fails with
@@ -14,8 +21,10 @@ agmm.BadState (the library refuses it without touching the plan).
 import ctypes
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import _buffers, _lib
-from .errors import BadState, InvalidArgument, check
+from .errors import BadState, InvalidArgument, check, missing
 
 
 def _name(value, table, what):
@@ -26,16 +35,25 @@ def _name(value, table, what):
 
 
 def dtype_name(dtype):
-    """'fp16' / 'bf16' / 'fp32' from a name, a numpy or a torch dtype."""
+    """'fp16' / 'bf16' / 'fp32' / 'int8' from a name, a numpy or a torch
+    dtype."""
+    names = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32",
+             "int8": "int8"}
     if isinstance(dtype, str):
-        d = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16",
-             "float32": "fp32", "float": "fp32"}.get(dtype, dtype)
+        d = dict(names, half="fp16", float="fp32").get(dtype, dtype)
     else:
-        d = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}.get(
-            str(dtype).replace("torch.", ""))
+        text = str(dtype)
+        if not text.startswith("torch."):  # numpy.float16, numpy.dtype("int8")
+            try:
+                import numpy
+                text = numpy.dtype(dtype).name
+            except TypeError:
+                pass
+        d = names.get(text.replace("torch.", ""))
     if d not in _lib.DTYPES:
-        raise InvalidArgument("dtype: %r (allowed: fp16, bf16, fp32, or the "
-                              "numpy/torch float16, bfloat16, float32)" % (dtype,))
+        raise InvalidArgument("dtype: %r (allowed: fp16, bf16, fp32, int8, or "
+                              "the numpy/torch float16, bfloat16, float32, int8)"
+                              % (dtype,))
     return d
 
 
@@ -119,6 +137,11 @@ class Plan:
     weights   "shared" (the same W everywhere) or "per-rank"
     gemm_path "auto" (measured at creation), "native" or "f32": how the
               engine multiplies a 16-bit dtype (gemm_info() says which ran)
+    a_scale   int8 plans: "channel" (the default: one scale per row of A,
+              per token, given with each run) or "tensor" (one per rank's
+              shard); other dtypes: None
+    w_scale   int8 plans: "channel" (the default: one scale per column of
+              each W, given with it) or "tensor" (one per weight)
     tile_m, tile_n, comm_workers, gemm_workers, gemm_engine ("auto",
     "onednn", "openblas"), timeout (seconds per wait), k_local: as in
     agmm_plan_desc_t; None keeps agmm_plan_desc_init's default, except the
@@ -128,7 +151,7 @@ class Plan:
     def __init__(self, world, m_local, k, n, dtype="bf16", op="ag-gemm",
                  weights="shared", tile_m=None, tile_n=None, comm_workers=None,
                  gemm_workers=None, gemm_engine="auto", timeout=None,
-                 k_local=None, gemm_path="auto"):
+                 k_local=None, gemm_path="auto", a_scale=None, w_scale=None):
         self._h = None
         self.world = world
         P = world.size
@@ -156,6 +179,17 @@ class Plan:
         d.weights = _name(weights, _lib.WEIGHTS, "weights")
         d.gemm_engine = _name(gemm_engine, _lib.ENGINES, "gemm_engine")
         d.gemm_path = _name(gemm_path, _lib.PATHS, "gemm_path")
+        if self.dtype == "int8":
+            self.a_scale = "channel" if a_scale is None else a_scale
+            self.w_scale = "channel" if w_scale is None else w_scale
+            d.a_scale = _name(self.a_scale, _lib.SCALES, "a_scale")
+            d.w_scale = _name(self.w_scale, _lib.SCALES, "w_scale")
+        else:
+            for what, value in (("a_scale", a_scale), ("w_scale", w_scale)):
+                if value is not None:
+                    raise InvalidArgument("%s: %r for a %s plan (scales are for "
+                                          "dtype int8)" % (what, value, self.dtype))
+            self.a_scale = self.w_scale = None
         if comm_workers is None and gemm_workers is None:
             comm_workers, gemm_workers = default_workers(P)
         elif gemm_workers is None:
@@ -225,18 +259,30 @@ class Plan:
         """How many weights (outputs) a round computes."""
         return len(self.n_list)
 
-    def set_weight(self, w, i=0):
+    def set_weight(self, w, i=0, scale=None):
         """Local: prepare weight i ([k, n_list[i]]; gemm-rs: [k_local[rank],
         n]) for the plan's engine (copied/converted by the library: w may
         change or go away afterwards). Call before the first run and
-        whenever the weight changes."""
+        whenever the weight changes.
+
+        int8 plans: w int8 (-127..127) with `scale` float32 [n_i] (w_scale
+        "channel") or [1] / a number ("tensor"), finite and >= 0
+        (agmm_plan_set_weight_scaled); or w float (float32, float16, bf16)
+        and no scale: quantized here by agmm.quantize, per column or per
+        tensor as the plan's w_scale says."""
         i = int(i)
         if not 0 <= i < len(self.n_list):
             raise InvalidArgument("set_weight: weight %d of a plan of %d"
                                   % (i, len(self.n_list)))
         shape = (self.w_shape[0], self.n_list[i])
-        ptr, keep = _buffers.input_ptr(w, self.dtype, shape,
-                                       "weight" if i == 0 else "weight %d" % i)
+        what = "weight" if i == 0 else "weight %d" % i
+        if self.dtype == "int8":
+            self._set_weight_int8(w, i, scale, shape, what)
+            return
+        if scale is not None:
+            raise InvalidArgument("scale: given to a %s plan (scales are for "
+                                  "dtype int8)" % self.dtype)
+        ptr, keep = _buffers.input_ptr(w, self.dtype, shape, what)
         if i == 0:
             st = _lib.fn.agmm_plan_set_weight(self.handle, ptr)
         else:
@@ -244,18 +290,63 @@ class Plan:
         check(st, "set_weight")
         del keep
 
-    def set_weights(self, ws):
-        """set_weight(ws[i], i) for every weight of the plan."""
+    def _set_weight_int8(self, w, i, scale, shape, what):
+        from .quant import quantize
+        sname = "scale" if i == 0 else "scale %d" % i
+        tensor = self.w_scale == "tensor"
+        wdt = _buffers.dtype_of(w)
+        if wdt in ("fp32", "fp16", "bf16"):  # the convenience: quantize here
+            if scale is not None:
+                raise InvalidArgument(
+                    "%s: given with a %s %s (a float weight is quantized "
+                    "here; pass int8 values with their scale, or the float "
+                    "weight alone)" % (sname, wdt, what))
+            if tuple(w.shape) != shape:
+                raise InvalidArgument("%s: shape %s, expected %s"
+                                      % (what, _buffers._shape_str(w.shape),
+                                         _buffers._shape_str(shape)))
+            w, scale = quantize(w, "tensor" if tensor else "cols", what=what)
+        wptr, wkeep = _buffers.input_ptr(w, "int8", shape, what)
+        if scale is None:
+            raise InvalidArgument(
+                "%s: required with an int8 %s (float32 of shape (%d,)%s, or "
+                "a float weight to quantize here)"
+                % (sname, what, 1 if tensor else shape[1],
+                   " or a number" if tensor else ""))
+        vals = wkeep.numpy() if _buffers.is_torch(wkeep) else wkeep
+        low = vals == -128
+        if low.any():
+            r, c = (int(x) for x in np.unravel_index(np.flatnonzero(low)[0],
+                                                      vals.shape))
+            raise InvalidArgument("%s: -128 at [%d, %d] (int8 values are "
+                                  "-127..127: symmetric)" % (what, r, c))
+        sptr, skeep = _buffers.scales_ptr(scale, 1 if tensor else shape[1],
+                                          sname, scalar=tensor)
+        _buffers.check_scale_values(skeep, sname)
+        f = _lib.fn.agmm_plan_set_weight_scaled
+        if f is None:
+            raise missing("agmm_plan_set_weight_scaled")
+        check(f(self.handle, i, wptr, sptr), "set_weight")
+        del wkeep, skeep
+
+    def set_weights(self, ws, scales=None):
+        """set_weight(ws[i], i, scales[i]) for every weight of the plan
+        (scales: int8 plans with int8 weights)."""
         if len(ws) != len(self.n_list):
             raise InvalidArgument("set_weights: %d weights for a plan of %d"
                                   % (len(ws), len(self.n_list)))
+        if scales is not None and len(scales) != len(ws):
+            raise InvalidArgument("scales: %d for %d weights"
+                                  % (len(scales), len(ws)))
         for i, w in enumerate(ws):
-            self.set_weight(w, i)
+            self.set_weight(w, i, None if scales is None else scales[i])
 
-    def run(self, a, out=None, schedule="auto", m_rows=None, a_gathered=None):
+    def run(self, a, out=None, schedule="auto", m_rows=None, a_gathered=None,
+            a_scale=None):
         """Collective: one round. Returns C, or (A_gathered, C) when
         a_gathered is given; C is a list of outputs for a plan of several
-        weights.
+        weights. int8 plans: A_gathered is the pair (int8 rows [M, k],
+        float32 scales [M]).
 
         a           this rank's A ([m_local[rank], k]; with m_rows:
                     [m_rows[rank], k]; gemm-rs: [M, k_local[rank]]) in the
@@ -269,21 +360,60 @@ class Plan:
                     most the plan's m_local[r]; every rank passes the same
                     list); None: the plan's m_local
         a_gathered  True (allocated) or an array [M, k] of the plan's dtype
-                    to receive gather(A), rows in rank order
+                    to receive gather(A), rows in rank order (int8: True or
+                    a pair of arrays, int8 [M, k] and float32 [M], the
+                    scales of the rows, a per-tensor scale repeated over
+                    its rank's rows)
+        a_scale     int8 plans with an int8 a: its scales, float32 of shape
+                    (rows of a,) (a_scale "channel") or (1,) / a number
+                    ("tensor"), finite and >= 0. A float a (float32,
+                    float16, bf16) without a_scale is quantized here by
+                    agmm.quantize, per row or per tensor as the plan says.
         The GIL is released while the round runs."""
         sched = _lib.SCHEDULES.get(schedule)
         if sched is None:
             _name(schedule, _lib.SCHEDULES, "schedule")
-        simple = m_rows is None and a_gathered is None and len(self.n_list) == 1
+        simple = m_rows is None and a_gathered is None and \
+            len(self.n_list) == 1 and self.dtype != "int8" and a_scale is None
         if simple:  # the plain call: the hot path, nothing else to build
             aptr, akeep = _buffers.input_ptr(a, self.dtype, self.a_shape, "a")
             cptr, c = _buffers.output(out, self.c_shape, a)
             check(self._run(self.handle, sched, aptr, cptr), "run")
             del akeep
             return c
-        return self._run_args(a, out, sched, m_rows, a_gathered)
+        if a_scale is not None and self.dtype != "int8":
+            raise InvalidArgument("a_scale: given to a %s plan (scales are "
+                                  "for dtype int8)" % self.dtype)
+        return self._run_args(a, out, sched, m_rows, a_gathered, a_scale)
 
-    def _run_args(self, a, out, sched, m_rows, a_gathered):
+    def _int8_a(self, a, a_scale, a_shape):
+        """(a, address and owner of its scales) for an int8 round: a float a
+        quantized here, an int8 one with its a_scale checked."""
+        from .quant import quantize
+        tensor = self.a_scale == "tensor"
+        adt = _buffers.dtype_of(a)
+        if adt in ("fp32", "fp16", "bf16"):
+            if a_scale is not None:
+                raise InvalidArgument(
+                    "a_scale: given with a %s a (a float a is quantized here; "
+                    "pass int8 values with their a_scale, or the float a "
+                    "alone)" % adt)
+            if tuple(a.shape) != tuple(a_shape):
+                raise InvalidArgument("a: shape %s, expected %s"
+                                      % (_buffers._shape_str(a.shape),
+                                         _buffers._shape_str(a_shape)))
+            a, a_scale = quantize(a, "tensor" if tensor else "rows", what="a")
+        elif adt == "int8" and a_scale is None:
+            raise InvalidArgument(
+                "a_scale: required with an int8 a (float32 of shape (%d,)%s, "
+                "or a float a to quantize here)"
+                % (1 if tensor else a_shape[0], " or a number" if tensor else ""))
+        if adt != "int8" and a_scale is None:
+            return a, (None, None)  # input_ptr names the dtype
+        return a, _buffers.scales_ptr(a_scale, 1 if tensor else a_shape[0],
+                                      "a_scale", scalar=tensor)
+
+    def _run_args(self, a, out, sched, m_rows, a_gathered, a_scale=None):
         gemm_rs = self.op == "gemm-rs"
         if gemm_rs and (m_rows is not None or a_gathered is not None):
             raise InvalidArgument("run: m_rows and a_gathered are for "
@@ -296,6 +426,9 @@ class Plan:
                                       "plan's m_local)" % (r, got, most))
         M = sum(rows)
         a_shape = self.a_shape if gemm_rs else (rows[self.rank], self.k)
+        int8 = self.dtype == "int8"
+        if int8:
+            a, (sptr, skeep) = self._int8_a(a, a_scale, a_shape)
         aptr, akeep = _buffers.input_ptr(a, self.dtype, a_shape, "a")
         nw = len(self.n_list)
         outs = out if nw > 1 else [out]
@@ -307,10 +440,19 @@ class Plan:
         cs = [_buffers.output(o, (c_rows, ni), a, "out" if nw == 1 else
                               "out[%d]" % i)
               for i, (o, ni) in enumerate(zip(outs, self.n_list))]
-        g = None
+        g = gs = None
         if a_gathered is not None:
-            g = _buffers.output(None if a_gathered is True else a_gathered,
-                                (M, self.k), a, "a_gathered", self.dtype)
+            g_out = None if a_gathered is True else a_gathered
+            gs_out = None
+            if int8 and g_out is not None:
+                if not (isinstance(g_out, (tuple, list)) and len(g_out) == 2):
+                    raise InvalidArgument(
+                        "a_gathered: True or a pair (int8 [%d, %d], float32 "
+                        "[%d]) for an int8 plan" % (M, self.k, M))
+                g_out, gs_out = g_out
+            g = _buffers.output(g_out, (M, self.k), a, "a_gathered", self.dtype)
+            if int8:
+                gs = _buffers.output(gs_out, (M,), a, "a_gathered scales")
         args = _lib.RunArgsC()
         cptrs = (ctypes.c_void_p * nw)(*[p for p, _ in cs])
         args.schedule, args.a_local = sched, aptr
@@ -321,11 +463,20 @@ class Plan:
             args.m_rows = ctypes.cast(mr, ctypes.POINTER(ctypes.c_int64))
         if g is not None:
             args.a_gathered = g[0]
+        fptr = ctypes.POINTER(ctypes.c_float)
+        if int8:
+            args.a_scale = ctypes.cast(sptr, fptr)
+            if gs is not None:
+                args.a_gathered_scale = ctypes.cast(gs[0], fptr)
         check(_lib.fn.agmm_plan_run_args(self.handle, ctypes.byref(args)),
               "run")
         del akeep
+        if int8:
+            del skeep
         c = [x for _, x in cs] if nw > 1 else cs[0][1]
-        return (g[1], c) if g is not None else c
+        if g is None:
+            return c
+        return ((g[1], gs[1]) if int8 else g[1]), c
 
     def gemm_info(self):
         """The GEMM engine this plan runs (agmm_plan_gemm_info)."""

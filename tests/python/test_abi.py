@@ -25,7 +25,9 @@ STRUCTS["agmm_run_args_t"] = _lib.RunArgsC
 ENUMS = {}
 for table, prefix in ((_lib.DTYPES, "AGMM_DTYPE_"), (_lib.WEIGHTS, "AGMM_WEIGHTS_"),
                       (_lib.ENGINES, "AGMM_GEMM_ENGINE_"),
-                      (_lib.SCHEDULES, "AGMM_SCHEDULE_"), (_lib.OPS, "AGMM_OP_")):
+                      (_lib.SCHEDULES, "AGMM_SCHEDULE_"), (_lib.OPS, "AGMM_OP_"),
+                      (_lib.PATHS, "AGMM_GEMM_PATH_"), (_lib.SCALES, "AGMM_SCALE_"),
+                      (_lib.QUANT_AXES, "AGMM_QUANT_")):
     for name, value in table.items():
         ENUMS[prefix + name.upper().replace("-", "_")] = value
 for value, name in enumerate(_lib.STATUS_NAMES):
@@ -107,7 +109,7 @@ def test_errors_carry_status_and_message():
     with pytest.raises(agmm.InvalidArgument):
         agmm.World.join(0, 1, "x", timeout=0)
     with pytest.raises(ValueError):  # InvalidArgument is a ValueError
-        agmm.plan.dtype_name("int8")
+        agmm.plan.dtype_name("int4")
     assert np.dtype(np.float16)  # numpy present
 
 
