@@ -313,13 +313,6 @@ class Plan:
                 "a float weight to quantize here)"
                 % (sname, what, 1 if tensor else shape[1],
                    " or a number" if tensor else ""))
-        vals = wkeep.numpy() if _buffers.is_torch(wkeep) else wkeep
-        low = vals == -128
-        if low.any():
-            r, c = (int(x) for x in np.unravel_index(np.flatnonzero(low)[0],
-                                                      vals.shape))
-            raise InvalidArgument("%s: -128 at [%d, %d] (int8 values are "
-                                  "-127..127: symmetric)" % (what, r, c))
         sptr, skeep = _buffers.scales_ptr(scale, 1 if tensor else shape[1],
                                           sname, scalar=tensor)
         _buffers.check_scale_values(skeep, sname)
