@@ -316,8 +316,9 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
                          rate_us(cli, &st[m]) *
                          1e-3); /* flop's share of the most rows */
         else
-            snprintf(rate, sizeof rate, "%.1f GFLOP/s",
-                     flop / rate_us(cli, &st[m]) * 1e-3);
+            snprintf(rate, sizeof rate, "%.1f %s",
+                     flop / rate_us(cli, &st[m]) * 1e-3,
+                     cli->dtype == AGMM_DTYPE_INT8 ? "GOP/s" : "GFLOP/s");
         printf("%-10s %10.3f %10.3f %10.3f %10.3f %10.3f %16s %8s\n",
                modes[m].name, st[m].min * 1e-3, st[m].median * 1e-3,
                st[m].mean * 1e-3, st[m].max * 1e-3, st[m].stdev * 1e-3, rate,

@@ -50,8 +50,9 @@ int agmm_bench_peak_measure(agmm_tool_rank_t *t, agmm_bench_peak_t *pk)
 void agmm_bench_peak_text(const agmm_bench_peak_t *pk, agmm_dtype_t dtype)
 {
     /* "bf16 native", "bf16 via fp32", "fp32" (fp32 has one path) */
-    printf("peak: %.1f GFLOP/s per core (%s, %s%s: the path that ran)",
-           pk->gflops, pk->instr ? pk->instr : "none", agmm_dtype_name(dtype),
+    printf("peak: %.1f %s per core (%s, %s%s: the path that ran)", pk->gflops,
+           dtype == AGMM_DTYPE_INT8 ? "GOP/s" : "GFLOP/s",
+           pk->instr ? pk->instr : "none", agmm_dtype_name(dtype),
            dtype == AGMM_DTYPE_FP32            ? ""
            : pk->path == AGMM_GEMM_PATH_NATIVE ? " native"
            : pk->path == AGMM_GEMM_PATH_F32    ? " via fp32"

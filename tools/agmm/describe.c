@@ -147,13 +147,12 @@ void agmm_tool_json_gemm(const agmm_plan_t *plan)
 {
     agmm_gemm_info_t g;
     if (agmm_plan_gemm_info(plan, &g) != AGMM_OK) return;
-    printf(
-        ",\"gemm\":{\"engine\":\"%s\",\"version\":\"%s\",\"impl\":\"%s\","
-        "\"threads_per_call\":%d,\"path\":\"%s\",\"chosen_by\":\"%s\","
-        "\"choose_ms\":%.3f,\"plan_agmm_tool_create_ms\":%.3f,\"candidates\":[",
-        g.name, g.version, g.impl, g.threads_per_call,
-        agmm_gemm_path_name(g.path), g.chosen_by, g.choose_ms,
-        agmm_tool_create_ms);
+    printf(",\"gemm\":{\"engine\":\"%s\",\"version\":\"%s\",\"impl\":\"%s\","
+           "\"threads_per_call\":%d,\"path\":\"%s\",\"chosen_by\":\"%s\","
+           "\"choose_ms\":%.3f,\"plan_create_ms\":%.3f,\"candidates\":[",
+           g.name, g.version, g.impl, g.threads_per_call,
+           agmm_gemm_path_name(g.path), g.chosen_by, g.choose_ms,
+           agmm_tool_create_ms);
     for (int i = 0; i < g.candidates; i++)
         printf("%s{\"path\":\"%s\",\"round_us\":%.3f,\"gflops\":%.3f,"
                "\"impl\":\"%s\"}",

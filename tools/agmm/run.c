@@ -336,11 +336,12 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             fprintf(rj, "}");
             continue;
         }
-        printf("round %d: %s%s, %.3f ms (slowest rank), %.1f GFLOP/s per rank",
+        printf("round %d: %s%s, %.3f ms (slowest rank), %.1f %s per rank",
                round + 1, agmm_schedule_name(ran),
                cli->schedule == AGMM_SCHEDULE_AUTO ? " (auto)" : "",
                slowest * 1e3,
-               flop * (double)m_round / (double)cli->m_total / slowest * 1e-9);
+               flop * (double)m_round / (double)cli->m_total / slowest * 1e-9,
+               cli->dtype == AGMM_DTYPE_INT8 ? "GOP/s" : "GFLOP/s");
         if (cli->rows_per_round_count > 0)
             printf(", M=%lld", (long long)m_round);
         if (cli->verbose) {
