@@ -69,11 +69,7 @@ const char *agmm_gemm_act_name(agmm_gemm_act_t act);
  *   x = x + bias[j] (bias);  x = x + C_old[i,j] (accumulate);
  *   C[i,j] = act(x), rounded to c_dtype
  * (epilogue.h, agmm_gemm_epilogue_s32): a result depends on nothing but
- * the inputs, whatever the engine's kernel, variant or row count, but for
- * the sign of a zero: the plain W8A8 call (s8 x s8, fp32 C, no bias,
- * accumulate or act) has oneDNN do the first two steps, whose scaling
- * makes +0 of a negative sum times a zero w_scale where the order above
- * makes -0 (equal values; the rest of the bits are the same). The
+ * the inputs, whatever the engine's kernel, variant or row count. The
  * double oracle and the bound a result meets are agmm_reference_int8 and
  * agmm_int8_bound (agmm_ext.h). */
 typedef struct agmm_gemm_attr {

@@ -166,7 +166,7 @@ static agmm_status_t make_weight(agmm_gemm_prep_t *p)
         DN(dnnl_memory_create(&p->bias_mem, &vmd, eng, DNNL_MEMORY_ALLOCATE),
            "bias memory");
     }
-    if (p->cfg.attr.w_scale && (!p->s8 || p->cfg.s8_direct)) {
+    if (p->cfg.attr.w_scale && !p->s8) {
         AGMM_CHECK(agmm_dn_vec_md(&p->cfg, 0, &vmd));
         DN(dnnl_memory_create(&p->scale_mem, &vmd, eng, DNNL_MEMORY_ALLOCATE),
            "scale memory");
@@ -224,8 +224,7 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
         p->w_md = share->w_md;
         p->w_mem = share->w_mem;
         p->bias_mem = share->bias_mem;
-        /* the output scales only where the primitives take them */
-        p->scale_mem = !p->s8 || p->cfg.s8_direct ? share->scale_mem : NULL;
+        p->scale_mem = share->scale_mem;
     } else if (st == AGMM_OK) {
         st = agmm_dn_choose_layout(&p->cfg, agmm_dn_most_rows(s), &p->w_md);
         if (st == AGMM_OK) st = make_weight(p);
@@ -399,10 +398,10 @@ static agmm_status_t run_rows(agmm_gemm_prep_t *p, int64_t m, const void *a,
 }
 
 /* INT8's primitive calls (agmm_dn_s8_gemm_fn). */
-static agmm_status_t s8_gemm(void *ctx, int64_t m, const void *a, void *out,
+static agmm_status_t s8_gemm(void *ctx, int64_t m, const void *a, int32_t *acc,
                              void *pad)
 {
-    return run_rows(ctx, m, a, out, pad);
+    return run_rows(ctx, m, a, acc, pad);
 }
 
 static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,

@@ -154,12 +154,9 @@ agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
     cfg->attr = *a;
     cfg->dt = dn_dtype(a->a_dtype);
     cfg->a_dt = int8 && a->s8_as_u8 ? dnnl_u8 : cfg->dt;
-    cfg->s8_direct = int8 && !a->s8_as_u8 && !a->accumulate && !a->bias &&
-                     a->act == AGMM_GEMM_ACT_NONE &&
-                     a->c_dtype == AGMM_DTYPE_FP32;
-    cfg->c_dt = int8 && !cfg->s8_direct ? dnnl_s32 : dn_dtype(a->c_dtype);
+    cfg->c_dt = int8 ? dnnl_s32 : dn_dtype(a->c_dtype);
     cfg->lda = int8 ? s->k : s->lda;
-    cfg->ldc = int8 && !cfg->s8_direct ? s->ncols : s->ldc;
+    cfg->ldc = int8 ? s->ncols : s->ldc;
     return AGMM_OK;
 }
 
@@ -204,15 +201,12 @@ static dnnl_status_t make_attr(const agmm_dn_cfg_t *cfg,
     const agmm_gemm_attr_t *a = &cfg->attr;
     dnnl_status_t st = dnnl_primitive_attr_set_scratchpad_mode(
         attr, dnnl_scratchpad_mode_user);
-    /* INT8: the s32 pass does every attribute, or (s8_direct) the W
-     * scales are the output scales and the pass scales rows only. */
-    if (a->a_dtype == AGMM_DTYPE_INT8 && !cfg->s8_direct) return st;
+    if (a->a_dtype == AGMM_DTYPE_INT8) return st; /* the s32 pass does all */
     if (st == dnnl_success && a->w_scale) {
         float rt = DNNL_RUNTIME_F32_VAL; /* given at each run */
         st = dnnl_primitive_attr_set_output_scales(attr, 1, 1 << 1, &rt);
     }
-    if (st != dnnl_success || cfg->s8_direct ||
-        (!a->accumulate && a->act == AGMM_GEMM_ACT_NONE))
+    if (st != dnnl_success || (!a->accumulate && a->act == AGMM_GEMM_ACT_NONE))
         return st;
     dnnl_post_ops_t po;
     if ((st = dnnl_post_ops_create(&po)) != dnnl_success) return st;
@@ -299,17 +293,8 @@ size_t agmm_dn_pd_scratch(const_dnnl_primitive_desc_t pd)
 agmm_status_t agmm_dn_choose_layout(const agmm_dn_cfg_t *cfg, int64_t m,
                                     dnnl_memory_desc_t *w_md)
 {
-    /* INT8: the layout of the s32 sums' primitive, with or without
-     * s8_direct, so that a prep sharing the weight (accumulate: through
-     * the sums) finds the layout its own estimate chose. */
-    agmm_dn_cfg_t c = *cfg;
-    if (c.s8_direct) {
-        c.s8_direct = 0;
-        c.c_dt = dnnl_s32;
-        c.ldc = c.shape.ncols;
-    }
     dnnl_primitive_desc_t pd;
-    AGMM_CHECK(agmm_dn_matmul_pd(&c, m, NULL, &pd));
+    AGMM_CHECK(agmm_dn_matmul_pd(cfg, m, NULL, &pd));
     *w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     dnnl_primitive_desc_destroy(pd);
     return AGMM_OK;

@@ -20,12 +20,6 @@ typedef struct {
      * the s32 pass does them. */
     dnnl_data_type_t a_dt, c_dt;
     int64_t lda, ldc;
-    /* INT8 written straight into C (fp32, stride ldc) by the primitive,
-     * its per-column output scales the W scales (oneDNN's (float)acc *
-     * scale: the s32 pass's first two steps, so the same bits); then only
-     * the A row scales remain (gemm_onednn_s8.c). When s8 x s8 with no
-     * accumulate, bias or act into fp32 C: the plain W8A8 linear. */
-    int s8_direct;
 } agmm_dn_cfg_t;
 
 /* The process's CPU engine (made once, at one OpenMP thread), or NULL

@@ -11,12 +11,11 @@
  *      128 * sum_k W[k,j] with u8 (the same exact sum as s8 x s8, so the
  *      same bits), then the fixed fp32 order of engine.h: * w_scale[j],
  *      * a_scale[i], + bias, + C_old (accumulate), act, to c_dtype.
- * s8_direct (the plain W8A8 linear: s8 x s8, fp32 C, no accumulate, bias
- * or act) skips the sums: the primitive writes (float)acc * w_scale[j]
- * into C itself (oneDNN's per-column output scales), and the pass is only
- * * a_scale[i] in place, the same steps in the same order, so the same
- * bits as through the sums (the test compares it with u8s8, which goes
- * through them), without writing and reading mmax x ncols int32.
+ * Why the sums go through memory rather than oneDNN scaling them: its
+ * per-column output scales must be given when a primitive is made, and
+ * the scales come later (load), while runtime scales
+ * (DNNL_RUNTIME_F32_VAL) make oneDNN 2.6 leave its brgemm kernels for
+ * gemm:jit or ref_int8:any (measured: 10-100x slower at k = n = 1024).
  * Every int32 in this is exact for k <= AGMM_INT8_MAX_K = 65536 (|u8 sum|
  * <= 255 * 128 * k < 2^31, -128 included), which agmm_dn_config enforces.
  *
@@ -41,7 +40,6 @@ struct agmm_dn_s8 {
     int32_t *comp;            /* [ncols] with s8_as_u8, else NULL */
     int64_t mmax;
     int a_pass;       /* A goes through the scratch */
-    int direct;       /* cfg.s8_direct */
     size_t acc_bytes; /* the int32 sums' part, 64-aligned */
 };
 
@@ -52,14 +50,12 @@ static int needs_a_pass(const agmm_dn_cfg_t *cfg)
 
 uint64_t agmm_dn_s8_weight_extra(const agmm_dn_cfg_t *cfg)
 {
-    if (cfg->attr.a_dtype != AGMM_DTYPE_INT8) return 0;
-    uint64_t v = (uint64_t)cfg->shape.ncols * sizeof(int32_t);
-    return (cfg->attr.s8_as_u8 ? v : 0) + (cfg->s8_direct ? v : 0);
+    if (cfg->attr.a_dtype != AGMM_DTYPE_INT8 || !cfg->attr.s8_as_u8) return 0;
+    return (uint64_t)cfg->shape.ncols * sizeof(int32_t);
 }
 
 static size_t acc_bytes(const agmm_dn_cfg_t *cfg, int64_t mmax)
 {
-    if (cfg->s8_direct) return 0;
     return agmm_dn_align64((size_t)mmax * (size_t)cfg->shape.ncols *
                            sizeof(int32_t));
 }
@@ -91,7 +87,6 @@ agmm_status_t agmm_dn_s8_create(const agmm_dn_cfg_t *cfg,
     s->attr = cfg->attr;
     s->mmax = mmax;
     s->a_pass = needs_a_pass(cfg);
-    s->direct = cfg->s8_direct;
     s->acc_bytes = acc_bytes(cfg, mmax);
     if (base) {
         s->base = base;
@@ -169,18 +164,6 @@ agmm_status_t agmm_dn_s8_run(const agmm_dn_s8_t *s, int64_t m, const void *a,
         if (s->a_pass) {
             a_pass(s, mc, ar, abuf);
             src = abuf;
-        }
-        unsigned char *cr = (unsigned char *)c + (size_t)(r0 * sh->ldc) * ces;
-        if (s->direct) { /* C = (float)acc * w_scale: the rows' scales */
-            AGMM_CHECK(gemm(ctx, mc, src, cr, scratch));
-            const float *as = a_scale + (size_t)(r0 * lds);
-            for (int64_t i = 0; i < mc; i++) {
-                float *row = (float *)(void *)cr + (size_t)(i * sh->ldc);
-                float f = as[(size_t)(i * lds)];
-                for (int64_t j = 0; j < sh->ncols; j++)
-                    row[j] *= f;
-            }
-            continue;
         }
         AGMM_CHECK(gemm(ctx, mc, src, acc, scratch));
         agmm_gemm_epilogue_s32(

@@ -9,9 +9,7 @@
 typedef struct agmm_dn_s8 agmm_dn_s8_t;
 
 /* Weight bytes beyond the prepared weight and agmm_dn_vec_bytes: the u8s8
- * compensation (ncols int32), the output-scale copy of s8_direct (ncols
- * fp32: the primitives' memory, beside this path's own), 0 otherwise or
- * when cfg is not INT8. */
+ * compensation (ncols int32), 0 otherwise or when cfg is not INT8. */
 uint64_t agmm_dn_s8_weight_extra(const agmm_dn_cfg_t *cfg);
 /* Per-worker scratch after the (64-aligned) scratchpad, for at most mmax
  * rows per primitive call (see gemm_onednn_s8.c). */
@@ -26,11 +24,10 @@ agmm_status_t agmm_dn_s8_create(const agmm_dn_cfg_t *cfg,
 agmm_status_t agmm_dn_s8_load(agmm_dn_s8_t *s, const agmm_gemm_operand_t *o);
 void agmm_dn_s8_destroy(agmm_dn_s8_t *s);
 
-/* m <= mmax rows of a dense A (s8 or u8, stride k) through the engine's
- * primitives, scratchpad at `pad`, into out: the int32 sums (stride
- * ncols), or with s8_direct C's fp32 rows (stride ldc) scaled by W's. */
+/* The int32 sums of m <= mmax rows of a dense A (s8 or u8, stride k) into
+ * acc (stride ncols): the engine's primitives, scratchpad at `pad`. */
 typedef agmm_status_t (*agmm_dn_s8_gemm_fn)(void *ctx, int64_t m, const void *a,
-                                            void *out, void *pad);
+                                            int32_t *acc, void *pad);
 /* The engine's run for INT8: scratch is the worker's (scratchpad, then
  * pad_bytes on, this path's). */
 agmm_status_t agmm_dn_s8_run(const agmm_dn_s8_t *s, int64_t m, const void *a,
