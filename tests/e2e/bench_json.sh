@@ -6,7 +6,10 @@
 # path's that ran (peak_path = gemm.path, its instruction by the rule of
 # src/gemm/peak.h: TDPBF16PS for a native bf16 kernel naming AMX, the fp32
 # FMA for the f32 path), and "peaks" has one per candidate the plan
-# measured (native, then f32), else the one that ran.
+# measured (native, then f32), else the one that ran. int8 adds the VNNI
+# peak (peak_vnni_gops_per_core: VPDPBUSD zmm, positive where the CPU has
+# avx512_vnni, 0 for other dtypes) and each mode's fraction_of_vnni_peak
+# (null where that peak is 0).
 # With --n N,N,... and --m-local-per-round: the separate and exact modes.
 # usage: bench_json.sh AGMM [--op OP [more bench options]]: "op" is checked.
 set -u
@@ -62,6 +65,23 @@ for mode in ("fused", "baseline"):
         want = m["tflops"] * 1e3 / d["gemm_cores"] / peak  # tflops has 4 decimals
         check(abs(f - want) <= 0.02 * want + 5e-5 * 1e3 / peak,
               f"{mode} fraction_of_peak {f} vs tflops {m['tflops']} / peak {peak}")
+vnni = d.get("peak_vnni_gops_per_core")
+check(isinstance(vnni, (int, float)), f"peak_vnni_gops_per_core {vnni}")
+has_vnni = "avx512_vnni" in open("/proc/cpuinfo").read().split()
+if d["dtype"] != "int8":
+    check(vnni == 0, f"{d['dtype']}: peak_vnni_gops_per_core {vnni} (want 0)")
+elif has_vnni:
+    check(isinstance(vnni, (int, float)) and vnni > 0, f"int8 peak_vnni_gops_per_core {vnni}")
+for mode in ("fused", "baseline"):
+    m = d["modes"][mode]
+    check("fraction_of_vnni_peak" in m, f"modes.{mode}.fraction_of_vnni_peak")
+    f = m.get("fraction_of_vnni_peak")
+    if not (isinstance(vnni, (int, float)) and vnni > 0):
+        check(f is None, f"{mode} fraction_of_vnni_peak {f} without a VNNI peak")
+    else:
+        want = m["tflops"] * 1e3 / d["gemm_cores"] / vnni
+        check(isinstance(f, (int, float)) and abs(f - want) <= 0.02 * want + 5e-5 * 1e3 / vnni,
+              f"{mode} fraction_of_vnni_peak {f} vs tflops {m['tflops']} / {vnni}")
 # Several weights (--n list) and rows per round: the comparison modes,
 # their ratios (of medians; exact's rounds of no rows time 0 and are left
 # out of the paired one) and the echoed lists.

@@ -8,7 +8,8 @@
  * At the start, rank 0 measures its core's physical peak for the GEMM
  * path the plan runs, and the other candidate path's (bench_peak.c), while
  * the other ranks wait in a barrier; each mode's fraction_of_peak is its
- * GEMM rate per GEMM core over the peak of the path that ran. */
+ * GEMM rate per GEMM core over the peak of the path that ran (int8 adds
+ * fraction_of_vnni_peak, over VPDPBUSD zmm's). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,17 +121,17 @@ static double rate_us(const agmm_cli_t *cli, const stats_t *s)
     return cli->rows_per_round_count > 0 ? s->mean : s->median;
 }
 
-/* Mode m's GEMM rate per GEMM core over the peak: `flop` (one rank's,
+/* Mode m's GEMM rate per GEMM core over a peak (GFLOP/s, int8 GOP/s, per
+ * core: the path's, or int8's VNNI one): `flop` (one rank's,
  * agmm_tool_flop_per_rank) per median round, divided by the rank's GEMM
  * threads; 0 for comm-only (no GEMM) or an unknown peak. */
 static double fraction_of_peak(int m, double flop, double median_us,
-                               int gemm_cores, const agmm_bench_peak_t *pk)
+                               int gemm_cores, double peak)
 {
-    if (m == M_COMM_ONLY || !(pk->gflops > 0) || !(median_us > 0) ||
-        gemm_cores < 1)
+    if (m == M_COMM_ONLY || !(peak > 0) || !(median_us > 0) || gemm_cores < 1)
         return 0;
     double gflops_per_core = flop / median_us * 1e-3 / gemm_cores;
-    return gflops_per_core / pk->gflops;
+    return gflops_per_core / peak;
 }
 
 /* Ratios between modes, 0 where a mode was not timed. */
@@ -232,7 +233,10 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
                flop / rate_us(cli, &st[m]) * 1e-6);
         json_ratio("fraction_of_peak",
                    fraction_of_peak(m, flop, rate_us(cli, &st[m]),
-                                    cli->gemm_cores, pk));
+                                    cli->gemm_cores, pk->gflops));
+        json_ratio("fraction_of_vnni_peak",
+                   fraction_of_peak(m, flop, rate_us(cli, &st[m]),
+                                    cli->gemm_cores, pk->vnni_gops));
         printf(",\"samples_us\":[");
         for (int i = 0; i < cli->rounds; i++)
             printf("%s%.3f", i ? "," : "", samples[m][i]);
@@ -306,7 +310,7 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
         if (!on[m]) continue;
         char frac[16] = "-"; /* comm-only runs no GEMM */
         double f = fraction_of_peak(m, flop, rate_us(cli, &st[m]),
-                                    cli->gemm_cores, pk);
+                                    cli->gemm_cores, pk->gflops);
         if (f > 0) snprintf(frac, sizeof frac, "%.3f", f);
         char rate[32];
         if (m == M_COMM_ONLY)

@@ -5,8 +5,11 @@
  * another native bf16 one, the best fp32 FMA for the f32 path). When the
  * plan measured both paths, the other one's peak is timed too, so a reader
  * can set the candidates' rates (the gemm JSON's candidates) against their
- * own ceilings. Each instruction is timed once per process (peak.c caches),
- * about 0.1 s each. */
+ * own ceilings. An int8 plan also times VPDPBUSD zmm (where the CPU has
+ * VNNI) whatever kernel ran: the int8 targets are stated against the VNNI
+ * peak, and an AMX kernel's own peak (TDPBSSD) is ~15x higher. Each
+ * instruction is timed once per process (peak.c caches), about 0.1 s
+ * each. */
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +46,8 @@ int agmm_bench_peak_measure(agmm_tool_rank_t *t, agmm_bench_peak_t *pk)
                 pk->instr = o->instr;
             }
         }
+        if (t->cli->dtype == AGMM_DTYPE_INT8)
+            pk->vnni_gops = agmm_peak_kernel_gflops(AGMM_PEAK_K_VNNI_ZMM);
     }
     return agmm_world_barrier(t->world, 0) == AGMM_OK ? 0 : 1;
 }
@@ -62,6 +67,9 @@ void agmm_bench_peak_text(const agmm_bench_peak_t *pk, agmm_dtype_t dtype)
             printf("; other candidate: %s %.1f GFLOP/s (%s)",
                    agmm_gemm_path_name(pk->each[i].path), pk->each[i].gflops,
                    pk->each[i].instr ? pk->each[i].instr : "none");
+    if (dtype == AGMM_DTYPE_INT8 && pk->vnni_gops > 0)
+        printf("; %s %.1f GOP/s", agmm_peak_kernel_instr(AGMM_PEAK_K_VNNI_ZMM),
+               pk->vnni_gops);
     printf("; measured on rank 0; of_peak = GEMM rate per GEMM core / peak\n");
 }
 
@@ -75,5 +83,5 @@ void agmm_bench_peak_json(const agmm_bench_peak_t *pk)
         printf("%s{\"path\":\"%s\",\"instr\":\"%s\",\"gflops\":%.3f}",
                i ? "," : "", agmm_gemm_path_name(pk->each[i].path),
                pk->each[i].instr ? pk->each[i].instr : "", pk->each[i].gflops);
-    printf("]");
+    printf("],\"peak_vnni_gops_per_core\":%.3f", pk->vnni_gops);
 }

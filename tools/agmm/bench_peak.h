@@ -1,5 +1,6 @@
 /* `agmm bench`: the physical peak of the GEMM path that ran, and of the
- * other candidate path when the plan measured two (bench_peak.c). */
+ * other candidate path when the plan measured two; for int8 also the VNNI
+ * peak as a second reference (bench_peak.c). */
 #ifndef AGMM_TOOL_BENCH_PEAK_H
 #define AGMM_TOOL_BENCH_PEAK_H
 
@@ -21,6 +22,10 @@ typedef struct agmm_bench_peak {
      * it measured two, else the path that ran alone. */
     int n;
     agmm_bench_peak_one_t each[2];
+    /* int8 only: VPDPBUSD zmm's GOP/s, the reference the int8 targets are
+     * stated against whatever kernel ran (AMX here); 0 for another dtype
+     * or a CPU without VNNI. */
+    double vnni_gops;
 } agmm_bench_peak_t;
 
 /* Collective: rank 0 times the peaks (src/gemm/peak.h) between two
@@ -28,7 +33,8 @@ typedef struct agmm_bench_peak {
 int agmm_bench_peak_measure(agmm_tool_rank_t *t, agmm_bench_peak_t *pk);
 /* The text header line ("peak: ..."), with its newline. */
 void agmm_bench_peak_text(const agmm_bench_peak_t *pk, agmm_dtype_t dtype);
-/* The JSON members ,"peak_gflops_per_core",... ,"peaks":[...]. */
+/* The JSON members ,"peak_gflops_per_core",... ,"peaks":[...],
+ * "peak_vnni_gops_per_core". */
 void agmm_bench_peak_json(const agmm_bench_peak_t *pk);
 
 #endif
