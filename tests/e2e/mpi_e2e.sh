@@ -64,8 +64,20 @@ runs=(
 # Every checked run with every GEMM engine built in ("gemm engines: ..."
 # of --version).
 engines=$("$AGMM" --version | sed -n 's/^gemm engines: //p')
+# W8A8 int8 (oneDNN only): the rows travel with their scales (posted
+# receives of rows + scale, rows per call, several weights), and gemm-rs.
+case " $engines " in
+*" onednn "*)
+    runs+=(
+        "3 | --m-local 30,0,17 --k 37 --n 20,8 --tile-m 4 --dtype int8 --a-scale tensor --m-local-per-round 0,30,5,1,17 --rounds 5"
+        "2 | --m-local 40,24 --k 64 --n 48 --tile-m 8 --tile-n 16 --dtype int8 --comm-cores 1 --gemm-cores 2 --rounds 3"
+        "3 | --op gemm-rs --m-local 7,0,12 --k 41 --k-local 20,0,21 --n 50 --tile-m 4 --tile-n 16 --dtype int8 --w-scale tensor --rounds 4"
+    )
+    ;;
+esac
 for row in "${runs[@]}"; do
   for engine in $engines; do
+    case "$row" in *"--dtype int8"*) [ "$engine" = onednn ] || continue ;; esac
     np=${row%%|*}
     args="${row#*|} --gemm-engine $engine"
     # shellcheck disable=SC2086
@@ -98,13 +110,18 @@ relay_runs=(
     "4 | 2 | --op gemm-rs --m-local 7,0,12,5 --k 41 --n 50 --tile-m 4 --tile-n 16 --dtype bf16 --rounds 4"
 )
 engine1=${engines%% *}
+# int8 rows forwarded by the relays with their scales (oneDNN only).
+case " $engines " in
+*" onednn "*) relay_runs+=("4 | 2 | --m-local 40,0,17,9 --k 50 --n 40 --tile-m 5 --dtype int8 --gemm-engine onednn --rounds 3") ;;
+esac
 for row in "${relay_runs[@]}"; do
     np=${row%%|*}
     rest=${row#*|}
     k=${rest%%|*}
     np=${np// /}
     k=${k// /}
-    args="${rest#*|} --gemm-engine $engine1"
+    args="${rest#*|}"
+    case "$args" in *--gemm-engine*) ;; *) args="$args --gemm-engine $engine1" ;; esac
     # shellcheck disable=SC2086
     timeout 120 mpirun --oversubscribe -np $np -x AGMM_TEST_MPI_HOST_SIZE=$k -x AGMM_MPI_COUNTERS=1 \
         "$AGMM" run $args --oversubscribe --timeout 30 >"$TMP/out" 2>"$TMP/err" </dev/null
