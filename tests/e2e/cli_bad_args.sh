@@ -96,6 +96,7 @@ rows=(
     "run --dtype int8 --a-scale col       | --a-scale: one of row, tensor (got 'col')"
     "run --dtype int8 --gemm-engine openblas | --dtype int8: needs the onednn GEMM engine (openblas has no int8 GEMM; drop --gemm-engine openblas)"
     "bench --op gemm-rs --dtype int8 --gemm-engine openblas | --dtype int8: needs the onednn GEMM engine"
+    "run --dtype int8 --k 65537           | --k: 65537 with --dtype int8 (allowed 1..65536"
     "run --gemm-path native --gemm-engine openblas --dtype bf16 | --gemm-path native: the openblas engine has no native bf16 kernel"
     # cores
     "run --comm-cores -1                  | --comm-cores:"

@@ -1,8 +1,9 @@
 /*
  * The checks of the `agmm` command line about the input dtype (options.h):
  * int8's scale layouts (--a-scale, --w-scale) only with --dtype int8, and
- * int8 only on an engine that has an int8 GEMM (oneDNN; OpenBLAS has
- * none) and a --gemm-path that engine has for it. Each refusal is one
+ * int8 only with --k up to AGMM_INT8_MAX_K, on an engine that has an
+ * int8 GEMM (oneDNN; OpenBLAS has none) and a --gemm-path that engine has
+ * for it. Each refusal is one
  * line, "agmm: --option: ...", before any rank starts.
  */
 #include "options.h"
@@ -37,6 +38,13 @@ int opt_check_dtype(const agmm_cli_t *cli, FILE *err)
             return 2;
         }
         return 0;
+    }
+    if (cli->k > AGMM_INT8_MAX_K) {
+        fprintf(err,
+                "agmm: --k: %lld with --dtype int8 (allowed 1..%d: int32 sums "
+                "of longer int8 dot products may overflow)\n",
+                (long long)cli->k, AGMM_INT8_MAX_K);
+        return 2;
     }
     agmm_gemm_engine_kind_t eng = resolved_engine(cli);
     if (eng == AGMM_GEMM_ENGINE_OPENBLAS) {
