@@ -17,6 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/log.h"
+#include "tool.h"
+
 /* ------------------------------------------------------------ --m-local */
 
 /* ROWS[,ROWS...]: the list syntax; against --ranks in opt_validate.
@@ -397,6 +400,27 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
     /* Core budget: a bench refuses (its timings would lie) unless
      * --oversubscribe; a run (a correctness check) warns and goes on. */
     agmm_cli_resolve_cores(cli);
+    /* The library's own check of the plan, quietly (it would print its
+     * own line), once the cores are known and before any warning: what it
+     * still refuses here is the size of the whole booking (over 2^62
+     * bytes per rank, engine included). */
+    agmm_plan_desc_t d;
+    agmm_tool_desc(cli, &d);
+    agmm_log_mute(1);
+    agmm_status_t st = agmm_plan_desc_check(&d);
+    agmm_log_mute(0);
+    if (st != AGMM_OK) {
+        fprintf(err,
+                st == AGMM_ERR_TOO_LARGE
+                    ? "agmm: --m-local/--k/--n: the plan would book more than "
+                      "2^62 bytes per rank (M = %" PRId64 ", K = %" PRId64
+                      ", N = %" PRId64 ")\n"
+                    : "agmm: --m-local/--k/--n: the library refuses the plan "
+                      "(M = %" PRId64 ", K = %" PRId64 ", N = %" PRId64 ")\n",
+                cli->m_total, cli->k, cli->n_sum);
+        return 2;
+    }
+
     int sharing = cli->cores_own ? 1 : cli->ranks_here;
     int64_t threads =
         (int64_t)sharing * ((int64_t)cli->comm_cores + cli->gemm_cores);
