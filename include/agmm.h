@@ -123,7 +123,8 @@ typedef enum agmm_dtype {
      * sum_k A[i,k] W[k,j] in fp32. agmm_quantize makes -127..127 only;
      * -128 is accepted and computed exactly all the same (k is at most
      * AGMM_INT8_MAX_K, so no int32 sum can overflow). Needs the oneDNN
-     * engine (OpenBLAS has no int8 GEMM). */
+     * engine (OpenBLAS has no int8 GEMM); its one path is NATIVE, with two
+     * variants measured at plan creation (agmm_gemm_info_t.int8_variant). */
     AGMM_DTYPE_INT8 = 3,
 } agmm_dtype_t;
 
@@ -595,6 +596,11 @@ typedef struct agmm_gemm_info {
         char impl[64];
     } candidate[2];
     double choose_ms; /* this rank's time measuring (0: nothing timed) */
+    /* INT8: the variant of the native path the plan runs, "s8s8", or
+     * "u8s8" (A shifted to u8, the compensation subtracted: the same
+     * results), measured as the paths are (the candidates are then s8s8,
+     * then u8s8; a forced native runs s8s8); NULL for other dtypes. */
+    const char *int8_variant;
 } agmm_gemm_info_t;
 
 /* Local. Fills *info for a live plan. */

@@ -148,6 +148,7 @@ class GemmInfoC(_c.Structure):
         ("candidates", c_int),
         ("candidate", GemmCandidateC * 2),
         ("choose_ms", c_double),
+        ("int8_variant", c_char_p),
     ]
 
 

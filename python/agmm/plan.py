@@ -71,6 +71,9 @@ class GemmInfo:
     # rank's GFLOP/s, impl) of each candidate measured: native, f32
     candidates: tuple
     choose_ms: float       # time this rank spent measuring
+    # int8: "s8s8" or "u8s8", the variant of the native path it runs (the
+    # candidates are then s8s8, u8s8); None for other dtypes
+    int8_variant: object = None
 
 
 @dataclass(frozen=True)
@@ -485,7 +488,9 @@ class Plan:
                         int(info.primitives_created),
                         names.get(info.path, "invalid"),
                         _lib.text(info.chosen_by), cands,
-                        float(info.choose_ms))
+                        float(info.choose_ms),
+                        _lib.text(info.int8_variant)
+                        if info.int8_variant else None)
 
     def schedule_info(self):
         """What schedule="auto" did so far (agmm_plan_schedule_info)."""

@@ -188,6 +188,24 @@ int main(void)
             run_config(&c, si);
             configs++;
         }
+    /* int8 (oneDNN): its native path forced (s8 x s8; auto books the
+     * larger of its two variants, as it does of two paths), both
+     * operations, 1 and 3 GEMM workers. */
+    for (int si = 0; agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN) &&
+                     si < (int)(sizeof shapes / sizeof shapes[0]);
+         si++)
+        for (int n = 0; n < 4; n++) {
+            cfg_t c = {.s = shapes[si],
+                       .op = (agmm_op_t)(n % 2),
+                       .dtype = AGMM_DTYPE_INT8,
+                       .engine = AGMM_GEMM_ENGINE_ONEDNN,
+                       .path = AGMM_GEMM_PATH_NATIVE,
+                       .gemm_workers = 1 + 2 * (n / 2),
+                       .comm_workers = si % 2};
+            if (c.op == AGMM_OP_GEMM_RS && c.s.nw > 1) c.s.nw = 1;
+            run_config(&c, si);
+            configs++;
+        }
     CHECK(configs >= 48, "%d configurations ran", configs);
     CHECK_DONE("test_booking");
 }

@@ -13,7 +13,9 @@
  *   gemm-rs: |c - ref| <= (P + 3) u sum_r |ref_r| (each rank's fp32
  *            partial as above, then P - 1 fp32 additions), ref_r being
  *            rank r's own scaled product.
- * Then the refusals: an int8 plan without A scales, with bad scales, with
+ * Each shape runs twice, with the variant the injected measurement makes
+ * faster: s8 x s8 and A shifted to u8 (the engine's compensation). Then the
+ * refusals: an int8 plan without A scales, with bad scales, with
  * the unscaled set_weight, and a non-int8 plan given scales. */
 #include <math.h>
 #include <stdio.h>
@@ -21,7 +23,20 @@
 #include <string.h>
 
 #include "agmm_ext.h"
+#include "ops/common/plan_internal.h" /* agmm_path_set_probe */
 #include "rank_check.h"
+
+/* The variant the injected measurement makes faster (main sets it before
+ * forking the ranks): every shape runs with s8 x s8 and with u8 x s8. */
+static int want_u8;
+static agmm_status_t fake_probe(int rank, int u8, double *call_us,
+                                double *conv_us)
+{
+    (void)rank;
+    *call_us = u8 == want_u8 ? 100.0 : 200.0;
+    *conv_us = 0;
+    return AGMM_OK;
+}
 
 typedef struct shape {
     agmm_op_t op;
@@ -331,8 +346,16 @@ static int rank_main(agmm_world_t *w, void *arg)
     if (st != AGMM_OK) return rank_checks_save(r);
     agmm_gemm_info_t g;
     agmm_plan_gemm_info(p, &g);
-    CHECK(g.path == AGMM_GEMM_PATH_NATIVE && !strcmp(g.chosen_by, "only"),
-          "int8 path %s by %s", agmm_gemm_path_name(g.path), g.chosen_by);
+    /* measured (injected) where this rank multiplies ("only" where it
+     * has no inner part); the ranks' measurements decide for all */
+    int only = !strcmp(g.chosen_by, "only");
+    const char *want = want_u8 ? "u8s8" : "s8s8";
+    CHECK(g.path == AGMM_GEMM_PATH_NATIVE && g.int8_variant &&
+              !strcmp(g.int8_variant, want) &&
+              (only || !strcmp(g.chosen_by, "measured")),
+          "int8 path %s by %s, variant %s (want %s)",
+          agmm_gemm_path_name(g.path), g.chosen_by,
+          g.int8_variant ? g.int8_variant : "none", want);
     if (s->op == AG)
         ag_main(w, s, p);
     else
@@ -407,8 +430,10 @@ int main(void)
         CHECK_DONE("test_int8");
     }
     rank_checks_init(4);
-    for (size_t i = 0; i < NSHAPES; i++) {
-        shape_t s = shapes[i];
+    agmm_path_set_probe(fake_probe);
+    for (size_t i = 0; i < 2 * NSHAPES; i++) {
+        shape_t s = shapes[i % NSHAPES];
+        want_u8 = i >= NSHAPES;
         agmm_launch_opts_t o = {0};
         o.nranks = s.nranks;
         o.timeout_s = 30;
@@ -416,8 +441,9 @@ int main(void)
         int code = -1;
         agmm_status_t st = agmm_launch(&o, rank_main, &s, &code);
         CHECK(st == AGMM_OK && code == 0,
-              "shape %zu (%s, %d ranks): %s, exit %d", i, agmm_op_name(s.op),
-              s.nranks, agmm_status_str(st), code);
+              "shape %zu (%s, %d ranks, %s): %s, exit %d", i % NSHAPES,
+              agmm_op_name(s.op), s.nranks, want_u8 ? "u8s8" : "s8s8",
+              agmm_status_str(st), code);
         rank_checks_collect(s.nranks);
     }
     agmm_launch_opts_t o = {0};

@@ -20,13 +20,29 @@ static const char *path_words(agmm_dtype_t dt, agmm_gemm_path_t path,
 }
 
 /* How the path was chosen: "gemm path: bf16 via fp32 chosen (measured in
- * 21 ms): 196 GF/s vs bf16 native 107 GF/s (brg:avx512_core_bf16)". */
+ * 21 ms): 196 GF/s vs bf16 native 107 GF/s (brg:avx512_core_bf16)"; int8:
+ * its two variants, "int8 native s8s8 chosen (...) vs int8 native u8s8". */
 static void print_path_choice(FILE *out, agmm_dtype_t dt,
                               const agmm_gemm_info_t *g)
 {
     char a[32], b[32];
+    if (g->int8_variant && g->candidates == 2) {
+        int won = !strcmp(g->int8_variant, "u8s8");
+        const struct agmm_gemm_candidate *w = &g->candidate[won],
+                                         *l = &g->candidate[!won];
+        fprintf(out,
+                "gemm path: int8 native %s chosen (%s, in %.0f ms of the "
+                "plan's %.0f ms creation): %.0f GOP/s, %.3f ms a round (%s) "
+                "vs %s %.0f GOP/s, %.3f ms (%s)\n",
+                g->int8_variant, g->chosen_by, g->choose_ms,
+                agmm_tool_create_ms, w->gflops, w->round_us * 1e-3, w->impl,
+                won ? "s8s8" : "u8s8", l->gflops, l->round_us * 1e-3, l->impl);
+        return;
+    }
     if (g->candidates < 2) {
-        fprintf(out, "gemm path: %s (%s)\n", path_words(dt, g->path, a),
+        fprintf(out, "gemm path: %s%s%s (%s)\n", path_words(dt, g->path, a),
+                g->int8_variant ? " " : "",
+                g->int8_variant ? g->int8_variant : "",
                 !strcmp(g->chosen_by, "forced") ? "--gemm-path"
                                                 : "the only one here");
         return;
@@ -149,16 +165,23 @@ void agmm_tool_json_gemm(const agmm_plan_t *plan)
     if (agmm_plan_gemm_info(plan, &g) != AGMM_OK) return;
     printf(",\"gemm\":{\"engine\":\"%s\",\"version\":\"%s\",\"impl\":\"%s\","
            "\"threads_per_call\":%d,\"path\":\"%s\",\"chosen_by\":\"%s\","
-           "\"choose_ms\":%.3f,\"plan_create_ms\":%.3f,\"candidates\":[",
+           "\"choose_ms\":%.3f,\"plan_create_ms\":%.3f,",
            g.name, g.version, g.impl, g.threads_per_call,
            agmm_gemm_path_name(g.path), g.chosen_by, g.choose_ms,
            agmm_tool_create_ms);
-    for (int i = 0; i < g.candidates; i++)
-        printf("%s{\"path\":\"%s\",\"round_us\":%.3f,\"gflops\":%.3f,"
-               "\"impl\":\"%s\"}",
+    if (g.int8_variant)
+        printf("\"int8_variant\":\"%s\",", g.int8_variant);
+    else
+        printf("\"int8_variant\":null,");
+    printf("\"candidates\":[");
+    for (int i = 0; i < g.candidates; i++) /* int8: s8s8, then u8s8 */
+        printf("%s{\"path\":\"%s\",%s%s%s\"round_us\":%.3f,"
+               "\"gflops\":%.3f,\"impl\":\"%s\"}",
                i ? "," : "", agmm_gemm_path_name(g.candidate[i].path),
-               g.candidate[i].round_us, g.candidate[i].gflops,
-               g.candidate[i].impl);
+               g.int8_variant ? "\"variant\":\"" : "",
+               g.int8_variant ? (i ? "u8s8" : "s8s8") : "",
+               g.int8_variant ? "\"," : "", g.candidate[i].round_us,
+               g.candidate[i].gflops, g.candidate[i].impl);
     printf("]}");
 }
 

@@ -124,6 +124,7 @@ static void seg_attr(const agmm_plan_t *p, int acc, agmm_gemm_attr_t *attr)
     agmm_gemm_attr_init(attr, p->gemm_dtype, p->desc.dtype);
     attr->accumulate = acc;
     attr->a_scale = attr->w_scale = p->int8; /* W8A8: both always */
+    attr->s8_as_u8 = p->int8 && p->int8_u8;
 }
 
 /* An empty inner part makes no engine call (the partial is zero), so
@@ -288,9 +289,10 @@ agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *p, agmm_gemm_info_t *info)
     info->path = p->path;
     info->chosen_by = p->choice.by ? p->choice.by : "forced";
     info->candidates = p->choice.n;
+    info->int8_variant = !p->int8 ? NULL : p->int8_u8 ? "u8s8" : "s8s8";
     for (int i = 0; i < p->choice.n; i++) {
         info->candidate[i].path =
-            i ? AGMM_GEMM_PATH_F32 : AGMM_GEMM_PATH_NATIVE;
+            i && !p->int8 ? AGMM_GEMM_PATH_F32 : AGMM_GEMM_PATH_NATIVE;
         info->candidate[i].round_us = p->choice.round_us[i];
         info->candidate[i].gflops = p->choice.gflops[i];
         snprintf(info->candidate[i].impl, sizeof info->candidate[i].impl, "%s",

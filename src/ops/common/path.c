@@ -169,12 +169,13 @@ typedef struct call_ctx {
     int64_t rows, k;
     agmm_dtype_t dt;
     void *a, *c, *scratch, *a16;
+    float *a_scale; /* INT8: [rows] */
 } call_ctx_t;
 
 static agmm_status_t one_call(void *arg)
 {
     call_ctx_t *x = arg;
-    return x->e->run(x->prep, x->rows, x->a, NULL, x->c, x->scratch);
+    return x->e->run(x->prep, x->rows, x->a, x->a_scale, x->c, x->scratch);
 }
 
 static agmm_status_t one_conversion(void *arg)
@@ -184,14 +185,21 @@ static agmm_status_t one_conversion(void *arg)
     return AGMM_OK;
 }
 
-/* Time one path (0 native, 1 f32) for key k into r. */
+/* Time one candidate for key k into r: 0 native, 1 f32; INT8: 0 s8 x s8,
+ * 1 u8 x s8 (A shifted, with the compensation: engine.h's s8_as_u8),
+ * both with unit scales. */
 static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
                                 const probe_key_t *key, int64_t cols, int f32,
                                 probe_result_t *r)
 {
     agmm_dtype_t dt = key->dtype;
+    int int8 = dt == AGMM_DTYPE_INT8;
     agmm_gemm_attr_t attr;
-    agmm_gemm_attr_init(&attr, f32 ? AGMM_DTYPE_FP32 : dt, dt);
+    agmm_gemm_attr_init(&attr, f32 && !int8 ? AGMM_DTYPE_FP32 : dt, dt);
+    attr.a_scale = attr.w_scale = int8;
+    attr.s8_as_u8 = int8 && f32;
+    if (int8) f32 = 0; /* no conversion: the shift is the engine's */
+    int variant = attr.s8_as_u8 || attr.a_dtype != dt;
     int64_t rows = key->rows, k = key->k;
     agmm_gemm_shape_t shape = {.k = k,
                                .ncols = cols,
@@ -200,17 +208,21 @@ static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
                                .ldc = cols,
                                .rows = &rows,
                                .nrows = 1};
-    call_ctx_t x = {e, NULL, rows, k, dt, NULL, NULL, NULL, NULL};
+    call_ctx_t x = {e, NULL, rows, k, dt, NULL, NULL, NULL, NULL, NULL};
+    float *ones = agmm_alloc(sizeof(float) * (size_t)(AGMM_MAX(rows, cols)));
+    for (int64_t i = 0; ones && i < AGMM_MAX(rows, cols); i++)
+        ones[i] = 1.0f;
+    x.a_scale = int8 ? ones : NULL;
     void *w = agmm_alloc((size_t)(k * cols) * agmm_dtype_size(dt));
     x.a = agmm_alloc((size_t)(rows * k) * agmm_dtype_size(attr.a_dtype));
     x.c = agmm_alloc((size_t)(rows * cols) * sizeof(float));
     x.a16 = f32 ? agmm_alloc((size_t)(rows * k) * agmm_dtype_size(dt)) : NULL;
     agmm_status_t st =
-        w && x.a && x.c && (!f32 || x.a16)
+        w && x.a && x.c && ones && (!f32 || x.a16)
             ? e->prepare(&shape, &attr, NULL, &x.prep)
             : agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory for the GEMM "
                                              "path probe");
-    agmm_gemm_operand_t op = {w, NULL, NULL};
+    agmm_gemm_operand_t op = {w, NULL, int8 ? ones : NULL};
     if (st == AGMM_OK) st = e->load(x.prep, &op);
     if (st == AGMM_OK && e->scratch_bytes(x.prep) > 0 &&
         !(x.scratch = agmm_alloc(e->scratch_bytes(x.prep))))
@@ -219,10 +231,12 @@ static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
     double conv =
         f32 && st == AGMM_OK ? best_of_3(one_conversion, &x, &st) : 0.0;
     if (st == AGMM_OK) {
-        r->call_us[f32] = call;
-        r->conv_us[f32] = conv;
-        r->gflops[f32] = 2e-3 * (double)rows * (double)k * (double)cols / call;
-        snprintf(r->impl[f32], sizeof r->impl[f32], "%s", e->impl(x.prep));
+        r->call_us[variant] = call;
+        r->conv_us[variant] = conv;
+        r->gflops[variant] =
+            2e-3 * (double)rows * (double)k * (double)cols / call;
+        snprintf(r->impl[variant], sizeof r->impl[variant], "%s",
+                 e->impl(x.prep));
     }
     if (x.prep) e->destroy(x.prep);
     agmm_free(x.scratch);
@@ -230,6 +244,7 @@ static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
     agmm_free(x.c);
     agmm_free(x.a);
     agmm_free(w);
+    agmm_free(ones);
     return st;
 }
 
@@ -287,8 +302,13 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
     agmm_path_choice_t *c = &p->choice;
     memset(c, 0, sizeof *c);
     int native = agmm_path_has_native(e, d->dtype);
-    if (d->dtype == AGMM_DTYPE_INT8) { /* one path: path_check */
-        c->by = d->gemm_path == AGMM_GEMM_PATH_AUTO ? "only" : "forced";
+    /* INT8 has one path (native: path_check) and, on it, two variants to
+     * measure: s8 x s8, and A shifted to u8 with the compensation (their
+     * results are the same bits); a forced native takes s8 x s8. */
+    int int8 = d->dtype == AGMM_DTYPE_INT8;
+    p->int8_u8 = 0;
+    if (int8 && d->gemm_path != AGMM_GEMM_PATH_AUTO) {
+        c->by = "forced";
         p->path = AGMM_GEMM_PATH_NATIVE;
         return AGMM_OK;
     }
@@ -334,7 +354,7 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
      * exact bookings build engine descriptors: only when a bound that
      * needs none (the buffers without the engine, and twice an fp32 copy
      * of the weights for the engine) does not fit. */
-    uint64_t limit = ok && strcmp(c->by, "only") ? memory_limit(p) : 0;
+    uint64_t limit = ok && strcmp(c->by, "only") && !int8 ? memory_limit(p) : 0;
     if (limit > 0) {
         uint64_t bound = agmm_plan_bytes_booked(d, 0);
         bound += 8u * (uint64_t)key.k * (uint64_t)key.ncols;
@@ -361,7 +381,8 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
     if (!ok) st = AGMM_OK; /* the caller has the geometry's failure */
     if (st == AGMM_OK && ok) {
         int pick = agmm_path_decide(all, p->nranks);
-        p->path = pick ? AGMM_GEMM_PATH_F32 : AGMM_GEMM_PATH_NATIVE;
+        p->path = pick && !int8 ? AGMM_GEMM_PATH_F32 : AGMM_GEMM_PATH_NATIVE;
+        p->int8_u8 = int8 && pick;
         c->n = strcmp(c->by, "only") ? 2 : 0;
         for (int i = 0; i < 2; i++) {
             double worst = 0, gf = INFINITY;

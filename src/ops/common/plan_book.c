@@ -165,12 +165,15 @@ static uint64_t rank_total(const agmm_plan_desc_t *d, int r, int with_engine)
     if (agmm_plan_geometry(&sk, d, r) == AGMM_OK) {
         agmm_book_t b;
         if (with_engine) {
-            /* AUTO may take either path: the most of them. */
+            /* AUTO may take either path (int8: either variant of its one
+             * path): the most of them. */
             int both = d->gemm_path == AGMM_GEMM_PATH_AUTO && sk.native &&
-                       d->dtype != AGMM_DTYPE_FP32 &&
-                       d->dtype != AGMM_DTYPE_INT8; /* int8: native only */
+                       d->dtype != AGMM_DTYPE_FP32;
             for (int f32 = 0; f32 <= both; f32++) {
-                if (f32) agmm_plan_set_path(&sk, AGMM_GEMM_PATH_F32);
+                if (f32 && sk.int8)
+                    sk.int8_u8 = 1;
+                else if (f32)
+                    agmm_plan_set_path(&sk, AGMM_GEMM_PATH_F32);
                 if (agmm_plan_book(&sk, &b) != AGMM_OK) {
                     total = 0;
                     break;
@@ -218,21 +221,26 @@ static uint64_t rank_total(const agmm_plan_desc_t *d, int r, int with_engine)
     return total;
 }
 
-/* The most over ranks: every rank whose inner part differs from those
- * seen (at most 8 remembered) is booked (the rest of a geometry is the
- * same on every rank). */
+/* The most over ranks: every rank whose inner part (int8: and rows, which
+ * its staged A follows: stage.c) differs from those seen (at most 8
+ * remembered) is booked (the rest of a geometry is the same on every
+ * rank). */
 static uint64_t most_over_ranks(const agmm_plan_desc_t *d, int with_engine)
 {
     const agmm_operation_t *op = agmm_operation(d->op);
-    int64_t seen[8];
+    int64_t seen[8][2];
     int nseen = 0;
     uint64_t most = 0;
     for (int r = 0; r < d->nranks; r++) {
         int64_t k = op->k_part(d, r), dup = 0;
+        int64_t m = d->dtype == AGMM_DTYPE_INT8 ? d->m_local[r] : 0;
         for (int i = 0; i < nseen; i++)
-            dup |= seen[i] == k;
+            dup |= seen[i][0] == k && seen[i][1] == m;
         if (dup) continue;
-        if (nseen < 8) seen[nseen++] = k;
+        if (nseen < 8) {
+            seen[nseen][0] = k;
+            seen[nseen++][1] = m;
+        }
         uint64_t t = rank_total(d, r, with_engine);
         if (t == 0) return 0;
         most = AGMM_MAX(most, t);

@@ -50,6 +50,7 @@ enum { AGMM_RSET_TILES = 0, AGMM_RSET_SHARDS = 1 };
 
 /* How a plan's GEMM path was chosen (path.c): by "forced", "only",
  * "measured" or "cached"; for the last two, both candidates [native, f32]
+ * (INT8: [s8 x s8, u8 x s8] on its one path)
  * with the slowest rank's predicted GEMM time of a round, this rank's rate
  * and the implementation the probe ran; the time spent measuring. */
 typedef struct agmm_path_choice {
@@ -136,8 +137,9 @@ struct agmm_plan {
     size_t scratch_bytes;      /* of each */
     agmm_gemm_path_t path;     /* NATIVE or F32 (path.c: AUTO resolved) */
     agmm_path_choice_t choice; /* how */
-    agmm_dtype_t gemm_dtype;   /* what the engine reads: dtype or fp32 */
-    int native;                /* gemm_dtype == dtype: rows used in place */
+    int int8_u8; /* INT8: A shifted to u8 (s8_as_u8), as measured (path.c) */
+    agmm_dtype_t gemm_dtype; /* what the engine reads: dtype or fp32 */
+    int native;              /* gemm_dtype == dtype: rows used in place */
     size_t gemm_esize;
     uint32_t weight_set; /* bit i: weight i loaded */
     float *g32;          /* [M_max, k_gemm] fp32 rows (only when !native) */
