@@ -153,18 +153,18 @@ fail:
     return rc;
 }
 
-/* want_f32: convert bf16/fp16 to fp32 and run the f32 matmul; else the
- * input dtype's matmul (fp16 converted only where the CPU has none). */
-static int onednn_create(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
-                         int64_t N, const void *w, int want_f32)
+/* The state of a new engine e (M x K x N of dtype dt): allocated, hooked
+ * into e, with oneDNN's engine and stream, one OpenMP thread as agmm's
+ * GEMM workers have. NULL on failure (printed; e->destroy frees what was
+ * made). */
+static dnnl_state_t *new_state(ag_engine_t *e, agmm_dtype_t dt, int64_t M,
+                               int64_t K, int64_t N)
 {
     memset(e, 0, sizeof *e);
-    dnnl_primitive_desc_t pd = NULL;
-    float *w32 = NULL;
     dnnl_state_t *s = calloc(1, sizeof *s);
     if (!s) {
         fprintf(stderr, "agmm_ag_peer: out of memory for the oneDNN engine\n");
-        return -1;
+        return NULL;
     }
     e->state = s;
     e->run = dnnl_run;
@@ -173,9 +173,24 @@ static int onednn_create(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
     s->m = M;
     s->k = K;
     s->n = N;
+    s->int8 = dt == AGMM_DTYPE_INT8;
     omp_set_num_threads(1); /* one thread per rank, like agmm's GEMM */
     DNNL_TRY(dnnl_engine_create(&s->eng, dnnl_cpu, 0));
     DNNL_TRY(dnnl_stream_create(&s->stream, s->eng, dnnl_stream_default_flags));
+    return s;
+fail:
+    return NULL;
+}
+
+/* want_f32: convert bf16/fp16 to fp32 and run the f32 matmul; else the
+ * input dtype's matmul (fp16 converted only where the CPU has none). */
+static int onednn_create(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
+                         int64_t N, const void *w, int want_f32)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    float *w32 = NULL;
+    dnnl_state_t *s = new_state(e, dt, M, K, N);
+    if (!s) goto fail;
 
     int convert = want_f32 && dt != AGMM_DTYPE_FP32, fallback = 0;
     dnnl_data_type_t t = convert ? dnnl_f32 : dnnl_type(dt);
@@ -265,25 +280,10 @@ int ag_engine_onednn_f32(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
 int ag_engine_onednn_int8(ag_engine_t *e, int64_t M, int64_t K, int64_t N,
                           const int8_t *w, const float *w_scale)
 {
-    memset(e, 0, sizeof *e);
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_state_t *s = calloc(1, sizeof *s);
-    if (!s) {
-        fprintf(stderr, "agmm_ag_peer: out of memory for the oneDNN engine\n");
-        return -1;
-    }
-    e->state = s;
-    e->run = dnnl_run;
-    e->destroy = dnnl_destroy;
-    s->dt = AGMM_DTYPE_INT8;
-    s->m = M;
-    s->k = K;
-    s->n = N;
-    s->int8 = 1;
-    omp_set_num_threads(1); /* one thread per rank, like agmm's GEMM */
-    DNNL_TRY(dnnl_engine_create(&s->eng, dnnl_cpu, 0));
-    DNNL_TRY(dnnl_stream_create(&s->stream, s->eng, dnnl_stream_default_flags));
+    dnnl_state_t *s = new_state(e, AGMM_DTYPE_INT8, M, K, N);
+    if (!s) goto fail;
     DNNL_TRY(dnnl_primitive_attr_create(&attr));
     /* C[i, j] = w_scale[j] * sum_k A[i, k] W[k, j]: mask 2 = dim 1 (N) */
     DNNL_TRY(dnnl_primitive_attr_set_output_scales(attr, N, 1 << 1, w_scale));
