@@ -29,16 +29,12 @@ stated against), median and range, with the peak instructions and their
 measured GOP/s. Exit 0 unless a run fails (1: its command and stderr are
 printed), 2 for bad usage.
 """
-import json
 import os
-import shlex
 import statistics
-import subprocess
 import sys
 
-
-def value(args, name, default):
-    return args[args.index(name) + 1] if name in args else default
+import bench_common
+from bench_common import value
 
 
 def drop(args, names):
@@ -56,14 +52,7 @@ def drop(args, names):
 
 
 def run_json(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True)
-    if p.returncode != 0:
-        print(f"int8.py: exit {p.returncode}: {shlex.join(cmd)}",
-              file=sys.stderr)
-        print(p.stderr.strip()[-4000:], file=sys.stderr)
-        raise SystemExit(1)
-    return json.loads(p.stdout)
+    return bench_common.run_json(cmd, "int8.py")
 
 
 def spread(v, fmt):
@@ -72,18 +61,11 @@ def spread(v, fmt):
 
 
 def main(argv):
-    if "--" not in argv:
-        print(__doc__.strip().splitlines()[3].strip(), file=sys.stderr)
+    opts = bench_common.parse(argv, __doc__)
+    if opts is None:
         return 2
-    cut = argv.index("--")
-    head, args = argv[:cut], argv[cut + 1:]
-    build = value(head, "--build", "build")
-    sets = int(value(head, "--sets", "3"))
-    mpirun = shlex.split(value(head, "--mpirun",
-                               "mpirun --allow-run-as-root --oversubscribe "
-                               "--mca btl_vader_single_copy_mechanism none"))
-    agmm = os.path.join(build, "agmm")
-    peer = os.path.join(build, "bench", "agmm_ag_peer")
+    sets, mpirun, args = opts["sets"], opts["mpirun"], opts["args"]
+    agmm, peer = opts["agmm"], opts["peer"]
     base = drop(args, ("--dtype", "--mode", "--gemm-path"))
     both = ["--mode", "fused,baseline", "--json"]
     kinds = {

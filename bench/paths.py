@@ -20,37 +20,26 @@ ran, and the ratios of agmm's fused round to each peer's and to the
 native / f32 runs, each paired within a set (median and range). Exit 0
 unless a run fails.
 """
-import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
 
-
-def value(args, name, default):
-    return args[args.index(name) + 1] if name in args else default
+import bench_common
+from bench_common import value
 
 
 def run_json(cmd):
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True).stdout
-    return json.loads(out)
+    """A refused run raises (main drops "agmm native" where there is none)."""
+    return bench_common.run_json(cmd, "paths.py", exit_on_failure=False)
 
 
 def main(argv):
-    if "--" not in argv:
-        print(__doc__.strip().splitlines()[3].strip(), file=sys.stderr)
+    opts = bench_common.parse(argv, __doc__)
+    if opts is None:
         return 2
-    cut = argv.index("--")
-    head, args = argv[:cut], argv[cut + 1:]
-    build = value(head, "--build", "build")
-    sets = int(value(head, "--sets", "3"))
-    mpirun = shlex.split(value(head, "--mpirun",
-                               "mpirun --allow-run-as-root --oversubscribe "
-                               "--mca btl_vader_single_copy_mechanism none"))
-    agmm = os.path.join(build, "agmm")
-    peer = os.path.join(build, "bench", "agmm_ag_peer")
+    sets, mpirun, args = opts["sets"], opts["mpirun"], opts["args"]
+    agmm, peer = opts["agmm"], opts["peer"]
     dtype = value(args, "--dtype", "fp16")
     op = value(args, "--op", "ag-gemm")
     kinds = {}
@@ -75,15 +64,19 @@ def main(argv):
     for s in range(sets):
         order = names[s % len(names):] + names[:s % len(names)]
         for k in order:
+            if k not in kinds:  # refused in an earlier set
+                continue
             try:
                 res[k].append(run_json(kinds[k]))
             except subprocess.CalledProcessError as e:
-                if k == "agmm native":  # no native path here: refused
-                    del kinds[k]
-                    names.remove(k)
-                    res.pop(k)
-                    break
-                raise
+                if k != "agmm native":
+                    print(f"paths.py: exit {e.returncode}: {' '.join(e.cmd)}"
+                          f"\n{e.stderr.strip()[-4000:]}", file=sys.stderr)
+                    return 1
+                # no native path here: refused; the set goes on
+                del kinds[k]
+                names.remove(k)
+                res.pop(k)
     print(f"{sets} sets: {' '.join(args)}")
 
     def med(k, mode=None):

@@ -1,0 +1,53 @@
+"""What the bench scripts share (bench/paths.py, bench/int8.py): the
+command line `SCRIPT [--build DIR] [--sets N] [--mpirun CMD] -- ARGS...`,
+an option's value, and running an `agmm bench --json` or peer command.
+Python standard library only."""
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+MPIRUN = ("mpirun --allow-run-as-root --oversubscribe "
+          "--mca btl_vader_single_copy_mechanism none")
+
+
+def value(args, name, default):
+    return args[args.index(name) + 1] if name in args else default
+
+
+def parse(argv, doc):
+    """The script's head options and the bench arguments after "--": a
+    dict with build, sets, mpirun (a list), agmm, peer and args; None
+    (after printing the usage line of doc) when there is no "--"."""
+    if "--" not in argv:
+        print(doc.strip().splitlines()[3].strip(), file=sys.stderr)
+        return None
+    cut = argv.index("--")
+    head, args = argv[:cut], argv[cut + 1:]
+    build = value(head, "--build", "build")
+    return {
+        "build": build,
+        "sets": int(value(head, "--sets", "3")),
+        "mpirun": shlex.split(value(head, "--mpirun", MPIRUN)),
+        "agmm": os.path.join(build, "agmm"),
+        "peer": os.path.join(build, "bench", "agmm_ag_peer"),
+        "args": args,
+    }
+
+
+def run_json(cmd, who, exit_on_failure=True):
+    """cmd's stdout as JSON; a failed run prints the command and the end of
+    its stderr, then exits 1 (or, exit_on_failure False, raises
+    subprocess.CalledProcessError for the caller to judge)."""
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    if p.returncode != 0 and not exit_on_failure:
+        raise subprocess.CalledProcessError(p.returncode, cmd, p.stdout,
+                                            p.stderr)
+    if p.returncode != 0:
+        print(f"{who}: exit {p.returncode}: {shlex.join(cmd)}",
+              file=sys.stderr)
+        print(p.stderr.strip()[-4000:], file=sys.stderr)
+        raise SystemExit(1)
+    return json.loads(p.stdout)
