@@ -63,7 +63,9 @@ static size_t acc_bytes(const agmm_dn_cfg_t *cfg, int64_t mmax)
 size_t agmm_dn_s8_scratch(const agmm_dn_cfg_t *cfg, int64_t mmax)
 {
     return acc_bytes(cfg, mmax) +
-           (needs_a_pass(cfg) ? (size_t)mmax * (size_t)cfg->shape.k : 0);
+           (needs_a_pass(cfg)
+                ? agmm_dn_align64((size_t)mmax * (size_t)cfg->shape.k)
+                : 0);
 }
 
 void agmm_dn_s8_destroy(agmm_dn_s8_t *s)

@@ -161,6 +161,10 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
         }
     }
     agmm_free(rows);
+    /* Each worker's share starts on a cache line: the engine's buffers in
+     * it (int32 sums) are aligned, and no two workers share a line. */
+    *scratch =
+        (*scratch + AGMM_CACHE_LINE - 1) / AGMM_CACHE_LINE * AGMM_CACHE_LINE;
     return st;
 }
 
