@@ -182,6 +182,38 @@ fail:
     return NULL;
 }
 
+/* The rest of a peer's setup from its matmul descriptor pd (consumed:
+ * destroyed on return either way): the impl and version names into e, the
+ * weight w ([K, N] of dtype t) reordered into pd's layout, the primitive
+ * and its A and C memories (handles set each round). 0, or -1 printed. */
+static int finish_matmul(ag_engine_t *e, dnnl_state_t *s,
+                         dnnl_primitive_desc_t pd, dnnl_data_type_t t,
+                         int64_t K, int64_t N, const void *w)
+{
+    int rc = -1;
+    const char *impl = "unknown";
+    DNNL_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
+    snprintf(e->impl, sizeof e->impl, "%s", impl);
+    if (reorder_weight(
+            s, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), t, K,
+            N, w) != 0)
+        goto fail;
+    DNNL_TRY(dnnl_primitive_create(&s->mm, pd));
+    DNNL_TRY(dnnl_memory_create(
+        &s->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), s->eng,
+        DNNL_MEMORY_NONE));
+    DNNL_TRY(dnnl_memory_create(
+        &s->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), s->eng,
+        DNNL_MEMORY_NONE));
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(e->name, sizeof e->name, "oneDNN %d.%d.%d", v->major, v->minor,
+             v->patch);
+    rc = 0;
+fail:
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
 /* want_f32: convert bf16/fp16 to fp32 and run the f32 matmul; else the
  * input dtype's matmul (fp16 converted only where the CPU has none). */
 static int onednn_create(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
@@ -217,28 +249,11 @@ static int onednn_create(ag_engine_t *e, agmm_dtype_t dt, int64_t M, int64_t K,
         agmm_convert_to_f32(dt, w, w32, (size_t)(K * N));
         w = w32;
     }
-    const char *impl = "unknown";
-    DNNL_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
-    snprintf(e->impl, sizeof e->impl, "%s", impl);
-    if (reorder_weight(
-            s, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), t, K,
-            N, w) != 0)
-        goto fail;
-    DNNL_TRY(dnnl_primitive_create(&s->mm, pd));
-    DNNL_TRY(dnnl_memory_create(
-        &s->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), s->eng,
-        DNNL_MEMORY_NONE));
-    DNNL_TRY(dnnl_memory_create(
-        &s->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), s->eng,
-        DNNL_MEMORY_NONE));
-    dnnl_primitive_desc_destroy(pd);
-    pd = NULL;
+    int rc = finish_matmul(e, s, pd, t, K, N, w);
+    pd = NULL; /* consumed */
     free(w32);
     w32 = NULL;
-
-    const dnnl_version_t *v = dnnl_version();
-    snprintf(e->name, sizeof e->name, "oneDNN %d.%d.%d", v->major, v->minor,
-             v->patch);
+    if (rc != 0) goto fail;
     if (convert)
         snprintf(e->what, sizeof e->what,
                  "convert %s -> fp32 each round (%s%s) + one matmul f32 x f32 "
@@ -293,25 +308,11 @@ int ag_engine_onednn_int8(ag_engine_t *e, int64_t M, int64_t K, int64_t N,
                 dnnl_status2str(st));
         goto fail;
     }
-    const char *impl = "unknown";
-    DNNL_TRY(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl));
-    snprintf(e->impl, sizeof e->impl, "%s", impl);
-    if (reorder_weight(
-            s, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
-            dnnl_s8, K, N, w) != 0)
-        goto fail;
-    DNNL_TRY(dnnl_primitive_create(&s->mm, pd));
-    DNNL_TRY(dnnl_memory_create(
-        &s->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), s->eng,
-        DNNL_MEMORY_NONE));
-    DNNL_TRY(dnnl_memory_create(
-        &s->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), s->eng,
-        DNNL_MEMORY_NONE));
-    dnnl_primitive_desc_destroy(pd);
+    int rc = finish_matmul(e, s, pd, dnnl_s8, K, N, w);
+    pd = NULL; /* consumed */
     dnnl_primitive_attr_destroy(attr);
-    const dnnl_version_t *v = dnnl_version();
-    snprintf(e->name, sizeof e->name, "oneDNN %d.%d.%d", v->major, v->minor,
-             v->patch);
+    attr = NULL;
+    if (rc != 0) goto fail;
     snprintf(e->what, sizeof e->what,
              "one matmul s8 x s8 -> f32 with per-column output scales (the "
              "weight's), then C's rows times the gathered row scales (rows "
