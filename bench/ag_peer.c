@@ -22,17 +22,24 @@
  *                      weight's scales as per-column output scales, then
  *                      scales C's rows by the gathered row scales
  *
+ *   --op gemm-ar       GEMM + all-reduce instead (agmm's --op gemm-ar, issue
+ *                      23): rank r holds A_r [M, K_r] (K split as agmm_k_split
+ *                      does) and W_r [K_r, N]; a round is one GEMM, then
+ *                      MPI_Allreduce (sum, in place) of C [M, N], M = P x
+ *                      --m-local (every rank's owned rows, as in agmm)
+ *
  * One thread per rank. A round: MPI_Barrier, then on each rank the time of
- * MPI_Allgather + the GEMM (+ conversion); the round's time is the slowest
- * rank's (MPI_Reduce max). Before the rounds, one untimed round's output is
- * checked at 64 entries per rank against double-precision dot products of
- * the same inputs (regenerated, so a wrong gather fails too; int8: exact
- * integer dot products of the regenerated quantized values, scaled).
+ * MPI_Allgather + the GEMM (+ conversion), or of the GEMM + MPI_Allreduce;
+ * the round's time is the slowest rank's (MPI_Reduce max). Before the rounds,
+ * one untimed round's output is checked at 64 entries per rank against
+ * double-precision dot products of the same inputs (regenerated, so a wrong
+ * gather fails too; int8: exact integer dot products of the regenerated
+ * quantized values, scaled).
  *
  * usage: mpirun -np P agmm_ag_peer [--m-local R] [--k K] [--n N]
  *            [--dtype bf16|fp16|fp32|int8]
  *            [--engine onednn|onednn-f32|onednn-int8|openblas]
- *            [--rounds N] [--warmup N] [--json]
+ *            [--op ag-gemm|gemm-ar] [--rounds N] [--warmup N] [--json]
  * defaults: 2048 rows per rank, K = N = 4096, bf16, oneDNN if built,
  * 10 rounds, 2 warmup. Exit 0, 1 (failed check or run), 2 (bad usage). */
 #include <math.h>
@@ -42,6 +49,7 @@
 #include <string.h>
 
 #include "ag_peer.h"
+#include "ag_peer_stats.h"
 #include "gemm/convert.h"
 
 #define NCHECK 64
@@ -66,6 +74,7 @@ typedef struct opts {
     agmm_dtype_t dt;
     peer_engine_t engine;
     int rounds, warmup, json;
+    int ar; /* --op gemm-ar */
 } opts_t;
 
 static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
@@ -87,7 +96,7 @@ static int parse(int argc, char **argv, opts_t *o, int say)
 #endif
     o->m_local = 2048, o->k = 4096, o->n = 4096;
     o->dt = AGMM_DTYPE_BF16;
-    o->rounds = 10, o->warmup = 2, o->json = 0;
+    o->rounds = 10, o->warmup = 2, o->json = 0, o->ar = 0;
     int dtype_set = 0, engine_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -118,6 +127,13 @@ static int parse(int argc, char **argv, opts_t *o, int say)
             else
                 bad = 1;
             dtype_set = 1;
+        } else if (!strcmp(a, "--op")) {
+            if (v && !strcmp(v, "ag-gemm"))
+                o->ar = 0;
+            else if (v && !strcmp(v, "gemm-ar"))
+                o->ar = 1;
+            else
+                bad = 1;
         } else if (!strcmp(a, "--engine")) {
             if (v && !strcmp(v, "openblas"))
                 o->engine = PEER_OPENBLAS;
@@ -140,7 +156,9 @@ static int parse(int argc, char **argv, opts_t *o, int say)
         }
         if (bad) {
             if (say)
-                fprintf(stderr, "agmm_ag_peer: %s: bad or missing value\n", a);
+                fprintf(stderr, "agmm_ag_peer: %s: bad or missing value%s\n", a,
+                        !strcmp(a, "--op") ? " (allowed: ag-gemm, gemm-ar)"
+                                           : "");
             return 2;
         }
         i += used;
@@ -154,6 +172,12 @@ static int parse(int argc, char **argv, opts_t *o, int say)
                     "agmm_ag_peer: --dtype %s --engine %s: int8 runs on the "
                     "onednn-int8 engine only, and that engine on int8 only\n",
                     agmm_dtype_name(o->dt), engine_name(o->engine));
+        return 2;
+    }
+    if (o->ar && o->dt == AGMM_DTYPE_INT8) {
+        if (say)
+            fprintf(stderr, "agmm_ag_peer: --op gemm-ar: int8 is not built "
+                            "(allowed: --dtype bf16|fp16|fp32)\n");
         return 2;
     }
 #ifndef AG_PEER_ONEDNN
@@ -272,7 +296,17 @@ static void check(const opts_t *o, int rank, const float *c, double *out)
             dot = (double)acc * sa * sw;
             mag = (double)amag * sa * sw;
         }
-        for (int64_t k = 0; o->dt != AGMM_DTYPE_INT8 && k < K; k++) {
+        /* gemm-ar: C = sum_s A_s @ W_s over every rank's part of K */
+        for (int s = 0; o->ar && s < nranks; s++) {
+            int64_t ks = agmm_k_split(K, nranks, s);
+            for (int64_t k = 0; k < ks; k++) {
+                double a = in_value(o->dt, stream_a(s), (uint64_t)(i * ks + k));
+                double w = in_value(o->dt, stream_w(s), (uint64_t)(k * N + j));
+                dot += a * w;
+                mag += fabs(a * w);
+            }
+        }
+        for (int64_t k = 0; !o->ar && o->dt != AGMM_DTYPE_INT8 && k < K; k++) {
             double a = in_value(o->dt, stream_a(src), (uint64_t)(row * K + k));
             double w = in_value(o->dt, stream_w(rank), (uint64_t)(k * N + j));
             dot += a * w;
@@ -285,69 +319,30 @@ static void check(const opts_t *o, int rank, const float *c, double *out)
     }
 }
 
-/* ------------------------------------------------------------- stats */
-
-typedef struct stats {
-    /* us; spread: (max - min) / median */
-    double min, median, mean, max, stdev, spread;
-} stats_t;
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static stats_t summarize(double *us, int n)
-{
-    stats_t s = {0, 0, 0, 0, 0, 0};
-    qsort(us, (size_t)n, sizeof *us, cmp_double);
-    s.min = us[0];
-    s.max = us[n - 1];
-    s.median = n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]);
-    for (int i = 0; i < n; i++)
-        s.mean += us[i] / n;
-    for (int i = 0; i < n; i++)
-        s.stdev += (us[i] - s.mean) * (us[i] - s.mean);
-    s.stdev = n > 1 ? sqrt(s.stdev / (n - 1)) : 0;
-    s.spread = s.median > 0 ? (s.max - s.min) / s.median : 0;
-    return s;
-}
-
-static void json_stats(const char *key, const stats_t *s)
-{
-    printf("\"%s\":{\"min_us\":%.3f,\"median_us\":%.3f,\"mean_us\":%.3f,"
-           "\"max_us\":%.3f,\"stdev_us\":%.3f,\"spread\":%.4f}",
-           key, s->min, s->median, s->mean, s->max, s->stdev, s->spread);
-}
-
-static void text_stats(const char *what, const stats_t *s)
-{
-    printf("%-10s %11.3f %11.3f %11.3f %11.3f %11.3f %8.1f%%\n", what,
-           s->median / 1e3, s->min / 1e3, s->max / 1e3, s->mean / 1e3,
-           s->stdev / 1e3, 100 * s->spread);
-}
-
 static void report(const opts_t *o, int P, const ag_engine_t *e,
                    const double *chk, double bound, int pass, stats_t tot,
                    stats_t gat)
 {
     int64_t M = o->m_local * P;
-    double gflops = 2.0 * (double)M * (double)o->k * (double)o->n /
+    /* gemm-ar: each rank's GEMM is over its part of k */
+    double k_rank = o->ar ? (double)o->k / P : (double)o->k;
+    const char *comm = o->ar ? "allreduce" : "allgather";
+    double gflops = 2.0 * (double)M * k_rank * (double)o->n /
                     (tot.median * 1e-6) * 1e-9; /* one thread per rank */
     const char *dt = agmm_dtype_name(o->dt), *eng = engine_name(o->engine);
     if (o->json) {
-        printf("{\"command\":\"ag_peer\",\"ranks\":%d,\"m_local\":%lld,"
+        printf("{\"command\":\"ag_peer\",\"op\":\"%s\",\"ranks\":%d,\"m_"
+               "local\":%lld,"
                "\"m\":%lld,\"k\":%lld,\"n\":%lld,\"dtype\":\"%s\","
                "\"engine\":\"%s\",\"library\":\"%s\",\"what\":\"%s\","
                "\"impl\":\"%s\",\"threads_per_rank\":1,\"rounds\":%d,"
                "\"warmup\":%d,",
-               P, (long long)o->m_local, (long long)M, (long long)o->k,
-               (long long)o->n, dt, eng, e->name, e->what, e->impl, o->rounds,
-               o->warmup);
+               o->ar ? "gemm-ar" : "ag-gemm", P, (long long)o->m_local,
+               (long long)M, (long long)o->k, (long long)o->n, dt, eng, e->name,
+               e->what, e->impl, o->rounds, o->warmup);
         json_stats("round", &tot);
         printf(",");
-        json_stats("allgather", &gat);
+        json_stats(comm, &gat);
         printf(",\"gflops_per_core\":%.3f,\"check\":{\"entries\":%d,"
                "\"max_abs_diff\":%.6g,\"max_rel_diff\":%.6g,\"bound\":%.6g,"
                "\"pass\":%s}}\n",
@@ -355,9 +350,10 @@ static void report(const opts_t *o, int P, const ag_engine_t *e,
         return;
     }
     printf("agmm_ag_peer: %d ranks, M=%lld (%lld per rank) K=%lld N=%lld, %s "
-           "in, fp32 out; a round = MPI_Allgather + GEMM, 1 thread per rank\n",
+           "in, fp32 out; a round = %s, 1 thread per rank\n",
            P, (long long)M, (long long)o->m_local, (long long)o->k,
-           (long long)o->n, dt);
+           (long long)o->n, dt,
+           o->ar ? "GEMM + MPI_Allreduce" : "MPI_Allgather + GEMM");
     printf("engine: %s (%s), %s; impl %s\n", eng, e->name, e->what, e->impl);
     printf("check: %d entries per rank against double-precision dot products: "
            "max |diff| %.3g, max |diff|/sum|a*w| %.3g (bound %.3g): %s\n",
@@ -368,19 +364,36 @@ static void report(const opts_t *o, int P, const ag_engine_t *e,
     printf("%-10s %11s %11s %11s %11s %11s %9s\n", "part", "median_ms",
            "min_ms", "max_ms", "mean_ms", "stdev_ms", "spread");
     text_stats("round", &tot);
-    text_stats("allgather", &gat);
+    text_stats(comm, &gat);
     printf("GF/s per core (median round): %.1f\n", gflops);
 }
 
-/* One round: barrier, then this rank's allgather and GEMM times (s).
- * int8: the rows' scales are gathered too (sa_local -> sa_all, else
- * NULL), within the allgather's time. */
+/* One round: barrier, then this rank's round and communication times (s):
+ * allgather + GEMM (int8: the rows' scales are gathered too, sa_local ->
+ * sa_all, else NULL, within the allgather's time), or with --op gemm-ar
+ * GEMM of a_local + all-reduce of c. */
+static int comm_size(void)
+{
+    int P = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    return P;
+}
+
 static void one_round(const opts_t *o, MPI_Datatype row, ag_engine_t *e,
                       const void *a_local, void *a_all, const float *sa_local,
                       float *sa_all, float *c, double *t)
 {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
+    if (o->ar) {
+        if (e->run(e, a_local, c) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
+        double t1 = MPI_Wtime();
+        MPI_Allreduce(MPI_IN_PLACE, c, (int)(o->m_local * o->n * comm_size()),
+                      MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        t[0] = MPI_Wtime() - t0;
+        t[1] = t[0] - (t1 - t0);
+        return;
+    }
     MPI_Allgather(a_local, (int)o->m_local, row, a_all, (int)o->m_local, row,
                   MPI_COMM_WORLD);
     if (sa_local)
@@ -405,10 +418,22 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
-    int64_t M = o.m_local * P, K = o.k, N = o.n;
+    int64_t M = o.m_local * P, N = o.n;
+    /* The GEMM's K: every rank's, or (gemm-ar) this rank's part */
+    int64_t K = o.ar ? agmm_k_split(o.k, P, rank) : o.k;
+    if (o.ar && ((double)M * (double)N > 2147483647.0 || o.k < P)) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "agmm_ag_peer: --op gemm-ar: needs --k >= ranks (%d) and "
+                    "M x N <= 2^31 - 1 (MPI_Allreduce's count)\n",
+                    P);
+        MPI_Finalize();
+        return 2;
+    }
     size_t es = agmm_dtype_size(o.dt);
-    void *a_local = malloc((size_t)(o.m_local * K) * es);
-    void *a_all = malloc((size_t)(M * K) * es);
+    /* gemm-ar: a_local is A_r [M, K_r], and nothing is gathered */
+    void *a_local = malloc((size_t)((o.ar ? M : o.m_local) * K) * es + 1);
+    void *a_all = malloc((size_t)(o.ar ? 1 : M * K) * es);
     void *w = malloc((size_t)(K * N) * es);
     float *c = malloc((size_t)(M * N) * sizeof(float));
     double *tot = calloc((size_t)o.rounds, sizeof(double));
@@ -423,7 +448,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "agmm_ag_peer: rank %d: out of memory\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    fill(o.dt, stream_a(rank), a_local, o.m_local * K);
+    fill(o.dt, stream_a(rank), a_local, (o.ar ? M : o.m_local) * K);
     fill(o.dt, stream_w(rank), w, K * N);
     /* int8: quantized once here, as a caller of agmm's int8 plan does. */
     if (int8 && (fill_int8(stream_a(rank), 0, o.m_local, K, K, AGMM_QUANT_ROWS,
@@ -457,6 +482,8 @@ int main(int argc, char **argv)
     /* Summation error of K fp32 additions, worst case: K * 2^-24 of the
      * sum of magnitudes (the products of bf16/fp16 inputs are exact). */
     double bound = (double)(K + 2) * 0x1p-24;
+    /* gemm-ar: every rank's K_r, then the P - 1 additions of the sum */
+    if (o.ar) bound = (double)(o.k + P + 2) * 0x1p-24;
     /* int8: the int32 sum is exact; its conversion to fp32 and the two
      * scalings round (relative to |C| <= the scaled sum of magnitudes). */
     if (int8) bound = 4 * 0x1p-24;

@@ -108,8 +108,30 @@ assert d["gflops_per_core"] > 0
 PY
 then pass=$((pass + 1)); else bad "--json on 3 ranks (exit $rc)"; fi
 
+# --op gemm-ar (GEMM + MPI_Allreduce): its check sums every rank's part of
+# K (so a missing all-reduce fails it), on 2 and 3 ranks (K not a multiple
+# of 3), each engine built; --json names the op and the all-reduce.
+for engine in openblas onednn; do
+    for np in 2 3; do
+        peer $np --op gemm-ar --engine $engine --dtype bf16 --m-local 6 --k 41 --n 13 --rounds 2 --warmup 1 --json
+        if [ $engine = onednn ] && [ $rc -eq 2 ] && grep -q "built without oneDNN" "$TMP/err"; then
+            echo "skip: gemm-ar onednn (built without oneDNN)"
+            break
+        fi
+        if [ $rc -eq 0 ] && python3 - "$TMP/out" "$np" <<'PY'
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+assert d["op"] == "gemm-ar" and d["ranks"] == int(sys.argv[2]), d
+assert d["m"] == 6 * d["ranks"] and "allreduce" in d, d
+assert d["check"]["pass"] is True, d
+PY
+        then pass=$((pass + 1)); else bad "gemm-ar $engine on $np ranks (exit $rc)"; fi
+    done
+done
+
 # Bad usage: exit 2, one line (int8 is the onednn-int8 engine's alone).
-for args in "--dtype int8 --engine openblas" "--dtype int4"; do
+for args in "--dtype int8 --engine openblas" "--dtype int4" "--op ar" \
+    "--op gemm-ar --k 1"; do
     # shellcheck disable=SC2086
     peer 2 $args
     if [ $rc -eq 2 ] && [ "$(grep -c agmm_ag_peer "$TMP/err")" -eq 1 ]; then
