@@ -42,7 +42,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/agmmConfig.cmake
 # reconfigure. The shared library records its dependencies itself (Libs);
 # a static link (pkg-config --static) also needs Libs.private and the
 # Requires.private modules: Debian's openblas.pc, and ompi-c.pc (or
-# mpich.pc) in an MPI build. oneDNN has no .pc on Debian: -ldnnl -lgomp.
+# mpich.pc) in an MPI build, hwloc.pc with hwloc. oneDNN has no .pc on Debian: -ldnnl -lgomp.
 set(AGMM_PC_REQUIRES_PRIVATE "")
 set(AGMM_PC_LIBS_PRIVATE "")
 find_package(PkgConfig QUIET)
@@ -55,6 +55,9 @@ else()
 endif()
 if(AGMM_ONEDNN)
   string(APPEND AGMM_PC_LIBS_PRIVATE " -ldnnl -lgomp")
+endif()
+if(AGMM_HWLOC)  # Debian's libhwloc-dev has hwloc.pc
+  list(APPEND AGMM_PC_REQUIRES_PRIVATE hwloc)
 endif()
 if(AGMM_MPI)
   set(_agmm_mpi_pc "")

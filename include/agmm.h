@@ -254,6 +254,23 @@ typedef struct agmm_launch_opts {
      * ignored. agmm_world_link_emulated() (agmm_ext.h) reports them. */
     double link_gbps;
     double link_latency_us; /* >= 0 */
+    /* Placement of the ranks (docs/placement.md): NULL or "none" (the
+     * default, as before: the ranks inherit the caller's affinity and
+     * memory policy), "auto" (each rank its own NUMA node(s) or an equal
+     * group of physical cores, its memory on their nodes, its worker
+     * threads each pinned to a core of the group; with more ranks than
+     * physical cores nothing is bound and that is said once on stderr
+     * unless quiet), or one CPU list per rank separated by '|'
+     * ("0-31|32-63"). The affinity is set in each rank right after the
+     * fork. A list naming a CPU the caller may not use, two ranks sharing
+     * a CPU, or a count other than nranks: AGMM_ERR_INVALID_ARG before any
+     * rank starts. Ignored when hwloc's HWLOC_SYNTHETIC / HWLOC_XMLFILE
+     * describe another machine. */
+    const char *bind;
+    /* Threads each rank runs (its comm + GEMM workers); auto gives a group
+     * its cores' hardware threads when it has fewer physical cores than
+     * this. 0: one hardware thread per physical core. */
+    int bind_threads;
 } agmm_launch_opts_t;
 
 /* The function run by every rank. Its return value is the rank's exit code:

@@ -4,6 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libopenblas-dev libopenmpi-dev
       libdnnl-dev # the oneDNN GEMM engine (optional: the build works without)
+      libhwloc-dev # placement's topology (optional: without it --bind auto binds nothing)
       openmpi-bin iproute2 procps python3
       # the Python package's tests (tests/python: pytest under /usr/bin/python3)
       python3-numpy python3-torch python3-pytest

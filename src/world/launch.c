@@ -26,6 +26,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "place/place.h"
 #include "transport/shm/shm.h"
 #include "world/world.h"
 
@@ -123,16 +124,20 @@ static const agmm_world_ops_t forked_world_ops = {
 
 static void rank_process(agmm_shm_shared_t *sh, int rank, double timeout_s,
                          int oversubscribed, pid_t launcher,
-                         const sigset_t *old_mask, agmm_rank_main_fn rank_main,
-                         void *arg)
+                         const sigset_t *old_mask, const agmm_place_t *place,
+                         int nnodes, agmm_rank_main_fn rank_main, void *arg)
 {
     /* Die with the launcher; if it is already gone, stop now. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != launcher) _exit(127);
+    /* The share first, before anything of the rank allocates or starts a
+     * thread (its pages and threads then begin on its own cores). */
+    agmm_log_set_rank(rank);
+    if (place->bound && agmm_bind_apply(&place->rank[rank], nnodes) != 0)
+        _exit(1);
     sigprocmask(SIG_SETMASK, old_mask, NULL);
 
     agmm_world_t world = {.ctl = &forked_world_ops};
-    agmm_log_set_rank(rank);
     if (agmm_shm_world_init(sh, rank, &world) != AGMM_OK) _exit(1);
     world.timeout_s = timeout_s;
     world.oversubscribed = oversubscribed;
@@ -147,6 +152,37 @@ static void rank_process(agmm_shm_shared_t *sh, int rank, double timeout_s,
     if (code == 0) __lsan_do_leak_check();
 #endif
     _exit(code);
+}
+
+/* opts->bind as a plan for this machine (place.h); *nnodes its NUMA nodes.
+ * A bad list, or a machine hwloc cannot read, is an error; a machine
+ * HWLOC_SYNTHETIC / HWLOC_XMLFILE describe binds nothing. */
+static agmm_status_t plan_placement(const agmm_launch_opts_t *opts,
+                                    agmm_place_t *place, int *nnodes)
+{
+    memset(place, 0, sizeof *place);
+    if (!opts->bind || !strcmp(opts->bind, "none")) return AGMM_OK;
+    agmm_topo_t *t = malloc(sizeof *t);
+    if (!t) return agmm_error(AGMM_ERR_NO_MEMORY, "launch: out of memory");
+    agmm_status_t st = agmm_topo_load(t);
+    char why[300] = "";
+    if (st == AGMM_OK && t->described) {
+        snprintf(why, sizeof why, "HWLOC_SYNTHETIC/HWLOC_XMLFILE describe "
+                                  "another machine");
+    } else if (st == AGMM_OK &&
+               agmm_place_plan(t, opts->nranks, opts->bind, opts->bind_threads,
+                               place, why, sizeof why) != 0) {
+        st = agmm_error(AGMM_ERR_INVALID_ARG, "launch: bind '%.60s': %s",
+                        opts->bind, why);
+    } else if (st == AGMM_OK && !place->bound) {
+        snprintf(why, sizeof why, "%s", place->note);
+    }
+    *nnodes = st == AGMM_OK ? t->nnodes : 1;
+    free(t);
+    if (st != AGMM_OK) return st;
+    if (!place->bound && why[0] && !opts->quiet)
+        fprintf(stderr, "agmm: bind %s: %s\n", opts->bind, why);
+    return AGMM_OK;
 }
 
 agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
@@ -166,17 +202,26 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
                           "launch: link_latency_us %g (allowed 0..1e9)",
                           opts->link_latency_us);
 
+    agmm_place_t place;
+    int nnodes = 1;
+    AGMM_CHECK(plan_placement(opts, &place, &nnodes));
+
     /* The BLAS must be single-threaded before the fork: agmm's workers are
      * the parallelism, and a forked BLAS thread pool would not survive. */
     agmm_world_threads(AGMM_WORLD_FORKED);
 
     agmm_shm_shared_t *sh;
-    AGMM_CHECK(agmm_shm_prepare(opts->nranks, opts->link_gbps,
-                                opts->link_latency_us, &sh));
+    agmm_status_t pst = agmm_shm_prepare(opts->nranks, opts->link_gbps,
+                                         opts->link_latency_us, &sh);
+    if (pst != AGMM_OK) {
+        agmm_place_free(&place);
+        return pst;
+    }
 
     launch_state_t ls = {.nranks = opts->nranks, .first_failed_rank = -1};
     ls.pids = calloc((size_t)opts->nranks, sizeof *ls.pids);
     if (!ls.pids) {
+        agmm_place_free(&place);
         agmm_shm_release(sh);
         return agmm_error(AGMM_ERR_NO_MEMORY, "launch: out of memory");
     }
@@ -199,7 +244,7 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
         pid_t pid = fork();
         if (pid == 0)
             rank_process(sh, r, timeout_s, oversubscribed, self, &old_mask,
-                         rank_main, arg);
+                         &place, nnodes, rank_main, arg);
         if (pid < 0) {
             st = agmm_error(AGMM_ERR_SYSTEM, "launch: fork rank %d: %s", r,
                             strerror(errno));
@@ -248,6 +293,7 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
     if (ls.first_failed_rank >= 0 && !interrupt_first)
         agmm_error_quiet(AGMM_ERR_ABORTED, "%s", ls.first_what);
     free(ls.pids);
+    agmm_place_free(&place);
     /* A rank killed while its plan was being created may leave its window
      * segment named (transport/shm/window.c, steps 1-5); every rank is
      * gone now, so nothing of this launch is alive: remove it all. */

@@ -8,19 +8,26 @@
  *     (before any GEMM runs); without it a rank's OpenBLAS kept its
  *     default (OPENBLAS_NUM_THREADS or the cores) and its threads piled up
  *     on the workers' (issue 14);
- *   - joined worlds (world/join.c): the same, when the rank joins;
+ *   - joined worlds (world/join.c): the same, when the rank joins; a rank
+ *     started by agmm launch also takes its share of cores from
+ *     AGMM_BIND_CPUS then (place/bind.c), for its workers;
  *   - oneDNN needs nothing here: the engine sets OpenMP to one thread
  *     around each call (gemm/gemm_onednn.c). */
 #include "world/world.h"
 
 #include "gemm/gemm.h"
+#include "place/place.h"
 
 void agmm_world_threads(agmm_world_kind_t kind)
 {
     switch (kind) {
+    case AGMM_WORLD_JOINED:
+        /* Started by agmm launch: its share, to pin the workers to. */
+        agmm_bind_adopt_env();
+        agmm_blas_init();
+        break;
     case AGMM_WORLD_FORKED:
     case AGMM_WORLD_MPI:
-    case AGMM_WORLD_JOINED:
         agmm_blas_init();
         break;
     }

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "ops/common/plan_internal.h"
+#include "place/place.h"
 #include "transport/transport.h"
 
 typedef struct {
@@ -35,10 +36,21 @@ agmm_status_t agmm_workers_run(agmm_world_t *w, agmm_worker_t *ws, int n)
     trampoline_t tr[n > 0 ? n : 1];
     int started = 1;
     agmm_status_t st = AGMM_OK;
+    /* A bound rank (place/bind.c) runs worker i on CPU i of its share, the
+     * calling thread (worker 0) included, for the call only; unbound
+     * (--bind none, MPI), the threads inherit the caller's affinity. */
+    agmm_bind_saved_t saved;
+    agmm_bind_self(0, &saved);
     for (int i = 1; i < n; i++) {
         tr[i].world = w;
         tr[i].self = &ws[i];
-        if (pthread_create(&ws[i].thread, NULL, thread_main, &tr[i]) != 0) {
+        pthread_attr_t attr;
+        int attr_ok = pthread_attr_init(&attr) == 0;
+        if (attr_ok) agmm_bind_worker_attr(&attr, i);
+        int rc = pthread_create(&ws[i].thread, attr_ok ? &attr : NULL,
+                                thread_main, &tr[i]);
+        if (attr_ok) pthread_attr_destroy(&attr);
+        if (rc != 0) {
             st = agmm_error(AGMM_ERR_SYSTEM, "could not start worker thread %d",
                             i);
             agmm_world_abort_with(w,
@@ -50,6 +62,7 @@ agmm_status_t agmm_workers_run(agmm_world_t *w, agmm_worker_t *ws, int n)
     if (n > 0) run_one(w, &ws[0]);
     for (int i = 1; i < started; i++)
         pthread_join(ws[i].thread, NULL);
+    agmm_bind_restore(&saved);
     if (st != AGMM_OK) return st;
 
     int first = -1;
