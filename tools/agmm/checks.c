@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "placement.h"
 #include "tool.h"
 
 /* ------------------------------------------------------------ --m-local */
@@ -400,6 +401,7 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
     /* Core budget: a bench refuses (its timings would lie) unless
      * --oversubscribe; a run (a correctness check) warns and goes on. */
     agmm_cli_resolve_cores(cli);
+    if (agmm_cli_check_bind(cli, err, world_size)) return 2;
     /* The library's own check of the plan, quietly (it would print its
      * own line), once the cores are known and before any warning: what it
      * still refuses here is the size of the whole booking (over 2^62

@@ -112,6 +112,8 @@ typedef struct agmm_cli {
     /* ranks sharing this host's cores and memory (= ranks on shm) */
     int ranks_here;
     const char *job; /* cleanup --job NAME (NULL: every job) */
+    /* --bind auto|none|LIST (NULL: auto; placement.c) */
+    const char *bind;
 } agmm_cli_t;
 
 /* The upper bound of each core option (per rank): the library's limit on

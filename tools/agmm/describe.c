@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agmm_ext.h" /* agmm_blas_*: the BLAS in reports */
+#include "placement.h"
 #include "tool.h"
 
 /* "bf16 native" or "bf16 via fp32": the path in words (fp32: "fp32"),
@@ -137,6 +138,7 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     if (sharing > 1)
         fprintf(out, ", shared by the %d ranks on this host", sharing);
     fprintf(out, "\n");
+    agmm_tool_describe_placement(cli, out);
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     const char *l2 = getenv("OPENBLAS_L2_SIZE");
     const char *advice = agmm_blas_advice(); /* NULL: the kernel suits */

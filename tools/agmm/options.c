@@ -184,6 +184,13 @@ const opt_row_t opt_table[] = {
      .help = "allow more threads than usable cores\n"
              "default rule: comm = 1 if 2 x ranks <= usable cores,\n"
              "else 0; GEMM = max(1, usable / ranks - comm)"},
+    {.name = "bind", .kind = OPTK_WORD, .field = F(bind), NOSET, .cmds = OPT_FOR_ALL,
+     .section = SEC_THREADS, .label = "--bind auto|none|LIST",
+     .help = "placement of the forked ranks: auto gives each rank its\n"
+             "own NUMA node(s) or an equal group of physical cores,\n"
+             "its memory on their nodes and each thread its own core;\n"
+             "LIST is one CPU list per rank, like 0-31|32-63; none\n"
+             "binds nothing (default auto; under MPI the launcher's)"},
     /* Schedule */
     {.name = "schedule", .kind = OPTK_CHOICE, .field = F(schedule),
      .set_field = F(schedule_set), .choices = k_schedules,

@@ -14,7 +14,8 @@
 #include <sys/mman.h>
 
 #include "agmm_ext.h" /* agmm_blas_* */
-#include "tool.h"     /* agmm_tool_k_part */
+#include "placement.h"
+#include "tool.h" /* agmm_tool_k_part */
 
 static agmm_tool_report_t local_report = {-1, 0, 0, ""};
 static agmm_tool_report_t *report = &local_report;
@@ -135,6 +136,7 @@ void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
     else
         printf("null");
     printf("}");
+    agmm_tool_json_placement(cli);
     if (cli->dtype == AGMM_DTYPE_INT8) /* the scale layouts, as given */
         printf(",\"a_scale\":\"%s\",\"w_scale\":\"%s\"",
                cli->a_scale == AGMM_SCALE_TENSOR ? "tensor" : "row",

@@ -14,6 +14,7 @@
 
 #include "agmm_ext.h" /* agmm_blas_*: the BLAS in reports */
 #include "inputs.h"
+#include "placement.h"
 #include "report.h"
 
 void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
@@ -177,6 +178,8 @@ int agmm_tool_launch(const agmm_cli_t *cli)
     opts.timeout_s = cli->timeout_s;
     opts.link_gbps = cli->link_gbps;
     opts.link_latency_us = cli->link_latency_us;
+    opts.bind = agmm_tool_bind_launch(cli);
+    opts.bind_threads = cli->comm_cores + cli->gemm_cores;
     int code = 1;
     agmm_tool_report_share(); /* the ranks' first failure, for --json */
     agmm_status_t st = agmm_launch(&opts, rank_main, (void *)cli, &code);
