@@ -2,7 +2,8 @@
  * option table in options.c), refuses what cannot run, starts the ranks
  * (agmm_launch; or, under an MPI launcher, joins the MPI world: tool.c) and
  * runs `run` (run.c) or `bench` (bench.c) on each; `cleanup` (cleanup.c)
- * starts no ranks. Everything goes through include/agmm.h (and
+ * starts no ranks; `launch` (launch.c) starts P processes of another
+ * program as ranks. Everything goes through include/agmm.h (and
  * agmm_ext.h's helpers). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "agmm.h"
 #include "cli.h"
+#include "launch.h"
 #include "tool.h"
 
 /* Memory one rank of the tool needs besides the plan: its shard, the
@@ -52,6 +54,9 @@ int main(int argc, char **argv)
      * reader sees each round when it ends, and a killed run's log never
      * ends mid-line. */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* agmm launch starts other programs: none of the run/bench options. */
+    if (argc > 1 && !strcmp(argv[1], "launch"))
+        return agmm_tool_launch_main(argc - 1, argv + 1);
     int cleanup = argc > 1 && !strcmp(argv[1], "cleanup");
     if (!cleanup && agmm_cli_wants_mpi(argc, argv))
         return agmm_tool_mpi_main(argc, argv, &cli);

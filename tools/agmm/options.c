@@ -185,12 +185,12 @@ const opt_row_t opt_table[] = {
              "default rule: comm = 1 if 2 x ranks <= usable cores,\n"
              "else 0; GEMM = max(1, usable / ranks - comm)"},
     {.name = "bind", .kind = OPTK_WORD, .field = F(bind), NOSET, .cmds = OPT_FOR_ALL,
-     .section = SEC_THREADS, .label = "--bind auto|none|LIST",
-     .help = "placement of the forked ranks: auto gives each rank its\n"
-             "own NUMA node(s) or an equal group of physical cores,\n"
-             "its memory on their nodes and each thread its own core;\n"
-             "LIST is one CPU list per rank, like 0-31|32-63; none\n"
-             "binds nothing (default auto; under MPI the launcher's)"},
+     .section = SEC_THREADS, .label = "--bind HOW",
+     .help = "placement of the forked ranks: auto (each rank its own\n"
+             "NUMA node(s) or an equal group of physical cores, its\n"
+             "memory on their nodes, each thread its own core), none,\n"
+             "or one CPU list per rank: 0-31|32-63 (default auto;\n"
+             "under MPI the launcher's binding is kept)"},
     /* Schedule */
     {.name = "schedule", .kind = OPTK_CHOICE, .field = F(schedule),
      .set_field = F(schedule_set), .choices = k_schedules,

@@ -1,0 +1,47 @@
+/* Each rank's environment under agmm launch (launch.h): agmm's joined-
+ * world variables (agmm_world_from_env reads AGMM_RANK, AGMM_WORLD_SIZE,
+ * AGMM_JOB first), torchrun's (RANK, LOCAL_RANK, WORLD_SIZE,
+ * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT: torch.distributed's env://
+ * rendezvous), and for a bound rank its CPUs (AGMM_BIND_CPUS, which the
+ * library's joined ranks pin their workers to: src/place/bind.c) and
+ * OMP_NUM_THREADS (its CPU count, unless the user set it). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "launch.h"
+
+int agmm_launch_env(const agmm_launch_job_t *j, int r, char **env, int max,
+                    char *store, size_t len)
+{
+    int n = 0;
+    size_t at = 0;
+#define PUT(...)                                                               \
+    do {                                                                       \
+        if (n < max && at < len) {                                             \
+            int w_ = snprintf(store + at, len - at, __VA_ARGS__);              \
+            if (w_ >= 0 && (size_t)w_ < len - at) {                            \
+                env[n++] = store + at;                                         \
+                at += (size_t)w_ + 1;                                          \
+            }                                                                  \
+        }                                                                      \
+    } while (0)
+    PUT("AGMM_RANK=%d", r);
+    PUT("AGMM_WORLD_SIZE=%d", j->nranks);
+    PUT("AGMM_JOB=%s", j->job);
+    PUT("RANK=%d", r);
+    PUT("LOCAL_RANK=%d", r);
+    PUT("WORLD_SIZE=%d", j->nranks);
+    PUT("LOCAL_WORLD_SIZE=%d", j->nranks);
+    PUT("MASTER_ADDR=127.0.0.1");
+    PUT("MASTER_PORT=%d", j->master_port);
+    if (j->place.bound) {
+        char cpus[4200];
+        agmm_cpuset_format(&j->place.rank[r].cpus, cpus, sizeof cpus);
+        PUT("AGMM_BIND_CPUS=%s", cpus);
+        if (!getenv("OMP_NUM_THREADS"))
+            PUT("OMP_NUM_THREADS=%d",
+                agmm_cpuset_count(&j->place.rank[r].cpus));
+    }
+#undef PUT
+    return n;
+}
