@@ -98,7 +98,8 @@ def default_workers(nranks, comm=None):
     (LOCAL_WORLD_SIZE as torchrun sets it, Open MPI's
     OMPI_COMM_WORLD_LOCAL_SIZE, else the world size); comm = 1 if
     2 x ranks <= cores else 0 (unless given); gemm = max(1, cores // ranks
-    - comm)."""
+    - comm). A rank agmm launch bound (AGMM_BIND_CPUS set) owns its
+    affinity: it counts alone."""
     import os
     try:
         cores = len(os.sched_getaffinity(0))
@@ -110,6 +111,8 @@ def default_workers(nranks, comm=None):
         if v.isdigit() and int(v) >= 1:
             local = int(v)
             break
+    if os.environ.get("AGMM_BIND_CPUS"):
+        local = 1
     c, g = ctypes.c_int(), ctypes.c_int()
     check(_lib.fn.agmm_default_workers(max(1, cores), local,
                                        -1 if comm is None else int(comm),

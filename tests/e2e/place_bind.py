@@ -14,7 +14,8 @@ on the CPUs it was given, read back from /proc/<pid>/task/*/status
 Needs CPUs 0 and 1 in this process's affinity (else it says so and
 passes: nothing to bind on one CPU).
 
-usage: place_bind.py AGMM_BINARY [PYTHONPATH_OF_THE_PACKAGE] [--no-launch]
+usage: place_bind.py AGMM_BINARY [PYTHONPATH_OF_THE_PACKAGE [PYTHON]]
+                     [--no-launch]
 """
 import os
 import signal
@@ -26,6 +27,7 @@ AGMM = sys.argv[1]
 NO_LAUNCH = "--no-launch" in sys.argv  # forked ranks only
 args = [a for a in sys.argv[2:] if a != "--no-launch"]
 PYPATH = args[0] if args else None
+PYTHON = args[1] if len(args) > 1 else "/usr/bin/python3"  # has numpy
 fails = []
 passed = [0]
 
@@ -148,44 +150,48 @@ def launched():
 
 
 PY_RANK = r"""
-import os, sys, threading, time
+import sys, time
+import numpy as np
 import agmm
 w = agmm.World.from_env()
-plan = w.plan(m_local=256, k=256, n=256, gemm_workers=1, comm_workers=0)
-import numpy as np
+plan = w.plan(m_local=256, k=256, n=256, dtype="fp32")
+plan.set_weight(np.ones((256, 256), np.float32))
 a = np.ones((256, 256), np.float32)
-wt = np.ones((256, 256), np.float32)
 end = time.time() + float(sys.argv[1])
+rounds = 0
 while time.time() < end:
-    plan.run(a, wt)
+    plan.run(a)
+    rounds += 1
+print("rank", w.rank, "rounds", rounds, flush=True)
 w.close()
 """
 
 
-def python_launched():
+def python_launched(n, bind, want):
+    """agmm launch -n N --bind BIND -- python (World.from_env, a plan run
+    in a loop): the CPU lists seen on rank r's threads are want[r]."""
     if not PYPATH:
         return
     env = dict(os.environ, PYTHONPATH=PYPATH)
-    p = subprocess.Popen([AGMM, "launch", "-n", "2", "--job",
-                          "placebind%d" % os.getpid(), "--",
-                          sys.executable, "-c", PY_RANK, "20"],
+    p = subprocess.Popen([AGMM, "launch", "-n", str(n), "--bind", bind,
+                          "--job", "placebind%d" % os.getpid(), "--",
+                          PYTHON, "-c", PY_RANK, "8"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env)
-    ranks = wait_children(p.pid, 2)
+    ranks = wait_children(p.pid, n)
     time.sleep(3)  # the import, the join, the first rounds
-    seen = [set(), set()]
-    counts = [0, 0]
-    for _ in range(100):
-        for r, pid in enumerate(ranks[:2]):
-            t = threads(pid)
-            counts[r] = max(counts[r], len(t))
-            seen[r] |= set(t.values())
-        time.sleep(0.02)
-    stop(p)
-    for r in range(min(2, len(ranks))):
-        check(seen[r] == {str(r)},
-              "python rank %d under agmm launch: threads on %s (max %d "
-              "threads)" % (r, sorted(seen[r]), counts[r]))
+    seen = [set() for _ in range(n)]
+    end = time.time() + 4
+    while time.time() < end and any(seen[r] != want[r] for r in range(n)):
+        for r, pid in enumerate(ranks[:n]):
+            seen[r] |= set(threads(pid).values())
+    out, err = p.communicate(timeout=60)
+    check(p.returncode == 0, "python ranks under agmm launch --bind %s: exit "
+          "%s\n%s%s" % (bind, p.returncode, out, err))
+    for r in range(min(n, len(ranks))):
+        check(seen[r] == want[r],
+              "python rank %d under agmm launch --bind %s: threads on %s, "
+              "want %s" % (r, bind, sorted(seen[r]), sorted(want[r])))
 
 
 def cpu_list(cpus):
@@ -213,7 +219,11 @@ def main():
     one_rank_two_workers()
     if not NO_LAUNCH:
         launched()
-        python_launched()
+        # A rank a CPU: every thread there.
+        python_launched(2, "auto", [{"0"}, {"1"}])
+        # One rank on 0-1 (1 comm + 1 GEMM worker by default): each worker
+        # on its own CPU while a round runs, the rest on 0-1.
+        python_launched(1, "0-1", [{"0", "1", "0-1"}])
     print("place_bind: %d passed, %d failed" % (passed[0], len(fails)))
     return 1 if fails else 0
 
