@@ -139,7 +139,7 @@ typedef struct {
     int valid;
     agmm_cpuset_t cpus;
 } agmm_bind_saved_t;
-/* pthread_attr is a pthread_attr_t * (pthread.h kept out of this header) */
+/* pthread_attr is a pthread_attr_t * (kept out of this header) */
 int agmm_bind_worker_attr(void *pthread_attr, int i);
 void agmm_bind_self(int i, agmm_bind_saved_t *saved);
 void agmm_bind_restore(const agmm_bind_saved_t *saved);

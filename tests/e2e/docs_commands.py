@@ -59,6 +59,9 @@ SKIP = {
     # tests/e2e/faults.sh runs every mode (ctest e2e_faults_end_run_naming_rank).
     'AGMM_FAULT="rank=R,after_puts=N,mode=hang|exit|kill|error"':
         "a template (R, N, mode are placeholders); faults.sh runs each mode",
+    # mpi.md's NUMA placement: needs 4 NUMA nodes of 16 cores.
+    "mpirun -np 4 --map-by ppr:1:numa:pe=16":
+        "needs a host of 4 NUMA nodes x 16 cores",
 }
 
 # Commands that follow the docs as they should be but that this branch's

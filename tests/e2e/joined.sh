@@ -216,19 +216,21 @@ badenv)
   check '[ $r = 2 ] && echo "$out" | grep -q "^agmm: --job:"' "cleanup --job a/b exit 2: $out"
   ;;
 readme)
-  # README's "From your own processes" shell loop, as printed (the program
-  # path and the job name made this build's and this case's).
+  # README's "From your own processes" agmm launch command, as printed (the
+  # tool, the program path and the job name made this build's and this
+  # case's).
   readme=$(dirname "$0")/../../README.md
   awk '/^## From your own processes/ { m = 1; next }
        m == 1 && /^```sh/ { m = 2; next }
        m == 2 && /^```/ { exit }
        m == 2 { print }' "$readme" >"$tmp/loop.sh"
-  check 'grep -q "AGMM_RANK=.r AGMM_WORLD_SIZE=3 AGMM_JOB=demo build/examples/example_joined_allgather_gemm" "$tmp/loop.sh"' \
-    "README has the shell loop: $(cat "$tmp/loop.sh")"
-  sed -i -e "s|build/examples/example_joined_allgather_gemm|$exe|" -e "s|AGMM_JOB=demo|AGMM_JOB=$job|" "$tmp/loop.sh"
+  check 'grep -q "^build/agmm launch -n 3 --job demo -- build/examples/example_joined_allgather_gemm$" "$tmp/loop.sh"' \
+    "README has the agmm launch command: $(cat "$tmp/loop.sh")"
+  sed -i -e "s|build/examples/example_joined_allgather_gemm|$exe|" -e "s|--job demo|--job $job|" \
+    -e "s|^build/agmm |$agmm |" "$tmp/loop.sh"
   out=$(timeout 120 bash "$tmp/loop.sh" 2>&1); r=$?
   check '[ $r = 0 ] && [ "$(echo "$out" | grep -c "of 3: 9 rounds (fp16, bf16, fp32) match the reference")" = 3 ]' \
-    "the README's loop runs 3 checked ranks: $out"
+    "the README's command runs 3 checked ranks: $out"
   ;;
 ulimit)
   # No reservation tied to the machine's memory: both kinds of world run in
