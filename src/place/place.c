@@ -63,7 +63,8 @@ static void take_cores(const agmm_topo_t *t, const cores_t *c, int from, int n,
     r->ncores = n;
 }
 
-static int plan_auto(const agmm_topo_t *t, int p, int threads, agmm_place_t *out)
+static int plan_auto(const agmm_topo_t *t, int p, int threads,
+                     agmm_place_t *out)
 {
     if (t->flat) {
         snprintf(out->note, sizeof out->note,
@@ -94,8 +95,8 @@ static int plan_auto(const agmm_topo_t *t, int p, int threads, agmm_place_t *out
             snprintf(out->note, sizeof out->note, "one NUMA node per rank%s",
                      t->nnodes > p ? " (the last nodes idle)" : "");
         else
-            snprintf(out->note, sizeof out->note, "%d NUMA nodes per rank%s",
-                     q, t->npackages == p ? " (a package each)" : "");
+            snprintf(out->note, sizeof out->note, "%d NUMA nodes per rank%s", q,
+                     t->npackages == p ? " (a package each)" : "");
         return 0;
     }
     int g = 0;

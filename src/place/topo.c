@@ -56,10 +56,9 @@ void agmm_topo_restrict(agmm_topo_t *t, const agmm_cpuset_t *allowed)
 
 void agmm_topo_describe(const agmm_topo_t *t, char *buf, size_t len)
 {
-    snprintf(buf, len,
-             "%d %s, %d NUMA %s, %d %s, %d hardware %s%s", t->npackages,
-             t->npackages == 1 ? "package" : "packages", t->nnodes,
-             t->nnodes == 1 ? "node" : "nodes", t->ncores,
+    snprintf(buf, len, "%d %s, %d NUMA %s, %d %s, %d hardware %s%s",
+             t->npackages, t->npackages == 1 ? "package" : "packages",
+             t->nnodes, t->nnodes == 1 ? "node" : "nodes", t->ncores,
              t->ncores == 1 ? "core" : "cores", t->npus,
              t->npus == 1 ? "thread" : "threads",
              t->described ? " (a described machine, not this one)"
@@ -79,7 +78,8 @@ static int affinity(agmm_cpuset_t *out)
 }
 
 #ifdef AGMM_HAVE_HWLOC
-static int logical_of(hwloc_topology_t topo, hwloc_obj_t pu, hwloc_obj_type_t ty)
+static int logical_of(hwloc_topology_t topo, hwloc_obj_t pu,
+                      hwloc_obj_type_t ty)
 {
     hwloc_obj_t a = hwloc_get_ancestor_obj_by_type(topo, ty, pu);
     return a ? (int)a->logical_index : -1;
@@ -100,7 +100,8 @@ static agmm_status_t load_hwloc(agmm_topo_t *t)
     int extra_core = 0; /* PUs without a core object: a core each */
     int ncore_objs = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
     while ((pu = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, pu))) {
-        if (t->npus == AGMM_TOPO_MAX_PUS || (int)pu->os_index >= AGMM_CPUSET_MAX)
+        if (t->npus == AGMM_TOPO_MAX_PUS ||
+            (int)pu->os_index >= AGMM_CPUSET_MAX)
             break;
         agmm_pu_t *p = &t->pu[t->npus++];
         p->os = (int)pu->os_index;
@@ -111,8 +112,8 @@ static agmm_status_t load_hwloc(agmm_topo_t *t)
         p->l3 = logical_of(topo, pu, HWLOC_OBJ_L3CACHE);
         p->node = 0;
         for (int n = 0; n < nnodes; n++) {
-            hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE,
-                                                     (unsigned)n);
+            hwloc_obj_t node =
+                hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)n);
             if (node && hwloc_bitmap_isset(node->cpuset, pu->os_index)) {
                 p->node = n;
                 break;

@@ -167,8 +167,9 @@ static agmm_status_t plan_placement(const agmm_launch_opts_t *opts,
     agmm_status_t st = agmm_topo_load(t);
     char why[300] = "";
     if (st == AGMM_OK && t->described) {
-        snprintf(why, sizeof why, "HWLOC_SYNTHETIC/HWLOC_XMLFILE describe "
-                                  "another machine");
+        snprintf(why, sizeof why,
+                 "HWLOC_SYNTHETIC/HWLOC_XMLFILE describe "
+                 "another machine");
     } else if (st == AGMM_OK &&
                agmm_place_plan(t, opts->nranks, opts->bind, opts->bind_threads,
                                place, why, sizeof why) != 0) {

@@ -72,9 +72,10 @@ static void expect(const char *machine, const char *hide, int p, int threads,
     CHECK(rc == 0, "%s P=%d: %s", machine, p, why);
     if (rc) return;
     lists(&pl, got, sizeof got, 0);
-    CHECK(!strcmp(got, want), "%s%s%s P=%d threads %d: got '%s' (%s), want '%s'",
-          machine, hide ? " hiding " : "", hide ? hide : "", p, threads, got,
-          pl.note, want);
+    CHECK(!strcmp(got, want),
+          "%s%s%s P=%d threads %d: got '%s' (%s), want '%s'", machine,
+          hide ? " hiding " : "", hide ? hide : "", p, threads, got, pl.note,
+          want);
     if (want_nodes) {
         lists(&pl, got, sizeof got, 1);
         CHECK(!strcmp(got, want_nodes), "%s P=%d: nodes '%s', want '%s'",
@@ -109,12 +110,11 @@ static void two_packages_smt(void)
                                stride(r * 16, 8, 2));
     expect(m, NULL, 8, 0, w, "0|0|1|1|2|2|3|3");
     /* The same, 16 threads a rank: 8 cores have too few, so both threads. */
-    expect(m, NULL, 8, 16,
-           "0-15|16-31|32-47|48-63|64-79|80-95|96-111|112-127", NULL);
+    expect(m, NULL, 8, 16, "0-15|16-31|32-47|48-63|64-79|80-95|96-111|112-127",
+           NULL);
     /* 5 ranks: 12 cores each over all 64; ranks 1 and 2 span two nodes. */
-    snprintf(w, sizeof w, "%s|%s|%s|%s|%s", stride(0, 12, 2),
-             stride(24, 12, 2), stride(48, 12, 2), stride(72, 12, 2),
-             stride(96, 12, 2));
+    snprintf(w, sizeof w, "%s|%s|%s|%s|%s", stride(0, 12, 2), stride(24, 12, 2),
+             stride(48, 12, 2), stride(72, 12, 2), stride(96, 12, 2));
     expect(m, NULL, 5, 0, w, "0|0-1|1-2|2|3");
 }
 
@@ -123,8 +123,7 @@ static void two_packages_no_smt(void)
     const char *m = "pack:2 numa:2 core:16 pu:1";
     expect(m, NULL, 2, 0, "0-31|32-63", "0-1|2-3");
     expect(m, NULL, 4, 0, "0-15|16-31|32-47|48-63", "0|1|2|3");
-    expect(m, NULL, 8, 0, "0-7|8-15|16-23|24-31|32-39|40-47|48-55|56-63",
-           NULL);
+    expect(m, NULL, 8, 0, "0-7|8-15|16-23|24-31|32-39|40-47|48-55|56-63", NULL);
     expect(m, NULL, 6, 0, "0-9|10-19|20-29|30-39|40-49|50-59", NULL);
     /* One node per package. */
     expect("pack:2 numa:1 core:4 pu:2", NULL, 2, 0, "0,2,4,6|8,10,12,14",
@@ -205,8 +204,9 @@ static void cpu_lists(void)
     refuse(m, 2, "0-3", "1 CPU list for 2 ranks");
     refuse(m, 2, "0|1|2", "3 CPU lists for 2 ranks");
     refuse(m, 2, "0-3|3-5", "ranks 0 and 1 both list CPU 3");
-    refuse(m, 2, "0-3|8", "rank 1: CPU 8 is not one this process may use "
-                          "(allowed: 0-7)");
+    refuse(m, 2, "0-3|8",
+           "rank 1: CPU 8 is not one this process may use "
+           "(allowed: 0-7)");
     refuse(m, 2, "0-3|", "rank 1: an empty CPU list");
     refuse(m, 2, "0-3|x", "rank 1: 'x' is not a CPU list");
     refuse(m, 2, "0-3|5-4", "'5-4' is an empty range");

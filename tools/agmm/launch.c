@@ -22,7 +22,6 @@
 
 #include "placement.h"
 
-
 static const char usage_text[] =
     "usage: agmm launch -n P [--bind auto|none|LIST] [--job NAME]\n"
     "                   [--tag-output] [--timeout S] [--dry-run] -- PROGRAM "
@@ -160,7 +159,8 @@ static int parse(int argc, char **argv, agmm_launch_job_t *j)
         return bad("PROGRAM", "%s",
                    "nothing to start (agmm launch -n P -- PROGRAM ARGS...)");
     j->argv = argv + optind;
-    if (!j->job[0]) snprintf(j->job, sizeof j->job, "launch-%ld", (long)getpid());
+    if (!j->job[0])
+        snprintf(j->job, sizeof j->job, "launch-%ld", (long)getpid());
     return 0;
 }
 
@@ -168,7 +168,8 @@ static void print_dry_run(const agmm_launch_job_t *j, const agmm_topo_t *t)
 {
     char machine[200];
     agmm_topo_describe(t, machine, sizeof machine);
-    printf("agmm launch: %d %s of", j->nranks, j->nranks == 1 ? "rank" : "ranks");
+    printf("agmm launch: %d %s of", j->nranks,
+           j->nranks == 1 ? "rank" : "ranks");
     for (char **a = j->argv; *a; a++)
         printf(" %s", *a);
     printf("\nmachine: %s\n", machine);

@@ -15,7 +15,7 @@
 #define AGMM_LAUNCH_MAX_RANKS 1024
 
 typedef struct {
-    int nranks; /* 1..AGMM_LAUNCH_MAX_RANKS */
+    int nranks;       /* 1..AGMM_LAUNCH_MAX_RANKS */
     const char *bind; /* "auto" (default), "none", or a LIST */
     char job[64];     /* --job, or launch-<pid> */
     int tag_output;

@@ -35,7 +35,7 @@
 
 #include "launch.h"
 
-#define GRACE_S 2.0
+#define GRACE_S          2.0
 #define LINE_MAX_PENDING 4096
 
 typedef struct {
@@ -205,8 +205,8 @@ int agmm_launch_run(agmm_launch_job_t *j, int nnodes)
         int open_fds = 0;
         for (int r = 0; r < n; r++)
             open_fds += (rk[r].out.fd >= 0) + (rk[r].err.fd >= 0);
-        if (running == 0 && (open_fds == 0 || (drain_until > 0 &&
-                                               now() >= drain_until)))
+        if (running == 0 &&
+            (open_fds == 0 || (drain_until > 0 && now() >= drain_until)))
             break;
         if (running == 0 && drain_until == 0) drain_until = now() + 1.0;
 
@@ -239,7 +239,7 @@ int agmm_launch_run(agmm_launch_job_t *j, int nnodes)
         while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
             int sig = (int)si.ssi_signo;
             if (sig == SIGCHLD) continue; /* reaped below */
-            if (ended == END_SIGNAL) { /* a second one: no more waiting */
+            if (ended == END_SIGNAL) {    /* a second one: no more waiting */
                 signal_all(rk, n, SIGKILL);
                 continue;
             }
@@ -275,8 +275,9 @@ int agmm_launch_run(agmm_launch_job_t *j, int nnodes)
                         running ? "; stopping the other ranks" : "");
             } else {
                 code = WEXITSTATUS(status);
-                fprintf(stderr, "agmm launch: rank %d exited with status %d%s\n",
-                        r, code, running ? "; stopping the other ranks" : "");
+                fprintf(stderr,
+                        "agmm launch: rank %d exited with status %d%s\n", r,
+                        code, running ? "; stopping the other ranks" : "");
             }
             term_at = now() + GRACE_S;
         }
@@ -292,10 +293,11 @@ int agmm_launch_run(agmm_launch_job_t *j, int nnodes)
                 if (rk[r].pid > 0)
                     at += (size_t)snprintf(names + at, sizeof names - at,
                                            "%s%d", at ? ", " : "", r);
-            fprintf(stderr,
-                    "agmm launch: --timeout %g s reached; still running: %s %s; "
-                    "stopping them\n",
-                    j->timeout_s, running == 1 ? "rank" : "ranks", names);
+            fprintf(
+                stderr,
+                "agmm launch: --timeout %g s reached; still running: %s %s; "
+                "stopping them\n",
+                j->timeout_s, running == 1 ? "rank" : "ranks", names);
             signal_all(rk, n, SIGTERM);
             kill_at = t + GRACE_S;
         }

@@ -66,9 +66,8 @@ int agmm_cli_check_bind(agmm_cli_t *cli, FILE *err, int world_size)
         return 2;
     }
     char why[300];
-    if (agmm_place_plan(t, cli->ranks, word,
-                        cli->comm_cores + cli->gemm_cores, &plan, why,
-                        sizeof why) != 0) {
+    if (agmm_place_plan(t, cli->ranks, word, cli->comm_cores + cli->gemm_cores,
+                        &plan, why, sizeof why) != 0) {
         fprintf(err, "agmm: --bind: %s\n", why);
         return 2;
     }
