@@ -42,7 +42,8 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/agmmConfig.cmake
 # reconfigure. The shared library records its dependencies itself (Libs);
 # a static link (pkg-config --static) also needs Libs.private and the
 # Requires.private modules: Debian's openblas.pc, and ompi-c.pc (or
-# mpich.pc) in an MPI build, hwloc.pc with hwloc. oneDNN has no .pc on Debian: -ldnnl -lgomp.
+# mpich.pc) in an MPI build; hwloc as -lhwloc (hwloc.pc --static wants
+# -ludev, which libhwloc-dev does not bring; the shared libhwloc does). oneDNN has no .pc on Debian: -ldnnl -lgomp.
 set(AGMM_PC_REQUIRES_PRIVATE "")
 set(AGMM_PC_LIBS_PRIVATE "")
 find_package(PkgConfig QUIET)
@@ -56,8 +57,8 @@ endif()
 if(AGMM_ONEDNN)
   string(APPEND AGMM_PC_LIBS_PRIVATE " -ldnnl -lgomp")
 endif()
-if(AGMM_HWLOC)  # Debian's libhwloc-dev has hwloc.pc
-  list(APPEND AGMM_PC_REQUIRES_PRIVATE hwloc)
+if(AGMM_HWLOC)  # not hwloc.pc: its static libs want libudev's (-ludev)
+  string(APPEND AGMM_PC_LIBS_PRIVATE " -lhwloc")
 endif()
 if(AGMM_MPI)
   set(_agmm_mpi_pc "")
