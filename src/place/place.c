@@ -63,6 +63,9 @@ static void take_cores(const agmm_topo_t *t, const cores_t *c, int from, int n,
     r->ncores = n;
 }
 
+static int split(const agmm_topo_t *t, int p, int threads, cores_t *c,
+                 agmm_place_t *out);
+
 static int plan_auto(const agmm_topo_t *t, int p, int threads,
                      agmm_place_t *out)
 {
@@ -78,18 +81,30 @@ static int plan_auto(const agmm_topo_t *t, int p, int threads,
                  t->ncores == 1 ? "core" : "cores");
         return 0;
     }
-    static cores_t c; /* large; the callers are single-threaded */
-    index_cores(t, &c);
+    cores_t *cp = malloc(sizeof *cp); /* large: not on the stack */
     out->rank = calloc((size_t)p, sizeof *out->rank);
-    if (!out->rank) return -1;
+    if (!cp || !out->rank) {
+        free(cp);
+        return -1;
+    }
+    int rc = split(t, p, threads, cp, out);
+    free(cp);
+    return rc;
+}
+
+/* auto's steps 2-4 (the file comment), the cores indexed into *c. */
+static int split(const agmm_topo_t *t, int p, int threads, cores_t *c,
+                 agmm_place_t *out)
+{
+    index_cores(t, c);
     out->bound = 1;
     if (t->nnodes >= p) {
         int q = t->nnodes % p == 0 ? t->nnodes / p : 1;
         for (int r = 0; r < p; r++) {
-            int first = c.node_first[r * q], n = 0;
+            int first = c->node_first[r * q], n = 0;
             for (int k = 0; k < q; k++)
-                n += c.node_cores[r * q + k];
-            take_cores(t, &c, first, n, threads, &out->rank[r]);
+                n += c->node_cores[r * q + k];
+            take_cores(t, c, first, n, threads, &out->rank[r]);
         }
         if (q == 1)
             snprintf(out->note, sizeof out->note, "one NUMA node per rank%s",
@@ -104,9 +119,9 @@ static int plan_auto(const agmm_topo_t *t, int p, int threads,
         int q = p / t->nnodes;
         g = t->ncores;
         for (int n = 0; n < t->nnodes; n++)
-            if (c.node_cores[n] / q < g) g = c.node_cores[n] / q;
+            if (c->node_cores[n] / q < g) g = c->node_cores[n] / q;
         for (int r = 0; g > 0 && r < p; r++)
-            take_cores(t, &c, c.node_first[r / q] + (r % q) * g, g, threads,
+            take_cores(t, c, c->node_first[r / q] + (r % q) * g, g, threads,
                        &out->rank[r]);
         if (g > 0) {
             snprintf(out->note, sizeof out->note,
@@ -118,8 +133,8 @@ static int plan_auto(const agmm_topo_t *t, int p, int threads,
     g = t->ncores / p;
     int straddle = 0;
     for (int r = 0; r < p; r++) {
-        take_cores(t, &c, r * g, g, threads, &out->rank[r]);
-        straddle |= c.node[r * g] != c.node[r * g + g - 1];
+        take_cores(t, c, r * g, g, threads, &out->rank[r]);
+        straddle |= c->node[r * g] != c->node[r * g + g - 1];
     }
     snprintf(out->note, sizeof out->note, "%d groups of %d %s%s", p, g,
              g == 1 ? "core" : "cores",

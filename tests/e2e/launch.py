@@ -16,7 +16,8 @@
   target: 2 ranks on 2 packages x 2 nodes x 16 cores: a package's 32
   physical cores each; 4 ranks: a node each) and starts nothing; without
   --dry-run such a machine is refused;
-- bad input: one line naming the option, exit 2;
+- bad input: one line naming the option, exit 2; the same for agmm
+  run's --bind, whose plan the header and --json show;
 - nothing left behind: no process carrying this test's tag, and a
   segment a killed rank left in /dev/shm under the job's name is removed.
 
@@ -256,6 +257,58 @@ def bad_input():
     check(not tagged_left(), "bad input started nothing")
 
 
+def run_bind():
+    """agmm run/bench --bind: refusals (one line naming --bind, exit 2) and
+    the plan in --json (checked where CPUs 0 and 1 are ours)."""
+    small = ["--m-local", "32", "--k", "32", "--n", "32", "--rounds", "1"]
+    cases = [
+        (["--bind", "0-1|1"], "agmm: --bind: ranks 0 and 1 both list CPU 1"),
+        (["--bind", "0|1023"], "agmm: --bind: rank 1: CPU 1023 is not one "
+         "this process may use"),
+        (["--bind", "0"], "agmm: --bind: 1 CPU list for 2 ranks"),
+        (["--bind", "numa"], "agmm: --bind: 'numa' (allowed: auto, none"),
+    ]
+    for args, want in cases:
+        p = subprocess.run([AGMM, "run", "--ranks", "2"] + small + args,
+                           capture_output=True, text=True, env=ENV, timeout=60)
+        lines = p.stderr.splitlines()
+        check(p.returncode == 2 and len(lines) == 1 and
+              lines[0].startswith(want),
+              "run %s: rc %d err %r" % (args, p.returncode, p.stderr))
+    env = dict(ENV, HWLOC_SYNTHETIC="pack:2 numa:2 core:16 pu:2")
+    p = subprocess.run([AGMM, "run", "--bind", "auto"] + small,
+                       capture_output=True, text=True, env=env, timeout=60)
+    check(p.returncode == 2 and "describe another machine" in p.stderr,
+          "run --bind under HWLOC_SYNTHETIC: %d %r" % (p.returncode, p.stderr))
+    p = subprocess.run([AGMM, "run"] + small, capture_output=True, text=True,
+                       env=env, timeout=60)
+    check(p.returncode == 0 and "placement: --bind auto: not binding: "
+          "HWLOC_SYNTHETIC/HWLOC_XMLFILE describe another machine" in p.stdout,
+          "run without --bind under HWLOC_SYNTHETIC: %d %r"
+          % (p.returncode, p.stdout + p.stderr))
+    if not {0, 1} <= os.sched_getaffinity(0):
+        return
+    import json
+    p = subprocess.run([AGMM, "bench", "--ranks", "2", "--json",
+                        "--bind", "1|0"] + small, capture_output=True,
+                       text=True, env=ENV, timeout=60)
+    try:
+        pl = json.loads(p.stdout)["placement"]
+    except (ValueError, KeyError):
+        pl = None
+    check(pl == {"bind": "1|0", "bound": True, "note": "the CPU lists given",
+                 "ranks": [{"rank": 0, "cpus": "1", "cores": 1, "nodes": "0",
+                            "memory_nodes": "0"},
+                           {"rank": 1, "cpus": "0", "cores": 1, "nodes": "0",
+                            "memory_nodes": "0"}]},
+          "bench --json placement: %r (%r)" % (pl, p.stderr))
+    p = subprocess.run([AGMM, "run", "--ranks", "2", "--bind", "1|0"] + small,
+                       capture_output=True, text=True, env=ENV, timeout=60)
+    check("placement: rank 0: cores 1 (node 0), memory on node 0\n"
+          "placement: rank 1: cores 0 (node 0), memory on node 0\n"
+          in p.stdout, "run header: %r" % p.stdout)
+
+
 def shm_left():
     """A rank killed with a segment of the job in /dev/shm: removed."""
     job = "launchshm%d" % os.getpid()
@@ -276,6 +329,7 @@ def main():
     torch_contract()
     dry_run()
     bad_input()
+    run_bind()
     shm_left()
     nothing_left("the end")
     print("launch: %d passed, %d failed" % (passed[0], len(fails)))

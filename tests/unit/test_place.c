@@ -215,6 +215,47 @@ static void cpu_lists(void)
     refuse(m, 2, "numa", "allowed: auto, none, or one CPU list per rank");
 }
 
+#ifdef AGMM_HAVE_HWLOC
+#include <hwloc.h>
+#include <unistd.h>
+
+/* HWLOC_XMLFILE: a machine written as XML (from a synthetic one) plans as
+ * the synthetic one did. */
+static void xml_file(void)
+{
+    hwloc_topology_t t;
+    char path[] = "/tmp/agmm_place_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0) return;
+    close(fd);
+    unsetenv("HWLOC_SYNTHETIC");
+    int ok =
+        hwloc_topology_init(&t) == 0 &&
+        hwloc_topology_set_synthetic(t, "pack:2 numa:1 core:4 pu:1") == 0 &&
+        hwloc_topology_load(t) == 0 &&
+        hwloc_topology_export_xml(t, path, 0) == 0;
+    hwloc_topology_destroy(t);
+    CHECK(ok, "XML written to %s", path);
+    setenv("HWLOC_XMLFILE", path, 1);
+    agmm_place_t pl;
+    char why[300] = "", got[400];
+    int rc = agmm_topo_load(&topo);
+    CHECK(rc == AGMM_OK && topo.described && topo.nnodes == 2 &&
+              topo.ncores == 8,
+          "XML: loaded %d, described %d, %d nodes, %d cores", rc,
+          topo.described, topo.nnodes, topo.ncores);
+    if (rc == AGMM_OK &&
+        agmm_place_plan(&topo, 2, "auto", 0, &pl, why, sizeof why) == 0) {
+        lists(&pl, got, sizeof got, 0);
+        CHECK(!strcmp(got, "0-3|4-7"), "XML 2 ranks: %s", got);
+        agmm_place_free(&pl);
+    }
+    unsetenv("HWLOC_XMLFILE");
+    unlink(path);
+}
+#endif
+
 int main(void)
 {
     two_packages_smt();
@@ -222,5 +263,8 @@ int main(void)
     one_package();
     hidden_cpus();
     cpu_lists();
+#ifdef AGMM_HAVE_HWLOC
+    xml_file();
+#endif
     CHECK_DONE("place");
 }

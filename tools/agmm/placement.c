@@ -58,6 +58,12 @@ int agmm_cli_check_bind(agmm_cli_t *cli, FILE *err, int world_size)
     }
     const agmm_topo_t *t = agmm_tool_topo(err);
     if (!t) return 2;
+    if (t->described && !cli->bind) { /* the default: nothing to apply */
+        snprintf(plan.note, sizeof plan.note,
+                 "not binding: HWLOC_SYNTHETIC/HWLOC_XMLFILE describe another "
+                 "machine");
+        return 0;
+    }
     if (t->described) {
         fprintf(err,
                 "agmm: --bind: HWLOC_SYNTHETIC/HWLOC_XMLFILE describe another "
