@@ -2,7 +2,8 @@
 """One rank of an all-gather + GEMM from Python (README.md, "From
 Python"): start it once per rank with torchrun's variables (RANK,
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or agmm's (AGMM_RANK,
-AGMM_WORLD_SIZE, AGMM_JOB), PYTHONPATH=build/python. Each rank checks
+AGMM_WORLD_SIZE, AGMM_JOB), PYTHONPATH=build/python; `agmm launch -n 2
+-- /usr/bin/python3 examples/allgather_gemm.py` sets both. Each rank checks
 its C against NumPy and the torch op against torch.cat(all_gather) @ B."""
 # readme-snippet: begin
 import numpy as np

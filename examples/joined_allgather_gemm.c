@@ -1,7 +1,7 @@
 /* One rank of a world of processes started by anyone (README "From your
  * own processes"): start it N times, each with AGMM_RANK, AGMM_WORLD_SIZE
  * and AGMM_JOB set (or RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT as
- * torchrun sets them). The ranks join by job name (agmm_world_from_env),
+ * torchrun sets them): `agmm launch -n N -- PROGRAM` does. The ranks join by job name (agmm_world_from_env),
  * then run all-gather + GEMM in fp16, bf16 and fp32 with uneven shards
  * (rank r holds 3 + 2r rows), several rounds each with new data, fused and
  * baseline schedules, and compare every element of C with agmm_reference
