@@ -163,6 +163,25 @@ static int noop_rank(agmm_world_t *w, void *arg)
     return 0;
 }
 
+/* 0 when this process may run on CPU 0 alone, else 3. */
+static int on_cpu0_rank(agmm_world_t *w, void *arg)
+{
+    (void)w;
+    (void)arg;
+    cpu_set_t s;
+    if (sched_getaffinity(0, sizeof s, &s) != 0) return 3;
+    return CPU_COUNT(&s) == 1 && CPU_ISSET(0, &s) ? 0 : 3;
+}
+
+/* 0 when this process's affinity is *arg (a cpu_set_t), else 3. */
+static int same_affinity_rank(agmm_world_t *w, void *arg)
+{
+    (void)w;
+    cpu_set_t s;
+    if (sched_getaffinity(0, sizeof s, &s) != 0) return 3;
+    return CPU_EQUAL(&s, (cpu_set_t *)arg) ? 0 : 3;
+}
+
 static void test_no_world(void)
 {
     agmm_plan_desc_t d;
@@ -212,6 +231,35 @@ static void test_no_world(void)
     o.nranks = 1 << 30;
     CHECK(agmm_launch(&o, noop_rank, NULL, &code) == AGMM_ERR_INVALID_ARG,
           "launch 2^30 ranks");
+    /* Placement (agmm_launch_opts_t.bind): a bad list is refused before
+     * any rank starts, naming why; a good one binds the rank. */
+    o.nranks = 2;
+    o.bind = "0|0";
+    CHECK(agmm_launch(&o, noop_rank, NULL, &code) == AGMM_ERR_INVALID_ARG &&
+              strstr(agmm_last_error(), "ranks 0 and 1 both list CPU 0"),
+          "launch bind 0|0: %s", agmm_last_error());
+    o.bind = "numa";
+    CHECK(agmm_launch(&o, noop_rank, NULL, &code) == AGMM_ERR_INVALID_ARG,
+          "launch bind 'numa'");
+    o.bind = "0";
+    CHECK(agmm_launch(&o, noop_rank, NULL, &code) == AGMM_ERR_INVALID_ARG &&
+              strstr(agmm_last_error(), "1 CPU list for 2 ranks"),
+          "launch bind count: %s", agmm_last_error());
+    cpu_set_t mine;
+    if (sched_getaffinity(0, sizeof mine, &mine) == 0 && CPU_ISSET(0, &mine)) {
+        o.nranks = 1;
+        o.bind = "0";
+        code = -7;
+        CHECK(agmm_launch(&o, on_cpu0_rank, NULL, &code) == AGMM_OK &&
+                  code == 0,
+              "launch bind 0: the rank's affinity is CPU 0 alone (code %d)",
+              code);
+        o.bind = NULL; /* NULL is none: the caller's affinity */
+        CHECK(agmm_launch(&o, same_affinity_rank, &mine, &code) == AGMM_OK &&
+                  code == 0,
+              "launch bind NULL: the caller's affinity (code %d)", code);
+    }
+    o.bind = NULL;
 
     float f[2] = {1, 2};
     CHECK(agmm_convert_from_fp32((agmm_dtype_t)9, f, c, 2) ==
