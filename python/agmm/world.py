@@ -4,7 +4,9 @@ Ways to get one (each a collective: every rank makes the same call):
   World.from_env(timeout)          the launcher's environment: AGMM_RANK /
                                    AGMM_WORLD_SIZE / AGMM_JOB, or torchrun's
                                    RANK / WORLD_SIZE / MASTER_ADDR /
-                                   MASTER_PORT (agmm_world_from_env); under
+                                   MASTER_PORT (agmm_world_from_env; agmm
+                                   launch sets both, and AGMM_BIND_CPUS,
+                                   which pins the rank's workers); under
                                    mpirun, the MPI world
   World.join(rank, size, job, timeout)   explicit (agmm_world_join)
   World.mpi(timeout)               MPI_COMM_WORLD (agmm_world_create_mpi)
