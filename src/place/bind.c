@@ -46,7 +46,11 @@ int agmm_bind_apply(const agmm_place_rank_t *r, int nnodes)
     }
     /* One node: memory is there whatever the policy. More: bind this
      * process's future pages (its windows, staging, weights, first touched
-     * here) to the nodes of its cores, as numactl -m does. */
+     * here) to the nodes of its cores, as numactl -m does. Refused (a
+     * container's seccomp may forbid set_mempolicy): said once, and the
+     * rank goes on, its pages then placed by the kernel's default local
+     * policy, which with the affinity just set is its own node(s) for
+     * what it touches first. */
     if (nnodes > 1) {
         unsigned long mask[AGMM_CPUSET_MAX / (8 * sizeof(unsigned long))];
         memset(mask, 0, sizeof mask);
@@ -55,11 +59,10 @@ int agmm_bind_apply(const agmm_place_rank_t *r, int nnodes)
                 mask[n / (8 * sizeof(unsigned long))] |=
                     1ul << (n % (8 * sizeof(unsigned long)));
         if (syscall(SYS_set_mempolicy, MPOL_BIND, mask,
-                    (unsigned long)AGMM_CPUSET_MAX + 1) != 0) {
-            agmm_error(AGMM_ERR_SYSTEM, "placement: set_mempolicy: %s",
-                       strerror(errno));
-            return -1;
-        }
+                    (unsigned long)AGMM_CPUSET_MAX + 1) != 0)
+            agmm_warn("placement: set_mempolicy: %s; memory placed by first "
+                      "touch",
+                      strerror(errno));
     }
     agmm_bind_adopt(&r->cpus);
     return 0;

@@ -114,10 +114,11 @@ void agmm_place_describe_rank(const agmm_place_t *p, const agmm_topo_t *t,
 
 /* ---- bind.c: applying a share in this process ------------------------ */
 /* Set the calling process's affinity to r->cpus and, when the machine has
- * more than one NUMA node, its memory policy to r->nodes (MPOL_BIND),
- * then record the share as this rank's (agmm_bind_rank_cpus). Call in a
- * single-threaded process (right after fork, or before exec). Returns 0,
- * or -1 with the reason logged. */
+ * more than one NUMA node, its memory policy to r->nodes (MPOL_BIND; if
+ * that is refused, a warning: first touch on the rank's own cores places
+ * its pages), then record the share as this rank's (agmm_bind_rank_cpus).
+ * Call in a single-threaded process (right after fork, or before exec).
+ * Returns 0, or -1 with the reason logged (the affinity was refused). */
 int agmm_bind_apply(const agmm_place_rank_t *r, int nnodes);
 /* Record `cpus` as this rank's share without setting anything (the
  * affinity was set before exec: agmm launch's AGMM_BIND_CPUS). */
