@@ -1,12 +1,12 @@
 /* One rank of a world of processes started by anyone (README "From your
  * own processes"): start it N times, each with AGMM_RANK, AGMM_WORLD_SIZE
  * and AGMM_JOB set (or RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT as
- * torchrun sets them): `agmm launch -n N -- PROGRAM` does. The ranks join by job name (agmm_world_from_env),
- * then run all-gather + GEMM in fp16, bf16 and fp32 with uneven shards
- * (rank r holds 3 + 2r rows), several rounds each with new data, fused and
- * baseline schedules, and compare every element of C with agmm_reference
- * (agmm_ext.h). The inputs are small integers, so every product and sum is
- * exact in fp32: the check is equality.
+ * torchrun sets them): `agmm launch -n N -- PROGRAM` does. The ranks join by
+ * job name (agmm_world_from_env), then run all-gather + GEMM in fp16, bf16 and
+ * fp32 with uneven shards (rank r holds 3 + 2r rows), several rounds each with
+ * new data, fused and baseline schedules, and compare every element of C with
+ * agmm_reference (agmm_ext.h). The inputs are small integers, so every product
+ * and sum is exact in fp32: the check is equality.
  *
  * Exit status: 0 when every round on this rank matched, 1 otherwise (the
  * reason on stderr). Options for the failure tests (tests/e2e/joined.sh):

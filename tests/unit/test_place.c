@@ -2,7 +2,8 @@
  * (HWLOC_SYNTHETIC: 1 and 2 packages, 1-4 NUMA nodes per package, SMT on
  * and off, a cpuset hiding some CPUs), P = 1..9 ranks: every rank's CPU
  * list and memory nodes as stated here; CPU lists (--bind LIST) accepted
- * and refused with their reasons. Synthetic PUs are numbered in logical
+ * and refused with their reasons; agmm_bind_apply's affinity and memory
+ * policy read back in a child. Synthetic PUs are numbered in logical
  * order, so with two threads a core the first threads are the even CPUs. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,9 +216,59 @@ static void cpu_lists(void)
     refuse(m, 2, "numa", "allowed: auto, none, or one CPU list per rank");
 }
 
+#include <linux/mempolicy.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* agmm_bind_apply in a child as a 2-node machine would have it: the
+ * affinity is the rank's CPU alone and the memory policy reads back as
+ * MPOL_BIND to node 0 (the one node every machine has), so the syscall's
+ * arguments are right; the share is recorded for the workers. */
+static void bind_apply(void)
+{
+    cpu_set_t mine;
+    CHECK(sched_getaffinity(0, sizeof mine, &mine) == 0, "affinity");
+    int cpu = -1;
+    for (int i = 0; i < CPU_SETSIZE && cpu < 0; i++)
+        if (CPU_ISSET(i, &mine)) cpu = i;
+    pid_t pid = fork();
+    if (pid == 0) {
+        agmm_place_rank_t r;
+        memset(&r, 0, sizeof r);
+        agmm_cpuset_add(&r.cpus, cpu);
+        agmm_cpuset_add(&r.nodes, 0);
+        r.ncores = 1;
+        if (agmm_bind_apply(&r, 2) != 0) _exit(10);
+        cpu_set_t now;
+        if (sched_getaffinity(0, sizeof now, &now) != 0 ||
+            CPU_COUNT(&now) != 1 || !CPU_ISSET(cpu, &now))
+            _exit(11);
+        int mode = -1;
+        unsigned long mask[AGMM_CPUSET_MAX / (8 * sizeof(unsigned long))];
+        memset(mask, 0, sizeof mask);
+        if (syscall(SYS_get_mempolicy, &mode, mask,
+                    (unsigned long)AGMM_CPUSET_MAX + 1, NULL, 0UL) != 0)
+            _exit(12);
+        if (mode != MPOL_BIND || mask[0] != 1ul) _exit(13);
+        const agmm_cpuset_t *share = agmm_bind_rank_cpus();
+        if (!share || agmm_cpuset_count(share) != 1 ||
+            !agmm_cpuset_has(share, cpu))
+            _exit(14);
+        _exit(0);
+    }
+    int st = -1;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "fork/wait");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "bind_apply child: status %d (10 apply, 11 affinity, 12 "
+          "get_mempolicy, 13 policy, 14 share)",
+          WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    CHECK(agmm_bind_rank_cpus() == NULL, "this process stays unbound");
+}
+
 #ifdef AGMM_HAVE_HWLOC
 #include <hwloc.h>
-#include <unistd.h>
 
 /* HWLOC_XMLFILE: a machine written as XML (from a synthetic one) plans as
  * the synthetic one did. */
@@ -263,6 +314,7 @@ int main(void)
     one_package();
     hidden_cpus();
     cpu_lists();
+    bind_apply();
 #ifdef AGMM_HAVE_HWLOC
     xml_file();
 #endif
