@@ -213,6 +213,13 @@ def dry_run():
           % stride(64, 32, 2) in out, "dry-run 2 ranks: %r" % out)
     check("AGMM_BIND_CPUS=%s OMP_NUM_THREADS=32" % stride(64, 32, 2) in out,
           "dry-run env: %r" % out)
+    # 32 threads asked of 16-core ranks: both threads of each core.
+    rc, out, err = launch(["-n", "4", "--dry-run", "--", "prog"],
+                          env=dict(env, OMP_NUM_THREADS="32"))
+    check("rank 1: cores 32-63 (node 1), memory on node 1" in out and
+          "AGMM_BIND_CPUS=32-63" in out and "OMP_NUM_THREADS" not in out,
+          "dry-run, OMP_NUM_THREADS=32 (the user's, kept) on 16 cores: %r"
+          % out)
     rc, out, err = launch(["-n", "4", "--dry-run", "--", "prog"], env=env)
     for r in range(4):
         check("rank %d: cores %s (node %d), memory on node %d"

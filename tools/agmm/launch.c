@@ -37,7 +37,8 @@ static const char usage_text[] =
     "                   equal group of physical cores, its memory on their\n"
     "                   nodes; none; or one CPU list per rank: 0-31|32-63.\n"
     "                   A bound rank gets AGMM_BIND_CPUS and OMP_NUM_THREADS\n"
-    "                   (its CPU count, unless set)\n"
+    "                   (its CPU count, unless set; when set, auto gives a\n"
+    "                   rank with fewer cores their hardware threads)\n"
     "  --job NAME       the job name, 1..48 of [A-Za-z0-9._-] (default\n"
     "                   launch-<pid>)\n"
     "  --tag-output     prefix every line of the ranks' output with \"[rank "
@@ -207,8 +208,13 @@ int agmm_tool_launch_main(int argc, char **argv)
                 "ranks here\n");
         return 2;
     }
+    /* The threads a rank asks for, if the user said (OMP_NUM_THREADS): a
+     * group with fewer physical cores then gets their hardware threads. */
+    const char *omp = getenv("OMP_NUM_THREADS");
+    int threads = omp ? atoi(omp) : 0;
     char why[300];
-    if (agmm_place_plan(t, j.nranks, j.bind, 0, &j.place, why, sizeof why)) {
+    if (agmm_place_plan(t, j.nranks, j.bind, threads > 0 ? threads : 0,
+                        &j.place, why, sizeof why)) {
         fprintf(stderr, "agmm launch: --bind: %s\n", why);
         return 2;
     }
