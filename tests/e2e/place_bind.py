@@ -150,18 +150,24 @@ def launched():
 
 
 PY_RANK = r"""
-import sys, time
+import os, sys, time
 import numpy as np
 import agmm
 w = agmm.World.from_env()
 plan = w.plan(m_local=256, k=256, n=256, dtype="fp32")
 plan.set_weight(np.ones((256, 256), np.float32))
 a = np.ones((256, 256), np.float32)
-end = time.time() + float(sys.argv[1])
+end = time.time() + 120  # until the test has seen enough (sys.argv[1])
 rounds = 0
-while time.time() < end:
+stop = False
+while not stop:
     plan.run(a)
     rounds += 1
+    if rounds == 1:
+        print("running", flush=True)
+    if rounds % 20 == 0:  # the ranks agree when to stop (runs are collective)
+        mine = b"1" if os.path.exists(sys.argv[1]) or time.time() > end else b"0"
+        stop = b"1" in w.allgather(mine)
 print("rank", w.rank, "rounds", rounds, flush=True)
 w.close()
 """
@@ -173,19 +179,36 @@ def python_launched(n, bind, want):
     if not PYPATH:
         return
     env = dict(os.environ, PYTHONPATH=PYPATH)
+    stop = "/tmp/agmm_place_bind_stop.%d" % os.getpid()
+    if os.path.exists(stop):
+        os.unlink(stop)
     p = subprocess.Popen([AGMM, "launch", "-n", str(n), "--bind", bind,
-                          "--job", "placebind%d" % os.getpid(), "--",
-                          PYTHON, "-c", PY_RANK, "8"],
+                          "--job", "placebind%d" % os.getpid(),
+                          "--tag-output", "--",  # whole lines from each rank
+                          PYTHON, "-c", PY_RANK, stop],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env)
     ranks = wait_children(p.pid, n)
-    time.sleep(3)  # the import, the join, the first rounds
+    # Once every rank has run a round (the import and the join take a while
+    # on a loaded machine): at least 1 s of rounds, and until every rank
+    # was seen as wanted, at most 60 s.
+    running = 0
+    while running < n and p.stdout.readline().endswith("] running\n"):
+        running += 1
+    check(running == n, "python ranks under --bind %s: %d of %d ran a round"
+          % (bind, running, n))
     seen = [set() for _ in range(n)]
-    end = time.time() + 4
-    while time.time() < end and any(seen[r] != want[r] for r in range(n)):
+    start = time.time()
+    while time.time() - start < 60 and p.poll() is None and (
+            time.time() - start < 1 or
+            any(seen[r] != want[r] for r in range(n))):
         for r, pid in enumerate(ranks[:n]):
             seen[r] |= set(threads(pid).values())
-    out, err = p.communicate(timeout=60)
+    open(stop, "w").close()  # the ranks leave their loop together
+    try:
+        out, err = p.communicate(timeout=60)
+    finally:
+        os.unlink(stop)
     check(p.returncode == 0, "python ranks under agmm launch --bind %s: exit "
           "%s\n%s%s" % (bind, p.returncode, out, err))
     for r in range(min(n, len(ranks))):
