@@ -65,6 +65,14 @@ def threads(pid):
     return out
 
 
+def comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def children(pid):
     try:
         with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
@@ -142,7 +150,9 @@ def launched():
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     ranks = wait_children(p.pid, 2)
-    time.sleep(0.3)
+    end = time.time() + 20  # until both have exec'd sleep (bound before)
+    while time.time() < end and not all(comm(pid) == "sleep" for pid in ranks):
+        time.sleep(0.02)
     got = [sorted(set(threads(pid).values())) for pid in ranks]
     check(got == [["0"], ["1"]], "agmm launch: ranks on %s" % got)
     stop(p)
