@@ -36,7 +36,7 @@ agmm_status_t agmm_workers_run(agmm_world_t *w, agmm_worker_t *ws, int n)
     trampoline_t tr[n > 0 ? n : 1];
     int started = 1;
     agmm_status_t st = AGMM_OK;
-    /* A bound rank (place/bind.c) runs worker i on CPU i of its share, the
+    /* A bound rank (place/bind.c) runs worker i on CPU i mod n of its n, the
      * calling thread (worker 0) included, for the call only; unbound
      * (--bind none, MPI), the threads inherit the caller's affinity. */
     agmm_bind_saved_t saved;
