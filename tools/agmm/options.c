@@ -137,9 +137,8 @@ const opt_row_t opt_table[] = {
     {.name = "k-local", .kind = OPTK_ROWS, .field = F(k_local), NOSET, .cmds = OPT_FOR_ALL,
      .section = SEC_PROBLEM, .label = "--k-local K0,K1,...",
      .help = "gemm-rs, gemm-ar: each rank's part of --k, one value\n"
-             "per rank,\n"
-             "each >= 0, summing to --k (default: --k split evenly,\n"
-             "the first ranks one more)"},
+             "per rank, each >= 0, summing to --k (default: --k split\n"
+             "evenly, the first ranks one more)"},
     {.name = "tile-m", .kind = OPTK_INT64, .field = F(tile_m), NOSET, .min = 1,
      .max = INT64_MAX, LIB(tile_m), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
      .label = "--tile-m ROWS", .help = "rows per tile, >= 1 (default {def})"},
