@@ -405,10 +405,10 @@ typedef struct agmm_plan_desc {
     agmm_gemm_engine_kind_t gemm_engine;
     /* AGMM_OP_AG_GEMM (0, the default), AGMM_OP_GEMM_RS or AGMM_OP_GEMM_AR. */
     agmm_op_t op;
-    /* GEMM_RS and GEMM_AR only: nranks inner-dimension parts (each >= 0, sum == k), or
-     * NULL: k split as evenly as possible, the first k % nranks ranks one
-     * more (agmm_k_split). `weights` is ignored (every rank has its own W_r).
-     */
+    /* GEMM_RS and GEMM_AR only: nranks inner-dimension parts (each >= 0,
+     * sum == k), or NULL: k split as evenly as possible, the first k %
+     * nranks ranks one more (agmm_k_split). `weights` is ignored (every rank
+     * has its own W_r). */
     const int64_t *k_local;
     /* AG_GEMM: several weights from one gather (Q/K/V, gate/up): C_i =
      * gather(A) @ W_i, W_i [k, n_list[i]], each C_i its own fp32 [M, n_i]
@@ -417,7 +417,8 @@ typedef struct agmm_plan_desc {
      * (baseline). n_weights 0 or 1 with n_list NULL: one weight of `n`
      * columns (the default). n_weights >= 1 with n_list: n_list[i] >= 1
      * columns each, and `n` is ignored (set it to n_list[0] or 0). At most
-     * AGMM_MAX_WEIGHTS. GEMM_RS, GEMM_AR: only one weight (AGMM_ERR_UNSUPPORTED).
+     * AGMM_MAX_WEIGHTS. GEMM_RS, GEMM_AR: only one weight
+     * (AGMM_ERR_UNSUPPORTED).
      */
     int n_weights;
     const int64_t *n_list;
@@ -438,8 +439,8 @@ typedef struct agmm_plan_desc {
 
 void agmm_plan_desc_init(agmm_plan_desc_t *desc);
 
-/* GEMM_RS's (and GEMM_AR's) even split of the inner dimension (k_local NULL): rank r's
- * part, k / nranks, the first k % nranks ranks one more. -1 for k < 0,
+/* GEMM_RS's (and GEMM_AR's) even split of the inner dimension (k_local NULL):
+ * rank r's part, k / nranks, the first k % nranks ranks one more. -1 for k < 0,
  * nranks < 1 or r outside 0..nranks-1 (no message). */
 int64_t agmm_k_split(int64_t k, int nranks, int r);
 
@@ -486,9 +487,9 @@ agmm_status_t agmm_plan_set_weight(agmm_plan_t *plan, const void *w);
 agmm_status_t agmm_plan_set_weight_i(agmm_plan_t *plan, int i, const void *w);
 
 /* Local. An INT8 plan's weight i: w int8 [k, n_i] (GEMM_RS, GEMM_AR:
- * [k_local[rank], n]) and its fp32 scales, [n_i] (w_scale CHANNEL) or [1] (TENSOR), each
- * finite and >= 0. The other set_weight calls refuse an INT8 plan (they
- * have no scales), and this one refuses the others. */
+ * [k_local[rank], n]) and its fp32 scales, [n_i] (w_scale CHANNEL) or [1]
+ * (TENSOR), each finite and >= 0. The other set_weight calls refuse an INT8
+ * plan (they have no scales), and this one refuses the others. */
 agmm_status_t agmm_plan_set_weight_scaled(agmm_plan_t *plan, int i,
                                           const int8_t *w,
                                           const float *w_scale);

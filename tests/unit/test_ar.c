@@ -78,8 +78,7 @@ static int same_everywhere(agmm_world_t *w, uint64_t h, int P)
     return 1;
 }
 
-static agmm_status_t round_of(agmm_plan_t *plan, int e, const void *a,
-                              float *c)
+static agmm_status_t round_of(agmm_plan_t *plan, int e, const void *a, float *c)
 {
     if (e == 4) return agmm_plan_run_part(plan, AGMM_PART_COMM_ONLY, a, c);
     if (e == 5) return agmm_plan_run_part(plan, AGMM_PART_GEMM_ONLY, a, c);
@@ -131,8 +130,7 @@ static int rank_main(agmm_world_t *w, void *arg)
         bad = 101;
     if (!bad &&
         agmm_reference_rs(P, (const void *const *)a, (const void *const *)wt,
-                          cf->k_local, M, N, cf->dtype, 0, M,
-                          ref) != AGMM_OK)
+                          cf->k_local, M, N, cf->dtype, 0, M, ref) != AGMM_OK)
         bad = 102;
     for (int e = 0; e < ROUNDS; e++) {
         c[e] = malloc(sizeof(float) * all + 1);
@@ -190,9 +188,16 @@ int main(void)
         {2, {0, 19}, {33, 0}, 17, 4, 16, 0, 1, AGMM_DTYPE_FP32, 0},
         {3, {37, 0, 29}, {24, 23, 23}, 45, 8, 16, 1, 2, AGMM_DTYPE_FP32, 0},
         {3, {7, 0, 12}, {20, 0, 21}, 50, 4, 16, 0, 2, AGMM_DTYPE_BF16, 0},
-        {4, {9, 17, 0, 5}, {10, 11, 0, 20}, 33, 4, 8, 1, 1, AGMM_DTYPE_FP16,
-         0},
-        {4, {13, 0, 8, 21}, {16, 16, 16, 16}, 40, 8, 16, 0, 2, AGMM_DTYPE_FP32,
+        {4, {9, 17, 0, 5}, {10, 11, 0, 20}, 33, 4, 8, 1, 1, AGMM_DTYPE_FP16, 0},
+        {4,
+         {13, 0, 8, 21},
+         {16, 16, 16, 16},
+         40,
+         8,
+         16,
+         0,
+         2,
+         AGMM_DTYPE_FP32,
          0},
     };
     agmm_gemm_engine_kind_t engines[] = {AGMM_GEMM_ENGINE_OPENBLAS,

@@ -216,8 +216,8 @@ int main(void)
                        .op = AGMM_OP_GEMM_AR,
                        .dtype = int8 ? AGMM_DTYPE_INT8 : dtypes[si % 3],
                        .engine = engines[e],
-                       .path = int8 ? AGMM_GEMM_PATH_NATIVE
-                                    : AGMM_GEMM_PATH_AUTO,
+                       .path =
+                           int8 ? AGMM_GEMM_PATH_NATIVE : AGMM_GEMM_PATH_AUTO,
                        .gemm_workers = 1 + 2 * (si % 2),
                        .comm_workers = si % 2};
             c.s.nw = 1;

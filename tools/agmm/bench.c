@@ -287,7 +287,8 @@ static double gathered_bytes(const agmm_cli_t *cli)
         double b = (double)(cli->ranks - 1) * (double)cli->m_local[r] *
                    (double)cli->n * 4.0;
         if (cli->op == AGMM_OP_GEMM_AR)
-            b += (double)(cli->m_total - cli->m_local[r]) * (double)cli->n * 4.0;
+            b +=
+                (double)(cli->m_total - cli->m_local[r]) * (double)cli->n * 4.0;
         if (b > most) most = b;
     }
     for (int r = 0; r < cli->ranks && !agmm_tool_split_k(cli); r++) {

@@ -364,10 +364,8 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
 
     /* --op gemm-rs / gemm-ar and --k-local */
     if (cli->k_local_count > 0 && cli->op == AGMM_OP_AG_GEMM) {
-        fprintf(
-            err,
-            "agmm: --k-local: only with --op gemm-rs or gemm-ar (the "
-            "all-gather + GEMM does not split --k)\n");
+        fprintf(err, "agmm: --k-local: only with --op gemm-rs or gemm-ar (the "
+                     "all-gather + GEMM does not split --k)\n");
         return 2;
     }
     if (cli->k_local_count > 0) {

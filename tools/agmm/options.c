@@ -51,11 +51,10 @@ static const opt_choice_t k_schedules[] = {{"fused", AGMM_SCHEDULE_FUSED},
                                            {"baseline", AGMM_SCHEDULE_BASELINE},
                                            {"auto", AGMM_SCHEDULE_AUTO},
                                            {NULL, 0}};
-static const opt_choice_t k_ops[] = {
-    {"ag-gemm", AGMM_OP_AG_GEMM},
-    {"gemm-rs", AGMM_OP_GEMM_RS},
-    {"gemm-ar", AGMM_OP_GEMM_AR},
-    {NULL, 0}};
+static const opt_choice_t k_ops[] = {{"ag-gemm", AGMM_OP_AG_GEMM},
+                                     {"gemm-rs", AGMM_OP_GEMM_RS},
+                                     {"gemm-ar", AGMM_OP_GEMM_AR},
+                                     {NULL, 0}};
 static const opt_choice_t k_transports[] = {{"shm", 0}, {"mpi", 1}, {NULL, 0}};
 
 /* cleanup --job: the library's job alphabet (agmm_world_join). */

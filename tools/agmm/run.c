@@ -383,8 +383,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                    same_c ? ", C the same bytes on every rank" : "",
                    bad_rank < 0 ? "PASS" : "FAIL");
         if (differs >= 0)
-            printf("  rank %d: C is not the same bytes as rank 0's\n",
-                   differs);
+            printf("  rank %d: C is not the same bytes as rank 0's\n", differs);
         for (int p = 0; p < P; p++) {
             if (all[p].mismatches == 0) continue;
             if (all[p].mismatches < 0) {

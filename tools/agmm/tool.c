@@ -39,9 +39,8 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->op = cli->op;
     d->a_scale = cli->a_scale;
     d->w_scale = cli->w_scale;
-    d->k_local = agmm_tool_split_k(cli) && cli->k_local_count > 0
-                     ? cli->k_local
-                     : NULL;
+    d->k_local =
+        agmm_tool_split_k(cli) && cli->k_local_count > 0 ? cli->k_local : NULL;
 }
 
 int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r)

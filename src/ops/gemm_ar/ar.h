@@ -46,24 +46,22 @@ static inline size_t agmm_ar_region(const agmm_plan_t *p)
  * window. */
 static inline size_t agmm_ar_reduced_off(const agmm_plan_t *p, int q, int64_t i)
 {
-    return agmm_ar_region(p) + (size_t)(p->win_max[q] + i) *
-                                   (size_t)p->desc.n * sizeof(float);
+    return agmm_ar_region(p) +
+           (size_t)(p->win_max[q] + i) * (size_t)p->desc.n * sizeof(float);
 }
 
 /* The cell of owner q's reduced tile t (fused). */
 static inline size_t agmm_ar_tile_sig(const agmm_plan_t *p, int q, int64_t t)
 {
-    return agmm_sig_off(p, SIG_TILE,
-                        (int64_t)p->nranks * p->max_tiles + p->tile_base[q] +
-                            t);
+    return agmm_sig_off(
+        p, SIG_TILE, (int64_t)p->nranks * p->max_tiles + p->tile_base[q] + t);
 }
 
 /* The cell of all of owner q's reduced rows (baseline). */
 static inline size_t agmm_ar_rows_sig(const agmm_plan_t *p, int q)
 {
     return agmm_sig_off(p, SIG_TILE,
-                        (int64_t)p->nranks * p->max_tiles + p->total_tiles +
-                            q);
+                        (int64_t)p->nranks * p->max_tiles + p->total_tiles + q);
 }
 
 /* (bcast.c) put_tile: this rank's reduced tile t (in x->c) to every peer,

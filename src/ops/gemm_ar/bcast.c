@@ -47,16 +47,14 @@ agmm_status_t agmm_ar_put_tile(const agmm_ar_round_t *x, int64_t t)
     size_t bytes = tile_rows(p, r, t, &i0);
     for (int i = 1; i < p->nranks; i++) { /* rotated: peers start apart */
         int q = agmm_source_order(r, p->nranks, i);
-        AGMM_CHECK(agmm_round_put(&x->own, q, agmm_ar_reduced_off(p, r, i0),
-                                  c_rows(x, r, i0), bytes,
-                                  agmm_ar_tile_sig(p, r, t), t, t + 1,
-                                  AGMM_TSIG_TILE));
+        AGMM_CHECK(agmm_round_put(
+            &x->own, q, agmm_ar_reduced_off(p, r, i0), c_rows(x, r, i0), bytes,
+            agmm_ar_tile_sig(p, r, t), t, t + 1, AGMM_TSIG_TILE));
     }
     return AGMM_OK;
 }
 
-agmm_status_t agmm_ar_copy_tiles(const agmm_ar_round_t *x, int index,
-                                 int count)
+agmm_status_t agmm_ar_copy_tiles(const agmm_ar_round_t *x, int index, int count)
 {
     agmm_plan_t *p = x->own.p;
     int64_t k = 0;
@@ -86,9 +84,9 @@ agmm_status_t agmm_ar_put_rows(const agmm_ar_round_t *x)
     size_t bytes = (size_t)p->m_local[r] * (size_t)p->desc.n * sizeof(float);
     for (int i = 1; i < p->nranks; i++) {
         int q = agmm_source_order(r, p->nranks, i);
-        AGMM_CHECK(agmm_round_put(&x->own, q, agmm_ar_reduced_off(p, r, 0),
-                                  c_rows(x, r, 0), bytes, agmm_ar_rows_sig(p, r),
-                                  0, p->tiles[r], AGMM_TSIG_SHARD));
+        AGMM_CHECK(agmm_round_put(
+            &x->own, q, agmm_ar_reduced_off(p, r, 0), c_rows(x, r, 0), bytes,
+            agmm_ar_rows_sig(p, r), 0, p->tiles[r], AGMM_TSIG_SHARD));
     }
     return agmm_tp_quiet(p->world);
 }
@@ -103,7 +101,8 @@ agmm_status_t agmm_ar_copy_rows(const agmm_ar_round_t *x)
         AGMM_CHECK(agmm_traced_wait(
             p->world, agmm_win_signal(&p->signals, agmm_ar_rows_sig(p, q)),
             x->own.epoch, agmm_plan_deadline(p), &what, AGMM_TSIG_SHARD));
-        memcpy(c_rows(x, q, 0), p->recv_win.local + agmm_ar_reduced_off(p, q, 0),
+        memcpy(c_rows(x, q, 0),
+               p->recv_win.local + agmm_ar_reduced_off(p, q, 0),
                (size_t)p->m_local[q] * (size_t)p->desc.n * sizeof(float));
     }
     return AGMM_OK;

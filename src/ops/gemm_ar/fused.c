@@ -93,8 +93,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
             agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
             int per_tile = tile_calls && !own;
             if (!per_tile && t0 < t1 && gemm)
-                AGMM_CHECK(
-                    agmm_rs_gemm_tiles(x, &s, q, t0, t1, own && into_c));
+                AGMM_CHECK(agmm_rs_gemm_tiles(x, &s, q, t0, t1, own && into_c));
             for (int64_t t = t0; t < t1; t++) {
                 if (per_tile && gemm)
                     AGMM_CHECK(agmm_rs_gemm_tiles(x, &s, q, t, t + 1, 0));

@@ -57,16 +57,15 @@ static agmm_status_t ar_declare_puts(agmm_plan_t *p)
         for (int64_t t = 0; t < p->tiles[q]; t++) {
             int64_t i0 = t * p->desc.tile_m;
             int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_local[q] - i0);
-            AGMM_CHECK(agmm_tp_expect(w, &p->recv_win, q,
-                                      agmm_ar_reduced_off(p, q, i0),
-                                      (size_t)rows * row_bytes, &p->signals,
-                                      agmm_ar_tile_sig(p, q, t),
-                                      AGMM_RSET_TILES));
+            AGMM_CHECK(agmm_tp_expect(
+                w, &p->recv_win, q, agmm_ar_reduced_off(p, q, i0),
+                (size_t)rows * row_bytes, &p->signals,
+                agmm_ar_tile_sig(p, q, t), AGMM_RSET_TILES));
         }
-        AGMM_CHECK(agmm_tp_expect(
-            w, &p->recv_win, q, agmm_ar_reduced_off(p, q, 0),
-            (size_t)p->m_local[q] * row_bytes, &p->signals,
-            agmm_ar_rows_sig(p, q), AGMM_RSET_SHARDS));
+        AGMM_CHECK(
+            agmm_tp_expect(w, &p->recv_win, q, agmm_ar_reduced_off(p, q, 0),
+                           (size_t)p->m_local[q] * row_bytes, &p->signals,
+                           agmm_ar_rows_sig(p, q), AGMM_RSET_SHARDS));
     }
     return AGMM_OK;
 }
