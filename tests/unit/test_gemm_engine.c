@@ -220,8 +220,8 @@ static void test_plan_rounds(agmm_gemm_engine_kind_t kind, agmm_dtype_t dt,
     CHECK(st == AGMM_OK && code == 0,
           "%s %s %s, %d comm workers: plan rounds (exit %d; 6: primitives "
           "created in a round)",
-          agmm_op_name(op),
-          agmm_gemm_engine_name(kind), agmm_dtype_name(dt), comm_workers, code);
+          agmm_op_name(op), agmm_gemm_engine_name(kind), agmm_dtype_name(dt),
+          comm_workers, code);
 }
 
 /* The memory estimate counts what each engine allocates: oneDNN keeps a

@@ -23,6 +23,8 @@
 
 #include "ops/common/plan_internal.h"
 
+extern const agmm_operation_t agmm_op_gemm_rs; /* ops/gemm_rs/op.c */
+
 /* One round as gemm-ar's workers see it (read-only): `own` is the round
  * with its c at this rank's rows of C (row_off[rank]), what gemm-rs's
  * steps write into; c is the whole [M, n] C. Every worker's ctx is &own,
@@ -35,11 +37,11 @@ typedef struct agmm_ar_round {
 /* The round of `round` with C split as above (c NULL when M == 0). */
 void agmm_ar_round(const agmm_round_t *round, agmm_ar_round_t *out);
 
-/* Bytes of gemm-rs's slots: the reduced region starts there. */
+/* Bytes of gemm-rs's window (its slots): the reduced region starts there
+ * (op.c: the window is gemm-rs's, then the region). */
 static inline size_t agmm_ar_region(const agmm_plan_t *p)
 {
-    return (size_t)p->nranks * (size_t)p->max_rows * (size_t)p->desc.n *
-           sizeof(float);
+    return (size_t)agmm_op_gemm_rs.window_bytes(p);
 }
 
 /* Byte offset of owner q's reduced row i (of q's part) in a peer's
@@ -50,18 +52,20 @@ static inline size_t agmm_ar_reduced_off(const agmm_plan_t *p, int q, int64_t i)
            (size_t)(p->win_max[q] + i) * (size_t)p->desc.n * sizeof(float);
 }
 
-/* The cell of owner q's reduced tile t (fused). */
+/* The cell of owner q's reduced tile t (fused). gemm-ar's cells are the
+ * last total_tiles + P of the plan's tile cells (op.c), whatever gemm-rs's
+ * count before them. */
 static inline size_t agmm_ar_tile_sig(const agmm_plan_t *p, int q, int64_t t)
 {
-    return agmm_sig_off(
-        p, SIG_TILE, (int64_t)p->nranks * p->max_tiles + p->tile_base[q] + t);
+    return agmm_sig_off(p, SIG_TILE,
+                        p->tile_cells - p->total_tiles - p->nranks +
+                            p->tile_base[q] + t);
 }
 
 /* The cell of all of owner q's reduced rows (baseline). */
 static inline size_t agmm_ar_rows_sig(const agmm_plan_t *p, int q)
 {
-    return agmm_sig_off(p, SIG_TILE,
-                        (int64_t)p->nranks * p->max_tiles + p->total_tiles + q);
+    return agmm_sig_off(p, SIG_TILE, p->tile_cells - p->nranks + q);
 }
 
 /* (bcast.c) put_tile: this rank's reduced tile t (in x->c) to every peer,

@@ -8,8 +8,6 @@
 #include "ops/gemm_ar/ar.h"
 #include "ops/gemm_rs/tiles.h"
 
-extern const agmm_operation_t agmm_op_gemm_rs; /* ops/gemm_rs/op.c */
-
 /* gemm-rs's, called through its table (a table entry must be a constant:
  * these wrappers name a function). */
 static agmm_status_t ar_check_desc(const agmm_plan_desc_t *d)
@@ -38,7 +36,7 @@ static int64_t ar_tile_cells(const agmm_plan_t *p)
     return agmm_op_gemm_rs.tile_cells(p) + p->total_tiles + p->nranks;
 }
 
-/* gemm-rs's slots, then the reduced region [M_max, n] fp32. */
+/* gemm-rs's window (its slots), then the reduced region [M_max, n] fp32. */
 static uint64_t ar_window_bytes(const agmm_plan_t *p)
 {
     return (uint64_t)agmm_ar_region(p) +
