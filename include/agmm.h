@@ -23,7 +23,10 @@
  *        GEMM + reduce-scatter (AGMM_OP_GEMM_RS): rank r's rows of
  *          sum_p A_p @ W_p (A_p and W_p rank p's slices of the inner
  *          dimension), each partial tile sent to its owner as soon as it
- *          is computed while the next ones are.
+ *          is computed while the next ones are; or
+ *        GEMM + all-reduce (AGMM_OP_GEMM_AR): all of sum_p A_p @ W_p on
+ *          every rank, each owner's reduced tile sent to every peer as
+ *          soon as it is summed.
  *      agmm_plan_run_args() (all-gather + GEMM) does the same for several
  *      weights from one gather, fewer rows than the plan's most in this
  *      call, and/or hands the gathered A back.
@@ -371,9 +374,16 @@ typedef enum agmm_op {
      * row_off[r] + m_local[r]) in its c ([m_local[r], n]). Summed in a fixed
      * order (source ranks 0..P-1), so results are reproducible. */
     AGMM_OP_GEMM_RS = 1,
+    /* GEMM + all-reduce: A_r, W_r and the split of k as GEMM_RS; every rank
+     * gets all of C = sum_r A_r @ W_r ([M, n] fp32). Rank r owns rows
+     * [row_off[r], row_off[r] + m_local[r]): it sums them as GEMM_RS does
+     * (source ranks 0..P-1 in fp32) and sends the sums to every peer, so C
+     * is bit-identical on every rank, in both schedules and from run to
+     * run (the reduce-scatter of GEMM_RS, then an all-gather, per tile). */
+    AGMM_OP_GEMM_AR = 2,
 } agmm_op_t;
 
-/* "ag-gemm", "gemm-rs" ("invalid" for anything else). */
+/* "ag-gemm", "gemm-rs", "gemm-ar" ("invalid" for anything else). */
 const char *agmm_op_name(agmm_op_t op);
 
 /* What one plan computes and how. Zero-initialise with agmm_plan_desc_init()
@@ -393,12 +403,12 @@ typedef struct agmm_plan_desc {
     /* AUTO (0, the default), ONEDNN or OPENBLAS; one not built in makes
      * the plan fail with AGMM_ERR_UNSUPPORTED. */
     agmm_gemm_engine_kind_t gemm_engine;
-    /* AGMM_OP_AG_GEMM (0, the default) or AGMM_OP_GEMM_RS. */
+    /* AGMM_OP_AG_GEMM (0, the default), AGMM_OP_GEMM_RS or AGMM_OP_GEMM_AR. */
     agmm_op_t op;
-    /* GEMM_RS only: nranks inner-dimension parts (each >= 0, sum == k), or
-     * NULL: k split as evenly as possible, the first k % nranks ranks one
-     * more (agmm_k_split). `weights` is ignored (every rank has its own W_r).
-     */
+    /* GEMM_RS and GEMM_AR only: nranks inner-dimension parts (each >= 0,
+     * sum == k), or NULL: k split as evenly as possible, the first k %
+     * nranks ranks one more (agmm_k_split). `weights` is ignored (every rank
+     * has its own W_r). */
     const int64_t *k_local;
     /* AG_GEMM: several weights from one gather (Q/K/V, gate/up): C_i =
      * gather(A) @ W_i, W_i [k, n_list[i]], each C_i its own fp32 [M, n_i]
@@ -407,7 +417,9 @@ typedef struct agmm_plan_desc {
      * (baseline). n_weights 0 or 1 with n_list NULL: one weight of `n`
      * columns (the default). n_weights >= 1 with n_list: n_list[i] >= 1
      * columns each, and `n` is ignored (set it to n_list[0] or 0). At most
-     * AGMM_MAX_WEIGHTS. GEMM_RS: only one weight (AGMM_ERR_UNSUPPORTED). */
+     * AGMM_MAX_WEIGHTS. GEMM_RS, GEMM_AR: only one weight
+     * (AGMM_ERR_UNSUPPORTED).
+     */
     int n_weights;
     const int64_t *n_list;
     /* AUTO (0, the default), NATIVE or F32. A path the engine does not
@@ -427,8 +439,8 @@ typedef struct agmm_plan_desc {
 
 void agmm_plan_desc_init(agmm_plan_desc_t *desc);
 
-/* GEMM_RS's even split of the inner dimension (k_local NULL): rank r's
- * part, k / nranks, the first k % nranks ranks one more. -1 for k < 0,
+/* GEMM_RS's (and GEMM_AR's) even split of the inner dimension (k_local NULL):
+ * rank r's part, k / nranks, the first k % nranks ranks one more. -1 for k < 0,
  * nranks < 1 or r outside 0..nranks-1 (no message). */
 int64_t agmm_k_split(int64_t k, int nranks, int r);
 
@@ -462,8 +474,8 @@ typedef struct agmm_plan agmm_plan_t;
 agmm_status_t agmm_plan_create(agmm_world_t *world,
                                const agmm_plan_desc_t *desc, agmm_plan_t **out);
 
-/* Local. Prepares W ([k, n], row-major, desc->dtype; GEMM_RS: this rank's
- * W_r, [k_local[rank], n]) for the plan's GEMM
+/* Local. Prepares W ([k, n], row-major, desc->dtype; GEMM_RS, GEMM_AR: this
+ * rank's W_r, [k_local[rank], n]) for the plan's GEMM
  * engine once (oneDNN: reordered into its blocked layout, bf16 kept bf16;
  * OpenBLAS: converted to fp32); call it before the first run and whenever
  * the weight changes. With shared weights every rank passes the same W. */
@@ -474,17 +486,18 @@ agmm_status_t agmm_plan_set_weight(agmm_plan_t *plan, const void *w);
  * set_weight_i(plan, 0, w). Every weight must be set before the first run. */
 agmm_status_t agmm_plan_set_weight_i(agmm_plan_t *plan, int i, const void *w);
 
-/* Local. An INT8 plan's weight i: w int8 [k, n_i] (GEMM_RS: [k_local[rank],
- * n]) and its fp32 scales, [n_i] (w_scale CHANNEL) or [1] (TENSOR), each
- * finite and >= 0. The other set_weight calls refuse an INT8 plan (they
- * have no scales), and this one refuses the others. */
+/* Local. An INT8 plan's weight i: w int8 [k, n_i] (GEMM_RS, GEMM_AR:
+ * [k_local[rank], n]) and its fp32 scales, [n_i] (w_scale CHANNEL) or [1]
+ * (TENSOR), each finite and >= 0. The other set_weight calls refuse an INT8
+ * plan (they have no scales), and this one refuses the others. */
 agmm_status_t agmm_plan_set_weight_scaled(agmm_plan_t *plan, int i,
                                           const int8_t *w,
                                           const float *w_scale);
 
 /* Collective. One round: a_local is this rank's [m_local[rank], k] shard in
  * desc->dtype, row-major; c is [M, n] fp32 row-major, M = sum(m_local)
- * (GEMM_RS: a_local is [M, k_local[rank]], c is [m_local[rank], n]). On
+ * (GEMM_RS: a_local is [M, k_local[rank]], c is [m_local[rank], n];
+ * GEMM_AR: a_local is [M, k_local[rank]], c is [M, n]). On
  * return the rank's C is complete and a_local may be changed. */
 agmm_status_t agmm_plan_run(agmm_plan_t *plan, agmm_schedule_t schedule,
                             const void *a_local, float *c);
@@ -494,8 +507,8 @@ agmm_status_t agmm_plan_run(agmm_plan_t *plan, agmm_schedule_t schedule,
  * field added in a later version is 0/NULL = the old behaviour. */
 typedef struct agmm_run_args {
     agmm_schedule_t schedule;
-    /* This rank's shard: [rows[rank], k] in desc->dtype, row-major (GEMM_RS:
-     * [M, k_local[rank]]). */
+    /* This rank's shard: [rows[rank], k] in desc->dtype, row-major (GEMM_RS,
+     * GEMM_AR: [M, k_local[rank]]). */
     const void *a_local;
     /* n_weights outputs (1 for a plan of one weight): c[i] is [M_call,
      * n_i] fp32, row-major, M_call = sum of this call's rows. c[i] may be
@@ -508,7 +521,7 @@ typedef struct agmm_run_args {
      * count with its signals of the round and a peer that expected another
      * count aborts the world naming the rank, before it computes any row
      * of it. No new plan, no extra collective. NULL: the plan's m_local.
-     * GEMM_RS: must be NULL (AGMM_ERR_UNSUPPORTED). */
+     * GEMM_RS, GEMM_AR: must be NULL (AGMM_ERR_UNSUPPORTED). */
     const int64_t *m_rows;
     /* AG_GEMM, optional: filled with gather(A), [M_call, k] in desc->dtype,
      * rows in rank order (return_A). Peers' rows are copied once out of

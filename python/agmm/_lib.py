@@ -75,7 +75,7 @@ WEIGHTS = {"shared": 0, "per-rank": 1}
 ENGINES = {"auto": 0, "onednn": 1, "openblas": 2}
 PATHS = {"auto": 0, "native": 1, "f32": 2}
 SCHEDULES = {"fused": 0, "baseline": 1, "auto": 2}
-OPS = {"ag-gemm": 0, "gemm-rs": 1}
+OPS = {"ag-gemm": 0, "gemm-rs": 1, "gemm-ar": 2}
 SCALES = {"channel": 0, "tensor": 1}            # agmm_scale_t (int8 plans)
 QUANT_AXES = {"rows": 0, "cols": 1, "tensor": 2}  # agmm_quant_axis_t
 

@@ -2,7 +2,7 @@
 collectively and reused for every round (agmm_plan_create).
 
     plan = world.plan(m_local=[2048, 2048], k=4096, n=4096, dtype="bf16")
-    plan.set_weight(w)               # [k, n] (gemm-rs: [k_local[rank], n])
+    plan.set_weight(w)               # [k, n] (gemm-rs/-ar: [k_local[rank], n])
     c = plan.run(a)                  # [M, n] float32 (gemm-rs: [m_local[rank], n])
     plan.close()                     # or `with world.plan(...) as plan:`
 
@@ -131,12 +131,15 @@ class Plan:
     """A plan of `world` (collective: every rank passes the same arguments).
 
     m_local   rows of each rank's A shard: a list (one per rank) or one int
-              for every rank (gemm-rs: the rows of C each rank gets)
+              for every rank (gemm-rs: the rows of C each rank gets;
+              gemm-ar: the rows of C each rank sums)
     k, n      inner and output dimensions
     dtype     "fp16", "bf16", "fp32" (or a numpy/torch dtype) of A and W; C
               is always float32
-    op        "ag-gemm" (C = gather(A_r) @ W on every rank) or "gemm-rs"
-              (C = sum_r A_r @ W_r scattered by rows; k_local splits k)
+    op        "ag-gemm" (C = gather(A_r) @ W on every rank), "gemm-rs"
+              (C = sum_r A_r @ W_r scattered by rows; k_local splits k) or
+              "gemm-ar" (the same sum, all of C on every rank, the same
+              bits everywhere)
     weights   "shared" (the same W everywhere) or "per-rank"
     gemm_path "auto" (measured at creation), "native" or "f32": how the
               engine multiplies a 16-bit dtype (gemm_info() says which ran)
@@ -217,13 +220,14 @@ class Plan:
                                        ctypes.byref(h)), "plan create")
         self._h = h.value
         M = sum(self.m_local)
-        if d.op == _lib.OPS["gemm-rs"]:
+        if d.op in (_lib.OPS["gemm-rs"], _lib.OPS["gemm-ar"]):
             kp = (list(self._klocal) if self._klocal is not None else
                   [_lib.fn.agmm_k_split(self.k, P, r) for r in range(P)])
             self.k_local = kp
             self.a_shape = (M, kp[self.rank])
             self.w_shape = (kp[self.rank], self.n)
-            self.c_shape = (self.m_local[self.rank], self.n)
+            self.c_shape = ((self.m_local[self.rank] if d.op == _lib.OPS["gemm-rs"]
+                             else M), self.n)
         else:
             self.k_local = None
             self.a_shape = (self.m_local[self.rank], self.k)
@@ -345,7 +349,8 @@ class Plan:
         float32 scales [M]).
 
         a           this rank's A ([m_local[rank], k]; with m_rows:
-                    [m_rows[rank], k]; gemm-rs: [M, k_local[rank]]) in the
+                    [m_rows[rank], k]; gemm-rs, gemm-ar: [M, k_local[rank]])
+                    in the
                     plan's dtype
         out         C: float32 [M, n] (gemm-rs: [m_local[rank], n]), or a
                     list of [M, n_i] for several weights; None: allocated,
@@ -410,7 +415,7 @@ class Plan:
                                       "a_scale", scalar=tensor)
 
     def _run_args(self, a, out, sched, m_rows, a_gathered, a_scale=None):
-        gemm_rs = self.op == "gemm-rs"
+        gemm_rs = self.op in ("gemm-rs", "gemm-ar")  # A [M, k_local[rank]]
         if gemm_rs and (m_rows is not None or a_gathered is not None):
             raise InvalidArgument("run: m_rows and a_gathered are for "
                                   "ag-gemm plans")

@@ -114,6 +114,23 @@ def scenario_gemm_rs(world, args):
             assert np.array_equal(c, (A @ W)[r0:r0 + m[me]])
 
 
+def scenario_gemm_ar(world, args):
+    """gemm-ar: C = sum_r A_r @ W_r, all of it on every rank."""
+    P, me = world.size, world.rank
+    m, k, n = args["m_local"], args["k"], args["n"]
+    M = sum(m)
+    with world.plan(m_local=m, k=k, n=n, dtype="fp32", op="gemm-ar") as plan:
+        kp = plan.k_local
+        offs = [sum(kp[:r]) for r in range(P)]
+        A = ints(7, (M, k))
+        W = ints(8, (k, n), -2, 3)
+        plan.set_weight(np.ascontiguousarray(W[offs[me]:offs[me] + kp[me]]))
+        for _ in range(args["rounds"]):
+            c = plan.run(np.ascontiguousarray(A[:, offs[me]:offs[me] + kp[me]]))
+            assert c.shape == (M, n), c.shape
+            assert np.array_equal(c, A @ W)
+
+
 def scenario_gil(world, args):
     """A round releases the GIL: rank 1 enters the round only when a
     Python thread of rank 0 tells it to, and that thread can only run
@@ -282,6 +299,7 @@ def scenario_rows(world, args):
 
 
 SCENARIOS = {"gemm": scenario_gemm, "gemm_rs": scenario_gemm_rs,
+             "gemm_ar": scenario_gemm_ar,
              "gil": scenario_gil, "errors": scenario_errors, "op": scenario_op,
              "rows": scenario_rows}
 

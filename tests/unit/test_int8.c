@@ -1,4 +1,4 @@
-/* W8A8 int8 through whole rounds: both operations, 1-4 ranks, uneven and
+/* W8A8 int8 through whole rounds: every operation, 1-4 ranks, uneven and
  * empty shards, partial tiles, per-row and per-tensor scales of A and W,
  * several weights, rows that change every call and the gathered A handed
  * back (int8 rows and their scales, byte for byte), 0/1/2 comm workers,
@@ -10,9 +10,9 @@
  *   ag-gemm: |c - ref| <= 4 u |ref|, u = 2^-24 (the int32 sum converted
  *            to fp32 and two fp32 multiplications by the scales: three
  *            roundings, one ulp of slack);
- *   gemm-rs: |c - ref| <= (P + 3) u sum_r |ref_r| (each rank's fp32
- *            partial as above, then P - 1 fp32 additions), ref_r being
- *            rank r's own scaled product.
+ *   gemm-rs (and gemm-ar, over every row): |c - ref| <= (P + 3) u sum_r
+ *            |ref_r| (each rank's fp32 partial as above, then P - 1 fp32
+ *            additions), ref_r being rank r's own scaled product.
  * Each shape runs twice, with the variant the injected measurement makes
  * faster: s8 x s8 and A shifted to u8 (the engine's compensation). Then the
  * refusals: an int8 plan without A scales, with bad scales, with
@@ -54,6 +54,7 @@ typedef struct shape {
 
 #define AG AGMM_OP_AG_GEMM
 #define RS AGMM_OP_GEMM_RS
+#define AR AGMM_OP_GEMM_AR /* checked as RS, over every row of C */
 #define CH AGMM_SCALE_CHANNEL
 #define TE AGMM_SCALE_TENSOR
 
@@ -67,6 +68,8 @@ static const shape_t shapes[] = {
     {RS, 2, {16, 9}, 64, 1, {40}, 8, 16, CH, CH, 1, 1, 0, {0}},
     {RS, 3, {7, 0, 12}, 21, 1, {19}, 4, 8, TE, CH, 0, 2, 0, {5, 0, 16}},
     {RS, 4, {3, 5, 8, 2}, 33, 1, {24}, 2, 8, CH, TE, 2, 1, 0, {0}},
+    {AR, 2, {16, 9}, 64, 1, {40}, 8, 16, CH, CH, 1, 1, 0, {0}},
+    {AR, 3, {7, 0, 12}, 21, 1, {19}, 4, 8, TE, CH, 0, 2, 0, {5, 0, 16}},
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 #define ROUNDS  6
@@ -244,6 +247,10 @@ static int rs_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
     for (int q = 0; q < r; q++)
         row0 += s->m_max[q];
     int64_t rows = s->m_max[r];
+    if (s->op == AR) { /* every rank gets every row */
+        row0 = 0;
+        rows = M;
+    }
     int8_t *a[4], *wt[4];
     float *as[4], *ws[4];
     for (int q = 0; q < P; q++) { /* every rank's inputs, for the oracle */
@@ -337,7 +344,7 @@ static int rank_main(agmm_world_t *w, void *arg)
     d.comm_workers = s->comm;
     d.gemm_workers = s->gemm;
     d.timeout_s = 20;
-    if (s->op == RS && s->k_local[0] + s->k_local[1] + s->k_local[2])
+    if (s->op != AG && s->k_local[0] + s->k_local[1] + s->k_local[2])
         d.k_local = s->k_local;
     agmm_plan_t *p;
     agmm_status_t st = agmm_plan_create(w, &d, &p);

@@ -85,16 +85,14 @@ static void quant_error(const float *c, const float *c32, int64_t total,
     }
 }
 
-/* gemm-rs: this rank's rows of C = sum_p A_p @ W_p. */
+/* gemm-rs: this rank's rows of C = sum_p A_p @ W_p (gemm-ar: every row). */
 static int check_rs(const agmm_tool_rank_t *t, int round, counts_t *cnt,
                     agmm_int8_check_t *q)
 {
     const agmm_cli_t *cli = t->cli;
     int P = cli->ranks;
-    int64_t M = cli->m_total, n = cli->n, rows = cli->m_local[t->rank];
-    int64_t row0 = 0;
-    for (int p = 0; p < t->rank; p++)
-        row0 += cli->m_local[p];
+    int64_t M = cli->m_total, n = cli->n, rows, row0;
+    agmm_tool_c_range(cli, t->rank, &row0, &rows);
     int8_t **a = calloc((size_t)P, sizeof *a),
            **w = calloc((size_t)P, sizeof *w);
     float **as = calloc((size_t)P, sizeof *as),
@@ -194,7 +192,7 @@ int agmm_tool_check_int8(const agmm_tool_rank_t *t, int round,
     memset(q, 0, sizeof *q);
     *bad_weight = 0;
     int rc = 0;
-    if (cli->op == AGMM_OP_GEMM_RS) {
+    if (agmm_tool_split_k(cli)) {
         rc = check_rs(t, round, &cnt, q);
     } else {
         int P = cli->ranks, nw = cli->n_count > 1 ? cli->n_count : 1;

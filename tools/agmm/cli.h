@@ -60,7 +60,8 @@ typedef struct agmm_cli {
     /* values given (0: every round has --m-local rows) */
     int rows_per_round_count;
     agmm_op_t op; /* --op (default ag-gemm) */
-    /* --k-local (gemm-rs): the inner-dimension split, one value per rank */
+    /* --k-local (gemm-rs, gemm-ar): the inner-dimension split, one value per
+     * rank */
     int64_t k_local[AGMM_CLI_MAX_RANKS];
     /* values given to --k-local (0: not given: k split evenly) */
     int k_local_count;

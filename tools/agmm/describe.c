@@ -102,8 +102,9 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
                                    (long long)cli->rows_per_round[i]);
     }
     char op[96] = "";
-    if (cli->op == AGMM_OP_GEMM_RS) {
-        size_t len = (size_t)snprintf(op, sizeof op, " gemm-rs (K split ");
+    if (cli->op != AGMM_OP_AG_GEMM) {
+        size_t len = (size_t)snprintf(op, sizeof op, " %s (K split ",
+                                      agmm_op_name(cli->op));
         for (int r = 0; r < cli->ranks && len + 24 < sizeof op; r++)
             len += (size_t)snprintf(op + len, sizeof op - len, "%s%lld",
                                     r ? "," : "",
@@ -126,7 +127,7 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
             cli->ranks == 1 ? "rank" : "ranks",
             agmm_world_transport_name(world), (long long)cli->m_total, shards,
             (long long)cli->k, (long long)cli->n_sum, weights, dt,
-            cli->op == AGMM_OP_GEMM_RS            ? "per-rank"
+            cli->op != AGMM_OP_AG_GEMM            ? "per-rank"
             : cli->weights == AGMM_WEIGHTS_SHARED ? "shared"
                                                   : "per-rank",
             (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,

@@ -51,8 +51,10 @@ static const opt_choice_t k_schedules[] = {{"fused", AGMM_SCHEDULE_FUSED},
                                            {"baseline", AGMM_SCHEDULE_BASELINE},
                                            {"auto", AGMM_SCHEDULE_AUTO},
                                            {NULL, 0}};
-static const opt_choice_t k_ops[] = {
-    {"ag-gemm", AGMM_OP_AG_GEMM}, {"gemm-rs", AGMM_OP_GEMM_RS}, {NULL, 0}};
+static const opt_choice_t k_ops[] = {{"ag-gemm", AGMM_OP_AG_GEMM},
+                                     {"gemm-rs", AGMM_OP_GEMM_RS},
+                                     {"gemm-ar", AGMM_OP_GEMM_AR},
+                                     {NULL, 0}};
 static const opt_choice_t k_transports[] = {{"shm", 0}, {"mpi", 1}, {NULL, 0}};
 
 /* cleanup --job: the library's job alphabet (agmm_world_join). */
@@ -126,15 +128,16 @@ const opt_row_t opt_table[] = {
              "--m-local); 0 allowed (default: --m-local every round)"},
     {.name = "op", .kind = OPTK_CHOICE, .field = F(op), NOSET, .choices = k_ops, LIB(op),
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--op OP",
-     .help = "{choices}: all-gather + GEMM, or GEMM +\n"
+     .help = "{choices}: all-gather + GEMM, GEMM +\n"
              "reduce-scatter (A_r is M x K_r, W_r is K_r x N; rank r\n"
-             "gets its --m-local rows of sum_r A_r @ W_r)\n"
-             "(default {def})"},
+             "gets its --m-local rows of sum_r A_r @ W_r), or GEMM +\n"
+             "all-reduce (the same A_r, W_r; every rank gets all of\n"
+             "it, rank r summing its --m-local rows) (default {def})"},
     {.name = "k-local", .kind = OPTK_ROWS, .field = F(k_local), NOSET, .cmds = OPT_FOR_ALL,
      .section = SEC_PROBLEM, .label = "--k-local K0,K1,...",
-     .help = "gemm-rs: each rank's part of --k, one value per rank,\n"
-             "each >= 0, summing to --k (default: --k split evenly,\n"
-             "the first ranks one more)"},
+     .help = "gemm-rs, gemm-ar: each rank's part of --k, one value\n"
+             "per rank, each >= 0, summing to --k (default: --k split\n"
+             "evenly, the first ranks one more)"},
     {.name = "tile-m", .kind = OPTK_INT64, .field = F(tile_m), NOSET, .min = 1,
      .max = INT64_MAX, LIB(tile_m), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
      .label = "--tile-m ROWS", .help = "rows per tile, >= 1 (default {def})"},

@@ -111,7 +111,7 @@ void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
             printf("%s%lld", i ? "," : "", (long long)cli->rows_per_round[i]);
         printf("]");
     }
-    if (cli->op == AGMM_OP_GEMM_RS) { /* the split in effect */
+    if (cli->op != AGMM_OP_AG_GEMM) { /* the split in effect */
         printf(",\"k_local\":[");
         for (int r = 0; r < cli->ranks; r++)
             printf("%s%lld", r ? "," : "", (long long)agmm_tool_k_part(cli, r));

@@ -39,25 +39,24 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->op = cli->op;
     d->a_scale = cli->a_scale;
     d->w_scale = cli->w_scale;
-    d->k_local = cli->op == AGMM_OP_GEMM_RS && cli->k_local_count > 0
-                     ? cli->k_local
-                     : NULL;
+    d->k_local =
+        agmm_tool_split_k(cli) && cli->k_local_count > 0 ? cli->k_local : NULL;
 }
 
 int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r)
 {
-    if (cli->op != AGMM_OP_GEMM_RS) return cli->k;
+    if (!agmm_tool_split_k(cli)) return cli->k;
     if (cli->k_local_count > 0) return cli->k_local[r];
     return agmm_k_split(cli->k, cli->ranks, r);
 }
 
 /* One rank's GEMM flops per round, the mean over ranks: 2*M*K*N for
  * all-gather + GEMM (every rank multiplies the whole gathered A); for GEMM +
- * reduce-scatter the ranks share K, so 2*M*(K/P)*N. */
+ * reduce-scatter (or all-reduce) the ranks share K, so 2*M*(K/P)*N. */
 double agmm_tool_flop_per_rank(const agmm_cli_t *cli)
 {
     double k = (double)cli->k;
-    if (cli->op == AGMM_OP_GEMM_RS) k /= (double)cli->ranks;
+    if (agmm_tool_split_k(cli)) k /= (double)cli->ranks;
     return 2.0 * (double)cli->m_total * k *
            (double)(cli->n_sum > 0 ? cli->n_sum : cli->n);
 }
@@ -98,13 +97,13 @@ int64_t agmm_tool_w_id_i(const agmm_cli_t *cli, int r, int i)
 
 int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r)
 {
-    return cli->op == AGMM_OP_GEMM_RS ? cli->m_total * agmm_tool_k_part(cli, r)
-                                      : cli->m_local[r] * cli->k;
+    return agmm_tool_split_k(cli) ? cli->m_total * agmm_tool_k_part(cli, r)
+                                  : cli->m_local[r] * cli->k;
 }
 
 int64_t agmm_tool_a_rows(const agmm_cli_t *cli, int r)
 {
-    return cli->op == AGMM_OP_GEMM_RS ? cli->m_total : cli->m_local[r];
+    return agmm_tool_split_k(cli) ? cli->m_total : cli->m_local[r];
 }
 
 int64_t agmm_tool_a_scales(const agmm_cli_t *cli, int r)
@@ -126,10 +125,19 @@ int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r)
     return cli->op == AGMM_OP_GEMM_RS ? cli->m_local[r] : cli->m_total;
 }
 
+void agmm_tool_c_range(const agmm_cli_t *cli, int r, int64_t *row0,
+                       int64_t *rows)
+{
+    *row0 = 0;
+    *rows = agmm_tool_c_rows(cli, r);
+    for (int p = 0; cli->op == AGMM_OP_GEMM_RS && p < r; p++)
+        *row0 += cli->m_local[p];
+}
+
 int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r)
 {
-    /* gemm-rs: every rank has its own W_r */
-    return cli->weights == AGMM_WEIGHTS_SHARED && cli->op != AGMM_OP_GEMM_RS
+    /* gemm-rs, gemm-ar: every rank has its own W_r */
+    return cli->weights == AGMM_WEIGHTS_SHARED && !agmm_tool_split_k(cli)
                ? 0
                : r + 1;
 }

@@ -26,16 +26,26 @@ int agmm_tool_stopped(void);
 
 /* The plan description the options ask for. */
 void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *desc);
-/* Per rank r: its inner-dimension part (gemm-rs; else k), the elements of
- * its A (gemm-rs: [M, K_r]; else [m_local[r], k]), the rows of its C
- * (gemm-rs: m_local[r]; else M), and its weight's input stream id. */
+/* Does the operation reduce partials over a split of k (gemm-rs, gemm-ar:
+ * each rank has [M, K_r] of A and its own W_r)? */
+static inline int agmm_tool_split_k(const agmm_cli_t *cli)
+{
+    return cli->op == AGMM_OP_GEMM_RS || cli->op == AGMM_OP_GEMM_AR;
+}
+/* Per rank r: its inner-dimension part (gemm-rs, gemm-ar; else k), the
+ * elements of its A (gemm-rs, gemm-ar: [M, K_r]; else [m_local[r], k]), the
+ * rows of its C (gemm-rs: m_local[r]; else M), and its weight's input
+ * stream id. c_range: the first global row of rank r's C and its rows
+ * (gemm-rs: its own rows; else 0 and M). */
 int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r);
+void agmm_tool_c_range(const agmm_cli_t *cli, int r, int64_t *row0,
+                       int64_t *rows);
 /* One rank's GEMM flops per round (mean over ranks; tool.c). */
 double agmm_tool_flop_per_rank(const agmm_cli_t *cli);
 int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r);
 int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r);
 int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r);
-/* int8: the rows of rank r's A (ag-gemm m_local[r], gemm-rs M), its A
+/* int8: the rows of rank r's A (ag-gemm m_local[r], gemm-rs/-ar M), its A
  * scales (per row: those rows; --a-scale tensor: 1), weight i's scales
  * (per column: its columns; --w-scale tensor: 1); 0 for other dtypes. */
 int64_t agmm_tool_a_rows(const agmm_cli_t *cli, int r);

@@ -207,3 +207,20 @@ agmm_status_t agmm_rs_run_fused(agmm_round_t *round)
 {
     return agmm_round_run(round, gemm_worker, comm_worker);
 }
+
+/* The building blocks gemm-ar's fused schedule shares (tiles.h). */
+int agmm_rs_own_in_c(const agmm_round_t *x)
+{
+    return own_in_c(x);
+}
+
+int agmm_rs_puts_overlap(const agmm_round_t *x)
+{
+    return puts_overlap(x);
+}
+
+agmm_status_t agmm_rs_gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
+                                 int q, int64_t t0, int64_t t1, int into_c)
+{
+    return gemm_tiles(x, s, q, t0, t1, into_c);
+}

@@ -75,6 +75,21 @@ typedef struct agmm_rs_sum {
  * cell), then sums as above. */
 agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum);
 
+/* fused.c's steps, shared with gemm-ar's fused schedule
+ * (ops/gemm_ar/fused.c). own_in_c: is the own block computed into x->c
+ * (the GEMM phase runs and this rank has an inner part)? puts_overlap: do
+ * this round's puts overlap the GEMM calls (a comm worker, a link emulator
+ * or MPI moves the bytes)? gemm_tiles: partial tiles [t0, t1) of owner q
+ * over share s's columns in one GEMM call, into `part`, or (into_c, the
+ * own block) into x->c, whose row 0 is q's first row, after the sources
+ * before this rank. */
+struct agmm_worker_share;
+int agmm_rs_own_in_c(const agmm_round_t *x);
+int agmm_rs_puts_overlap(const agmm_round_t *x);
+agmm_status_t agmm_rs_gemm_tiles(agmm_round_t *x,
+                                 const struct agmm_worker_share *s, int q,
+                                 int64_t t0, int64_t t1, int into_c);
+
 /* The schedules (fused.c, baseline.c): one round on this rank. */
 agmm_status_t agmm_rs_run_fused(agmm_round_t *round);
 agmm_status_t agmm_rs_run_baseline(agmm_round_t *round);
