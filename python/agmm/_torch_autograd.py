@@ -10,7 +10,9 @@ backward runs its communication through agmm too:
       dB_r     = gather(A)^T @ dZ_r (local; the forward's gathered A)
   matmul + reduce-scatter  C = my rows of sum_r A_r @ B_r (+ b, act):
       dA_r     = gather(dZ) @ B_r^T: one ag-gemm round (fused_all_gather_matmul
-                 of dZ with B_r^T, returning the gathered dZ)
+                 of dZ with B_r^T, returning the gathered dZ; B_r^T padded
+                 with zero columns to the largest k_local when they differ,
+                 found by one small all-gather)
       dB_r     = A_r^T @ gather(dZ) (local)
   matmul + all-reduce   C = sum_r A_r @ B_r (+ b, act), the same on every rank:
       dA_r     = dZ @ B_r^T, dB_r = A_r^T @ dZ (local: dZ, the gradient of
@@ -32,7 +34,7 @@ import torch
 
 from ._torch_epilogue import apply_epilogue, epilogue_backward
 from ._torch_fp import _allgather_ints, reduce_core
-from ._torch_groups import _bwd_weight, _group
+from ._torch_groups import _DT, _bwd_weight, _group, reduce_key
 
 
 class _BelowAutograd:
@@ -101,11 +103,15 @@ class AllGatherMatmul(torch.autograd.Function):
         dA = None
         if ctx.needs_input_grad[1]:
             g = _group(group)
-            m_local = [o[0] for o in _allgather_ints(g.world, [ctx.rows])]
             W = _bwd_weight(g, Bs)  # [sum n_i, k]
             gz = torch.cat(gzs, 1) if nw > 1 else gzs[0]
+            serial = g.lookup(reduce_key("gemm-rs", [int(gz.shape[0])],
+                                         int(W.shape[0]), int(W.shape[1]),
+                                         _DT[dt][1]), [W])
+            everyone = _allgather_ints(g.world, [ctx.rows, serial])
             ks = [int(W.shape[0])] * g.world.size
-            dA = reduce_core(g, "gemm-rs", gz.to(dt).contiguous(), W, m_local,
+            dA = reduce_core(g, [o[1] for o in everyone], "gemm-rs",
+                             gz.to(dt).contiguous(), W, [o[0] for o in everyone],
                              ks).to(ctx.a_dtype)
         dBs = [_mm(A_g.t(), gz, dt) if ctx.needs_input_grad[2 + i] else None
                for i, gz in enumerate(gzs)]
@@ -148,7 +154,11 @@ class MatmulReduceScatter(_ReduceBase):
         n = int(B.shape[1])
         dt = B.dtype
         g = _group(group)
-        Bt = _bwd_weight(g, [B])  # [n, k_local]
+        k = int(A.shape[-1])
+        # One ag-gemm round has one column count: with uneven k_local the
+        # ranks pad B_r^T with zero columns to the largest k.
+        kmax = max(o[0] for o in _allgather_ints(g.world, [k]))
+        Bt = _bwd_weight(g, [B], kmax)  # [n, kmax]
         want_A, want_B = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         dA = dB = None
         if want_A or want_B:
@@ -157,10 +167,10 @@ class MatmulReduceScatter(_ReduceBase):
                 return_A=True)
             am = A if dd == 0 else A.movedim(dd, 0)
             if want_A:
-                dA = dA2.view(list(am.shape)).to(A.dtype)
+                dA = dA2[:, :k].reshape(list(am.shape)).to(A.dtype)
                 dA = dA if dd == 0 else dA.movedim(0, dd)
             if want_B:
-                dB = _mm(am.reshape(-1, int(A.shape[-1])).t(), gz_all, dt)
+                dB = _mm(am.reshape(-1, k).t(), gz_all, dt)
         db = gz.reshape(-1, n).sum(0) if ctx.bias_grad else None
         return None, dA, dB, db
 

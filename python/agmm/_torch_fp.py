@@ -13,7 +13,9 @@ import torch
 from . import _lib
 from .errors import InvalidArgument, Unsupported
 from ._torch_epilogue import apply_epilogue, activation_name, check_bias, out_dtype
-from ._torch_groups import _DT, _group, _cached_plan, _reduce_plan
+_out_dtype = out_dtype  # the rs/ar kernels' argument of that name shadows it
+from ._torch_groups import (_DT, _group, _cached_plan, _reduce_plan, ag_key,
+                            reduce_key)
 
 _MAX_LEAD = 8  # leading dimensions of a reduce's A
 
@@ -63,12 +65,12 @@ def _allgather_ints(world, mine):
 
 
 # ------------------------------------------------ all-gather + matmul
-def ag_core(g, a2, Bs, m_local, return_A, biases=None):
+def ag_core(g, serials, a2, Bs, m_local, return_A, biases=None):
     """One round: gather the rows a2 ([m_local[rank], k]) of every rank and
     multiply by each B_i; returns (A_gathered [M, k] or None, [C_i float32
-    [M, n_i] (+ bias_i)])."""
+    [M, n_i] (+ bias_i)]). serials: every rank's plan lookup (ag_shapes)."""
     ns = [int(B.shape[1]) for B in Bs]
-    plan, m_rows = _cached_plan(g, m_local, int(a2.shape[1]), ns,
+    plan, m_rows = _cached_plan(g, serials, m_local, int(a2.shape[1]), ns,
                                 _DT[a2.dtype][1], Bs)
     res = plan.run(a2, a_gathered=True if return_A else None, m_rows=m_rows,
                    schedule=g.options.get("schedule", "auto"))
@@ -82,7 +84,8 @@ def ag_core(g, a2, Bs, m_local, return_A, biases=None):
 
 
 def ag_shapes(g, A_shard, Bs, gather_dim):
-    """Checks and every rank's rows: (gd, a2, lead, m_local, slices)."""
+    """Checks and every rank's rows: (gd, a2, lead, m_local, slices,
+    serials), serials every rank's cached plan for the call (g.lookup)."""
     _fp_tensor(A_shard, "A_shard")
     nd = A_shard.dim()
     gd = _dim(gather_dim, nd, "gather_dim")
@@ -105,21 +108,23 @@ def ag_shapes(g, A_shard, Bs, gather_dim):
     rows_per_slice = 1
     for s in lead[1:]:
         rows_per_slice *= s
-    # Every rank's shape: rows, slices along gather_dim, k, ns, dtype.
-    mine = [lead[0], rows_per_slice, k, code, len(ns)] + ns
+    # Every rank's shape: rows, slices along gather_dim, k, ns, dtype; and
+    # its cached plan's serial.
+    serial = g.lookup(ag_key(k, ns, _DT[A_shard.dtype][1]), Bs)
+    mine = [lead[0], rows_per_slice, k, code, len(ns)] + ns + [serial]
     everyone = _allgather_ints(g.world, mine)
     for r, other in enumerate(everyone):
-        if other[1:] != tuple(mine[1:]):
+        if other[1:-1] != tuple(mine[1:-1]):
             raise InvalidArgument(
                 "fused_all_gather_matmul: rank %d has shape/dtype %s, rank %d "
                 "%s (ranks must agree on every dimension but gather_dim)"
-                % (r, list(other), g.world.rank, mine))
+                % (r, list(other[:-1]), g.world.rank, mine[:-1]))
     slices = [o[0] for o in everyone]
     m_local = [s * rows_per_slice for s in slices]
     if sum(m_local) == 0:
         raise InvalidArgument("fused_all_gather_matmul: every rank's shard is "
                               "empty")
-    return gd, a2, lead, m_local, slices
+    return gd, a2, lead, m_local, slices, [o[-1] for o in everyone]
 
 
 def ag_views(x, total, lead, gd):
@@ -131,7 +136,6 @@ def ag_views(x, total, lead, gd):
 
 def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
               activations=None, out_dtypes=None):
-    g = _group(group_name)
     Bs = list(Bs)
     nw = len(Bs)
     biases = _per_weight(biases, nw, "biases")
@@ -139,10 +143,12 @@ def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
             for i, a in enumerate(_per_weight(activations, nw, "activations"))]
     dts = [out_dtype(d, "out_dtypes[%d]" % i)
            for i, d in enumerate(_per_weight(out_dtypes, nw, "out_dtypes"))]
-    gd, a2, lead, m_local, slices = ag_shapes(g, A_shard, Bs, gather_dim)
+    g = _group(group_name)
     for i, (B, b) in enumerate(zip(Bs, biases)):
-        check_bias(b, int(B.shape[1]), "biases[%d]" % i)
-    A_g, Cs = ag_core(g, a2, Bs, m_local, return_A)
+        check_bias(b, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
+                   else -1, "biases[%d]" % i)
+    gd, a2, lead, m_local, slices, serials = ag_shapes(g, A_shard, Bs, gather_dim)
+    A_g, Cs = ag_core(g, serials, a2, Bs, m_local, return_A)
     total = sum(slices)
     Cs = [ag_views(apply_epilogue(c, b, a, d), total, lead, gd)
           for c, b, a, d in zip(Cs, biases, acts, dts)]
@@ -152,19 +158,21 @@ def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
 
 
 # ------------------------------------------ matmul + reduce-scatter/all-reduce
-def reduce_core(g, op, a2, B, m_local, k_local):
+def reduce_core(g, serials, op, a2, B, m_local, k_local):
     """One round of op "gemm-rs" (this rank's m_local[rank] rows of
-    sum_r A_r @ B_r) or "gemm-ar" (all sum(m_local) rows), float32."""
+    sum_r A_r @ B_r) or "gemm-ar" (all sum(m_local) rows), float32.
+    serials: every rank's g.lookup(reduce_key(...), [B])."""
     if not plan_op_available(op):
         raise Unsupported("%s: this agmm (%s) has no plan op %r (it has %s)"
                           % ("fused_matmul_all_reduce" if op == "gemm-ar" else op,
                              _lib.path, op, ", ".join(_lib.OPS)))
-    plan = _reduce_plan(g, op, m_local, k_local, B)
+    plan = _reduce_plan(g, serials, op, m_local, k_local, B, _DT[B.dtype][1])
     return plan.run(a2, schedule=g.options.get("schedule", "auto"))
 
 
-def reduce_shapes(g, A, B, reduce_op, dim, what):
-    """Checks and every rank's k: (dd, a2, lead, k_local, rows_per_slice)."""
+def reduce_shapes(g, op, A, B, reduce_op, dim, what):
+    """Checks and every rank's k: (dd, a2, lead, k_local, rows_per_slice,
+    serials), serials every rank's cached plan for the call (g.lookup)."""
     if reduce_op != "sum":
         raise InvalidArgument("reduce_op: %r (allowed: \"sum\")" % (reduce_op,))
     _fp_tensor(A, "A")
@@ -182,8 +190,12 @@ def reduce_shapes(g, A, B, reduce_op, dim, what):
         raise InvalidArgument("A: %d dimensions (at most %d)" % (nd, _MAX_LEAD + 1))
     n = int(B.shape[1])
     L = _MAX_LEAD + 3  # padded: every rank sends as many bytes
+    total = 1
+    for d in lead:
+        total *= d
+    serial = g.lookup(reduce_key(op, [total], k_mine, n, _DT[A.dtype][1]), [B])
     mine = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + \
-        [n, _DT[A.dtype][0], k_mine]
+        [n, _DT[A.dtype][0], k_mine, serial]
     everyone = _allgather_ints(g.world, mine)
     for r, other in enumerate(everyone):
         if other[:L] != tuple(mine[:L]):
@@ -199,7 +211,8 @@ def reduce_shapes(g, A, B, reduce_op, dim, what):
     if sum(k_local) == 0 or lead[0] * rows_per_slice == 0:
         raise InvalidArgument("%s: an empty product (rows %d, k %d)"
                               % (what, lead[0] * rows_per_slice, sum(k_local)))
-    return dd, a.reshape(-1, k_mine), lead, k_local, rows_per_slice
+    return (dd, a.reshape(-1, k_mine), lead, k_local, rows_per_slice,
+            [o[L + 1] for o in everyone])
 
 
 def row_split(rows, P):
@@ -210,14 +223,16 @@ def row_split(rows, P):
 
 def rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias=None,
               activation=None, out_dtype=None):
-    g = _group(group_name)
     act = activation_name(activation)
+    out_dtype = _out_dtype(out_dtype)
     check_bias(bias, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
                else -1)
-    dd, a2, lead, k_local, rps = reduce_shapes(g, A, B, reduce_op, scatter_dim,
-                                               "fused_matmul_reduce_scatter")
+    g = _group(group_name)
+    dd, a2, lead, k_local, rps, serials = reduce_shapes(
+        g, "gemm-rs", A, B, reduce_op, scatter_dim, "fused_matmul_reduce_scatter")
     split = row_split(lead[0], g.world.size)
-    c = reduce_core(g, "gemm-rs", a2, B, [s * rps for s in split], k_local)
+    c = reduce_core(g, serials, "gemm-rs", a2, B, [s * rps for s in split],
+                    k_local)
     c = apply_epilogue(c, bias, act, out_dtype)
     c = c.view([split[g.world.rank]] + lead[1:] + [int(B.shape[1])])
     return c if dd == 0 else c.movedim(0, dd)
@@ -225,13 +240,14 @@ def rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias=None,
 
 def ar_kernel(A, B, reduce_op, group_name, bias=None, activation=None,
               out_dtype=None):
-    g = _group(group_name)
     act = activation_name(activation)
+    out_dtype = _out_dtype(out_dtype)
     check_bias(bias, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
                else -1)
-    _, a2, lead, k_local, rps = reduce_shapes(g, A, B, reduce_op, None,
-                                              "fused_matmul_all_reduce")
-    c = reduce_core(g, "gemm-ar", a2, B, row_split(lead[0] * rps, g.world.size),
-                    k_local)
+    g = _group(group_name)
+    _, a2, lead, k_local, rps, serials = reduce_shapes(
+        g, "gemm-ar", A, B, reduce_op, None, "fused_matmul_all_reduce")
+    c = reduce_core(g, serials, "gemm-ar", a2, B,
+                    row_split(lead[0] * rps, g.world.size), k_local)
     c = apply_epilogue(c, bias, act, out_dtype)
     return c.view(lead + [int(B.shape[1])])

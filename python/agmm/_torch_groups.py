@@ -4,7 +4,7 @@ rank because every rank makes the same calls in the same order (see
 agmm/torch.py's module doc); the cache is closed with the group.
 """
 import os
-from collections import OrderedDict
+import weakref
 
 import torch
 
@@ -17,21 +17,81 @@ DEFAULT_GROUP = "default"
 _groups = {}
 
 
+class _Entry:
+    """A cached plan: the shapes it was made for (key), weak references to
+    the very weight tensors it was made for (a new tensor never hits, even
+    at a freed one's address), the weights' versions last set (wkey) and
+    the group's creation serial (the same plan has the same serial on
+    every rank)."""
+    __slots__ = ("key", "refs", "plan", "wkey", "serial")
+
+    def __init__(self, key, tensors, plan, serial):
+        self.key, self.plan, self.serial, self.wkey = key, plan, serial, None
+        self.refs = [weakref.ref(t) for t in tensors]
+
+    def made_for(self, key, tensors):
+        return self.key == key and len(self.refs) == len(tensors) and \
+            all(r() is t for r, t in zip(self.refs, tensors))
+
+
 class _Group:
     def __init__(self, world, plan_options):
         self.world = world
         self.options = dict(plan_options)
-        self.plans = OrderedDict()  # key -> (plan, weights key)
-        # Backward weights (B^T, contiguous; several B_i^T stacked): the
-        # source weights' key -> the tensor, kept so that its plan's key
-        # (its data_ptr) stays valid; at most PLAN_CACHE_SIZE.
-        self.bwd_weights = OrderedDict()
+        # Least recently used first. Every rank's list holds the same
+        # plans in the same order: plans are made, reused (a hit only when
+        # every rank's hit is the same serial, agreed through the call's
+        # shape all-gather) and evicted by collective decisions only.
+        self.plans = []
+        self.serial = 0
+        # Backward weights (B^T, contiguous; several B_i^T stacked) per the
+        # source weights, kept so that the backward's plans see the same
+        # tensor object every step; at most PLAN_CACHE_SIZE.
+        self.bwd_weights = []
 
     def close_plans(self):
         while self.plans:
-            _, (plan, _) = self.plans.popitem(last=False)
-            plan.close()
+            self.plans.pop(0).plan.close()
         self.bwd_weights.clear()
+
+    def lookup(self, key, tensors):
+        """Local: this rank's serial of the plan made for key and these
+        tensors (-1: none); pass it through the call's all-gather to
+        agreed()."""
+        for e in self.plans:
+            if e.made_for(key, tensors):
+                return e.serial
+        return -1
+
+    def agreed(self, serials):
+        """The entry every rank hit (the same serial on every rank), moved
+        to most recently used; None: a miss, the caller makes a plan."""
+        s0 = serials[0]
+        if s0 < 0 or any(s != s0 for s in serials):
+            return None
+        for i, e in enumerate(self.plans):
+            if e.serial == s0:
+                self.plans.append(self.plans.pop(i))
+                return e
+        raise AssertionError("agreed serial %d not in the cache" % s0)
+
+    def make(self, key, tensors, **plan_args):
+        """Collective: a new plan, cached as most recently used; the least
+        recently used beyond PLAN_CACHE_SIZE are closed."""
+        opts = {k2: v for k2, v in self.options.items() if k2 != "schedule"}
+        opts.update(plan_args)
+        plan = self.world.plan(**opts)
+        self.serial += 1
+        e = _Entry(key, tensors, plan, self.serial)
+        self.plans.append(e)
+        while len(self.plans) > PLAN_CACHE_SIZE:
+            self.plans.pop(0).plan.close()
+        return e
+
+    def drop(self, e):
+        """Collective (an agreed entry): close it and forget it."""
+        self.plans.remove(e)
+        e.plan.close()
 
 
 def register_group(name, world, **plan_options):
@@ -98,101 +158,117 @@ def _capacity(rows):
     return 0 if rows == 0 else 1 << (int(rows) - 1).bit_length()
 
 
-def _remember(g, pkey, entry):
-    """Put a new plan in the group's cache, closing the least recently used
-    beyond PLAN_CACHE_SIZE."""
-    g.plans[pkey] = entry
-    while len(g.plans) > PLAN_CACHE_SIZE:
-        _, (old, _) = g.plans.popitem(last=False)
-        old.close()
+def _set_weights(e, Bs, B_scales=None):
+    """Local: set the entry's weights again when a B (or, int8, its scale)
+    changed in place (its version counter moved) or the scale is another
+    tensor."""
+    wkey = _weights_key(Bs) + (_weights_key(B_scales) if B_scales is not None
+                               else ())
+    if e.wkey != wkey:
+        Bc = [B if B.is_contiguous() else B.contiguous() for B in Bs]
+        if B_scales is None:
+            e.plan.set_weights(Bc)
+        else:
+            e.plan.set_weights(Bc, [_flat_scale(s) for s in B_scales])
+        e.wkey = wkey
 
 
-def _cached_plan(g, m_local, k, ns, dtype, Bs, B_scales=None, modes=None):
-    """(plan, m_rows) for this call: the group's plan for k, columns, dtype
-    and weight tensors, created (collectively) if new, and the rows to pass
-    (None: the plan's own). With per-call rows (agmm_plan_run_args), one
-    plan serves every row count up to its capacity and is replaced by a
-    larger one when a call needs more. Weights are set again when a B (or,
-    int8, its scale) changed in place (its version counter moved) or the
-    scale is another tensor. int8: B_scales are the weights' flat float32
-    scales (the originals' keys, `modes` (a_scale, w_scale) of the plan)."""
-    wkey = _weights_key(Bs)
-    # data_ptr and strides: B and B.t() (the backward's) are different plans.
-    pkey = (k, tuple(ns), dtype, tuple((w[0], w[2]) for w in wkey), modes)
-    if B_scales is not None:
-        wkey = wkey + _weights_key(B_scales)
-    entry = g.plans.get(pkey)
-    if entry is not None and \
-            any(r > cap for r, cap in zip(m_local, entry[0].m_local)):
-        del g.plans[pkey]
-        grown = [max(cap, _capacity(r)) for r, cap in zip(m_local, entry[0].m_local)]
-        entry[0].close()
-        entry = None
-    else:
-        grown = [_capacity(r) for r in m_local]
-    if entry is None:
-        opts = {k2: v for k2, v in g.options.items() if k2 != "schedule"}
-        if modes is not None:
-            opts["a_scale"], opts["w_scale"] = modes
-        plan = g.world.plan(m_local=grown, k=k,
-                            n=ns if len(ns) > 1 else ns[0], dtype=dtype, **opts)
-        entry = [plan, None]
-        _remember(g, pkey, entry)
-    else:
-        g.plans.move_to_end(pkey)
-    plan = entry[0]
-    if entry[1] != wkey:
-        plan.set_weights([B if B.is_contiguous() else B.contiguous() for B in Bs],
-                         None if B_scales is None else
-                         [_flat_scale(s) for s in B_scales])
-        entry[1] = wkey
+def ag_key(k, ns, dtype, modes=None):
+    return ("ag-gemm", int(k), tuple(ns), dtype, modes)
+
+
+def _cached_plan(g, serials, m_local, k, ns, dtype, Bs, B_scales=None, modes=None,
+                 key=None):
+    """(plan, m_rows) for this call of an all-gather op: the plan every
+    rank hit (serials: every rank's g.lookup(ag_key(...), Bs)), else a new
+    one (collective), and the rows to pass (None: the plan's own). With
+    per-call rows (agmm_plan_run_args), one plan serves every row count up
+    to its capacity and is replaced by a larger one when a call needs
+    more. int8: B_scales are the weights' flat float32 scales, `modes`
+    (a_scale, w_scale) of the plan, `key` the one looked up (with this
+    rank's scale layouts, known before the all-gather)."""
+    key = ag_key(k, ns, dtype, modes) if key is None else key
+    e = g.agreed(serials)
+    grown = [_capacity(r) for r in m_local]
+    if e is not None and any(r > cap for r, cap in zip(m_local, e.plan.m_local)):
+        grown = [max(cap, _capacity(r)) for r, cap in zip(m_local, e.plan.m_local)]
+        g.drop(e)
+        e = None
+    if e is None:
+        extra = {} if modes is None else {"a_scale": modes[0], "w_scale": modes[1]}
+        e = g.make(key, Bs, m_local=grown, k=k, n=ns if len(ns) > 1 else ns[0],
+                   dtype=dtype, **extra)
+    _set_weights(e, Bs, B_scales)
+    plan = e.plan
     m_rows = None if list(m_local) == plan.m_local else list(m_local)
     return plan, m_rows
 
 
-def _reduce_plan(g, op, m_local, k_local, B):
-    """The group's fp plan of op "gemm-rs" or "gemm-ar" for these rows
+def reduce_key(op, rows, k_mine, n, dtype, modes=None):
+    return (op, tuple(rows), int(k_mine), int(n), dtype, modes)
+
+
+def _reduce_plan(g, serials, op, m_local, k_local, B, dtype, B_scale=None,
+                 modes=None, key=None):
+    """The plan of op "gemm-rs" or "gemm-ar" every rank hit (serials: every
+    rank's g.lookup(reduce_key(...), [B])), else a new one for these rows
     (m_local: the rows of C each rank gets; "gemm-ar": their split of M),
-    inner split k_local and weight B ([k_local[rank], n]), created
-    (collectively) if new; the weight is set again when B changed in place.
-    The library has no per-call rows for these ops: a plan per shape."""
-    wkey = _weights_key([B])
-    pkey = (op, tuple(m_local), tuple(k_local), int(B.shape[1]), B.dtype,
-            (wkey[0][0], wkey[0][2]))
-    entry = g.plans.get(pkey)
-    if entry is None:
-        opts = {k2: v for k2, v in g.options.items() if k2 != "schedule"}
-        plan = g.world.plan(m_local=list(m_local), k=sum(k_local),
-                            n=int(B.shape[1]), dtype=_DT[B.dtype][1], op=op,
-                            k_local=list(k_local), **opts)
-        entry = [plan, None]
-        _remember(g, pkey, entry)
-    else:
-        g.plans.move_to_end(pkey)
-    plan = entry[0]
-    if entry[1] != wkey:
-        plan.set_weight(B if B.is_contiguous() else B.contiguous())
-        entry[1] = wkey
-    return plan
+    inner split k_local and weight B ([k_local[rank], n]); the weight is
+    set again when B changed in place. The library has no per-call rows
+    for these ops: a plan per shape. int8: B_scale, `modes` and `key` as
+    for _cached_plan."""
+    e = g.agreed(serials)
+    if e is not None and (e.plan.m_local != list(m_local)
+                          or e.plan.k_local != list(k_local)):
+        raise AssertionError("cached %s plan of rows %s, k %s for rows %s, k %s"
+                             % (op, e.plan.m_local, e.plan.k_local, m_local,
+                                k_local))
+    if e is None:
+        extra = {} if modes is None else {"a_scale": modes[0], "w_scale": modes[1]}
+        rows = [int(r) for r in m_local]
+        if key is None:
+            key = reduce_key(op, [sum(rows)], int(B.shape[0]), int(B.shape[1]),
+                             dtype, modes)
+        e = g.make(key, [B],
+                   m_local=rows, k=sum(k_local), n=int(B.shape[1]), dtype=dtype,
+                   op=op, k_local=list(k_local), **extra)
+    _set_weights(e, [B], None if B_scale is None else [B_scale])
+    return e.plan
 
 
-def _bwd_weight(g, Bs):
-    """cat([B_i.t() for B_i in Bs]) ([sum n_i, k], contiguous), kept per
-    group and per the Bs' keys (a weight changed in place makes a new one),
-    so that the backward's plans find the same tensor every step."""
-    key = _weights_key(Bs)
-    w = g.bwd_weights.get(key)
-    if w is None:
-        w = torch.cat([B.t() for B in Bs], 0).contiguous()
-        g.bwd_weights[key] = w
-        while len(g.bwd_weights) > PLAN_CACHE_SIZE:
-            g.bwd_weights.popitem(last=False)
-    else:
-        g.bwd_weights.move_to_end(key)
+def _bwd_weight(g, Bs, cols=None):
+    """cat([B_i.t() for B_i in Bs]) ([sum n_i, k], contiguous; with `cols`
+    > k, zero columns after k up to cols), kept per group and per the Bs'
+    keys (a weight changed in place makes a new one), so that the
+    backward's plans find the same tensor every step."""
+    def build():
+        w = torch.cat([B.t() for B in Bs], 0)
+        if cols is not None and cols > w.shape[1]:
+            w = torch.nn.functional.pad(w, (0, cols - int(w.shape[1])))
+        return w.contiguous()
+
+    versions = tuple(B._version for B in Bs)
+    for i, item in enumerate(g.bwd_weights):
+        refs, ver, c, w = item
+        if c == cols and len(refs) == len(Bs) and \
+                all(r() is B for r, B in zip(refs, Bs)):
+            if ver != versions:
+                # Changed in place (an optimizer step): refilled in place,
+                # so the backward's plan (made for this tensor) is kept and
+                # only sets its weight again.
+                with torch.no_grad():
+                    w.copy_(build())
+                item[1] = versions
+            g.bwd_weights.append(g.bwd_weights.pop(i))
+            return w
+    w = build()
+    g.bwd_weights.append([[weakref.ref(B) for B in Bs], versions, cols, w])
+    if len(g.bwd_weights) > PLAN_CACHE_SIZE:
+        g.bwd_weights.pop(0)
     return w
 
 
 def group_plans(name=None):
     """The plans the group `name` has cached (most recently used last): to
     trace them (agmm.Trace) or read their gemm_info()."""
-    return [entry[0] for entry in _group(name).plans.values()]
+    return [e.plan for e in _group(name).plans]

@@ -6,8 +6,8 @@ import struct
 import torch
 
 from .errors import InvalidArgument
-from ._torch_groups import (_group, _cached_plan, _remember, _weights_key,
-                            _flat_scale)
+from ._torch_groups import (_group, _cached_plan, _reduce_plan, _flat_scale,
+                            ag_key, reduce_key)
 
 # How a scale tensor's shape lays out its values: per row/column, one for
 # the tensor, or either (one row/column: both read the same).
@@ -153,7 +153,11 @@ def _scaled_ag_impl(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
     if nw > _MAX_WEIGHTS:
         raise InvalidArgument("Bs: %d weights (at most %d)" % (nw, _MAX_WEIGHTS))
     pad = [0] * (_MAX_WEIGHTS - nw)
-    mine = [int(lead[0]), rows_per_slice, k, nw] + ns + pad + [akind] + bkinds + pad
+    # The plan cache's key has this rank's layouts (the plan's own modes
+    # are resolved from every rank's); its serial goes last.
+    key = ag_key(k, ns, "int8", ("kinds", akind, tuple(bkinds)))
+    mine = [int(lead[0]), rows_per_slice, k, nw] + ns + pad + [akind] + bkinds + \
+        pad + [g.lookup(key, Bs)]
     blob = struct.pack("<%dq" % len(mine), *mine)
     everyone = [struct.unpack("<%dq" % len(mine), b) for b in world.allgather(blob)]
     for r, other in enumerate(everyone):
@@ -171,8 +175,8 @@ def _scaled_ag_impl(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
     if sum(m_local) == 0:
         raise InvalidArgument("fused_all_gather_scaled_matmul: every rank's "
                               "shard is empty")
-    plan, m_rows = _cached_plan(g, m_local, k, ns, "int8", Bs, B_scales,
-                                (a_mode, w_mode))
+    plan, m_rows = _cached_plan(g, [o[-1] for o in everyone], m_local, k, ns,
+                                "int8", Bs, B_scales, (a_mode, w_mode), key)
     res = plan.run(a2, a_scale=_flat_scale(A_scale),
                    a_gathered=True if return_A else None, m_rows=m_rows,
                    schedule=g.options.get("schedule", "auto"))
@@ -212,7 +216,12 @@ def _scaled_rs_impl(A, B, A_scale, B_scale, reduce_op, scatter_dim, group_name,
         raise InvalidArgument("A: %d dimensions (at most %d)" % (nd, _MAX_LEAD + 1))
     # Padded: every rank sends as many bytes whatever A's dimensions.
     L = _MAX_LEAD + 2
-    mine = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + [n, k_mine, akind, bkind]
+    total = 1
+    for d in lead:
+        total *= d
+    key = reduce_key("gemm-rs", [total], k_mine, n, "int8", ("kinds", akind, bkind))
+    mine = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + \
+        [n, k_mine, akind, bkind, g.lookup(key, [B])]
     blob = struct.pack("<%dq" % len(mine), *mine)
     everyone = [struct.unpack("<%dq" % len(mine), b) for b in world.allgather(blob)]
     for r, other in enumerate(everyone):
@@ -236,24 +245,8 @@ def _scaled_rs_impl(A, B, A_scale, B_scale, reduce_op, scatter_dim, group_name,
         raise InvalidArgument("fused_scaled_matmul_reduce_scatter: an empty "
                               "product (rows %d, k %d)" % (sum(m_local),
                                                            sum(k_local)))
-    wkey = _weights_key([B, B_scale])
-    pkey = ("gemm-rs", tuple(m_local), tuple(k_local), n, wkey[0][0],
-            (a_mode, w_mode))
-    entry = g.plans.get(pkey)
-    if entry is None:
-        opts = {k2: v for k2, v in g.options.items() if k2 != "schedule"}
-        plan = g.world.plan(m_local=m_local, k=sum(k_local), n=n, dtype="int8",
-                            op="gemm-rs", k_local=k_local, a_scale=a_mode,
-                            w_scale=w_mode, **opts)
-        entry = [plan, None]
-        _remember(g, pkey, entry)
-    else:
-        g.plans.move_to_end(pkey)
-    plan = entry[0]
-    if entry[1] != wkey:
-        plan.set_weight(B if B.is_contiguous() else B.contiguous(),
-                        scale=_flat_scale(B_scale))
-        entry[1] = wkey
+    plan = _reduce_plan(g, [o[L + 3] for o in everyone], "gemm-rs", m_local,
+                        k_local, B, "int8", B_scale, (a_mode, w_mode), key)
     c = plan.run(A.reshape(-1, k_mine), a_scale=_flat_scale(A_scale),
                  schedule=g.options.get("schedule", "auto"))
     c = c.view([split[world.rank]] + lead[1:] + [n])
