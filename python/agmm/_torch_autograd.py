@@ -64,7 +64,10 @@ def _grad_z(zs, gys, acts, ys):
 
 
 def _mm(x, y, dtype):
-    """x @ y in the weights' dtype (as torch's own layer would)."""
+    """x @ y in the weights' dtype (as torch's own layer would); float16 in
+    float32, converted (torch 1.13 has no float16 matmul on the CPU)."""
+    if dtype == torch.float16:
+        return (x.float() @ y.float()).to(dtype)
     return x.to(dtype) @ y.to(dtype)
 
 
