@@ -141,3 +141,8 @@ def test_bad_epilogue_arguments_fail_before_any_world(call, words):
     for w in words:
         assert w in str(e.value), (w, str(e.value))
     assert "default" not in _torch_groups._groups
+
+
+def test_trace_summaries_from_python(tmp_path):
+    """agmm.Trace (bench/tp_layer.py reads where a round's time goes)."""
+    run_world(2, "trace", dict(json=str(tmp_path / "t%d.json")), worker=WORKER)

@@ -218,7 +218,33 @@ def scenario_grads(world, args):
         at.unregister_group("tp")
 
 
-SCENARIOS = {"grads": scenario_grads}
+def scenario_trace(world, args):
+    """agmm.Trace on a plan: rounds recorded, summaries of every rank,
+    the JSON written on rank 0; plan.close() closes a trace left open."""
+    import numpy as np
+    P, me = world.size, world.rank
+    plan = world.plan(m_local=[16] * P, k=32, n=24, dtype="fp32", tile_m=8)
+    plan.set_weight(np.ones((32, 24), np.float32))
+    with agmm.Trace(plan, max_rounds=4) as trace:
+        for _ in range(3):
+            plan.run(np.ones((16, 32), np.float32), schedule="fused")
+        trace.gather()
+        if me == 0:
+            assert trace.rounds() == 3, trace.rounds()
+            sums = trace.summaries()
+            assert len(sums) == 3 * P and {s.rank for s in sums} == set(range(P))
+            assert all(s.round_us > 0 and s.gemm_busy_us > 0 and
+                       s.schedule == "fused" for s in sums), sums
+            assert trace.counts()[0] > 0
+            trace.write(args["json"] % me)
+            assert os.path.getsize(args["json"] % me) > 0
+        else:
+            assert trace.rounds() == 0
+    agmm.Trace(plan, max_rounds=1)  # left open: plan.close() destroys it first
+    plan.close()
+
+
+SCENARIOS = {"grads": scenario_grads, "trace": scenario_trace}
 
 
 def main():
