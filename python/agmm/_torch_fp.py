@@ -2,7 +2,7 @@
 fused_all_gather_matmul (op "ag-gemm"), fused_matmul_reduce_scatter
 ("gemm-rs") and fused_matmul_all_reduce ("gemm-ar"), each with the
 epilogue (bias, activation, output dtype) applied once to its final result
-by _torch_epilogue.apply_epilogue. agmm/torch.py's module doc has the
+by _torch_epilogue.apply_epilogue. python/agmm/torch.py's module doc has the
 contract; the *_core functions are the 2-D rounds the autograd's backward
 also calls.
 """

@@ -1,7 +1,7 @@
 """agmm.torch's groups (a registered agmm.World per group name) and their
 plan caches. Plans are created, reused and evicted identically on every
 rank because every rank makes the same calls in the same order (see
-agmm/torch.py's module doc); the cache is closed with the group.
+python/agmm/torch.py's module doc); the cache is closed with the group.
 """
 import os
 import weakref

@@ -1,6 +1,6 @@
 """agmm.torch's W8A8 int8 ops (issue 22): the CPU kernels of
 fused_all_gather_scaled_matmul and fused_scaled_matmul_reduce_scatter
-(agmm/torch.py's module doc has the contract)."""
+(python/agmm/torch.py's module doc has the contract)."""
 import struct
 
 import torch

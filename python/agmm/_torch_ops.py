@@ -6,7 +6,6 @@ import os
 
 import torch
 
-from . import _lib
 from .errors import InvalidArgument
 from ._torch_autograd import (AllGatherMatmul, MatmulAllReduce, MatmulReduceScatter,
                               below_autograd, _needs_grad)
