@@ -218,8 +218,9 @@ def _reduce_plan(g, serials, op, m_local, k_local, B, dtype, B_scale=None,
     for these ops: a plan per shape. int8: B_scale, `modes` and `key` as
     for _cached_plan."""
     e = g.agreed(serials)
-    if e is not None and (e.plan.m_local != list(m_local)
-                          or e.plan.k_local != list(k_local)):
+    if e is not None and (e.plan.m_local != list(m_local) or
+                          getattr(e.plan, "k_local", None) not in (None,
+                                                                   list(k_local))):
         raise AssertionError("cached %s plan of rows %s, k %s for rows %s, k %s"
                              % (op, e.plan.m_local, e.plan.k_local, m_local,
                                 k_local))

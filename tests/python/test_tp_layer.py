@@ -48,6 +48,12 @@ def test_all_gather_and_reduce_scatter_grads_match_gloo(nranks, uneven):
     run_world(nranks, "grads", dict(cases=cases), timeout=240, worker=WORKER)
 
 
+@pytest.mark.parametrize("nranks,dtype", [(2, "fp32"), (3, "bf16")])
+def test_training_steps_keep_their_plans(nranks, dtype):
+    run_world(nranks, "steps", dict(h=16, i=8 * nranks, m=5, steps=4, dtype=dtype),
+              timeout=240, worker=WORKER)
+
+
 @pytest.mark.parametrize("nranks,uneven", [(2, False), (3, True), (4, False)])
 def test_all_reduce_grads_match_gloo(nranks, uneven):
     if not HAS_AR:
@@ -99,8 +105,10 @@ def test_meta_kernels_under_fake_tensors(monkeypatch):
         x = torch.empty(10, 3, 32, dtype=torch.float16)
         w = torch.empty(32, 12, dtype=torch.float16)
         # 10 rows over 4 ranks: 3, 3, 2, 2; rank 3 gets 2.
-        c = at.fused_matmul_reduce_scatter(x, w, activation="silu")
+        c = at.fused_matmul_reduce_scatter(x, w.requires_grad_(True),
+                                           activation="silu")
         assert c.shape == (2, 3, 12) and c.dtype == torch.float32
+        assert c.grad_fn is not None
         c = at.fused_matmul_reduce_scatter(x, w, scatter_dim=1,
                                            out_dtype=torch.bfloat16)
         assert c.shape == (10, 0, 12) and c.dtype == torch.bfloat16

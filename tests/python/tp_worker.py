@@ -244,7 +244,57 @@ def scenario_trace(world, args):
     plan.close()
 
 
-SCENARIOS = {"grads": scenario_grads, "trace": scenario_trace}
+def scenario_steps(world, args):
+    """Training steps of a sequence-parallel MLP (one gather for gate and
+    up, then GEMM + reduce-scatter), the weights updated in place by SGD
+    after each backward: every step's output and gradients match the gloo
+    layer's given the same updates, and after the first step no plan is
+    made (the cached plans and backward weights are refilled, not
+    replaced)."""
+    P, me = world.size, world.rank
+    h, i, m = args["h"], args["i"], args["m"]
+    dtype = DT[args.get("dtype", "fp32")]
+    tol = 2e-5 if dtype == torch.float32 else 4e-2
+    at.register_group("tp", world)
+    try:
+        w = [rnd(1 + me, (h, i), dtype), rnd(2 + me, (h, i), dtype),
+             rnd(3 + me, (i, h), dtype)]
+        mine, ref = leaves(*w), leaves(*w)
+        rows = [m] * P
+        made = None
+        for step in range(args["steps"]):
+            x = rnd(100 + step * P + me, (m, h), dtype)
+            G = rnd(200 + step * P + me, (m, h), torch.float32)
+            _, (g, u) = at.fused_all_gather_matmul(
+                x, [mine[0], mine[1]], group_name="tp", return_A=False,
+                activation=["silu", None])
+            out = at.fused_matmul_reduce_scatter((g * u).to(dtype), mine[2],
+                                                 group_name="tp")
+            got = grads(out, G, mine)
+            full = GAllGather.apply(x, rows)
+            act = (ACT["silu"]((full @ ref[0]).float()) *
+                   (full @ ref[1]).float()).to(dtype)
+            R = GReduceScatter.apply((act @ ref[2]).float(), rows)
+            close(out, R.detach(), tol, "step %d forward" % step)
+            want = grads(R, G, ref)
+            check_all(got, want, tol, ["dW_gate", "dW_up", "dW_down"])
+            with torch.no_grad():
+                for p_, g_ in zip(mine, got):
+                    p_.sub_(0.1 * g_)
+                for p_, g_ in zip(ref, want):
+                    p_.sub_(0.1 * g_)
+            serials = [e.serial for e in __import__(
+                "agmm._torch_groups", fromlist=["_groups"])._groups["tp"].plans]
+            if made is None:
+                made = serials
+            assert serials == made, "step %d made plans: %s -> %s" % (
+                step, made, serials)
+    finally:
+        at.unregister_group("tp")
+
+
+SCENARIOS = {"grads": scenario_grads, "trace": scenario_trace,
+             "steps": scenario_steps}
 
 
 def main():
