@@ -29,6 +29,8 @@ def ag_cases(P, uneven):
              repeat=2),
         dict(op="ag", m=m, k=32, n=[8, 8], bias=True, acts=["gelu-tanh", "relu"],
              dtype="bf16"),
+        dict(op="ag", m=m, k=16, n=[8, 4], bias=True, acts=["silu", None],
+             gather_dim=1),
     ]
 
 
@@ -39,7 +41,8 @@ def red_cases(op, P, uneven):
         dict(op=op, M=M, k_local=kl, n=12, bias=False, act=None),
         dict(op=op, M=M, k_local=kl, n=12, bias=True, act="gelu-erf", repeat=2),
         dict(op=op, M=M, k_local=kl, n=16, bias=True, act="silu", dtype="bf16"),
-    ]
+    ] + ([dict(op=op, M=M, k_local=kl, n=8, bias=True, act="relu", scatter_dim=1)]
+         if op == "rs" else [])
 
 
 @pytest.mark.parametrize("nranks,uneven", [(2, False), (3, True), (4, False)])

@@ -125,24 +125,33 @@ def case_ag(P, me, c, dtype, tol):
     """Column-parallel: C_r = act(gather(A) @ B_r + b_r), two weights from
     one gather with their own activations."""
     m, k, ns = c["m"], c["k"], c["n"]
-    A = rnd(10 + me, (m[me], k), dtype)
+    gd = c.get("gather_dim", 0)  # 1: A_shard [2, m_r, k], gathered along 1
+    A = rnd(10 + me, (m[me], k) if gd == 0 else (2, m[me], k), dtype)
     Bs = [rnd(100 * i + me, (k, n), dtype) for i, n in enumerate(ns)]
     bs = [rnd(200 * i + me, (n,), dtype) if c["bias"] else None
           for i, n in enumerate(ns)]
     acts = c["acts"]
-    Gs = [rnd(300 * i + me, (sum(m), n), torch.float32) for i, n in enumerate(ns)]
+    Gs = [rnd(300 * i + me, (sum(m), n) if gd == 0 else (2, sum(m), n),
+              torch.float32) for i, n in enumerate(ns)]
     nw = len(ns)
     x = leaves(A, *Bs, *bs)
-    Ag, Cs = at.fused_all_gather_matmul(x[0], x[1:1 + nw], group_name="tp",
-                                        return_A=True, bias=x[1 + nw:] if c["bias"]
-                                        else None, activation=acts)
-    assert torch.equal(Ag, _gather_rows(A, m)) and not Ag.requires_grad
+    Ag, Cs = at.fused_all_gather_matmul(x[0], x[1:1 + nw], gather_dim=gd,
+                                        group_name="tp", return_A=True,
+                                        bias=x[1 + nw:] if c["bias"] else None,
+                                        activation=acts)
+
+    def gather(a):  # the reference: along gd, through row-major rows
+        if gd == 0:
+            return GAllGather.apply(a, m)
+        rows = GAllGather.apply(a.movedim(1, 0).reshape(-1, k), [2 * r for r in m])
+        return rows.view(sum(m), 2, k).movedim(0, 1)
+    assert torch.equal(Ag, gather(A)) and not Ag.requires_grad
     loss = sum((C * G).sum() for C, G in zip(Cs, Gs))
     live = [t for t in x if t is not None]
     got = iter(torch.autograd.grad(loss, live))
     got = [next(got) if t is not None else None for t in x]
     y = leaves(A, *Bs, *bs)
-    full = GAllGather.apply(y[0], m)
+    full = gather(y[0])
     refs = []
     for i in range(nw):
         z = full @ y[1 + i]
@@ -162,17 +171,23 @@ def case_ag(P, me, c, dtype, tol):
 def case_rs(P, me, c, dtype, tol):
     """Row-parallel + reduce-scatter: C = my rows of act(sum_r A_r @ B_r + b)."""
     M, kl, n = c["M"], c["k_local"], c["n"]
-    A = rnd(20 + me, (M, kl[me]), dtype)
+    sd = c.get("scatter_dim", 0)  # 1: A_r [2, M, k_r], scattered along 1
+    A = rnd(20 + me, (M, kl[me]) if sd == 0 else (2, M, kl[me]), dtype)
     B = rnd(30 + me, (kl[me], n), dtype)
     b = rnd(40, (n,), dtype) if c["bias"] else None
     rows = split(M, P)
-    G = rnd(50 + me, (rows[me], n), torch.float32)
+    G = rnd(50 + me, (rows[me], n) if sd == 0 else (2, rows[me], n), torch.float32)
     x = leaves(A, B, b)
-    C = at.fused_matmul_reduce_scatter(x[0], x[1], group_name="tp", bias=x[2],
-                                       activation=c["act"])
+    C = at.fused_matmul_reduce_scatter(x[0], x[1], scatter_dim=sd, group_name="tp",
+                                       bias=x[2], activation=c["act"])
     got = grads(C, G, x)
     y = leaves(A, B, b)
-    z = GReduceScatter.apply((y[0] @ y[1]).float(), rows)
+    if sd == 0:
+        z = GReduceScatter.apply((y[0] @ y[1]).float(), rows)
+    else:
+        part = (y[0] @ y[1]).float().movedim(1, 0).reshape(-1, n)
+        z = GReduceScatter.apply(part, [2 * r for r in rows])
+        z = z.view(rows[me], 2, n).movedim(0, 1)
     R = ACT[c["act"]](z + y[2].float() if y[2] is not None else z)
     close(C, R.detach(), tol, "rs forward")
     check_all(got, grads(R, G, y), tol, ["dA", "dB", "dbias"])
