@@ -295,6 +295,12 @@ def report(results, tiny, args, P):
             r["form"], r["case"], r["rows"], r["pass"], a["median_ms"],
             a["min_ms"], a["spread"], g["median_ms"], g["min_ms"], g["spread"],
             r["ratio"]))
+        if r["agmm_ops"]:
+            rounds_ms = sum(s["round_us"] * s["rounds_per_rank"]
+                            for s in r["agmm_ops"].values()) / \
+                max(1, args.trace_reps) / 1e3
+            print("      agmm rounds %.3f ms of the layer's %.3f (the rest: torch "
+                  "between them)" % (rounds_ms, a["median_ms"]))
         for op, s in sorted(r["agmm_ops"].items()):
             hid = s["comm_hidden_us"] / s["comm_busy_us"] if s["comm_busy_us"] else 0
             print("      %-8s %d round(s)/rep: round %.1f us = GEMM work %.1f + "
@@ -313,9 +319,11 @@ def run_rank(args):
     import agmm.torch as at
     torch.set_num_threads(args.threads)
     P = int(os.environ["WORLD_SIZE"])
+    import datetime
     dist.init_process_group("gloo", init_method="tcp://%s:%d" % (
         os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]) + 1),
-        rank=int(os.environ["RANK"]), world_size=P)
+        rank=int(os.environ["RANK"]), world_size=P,
+        timeout=datetime.timedelta(seconds=args.timeout))
     results, tiny = [], {}
     with agmm.World.from_env(timeout=args.timeout) as world:
         at.register_group("tp", world, **group_options(args, P))

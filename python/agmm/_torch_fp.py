@@ -65,10 +65,10 @@ def _allgather_ints(world, mine):
 
 
 # ------------------------------------------------ all-gather + matmul
-def ag_core(g, serials, a2, Bs, m_local, return_A, biases=None):
+def ag_core(g, serials, a2, Bs, m_local, return_A):
     """One round: gather the rows a2 ([m_local[rank], k]) of every rank and
     multiply by each B_i; returns (A_gathered [M, k] or None, [C_i float32
-    [M, n_i] (+ bias_i)]). serials: every rank's plan lookup (ag_shapes)."""
+    [M, n_i]]). serials: every rank's plan lookup (ag_shapes)."""
     ns = [int(B.shape[1]) for B in Bs]
     plan, m_rows = _cached_plan(g, serials, m_local, int(a2.shape[1]), ns,
                                 _DT[a2.dtype][1], Bs)
@@ -77,10 +77,7 @@ def ag_core(g, serials, a2, Bs, m_local, return_A, biases=None):
     A_g = None
     if return_A:
         A_g, res = res
-    Cs = res if isinstance(res, list) else [res]
-    if biases is not None:
-        Cs = [apply_epilogue(c, b) for c, b in zip(Cs, biases)]
-    return A_g, Cs
+    return A_g, (res if isinstance(res, list) else [res])
 
 
 def ag_shapes(g, A_shard, Bs, gather_dim):
