@@ -165,6 +165,19 @@ class ScheduleInfoC(_c.Structure):
     ]
 
 
+class TraceSummaryC(_c.Structure):
+    """agmm_trace_summary_t (one rank's view of one traced round)."""
+    _fields_ = [
+        ("round", c_int),
+        ("schedule", c_int),
+        ("round_us", c_double),
+        ("gemm_wait_us", c_double),
+        ("gemm_busy_us", c_double),
+        ("comm_busy_us", c_double),
+        ("comm_hidden_us", c_double),
+    ]
+
+
 class JoinOptsC(_c.Structure):
     """agmm_join_opts_t (the world of processes started elsewhere)."""
     _fields_ = [
@@ -230,6 +243,13 @@ _PROTOS = {
     "agmm_blas_kernel": (c_char_p, []),
     "agmm_blas_threads": (c_int, []),
     "agmm_blas_advice": (c_char_p, []),
+    "agmm_trace_create": (c_int, [P, c_int, _PP]),
+    "agmm_trace_gather": (c_int, [P]),
+    "agmm_trace_write": (c_int, [P, c_char_p, c_char_p]),
+    "agmm_trace_rounds": (c_int, [P]),
+    "agmm_trace_summary": (c_int, [P, c_int, c_int, _c.POINTER(TraceSummaryC)]),
+    "agmm_trace_counts": (None, [P, _c.POINTER(c_uint64), _c.POINTER(c_uint64)]),
+    "agmm_trace_destroy": (None, [P]),
 }
 
 

@@ -513,6 +513,8 @@ class Plan:
         if self._h is None:
             return
         h = self._h
+        for t in list(getattr(self, "_traces", ())):
+            t.close()  # a trace is destroyed before its plan (agmm.h)
         st = _lib.fn.agmm_plan_destroy(h)
         if st == _lib.STATUS["AGMM_ERR_BAD_STATE"]:
             check(st, "plan close")  # another call in progress: still open

@@ -17,6 +17,7 @@ STRUCTS = {
     "agmm_plan_desc_t": _lib.PlanDescC,
     "agmm_gemm_info_t": _lib.GemmInfoC,
     "agmm_schedule_info_t": _lib.ScheduleInfoC,
+    "agmm_trace_summary_t": _lib.TraceSummaryC,
 }
 if _lib.fn.has("agmm_world_join"):
     STRUCTS["agmm_join_opts_t"] = _lib.JoinOptsC
