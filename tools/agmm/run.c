@@ -9,6 +9,7 @@
 
 #include "agmm_ext.h"
 #include "check_int8.h"
+#include "epilogue_check.h"
 #include "inputs.h"
 #include "progress.h"
 #include "report.h"
@@ -26,16 +27,22 @@ typedef struct round_result {
     agmm_int8_check_t q; /* int8: the bound's worst ratio, quant error */
 } round_result_t;
 
-/* max diff, mismatches and the first bad index of c against ref. */
-static void compare(const float *c, const float *ref, int64_t total,
-                    round_result_t *res)
+/* max diff, mismatches and the first bad index of c against ref. With an
+ * epilogue (epilogue_check.h), pre is the reference before the activation
+ * (allclose's bound is taken of it), else NULL. */
+static void compare(const agmm_cli_t *cli, const float *c, const float *ref,
+                    const float *pre, int64_t total, round_result_t *res)
 {
     res->max_abs_diff = 0;
     res->mismatches = 0;
     res->first_bad = -1;
     for (int64_t i = 0; i < total; i++) {
         double d = fabs((double)c[i] - (double)ref[i]);
-        if (!(d <= ATOL + RTOL * fabs((double)ref[i]))) { /* NaN fails */
+        double bound =
+            pre ? agmm_tool_epi_bound(cli, ATOL + RTOL * fabs((double)pre[i]),
+                                      pre[i], ref[i])
+                : ATOL + RTOL * fabs((double)ref[i]);
+        if (!(d <= bound)) { /* NaN fails */
             if (res->first_bad < 0) res->first_bad = i;
             res->mismatches++;
         }
@@ -57,7 +64,10 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
     for (int p = 0; p < t->rank; p++)
         row0 += cli->m_local[p];
     float *ref = malloc((size_t)rows * (size_t)cli->n * sizeof(float) + 1);
-    int rc = a && w && kl && ref ? 0 : 1;
+    int epi = agmm_tool_has_epilogue(cli);
+    float *pre =
+        epi ? malloc((size_t)rows * (size_t)cli->n * sizeof(float) + 1) : NULL;
+    int rc = a && w && kl && ref && (!epi || pre) ? 0 : 1;
     for (int p = 0; rc == 0 && p < P; p++) {
         kl[p] = agmm_tool_k_part(cli, p);
         a[p] = malloc((size_t)agmm_tool_a_elems(cli, p) * es + 1);
@@ -75,8 +85,11 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
                           cli->m_total, cli->n, cli->dtype, row0, rows,
                           ref) != AGMM_OK)
         rc = 1;
+    if (rc == 0 && epi)
+        rc = agmm_tool_ref_epilogue(t, 0, rows, cli->n, ref, pre);
     if (rc == 0)
-        compare(t->c, ref, rows * cli->n, res);
+        compare(cli, agmm_tool_out_f32(t, 0, rows * cli->n), ref, pre,
+                rows * cli->n, res);
     else
         fprintf(stderr, "agmm: rank %d: could not compute the reference\n",
                 t->rank);
@@ -88,6 +101,7 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
     free(w);
     free(kl);
     free(ref);
+    free(pre);
     return rc;
 }
 
@@ -114,9 +128,11 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
         M += rows[p];
     }
     int nw = cli->n_count > 1 ? cli->n_count : 1;
-    float *ref =
-        malloc((size_t)cli->m_total * (size_t)cli->n_sum * sizeof(float) + 1);
-    int rc = shards && ref && rows ? 0 : 1;
+    size_t most = (size_t)cli->m_total * (size_t)cli->n_sum + 1;
+    float *ref = malloc(most * sizeof(float));
+    int epi = agmm_tool_has_epilogue(cli);
+    float *pre = epi ? malloc(most * sizeof(float)) : NULL;
+    int rc = shards && ref && rows && (!epi || pre) ? 0 : 1;
     for (int p = 0; rc == 0 && p < cli->ranks; p++) {
         void *s = malloc((size_t)cli->m_local[p] * (size_t)cli->k * es + 1);
         shards[p] = s;
@@ -136,7 +152,11 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
             rc = 1;
             break;
         }
-        compare(t->cs[i], ref, M * n, &one);
+        if (epi && agmm_tool_ref_epilogue(t, i, M, n, ref, pre)) {
+            rc = 1;
+            break;
+        }
+        compare(cli, agmm_tool_out_f32(t, i, M * n), ref, pre, M * n, &one);
         if (one.max_abs_diff > res->max_abs_diff ||
             one.max_abs_diff != one.max_abs_diff)
             res->max_abs_diff = one.max_abs_diff;
@@ -168,6 +188,7 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
     free(shards);
     free(rows);
     free(ref);
+    free(pre);
     return rc;
 }
 
@@ -359,8 +380,11 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             text_int8(cli, maxdiff, &q, bad_rank < 0);
         else
             printf("; check: max |diff| %.3g over %d %s, allclose(rtol=%g, "
-                   "atol=%g) %s\n",
+                   "atol=%g)%s %s\n",
                    maxdiff, P, P == 1 ? "rank" : "ranks", RTOL, ATOL,
+                   agmm_tool_has_epilogue(cli)
+                       ? " before the epilogue, + its allowance"
+                       : "",
                    bad_rank < 0 ? "PASS" : "FAIL");
         for (int p = 0; p < P; p++) {
             if (all[p].mismatches == 0) continue;
