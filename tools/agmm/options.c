@@ -164,8 +164,8 @@ const opt_row_t opt_table[] = {
     {.name = "activation", .kind = OPTK_CHOICE, .field = F(activation), NOSET,
      .choices = k_acts, LIB(activation), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
      .label = "--activation F",
-     .help = "{choices}: applied after the\n"
-             "bias, in fp32 (default {def})"},
+     .help = "{choices}:\n"
+             "the activation after the bias, in fp32 (default {def})"},
     {.name = "out-dtype", .kind = OPTK_CHOICE, .field = F(out_dtype), NOSET,
      .choices = k_out_dtypes, LIB(out_dtype), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
      .label = "--out-dtype T",

@@ -192,14 +192,17 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
     return rc;
 }
 
-/* int8: the bound in words ("4*2^-24*|ref|+1e-30"), into buf[64]. */
+/* int8: the bound in words ("4*2^-24*|ref|+1e-30"; with an epilogue, of
+ * the value before it: epilogue_check.h adds its allowance), into
+ * buf[64]. */
 static const char *int8_bound(const agmm_cli_t *cli, char *buf)
 {
+    const char *epi = agmm_tool_has_epilogue(cli) ? " before the epilogue" : "";
     if (cli->op == AGMM_OP_GEMM_RS)
-        snprintf(buf, 64, "%d*2^-24*sum_r|partial_r|", cli->ranks + 3);
+        snprintf(buf, 64, "%d*2^-24*sum_r|partial_r|%s", cli->ranks + 3, epi);
     else
-        snprintf(buf, 64, "%d*2^-24*|ref|+%g", AGMM_INT8_AG_ULPS,
-                 AGMM_INT8_AG_ABS);
+        snprintf(buf, 64, "%d*2^-24*|ref|+%g%s", AGMM_INT8_AG_ULPS,
+                 AGMM_INT8_AG_ABS, epi);
     return buf;
 }
 
