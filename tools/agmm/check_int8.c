@@ -54,17 +54,19 @@ typedef struct counts {
 } counts_t;
 
 /* c against ref: element e passes when |c - ref| <= rel * m + abs_, m =
- * mag[e] (NULL: |ref[e]|), or, with an epilogue (pre: the reference
- * before the activation, else NULL), the epilogue's bound of that
- * (epilogue_check.h; m then |pre[e]| without mag). NaN fails. */
+ * mag[e] (NULL: |ref[e]|), or, with an epilogue (raw: the reference
+ * product, pre: the value before the activation, else both NULL), the
+ * epilogue's bound of that (epilogue_check.h; m then |raw[e]| without
+ * mag). NaN fails. */
 static void compare(const agmm_cli_t *cli, const float *c, const float *ref,
-                    const float *pre, const float *mag, double rel, double abs_,
-                    int64_t total, counts_t *n, agmm_int8_check_t *q)
+                    const float *raw, const float *pre, const float *mag,
+                    double rel, double abs_, int64_t total, counts_t *n,
+                    agmm_int8_check_t *q)
 {
     for (int64_t i = 0; i < total; i++) {
         double d = fabs((double)c[i] - (double)ref[i]);
         double m = mag   ? (double)mag[i]
-                   : pre ? fabs((double)pre[i])
+                   : raw ? fabs((double)raw[i])
                          : fabs((double)ref[i]);
         double bound = rel * m + abs_;
         if (pre) bound = agmm_tool_epi_bound(cli, bound, pre[i], ref[i]);
@@ -151,13 +153,13 @@ static int check_rs(const agmm_tool_rank_t *t, int round, counts_t *cnt,
                        kl, M, n, AGMM_DTYPE_FP32, row0, rows, c32) != AGMM_OK)
         rc = 1;
     if (rc == 0 && epi &&
-        (agmm_tool_ref_epilogue(t, 0, rows, n, ref, pre) ||
-         agmm_tool_ref_epilogue(t, 0, rows, n, c32, NULL)))
+        (agmm_tool_ref_epilogue(t, 0, rows, n, ref, NULL, pre) ||
+         agmm_tool_ref_epilogue(t, 0, rows, n, c32, NULL, NULL)))
         rc = 1;
     if (rc == 0) {
         const float *c = agmm_tool_out_f32(t, 0, rows * n);
-        compare(cli, c, ref, pre, mag, (double)(P + 3) * 0x1p-24, 0, rows * n,
-                cnt, q);
+        compare(cli, c, ref, NULL, pre, mag, (double)(P + 3) * 0x1p-24, 0,
+                rows * n, cnt, q);
         quant_error(c, c32, rows * n, q);
     }
     for (int p = 0; p < P; p++) {
@@ -222,8 +224,11 @@ int agmm_tool_check_int8(const agmm_tool_rank_t *t, int round,
         float *c32 = malloc(cmax * sizeof(float)), *wsc = NULL, *w32 = NULL;
         int epi = agmm_tool_has_epilogue(cli);
         float *pre = epi ? malloc(cmax * sizeof(float)) : NULL;
+        float *raw = epi ? malloc(cmax * sizeof(float)) : NULL;
         uint64_t seed_a = cli->seed + (uint64_t)round;
-        rc = sh && sc && f32 && rows && ref && c32 && (!epi || pre) ? 0 : 1;
+        rc = sh && sc && f32 && rows && ref && c32 && (!epi || (pre && raw))
+                 ? 0
+                 : 1;
         for (int p = 0; rc == 0 && p < P; p++) {
             rows[p] = agmm_tool_round_rows(cli, round, p);
             M += rows[p];
@@ -256,15 +261,15 @@ int agmm_tool_check_int8(const agmm_tool_rank_t *t, int round,
                 rc = 1;
                 break;
             }
-            if (epi && (agmm_tool_ref_epilogue(t, i, M, n, ref, pre) ||
-                        agmm_tool_ref_epilogue(t, i, M, n, c32, NULL))) {
+            if (epi && (agmm_tool_ref_epilogue(t, i, M, n, ref, raw, pre) ||
+                        agmm_tool_ref_epilogue(t, i, M, n, c32, NULL, NULL))) {
                 rc = 1;
                 break;
             }
             const float *c = agmm_tool_out_f32(t, i, M * n);
             int64_t before = cnt.mismatches;
             counts_t one = {cnt.max_abs_diff, 0, -1};
-            compare(cli, c, ref, pre, NULL, AGMM_INT8_AG_ULPS * 0x1p-24,
+            compare(cli, c, ref, raw, pre, NULL, AGMM_INT8_AG_ULPS * 0x1p-24,
                     AGMM_INT8_AG_ABS, M * n, &one, q);
             cnt.max_abs_diff = one.max_abs_diff;
             if (one.mismatches && !before) {
@@ -281,7 +286,7 @@ int agmm_tool_check_int8(const agmm_tool_rank_t *t, int round,
             if (f32) free(f32[p]);
         }
         free(sh), free(sc), free(f32), free(rows), free(ref), free(c32);
-        free(wsc), free(w32), free(pre);
+        free(wsc), free(w32), free(pre), free(raw);
     }
     if (rc != 0)
         fprintf(stderr, "agmm: rank %d: could not compute the reference\n",

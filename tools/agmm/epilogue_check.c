@@ -14,10 +14,11 @@ int agmm_tool_has_epilogue(const agmm_cli_t *cli)
 }
 
 int agmm_tool_ref_epilogue(const agmm_tool_rank_t *t, int i, int64_t rows,
-                           int64_t n, float *ref, float *pre)
+                           int64_t n, float *ref, float *raw, float *pre)
 {
     const agmm_cli_t *cli = t->cli;
     const float *bias = cli->bias ? t->biases[i] : NULL;
+    if (raw) memcpy(raw, ref, (size_t)(rows * n) * sizeof(float));
     if (agmm_reference_epilogue(rows, n, bias, AGMM_ACT_NONE, ref) != AGMM_OK)
         return 1;
     if (pre) memcpy(pre, ref, (size_t)(rows * n) * sizeof(float));

@@ -13,14 +13,17 @@ int agmm_tool_has_epilogue(const agmm_cli_t *cli);
 
 /* Weight i's reference ref ([rows, n] fp32, the product or sum) becomes
  * the epilogue's result (agmm_reference_epilogue with t's bias of weight
- * i and the activation); pre (may be NULL) receives ref + bias, the value
- * before the activation, which the bound takes. Returns 0 or 1. */
+ * i and the activation); raw (may be NULL) receives ref as it was (the
+ * product, whose size the bound before the epilogue is relative to) and
+ * pre (may be NULL) ref + bias, the value before the activation. Returns
+ * 0 or 1. */
 int agmm_tool_ref_epilogue(const agmm_tool_rank_t *t, int i, int64_t rows,
-                           int64_t n, float *ref, float *pre);
+                           int64_t n, float *ref, float *raw, float *pre);
 
-/* The bound of one element of C, from `before`, the bound the value
- * before the epilogue meets (allclose's, or int8's few roundings), pre
- * (ref + bias) and ref (after the activation):
+/* The bound of one element of C, from `before`, the bound the product
+ * meets (allclose's, or int8's few roundings, relative to the product:
+ * raw, not pre, whose bias may cancel it), pre (product + bias) and ref
+ * (after the activation):
  *   slope * (before + 2^-24 |pre|) + 8 * 2^-24 * max(|pre|, |ref|)
  *   + h * |ref| + tiny
  * slope: the activation's largest (agmm_activation_max_slope: an error

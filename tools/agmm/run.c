@@ -28,10 +28,12 @@ typedef struct round_result {
 } round_result_t;
 
 /* max diff, mismatches and the first bad index of c against ref. With an
- * epilogue (epilogue_check.h), pre is the reference before the activation
- * (allclose's bound is taken of it), else NULL. */
+ * epilogue (epilogue_check.h), raw is the reference product (allclose's
+ * bound is taken of it) and pre the value before the activation, else
+ * both NULL. */
 static void compare(const agmm_cli_t *cli, const float *c, const float *ref,
-                    const float *pre, int64_t total, round_result_t *res)
+                    const float *raw, const float *pre, int64_t total,
+                    round_result_t *res)
 {
     res->max_abs_diff = 0;
     res->mismatches = 0;
@@ -39,7 +41,7 @@ static void compare(const agmm_cli_t *cli, const float *c, const float *ref,
     for (int64_t i = 0; i < total; i++) {
         double d = fabs((double)c[i] - (double)ref[i]);
         double bound =
-            pre ? agmm_tool_epi_bound(cli, ATOL + RTOL * fabs((double)pre[i]),
+            pre ? agmm_tool_epi_bound(cli, ATOL + RTOL * fabs((double)raw[i]),
                                       pre[i], ref[i])
                 : ATOL + RTOL * fabs((double)ref[i]);
         if (!(d <= bound)) { /* NaN fails */
@@ -65,9 +67,10 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
         row0 += cli->m_local[p];
     float *ref = malloc((size_t)rows * (size_t)cli->n * sizeof(float) + 1);
     int epi = agmm_tool_has_epilogue(cli);
-    float *pre =
-        epi ? malloc((size_t)rows * (size_t)cli->n * sizeof(float) + 1) : NULL;
-    int rc = a && w && kl && ref && (!epi || pre) ? 0 : 1;
+    size_t rn = (size_t)rows * (size_t)cli->n + 1;
+    float *pre = epi ? malloc(rn * sizeof(float)) : NULL;
+    float *raw = epi ? malloc(rn * sizeof(float)) : NULL;
+    int rc = a && w && kl && ref && (!epi || (pre && raw)) ? 0 : 1;
     for (int p = 0; rc == 0 && p < P; p++) {
         kl[p] = agmm_tool_k_part(cli, p);
         a[p] = malloc((size_t)agmm_tool_a_elems(cli, p) * es + 1);
@@ -86,9 +89,9 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
                           ref) != AGMM_OK)
         rc = 1;
     if (rc == 0 && epi)
-        rc = agmm_tool_ref_epilogue(t, 0, rows, cli->n, ref, pre);
+        rc = agmm_tool_ref_epilogue(t, 0, rows, cli->n, ref, raw, pre);
     if (rc == 0)
-        compare(cli, agmm_tool_out_f32(t, 0, rows * cli->n), ref, pre,
+        compare(cli, agmm_tool_out_f32(t, 0, rows * cli->n), ref, raw, pre,
                 rows * cli->n, res);
     else
         fprintf(stderr, "agmm: rank %d: could not compute the reference\n",
@@ -102,6 +105,7 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
     free(kl);
     free(ref);
     free(pre);
+    free(raw);
     return rc;
 }
 
@@ -132,7 +136,8 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
     float *ref = malloc(most * sizeof(float));
     int epi = agmm_tool_has_epilogue(cli);
     float *pre = epi ? malloc(most * sizeof(float)) : NULL;
-    int rc = shards && ref && rows && (!epi || pre) ? 0 : 1;
+    float *raw = epi ? malloc(most * sizeof(float)) : NULL;
+    int rc = shards && ref && rows && (!epi || (pre && raw)) ? 0 : 1;
     for (int p = 0; rc == 0 && p < cli->ranks; p++) {
         void *s = malloc((size_t)cli->m_local[p] * (size_t)cli->k * es + 1);
         shards[p] = s;
@@ -152,11 +157,12 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
             rc = 1;
             break;
         }
-        if (epi && agmm_tool_ref_epilogue(t, i, M, n, ref, pre)) {
+        if (epi && agmm_tool_ref_epilogue(t, i, M, n, ref, raw, pre)) {
             rc = 1;
             break;
         }
-        compare(cli, agmm_tool_out_f32(t, i, M * n), ref, pre, M * n, &one);
+        compare(cli, agmm_tool_out_f32(t, i, M * n), ref, raw, pre, M * n,
+                &one);
         if (one.max_abs_diff > res->max_abs_diff ||
             one.max_abs_diff != one.max_abs_diff)
             res->max_abs_diff = one.max_abs_diff;
@@ -189,6 +195,7 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
     free(rows);
     free(ref);
     free(pre);
+    free(raw);
     return rc;
 }
 
