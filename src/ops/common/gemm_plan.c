@@ -191,9 +191,10 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
             agmm_gemm_attr_t attr;
             seg_attr(p, 0, 1, &attr);
             uint64_t wb = 0, sc = 0;
+            int muted = agmm_log_muted(); /* a query may have muted it */
             agmm_log_mute(1);
             agmm_status_t fit = p->engine->estimate(&shape, &attr, 0, &wb, &sc);
-            agmm_log_mute(0);
+            agmm_log_mute(muted);
             sg->pass = fit == AGMM_ERR_UNSUPPORTED;
             if (sg->pass) pass_cols = AGMM_MAX(pass_cols, sg->c1 - sg->c0);
         }
@@ -321,8 +322,9 @@ static agmm_status_t gemm_pass(agmm_plan_t *p, const agmm_gemm_seg_t *sg, int g,
         (float *)(void *)((unsigned char *)p->scratch[g] + p->pass_off);
     const float *bias =
         p->bias ? p->bias + agmm_plan_col_off(p, sg->w) + sg->c0 : NULL;
-    for (int64_t i = 0; i < m; i += p->pass_rows) {
-        int64_t mm = AGMM_MIN(p->pass_rows, m - i);
+    int64_t step = p->pass_rows > 0 ? p->pass_rows : m; /* > 0 when booked */
+    for (int64_t i = 0; i < m; i += step) {
+        int64_t mm = AGMM_MIN(step, m - i);
         AGMM_CHECK(p->engine->run(
             sg->prep, mm, (const unsigned char *)a + (size_t)i * lda,
             a_scale ? a_scale + (size_t)i * lds : NULL, buf, p->scratch[g]));
