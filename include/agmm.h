@@ -49,15 +49,16 @@
  * Threads. A plan is used by one thread at a time: agmm_plan_set_weight(),
  * agmm_plan_set_weight_i(), agmm_plan_set_bias(), agmm_plan_run(),
  * agmm_plan_run_args(), agmm_plan_run_part() (agmm_ext.h) and
- * agmm_plan_destroy() on the same plan must not overlap (calls one after another from
- * different threads are fine: each call's effects are visible to the
- * next). An overlapping call is detected and refused with
+ * agmm_plan_destroy() on the same plan must not overlap (calls one after
+ * another from different threads are fine: each call's effects are
+ * visible to the next). An overlapping call is detected and refused with
  * AGMM_ERR_BAD_STATE, without touching the plan or the running call.
  * Different plans of one world may be used from different threads only
  * for local calls (set_weight, set_bias); collective calls (plan
- * create/run/destroy, barrier, allgather) must be made by every rank in the same order, so one
- * thread per rank issues them. agmm_world_abort() and agmm_last_error()
- * may be called from any thread at any time; agmm_plan_rows(),
+ * create/run/destroy, barrier, allgather) must be made by every rank in
+ * the same order, so one thread per rank issues them. agmm_world_abort()
+ * and agmm_last_error() may be called from any thread at any time;
+ * agmm_plan_rows(),
  * agmm_plan_row_offset(), agmm_plan_weights(), agmm_plan_cols() and
  * agmm_plan_schedule_info() from any thread while the plan is not being
  * destroyed (rows and row offsets then read the last round's, or the one
