@@ -50,17 +50,18 @@
  *     NULL.
  *
  * Threads. A plan is used by one thread at a time: agmm_plan_set_weight(),
- * agmm_plan_set_weight_i(), agmm_plan_run(), agmm_plan_run_args(),
- * agmm_plan_run_part() (agmm_ext.h) and agmm_plan_destroy()
- * on the same plan must not overlap (calls one after another from
- * different threads are fine: each call's effects are visible to the
- * next). An overlapping call is detected and refused with
+ * agmm_plan_set_weight_i(), agmm_plan_set_bias(), agmm_plan_run(),
+ * agmm_plan_run_args(), agmm_plan_run_part() (agmm_ext.h) and
+ * agmm_plan_destroy() on the same plan must not overlap (calls one after
+ * another from different threads are fine: each call's effects are
+ * visible to the next). An overlapping call is detected and refused with
  * AGMM_ERR_BAD_STATE, without touching the plan or the running call.
  * Different plans of one world may be used from different threads only
- * for local calls (set_weight); collective calls (plan create/run/destroy,
- * barrier, allgather) must be made by every rank in the same order, so one
- * thread per rank issues them. agmm_world_abort() and agmm_last_error()
- * may be called from any thread at any time; agmm_plan_rows(),
+ * for local calls (set_weight, set_bias); collective calls (plan
+ * create/run/destroy, barrier, allgather) must be made by every rank in
+ * the same order, so one thread per rank issues them. agmm_world_abort()
+ * and agmm_last_error() may be called from any thread at any time;
+ * agmm_plan_rows(),
  * agmm_plan_row_offset(), agmm_plan_weights(), agmm_plan_cols() and
  * agmm_plan_schedule_info() from any thread while the plan is not being
  * destroyed (rows and row offsets then read the last round's, or the one
@@ -386,6 +387,24 @@ typedef enum agmm_op {
 /* "ag-gemm", "gemm-rs", "gemm-ar" ("invalid" for anything else). */
 const char *agmm_op_name(agmm_op_t op);
 
+/* The activation of a plan's epilogue (agmm_plan_desc_t.activation),
+ * applied in fp32 after the bias:
+ *   RELU       max(x, 0)
+ *   GELU_TANH  0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+ *   GELU_ERF   0.5 x (1 + erf(x / sqrt(2)))
+ *   SILU       x / (1 + exp(-x)) */
+typedef enum agmm_activation {
+    AGMM_ACT_NONE = 0,
+    AGMM_ACT_RELU = 1,
+    AGMM_ACT_GELU_TANH = 2,
+    AGMM_ACT_GELU_ERF = 3,
+    AGMM_ACT_SILU = 4,
+} agmm_activation_t;
+
+/* "none", "relu", "gelu-tanh", "gelu-erf", "silu" ("invalid" for anything
+ * else). */
+const char *agmm_activation_name(agmm_activation_t act);
+
 /* What one plan computes and how. Zero-initialise with agmm_plan_desc_init()
  * then set the fields. Every rank must pass an identical description. */
 typedef struct agmm_plan_desc {
@@ -395,7 +414,7 @@ typedef struct agmm_plan_desc {
     int64_t n;              /* >= 1 */
     int64_t tile_m;         /* >= 1: rows per tile (last tile may be short) */
     int64_t tile_n;         /* >= 1: columns per work item */
-    agmm_dtype_t dtype;     /* of A and W; C is always fp32 */
+    agmm_dtype_t dtype;     /* of A and W; C's is out_dtype */
     agmm_weights_t weights;
     int comm_workers; /* >= 0; 0: GEMM workers issue the puts */
     int gemm_workers; /* >= 1 */
@@ -432,6 +451,22 @@ typedef struct agmm_plan_desc {
      * column or one, given with its weight). */
     agmm_scale_t a_scale;
     agmm_scale_t w_scale;
+    /* The epilogue, every operation, in this order on each element of C:
+     * the fp32 result (ag-gemm: the product; gemm-rs: the reduced sum,
+     * never a partial), + bias[j] (when `bias`), then `activation`, then
+     * one rounding (to nearest even) to out_dtype:
+     *   C = out_dtype( activation( A @ W + bias ) ).
+     * INT8: the product is the scaled one (a_scale * w_scale * sum), the
+     * order of engine.h. activation: AGMM_ACT_NONE (0, the default). */
+    agmm_activation_t activation;
+    /* C's element type: AGMM_DTYPE_FP32 (what agmm_plan_desc_init sets;
+     * note 0 is FP16), BF16 or FP16; INT8 is refused. The c pointers of
+     * agmm_plan_run / agmm_run_args_t point at elements of it. */
+    agmm_dtype_t out_dtype;
+    /* Nonzero: each weight i has a per-column fp32 bias [n_i], set with
+     * agmm_plan_set_bias before the first run (every rank the same). 0
+     * (the default): no bias, and agmm_plan_set_bias is refused. */
+    int bias;
 } agmm_plan_desc_t;
 
 /* Most weights per plan (agmm_plan_desc_t.n_weights). */
@@ -494,13 +529,23 @@ agmm_status_t agmm_plan_set_weight_scaled(agmm_plan_t *plan, int i,
                                           const int8_t *w,
                                           const float *w_scale);
 
+/* Local. Weight i's bias (0 <= i < n_weights): [n_i] fp32 values, each
+ * finite, copied into the plan (the caller's array is not kept). Only for
+ * a plan with desc.bias (else AGMM_ERR_INVALID_ARG); such a plan needs
+ * every weight's bias before its first run, and takes a new one at any
+ * time between runs. Every rank passes the same bias (GEMM_RS: the owner
+ * of each row adds it once, after the reduction). */
+agmm_status_t agmm_plan_set_bias(agmm_plan_t *plan, int i, const float *bias);
+
 /* Collective. One round: a_local is this rank's [m_local[rank], k] shard in
- * desc->dtype, row-major; c is [M, n] fp32 row-major, M = sum(m_local)
- * (GEMM_RS: a_local is [M, k_local[rank]], c is [m_local[rank], n];
- * GEMM_AR: a_local is [M, k_local[rank]], c is [M, n]). On
- * return the rank's C is complete and a_local may be changed. */
+ * desc->dtype, row-major; c is [M, n] row-major in desc->out_dtype (fp32
+ * unless set otherwise), M = sum(m_local) (GEMM_RS: a_local is [M,
+ * k_local[rank]], c is [m_local[rank], n]; GEMM_AR: a_local is [M,
+ * k_local[rank]], c is [M, n]). On return the rank's C is complete and
+ * a_local may be changed. (c was a float * before out_dtype; a float *
+ * still converts to it.) */
 agmm_status_t agmm_plan_run(agmm_plan_t *plan, agmm_schedule_t schedule,
-                            const void *a_local, float *c);
+                            const void *a_local, void *c);
 
 /* The arguments of one round with the extended call (agmm_plan_run_args).
  * Zero-initialise with agmm_run_args_init(), then set what you need; a
@@ -511,9 +556,10 @@ typedef struct agmm_run_args {
      * GEMM_AR: [M, k_local[rank]]). */
     const void *a_local;
     /* n_weights outputs (1 for a plan of one weight): c[i] is [M_call,
-     * n_i] fp32, row-major, M_call = sum of this call's rows. c[i] may be
-     * NULL only when M_call == 0. */
-    float *const *c;
+     * n_i] in desc.out_dtype, row-major, M_call = sum of this call's rows.
+     * c[i] may be NULL only when M_call == 0. (This was float *const * before
+     * out_dtype: a float *c[] array needs a void *c[] or a cast.) */
+    void *const *c;
     /* AG_GEMM: the rows every rank has in this call, nranks values,
      * 0 <= m_rows[r] <= desc.m_local[r] (the plan's m_local is the most
      * each rank may have; 0 allowed, all 0 allowed). Every rank passes the
@@ -614,6 +660,14 @@ typedef struct agmm_gemm_info {
      * results), measured as the paths are (the candidates are then s8s8,
      * then u8s8; a forced native runs s8s8); NULL for other dtypes. */
     const char *int8_variant;
+    /* Where the epilogue (bias, activation, out_dtype) runs: "none" (the
+     * plan has none), "engine" (in the engine's GEMM calls: oneDNN's
+     * post-ops, OpenBLAS's pass over each call), "pass" (an fp32 result
+     * first, then a pass over it: where the engine refused the epilogue
+     * or would run it with a slow reference kernel, and in GEMM_RS, which
+     * applies it once after the reduction), or "mixed" (some column
+     * segments each way). */
+    const char *epilogue;
 } agmm_gemm_info_t;
 
 /* Local. Fills *info for a live plan. */

@@ -78,6 +78,8 @@ SCHEDULES = {"fused": 0, "baseline": 1, "auto": 2}
 OPS = {"ag-gemm": 0, "gemm-rs": 1, "gemm-ar": 2}
 SCALES = {"channel": 0, "tensor": 1}            # agmm_scale_t (int8 plans)
 QUANT_AXES = {"rows": 0, "cols": 1, "tensor": 2}  # agmm_quant_axis_t
+ACTIVATIONS = {"none": 0, "relu": 1, "gelu-tanh": 2, "gelu-erf": 3,
+               "silu": 4}                     # agmm_activation_t
 
 
 class PlanDescC(_c.Structure):
@@ -102,6 +104,9 @@ class PlanDescC(_c.Structure):
         ("gemm_path", c_int),
         ("a_scale", c_int),   # agmm_scale_t, INT8 plans only
         ("w_scale", c_int),
+        ("activation", c_int),  # the epilogue: agmm_activation_t,
+        ("out_dtype", c_int),   # C's dtype (agmm_plan_desc_init: fp32),
+        ("bias", c_int),        # a per-column bias (agmm_plan_set_bias)
     ]
 
 
@@ -149,6 +154,7 @@ class GemmInfoC(_c.Structure):
         ("candidate", GemmCandidateC * 2),
         ("choose_ms", c_double),
         ("int8_variant", c_char_p),
+        ("epilogue", c_char_p),
     ]
 
 
@@ -239,6 +245,8 @@ _PROTOS = {
     "agmm_quantize": (c_int, [c_void_p, c_int, c_int64, c_int64, c_int64, c_int,
                               c_void_p, c_void_p]),
     "agmm_plan_set_weight_scaled": (c_int, [P, c_int, c_void_p, c_void_p]),
+    "agmm_plan_set_bias": (c_int, [P, c_int, c_void_p]),
+    "agmm_activation_name": (c_char_p, [c_int]),
     "agmm_blas_name": (c_char_p, []),
     "agmm_blas_kernel": (c_char_p, []),
     "agmm_blas_threads": (c_int, []),

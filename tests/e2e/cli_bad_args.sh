@@ -84,6 +84,12 @@ rows=(
     # enums
     "run --dtype fp64                     | --dtype: one of fp16, bf16, fp32"
     "run --dtype FP16                     | --dtype:"
+    # the epilogue
+    "run --activation gelu                | --activation: one of none, relu, gelu-tanh, gelu-erf, silu (got 'gelu')"
+    "bench --activation                   | --activation: missing value"
+    "run --out-dtype int8                 | --out-dtype: one of fp32, bf16, fp16 (got 'int8')"
+    "run --out-dtype FP32                 | --out-dtype: one of fp32, bf16, fp16"
+    "run --bias=1                         | --bias: takes no value"
     "run --gemm-engine mkl                | --gemm-engine: one of onednn, openblas, auto (got 'mkl')"
     "bench --gemm-engine ''               | --gemm-engine: one of onednn, openblas, auto"
     "bench --weights both                 | --weights: one of shared, per-rank"

@@ -56,6 +56,8 @@ runs=(
     # short tiles on posted receives
     "2 | --m-local 40,24 --k 32 --n 48,16,40 --tile-m 8 --tile-n 16 --m-local-per-round 40,0,13,7,24 --rounds 6 --dtype bf16"
     "3 | --m-local 30,0,17 --k 24 --n 20,8 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 0 --gemm-cores 2"
+    # the epilogue: bias, activation, a 16-bit C
+    "2 | --m-local 30,17 --k 40 --n 32,16 --tile-m 8 --bias --activation relu --out-dtype bf16 --rounds 2"
     # GEMM + reduce-scatter: fused and baseline alternate (auto)
     "2 | --op gemm-rs --m-local 37,20 --k 50 --n 40 --tile-m 8 --tile-n 16 --rounds 4"
     "2 | --op gemm-rs --m-local 0,19 --k 33 --k-local 33,0 --n 17 --tile-m 4 --dtype fp32 --comm-cores 0 --gemm-cores 2 --rounds 3"
@@ -78,6 +80,8 @@ case " $engines " in
         "2 | --m-local 40,24 --k 64 --n 48 --tile-m 8 --tile-n 16 --dtype int8 --comm-cores 1 --gemm-cores 2 --rounds 3"
         "3 | --op gemm-rs --m-local 7,0,12 --k 41 --k-local 20,0,21 --n 50 --tile-m 4 --tile-n 16 --dtype int8 --w-scale tensor --rounds 4"
         "3 | --op gemm-ar --m-local 7,0,12 --k 41 --k-local 20,0,21 --n 50 --tile-m 4 --tile-n 16 --dtype int8 --w-scale tensor --rounds 4"
+        "2 | --op gemm-rs --m-local 9,14 --k 40 --n 24 --tile-m 4 --dtype int8 --bias --activation gelu-erf --out-dtype bf16 --rounds 3"
+        "2 | --op gemm-ar --m-local 9,14 --k 40 --n 24 --tile-m 4 --bias --activation relu --out-dtype bf16 --rounds 3"
     )
     ;;
 esac

@@ -664,6 +664,10 @@ SCENARIOS.update({"int8_float_plan_refuses_scales": scenario_int8_float_plan_ref
                   "int8_rs": scenario_int8_rs, "int8_errors": scenario_int8_errors,
                   "int8_op": scenario_int8_op})
 
+# The epilogue's scenarios live apart (epilogue_scenarios.py).
+from epilogue_scenarios import SCENARIOS as _EPILOGUE  # noqa: E402
+SCENARIOS.update(_EPILOGUE)
+
 
 def main():
     scenario, args = sys.argv[1], json.loads(sys.argv[2])

@@ -28,7 +28,8 @@ for table, prefix in ((_lib.DTYPES, "AGMM_DTYPE_"), (_lib.WEIGHTS, "AGMM_WEIGHTS
                       (_lib.ENGINES, "AGMM_GEMM_ENGINE_"),
                       (_lib.SCHEDULES, "AGMM_SCHEDULE_"), (_lib.OPS, "AGMM_OP_"),
                       (_lib.PATHS, "AGMM_GEMM_PATH_"), (_lib.SCALES, "AGMM_SCALE_"),
-                      (_lib.QUANT_AXES, "AGMM_QUANT_")):
+                      (_lib.QUANT_AXES, "AGMM_QUANT_"),
+                      (_lib.ACTIVATIONS, "AGMM_ACT_")):
     for name, value in table.items():
         ENUMS[prefix + name.upper().replace("-", "_")] = value
 for value, name in enumerate(_lib.STATUS_NAMES):

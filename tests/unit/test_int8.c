@@ -139,11 +139,12 @@ static int ag_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
         Mmax += s->m_max[q];
     int8_t *wt[3];
     float *ws[3], *c[3];
+    void *cv[3]; /* the outputs as run_args takes them */
     float *ref = malloc(sizeof(float) * (size_t)(Mmax * 48 + 1));
     for (int i = 0; i < s->nw; i++) {
         wt[i] = malloc((size_t)(k * s->n[i]));
         ws[i] = malloc(sizeof(float) * (size_t)s->n[i]);
-        c[i] = malloc(sizeof(float) * (size_t)(Mmax * s->n[i] + 1));
+        cv[i] = c[i] = malloc(sizeof(float) * (size_t)(Mmax * s->n[i] + 1));
         fill_i8(wt[i], k, s->n[i], 11u + (unsigned)i);
         fill_scales(ws[i], s->n[i], 5u + (unsigned)i);
         if (s->w_scale == TE) ws[i][0] = 0.0078125f;
@@ -177,7 +178,7 @@ static int ag_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
         a.schedule = (agmm_schedule_t)(round % 3);
         a.a_local = shards[r];
         a.a_scale = scales[r];
-        a.c = c;
+        a.c = cv;
         a.m_rows = s->dynamic ? m : NULL;
         a.a_gathered = round % 2 ? NULL : gath;
         a.a_gathered_scale = round % 4 == 0 ? gscale : NULL;
@@ -278,7 +279,7 @@ static int rs_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
                 for (int64_t i = 0; i < M; i++)
                     as[q][i] = (float)(round + 1) / 32.0f;
         }
-        float *cs[1] = {c};
+        void *cs[1] = {c};
         agmm_run_args_t x;
         agmm_run_args_init(&x);
         x.schedule = (agmm_schedule_t)(round % 3);
@@ -408,7 +409,7 @@ static int refusal_main(agmm_world_t *w, void *arg)
           "NaN w_scale");
     ws[3] = 1;
     CHECK(agmm_plan_set_weight_scaled(p, 0, wt, ws) == AGMM_OK, "good scales");
-    float *cs[1] = {c};
+    void *cs[1] = {c};
     agmm_run_args_t a;
     agmm_run_args_init(&a);
     a.a_local = wt;

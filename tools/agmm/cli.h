@@ -70,6 +70,11 @@ typedef struct agmm_cli {
     agmm_gemm_engine_kind_t gemm_engine; /* --gemm-engine */
     agmm_gemm_path_t gemm_path;          /* --gemm-path */
     agmm_weights_t weights;              /* --weights */
+    /* The epilogue: --bias (a random per-column bias per weight, the same
+     * on every rank), --activation, --out-dtype (C's dtype) */
+    int bias;
+    agmm_activation_t activation;
+    agmm_dtype_t out_dtype;
     /* --a-scale row|tensor, --w-scale col|tensor: int8's scale layouts
      * (CHANNEL: per row of A / per column of W); only with --dtype int8 */
     agmm_scale_t a_scale, w_scale;

@@ -78,9 +78,15 @@ typedef struct agmm_tool_rank {
      * [m_local[rank], k], gemm-rs [M, K_r]) and its weight ([k or K_r, n]:
      * ws[0]); C: agmm_tool_c_rows rows of n (cs[0]). */
     void *a, *w;
-    float *c;
-    void *ws[AGMM_MAX_WEIGHTS];         /* weight i: [k, n_list[i]] (ag-gemm) */
-    float *cs[AGMM_MAX_WEIGHTS];        /* its output: [M, n_list[i]] */
+    void *c;
+    void *ws[AGMM_MAX_WEIGHTS]; /* weight i: [k, n_list[i]] (ag-gemm) */
+    void *cs[AGMM_MAX_WEIGHTS]; /* its output: [M, n_list[i]], --out-dtype */
+    /* a 16-bit output: its fp32 copy for the check (epilogue_check.h),
+     * else NULL */
+    float *c32s[AGMM_MAX_WEIGHTS];
+    /* --bias: weight i's [n_i] fp32 bias (stream AGMM_STREAM_BIAS, id i:
+     * the same on every rank), else NULL */
+    float *biases[AGMM_MAX_WEIGHTS];
     int64_t m_rows[AGMM_CLI_MAX_RANKS]; /* the rows of the current round */
     /* run with the check (ag-gemm): gather(A) handed back, [M, k] */
     void *gathered;
@@ -108,7 +114,7 @@ int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r);
 /* The input stream id of weight i of rank r (i = 0: agmm_tool_w_id). */
 int64_t agmm_tool_w_id_i(const agmm_cli_t *cli, int r, int i);
 /* Set weight i of t's inputs as weight plan_i of `plan` (int8: with its
- * scales, agmm_plan_set_weight_scaled). */
+ * scales, agmm_plan_set_weight_scaled), and its bias with --bias. */
 agmm_status_t agmm_tool_set_weight(const agmm_tool_rank_t *t, agmm_plan_t *plan,
                                    int plan_i, int i);
 /* Make this rank's shard for round `round` (inputs change every round;

@@ -10,7 +10,8 @@
  *     RS_READY).
  *   The receive window: gemm-rs's slots (P x [max_rows, n] fp32, source
  *     s's partial rows of r's part of C at slot s), then the reduced
- *     region [M_max, n] fp32: owner q's reduced rows at rows
+ *     region [M_max, n] (fp32-sized; rows of out_dtype): owner q's
+ *     finished rows (reduced, then the epilogue) at rows
  *     [win_max[q], win_max[q] + m_local[q]) (its own rows there unused).
  *   Signal cells (the operation's tile cells): gemm-rs's (src, tile)
  *     cells, then one per global tile g ("owner's reduced tile g is in my
@@ -31,7 +32,7 @@ extern const agmm_operation_t agmm_op_gemm_rs; /* ops/gemm_rs/op.c */
  * the first member. */
 typedef struct agmm_ar_round {
     agmm_round_t own;
-    float *c;
+    float *c; /* elements of out_dtype */
 } agmm_ar_round_t;
 
 /* The round of `round` with C split as above (c NULL when M == 0). */
@@ -45,11 +46,12 @@ static inline size_t agmm_ar_region(const agmm_plan_t *p)
 }
 
 /* Byte offset of owner q's reduced row i (of q's part) in a peer's
- * window. */
+ * window: rows of the finished values, out_dtype (the region is sized for
+ * fp32, the widest). */
 static inline size_t agmm_ar_reduced_off(const agmm_plan_t *p, int q, int64_t i)
 {
     return agmm_ar_region(p) +
-           (size_t)(p->win_max[q] + i) * (size_t)p->desc.n * sizeof(float);
+           (size_t)(p->win_max[q] + i) * (size_t)p->desc.n * p->out_esize;
 }
 
 /* The cell of owner q's reduced tile t (fused). gemm-ar's cells are the

@@ -21,22 +21,26 @@ void agmm_ar_round(const agmm_round_t *round, agmm_ar_round_t *out)
     agmm_plan_t *p = round->p;
     out->own = *round;
     out->c = round->c;
-    if (round->c)
-        out->own.c = round->c + (size_t)p->row_off[p->rank] * (size_t)p->desc.n;
+    if (round->c) /* C's elements are out_dtype's (out_esize bytes) */
+        out->own.c = (float *)(void *)((unsigned char *)round->c +
+                                       (size_t)p->row_off[p->rank] *
+                                           (size_t)p->desc.n * p->out_esize);
 }
 
-/* Rows [i0, i0 + rows) of owner q's part: C's rows, bytes. */
+/* Rows [i0, i0 + rows) of owner q's part: C's rows, bytes (of the
+ * finished values: out_dtype). */
 static size_t tile_rows(const agmm_plan_t *p, int q, int64_t t, int64_t *i0)
 {
     *i0 = t * p->desc.tile_m;
     int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_local[q] - *i0);
-    return (size_t)rows * (size_t)p->desc.n * sizeof(float);
+    return (size_t)rows * (size_t)p->desc.n * p->out_esize;
 }
 
-static float *c_rows(const agmm_ar_round_t *x, int q, int64_t i)
+static unsigned char *c_rows(const agmm_ar_round_t *x, int q, int64_t i)
 {
     const agmm_plan_t *p = x->own.p;
-    return x->c + (size_t)(p->row_off[q] + i) * (size_t)p->desc.n;
+    return (unsigned char *)x->c +
+           (size_t)(p->row_off[q] + i) * (size_t)p->desc.n * p->out_esize;
 }
 
 agmm_status_t agmm_ar_put_tile(const agmm_ar_round_t *x, int64_t t)
@@ -81,7 +85,7 @@ agmm_status_t agmm_ar_put_rows(const agmm_ar_round_t *x)
     agmm_plan_t *p = x->own.p;
     int r = p->rank;
     if (p->m_local[r] == 0) return AGMM_OK; /* no rows of C are r's */
-    size_t bytes = (size_t)p->m_local[r] * (size_t)p->desc.n * sizeof(float);
+    size_t bytes = (size_t)p->m_local[r] * (size_t)p->desc.n * p->out_esize;
     for (int i = 1; i < p->nranks; i++) {
         int q = agmm_source_order(r, p->nranks, i);
         AGMM_CHECK(agmm_round_put(
@@ -103,7 +107,7 @@ agmm_status_t agmm_ar_copy_rows(const agmm_ar_round_t *x)
             x->own.epoch, agmm_plan_deadline(p), &what, AGMM_TSIG_SHARD));
         memcpy(c_rows(x, q, 0),
                p->recv_win.local + agmm_ar_reduced_off(p, q, 0),
-               (size_t)p->m_local[q] * (size_t)p->desc.n * sizeof(float));
+               (size_t)p->m_local[q] * (size_t)p->desc.n * p->out_esize);
     }
     return AGMM_OK;
 }
