@@ -23,7 +23,10 @@
  *        GEMM + reduce-scatter (AGMM_OP_GEMM_RS): rank r's rows of
  *          sum_p A_p @ W_p (A_p and W_p rank p's slices of the inner
  *          dimension), each partial tile sent to its owner as soon as it
- *          is computed while the next ones are.
+ *          is computed while the next ones are; or
+ *        GEMM + all-reduce (AGMM_OP_GEMM_AR): all of sum_p A_p @ W_p on
+ *          every rank, each owner's reduced tile sent to every peer as
+ *          soon as it is summed.
  *      agmm_plan_run_args() (all-gather + GEMM) does the same for several
  *      weights from one gather, fewer rows than the plan's most in this
  *      call, and/or hands the gathered A back.
@@ -47,17 +50,18 @@
  *     NULL.
  *
  * Threads. A plan is used by one thread at a time: agmm_plan_set_weight(),
- * agmm_plan_set_weight_i(), agmm_plan_run(), agmm_plan_run_args(),
- * agmm_plan_run_part() (agmm_ext.h) and agmm_plan_destroy()
- * on the same plan must not overlap (calls one after another from
- * different threads are fine: each call's effects are visible to the
- * next). An overlapping call is detected and refused with
+ * agmm_plan_set_weight_i(), agmm_plan_set_bias(), agmm_plan_run(),
+ * agmm_plan_run_args(), agmm_plan_run_part() (agmm_ext.h) and
+ * agmm_plan_destroy() on the same plan must not overlap (calls one after
+ * another from different threads are fine: each call's effects are
+ * visible to the next). An overlapping call is detected and refused with
  * AGMM_ERR_BAD_STATE, without touching the plan or the running call.
  * Different plans of one world may be used from different threads only
- * for local calls (set_weight); collective calls (plan create/run/destroy,
- * barrier, allgather) must be made by every rank in the same order, so one
- * thread per rank issues them. agmm_world_abort() and agmm_last_error()
- * may be called from any thread at any time; agmm_plan_rows(),
+ * for local calls (set_weight, set_bias); collective calls (plan
+ * create/run/destroy, barrier, allgather) must be made by every rank in
+ * the same order, so one thread per rank issues them. agmm_world_abort()
+ * and agmm_last_error() may be called from any thread at any time;
+ * agmm_plan_rows(),
  * agmm_plan_row_offset(), agmm_plan_weights(), agmm_plan_cols() and
  * agmm_plan_schedule_info() from any thread while the plan is not being
  * destroyed (rows and row offsets then read the last round's, or the one
@@ -388,10 +392,35 @@ typedef enum agmm_op {
      * row_off[r] + m_local[r]) in its c ([m_local[r], n]). Summed in a fixed
      * order (source ranks 0..P-1), so results are reproducible. */
     AGMM_OP_GEMM_RS = 1,
+    /* GEMM + all-reduce: A_r, W_r and the split of k as GEMM_RS; every rank
+     * gets all of C = sum_r A_r @ W_r ([M, n] fp32). Rank r owns rows
+     * [row_off[r], row_off[r] + m_local[r]): it sums them as GEMM_RS does
+     * (source ranks 0..P-1 in fp32) and sends the sums to every peer, so C
+     * is bit-identical on every rank, in both schedules and from run to
+     * run (the reduce-scatter of GEMM_RS, then an all-gather, per tile). */
+    AGMM_OP_GEMM_AR = 2,
 } agmm_op_t;
 
-/* "ag-gemm", "gemm-rs" ("invalid" for anything else). */
+/* "ag-gemm", "gemm-rs", "gemm-ar" ("invalid" for anything else). */
 const char *agmm_op_name(agmm_op_t op);
+
+/* The activation of a plan's epilogue (agmm_plan_desc_t.activation),
+ * applied in fp32 after the bias:
+ *   RELU       max(x, 0)
+ *   GELU_TANH  0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+ *   GELU_ERF   0.5 x (1 + erf(x / sqrt(2)))
+ *   SILU       x / (1 + exp(-x)) */
+typedef enum agmm_activation {
+    AGMM_ACT_NONE = 0,
+    AGMM_ACT_RELU = 1,
+    AGMM_ACT_GELU_TANH = 2,
+    AGMM_ACT_GELU_ERF = 3,
+    AGMM_ACT_SILU = 4,
+} agmm_activation_t;
+
+/* "none", "relu", "gelu-tanh", "gelu-erf", "silu" ("invalid" for anything
+ * else). */
+const char *agmm_activation_name(agmm_activation_t act);
 
 /* What one plan computes and how. Zero-initialise with agmm_plan_desc_init()
  * then set the fields. Every rank must pass an identical description. */
@@ -402,7 +431,7 @@ typedef struct agmm_plan_desc {
     int64_t n;              /* >= 1 */
     int64_t tile_m;         /* >= 1: rows per tile (last tile may be short) */
     int64_t tile_n;         /* >= 1: columns per work item */
-    agmm_dtype_t dtype;     /* of A and W; C is always fp32 */
+    agmm_dtype_t dtype;     /* of A and W; C's is out_dtype */
     agmm_weights_t weights;
     int comm_workers; /* >= 0; 0: GEMM workers issue the puts */
     int gemm_workers; /* >= 1 */
@@ -410,12 +439,12 @@ typedef struct agmm_plan_desc {
     /* AUTO (0, the default), ONEDNN or OPENBLAS; one not built in makes
      * the plan fail with AGMM_ERR_UNSUPPORTED. */
     agmm_gemm_engine_kind_t gemm_engine;
-    /* AGMM_OP_AG_GEMM (0, the default) or AGMM_OP_GEMM_RS. */
+    /* AGMM_OP_AG_GEMM (0, the default), AGMM_OP_GEMM_RS or AGMM_OP_GEMM_AR. */
     agmm_op_t op;
-    /* GEMM_RS only: nranks inner-dimension parts (each >= 0, sum == k), or
-     * NULL: k split as evenly as possible, the first k % nranks ranks one
-     * more (agmm_k_split). `weights` is ignored (every rank has its own W_r).
-     */
+    /* GEMM_RS and GEMM_AR only: nranks inner-dimension parts (each >= 0,
+     * sum == k), or NULL: k split as evenly as possible, the first k %
+     * nranks ranks one more (agmm_k_split). `weights` is ignored (every rank
+     * has its own W_r). */
     const int64_t *k_local;
     /* AG_GEMM: several weights from one gather (Q/K/V, gate/up): C_i =
      * gather(A) @ W_i, W_i [k, n_list[i]], each C_i its own fp32 [M, n_i]
@@ -424,7 +453,9 @@ typedef struct agmm_plan_desc {
      * (baseline). n_weights 0 or 1 with n_list NULL: one weight of `n`
      * columns (the default). n_weights >= 1 with n_list: n_list[i] >= 1
      * columns each, and `n` is ignored (set it to n_list[0] or 0). At most
-     * AGMM_MAX_WEIGHTS. GEMM_RS: only one weight (AGMM_ERR_UNSUPPORTED). */
+     * AGMM_MAX_WEIGHTS. GEMM_RS, GEMM_AR: only one weight
+     * (AGMM_ERR_UNSUPPORTED).
+     */
     int n_weights;
     const int64_t *n_list;
     /* AUTO (0, the default), NATIVE or F32. A path the engine does not
@@ -437,6 +468,22 @@ typedef struct agmm_plan_desc {
      * column or one, given with its weight). */
     agmm_scale_t a_scale;
     agmm_scale_t w_scale;
+    /* The epilogue, every operation, in this order on each element of C:
+     * the fp32 result (ag-gemm: the product; gemm-rs: the reduced sum,
+     * never a partial), + bias[j] (when `bias`), then `activation`, then
+     * one rounding (to nearest even) to out_dtype:
+     *   C = out_dtype( activation( A @ W + bias ) ).
+     * INT8: the product is the scaled one (a_scale * w_scale * sum), the
+     * order of engine.h. activation: AGMM_ACT_NONE (0, the default). */
+    agmm_activation_t activation;
+    /* C's element type: AGMM_DTYPE_FP32 (what agmm_plan_desc_init sets;
+     * note 0 is FP16), BF16 or FP16; INT8 is refused. The c pointers of
+     * agmm_plan_run / agmm_run_args_t point at elements of it. */
+    agmm_dtype_t out_dtype;
+    /* Nonzero: each weight i has a per-column fp32 bias [n_i], set with
+     * agmm_plan_set_bias before the first run (every rank the same). 0
+     * (the default): no bias, and agmm_plan_set_bias is refused. */
+    int bias;
 } agmm_plan_desc_t;
 
 /* Most weights per plan (agmm_plan_desc_t.n_weights). */
@@ -444,8 +491,8 @@ typedef struct agmm_plan_desc {
 
 void agmm_plan_desc_init(agmm_plan_desc_t *desc);
 
-/* GEMM_RS's even split of the inner dimension (k_local NULL): rank r's
- * part, k / nranks, the first k % nranks ranks one more. -1 for k < 0,
+/* GEMM_RS's (and GEMM_AR's) even split of the inner dimension (k_local NULL):
+ * rank r's part, k / nranks, the first k % nranks ranks one more. -1 for k < 0,
  * nranks < 1 or r outside 0..nranks-1 (no message). */
 int64_t agmm_k_split(int64_t k, int nranks, int r);
 
@@ -479,8 +526,8 @@ typedef struct agmm_plan agmm_plan_t;
 agmm_status_t agmm_plan_create(agmm_world_t *world,
                                const agmm_plan_desc_t *desc, agmm_plan_t **out);
 
-/* Local. Prepares W ([k, n], row-major, desc->dtype; GEMM_RS: this rank's
- * W_r, [k_local[rank], n]) for the plan's GEMM
+/* Local. Prepares W ([k, n], row-major, desc->dtype; GEMM_RS, GEMM_AR: this
+ * rank's W_r, [k_local[rank], n]) for the plan's GEMM
  * engine once (oneDNN: reordered into its blocked layout, bf16 kept bf16;
  * OpenBLAS: converted to fp32); call it before the first run and whenever
  * the weight changes. With shared weights every rank passes the same W. */
@@ -491,33 +538,45 @@ agmm_status_t agmm_plan_set_weight(agmm_plan_t *plan, const void *w);
  * set_weight_i(plan, 0, w). Every weight must be set before the first run. */
 agmm_status_t agmm_plan_set_weight_i(agmm_plan_t *plan, int i, const void *w);
 
-/* Local. An INT8 plan's weight i: w int8 [k, n_i] (GEMM_RS: [k_local[rank],
- * n]) and its fp32 scales, [n_i] (w_scale CHANNEL) or [1] (TENSOR), each
- * finite and >= 0. The other set_weight calls refuse an INT8 plan (they
- * have no scales), and this one refuses the others. */
+/* Local. An INT8 plan's weight i: w int8 [k, n_i] (GEMM_RS, GEMM_AR:
+ * [k_local[rank], n]) and its fp32 scales, [n_i] (w_scale CHANNEL) or [1]
+ * (TENSOR), each finite and >= 0. The other set_weight calls refuse an INT8
+ * plan (they have no scales), and this one refuses the others. */
 agmm_status_t agmm_plan_set_weight_scaled(agmm_plan_t *plan, int i,
                                           const int8_t *w,
                                           const float *w_scale);
 
+/* Local. Weight i's bias (0 <= i < n_weights): [n_i] fp32 values, each
+ * finite, copied into the plan (the caller's array is not kept). Only for
+ * a plan with desc.bias (else AGMM_ERR_INVALID_ARG); such a plan needs
+ * every weight's bias before its first run, and takes a new one at any
+ * time between runs. Every rank passes the same bias (GEMM_RS: the owner
+ * of each row adds it once, after the reduction). */
+agmm_status_t agmm_plan_set_bias(agmm_plan_t *plan, int i, const float *bias);
+
 /* Collective. One round: a_local is this rank's [m_local[rank], k] shard in
- * desc->dtype, row-major; c is [M, n] fp32 row-major, M = sum(m_local)
- * (GEMM_RS: a_local is [M, k_local[rank]], c is [m_local[rank], n]). On
- * return the rank's C is complete and a_local may be changed. */
+ * desc->dtype, row-major; c is [M, n] row-major in desc->out_dtype (fp32
+ * unless set otherwise), M = sum(m_local) (GEMM_RS: a_local is [M,
+ * k_local[rank]], c is [m_local[rank], n]; GEMM_AR: a_local is [M,
+ * k_local[rank]], c is [M, n]). On return the rank's C is complete and
+ * a_local may be changed. (c was a float * before out_dtype; a float *
+ * still converts to it.) */
 agmm_status_t agmm_plan_run(agmm_plan_t *plan, agmm_schedule_t schedule,
-                            const void *a_local, float *c);
+                            const void *a_local, void *c);
 
 /* The arguments of one round with the extended call (agmm_plan_run_args).
  * Zero-initialise with agmm_run_args_init(), then set what you need; a
  * field added in a later version is 0/NULL = the old behaviour. */
 typedef struct agmm_run_args {
     agmm_schedule_t schedule;
-    /* This rank's shard: [rows[rank], k] in desc->dtype, row-major (GEMM_RS:
-     * [M, k_local[rank]]). */
+    /* This rank's shard: [rows[rank], k] in desc->dtype, row-major (GEMM_RS,
+     * GEMM_AR: [M, k_local[rank]]). */
     const void *a_local;
     /* n_weights outputs (1 for a plan of one weight): c[i] is [M_call,
-     * n_i] fp32, row-major, M_call = sum of this call's rows. c[i] may be
-     * NULL only when M_call == 0. */
-    float *const *c;
+     * n_i] in desc.out_dtype, row-major, M_call = sum of this call's rows.
+     * c[i] may be NULL only when M_call == 0. (This was float *const * before
+     * out_dtype: a float *c[] array needs a void *c[] or a cast.) */
+    void *const *c;
     /* AG_GEMM: the rows every rank has in this call, nranks values,
      * 0 <= m_rows[r] <= desc.m_local[r] (the plan's m_local is the most
      * each rank may have; 0 allowed, all 0 allowed). Every rank passes the
@@ -525,7 +584,7 @@ typedef struct agmm_run_args {
      * count with its signals of the round and a peer that expected another
      * count aborts the world naming the rank, before it computes any row
      * of it. No new plan, no extra collective. NULL: the plan's m_local.
-     * GEMM_RS: must be NULL (AGMM_ERR_UNSUPPORTED). */
+     * GEMM_RS, GEMM_AR: must be NULL (AGMM_ERR_UNSUPPORTED). */
     const int64_t *m_rows;
     /* AG_GEMM, optional: filled with gather(A), [M_call, k] in desc->dtype,
      * rows in rank order (return_A). Peers' rows are copied once out of
@@ -618,6 +677,14 @@ typedef struct agmm_gemm_info {
      * results), measured as the paths are (the candidates are then s8s8,
      * then u8s8; a forced native runs s8s8); NULL for other dtypes. */
     const char *int8_variant;
+    /* Where the epilogue (bias, activation, out_dtype) runs: "none" (the
+     * plan has none), "engine" (in the engine's GEMM calls: oneDNN's
+     * post-ops, OpenBLAS's pass over each call), "pass" (an fp32 result
+     * first, then a pass over it: where the engine refused the epilogue
+     * or would run it with a slow reference kernel, and in GEMM_RS, which
+     * applies it once after the reduction), or "mixed" (some column
+     * segments each way). */
+    const char *epilogue;
 } agmm_gemm_info_t;
 
 /* Local. Fills *info for a live plan. */

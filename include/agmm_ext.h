@@ -27,6 +27,11 @@ extern "C" {
 /* Convert n fp32 values to `dtype` (round to nearest even). */
 agmm_status_t agmm_convert_from_fp32(agmm_dtype_t dtype, const float *src,
                                      void *dst, size_t n);
+/* Convert n values of `dtype` (FP16, BF16, FP32: exact; INT8: the integer
+ * value) to fp32, e.g. a 16-bit C (agmm_plan_desc_t.out_dtype) for a
+ * check. */
+agmm_status_t agmm_convert_to_fp32(agmm_dtype_t dtype, const void *src,
+                                   float *dst, size_t n);
 
 /* The trusted result of the operation, computed the plain way: gather the
  * shards (shards[r] is [m_local[r], k] in dtype) into one fp32 matrix with a
@@ -47,6 +52,21 @@ agmm_status_t agmm_reference_rs(int nranks, const void *const *a,
                                 const void *const *w, const int64_t *k_local,
                                 int64_t M, int64_t n, agmm_dtype_t dtype,
                                 int64_t row0, int64_t rows, float *c);
+
+/* A plan's epilogue (agmm_plan_desc_t: bias, activation) on a reference
+ * result: c ([rows, n] fp32: a reference product or sum) becomes
+ * act(c + bias[j]) computed in double, rounded once to fp32 (bias NULL:
+ * none; AGMM_ACT_NONE: just the bias). It does not round to the plan's
+ * out_dtype: a check allows half an ulp of it on top (the agmm tool's
+ * allowance, docs/cli.md). Plain libm in double, sharing nothing with the
+ * engines' fp32 epilogue. Local. */
+agmm_status_t agmm_reference_epilogue(int64_t rows, int64_t n,
+                                      const float *bias, agmm_activation_t act,
+                                      float *c);
+/* The largest |slope| of the activation over the reals (none and relu 1,
+ * gelu-tanh and gelu-erf 1.129, silu 1.0998, rounded up): how much an
+ * error before it can grow through it; 0 for an invalid value. */
+double agmm_activation_max_slope(agmm_activation_t act);
 
 /* The int8 (W8A8) oracles: the same operations on int8 values with fp32
  * scales (AGMM_DTYPE_INT8), as plain loops sharing nothing with the
@@ -109,7 +129,7 @@ typedef enum agmm_part {
     AGMM_PART_MONOLITHIC = 2,
 } agmm_part_t;
 agmm_status_t agmm_plan_run_part(agmm_plan_t *plan, agmm_part_t part,
-                                 const void *a_local, float *c);
+                                 const void *a_local, void *c);
 /* The same with the extended arguments (several outputs, per-call rows);
  * args->schedule and args->a_gathered are ignored. */
 agmm_status_t agmm_plan_run_part_args(agmm_plan_t *plan, agmm_part_t part,

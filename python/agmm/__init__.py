@@ -29,6 +29,7 @@ from .errors import (Aborted, BadState, CheckFailed, Error, InvalidArgument,
                      TransportError, Unsupported)
 from .plan import GemmInfo, Plan, ScheduleInfo
 from .quant import quantize
+from .trace import Trace, TraceSummary
 from .world import World
 
 __version__ = _lib.text(_lib.fn.agmm_version())
@@ -39,7 +40,7 @@ __all__ = [
     "Mismatch", "BadState", "Unsupported", "TransportError", "CheckFailed",
     "bf16_from_float32", "bf16_to_float32", "library_path", "cleanup",
     "gemm_path_available", "int8_available", "quantize", "BlasInfo",
-    "blas_info", "__version__",
+    "blas_info", "Trace", "TraceSummary", "__version__",
 ]
 
 

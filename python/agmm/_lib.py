@@ -75,9 +75,11 @@ WEIGHTS = {"shared": 0, "per-rank": 1}
 ENGINES = {"auto": 0, "onednn": 1, "openblas": 2}
 PATHS = {"auto": 0, "native": 1, "f32": 2}
 SCHEDULES = {"fused": 0, "baseline": 1, "auto": 2}
-OPS = {"ag-gemm": 0, "gemm-rs": 1}
+OPS = {"ag-gemm": 0, "gemm-rs": 1, "gemm-ar": 2}
 SCALES = {"channel": 0, "tensor": 1}            # agmm_scale_t (int8 plans)
 QUANT_AXES = {"rows": 0, "cols": 1, "tensor": 2}  # agmm_quant_axis_t
+ACTIVATIONS = {"none": 0, "relu": 1, "gelu-tanh": 2, "gelu-erf": 3,
+               "silu": 4}                     # agmm_activation_t
 
 
 class PlanDescC(_c.Structure):
@@ -102,6 +104,9 @@ class PlanDescC(_c.Structure):
         ("gemm_path", c_int),
         ("a_scale", c_int),   # agmm_scale_t, INT8 plans only
         ("w_scale", c_int),
+        ("activation", c_int),  # the epilogue: agmm_activation_t,
+        ("out_dtype", c_int),   # C's dtype (agmm_plan_desc_init: fp32),
+        ("bias", c_int),        # a per-column bias (agmm_plan_set_bias)
     ]
 
 
@@ -149,6 +154,7 @@ class GemmInfoC(_c.Structure):
         ("candidate", GemmCandidateC * 2),
         ("choose_ms", c_double),
         ("int8_variant", c_char_p),
+        ("epilogue", c_char_p),
     ]
 
 
@@ -162,6 +168,19 @@ class ScheduleInfoC(_c.Structure):
         ("fused_us", c_double),
         ("baseline_us", c_double),
         ("reason", _c.c_char * 200),
+    ]
+
+
+class TraceSummaryC(_c.Structure):
+    """agmm_trace_summary_t (one rank's view of one traced round)."""
+    _fields_ = [
+        ("round", c_int),
+        ("schedule", c_int),
+        ("round_us", c_double),
+        ("gemm_wait_us", c_double),
+        ("gemm_busy_us", c_double),
+        ("comm_busy_us", c_double),
+        ("comm_hidden_us", c_double),
     ]
 
 
@@ -226,10 +245,19 @@ _PROTOS = {
     "agmm_quantize": (c_int, [c_void_p, c_int, c_int64, c_int64, c_int64, c_int,
                               c_void_p, c_void_p]),
     "agmm_plan_set_weight_scaled": (c_int, [P, c_int, c_void_p, c_void_p]),
+    "agmm_plan_set_bias": (c_int, [P, c_int, c_void_p]),
+    "agmm_activation_name": (c_char_p, [c_int]),
     "agmm_blas_name": (c_char_p, []),
     "agmm_blas_kernel": (c_char_p, []),
     "agmm_blas_threads": (c_int, []),
     "agmm_blas_advice": (c_char_p, []),
+    "agmm_trace_create": (c_int, [P, c_int, _PP]),
+    "agmm_trace_gather": (c_int, [P]),
+    "agmm_trace_write": (c_int, [P, c_char_p, c_char_p]),
+    "agmm_trace_rounds": (c_int, [P]),
+    "agmm_trace_summary": (c_int, [P, c_int, c_int, _c.POINTER(TraceSummaryC)]),
+    "agmm_trace_counts": (None, [P, _c.POINTER(c_uint64), _c.POINTER(c_uint64)]),
+    "agmm_trace_destroy": (None, [P]),
 }
 
 

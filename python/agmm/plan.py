@@ -2,9 +2,18 @@
 collectively and reused for every round (agmm_plan_create).
 
     plan = world.plan(m_local=[2048, 2048], k=4096, n=4096, dtype="bf16")
-    plan.set_weight(w)               # [k, n] (gemm-rs: [k_local[rank], n])
+    plan.set_weight(w)               # [k, n] (gemm-rs/-ar: [k_local[rank], n])
     c = plan.run(a)                  # [M, n] float32 (gemm-rs: [m_local[rank], n])
     plan.close()                     # or `with world.plan(...) as plan:`
+
+The epilogue: C = out_dtype(activation(A @ W + bias)), C in out_dtype
+(bf16 from NumPy: uint16 bits, as bf16 inputs are):
+
+    plan = world.plan(m_local=64, k=512, n=256, dtype="bf16", bias=True,
+                      activation="gelu-tanh", out_dtype="bf16")
+    plan.set_weight(w)
+    plan.set_bias(b)                 # float32 [n], the same on every rank
+    c = plan.run(a)                  # bf16 [M, n]
 
 W8A8 (dtype="int8"): int8 A and W with float32 scales, C in float32:
 
@@ -74,6 +83,10 @@ class GemmInfo:
     # int8: "s8s8" or "u8s8", the variant of the native path it runs (the
     # candidates are then s8s8, u8s8); None for other dtypes
     int8_variant: object = None
+    # where the epilogue runs: "none", "engine" (in the GEMM calls),
+    # "pass" (an fp32 result, then a pass; gemm-rs: after the reduction)
+    # or "mixed"
+    epilogue: str = "none"
 
 
 @dataclass(frozen=True)
@@ -134,12 +147,15 @@ class Plan:
     """A plan of `world` (collective: every rank passes the same arguments).
 
     m_local   rows of each rank's A shard: a list (one per rank) or one int
-              for every rank (gemm-rs: the rows of C each rank gets)
+              for every rank (gemm-rs: the rows of C each rank gets;
+              gemm-ar: the rows of C each rank sums)
     k, n      inner and output dimensions
     dtype     "fp16", "bf16", "fp32" (or a numpy/torch dtype) of A and W; C
-              is always float32
-    op        "ag-gemm" (C = gather(A_r) @ W on every rank) or "gemm-rs"
-              (C = sum_r A_r @ W_r scattered by rows; k_local splits k)
+              is out_dtype (float32 by default)
+    op        "ag-gemm" (C = gather(A_r) @ W on every rank), "gemm-rs"
+              (C = sum_r A_r @ W_r scattered by rows; k_local splits k) or
+              "gemm-ar" (the same sum, all of C on every rank, the same
+              bits everywhere)
     weights   "shared" (the same W everywhere) or "per-rank"
     gemm_path "auto" (measured at creation), "native" or "f32": how the
               engine multiplies a 16-bit dtype (gemm_info() says which ran)
@@ -148,6 +164,14 @@ class Plan:
               shard); other dtypes: None
     w_scale   int8 plans: "channel" (the default: one scale per column of
               each W, given with it) or "tensor" (one per weight)
+    bias      True: C gets a per-column float32 bias per weight, given with
+              set_bias before the first run (gemm-rs: added once, after the
+              reduction); False (the default): none
+    activation "none" (the default), "relu", "gelu-tanh", "gelu-erf",
+              "silu": applied after the bias, in fp32
+    out_dtype "fp32" (the default), "bf16" or "fp16" (or a numpy/torch
+              dtype): C's dtype, rounded once after the activation; bf16
+              from NumPy is a uint16 array of the raw bits
     tile_m, tile_n, comm_workers, gemm_workers, gemm_engine ("auto",
     "onednn", "openblas"), timeout (seconds per wait), k_local: as in
     agmm_plan_desc_t; None keeps agmm_plan_desc_init's default, except the
@@ -157,7 +181,8 @@ class Plan:
     def __init__(self, world, m_local, k, n, dtype="bf16", op="ag-gemm",
                  weights="shared", tile_m=None, tile_n=None, comm_workers=None,
                  gemm_workers=None, gemm_engine="auto", timeout=None,
-                 k_local=None, gemm_path="auto", a_scale=None, w_scale=None):
+                 k_local=None, gemm_path="auto", a_scale=None, w_scale=None,
+                 bias=False, activation="none", out_dtype="fp32"):
         self._h = None
         self.world = world
         P = world.size
@@ -185,6 +210,15 @@ class Plan:
         d.weights = _name(weights, _lib.WEIGHTS, "weights")
         d.gemm_engine = _name(gemm_engine, _lib.ENGINES, "gemm_engine")
         d.gemm_path = _name(gemm_path, _lib.PATHS, "gemm_path")
+        self.bias = bool(bias)
+        self.activation = activation
+        d.bias = int(self.bias)
+        d.activation = _name(activation, _lib.ACTIVATIONS, "activation")
+        self.out_dtype = dtype_name(out_dtype)
+        if self.out_dtype == "int8":
+            raise InvalidArgument("out_dtype: 'int8' (allowed: fp32, bf16, "
+                                  "fp16)")
+        d.out_dtype = _lib.DTYPES[self.out_dtype]
         if self.dtype == "int8":
             self.a_scale = "channel" if a_scale is None else a_scale
             self.w_scale = "channel" if w_scale is None else w_scale
@@ -220,13 +254,14 @@ class Plan:
                                        ctypes.byref(h)), "plan create")
         self._h = h.value
         M = sum(self.m_local)
-        if d.op == _lib.OPS["gemm-rs"]:
+        if d.op in (_lib.OPS["gemm-rs"], _lib.OPS["gemm-ar"]):
             kp = (list(self._klocal) if self._klocal is not None else
                   [_lib.fn.agmm_k_split(self.k, P, r) for r in range(P)])
             self.k_local = kp
             self.a_shape = (M, kp[self.rank])
             self.w_shape = (kp[self.rank], self.n)
-            self.c_shape = (self.m_local[self.rank], self.n)
+            self.c_shape = ((self.m_local[self.rank] if d.op == _lib.OPS["gemm-rs"]
+                             else M), self.n)
         else:
             self.k_local = None
             self.a_shape = (self.m_local[self.rank], self.k)
@@ -328,6 +363,28 @@ class Plan:
         check(f(self.handle, i, wptr, sptr), "set_weight")
         del wkeep, skeep
 
+    def set_bias(self, b, i=0):
+        """Local: weight i's bias, float32 [n_list[i]] (numpy or torch),
+        each value finite; copied by the library. Only for a plan made with
+        bias=True, which needs every weight's bias before its first run and
+        takes a new one between runs. Every rank passes the same bias."""
+        i = int(i)
+        if not self.bias:
+            raise InvalidArgument("set_bias: the plan was made without "
+                                  "bias=True")
+        if not 0 <= i < len(self.n_list):
+            raise InvalidArgument("set_bias: weight %d of a plan of %d"
+                                  % (i, len(self.n_list)))
+        what = "bias" if i == 0 else "bias %d" % i
+        if not _buffers.is_torch(b):  # a list, float64: as float32 values
+            b = np.ascontiguousarray(b, dtype=np.float32)
+        ptr, keep = _buffers.input_ptr(b, "fp32", (self.n_list[i],), what)
+        f = _lib.fn.agmm_plan_set_bias
+        if f is None:
+            raise missing("agmm_plan_set_bias")
+        check(f(self.handle, i, ptr), "set_bias")
+        del keep
+
     def set_weights(self, ws, scales=None):
         """set_weight(ws[i], i, scales[i]) for every weight of the plan
         (scales: int8 plans with int8 weights)."""
@@ -348,11 +405,14 @@ class Plan:
         float32 scales [M]).
 
         a           this rank's A ([m_local[rank], k]; with m_rows:
-                    [m_rows[rank], k]; gemm-rs: [M, k_local[rank]]) in the
+                    [m_rows[rank], k]; gemm-rs, gemm-ar: [M, k_local[rank]])
+                    in the
                     plan's dtype
-        out         C: float32 [M, n] (gemm-rs: [m_local[rank], n]), or a
-                    list of [M, n_i] for several weights; None: allocated,
-                    of a's kind (numpy array or torch tensor)
+        out         C in the plan's out_dtype (float32 unless set; bf16
+                    from NumPy: uint16 bits) [M, n] (gemm-rs:
+                    [m_local[rank], n]), or a list of [M, n_i] for several
+                    weights; None: allocated, of a's kind (numpy array or
+                    torch tensor)
         schedule    "auto" (measures both, then keeps the faster), "fused",
                     "baseline"
         m_rows      the rows every rank has in this call (ag-gemm; each at
@@ -376,7 +436,8 @@ class Plan:
             len(self.n_list) == 1 and self.dtype != "int8" and a_scale is None
         if simple:  # the plain call: the hot path, nothing else to build
             aptr, akeep = _buffers.input_ptr(a, self.dtype, self.a_shape, "a")
-            cptr, c = _buffers.output(out, self.c_shape, a)
+            cptr, c = _buffers.output(out, self.c_shape, a, "out",
+                                      self.out_dtype)
             check(self._run(self.handle, sched, aptr, cptr), "run")
             del akeep
             return c
@@ -413,7 +474,7 @@ class Plan:
                                       "a_scale", scalar=tensor)
 
     def _run_args(self, a, out, sched, m_rows, a_gathered, a_scale=None):
-        gemm_rs = self.op == "gemm-rs"
+        gemm_rs = self.op in ("gemm-rs", "gemm-ar")  # A [M, k_local[rank]]
         if gemm_rs and (m_rows is not None or a_gathered is not None):
             raise InvalidArgument("run: m_rows and a_gathered are for "
                                   "ag-gemm plans")
@@ -437,7 +498,7 @@ class Plan:
             raise InvalidArgument("out: %d arrays for %d weights" % (len(outs), nw))
         c_rows = self.c_shape[0] if gemm_rs else M
         cs = [_buffers.output(o, (c_rows, ni), a, "out" if nw == 1 else
-                              "out[%d]" % i)
+                              "out[%d]" % i, self.out_dtype)
               for i, (o, ni) in enumerate(zip(outs, self.n_list))]
         g = gs = None
         if a_gathered is not None:
@@ -493,7 +554,8 @@ class Plan:
                         _lib.text(info.chosen_by), cands,
                         float(info.choose_ms),
                         _lib.text(info.int8_variant)
-                        if info.int8_variant else None)
+                        if info.int8_variant else None,
+                        _lib.text(info.epilogue) or "none")
 
     def schedule_info(self):
         """What schedule="auto" did so far (agmm_plan_schedule_info)."""
@@ -511,6 +573,8 @@ class Plan:
         if self._h is None:
             return
         h = self._h
+        for t in list(getattr(self, "_traces", ())):
+            t.close()  # a trace is destroyed before its plan (agmm.h)
         st = _lib.fn.agmm_plan_destroy(h)
         if st == _lib.STATUS["AGMM_ERR_BAD_STATE"]:
             check(st, "plan close")  # another call in progress: still open

@@ -2,9 +2,11 @@
  * reference GEMM): all-gather + GEMM (agmm_reference: gather, convert,
  * one GEMM) and GEMM + reduce-scatter (agmm_reference_rs: the asked rows
  * of sum_r A_r @ W_r, accumulated in double), with the
- * scalar conversion from fp32 they use (agmm_convert_from_fp32).
+ * scalar conversion from fp32 they use (agmm_convert_from_fp32), and the
+ * plans' epilogue in double (agmm_reference_epilogue).
  * Deliberately independent of the plan (no windows, tiles, signals or
  * claims). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +24,18 @@ agmm_status_t agmm_convert_from_fp32(agmm_dtype_t dtype, const float *src,
     if (n && (!src || !dst))
         return agmm_error(AGMM_ERR_INVALID_ARG, "convert: NULL argument");
     agmm_convert_from_f32(dtype, src, dst, n);
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_convert_to_fp32(agmm_dtype_t dtype, const void *src,
+                                   float *dst, size_t n)
+{
+    if (agmm_dtype_size(dtype) == 0)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "convert: dtype %d is not valid", (int)dtype);
+    if (n && (!src || !dst))
+        return agmm_error(AGMM_ERR_INVALID_ARG, "convert: NULL argument");
+    agmm_convert_to_f32_scalar(dtype, src, dst, n);
     return AGMM_OK;
 }
 
@@ -111,4 +125,56 @@ agmm_status_t agmm_reference_rs(int nranks, const void *const *a,
     if (st == AGMM_ERR_NO_MEMORY)
         return agmm_error(st, "reference_rs: out of memory");
     return st;
+}
+
+/* The activation in double (the formulas of agmm.h). */
+static double act_f64(agmm_activation_t act, double x)
+{
+    switch (act) {
+    case AGMM_ACT_NONE:
+        return x;
+    case AGMM_ACT_RELU:
+        return x > 0 ? x : 0;
+    case AGMM_ACT_GELU_TANH:
+        return 0.5 * x *
+               (1 + tanh(sqrt(2 / 3.14159265358979323846) *
+                         (x + 0.044715 * x * x * x)));
+    case AGMM_ACT_GELU_ERF:
+        return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case AGMM_ACT_SILU:
+        return x / (1 + exp(-x));
+    }
+    return x;
+}
+
+double agmm_activation_max_slope(agmm_activation_t act)
+{
+    switch (act) {
+    case AGMM_ACT_NONE:
+    case AGMM_ACT_RELU:
+        return 1;
+    case AGMM_ACT_GELU_TANH: /* max of Phi(x) + x phi(x), at x = sqrt 2 */
+    case AGMM_ACT_GELU_ERF:
+        return 1.129;
+    case AGMM_ACT_SILU: /* at x ~ 2.4 */
+        return 1.0998;
+    }
+    return 0;
+}
+
+agmm_status_t agmm_reference_epilogue(int64_t rows, int64_t n,
+                                      const float *bias, agmm_activation_t act,
+                                      float *c)
+{
+    if (rows < 0 || n < 1 || (rows > 0 && !c) ||
+        agmm_activation_max_slope(act) == 0)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "reference_epilogue: invalid argument");
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float *v = c + (size_t)i * (size_t)n + (size_t)j;
+            double x = (double)*v + (bias ? (double)bias[j] : 0.0);
+            *v = (float)act_f64(act, x);
+        }
+    return AGMM_OK;
 }

@@ -32,6 +32,10 @@ void agmm_log_mute(int on)
 {
     thread_muted = on;
 }
+int agmm_log_muted(void)
+{
+    return thread_muted;
+}
 const char *agmm_last_error(void)
 {
     return last_msg;

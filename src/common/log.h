@@ -22,6 +22,9 @@ void agmm_log_set_quiet(int quiet);
  * printed and not kept as agmm_last_error() (a query that tries a
  * description quietly); 0: back to normal. */
 void agmm_log_mute(int on);
+/* Is this thread muted (a flag, not a count: a nested mute saves it and
+ * puts it back)? */
+int agmm_log_muted(void);
 
 /* Record (and print) a failure; returns `status` so callers can write
  * `return agmm_error(AGMM_ERR_..., "...")`. */

@@ -163,6 +163,11 @@ typedef struct agmm_gemm_engine {
                              const agmm_gemm_prep_t *share,
                              agmm_gemm_prep_t **out);
     agmm_status_t (*load)(agmm_gemm_prep_t *prep, const agmm_gemm_operand_t *w);
+    /* A new bias ([ncols] fp32) alone, for a prep with attr.bias (refused
+     * otherwise, and on a prep made with share, like load): what load
+     * would have taken of it, the weight untouched; before or after load
+     * (the plan's agmm_plan_set_bias). Creates nothing. */
+    agmm_status_t (*load_bias)(agmm_gemm_prep_t *prep, const float *bias);
     /* C = ... (the attr's formula) for m rows. a in attr.a_dtype (stride
      * lda); a_scale: row i's at a_scale[i * ld_a_scale] (ld_a_scale 0:
      * [i]) when attr.a_scale, else NULL; c in attr.c_dtype
@@ -174,7 +179,11 @@ typedef struct agmm_gemm_engine {
     /* Bytes of weight memory this prep owns (0 for a prep made with
      * share): what estimate said. */
     uint64_t (*weight_bytes)(const agmm_gemm_prep_t *prep);
-    /* The implementation it picked, e.g. "brg:avx512_core_bf16". */
+    /* The implementation it picked, e.g. "brg:avx512_core_bf16". The
+     * oneDNN engine refuses (estimate and prepare, AGMM_ERR_UNSUPPORTED)
+     * a bias, act or 16-bit c_dtype for which oneDNN would pick its
+     * reference kernel (ref:*), orders of magnitude slower: the plan then
+     * does those attributes in a pass (ops/common/gemm_plan.c). */
     const char *(*impl)(const agmm_gemm_prep_t *prep);
     void (*destroy)(agmm_gemm_prep_t *prep);
 } agmm_gemm_engine_t;

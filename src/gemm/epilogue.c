@@ -85,7 +85,7 @@ static void finish(const agmm_gemm_attr_t *attr, float *x, int64_t nb,
 }
 
 void agmm_gemm_epilogue(const agmm_gemm_attr_t *attr, int64_t m, int64_t ncols,
-                        float *acc, int64_t ldacc, const float *a_scale,
+                        const float *acc, int64_t ldacc, const float *a_scale,
                         int64_t ld_a_scale, const float *w_scale,
                         const float *bias, void *c, int64_t ldc)
 {

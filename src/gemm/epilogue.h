@@ -21,11 +21,11 @@ float agmm_gemm_act_f32(agmm_gemm_act_t act, float x);
  *                                      in attr->c_dtype, widened exactly)
  *   C[i,j] = act(v), rounded to attr->c_dtype (c's row stride ldc).
  * Each step is one fp32 operation, so accumulate alone adds the finished
- * product to C_old with one rounding. acc is scratch the pass may
- * overwrite; acc == c is allowed when c_dtype is FP32 and ldacc == ldc
- * (no accumulate: C_old would be the product). */
+ * product to C_old with one rounding. acc is only read (each block of a
+ * row is copied before its steps), so acc == c is allowed when c_dtype is
+ * FP32 and ldacc == ldc (no accumulate: C_old would be the product). */
 void agmm_gemm_epilogue(const agmm_gemm_attr_t *attr, int64_t m, int64_t ncols,
-                        float *acc, int64_t ldacc, const float *a_scale,
+                        const float *acc, int64_t ldacc, const float *a_scale,
                         int64_t ld_a_scale, const float *w_scale,
                         const float *bias, void *c, int64_t ldc);
 

@@ -443,6 +443,20 @@ static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     return AGMM_OK;
 }
 
+static agmm_status_t dn_load_bias(agmm_gemm_prep_t *p, const float *bias)
+{
+    if (p->base)
+        return agmm_error(AGMM_ERR_BAD_STATE,
+                          "gemm: onednn: load_bias on a prep sharing "
+                          "another's weight (load that one)");
+    if (!p->cfg.attr.bias || !bias)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "gemm: onednn: load_bias: %s",
+                          bias ? "the prep has no bias attribute"
+                               : "bias is NULL");
+    if (p->s8) return agmm_dn_s8_load_bias(p->s8, bias);
+    return fill_vec(p->bias_mem, bias, p->cfg.shape.ncols);
+}
+
 static size_t dn_scratch_bytes(const agmm_gemm_prep_t *p)
 {
     if (p->s8)
@@ -471,6 +485,7 @@ const agmm_gemm_engine_t agmm_gemm_engine_onednn = {
     .estimate = agmm_dn_estimate,
     .prepare = dn_prepare,
     .load = dn_load,
+    .load_bias = dn_load_bias,
     .run = dn_run,
     .scratch_bytes = dn_scratch_bytes,
     .weight_bytes = dn_weight_bytes,

@@ -13,6 +13,8 @@
  *               at each run. oneDNN 2.6 applies them to accumulator +
  *               bias, i.e. w_scale * (acc + bias), not the attr's
  *               w_scale * acc + bias: w_scale with bias is refused.
+ *   bias, act and c_dtype are refused where only the reference kernel
+ *               (ref:*) would run them (refuse_ref), like a missing one;
  *   a_scale     (per row) has no oneDNN 2.6 matmul attribute that keeps
  *               the fast kernels (a binary post-op falls back to ref:any):
  *               refused but with INT8.
@@ -222,6 +224,35 @@ static dnnl_status_t make_attr(const agmm_dn_cfg_t *cfg,
 }
 
 /* One descriptor: weights `wmd`, or format any when NULL. */
+/* A bias, act or 16-bit C that only oneDNN's reference kernel (ref:*)
+ * implements is refused (engine.h: impl): the caller does them in a pass
+ * after a plain call instead, much faster. Plain calls and accumulate
+ * (the sum post-op) are taken whatever the kernel. Destroys pd when
+ * refusing. */
+static agmm_status_t refuse_ref(const agmm_dn_cfg_t *cfg,
+                                dnnl_primitive_desc_t *pd)
+{
+    const agmm_gemm_attr_t *a = &cfg->attr;
+    int epi = a->a_dtype != AGMM_DTYPE_INT8 &&
+              (a->bias || a->act != AGMM_GEMM_ACT_NONE ||
+               a->c_dtype != AGMM_DTYPE_FP32);
+    const char *impl = NULL;
+    if (!epi ||
+        dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) !=
+            dnnl_success ||
+        !impl || strncmp(impl, "ref", 3) != 0)
+        return AGMM_OK;
+    char what[160];
+    describe(cfg, what, sizeof what);
+    agmm_status_t st = agmm_error(AGMM_ERR_UNSUPPORTED,
+                                  "gemm: onednn: only the reference kernel "
+                                  "(%s) has %s (this oneDNN, this CPU)",
+                                  impl, what); /* impl lives with pd */
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = NULL;
+    return st;
+}
+
 static agmm_status_t one_pd(const agmm_dn_cfg_t *cfg, int64_t m,
                             const dnnl_memory_desc_t *wmd,
                             dnnl_primitive_desc_t *pd)
@@ -264,7 +295,7 @@ static agmm_status_t one_pd(const agmm_dn_cfg_t *cfg, int64_t m,
     }
     if (st != dnnl_success)
         return agmm_dn_fail(st, "matmul primitive descriptor");
-    return AGMM_OK;
+    return refuse_ref(cfg, pd);
 }
 
 agmm_status_t agmm_dn_matmul_pd(const agmm_dn_cfg_t *cfg, int64_t m,

@@ -112,6 +112,12 @@ agmm_status_t agmm_dn_s8_create(const agmm_dn_cfg_t *cfg,
     return AGMM_OK;
 }
 
+agmm_status_t agmm_dn_s8_load_bias(agmm_dn_s8_t *s, const float *bias)
+{
+    memcpy(s->bias, bias, (size_t)s->shape.ncols * sizeof(float));
+    return AGMM_OK;
+}
+
 agmm_status_t agmm_dn_s8_load(agmm_dn_s8_t *s, const agmm_gemm_operand_t *o)
 {
     int64_t n = s->shape.ncols;

@@ -22,6 +22,8 @@ agmm_status_t agmm_dn_s8_create(const agmm_dn_cfg_t *cfg,
                                 agmm_dn_s8_t **out);
 /* The bias and w_scale copied, the compensation computed from o->w. */
 agmm_status_t agmm_dn_s8_load(agmm_dn_s8_t *s, const agmm_gemm_operand_t *o);
+/* The bias alone (engine.h: load_bias), for an attr with bias. */
+agmm_status_t agmm_dn_s8_load_bias(agmm_dn_s8_t *s, const float *bias);
 void agmm_dn_s8_destroy(agmm_dn_s8_t *s);
 
 /* The int32 sums of m <= mmax rows of a dense A (s8 or u8, stride k) into

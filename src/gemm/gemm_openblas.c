@@ -242,6 +242,20 @@ static agmm_status_t ob_load(agmm_gemm_prep_t *p, const agmm_gemm_operand_t *o)
     return AGMM_OK;
 }
 
+static agmm_status_t ob_load_bias(agmm_gemm_prep_t *p, const float *bias)
+{
+    if (p->base)
+        return agmm_error(AGMM_ERR_BAD_STATE,
+                          "gemm: openblas: load_bias on a prep sharing "
+                          "another's weight (load that one)");
+    if (!p->attr.bias || !bias)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "gemm: openblas: load_bias: %s",
+                          bias ? "the prep has no bias attribute"
+                               : "bias is NULL");
+    memcpy(p->bias, bias, (size_t)p->shape.ncols * sizeof(float));
+    return AGMM_OK;
+}
+
 static agmm_status_t ob_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
                             const float *a_scale, void *c, void *scratch)
 {
@@ -297,6 +311,7 @@ const agmm_gemm_engine_t agmm_gemm_engine_openblas = {
     .estimate = ob_estimate,
     .prepare = ob_prepare,
     .load = ob_load,
+    .load_bias = ob_load_bias,
     .run = ob_run,
     .scratch_bytes = ob_scratch_bytes,
     .weight_bytes = ob_weight_bytes,

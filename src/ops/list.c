@@ -5,10 +5,12 @@
 
 extern const agmm_operation_t agmm_op_ag_gemm; /* ops/ag_gemm/op.c */
 extern const agmm_operation_t agmm_op_gemm_rs; /* ops/gemm_rs/op.c */
+extern const agmm_operation_t agmm_op_gemm_ar; /* ops/gemm_ar/op.c */
 
 static const agmm_operation_t *const operations[] = {
     &agmm_op_ag_gemm,
     &agmm_op_gemm_rs,
+    &agmm_op_gemm_ar,
 };
 
 const agmm_operation_t *agmm_operation(agmm_op_t kind)

@@ -32,7 +32,9 @@ SLACK=${AGMM_TEST_SLACK:-20} # a loaded 2-core machine, sanitizer builds
 # The fault hook is in both schedules' put paths of both operations: each
 # is run (the killed-from-outside cases below run the all-gather's fused
 # one). gemm-rs with this shape makes the same puts: 8 partial tiles per
-# peer's block per round (fused), one bulk put per peer (baseline).
+# peer's block per round (fused), one bulk put per peer (baseline);
+# gemm-ar twice as many (its reduced tiles or rows to every peer too), so
+# a fault drawn below these counts fires for it as well.
 BASE=(run --ranks $RANKS --m-local 64 --k 32 --n 32 --tile-m 8 --tile-n 8
       --timeout $TIMEOUT --oversubscribe)
 
@@ -91,12 +93,12 @@ check_run() {
 # one waiting in the tool's per-round barrier, which lists the ranks that
 # did not arrive (the hung one, and maybe a peer stuck waiting for it).
 cases=(
-    "hang  | timed out waiting for ((tile -?[0-9]+|ack of round -?[0-9]+|shard|partial tile -?[0-9]+|partial rows) from rank RANK|(all-gather )?barrier -?[0-9]+ of all ranks \(ranks? ([0-9]+, )*RANK(, [0-9]+)* did not arrive\))"
+    "hang  | timed out waiting for ((tile -?[0-9]+|ack of round -?[0-9]+|shard|partial tile -?[0-9]+|partial rows|reduced tile -?[0-9]+|reduced rows) from rank RANK|(all-gather )?barrier -?[0-9]+ of all ranks \(ranks? ([0-9]+, )*RANK(, [0-9]+)* did not arrive\))"
     "exit  | rank RANK exited with status 3"
     "kill  | rank RANK was killed by signal 9"
     "error | rank RANK: AGMM_FAULT: injected error"
 )
-for op in ag-gemm gemm-rs; do
+for op in ag-gemm gemm-rs gemm-ar; do
 for sched in fused baseline; do
   puts=$PUTS
   [ $sched = baseline ] && puts=$BULK_PUTS

@@ -56,10 +56,17 @@ runs=(
     # short tiles on posted receives
     "2 | --m-local 40,24 --k 32 --n 48,16,40 --tile-m 8 --tile-n 16 --m-local-per-round 40,0,13,7,24 --rounds 6 --dtype bf16"
     "3 | --m-local 30,0,17 --k 24 --n 20,8 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 0 --gemm-cores 2"
+    # the epilogue: bias, activation, a 16-bit C
+    "2 | --m-local 30,17 --k 40 --n 32,16 --tile-m 8 --bias --activation relu --out-dtype bf16 --rounds 2"
     # GEMM + reduce-scatter: fused and baseline alternate (auto)
     "2 | --op gemm-rs --m-local 37,20 --k 50 --n 40 --tile-m 8 --tile-n 16 --rounds 4"
     "2 | --op gemm-rs --m-local 0,19 --k 33 --k-local 33,0 --n 17 --tile-m 4 --dtype fp32 --comm-cores 0 --gemm-cores 2 --rounds 3"
     "3 | --op gemm-rs --m-local 7,0,12 --k 41 --k-local 20,0,21 --n 50 --tile-m 4 --tile-n 16 --dtype bf16 --comm-cores 1 --gemm-cores 2 --rounds 4"
+    # GEMM + all-reduce: the same, every rank's whole C checked and the
+    # same bytes on every rank
+    "2 | --op gemm-ar --m-local 37,20 --k 50 --n 40 --tile-m 8 --tile-n 16 --rounds 4"
+    "2 | --op gemm-ar --m-local 0,19 --k 33 --k-local 33,0 --n 17 --tile-m 4 --dtype fp32 --comm-cores 0 --gemm-cores 2 --rounds 3"
+    "3 | --op gemm-ar --m-local 7,0,12 --k 41 --k-local 20,0,21 --n 50 --tile-m 4 --tile-n 16 --dtype bf16 --comm-cores 1 --gemm-cores 2 --rounds 4"
 )
 # Every checked run with every GEMM engine built in ("gemm engines: ..."
 # of --version).
@@ -72,6 +79,9 @@ case " $engines " in
         "3 | --m-local 30,0,17 --k 37 --n 20,8 --tile-m 4 --dtype int8 --a-scale tensor --m-local-per-round 0,30,5,1,17 --rounds 5"
         "2 | --m-local 40,24 --k 64 --n 48 --tile-m 8 --tile-n 16 --dtype int8 --comm-cores 1 --gemm-cores 2 --rounds 3"
         "3 | --op gemm-rs --m-local 7,0,12 --k 41 --k-local 20,0,21 --n 50 --tile-m 4 --tile-n 16 --dtype int8 --w-scale tensor --rounds 4"
+        "3 | --op gemm-ar --m-local 7,0,12 --k 41 --k-local 20,0,21 --n 50 --tile-m 4 --tile-n 16 --dtype int8 --w-scale tensor --rounds 4"
+        "2 | --op gemm-rs --m-local 9,14 --k 40 --n 24 --tile-m 4 --dtype int8 --bias --activation gelu-erf --out-dtype bf16 --rounds 3"
+        "2 | --op gemm-ar --m-local 9,14 --k 40 --n 24 --tile-m 4 --bias --activation relu --out-dtype bf16 --rounds 3"
     )
     ;;
 esac
@@ -99,7 +109,9 @@ done
 # shared memory. "NP | K | ARGS": uneven hosts (3+1, 2+2+1), empty shards,
 # per-call rows, several weights, both schedules (auto), comm threads or
 # not; gemm-rs is not relayed (each peer gets its own partials) but runs
-# on the same mixed world. Every rank's counters must say relay on, and
+# on the same mixed world, and so does gemm-ar (its window also holds the
+# partial slots, so it is not declared replicated: its reduced rows go to
+# every peer directly). Every rank's counters must say relay on, and
 # the ag runs must have forwarded tiles.
 relay_runs=(
     "4 | 2 | --m-local 65,1,0,130 --k 96 --n 70 --tile-m 16 --tile-n 32 --weights per-rank --rounds 3"
@@ -108,6 +120,7 @@ relay_runs=(
     "4 | 3 | --m-local 30,0,17,9 --k 24 --n 20,8 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 0 --gemm-cores 2"
     "5 | 2 | --m-local 16,8,0,24,5 --k 32 --n 24 --tile-m 4 --dtype fp32 --rounds 4"
     "4 | 2 | --op gemm-rs --m-local 7,0,12,5 --k 41 --n 50 --tile-m 4 --tile-n 16 --dtype bf16 --rounds 4"
+    "4 | 2 | --op gemm-ar --m-local 7,0,12,5 --k 41 --n 50 --tile-m 4 --tile-n 16 --dtype bf16 --comm-cores 1 --gemm-cores 1 --rounds 4"
 )
 engine1=${engines%% *}
 # int8 rows forwarded by the relays with their scales (oneDNN only).
@@ -128,8 +141,8 @@ for row in "${relay_runs[@]}"; do
     rc=$?
     rounds=$(echo "$args" | sed -n 's/.*--rounds \([0-9]*\).*/\1/p')
     fwd=$(sed -n 's/.*relay on: \([0-9]*\) tiles forwarded.*/\1/p' "$TMP/err" | awk '{s += $1} END {print s + 0}')
-    fwd_ok=$([ "$fwd" -gt 0 ] && echo 1 || echo 0) # ag: some; gemm-rs: none
-    case "$args" in *gemm-rs*) fwd_ok=$([ "$fwd" -eq 0 ] && echo 1 || echo 0) ;; esac
+    fwd_ok=$([ "$fwd" -gt 0 ] && echo 1 || echo 0) # ag: some; gemm-rs/-ar: none
+    case "$args" in *gemm-rs* | *gemm-ar*) fwd_ok=$([ "$fwd" -eq 0 ] && echo 1 || echo 0) ;; esac
     if [ "$rc" -eq 0 ] && [ "$(grep -c PASS "$TMP/out")" -eq "$rounds" ] &&
         [ "$(grep -c 'relay on' "$TMP/err")" -eq "$np" ] && [ "$fwd_ok" = 1 ] &&
         [ "$(grep -c 'warning: OpenBLAS runs its .* kernel' "$TMP/err")" -le 1 ] &&
@@ -245,7 +258,7 @@ faults=(
     "error | agmm: rank 1: AGMM_FAULT: injected error before put 18"
     "hang  | agmm: rank [02]: timed out"
 )
-for op in ag-gemm gemm-rs; do
+for op in ag-gemm gemm-rs gemm-ar; do
 for sched in fused baseline; do
   for row in "${faults[@]}"; do
     mode=${row%%|*}

@@ -113,6 +113,11 @@ class Checks:
             q = op[2] if k == "rsput" else op[1]
             return (f"{k} to rank {q}, for ack[{q}] >= {e - 1} or its "
                     f"tile's GEMM ({self.tag(P, e)})")
+        if k in ("arput", "arbput"):
+            q = op[2] if k == "arput" else op[1]
+            return f"{k} to rank {q}, for ack[{q}] >= {e - 1} ({self.tag(P, e)})"
+        if k in ("arcopy", "arbcopy"):
+            return f"the copy, for its signals >= {e} ({self.tag(P, e)})"
         if k in ("rsred", "rsbred"):
             return f"the reduction, for its signals >= {e} ({self.tag(P, e)})"
         if k in ("put", "sig", "bput"):

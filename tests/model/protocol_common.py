@@ -11,6 +11,8 @@ PLANTS = {
     "quiet-no-wait": "the emulated link's quiet returns at once",
     "rs-reduce-no-wait": "gemm-rs: the owner reduces a tile without waiting "
                          "for the peers' cells",
+    "ar-copy-no-wait": "gemm-ar: a peer copies an owner's reduced tile into "
+                       "its C without waiting for the tile's cell",
     "signal-before-data": "shm put_signal raises the signal before the copy",
     "rows-no-ack-wait": "ag: a rank raises its rows cell on a peer without "
                         "waiting for that peer's ack of the previous round",
@@ -31,6 +33,7 @@ PLANT_WHERE = {
     "no-ack-wait": ("shm", "link", "mpi", "mixed"),
     "quiet-no-wait": ("link",),  # shm copies at once; MPI: not modelled
     "rs-reduce-no-wait": ("shm", "link", "mpi", "mixed"),
+    "ar-copy-no-wait": ("shm", "link", "mpi", "mixed"),
     "signal-before-data": ("shm",),  # shm_put_signal only
     "rows-no-ack-wait": ("shm", "link", "mpi"),
     "absent-no-wait": ("mpi",),  # only posted receives are declared

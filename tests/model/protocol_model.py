@@ -15,8 +15,11 @@ with a visited set) and checks, on every path:
   - no interleaving deadlocks; in the final state every rank has finished
     every round (so every work item was computed) and nothing is in flight.
 
-Both operations: all-gather + GEMM, and GEMM + reduce-scatter (configs
-with op="rs": a reduction must see exactly the current round's partials).
+The operations: all-gather + GEMM, GEMM + reduce-scatter (configs with
+op="rs": a reduction must see exactly the current round's partials), and
+GEMM + all-reduce (op="ar": gemm-rs's steps, then each owner's reduced
+tiles put to every peer, which copies each into its C only once it holds
+the current round's).
 All-gather rounds may have fewer rows than the plan's most (configs with
 rows=...: per-call rows, 0 included): every read also checks the row
 count each peer raised in its rows cell for that very round. Mixed MPI
@@ -161,6 +164,26 @@ def configurations():
                                        ((2, 1, 0), 1, 1, "FF")):
             add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm,
                 seq=fix(seq), op="rs")
+    # GEMM + all-reduce (op "ar"): gemm-rs's steps, then each reduced own
+    # tile put to every peer by the worker that reduced it, and the peers'
+    # copies (comm workers, else the GEMM workers after their tiles); the
+    # baseline's bulk puts of the own rows and the copy of every owner's
+    # (shm, link: not on MPI, as gemm-rs's baseline).
+    for deliv in ("shm", "link", "mpi"):
+        fix = (lambda q: q.replace("B", "F")) if deliv == "mpi" else str
+        for tiles in ((1, 1), (2, 1), (0, 1)):
+            for comm in (1, 0):
+                add(delivery=deliv, tiles=tiles, comm=comm, gemm=1,
+                    seq=fix("FB"), op="ar")
+        add(delivery=deliv, tiles=(1, 2), comm=0, gemm=2, seq=fix("BF"),
+            op="ar")
+        for tiles, comm, gemm, seq in (((1, 0, 1), 1, 1, "FB"),
+                                       ((1, 1, 1), 0, 1, "FF")):
+            add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm,
+                seq=fix(seq), op="ar")
+    for hosts, tiles, comm in (((0, 0), (1, 1), 1), ((0, 0, 1), (1, 1, 1), 0)):
+        add(delivery="mixed", hosts=hosts, tiles=tiles, comm=comm, gemm=1,
+            seq="FF", op="ar")
     return out
 
 
@@ -211,6 +234,7 @@ def run_configs(plant=None, isolation=True, only=None, verbose=False,
         if (only and only not in model.name) or (
                 plant and kw["delivery"] not in PLANT_WHERE[plant]) or (
                 plant and plant.startswith("rs-") and not model.rs) or (
+                plant and plant.startswith("ar-") and not model.ar) or (
                 plant in ROWS_PLANTS and not model.rows) or (
                 plant in RELAY_PLANTS and not model.relay):
             continue

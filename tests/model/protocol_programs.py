@@ -142,18 +142,31 @@ class Programs:
         each tile after it. Baseline: GEMM worker 0 (the caller's thread after
         the join; the other workers only compute) puts each peer's rows in
         bulk, waits for them (quiet), then reduces its rows. The third item
-        of each worker is the index of its last read (None: no read)."""
+        of each worker is the index of its last read (None: no read).
+
+        gemm-ar (ops/gemm_ar/fused.c, baseline.c) adds: fused, the worker
+        that reduced own tile t puts it to every peer (after each peer's
+        ack); the peers' reduced tiles, owners in rotated order, are copied
+        into C by comm worker k % C (after its puts) or, with C = 0, by
+        GEMM worker k % G after its tiles; baseline, GEMM worker 0 then puts
+        its reduced rows to every peer in bulk, waits for them (quiet) and
+        copies every owner's rows once their cell says they are there."""
         C, G, link, N = self.C, self.G, self.deliv == "link", self.N
         tl = self.tiles[P]
         quiet = [("quiet",)] if link else []
         last_read = lambda ops: max([j for j, o in enumerate(ops)
-                                     if o[0] in ("rsred", "rsbred")],
+                                     if o[0] in ("rsred", "rsbred",
+                                                 "arcopy", "arbcopy")],
                                     default=None)
         ws = []
         if s == "B":
             ops = [("rsbput", q) for q in self.peers(r) if tl[q] > 0]
             ops = (ops + quiet if ops else []) + (
                 [("rsbred",)] if tl[r] > 0 else [])
+            if self.ar:  # agmm_ar_put_rows, agmm_ar_copy_rows
+                bput = [("arbput", q) for q in self.peers(r)] * (tl[r] > 0)
+                ops += (bput + quiet if bput else []) + [("arbcopy",)] * any(
+                    tl[q] for q in self.peers(r))
             ws.append(("gemm0", ops, last_read(ops)))
             ws += [(f"gemm{g}", [], None) for g in range(1, G)]
             ws += [(f"comm{c}", [], None) for c in range(C)]
@@ -175,17 +188,27 @@ class Programs:
                         continue
                     if q == r:
                         ops.append(("rsred", t, after))
+                        ops += [("arput", t, p) for p in self.peers(r)
+                                ] * self.ar
                     elif C == 0:
                         ops.append(("rsput", t, q))
                     else:
                         ready[q, t] = (g, len(ops))
                         ops.append(("ready", t, q))
-            if C == 0 and any(o[0] == "rsput" for o in ops):
+            if any(o[0] == "arput" or (C == 0 and o[0] == "rsput")
+                   for o in ops):
                 ops += quiet
             ws.append((f"gemm{g}", ops, last_read(ops)))
         order = [(q, t) for q in self.peers(r) for t in range(tl[q])]
+        # gemm-ar: the peers' reduced tiles, the same order (copy_tiles)
+        copies = lambda i, n: [("arcopy", q, t) for k, (q, t)
+                               in enumerate(order) if k % n == i] * self.ar
+        if C == 0:
+            ws = [(nm, ops + copies(g, G), last_read(ops + copies(g, G)))
+                  for g, (nm, ops, _) in enumerate(ws)]
         for c in range(C):
             ops = [("rsput", t, q) + ready[q, t]
                    for k, (q, t) in enumerate(order) if k % C == c]
-            ws.append((f"comm{c}", ops + (quiet if ops else []), None))
+            ops = ops + (quiet if ops else []) + copies(c, C)
+            ws.append((f"comm{c}", ops, last_read(ops)))
         return ws

@@ -12,6 +12,11 @@ A state is a flat tuple of immutable parts:
                     gemm-rs (op "rs"): blocks[s * maxT + t] is the round of
                     source s's partial of the owner's tile t (its slot), and
                     tile cell s * maxT + t guards it (ops/gemm_rs/tiles.h).
+                    gemm-ar (op "ar"): those, then blocks[N * maxT + g] the
+                    round of owner q's reduced tile t (g = base[q] + t, its
+                    place in the reduced region) guarded by the tile cell of
+                    the same index, then one cell per owner for its reduced
+                    rows in bulk (baseline) (ops/gemm_ar/ar.h).
   [POSTED(r)]       MPI: the armed receives (P, g, value) of rank r.
   [CHAN...]         messages in flight: link: one FIFO per (src, dst) link;
                     MPI: one control FIFO per (src, dst) and one set of tile
@@ -82,9 +87,12 @@ class Model(Programs, Steps, Network, Checks):
         # op "rs": GEMM + reduce-scatter (ops/gemm_rs/). tiles[r] are then
         # the tiles of rank r's rows of C; the baseline is not modelled on
         # MPI (its bulk receives are not in the model).
-        assert op in ("ag", "rs") and not (
-            op == "rs" and self.mpi and "B" in seq + seq_b)
-        self.rs = op == "rs"
+        # op "ar": GEMM + all-reduce (ops/gemm_ar/): gemm-rs's steps (self.rs
+        # too), then the reduced tiles to every peer.
+        assert op in ("ag", "rs", "ar") and not (
+            op != "ag" and self.mpi and "B" in seq + seq_b)
+        self.rs = op in ("rs", "ar")
+        self.ar = op == "ar"
         # rows (ag): per round of plan A, the tiles of each source in that
         # round (agmm_run_args_t.m_rows: fewer rows than the plan's most,
         # 0 allowed); None: every round has the plan's tiles. Every rank
@@ -113,7 +121,7 @@ class Model(Programs, Steps, Network, Checks):
         self.tiles = (tuple(tiles), tuple(tiles_b or tiles))
         self.seqs = (seq, seq_b)
         hn = ("(" + ",".join(map(str, self.hosts)) + ")") if self.hosts else ""
-        self.name = (("rs " if self.rs else "")
+        self.name = ((op + " " if self.rs else "")
                      + f"{delivery}{hn}{'+relay' * relay} P={N} tiles={','.join(map(str, tiles))}"
                      + (f"/{','.join(map(str, tiles_b))}" if tiles_b else "")
                      + f" C={comm} G={gemm} {' '.join(seq)} | {seq_b}"
@@ -130,6 +138,11 @@ class Model(Programs, Steps, Network, Checks):
                 self.gmap.append([(s, t) for s in range(N) for t in range(m)])
                 self.T.append(N * m)
                 self.maxT.append(m)
+                if self.ar:  # reduced tiles (owner q, t), rows cells
+                    self.gmap[-1] += [(q, t) for q in range(N)
+                                      for t in range(tl[q])]
+                    self.gmap[-1] += [(q, "rows") for q in range(N)]
+                    self.T[-1] += sum(tl) + N
             else:
                 self.gmap.append([(s, t) for s in range(N)
                                   for t in range(tl[s])])
@@ -166,6 +179,19 @@ class Model(Programs, Steps, Network, Checks):
     def bulk_cell(self, P, src):
         return self.T[P] + src
 
+    def red_cell(self, P, q, t):
+        """gemm-ar: owner q's reduced tile t (its block and its cell)."""
+        return self.N * self.maxT[P] + self.base[P][q] + t
+
+    def red_rows_cell(self, P, q):
+        """gemm-ar baseline: all of owner q's reduced rows."""
+        return self.N * self.maxT[P] + sum(self.tiles[P]) + q
+
+    def red_remote(self, P, r):
+        """gemm-ar: the reduced tiles r receives (every peer's)."""
+        return [self.red_cell(P, q, t) for q in range(self.N) if q != r
+                for t in range(self.tiles[P][q])] if self.ar else []
+
     def rows_cell(self, P, src):
         return self.T[P] + 2 * self.N + src
 
@@ -183,7 +209,7 @@ class Model(Programs, Steps, Network, Checks):
     def remote(self, P, r):
         if self.rs:  # the slots r receives: every peer's partial of its tiles
             return [s * self.maxT[P] + t for s in range(self.N) if s != r
-                    for t in range(self.tiles[P][r])]
+                    for t in range(self.tiles[P][r])] + self.red_remote(P, r)
         return [g for g, (s, _) in enumerate(self.gmap[P]) if s != r]
 
     def same(self, r, q):
@@ -195,7 +221,9 @@ class Model(Programs, Steps, Network, Checks):
         if self.rs:
             return [s * self.maxT[P] + t for s in range(self.N)
                     if s != r and not self.same(s, r)
-                    for t in range(self.tiles[P][r])]
+                    for t in range(self.tiles[P][r])] + [
+                        g for g in self.red_remote(P, r)
+                        if not self.same(self.gmap[P][g][0], r)]
         return [g for g in self.remote(P, r)
                 if not self.same(self.gmap[P][g][0], r)
                 and self.direct(self.gmap[P][g][0], r)]

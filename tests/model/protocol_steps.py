@@ -176,6 +176,53 @@ class Steps:
                 ch = self.CHAN0 + self.N * self.N + q
                 s[ch] = tuple(sorted(s[ch] + ((P, blocks[0], e, False),),
                                      key=lambda m: m[:2]))
+        elif kind in ("arput", "arbput"):  # gemm-ar: reduced rows to q
+            q = op[2] if kind == "arput" else op[1]
+            if kind == "arput":
+                blocks = (self.red_cell(P, r, op[1]),)
+                cell, what = blocks[0], f"reduced tile {op[1]}"
+            else:
+                blocks = tuple(self.red_cell(P, r, t)
+                               for t in range(self.tiles[P][r]))
+                cell, what = self.red_rows_cell(P, r), "reduced rows"
+            label = (r, name, f"put {what} -> rank {q} ({tg})")
+            if (self.plant != "no-ack-wait"
+                    and st[own][1][self.ack_cell(P, q)] < e - 1):
+                return None  # waits for ack[q] >= e - 1
+            if self.deliv == "shm" or self.same(r, q):
+                self.land(s, r, q, P, blocks, cell, e, label)
+            elif self.deliv == "link":
+                ch = self.CHAN0 + r * self.N + q
+                s[ch] = s[ch] + ((P, blocks, cell, e, i),)
+            else:
+                assert kind == "arput"
+                ch = self.CHAN0 + self.N * self.N + q
+                s[ch] = tuple(sorted(s[ch] + ((P, blocks[0], e, False),),
+                                     key=lambda m: m[:2]))
+        elif kind in ("arcopy", "arbcopy"):  # gemm-ar: into this rank's C
+            blocks, cells = st[own]
+            if kind == "arcopy":
+                q, t = op[1], op[2]
+                need = got = [self.red_cell(P, q, t)]
+                what = f"rank {q}'s reduced tile {t}"
+            else:
+                need = [self.red_rows_cell(P, q) for q in self.peers(r)
+                        if self.tiles[P][q] > 0]
+                got = self.red_remote(P, r)
+                what = "every owner's reduced rows"
+            label = (r, name, f"copy {what} into C ({tg})")
+            if (self.plant != "ar-copy-no-wait"
+                    and any(cells[c] < e for c in need)):
+                return None
+            for g in got:
+                if blocks[g] != e:
+                    q, t = self.gmap[P][g]
+                    raise Violation(
+                        f"rank {r} copies rank {q}'s reduced tile {t} in "
+                        f"round {e} of plan {PLAN_NAME[P]} but its window "
+                        f"holds round {blocks[g]}'s" + (
+                            " (not yet written)" if blocks[g] < e else ""),
+                        label)
         elif kind == "ready":
             label = (r, name, f"partial tile {op[1]} of rank {op[2]} done, "
                      f"ready ({tg})")

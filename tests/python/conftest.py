@@ -2,7 +2,7 @@
 with its own environment as torchrun sets it (RANK, WORLD_SIZE,
 LOCAL_RANK, MASTER_ADDR, MASTER_PORT: agmm_world_from_env joins them),
 or, with AGMM_PY_LAUNCH=mpi or a libagmm.so without agmm_world_join,
-under mpirun. Each rank runs rank_worker.py; a world passes when every
+under mpirun. Each rank runs rank_worker.py (or the `worker` given); a world passes when every
 rank exits 0 having printed "RANK r OK". Every world is bounded by a
 deadline: ranks still running then are killed and the test fails. After
 each world, nothing of its job may be left in /dev/shm.
@@ -38,13 +38,13 @@ def _shm_left(job_hint):
     return [p for p in glob.glob("/dev/shm/agmm*") if job_hint in p]
 
 
-def run_world(nranks, scenario, args, timeout=120):
+def run_world(nranks, scenario, args, timeout=120, worker=WORKER):
     """Run `scenario` on `nranks` ranks; return their outputs. Fails the
     test (with every rank's output) unless every rank passed."""
     mode = launch_mode()
     port = next(_port)
     args = dict(args)
-    cmd = [sys.executable, WORKER, scenario, json.dumps(args)]
+    cmd = [sys.executable, worker, scenario, json.dumps(args)]
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("AGMM_RANK", "AGMM_WORLD_SIZE", "AGMM_JOB",
                                  "OMPI_", "PMIX_"))

@@ -114,6 +114,23 @@ def scenario_gemm_rs(world, args):
             assert np.array_equal(c, (A @ W)[r0:r0 + m[me]])
 
 
+def scenario_gemm_ar(world, args):
+    """gemm-ar: C = sum_r A_r @ W_r, all of it on every rank."""
+    P, me = world.size, world.rank
+    m, k, n = args["m_local"], args["k"], args["n"]
+    M = sum(m)
+    with world.plan(m_local=m, k=k, n=n, dtype="fp32", op="gemm-ar") as plan:
+        kp = plan.k_local
+        offs = [sum(kp[:r]) for r in range(P)]
+        A = ints(7, (M, k))
+        W = ints(8, (k, n), -2, 3)
+        plan.set_weight(np.ascontiguousarray(W[offs[me]:offs[me] + kp[me]]))
+        for _ in range(args["rounds"]):
+            c = plan.run(np.ascontiguousarray(A[:, offs[me]:offs[me] + kp[me]]))
+            assert c.shape == (M, n), c.shape
+            assert np.array_equal(c, A @ W)
+
+
 def scenario_gil(world, args):
     """A round releases the GIL: rank 1 enters the round only when a
     Python thread of rank 0 tells it to, and that thread can only run
@@ -274,14 +291,15 @@ def scenario_rows(world, args):
         A, [C] = at.fused_all_gather_matmul(shards[me], [B], group_name="rows")
         full = torch.cat(shards)
         assert torch.equal(A, full) and torch.equal(C, full @ B), (call, rows)
-    plans = at._groups["rows"].plans
+    plans = at.group_plans("rows")
     assert len(plans) == 1, "one plan for every row count: %d" % len(plans)
-    (plan, _), = plans.values()
+    plan, = plans
     assert plan.m_local == [16 if 9 + r > 8 else 8 for r in range(P)], plan.m_local
     at.unregister_group("rows")
 
 
 SCENARIOS = {"gemm": scenario_gemm, "gemm_rs": scenario_gemm_rs,
+             "gemm_ar": scenario_gemm_ar,
              "gil": scenario_gil, "errors": scenario_errors, "op": scenario_op,
              "rows": scenario_rows}
 
@@ -645,6 +663,10 @@ SCENARIOS.update({"int8_float_plan_refuses_scales": scenario_int8_float_plan_ref
 "int8_gemm": scenario_int8_gemm, "int8_float_in": scenario_int8_float_in,
                   "int8_rs": scenario_int8_rs, "int8_errors": scenario_int8_errors,
                   "int8_op": scenario_int8_op})
+
+# The epilogue's scenarios live apart (epilogue_scenarios.py).
+from epilogue_scenarios import SCENARIOS as _EPILOGUE  # noqa: E402
+SCENARIOS.update(_EPILOGUE)
 
 
 def main():

@@ -17,6 +17,7 @@ STRUCTS = {
     "agmm_plan_desc_t": _lib.PlanDescC,
     "agmm_gemm_info_t": _lib.GemmInfoC,
     "agmm_schedule_info_t": _lib.ScheduleInfoC,
+    "agmm_trace_summary_t": _lib.TraceSummaryC,
 }
 if _lib.fn.has("agmm_world_join"):
     STRUCTS["agmm_join_opts_t"] = _lib.JoinOptsC
@@ -27,7 +28,8 @@ for table, prefix in ((_lib.DTYPES, "AGMM_DTYPE_"), (_lib.WEIGHTS, "AGMM_WEIGHTS
                       (_lib.ENGINES, "AGMM_GEMM_ENGINE_"),
                       (_lib.SCHEDULES, "AGMM_SCHEDULE_"), (_lib.OPS, "AGMM_OP_"),
                       (_lib.PATHS, "AGMM_GEMM_PATH_"), (_lib.SCALES, "AGMM_SCALE_"),
-                      (_lib.QUANT_AXES, "AGMM_QUANT_")):
+                      (_lib.QUANT_AXES, "AGMM_QUANT_"),
+                      (_lib.ACTIVATIONS, "AGMM_ACT_")):
     for name, value in table.items():
         ENUMS[prefix + name.upper().replace("-", "_")] = value
 for value, name in enumerate(_lib.STATUS_NAMES):

@@ -66,7 +66,7 @@ static void make_desc(const cfg_t *c, agmm_plan_desc_t *d, int64_t *n_list)
         d->n_weights = c->s.nw;
         d->n_list = n_list;
     }
-    if (c->op == AGMM_OP_GEMM_RS && c->s.kl[0] >= 0) d->k_local = c->s.kl;
+    if (c->op != AGMM_OP_AG_GEMM && c->s.kl[0] >= 0) d->k_local = c->s.kl;
 }
 
 /* What the booking of rank r's plan on `path` adds up to. */
@@ -203,6 +203,24 @@ int main(void)
                        .gemm_workers = 1 + 2 * (n / 2),
                        .comm_workers = si % 2};
             if (c.op == AGMM_OP_GEMM_RS && c.s.nw > 1) c.s.nw = 1;
+            run_config(&c, si);
+            configs++;
+        }
+    /* gemm-ar (gemm-rs's buffers, a window with the reduced region too):
+     * each shape once, both engines, both int8 variants' native path. */
+    for (int si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
+        for (int e = 0; e < 2; e++) {
+            if (!agmm_gemm_engine_available(engines[e])) continue;
+            int int8 = e == 1 && si % 2; /* int8: oneDNN only */
+            cfg_t c = {.s = shapes[si],
+                       .op = AGMM_OP_GEMM_AR,
+                       .dtype = int8 ? AGMM_DTYPE_INT8 : dtypes[si % 3],
+                       .engine = engines[e],
+                       .path =
+                           int8 ? AGMM_GEMM_PATH_NATIVE : AGMM_GEMM_PATH_AUTO,
+                       .gemm_workers = 1 + 2 * (si % 2),
+                       .comm_workers = si % 2};
+            c.s.nw = 1;
             run_config(&c, si);
             configs++;
         }

@@ -375,6 +375,68 @@ static void test_refusals(const agmm_gemm_engine_t *e)
     if (st == AGMM_OK) e->destroy(prep);
 }
 
+/* load_bias: a new bias alone takes effect on the next run (C changes by
+ * exactly the difference of the biases when it is exact in fp32: small
+ * integers), the weight untouched; refused on a prep without the bias
+ * attribute and on one sharing another's weight. fp32 A, and INT8 where
+ * the engine has it (its bias is in its own pass). */
+static void test_load_bias(const agmm_gemm_engine_t *e, agmm_dtype_t dt)
+{
+    static const int64_t rows[] = {3};
+    enum { K = 8, NC = 12 };
+    agmm_gemm_shape_t shape = {K, NC, NC, K, NC, rows, 1, 0};
+    agmm_gemm_attr_t at;
+    agmm_gemm_attr_init(&at, dt, dt);
+    at.bias = 1;
+    int int8 = dt == AGMM_DTYPE_INT8;
+    at.a_scale = at.w_scale = int8;
+    float a32[3 * K], w32[K * NC], b1[NC], b2[NC], ones[NC], c1[3 * NC],
+        c2[3 * NC];
+    int8_t a8[3 * K], w8[K * NC];
+    for (int i = 0; i < 3 * K; i++)
+        a8[i] = (int8_t)(a32[i] = (float)(i % 5 - 2));
+    for (int i = 0; i < K * NC; i++)
+        w8[i] = (int8_t)(w32[i] = (float)(i % 3 - 1));
+    for (int j = 0; j < NC; j++) {
+        b1[j] = (float)j;
+        b2[j] = (float)(3 - 2 * j);
+        ones[j] = 1;
+    }
+    agmm_gemm_prep_t *p = NULL, *sh = NULL, *plain = NULL;
+    agmm_gemm_operand_t op = {int8 ? (const void *)w8 : (const void *)w32, b1,
+                              int8 ? ones : NULL};
+    const void *a = int8 ? (const void *)a8 : (const void *)a32;
+    agmm_status_t st = e->prepare(&shape, &at, NULL, &p);
+    if (st == AGMM_ERR_UNSUPPORTED) return; /* int8 on OpenBLAS */
+    size_t sb = st == AGMM_OK ? e->scratch_bytes(p) : 0;
+    void *scratch = sb ? malloc(sb) : NULL;
+    CHECK(st == AGMM_OK && e->load(p, &op) == AGMM_OK &&
+              e->run(p, 3, a, int8 ? ones : NULL, c1, scratch) == AGMM_OK &&
+              e->load_bias(p, b2) == AGMM_OK &&
+              e->run(p, 3, a, int8 ? ones : NULL, c2, scratch) == AGMM_OK,
+          "%s %s: load, run, load_bias, run", e->name, agmm_dtype_name(dt));
+    int bad = 0;
+    for (int i = 0; st == AGMM_OK && i < 3 * NC; i++)
+        bad += c2[i] - c1[i] != b2[i % NC] - b1[i % NC];
+    CHECK(bad == 0, "%s %s: load_bias: %d elements not moved by the new bias",
+          e->name, agmm_dtype_name(dt), bad);
+    agmm_gemm_attr_t acc = at;
+    acc.accumulate = 1;
+    if (st == AGMM_OK && e->prepare(&shape, &acc, p, &sh) == AGMM_OK)
+        CHECK(e->load_bias(sh, b1) == AGMM_ERR_BAD_STATE,
+              "%s: load_bias on a sharing prep must be refused", e->name);
+    agmm_gemm_attr_t no = at;
+    no.bias = 0;
+    if (e->prepare(&shape, &no, NULL, &plain) == AGMM_OK)
+        CHECK(e->load_bias(plain, b1) == AGMM_ERR_INVALID_ARG,
+              "%s: load_bias without the bias attribute must be refused",
+              e->name);
+    if (sh) e->destroy(sh);
+    if (plain) e->destroy(plain);
+    if (p) e->destroy(p);
+    free(scratch);
+}
+
 int main(void)
 {
     agmm_blas_init();
@@ -393,6 +455,8 @@ int main(void)
             continue;
         }
         test_refusals(e);
+        test_load_bias(e, AGMM_DTYPE_FP32);
+        test_load_bias(e, AGMM_DTYPE_INT8);
         for (int di = 0; di < 3; di++) {
             test_accumulate_bits(e, dts[di], 96);  /* dense C */
             test_accumulate_bits(e, dts[di], 100); /* ldc > ncols */

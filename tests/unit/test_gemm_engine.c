@@ -161,7 +161,8 @@ static void test_engine(const agmm_gemm_engine_t *e, agmm_dtype_t dt)
 /* A plan's rounds create no primitive: every schedule and part, uneven
  * shards with partial tiles, two GEMM workers in row groups; for gemm-rs
  * also with one comm worker (the fused schedule then calls per tile
- * instead of per owner's block: gemm_rs/fused.c). */
+ * instead of per owner's block: gemm_rs/fused.c), and gemm-ar (gemm-rs's
+ * calls) with one. */
 static int rank_main(agmm_world_t *world, void *arg)
 {
     const agmm_plan_desc_t *d = arg;
@@ -170,9 +171,10 @@ static int rank_main(agmm_world_t *world, void *arg)
     int r = agmm_world_rank(world);
     size_t es = agmm_dtype_size(d->dtype);
     void *w = calloc((size_t)(d->k * d->n), es);
-    /* all-gather: A_r is m_local[r] x k; gemm-rs: M x k_local[r] <= M x k */
+    /* all-gather: A_r is m_local[r] x k; gemm-rs, gemm-ar: M x k_local[r]
+     * <= M x k; C: M x n is enough for every op */
     int64_t a_rows =
-        d->op == AGMM_OP_GEMM_RS ? agmm_plan_rows(plan) : d->m_local[r];
+        d->op != AGMM_OP_AG_GEMM ? agmm_plan_rows(plan) : d->m_local[r];
     void *a = calloc((size_t)(a_rows * d->k) + 1, es);
     float *c = calloc((size_t)(agmm_plan_rows(plan) * d->n), sizeof(float));
     int rc = agmm_plan_set_weight(plan, w) == AGMM_OK ? 0 : 4;
@@ -218,8 +220,8 @@ static void test_plan_rounds(agmm_gemm_engine_kind_t kind, agmm_dtype_t dt,
     CHECK(st == AGMM_OK && code == 0,
           "%s %s %s, %d comm workers: plan rounds (exit %d; 6: primitives "
           "created in a round)",
-          op == AGMM_OP_GEMM_RS ? "gemm-rs" : "ag-gemm",
-          agmm_gemm_engine_name(kind), agmm_dtype_name(dt), comm_workers, code);
+          agmm_op_name(op), agmm_gemm_engine_name(kind), agmm_dtype_name(dt),
+          comm_workers, code);
 }
 
 /* The memory estimate counts what each engine allocates: oneDNN keeps a
@@ -281,6 +283,7 @@ int main(void)
             test_plan_rounds(kinds[ki], dts[di], AGMM_OP_AG_GEMM, 0);
             test_plan_rounds(kinds[ki], dts[di], AGMM_OP_GEMM_RS, 0);
             test_plan_rounds(kinds[ki], dts[di], AGMM_OP_GEMM_RS, 1);
+            test_plan_rounds(kinds[ki], dts[di], AGMM_OP_GEMM_AR, 1);
         }
     }
     CHECK_DONE("test_gemm_engine");

@@ -1,4 +1,4 @@
-/* W8A8 int8 through whole rounds: both operations, 1-4 ranks, uneven and
+/* W8A8 int8 through whole rounds: every operation, 1-4 ranks, uneven and
  * empty shards, partial tiles, per-row and per-tensor scales of A and W,
  * several weights, rows that change every call and the gathered A handed
  * back (int8 rows and their scales, byte for byte), 0/1/2 comm workers,
@@ -10,9 +10,9 @@
  *   ag-gemm: |c - ref| <= 4 u |ref|, u = 2^-24 (the int32 sum converted
  *            to fp32 and two fp32 multiplications by the scales: three
  *            roundings, one ulp of slack);
- *   gemm-rs: |c - ref| <= (P + 3) u sum_r |ref_r| (each rank's fp32
- *            partial as above, then P - 1 fp32 additions), ref_r being
- *            rank r's own scaled product.
+ *   gemm-rs (and gemm-ar, over every row): |c - ref| <= (P + 3) u sum_r
+ *            |ref_r| (each rank's fp32 partial as above, then P - 1 fp32
+ *            additions), ref_r being rank r's own scaled product.
  * Each shape runs twice, with the variant the injected measurement makes
  * faster: s8 x s8 and A shifted to u8 (the engine's compensation). Then the
  * refusals: an int8 plan without A scales, with bad scales, with
@@ -54,6 +54,7 @@ typedef struct shape {
 
 #define AG AGMM_OP_AG_GEMM
 #define RS AGMM_OP_GEMM_RS
+#define AR AGMM_OP_GEMM_AR /* checked as RS, over every row of C */
 #define CH AGMM_SCALE_CHANNEL
 #define TE AGMM_SCALE_TENSOR
 
@@ -67,6 +68,8 @@ static const shape_t shapes[] = {
     {RS, 2, {16, 9}, 64, 1, {40}, 8, 16, CH, CH, 1, 1, 0, {0}},
     {RS, 3, {7, 0, 12}, 21, 1, {19}, 4, 8, TE, CH, 0, 2, 0, {5, 0, 16}},
     {RS, 4, {3, 5, 8, 2}, 33, 1, {24}, 2, 8, CH, TE, 2, 1, 0, {0}},
+    {AR, 2, {16, 9}, 64, 1, {40}, 8, 16, CH, CH, 1, 1, 0, {0}},
+    {AR, 3, {7, 0, 12}, 21, 1, {19}, 4, 8, TE, CH, 0, 2, 0, {5, 0, 16}},
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 #define ROUNDS  6
@@ -136,11 +139,12 @@ static int ag_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
         Mmax += s->m_max[q];
     int8_t *wt[3];
     float *ws[3], *c[3];
+    void *cv[3]; /* the outputs as run_args takes them */
     float *ref = malloc(sizeof(float) * (size_t)(Mmax * 48 + 1));
     for (int i = 0; i < s->nw; i++) {
         wt[i] = malloc((size_t)(k * s->n[i]));
         ws[i] = malloc(sizeof(float) * (size_t)s->n[i]);
-        c[i] = malloc(sizeof(float) * (size_t)(Mmax * s->n[i] + 1));
+        cv[i] = c[i] = malloc(sizeof(float) * (size_t)(Mmax * s->n[i] + 1));
         fill_i8(wt[i], k, s->n[i], 11u + (unsigned)i);
         fill_scales(ws[i], s->n[i], 5u + (unsigned)i);
         if (s->w_scale == TE) ws[i][0] = 0.0078125f;
@@ -174,7 +178,7 @@ static int ag_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
         a.schedule = (agmm_schedule_t)(round % 3);
         a.a_local = shards[r];
         a.a_scale = scales[r];
-        a.c = c;
+        a.c = cv;
         a.m_rows = s->dynamic ? m : NULL;
         a.a_gathered = round % 2 ? NULL : gath;
         a.a_gathered_scale = round % 4 == 0 ? gscale : NULL;
@@ -244,6 +248,10 @@ static int rs_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
     for (int q = 0; q < r; q++)
         row0 += s->m_max[q];
     int64_t rows = s->m_max[r];
+    if (s->op == AR) { /* every rank gets every row */
+        row0 = 0;
+        rows = M;
+    }
     int8_t *a[4], *wt[4];
     float *as[4], *ws[4];
     for (int q = 0; q < P; q++) { /* every rank's inputs, for the oracle */
@@ -271,7 +279,7 @@ static int rs_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
                 for (int64_t i = 0; i < M; i++)
                     as[q][i] = (float)(round + 1) / 32.0f;
         }
-        float *cs[1] = {c};
+        void *cs[1] = {c};
         agmm_run_args_t x;
         agmm_run_args_init(&x);
         x.schedule = (agmm_schedule_t)(round % 3);
@@ -337,7 +345,7 @@ static int rank_main(agmm_world_t *w, void *arg)
     d.comm_workers = s->comm;
     d.gemm_workers = s->gemm;
     d.timeout_s = 20;
-    if (s->op == RS && s->k_local[0] + s->k_local[1] + s->k_local[2])
+    if (s->op != AG && s->k_local[0] + s->k_local[1] + s->k_local[2])
         d.k_local = s->k_local;
     agmm_plan_t *p;
     agmm_status_t st = agmm_plan_create(w, &d, &p);
@@ -401,7 +409,7 @@ static int refusal_main(agmm_world_t *w, void *arg)
           "NaN w_scale");
     ws[3] = 1;
     CHECK(agmm_plan_set_weight_scaled(p, 0, wt, ws) == AGMM_OK, "good scales");
-    float *cs[1] = {c};
+    void *cs[1] = {c};
     agmm_run_args_t a;
     agmm_run_args_init(&a);
     a.a_local = wt;

@@ -105,6 +105,7 @@ static int rank_main(agmm_world_t *w, void *arg)
         Mmax += s->m_max[q];
     void *wt[3];
     float *c[3], *ref = malloc(sizeof(float) * (size_t)(Mmax * 64 + 1));
+    void *cv[3]; /* the outputs as run_args takes them */
     agmm_run_args_t a;
     agmm_run_args_init(&a);
     /* A run before every weight is set is refused (and aborts the world:
@@ -113,7 +114,7 @@ static int rank_main(agmm_world_t *w, void *arg)
           "set_weight_i out of range");
     for (int i = 0; i < s->nw; i++) {
         wt[i] = malloc((size_t)(s->k * s->n[i]) * es);
-        c[i] = malloc(sizeof(float) * (size_t)(Mmax * s->n[i] + 1));
+        cv[i] = c[i] = malloc(sizeof(float) * (size_t)(Mmax * s->n[i] + 1));
         fill(wt[i], s->dtype, s->k * s->n[i], 7u + (unsigned)i);
         CHECK(agmm_plan_set_weight_i(p, i, wt[i]) == AGMM_OK, "set_weight_i");
     }
@@ -137,7 +138,7 @@ static int rank_main(agmm_world_t *w, void *arg)
         memset(gath, 0xa5, (size_t)(Mmax * s->k) * es + 1);
         a.schedule = sched;
         a.a_local = shards[r];
-        a.c = c;
+        a.c = cv;
         a.m_rows = s->dynamic ? m : NULL;
         a.a_gathered = round % 2 ? NULL : gath;
         st = agmm_plan_run_args(p, &a);
@@ -207,7 +208,7 @@ static int bounded_main(agmm_world_t *w, void *arg)
     CHECK(agmm_plan_set_weight(p, wt) == AGMM_OK, "set_weight");
     agmm_gemm_info_t g0, g1;
     agmm_plan_gemm_info(p, &g0);
-    float *cs[1] = {c};
+    void *cs[1] = {c};
     const void *sh[1] = {a};
     int bad = 0;
     for (int64_t m = 1; m <= 150; m++) {
@@ -257,7 +258,7 @@ static int mismatch_main(agmm_world_t *w, void *arg)
     float wt[64] = {0}, a_loc[64] = {0}, c[16 * 8];
     CHECK(agmm_plan_set_weight(p, wt) == AGMM_OK, "set_weight");
     int64_t m[2] = {more ? (r == 1 ? 8 : 3) : (r == 1 ? 4 : 5), 6};
-    float *cs[1] = {c};
+    void *cs[1] = {c};
     agmm_run_args_t a;
     agmm_run_args_init(&a);
     a.a_local = a_loc;

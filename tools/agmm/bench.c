@@ -278,16 +278,20 @@ static void text_ratio(const char *what, double v, double paired)
 
 /* Bytes the all-gather brings to the rank that receives the most: the
  * other ranks' shards, K columns each. gemm-rs: the partial rows of its
- * part of C from every other rank, N fp32 columns each. */
+ * part of C from every other rank, N fp32 columns each; gemm-ar: those,
+ * and every other rank's reduced rows, N fp32 columns each. */
 static double gathered_bytes(const agmm_cli_t *cli)
 {
     double most = 0;
-    for (int r = 0; r < cli->ranks && cli->op == AGMM_OP_GEMM_RS; r++) {
+    for (int r = 0; r < cli->ranks && agmm_tool_split_k(cli); r++) {
         double b = (double)(cli->ranks - 1) * (double)cli->m_local[r] *
                    (double)cli->n * 4.0;
+        if (cli->op == AGMM_OP_GEMM_AR)
+            b +=
+                (double)(cli->m_total - cli->m_local[r]) * (double)cli->n * 4.0;
         if (b > most) most = b;
     }
-    for (int r = 0; r < cli->ranks && cli->op != AGMM_OP_GEMM_RS; r++) {
+    for (int r = 0; r < cli->ranks && !agmm_tool_split_k(cli); r++) {
         double b = (double)(cli->m_total - cli->m_local[r]) * (double)cli->k *
                    (double)agmm_dtype_size(cli->dtype);
         if (b > most) most = b;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "agmm_ext.h"
+#include "epilogue_check.h"
 #include "inputs.h"
 
 /* q [rows, cols] of stream (seed, kind, id) quantized as the tool does:
@@ -53,15 +54,22 @@ typedef struct counts {
 } counts_t;
 
 /* c against ref: element e passes when |c - ref| <= rel * m + abs_, m =
- * mag[e] (NULL: |ref[e]|). NaN fails. */
-static void compare(const float *c, const float *ref, const float *mag,
+ * mag[e] (NULL: |ref[e]|), or, with an epilogue (raw: the reference
+ * product, pre: the value before the activation, else both NULL), the
+ * epilogue's bound of that (epilogue_check.h; m then |raw[e]| without
+ * mag). NaN fails. */
+static void compare(const agmm_cli_t *cli, const float *c, const float *ref,
+                    const float *raw, const float *pre, const float *mag,
                     double rel, double abs_, int64_t total, counts_t *n,
                     agmm_int8_check_t *q)
 {
     for (int64_t i = 0; i < total; i++) {
         double d = fabs((double)c[i] - (double)ref[i]);
-        double m = mag ? (double)mag[i] : fabs((double)ref[i]);
+        double m = mag   ? (double)mag[i]
+                   : raw ? fabs((double)raw[i])
+                         : fabs((double)ref[i]);
         double bound = rel * m + abs_;
+        if (pre) bound = agmm_tool_epi_bound(cli, bound, pre[i], ref[i]);
         if (!(d <= bound)) {
             if (n->first_bad < 0) n->first_bad = i;
             n->mismatches++;
@@ -85,16 +93,14 @@ static void quant_error(const float *c, const float *c32, int64_t total,
     }
 }
 
-/* gemm-rs: this rank's rows of C = sum_p A_p @ W_p. */
+/* gemm-rs: this rank's rows of C = sum_p A_p @ W_p (gemm-ar: every row). */
 static int check_rs(const agmm_tool_rank_t *t, int round, counts_t *cnt,
                     agmm_int8_check_t *q)
 {
     const agmm_cli_t *cli = t->cli;
     int P = cli->ranks;
-    int64_t M = cli->m_total, n = cli->n, rows = cli->m_local[t->rank];
-    int64_t row0 = 0;
-    for (int p = 0; p < t->rank; p++)
-        row0 += cli->m_local[p];
+    int64_t M = cli->m_total, n = cli->n, rows, row0;
+    agmm_tool_c_range(cli, t->rank, &row0, &rows);
     int8_t **a = calloc((size_t)P, sizeof *a),
            **w = calloc((size_t)P, sizeof *w);
     float **as = calloc((size_t)P, sizeof *as),
@@ -105,7 +111,10 @@ static int check_rs(const agmm_tool_rank_t *t, int round, counts_t *cnt,
     size_t cn = (size_t)rows * (size_t)n + 1;
     float *ref = malloc(cn * sizeof(float)), *mag = calloc(cn, sizeof(float));
     float *part = malloc(cn * sizeof(float)), *c32 = malloc(cn * sizeof(float));
-    int rc = a && w && as && ws && a32 && w32 && kl && ref && mag && part && c32
+    int epi = agmm_tool_has_epilogue(cli);
+    float *pre = epi ? malloc(cn * sizeof(float)) : NULL;
+    int rc = a && w && as && ws && a32 && w32 && kl && ref && mag && part &&
+                     c32 && (!epi || pre)
                  ? 0
                  : 1;
     uint64_t seed_a = cli->seed + (uint64_t)round;
@@ -141,9 +150,15 @@ static int check_rs(const agmm_tool_rank_t *t, int round, counts_t *cnt,
                        P, (const void *const *)a32, (const void *const *)w32,
                        kl, M, n, AGMM_DTYPE_FP32, row0, rows, c32) != AGMM_OK)
         rc = 1;
+    if (rc == 0 && epi &&
+        (agmm_tool_ref_epilogue(t, 0, rows, n, ref, NULL, pre) ||
+         agmm_tool_ref_epilogue(t, 0, rows, n, c32, NULL, NULL)))
+        rc = 1;
     if (rc == 0) {
-        compare(t->c, ref, mag, (double)(P + 3) * 0x1p-24, 0, rows * n, cnt, q);
-        quant_error(t->c, c32, rows * n, q);
+        const float *c = agmm_tool_out_f32(t, 0, rows * n);
+        compare(cli, c, ref, NULL, pre, mag, (double)(P + 3) * 0x1p-24, 0,
+                rows * n, cnt, q);
+        quant_error(c, c32, rows * n, q);
     }
     for (int p = 0; p < P; p++) {
         if (a) free(a[p]);
@@ -154,7 +169,7 @@ static int check_rs(const agmm_tool_rank_t *t, int round, counts_t *cnt,
         if (w32) free(w32[p]);
     }
     free(a), free(w), free(as), free(ws), free(a32), free(w32), free(kl);
-    free(ref), free(mag), free(part), free(c32);
+    free(ref), free(mag), free(part), free(c32), free(pre);
     return rc;
 }
 
@@ -194,7 +209,7 @@ int agmm_tool_check_int8(const agmm_tool_rank_t *t, int round,
     memset(q, 0, sizeof *q);
     *bad_weight = 0;
     int rc = 0;
-    if (cli->op == AGMM_OP_GEMM_RS) {
+    if (agmm_tool_split_k(cli)) {
         rc = check_rs(t, round, &cnt, q);
     } else {
         int P = cli->ranks, nw = cli->n_count > 1 ? cli->n_count : 1;
@@ -205,8 +220,13 @@ int agmm_tool_check_int8(const agmm_tool_rank_t *t, int round,
         size_t cmax = (size_t)cli->m_total * (size_t)cli->n_sum + 1;
         float *ref = malloc(cmax * sizeof(float));
         float *c32 = malloc(cmax * sizeof(float)), *wsc = NULL, *w32 = NULL;
+        int epi = agmm_tool_has_epilogue(cli);
+        float *pre = epi ? malloc(cmax * sizeof(float)) : NULL;
+        float *raw = epi ? malloc(cmax * sizeof(float)) : NULL;
         uint64_t seed_a = cli->seed + (uint64_t)round;
-        rc = sh && sc && f32 && rows && ref && c32 ? 0 : 1;
+        rc = sh && sc && f32 && rows && ref && c32 && (!epi || (pre && raw))
+                 ? 0
+                 : 1;
         for (int p = 0; rc == 0 && p < P; p++) {
             rows[p] = agmm_tool_round_rows(cli, round, p);
             M += rows[p];
@@ -239,9 +259,15 @@ int agmm_tool_check_int8(const agmm_tool_rank_t *t, int round,
                 rc = 1;
                 break;
             }
+            if (epi && (agmm_tool_ref_epilogue(t, i, M, n, ref, raw, pre) ||
+                        agmm_tool_ref_epilogue(t, i, M, n, c32, NULL, NULL))) {
+                rc = 1;
+                break;
+            }
+            const float *c = agmm_tool_out_f32(t, i, M * n);
             int64_t before = cnt.mismatches;
             counts_t one = {cnt.max_abs_diff, 0, -1};
-            compare(t->cs[i], ref, NULL, AGMM_INT8_AG_ULPS * 0x1p-24,
+            compare(cli, c, ref, raw, pre, NULL, AGMM_INT8_AG_ULPS * 0x1p-24,
                     AGMM_INT8_AG_ABS, M * n, &one, q);
             cnt.max_abs_diff = one.max_abs_diff;
             if (one.mismatches && !before) {
@@ -249,7 +275,7 @@ int agmm_tool_check_int8(const agmm_tool_rank_t *t, int round,
                 *bad_weight = i;
             }
             cnt.mismatches += one.mismatches;
-            quant_error(t->cs[i], c32, M * n, q);
+            quant_error(c, c32, M * n, q);
         }
         if (rc == 0 && t->gathered) check_gathered(t, sh, sc, rows, &cnt);
         for (int p = 0; p < P; p++) {
@@ -258,7 +284,7 @@ int agmm_tool_check_int8(const agmm_tool_rank_t *t, int round,
             if (f32) free(f32[p]);
         }
         free(sh), free(sc), free(f32), free(rows), free(ref), free(c32);
-        free(wsc), free(w32);
+        free(wsc), free(w32), free(pre), free(raw);
     }
     if (rc != 0)
         fprintf(stderr, "agmm: rank %d: could not compute the reference\n",

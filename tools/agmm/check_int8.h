@@ -10,8 +10,9 @@
 /* The bound of each element of C (|c - ref| <= it passes):
  *   ag-gemm: AGMM_INT8_AG_ULPS * 2^-24 * |ref| + 1e-30 (the scaling's fp32
  *            roundings of an exact int32 sum);
- *   gemm-rs: (P + 3) * 2^-24 * sum_r |partial_r| (P fp32 partials summed,
- *            each rank's exact partial_r from the oracle with that rank). */
+ *   gemm-rs, gemm-ar: (P + 3) * 2^-24 * sum_r |partial_r| (P fp32
+ *            partials summed, each rank's exact partial_r from the oracle
+ *            with that rank). */
 #define AGMM_INT8_AG_ULPS 4
 #define AGMM_INT8_AG_ABS  1e-30
 

@@ -197,14 +197,18 @@ static int check_weights_and_rows(agmm_cli_t *cli, FILE *err)
         cli->n_sum += cli->n_list[i];
     }
     cli->n = cli->n_list[0];
-    if (cli->n_count > 1 && cli->op == AGMM_OP_GEMM_RS) {
-        fprintf(err, "agmm: --n: several weights (a list) only with --op "
-                     "ag-gemm; gemm-rs takes one N\n");
+    if (cli->n_count > 1 && cli->op != AGMM_OP_AG_GEMM) {
+        fprintf(err,
+                "agmm: --n: several weights (a list) only with --op "
+                "ag-gemm; %s takes one N\n",
+                agmm_op_name(cli->op));
         return 2;
     }
-    if (cli->rows_per_round_count > 0 && cli->op == AGMM_OP_GEMM_RS) {
-        fprintf(err, "agmm: --m-local-per-round: only with --op ag-gemm "
-                     "(gemm-rs has the plan's rows every round)\n");
+    if (cli->rows_per_round_count > 0 && cli->op != AGMM_OP_AG_GEMM) {
+        fprintf(err,
+                "agmm: --m-local-per-round: only with --op ag-gemm "
+                "(%s has the plan's rows every round)\n",
+                agmm_op_name(cli->op));
         return 2;
     }
     return 0;
@@ -359,12 +363,10 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
             return 2;
         }
 
-    /* --op gemm-rs and --k-local */
-    if (cli->k_local_count > 0 && cli->op != AGMM_OP_GEMM_RS) {
-        fprintf(
-            err,
-            "agmm: --k-local: only with --op gemm-rs (the all-gather + GEMM "
-            "does not split --k)\n");
+    /* --op gemm-rs / gemm-ar and --k-local */
+    if (cli->k_local_count > 0 && cli->op == AGMM_OP_AG_GEMM) {
+        fprintf(err, "agmm: --k-local: only with --op gemm-rs or gemm-ar (the "
+                     "all-gather + GEMM does not split --k)\n");
         return 2;
     }
     if (cli->k_local_count > 0) {

@@ -60,7 +60,8 @@ typedef struct agmm_cli {
     /* values given (0: every round has --m-local rows) */
     int rows_per_round_count;
     agmm_op_t op; /* --op (default ag-gemm) */
-    /* --k-local (gemm-rs): the inner-dimension split, one value per rank */
+    /* --k-local (gemm-rs, gemm-ar): the inner-dimension split, one value per
+     * rank */
     int64_t k_local[AGMM_CLI_MAX_RANKS];
     /* values given to --k-local (0: not given: k split evenly) */
     int k_local_count;
@@ -69,6 +70,11 @@ typedef struct agmm_cli {
     agmm_gemm_engine_kind_t gemm_engine; /* --gemm-engine */
     agmm_gemm_path_t gemm_path;          /* --gemm-path */
     agmm_weights_t weights;              /* --weights */
+    /* The epilogue: --bias (a random per-column bias per weight, the same
+     * on every rank), --activation, --out-dtype (C's dtype) */
+    int bias;
+    agmm_activation_t activation;
+    agmm_dtype_t out_dtype;
     /* --a-scale row|tensor, --w-scale col|tensor: int8's scale layouts
      * (CHANNEL: per row of A / per column of W); only with --dtype int8 */
     agmm_scale_t a_scale, w_scale;

@@ -103,8 +103,9 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
                                    (long long)cli->rows_per_round[i]);
     }
     char op[96] = "";
-    if (cli->op == AGMM_OP_GEMM_RS) {
-        size_t len = (size_t)snprintf(op, sizeof op, " gemm-rs (K split ");
+    if (cli->op != AGMM_OP_AG_GEMM) {
+        size_t len = (size_t)snprintf(op, sizeof op, " %s (K split ",
+                                      agmm_op_name(cli->op));
         for (int r = 0; r < cli->ranks && len + 24 < sizeof op; r++)
             len += (size_t)snprintf(op + len, sizeof op - len, "%s%lld",
                                     r ? "," : "",
@@ -119,15 +120,24 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
         snprintf(dt, sizeof dt, "int8 (A scales per %s, W per %s)",
                  cli->a_scale == AGMM_SCALE_TENSOR ? "shard" : "row",
                  cli->w_scale == AGMM_SCALE_TENSOR ? "weight" : "column");
+    char epi[64]; /* "bf16 out (+ bias, gelu-tanh)" */
+    int both = cli->bias && cli->activation != AGMM_ACT_NONE;
+    snprintf(
+        epi, sizeof epi, "%s out%s%s%s%s%s", agmm_dtype_name(cli->out_dtype),
+        cli->bias || cli->activation != AGMM_ACT_NONE ? " (" : "",
+        cli->bias ? "+ bias" : "", both ? ", " : "",
+        cli->activation != AGMM_ACT_NONE ? agmm_activation_name(cli->activation)
+                                         : "",
+        cli->bias || cli->activation != AGMM_ACT_NONE ? ")" : "");
     fprintf(out,
-            "agmm %s%s: %d %s (%s), M=%lld (%s) K=%lld N=%lld%s, %s in, fp32 "
-            "out, %s weight, tiles %lldx%lld, %d comm + %d GEMM threads per "
+            "agmm %s%s: %d %s (%s), M=%lld (%s) K=%lld N=%lld%s, %s in, %s, "
+            "%s weight, tiles %lldx%lld, %d comm + %d GEMM threads per "
             "rank%s\n",
             cli->cmd == AGMM_CMD_RUN ? "run" : "bench", op, cli->ranks,
             cli->ranks == 1 ? "rank" : "ranks",
             agmm_world_transport_name(world), (long long)cli->m_total, shards,
-            (long long)cli->k, (long long)cli->n_sum, weights, dt,
-            cli->op == AGMM_OP_GEMM_RS            ? "per-rank"
+            (long long)cli->k, (long long)cli->n_sum, weights, dt, epi,
+            cli->op != AGMM_OP_AG_GEMM            ? "per-rank"
             : cli->weights == AGMM_WEIGHTS_SHARED ? "shared"
                                                   : "per-rank",
             (long long)cli->tile_m, (long long)cli->tile_n, cli->comm_cores,
@@ -153,10 +163,12 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     agmm_gemm_info_t g;
     char words[32];
     if (agmm_plan_gemm_info(plan, &g) == AGMM_OK) {
-        fprintf(out, "gemm: %s %s, %s, impl %s, %d %s per call\n", g.name,
+        fprintf(out, "gemm: %s %s, %s, impl %s, %d %s per call%s%s\n", g.name,
                 g.version, path_words(cli->dtype, g.path, words), g.impl,
                 g.threads_per_call,
-                g.threads_per_call == 1 ? "thread" : "threads");
+                g.threads_per_call == 1 ? "thread" : "threads",
+                strcmp(g.epilogue, "none") ? ", epilogue " : "",
+                strcmp(g.epilogue, "none") ? g.epilogue : "");
         print_path_choice(out, cli->dtype, &g);
     }
 }
@@ -167,10 +179,10 @@ void agmm_tool_json_gemm(const agmm_plan_t *plan)
     if (agmm_plan_gemm_info(plan, &g) != AGMM_OK) return;
     printf(",\"gemm\":{\"engine\":\"%s\",\"version\":\"%s\",\"impl\":\"%s\","
            "\"threads_per_call\":%d,\"path\":\"%s\",\"chosen_by\":\"%s\","
-           "\"choose_ms\":%.3f,\"plan_create_ms\":%.3f,",
+           "\"choose_ms\":%.3f,\"plan_create_ms\":%.3f,\"epilogue\":\"%s\",",
            g.name, g.version, g.impl, g.threads_per_call,
            agmm_gemm_path_name(g.path), g.chosen_by, g.choose_ms,
-           agmm_tool_create_ms);
+           agmm_tool_create_ms, g.epilogue);
     if (g.int8_variant)
         printf("\"int8_variant\":\"%s\",", g.int8_variant);
     else

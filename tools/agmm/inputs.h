@@ -9,7 +9,7 @@
 
 #include "agmm.h"
 
-enum { AGMM_STREAM_A = 1, AGMM_STREAM_W = 2 };
+enum { AGMM_STREAM_A = 1, AGMM_STREAM_W = 2, AGMM_STREAM_BIAS = 3 };
 
 /* n values of stream (seed, kind, id) in `dtype` into dst. */
 agmm_status_t agmm_inputs_fill(uint64_t seed, int kind, int64_t id,

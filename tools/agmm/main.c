@@ -11,6 +11,7 @@
 
 #include "agmm.h"
 #include "cli.h"
+#include "epilogue_check.h"
 #include "launch.h"
 #include "tool.h"
 
@@ -25,9 +26,12 @@ uint64_t agmm_tool_bytes_per_rank(const agmm_cli_t *cli)
     double mmax = 0;
     for (int r = 0; r < cli->ranks; r++)
         if ((double)cli->m_local[r] > mmax) mmax = (double)cli->m_local[r];
-    double bytes = mmax * k * es + k * n * es + M * n * 4;
+    double ces = (double)agmm_dtype_size(cli->out_dtype);
+    double bytes = mmax * k * es + k * n * es + M * n * ces;
     if (cli->check) /* + the gathered A handed back */
         bytes += 2 * M * k * es + M * k * 4 + k * n * 4 + M * n * 4;
+    if (cli->check && agmm_tool_has_epilogue(cli)) /* epilogue_check.h: */
+        bytes += 2 * M * n * 4 + (ces < 4 ? M * n * 4 : 0); /* pre, raw, C */
     if (cli->dtype == AGMM_DTYPE_INT8) {   /* inputs made in fp32, then */
         bytes += mmax * k * 4 + k * n * 4; /* quantized; the check's */
         if (cli->check) /* fp32 product and per-rank partials */

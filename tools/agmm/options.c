@@ -22,6 +22,7 @@ _Static_assert(sizeof(agmm_schedule_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_op_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_gemm_path_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_scale_t) == sizeof(int), "enum field size");
+_Static_assert(sizeof(agmm_activation_t) == sizeof(int), "enum field size");
 
 #define CLI_MAX_COUNT INT_MAX /* --rounds, --warmup */
 
@@ -51,8 +52,19 @@ static const opt_choice_t k_schedules[] = {{"fused", AGMM_SCHEDULE_FUSED},
                                            {"baseline", AGMM_SCHEDULE_BASELINE},
                                            {"auto", AGMM_SCHEDULE_AUTO},
                                            {NULL, 0}};
-static const opt_choice_t k_ops[] = {
-    {"ag-gemm", AGMM_OP_AG_GEMM}, {"gemm-rs", AGMM_OP_GEMM_RS}, {NULL, 0}};
+static const opt_choice_t k_ops[] = {{"ag-gemm", AGMM_OP_AG_GEMM},
+                                     {"gemm-rs", AGMM_OP_GEMM_RS},
+                                     {"gemm-ar", AGMM_OP_GEMM_AR},
+                                     {NULL, 0}};
+/* The epilogue: C's dtype and the activation. */
+static const opt_choice_t k_out_dtypes[] = {{"fp32", AGMM_DTYPE_FP32},
+                                            {"bf16", AGMM_DTYPE_BF16},
+                                            {"fp16", AGMM_DTYPE_FP16},
+                                            {NULL, 0}};
+static const opt_choice_t k_acts[] = {
+    {"none", AGMM_ACT_NONE},           {"relu", AGMM_ACT_RELU},
+    {"gelu-tanh", AGMM_ACT_GELU_TANH}, {"gelu-erf", AGMM_ACT_GELU_ERF},
+    {"silu", AGMM_ACT_SILU},           {NULL, 0}};
 static const opt_choice_t k_transports[] = {{"shm", 0}, {"mpi", 1}, {NULL, 0}};
 
 /* cleanup --job: the library's job alphabet (agmm_world_join). */
@@ -126,15 +138,16 @@ const opt_row_t opt_table[] = {
              "--m-local); 0 allowed (default: --m-local every round)"},
     {.name = "op", .kind = OPTK_CHOICE, .field = F(op), NOSET, .choices = k_ops, LIB(op),
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--op OP",
-     .help = "{choices}: all-gather + GEMM, or GEMM +\n"
+     .help = "{choices}: all-gather + GEMM, GEMM +\n"
              "reduce-scatter (A_r is M x K_r, W_r is K_r x N; rank r\n"
-             "gets its --m-local rows of sum_r A_r @ W_r)\n"
-             "(default {def})"},
+             "gets its --m-local rows of sum_r A_r @ W_r), or GEMM +\n"
+             "all-reduce (the same A_r, W_r; every rank gets all of\n"
+             "it, rank r summing its --m-local rows) (default {def})"},
     {.name = "k-local", .kind = OPTK_ROWS, .field = F(k_local), NOSET, .cmds = OPT_FOR_ALL,
      .section = SEC_PROBLEM, .label = "--k-local K0,K1,...",
-     .help = "gemm-rs: each rank's part of --k, one value per rank,\n"
-             "each >= 0, summing to --k (default: --k split evenly,\n"
-             "the first ranks one more)"},
+     .help = "gemm-rs, gemm-ar: each rank's part of --k, one value\n"
+             "per rank, each >= 0, summing to --k (default: --k split\n"
+             "evenly, the first ranks one more)"},
     {.name = "tile-m", .kind = OPTK_INT64, .field = F(tile_m), NOSET, .min = 1,
      .max = INT64_MAX, LIB(tile_m), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
      .label = "--tile-m ROWS", .help = "rows per tile, >= 1 (default {def})"},
@@ -143,9 +156,24 @@ const opt_row_t opt_table[] = {
      .label = "--tile-n COLS", .help = "columns per GEMM work item, >= 1 (default {def})"},
     {.name = "dtype", .kind = OPTK_CHOICE, .field = F(dtype), NOSET, .choices = k_dtypes,
      LIB(dtype), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--dtype T",
-     .help = "{choices}, of A and W; C is fp32\n"
+     .help = "{choices}, of A and W (C: --out-dtype)\n"
              "(default {def}); int8 (W8A8, onednn only): made in fp32,\n"
              "then quantized by the rank that owns them"},
+    {.name = "bias", .kind = OPTK_FLAG, .field = F(bias), NOSET, .flag_value = 1,
+     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .help = "add a per-column fp32 bias to C (random, like the\n"
+             "weights; the same on every rank; gemm-rs: once, after\n"
+             "the reduction)"},
+    {.name = "activation", .kind = OPTK_CHOICE, .field = F(activation), NOSET,
+     .choices = k_acts, LIB(activation), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .label = "--activation F",
+     .help = "{choices}:\n"
+             "the activation after the bias, in fp32 (default {def})"},
+    {.name = "out-dtype", .kind = OPTK_CHOICE, .field = F(out_dtype), NOSET,
+     .choices = k_out_dtypes, LIB(out_dtype), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .label = "--out-dtype T",
+     .help = "{choices}: C's dtype, rounded once to nearest\n"
+             "even after the activation (default {def})"},
     {.name = "a-scale", .kind = OPTK_CHOICE, .field = F(a_scale), .set_field = F(a_scale_set),
      .choices = k_a_scales, LIB(a_scale), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
      .label = "--a-scale S",

@@ -112,12 +112,15 @@ void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
             printf("%s%lld", i ? "," : "", (long long)cli->rows_per_round[i]);
         printf("]");
     }
-    if (cli->op == AGMM_OP_GEMM_RS) { /* the split in effect */
+    if (cli->op != AGMM_OP_AG_GEMM) { /* the split in effect */
         printf(",\"k_local\":[");
         for (int r = 0; r < cli->ranks; r++)
             printf("%s%lld", r ? "," : "", (long long)agmm_tool_k_part(cli, r));
         printf("]");
     }
+    printf(",\"bias\":%s,\"activation\":\"%s\",\"out_dtype\":\"%s\"",
+           cli->bias ? "true" : "false", agmm_activation_name(cli->activation),
+           agmm_dtype_name(cli->out_dtype));
     printf(",\"gemm_engine\":\"%s\",\"dtype\":\"%s\",\"weights\":\"%s\",\"tile_"
            "m\":%lld,\"tile_n\":%lld,"
            "\"comm_cores\":%d,\"gemm_cores\":%d,\"usable_cores_per_rank\":%d,"

@@ -1,7 +1,9 @@
 /* `agmm run`: run the operation (--schedule, default auto) for --rounds rounds
  * with new inputs every round and check every rank's output of every round
  * against the reference (allclose rtol 1e-2, atol 1e-2; int8: against the
- * exact int8 oracles within a few fp32 roundings, check_int8.c). */
+ * exact int8 oracles within a few fp32 roundings, check_int8.c); gemm-ar:
+ * also that every rank's C is the same bytes (a hash compared over the
+ * ranks). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 
 #include "agmm_ext.h"
 #include "check_int8.h"
+#include "epilogue_check.h"
 #include "inputs.h"
 #include "progress.h"
 #include "report.h"
@@ -24,10 +27,25 @@ typedef struct round_result {
     int64_t first_bad;   /* flat index of the first one, -1 if none */
     int bad_weight;      /* several weights: the one first_bad is in */
     agmm_int8_check_t q; /* int8: the bound's worst ratio, quant error */
+    uint64_t c_hash;     /* gemm-ar: FNV-1a of C's bytes */
 } round_result_t;
 
-/* max diff, mismatches and the first bad index of c against ref. */
-static void compare(const float *c, const float *ref, int64_t total,
+/* FNV-1a of the bytes of C ([rows, n] of the output dtype). */
+static uint64_t c_hash(const void *c, int64_t elems, size_t esize)
+{
+    const unsigned char *b = (const unsigned char *)c;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < (size_t)elems * esize; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* max diff, mismatches and the first bad index of c against ref. With an
+ * epilogue (epilogue_check.h), raw is the reference product (allclose's
+ * bound is taken of it) and pre the value before the activation, else
+ * both NULL. */
+static void compare(const agmm_cli_t *cli, const float *c, const float *ref,
+                    const float *raw, const float *pre, int64_t total,
                     round_result_t *res)
 {
     res->max_abs_diff = 0;
@@ -35,7 +53,11 @@ static void compare(const float *c, const float *ref, int64_t total,
     res->first_bad = -1;
     for (int64_t i = 0; i < total; i++) {
         double d = fabs((double)c[i] - (double)ref[i]);
-        if (!(d <= ATOL + RTOL * fabs((double)ref[i]))) { /* NaN fails */
+        double bound =
+            pre ? agmm_tool_epi_bound(cli, ATOL + RTOL * fabs((double)raw[i]),
+                                      pre[i], ref[i])
+                : ATOL + RTOL * fabs((double)ref[i]);
+        if (!(d <= bound)) { /* NaN fails */
             if (res->first_bad < 0) res->first_bad = i;
             res->mismatches++;
         }
@@ -43,9 +65,9 @@ static void compare(const float *c, const float *ref, int64_t total,
     }
 }
 
-/* gemm-rs: this rank's rows of C against agmm_reference_rs over every
- * rank's A_r and W_r, regenerated from the seeds as the ranks made them.
- * first_bad is an index into this rank's rows. */
+/* gemm-rs: this rank's rows of C (gemm-ar: every row) against
+ * agmm_reference_rs over every rank's A_r and W_r, regenerated from the
+ * seeds as the ranks made them. first_bad is an index into those rows. */
 static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
 {
     const agmm_cli_t *cli = t->cli;
@@ -53,11 +75,14 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
     size_t es = agmm_dtype_size(cli->dtype);
     void **a = calloc((size_t)P, sizeof *a), **w = calloc((size_t)P, sizeof *w);
     int64_t *kl = calloc((size_t)P, sizeof *kl);
-    int64_t rows = cli->m_local[t->rank], row0 = 0;
-    for (int p = 0; p < t->rank; p++)
-        row0 += cli->m_local[p];
+    int64_t rows, row0;
+    agmm_tool_c_range(cli, t->rank, &row0, &rows);
     float *ref = malloc((size_t)rows * (size_t)cli->n * sizeof(float) + 1);
-    int rc = a && w && kl && ref ? 0 : 1;
+    int epi = agmm_tool_has_epilogue(cli);
+    size_t rn = (size_t)rows * (size_t)cli->n + 1;
+    float *pre = epi ? malloc(rn * sizeof(float)) : NULL;
+    float *raw = epi ? malloc(rn * sizeof(float)) : NULL;
+    int rc = a && w && kl && ref && (!epi || (pre && raw)) ? 0 : 1;
     for (int p = 0; rc == 0 && p < P; p++) {
         kl[p] = agmm_tool_k_part(cli, p);
         a[p] = malloc((size_t)agmm_tool_a_elems(cli, p) * es + 1);
@@ -75,8 +100,11 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
                           cli->m_total, cli->n, cli->dtype, row0, rows,
                           ref) != AGMM_OK)
         rc = 1;
+    if (rc == 0 && epi)
+        rc = agmm_tool_ref_epilogue(t, 0, rows, cli->n, ref, raw, pre);
     if (rc == 0)
-        compare(t->c, ref, rows * cli->n, res);
+        compare(cli, agmm_tool_out_f32(t, 0, rows * cli->n), ref, raw, pre,
+                rows * cli->n, res);
     else
         fprintf(stderr, "agmm: rank %d: could not compute the reference\n",
                 t->rank);
@@ -88,6 +116,8 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
     free(w);
     free(kl);
     free(ref);
+    free(pre);
+    free(raw);
     return rc;
 }
 
@@ -105,7 +135,7 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
         return agmm_tool_check_int8(t, round, &res->max_abs_diff,
                                     &res->mismatches, &res->first_bad,
                                     bad_weight, &res->q);
-    if (cli->op == AGMM_OP_GEMM_RS) return check_round_rs(t, round, res);
+    if (agmm_tool_split_k(cli)) return check_round_rs(t, round, res);
     size_t es = agmm_dtype_size(cli->dtype);
     const void **shards = calloc((size_t)cli->ranks, sizeof *shards);
     int64_t *rows = calloc((size_t)cli->ranks, sizeof *rows), M = 0;
@@ -114,9 +144,12 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
         M += rows[p];
     }
     int nw = cli->n_count > 1 ? cli->n_count : 1;
-    float *ref =
-        malloc((size_t)cli->m_total * (size_t)cli->n_sum * sizeof(float) + 1);
-    int rc = shards && ref && rows ? 0 : 1;
+    size_t most = (size_t)cli->m_total * (size_t)cli->n_sum + 1;
+    float *ref = malloc(most * sizeof(float));
+    int epi = agmm_tool_has_epilogue(cli);
+    float *pre = epi ? malloc(most * sizeof(float)) : NULL;
+    float *raw = epi ? malloc(most * sizeof(float)) : NULL;
+    int rc = shards && ref && rows && (!epi || (pre && raw)) ? 0 : 1;
     for (int p = 0; rc == 0 && p < cli->ranks; p++) {
         void *s = malloc((size_t)cli->m_local[p] * (size_t)cli->k * es + 1);
         shards[p] = s;
@@ -136,7 +169,12 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
             rc = 1;
             break;
         }
-        compare(t->cs[i], ref, M * n, &one);
+        if (epi && agmm_tool_ref_epilogue(t, i, M, n, ref, raw, pre)) {
+            rc = 1;
+            break;
+        }
+        compare(cli, agmm_tool_out_f32(t, i, M * n), ref, raw, pre, M * n,
+                &one);
         if (one.max_abs_diff > res->max_abs_diff ||
             one.max_abs_diff != one.max_abs_diff)
             res->max_abs_diff = one.max_abs_diff;
@@ -168,17 +206,22 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
     free(shards);
     free(rows);
     free(ref);
+    free(pre);
+    free(raw);
     return rc;
 }
 
-/* int8: the bound in words ("4*2^-24*|ref|+1e-30"), into buf[64]. */
+/* int8: the bound in words ("4*2^-24*|ref|+1e-30"; with an epilogue, of
+ * the value before it: epilogue_check.h adds its allowance), into
+ * buf[64]. */
 static const char *int8_bound(const agmm_cli_t *cli, char *buf)
 {
-    if (cli->op == AGMM_OP_GEMM_RS)
-        snprintf(buf, 64, "%d*2^-24*sum_r|partial_r|", cli->ranks + 3);
+    const char *epi = agmm_tool_has_epilogue(cli) ? " before the epilogue" : "";
+    if (agmm_tool_split_k(cli))
+        snprintf(buf, 64, "%d*2^-24*sum_r|partial_r|%s", cli->ranks + 3, epi);
     else
-        snprintf(buf, 64, "%d*2^-24*|ref|+%g", AGMM_INT8_AG_ULPS,
-                 AGMM_INT8_AG_ABS);
+        snprintf(buf, 64, "%d*2^-24*|ref|+%g%s", AGMM_INT8_AG_ULPS,
+                 AGMM_INT8_AG_ABS, epi);
     return buf;
 }
 
@@ -291,10 +334,18 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             res.mismatches = -1; /* could not check: counts as failed */
         }
         res.bad_weight = bad_weight;
+        int same_c = cli->check && cli->op == AGMM_OP_GEMM_AR;
+        if (same_c)
+            res.c_hash = c_hash(t.c, cli->m_total * cli->n,
+                                agmm_dtype_size(cli->out_dtype));
         if (agmm_world_allgather(world, &res, all, sizeof res) != AGMM_OK) {
             rc = 1;
             break;
         }
+        int differs = -1; /* gemm-ar: the first rank whose C is not rank 0's */
+        for (int p = 1; same_c && p < P && differs < 0; p++)
+            if (all[p].c_hash != all[0].c_hash) differs = p;
+        failed |= differs >= 0;
         if (t.rank != 0) {
             for (int p = 0; p < P; p++)
                 failed |= all[p].mismatches != 0;
@@ -317,6 +368,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                 maxdiff = all[p].max_abs_diff;
             if (all[p].mismatches != 0 && bad_rank < 0) bad_rank = p;
         }
+        if (bad_rank < 0) bad_rank = differs;
         failed |= bad_rank >= 0;
         if (first_bad < 0) first_bad = bad_rank;
         agmm_progress_clear(&pg);
@@ -359,9 +411,15 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             text_int8(cli, maxdiff, &q, bad_rank < 0);
         else
             printf("; check: max |diff| %.3g over %d %s, allclose(rtol=%g, "
-                   "atol=%g) %s\n",
+                   "atol=%g)%s%s %s\n",
                    maxdiff, P, P == 1 ? "rank" : "ranks", RTOL, ATOL,
+                   same_c ? ", C the same bytes on every rank" : "",
+                   agmm_tool_has_epilogue(cli)
+                       ? " before the epilogue, + its allowance"
+                       : "",
                    bad_rank < 0 ? "PASS" : "FAIL");
+        if (differs >= 0)
+            printf("  rank %d: C is not the same bytes as rank 0's\n", differs);
         for (int p = 0; p < P; p++) {
             if (all[p].mismatches == 0) continue;
             if (all[p].mismatches < 0) {

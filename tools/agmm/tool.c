@@ -40,25 +40,27 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->op = cli->op;
     d->a_scale = cli->a_scale;
     d->w_scale = cli->w_scale;
-    d->k_local = cli->op == AGMM_OP_GEMM_RS && cli->k_local_count > 0
-                     ? cli->k_local
-                     : NULL;
+    d->bias = cli->bias;
+    d->activation = cli->activation;
+    d->out_dtype = cli->out_dtype;
+    d->k_local =
+        agmm_tool_split_k(cli) && cli->k_local_count > 0 ? cli->k_local : NULL;
 }
 
 int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r)
 {
-    if (cli->op != AGMM_OP_GEMM_RS) return cli->k;
+    if (!agmm_tool_split_k(cli)) return cli->k;
     if (cli->k_local_count > 0) return cli->k_local[r];
     return agmm_k_split(cli->k, cli->ranks, r);
 }
 
 /* One rank's GEMM flops per round, the mean over ranks: 2*M*K*N for
  * all-gather + GEMM (every rank multiplies the whole gathered A); for GEMM +
- * reduce-scatter the ranks share K, so 2*M*(K/P)*N. */
+ * reduce-scatter (or all-reduce) the ranks share K, so 2*M*(K/P)*N. */
 double agmm_tool_flop_per_rank(const agmm_cli_t *cli)
 {
     double k = (double)cli->k;
-    if (cli->op == AGMM_OP_GEMM_RS) k /= (double)cli->ranks;
+    if (agmm_tool_split_k(cli)) k /= (double)cli->ranks;
     return 2.0 * (double)cli->m_total * k *
            (double)(cli->n_sum > 0 ? cli->n_sum : cli->n);
 }
@@ -99,13 +101,13 @@ int64_t agmm_tool_w_id_i(const agmm_cli_t *cli, int r, int i)
 
 int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r)
 {
-    return cli->op == AGMM_OP_GEMM_RS ? cli->m_total * agmm_tool_k_part(cli, r)
-                                      : cli->m_local[r] * cli->k;
+    return agmm_tool_split_k(cli) ? cli->m_total * agmm_tool_k_part(cli, r)
+                                  : cli->m_local[r] * cli->k;
 }
 
 int64_t agmm_tool_a_rows(const agmm_cli_t *cli, int r)
 {
-    return cli->op == AGMM_OP_GEMM_RS ? cli->m_total : cli->m_local[r];
+    return agmm_tool_split_k(cli) ? cli->m_total : cli->m_local[r];
 }
 
 int64_t agmm_tool_a_scales(const agmm_cli_t *cli, int r)
@@ -127,10 +129,19 @@ int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r)
     return cli->op == AGMM_OP_GEMM_RS ? cli->m_local[r] : cli->m_total;
 }
 
+void agmm_tool_c_range(const agmm_cli_t *cli, int r, int64_t *row0,
+                       int64_t *rows)
+{
+    *row0 = 0;
+    *rows = agmm_tool_c_rows(cli, r);
+    for (int p = 0; cli->op == AGMM_OP_GEMM_RS && p < r; p++)
+        *row0 += cli->m_local[p];
+}
+
 int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r)
 {
-    /* gemm-rs: every rank has its own W_r */
-    return cli->weights == AGMM_WEIGHTS_SHARED && cli->op != AGMM_OP_GEMM_RS
+    /* gemm-rs, gemm-ar: every rank has its own W_r */
+    return cli->weights == AGMM_WEIGHTS_SHARED && !agmm_tool_split_k(cli)
                ? 0
                : r + 1;
 }
@@ -237,16 +248,24 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
         size_t kn = (size_t)agmm_tool_k_part(cli, t->rank) * (size_t)n;
         size_t cn = (size_t)agmm_tool_c_rows(cli, t->rank) * (size_t)n;
         t->ws[i] = malloc(kn * es + 1);
-        t->cs[i] = malloc(cn * sizeof(float) + 1);
+        t->cs[i] = malloc(cn * agmm_dtype_size(cli->out_dtype) + 1);
+        int c16 = cli->out_dtype != AGMM_DTYPE_FP32;
+        if (c16) t->c32s[i] = malloc(cn * sizeof(float) + 1);
+        if (cli->bias) t->biases[i] = malloc((size_t)n * sizeof(float) + 1);
         if (int8)
             t->w_scales[i] =
                 malloc((size_t)agmm_tool_w_scales(cli, i) * sizeof(float) + 1);
-        if (!t->ws[i] || !t->cs[i] || (int8 && !t->w_scales[i])) {
+        if (!t->ws[i] || !t->cs[i] || (int8 && !t->w_scales[i]) ||
+            (c16 && !t->c32s[i]) || (cli->bias && !t->biases[i])) {
             fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
                     t->rank);
             return 1;
         }
         int64_t id = agmm_tool_w_id_i(cli, t->rank, i);
+        if (cli->bias &&
+            agmm_inputs_fill(cli->seed, AGMM_STREAM_BIAS, i, AGMM_DTYPE_FP32,
+                             t->biases[i], n) != AGMM_OK)
+            return 1;
         agmm_status_t st =
             int8 ? agmm_inputs_fill_int8(cli->seed, AGMM_STREAM_W, id,
                                          agmm_tool_k_part(cli, t->rank), n,
@@ -282,6 +301,10 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
 agmm_status_t agmm_tool_set_weight(const agmm_tool_rank_t *t, agmm_plan_t *plan,
                                    int plan_i, int i)
 {
+    if (t->cli->bias) {
+        agmm_status_t st = agmm_plan_set_bias(plan, plan_i, t->biases[i]);
+        if (st != AGMM_OK) return st;
+    }
     if (t->cli->dtype == AGMM_DTYPE_INT8)
         return agmm_plan_set_weight_scaled(plan, plan_i, t->ws[i],
                                            t->w_scales[i]);
@@ -323,6 +346,8 @@ void agmm_tool_teardown(agmm_tool_rank_t *t)
         free(t->w_scales[i]);
         free(t->ws[i]);
         free(t->cs[i]);
+        free(t->c32s[i]);
+        free(t->biases[i]);
     }
     memset(t, 0, sizeof *t);
 }

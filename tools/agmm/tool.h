@@ -26,16 +26,26 @@ int agmm_tool_stopped(void);
 
 /* The plan description the options ask for. */
 void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *desc);
-/* Per rank r: its inner-dimension part (gemm-rs; else k), the elements of
- * its A (gemm-rs: [M, K_r]; else [m_local[r], k]), the rows of its C
- * (gemm-rs: m_local[r]; else M), and its weight's input stream id. */
+/* Does the operation reduce partials over a split of k (gemm-rs, gemm-ar:
+ * each rank has [M, K_r] of A and its own W_r)? */
+static inline int agmm_tool_split_k(const agmm_cli_t *cli)
+{
+    return cli->op == AGMM_OP_GEMM_RS || cli->op == AGMM_OP_GEMM_AR;
+}
+/* Per rank r: its inner-dimension part (gemm-rs, gemm-ar; else k), the
+ * elements of its A (gemm-rs, gemm-ar: [M, K_r]; else [m_local[r], k]), the
+ * rows of its C (gemm-rs: m_local[r]; else M), and its weight's input
+ * stream id. c_range: the first global row of rank r's C and its rows
+ * (gemm-rs: its own rows; else 0 and M). */
 int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r);
+void agmm_tool_c_range(const agmm_cli_t *cli, int r, int64_t *row0,
+                       int64_t *rows);
 /* One rank's GEMM flops per round (mean over ranks; tool.c). */
 double agmm_tool_flop_per_rank(const agmm_cli_t *cli);
 int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r);
 int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r);
 int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r);
-/* int8: the rows of rank r's A (ag-gemm m_local[r], gemm-rs M), its A
+/* int8: the rows of rank r's A (ag-gemm m_local[r], gemm-rs/-ar M), its A
  * scales (per row: those rows; --a-scale tensor: 1), weight i's scales
  * (per column: its columns; --w-scale tensor: 1); 0 for other dtypes. */
 int64_t agmm_tool_a_rows(const agmm_cli_t *cli, int r);
@@ -68,9 +78,15 @@ typedef struct agmm_tool_rank {
      * [m_local[rank], k], gemm-rs [M, K_r]) and its weight ([k or K_r, n]:
      * ws[0]); C: agmm_tool_c_rows rows of n (cs[0]). */
     void *a, *w;
-    float *c;
-    void *ws[AGMM_MAX_WEIGHTS];         /* weight i: [k, n_list[i]] (ag-gemm) */
-    float *cs[AGMM_MAX_WEIGHTS];        /* its output: [M, n_list[i]] */
+    void *c;
+    void *ws[AGMM_MAX_WEIGHTS]; /* weight i: [k, n_list[i]] (ag-gemm) */
+    void *cs[AGMM_MAX_WEIGHTS]; /* its output: [M, n_list[i]], --out-dtype */
+    /* a 16-bit output: its fp32 copy for the check (epilogue_check.h),
+     * else NULL */
+    float *c32s[AGMM_MAX_WEIGHTS];
+    /* --bias: weight i's [n_i] fp32 bias (stream AGMM_STREAM_BIAS, id i:
+     * the same on every rank), else NULL */
+    float *biases[AGMM_MAX_WEIGHTS];
     int64_t m_rows[AGMM_CLI_MAX_RANKS]; /* the rows of the current round */
     /* run with the check (ag-gemm): gather(A) handed back, [M, k] */
     void *gathered;
@@ -98,7 +114,7 @@ int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r);
 /* The input stream id of weight i of rank r (i = 0: agmm_tool_w_id). */
 int64_t agmm_tool_w_id_i(const agmm_cli_t *cli, int r, int i);
 /* Set weight i of t's inputs as weight plan_i of `plan` (int8: with its
- * scales, agmm_plan_set_weight_scaled). */
+ * scales, agmm_plan_set_weight_scaled), and its bias with --bias. */
 agmm_status_t agmm_tool_set_weight(const agmm_tool_rank_t *t, agmm_plan_t *plan,
                                    int plan_i, int i);
 /* Make this rank's shard for round `round` (inputs change every round;

@@ -75,6 +75,7 @@ const agmm_operation_t agmm_op_ag_gemm = {
     .declare_puts = ag_declare_puts,
     .rows_per_call = 1,
     .returns_a = 1,
+    .epilogue_in_gemm = 1, /* each tile's call writes its rows of C */
     .set_rows = agmm_ag_set_rows,
     .copy_a = agmm_ag_copy_gathered,
     .call_rows = ag_call_rows,

@@ -61,6 +61,41 @@ void agmm_plan_desc_init(agmm_plan_desc_t *d)
     d->weights = AGMM_WEIGHTS_SHARED;
     d->comm_workers = 1;
     d->gemm_workers = 1;
+    d->out_dtype = AGMM_DTYPE_FP32; /* 0 would be FP16 */
+}
+
+const char *agmm_activation_name(agmm_activation_t act)
+{
+    switch (act) {
+    case AGMM_ACT_NONE:
+        return "none";
+    case AGMM_ACT_RELU:
+        return "relu";
+    case AGMM_ACT_GELU_TANH:
+        return "gelu-tanh";
+    case AGMM_ACT_GELU_ERF:
+        return "gelu-erf";
+    case AGMM_ACT_SILU:
+        return "silu";
+    }
+    return "invalid";
+}
+
+/* The epilogue's fields: an activation, a C dtype of fp32/bf16/fp16. */
+static agmm_status_t check_epilogue(const agmm_plan_desc_t *d)
+{
+    if (!strcmp(agmm_activation_name(d->activation), "invalid"))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: activation %d is not valid (allowed: none, "
+                          "relu, gelu-tanh, gelu-erf, silu)",
+                          (int)d->activation);
+    if (d->out_dtype != AGMM_DTYPE_FP32 && d->out_dtype != AGMM_DTYPE_BF16 &&
+        d->out_dtype != AGMM_DTYPE_FP16)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: out_dtype %d is not valid (allowed: fp32, "
+                          "bf16, fp16)",
+                          (int)d->out_dtype);
+    return AGMM_OK;
 }
 
 agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
@@ -120,6 +155,7 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
                           "plan: w_scale %d is not valid (allowed: channel, "
                           "tensor)",
                           (int)d->w_scale);
+    AGMM_CHECK(check_epilogue(d));
     const agmm_operation_t *op = agmm_operation(d->op);
     if (!op)
         return agmm_error(AGMM_ERR_INVALID_ARG, "plan: op %d is not valid",
@@ -191,6 +227,9 @@ uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d)
     MIX(agmm_gemm_engine_get(d->gemm_engine)->kind);
     MIX(d->op);
     MIX(d->gemm_path);
+    MIX(d->activation); /* the epilogue */
+    MIX(d->out_dtype);
+    MIX(d->bias != 0);
     if (d->dtype == AGMM_DTYPE_INT8) { /* the layouts of the scales */
         MIX(d->a_scale);
         MIX(d->w_scale);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "gemm/epilogue.h"
 #include "ops/common/plan_internal.h"
 #include "ops/common/schedule.h"
 
@@ -119,12 +120,37 @@ static void seg_shape(const agmm_plan_t *p, const agmm_gemm_seg_t *sg,
     shape->nrows = nrows;
 }
 
-static void seg_attr(const agmm_plan_t *p, int acc, agmm_gemm_attr_t *attr)
+/* Does the operation's GEMM call carry the plan's epilogue (op.h)? */
+static int epi_in_gemm(const agmm_plan_t *p)
+{
+    return p->epilogue && p->op->epilogue_in_gemm;
+}
+
+/* The epilogue's attributes on attr (bias, act, c_dtype). */
+static void epi_attr(const agmm_plan_t *p, agmm_gemm_attr_t *attr)
+{
+    attr->bias = p->desc.bias != 0;
+    attr->act = p->act;
+    attr->c_dtype = p->desc.out_dtype;
+}
+
+/* epi: with the plan's epilogue (a segment without a pass, of an
+ * operation whose calls carry it). */
+static void seg_attr(const agmm_plan_t *p, int acc, int epi,
+                     agmm_gemm_attr_t *attr)
 {
     agmm_gemm_attr_init(attr, p->gemm_dtype, p->desc.dtype);
     attr->accumulate = acc;
     attr->a_scale = attr->w_scale = p->int8; /* W8A8: both always */
     attr->s8_as_u8 = p->int8 && p->int8_u8;
+    if (epi) epi_attr(p, attr);
+}
+
+/* The shape a pass segment's plain call is prepared for: C dense (its
+ * columns only) in the worker's pass buffer. */
+static void pass_shape(const agmm_gemm_seg_t *sg, agmm_gemm_shape_t *shape)
+{
+    if (sg->pass) shape->ldc = sg->c1 - sg->c0;
 }
 
 /* An empty inner part makes no engine call (the partial is zero), so
@@ -148,23 +174,50 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
     int64_t *rows = all_row_counts(p, &nrows);
     if (!rows) return agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
     agmm_status_t st = AGMM_OK;
+    /* The estimate decides each segment's way (the booking, on the plan
+     * that prepares, comes first): the epilogue in the engine's call, or,
+     * where the engine refuses it (quietly: a refusal is an answer here),
+     * the plain call and a pass. */
+    agmm_plan_t *w = (agmm_plan_t *)p; /* the segments' flags to fill */
+    int64_t pass_cols = 0, most = 0;
+    for (int i = 0; i < nrows; i++)
+        most = AGMM_MAX(most, rows[i]);
     for (int i = 0; i < nsegs(p) && st == AGMM_OK; i++) {
         agmm_gemm_shape_t shape;
-        seg_shape(p, &p->seg[i], rows, nrows, &shape);
+        agmm_gemm_seg_t *sg = &w->seg[i];
+        seg_shape(p, sg, rows, nrows, &shape);
+        sg->pass = 0;
+        if (epi_in_gemm(p)) {
+            agmm_gemm_attr_t attr;
+            seg_attr(p, 0, 1, &attr);
+            uint64_t wb = 0, sc = 0;
+            int muted = agmm_log_muted(); /* a query may have muted it */
+            agmm_log_mute(1);
+            agmm_status_t fit = p->engine->estimate(&shape, &attr, 0, &wb, &sc);
+            agmm_log_mute(muted);
+            sg->pass = fit == AGMM_ERR_UNSUPPORTED;
+            if (sg->pass) pass_cols = AGMM_MAX(pass_cols, sg->c1 - sg->c0);
+        }
+        pass_shape(sg, &shape);
         for (int acc = 0; acc <= p->op->accumulates && st == AGMM_OK; acc++) {
             agmm_gemm_attr_t attr;
-            seg_attr(p, acc, &attr);
-            uint64_t w = 0, sc = 0;
-            st = p->engine->estimate(&shape, &attr, acc, &w, &sc);
-            *weights += w;
+            seg_attr(p, acc, epi_in_gemm(p) && !sg->pass, &attr);
+            uint64_t wb = 0, sc = 0;
+            st = p->engine->estimate(&shape, &attr, acc, &wb, &sc);
+            *weights += wb;
             *scratch = AGMM_MAX(*scratch, sc);
         }
     }
     agmm_free(rows);
     /* Each worker's share starts on a cache line: the engine's buffers in
-     * it (int32 sums) are aligned, and no two workers share a line. */
-    *scratch =
-        (*scratch + AGMM_CACHE_LINE - 1) / AGMM_CACHE_LINE * AGMM_CACHE_LINE;
+     * it (int32 sums) are aligned, and no two workers share a line; the
+     * pass buffer (fp32 rows of the widest pass segment) follows them. */
+    size_t cl = AGMM_CACHE_LINE;
+    *scratch = (*scratch + cl - 1) / cl * cl;
+    w->pass_off = (size_t)*scratch;
+    w->pass_rows = pass_cols > 0 ? most : 0;
+    uint64_t pass = (uint64_t)w->pass_rows * (uint64_t)pass_cols * 4;
+    *scratch += (pass + cl - 1) / cl * cl;
     return st;
 }
 
@@ -180,10 +233,12 @@ agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p)
         agmm_gemm_shape_t shape;
         agmm_gemm_attr_t attr;
         seg_shape(p, sg, rows, nrows, &shape);
-        seg_attr(p, 0, &attr);
+        pass_shape(sg, &shape);
+        int epi = epi_in_gemm(p) && !sg->pass;
+        seg_attr(p, 0, epi, &attr);
         st = p->engine->prepare(&shape, &attr, NULL, &sg->prep);
         if (st == AGMM_OK && p->op->accumulates) { /* same weight, C += */
-            seg_attr(p, 1, &attr);
+            seg_attr(p, 1, epi, &attr);
             st = p->engine->prepare(&shape, &attr, sg->prep, &sg->acc);
         }
         for (int j = 0; j < 2 && st == AGMM_OK; j++) {
@@ -209,11 +264,26 @@ agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w,
     size_t es = agmm_dtype_size(p->desc.dtype);
     for (int j = 0; j < nsegs(p); j++)
         if (p->seg[j].w == i) {
-            agmm_gemm_operand_t op = {
-                (const unsigned char *)w + (size_t)p->seg[j].c0 * es, NULL,
-                w_scale ? w_scale + p->seg[j].c0 : NULL};
-            AGMM_CHECK(p->engine->load(p->seg[j].prep, &op));
+            const agmm_gemm_seg_t *sg = &p->seg[j];
+            agmm_gemm_operand_t op = {(const unsigned char *)w +
+                                          (size_t)sg->c0 * es,
+                                      NULL, w_scale ? w_scale + sg->c0 : NULL};
+            /* The plan's bias as it is now (zero until set_bias). */
+            if (epi_in_gemm(p) && !sg->pass && p->bias)
+                op.bias = p->bias + agmm_plan_col_off(p, i) + sg->c0;
+            AGMM_CHECK(p->engine->load(sg->prep, &op));
         }
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_plan_engine_load_bias(agmm_plan_t *p, int i)
+{
+    for (int j = 0; j < nsegs(p); j++) {
+        const agmm_gemm_seg_t *sg = &p->seg[j];
+        if (sg->w == i && epi_in_gemm(p) && !sg->pass && p->bias)
+            AGMM_CHECK(p->engine->load_bias(
+                sg->prep, p->bias + agmm_plan_col_off(p, i) + sg->c0));
+    }
     return AGMM_OK;
 }
 
@@ -235,26 +305,61 @@ void agmm_plan_engine_free(agmm_plan_t *p)
     }
 }
 
+/* A pass segment's m rows: the plain call into the worker's pass buffer
+ * (pass_rows rows at a time), then the epilogue into c (row stride ldc,
+ * out_dtype). */
+static agmm_status_t gemm_pass(agmm_plan_t *p, const agmm_gemm_seg_t *sg, int g,
+                               int64_t m, const void *a, const float *a_scale,
+                               unsigned char *c, int64_t ldc)
+{
+    agmm_gemm_attr_t attr;
+    agmm_gemm_attr_init(&attr, AGMM_DTYPE_FP32, AGMM_DTYPE_FP32);
+    epi_attr(p, &attr);
+    int64_t nc = sg->c1 - sg->c0;
+    size_t lda = agmm_plan_gemm_row_bytes(p);
+    size_t lds = p->scale_off ? p->row_bytes / 4 : 1; /* seg_shape's */
+    float *buf =
+        (float *)(void *)((unsigned char *)p->scratch[g] + p->pass_off);
+    const float *bias =
+        p->bias ? p->bias + agmm_plan_col_off(p, sg->w) + sg->c0 : NULL;
+    int64_t step = p->pass_rows > 0 ? p->pass_rows : m; /* > 0 when booked */
+    for (int64_t i = 0; i < m; i += step) {
+        int64_t mm = AGMM_MIN(step, m - i);
+        AGMM_CHECK(p->engine->run(
+            sg->prep, mm, (const unsigned char *)a + (size_t)i * lda,
+            a_scale ? a_scale + (size_t)i * lds : NULL, buf, p->scratch[g]));
+        agmm_gemm_epilogue(&attr, mm, nc, buf, nc, NULL, 0, NULL, bias,
+                           c + (size_t)i * (size_t)ldc * p->out_esize, ldc);
+    }
+    return AGMM_OK;
+}
+
 /* C rows [r0, r0 + m) over share s's columns: with the plain prepared
- * calls, or with the accumulating ones (acc). */
+ * calls, or with the accumulating ones (acc). C's elements: out_dtype
+ * when the calls carry the epilogue, else fp32. */
 static agmm_status_t gemm_segs(agmm_plan_t *p, const agmm_worker_share_t *s,
                                int64_t r0, int64_t m, const void *a,
-                               const float *a_scale, float *const *c, int acc)
+                               const float *a_scale, void *const *c, int acc)
 {
     if (m <= 0 || !has_gemm(p)) return AGMM_OK;
+    size_t es = epi_in_gemm(p) ? p->out_esize : sizeof(float);
     for (int j = p->seg_off[s->cg]; j < p->seg_off[s->cg + 1]; j++) {
         const agmm_gemm_seg_t *sg = &p->seg[j];
         int64_t ldc = p->n_w[sg->w];
-        AGMM_CHECK(p->engine->run(acc ? sg->acc : sg->prep, m, a, a_scale,
-                                  c[sg->w] + (size_t)r0 * (size_t)ldc + sg->c0,
-                                  p->scratch[s->g]));
+        unsigned char *cw = (unsigned char *)c[sg->w] +
+                            ((size_t)r0 * (size_t)ldc + (size_t)sg->c0) * es;
+        if (sg->pass && !acc)
+            AGMM_CHECK(gemm_pass(p, sg, s->g, m, a, a_scale, cw, ldc));
+        else
+            AGMM_CHECK(p->engine->run(acc ? sg->acc : sg->prep, m, a, a_scale,
+                                      cw, p->scratch[s->g]));
     }
     return AGMM_OK;
 }
 
 agmm_status_t agmm_plan_gemm_all(agmm_plan_t *p, const agmm_worker_share_t *s,
                                  int64_t r0, int64_t m, const void *a,
-                                 const float *a_scale, float *const *c)
+                                 const float *a_scale, void *const *c)
 {
     return gemm_segs(p, s, r0, m, a, a_scale, c, 0);
 }
@@ -263,14 +368,16 @@ agmm_status_t agmm_plan_gemm(agmm_plan_t *p, const agmm_worker_share_t *s,
                              int64_t r0, int64_t m, const void *a,
                              const float *a_scale, float *c)
 {
-    return gemm_segs(p, s, r0, m, a, a_scale, &c, 0);
+    void *cs[1] = {c};
+    return gemm_segs(p, s, r0, m, a, a_scale, cs, 0);
 }
 
 agmm_status_t agmm_plan_gemm_acc(agmm_plan_t *p, const agmm_worker_share_t *s,
                                  int64_t r0, int64_t m, const void *a,
                                  const float *a_scale, float *c)
 {
-    return gemm_segs(p, s, r0, m, a, a_scale, &c, 1);
+    void *cs[1] = {c};
+    return gemm_segs(p, s, r0, m, a, a_scale, cs, 1);
 }
 
 agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *p, agmm_gemm_info_t *info)
@@ -303,5 +410,13 @@ agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *p, agmm_gemm_info_t *info)
                  p->choice.impl[i]);
     }
     info->choose_ms = p->choice.ms;
+    int pass = 0;
+    for (int j = 0; j < nsegs(p); j++)
+        pass += p->seg[j].pass;
+    info->epilogue = !p->epilogue       ? "none"
+                     : !epi_in_gemm(p)  ? "pass"
+                     : pass == nsegs(p) ? "pass"
+                     : pass > 0         ? "mixed"
+                                        : "engine";
     return AGMM_OK;
 }

@@ -48,6 +48,14 @@ typedef struct agmm_operation {
      * into a pointer of the plan's op_buf[]; the same on every call for
      * the same geometry (the estimate and the allocation both call it). */
     void (*book)(const struct agmm_plan *p, struct agmm_book *b);
+    /* 1: the epilogue (bias, activation, out_dtype: agmm_plan_desc_t) is
+     * on its GEMM calls (the engine's attributes, or a pass right after
+     * each call: gemm_plan.c), which write the user's C; 0: its calls
+     * make fp32 and the operation applies agmm_plan_epilogue_rows itself
+     * (plan_internal.h), e.g. once after a reduction. An operation that
+     * accumulates (below) keeps it 0: a bias or activation must not be
+     * applied to a partial. */
+    int epilogue_in_gemm;
     /* 1: its schedules also add a product to C (agmm_plan_gemm_acc): every
      * segment gets a second prepared call with the accumulate attribute,
      * sharing the segment's weight. */

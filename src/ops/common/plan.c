@@ -290,6 +290,38 @@ agmm_status_t agmm_plan_set_weight(agmm_plan_t *p, const void *wt)
     return agmm_plan_set_weight_i(p, 0, wt);
 }
 
+agmm_status_t agmm_plan_set_bias(agmm_plan_t *p, int i, const float *bias)
+{
+    if (!p || !bias)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "set_bias: NULL argument");
+    AGMM_CHECK(agmm_plan_enter(p, "set_bias"));
+    agmm_status_t st = AGMM_OK;
+    int64_t n = i >= 0 && i < p->nw ? p->n_w[i] : 0, bad = -1;
+    for (int64_t j = 0; j < n && bad < 0; j++)
+        if (!(bias[j] >= -FLT_MAX && bias[j] <= FLT_MAX)) bad = j;
+    if (!p->desc.bias)
+        st = agmm_error(AGMM_ERR_INVALID_ARG,
+                        "set_bias: the plan has no bias (desc.bias 0)");
+    else if (i < 0 || i >= p->nw)
+        st = agmm_error(AGMM_ERR_INVALID_ARG,
+                        "set_bias: weight %d (the plan has %d: allowed "
+                        "0..%d)",
+                        i, p->nw, p->nw - 1);
+    else if (bad >= 0)
+        st = agmm_error(AGMM_ERR_INVALID_ARG,
+                        "set_bias: bias[%lld] = %g (allowed: finite)",
+                        (long long)bad, (double)bias[bad]);
+    if (st == AGMM_OK) {
+        p->bias_set &= ~(1u << i); /* until the engine has it too */
+        memcpy(p->bias + agmm_plan_col_off(p, i), bias,
+               (size_t)n * sizeof(float));
+        st = agmm_plan_engine_load_bias(p, i);
+        if (st == AGMM_OK) p->bias_set |= 1u << i;
+    }
+    agmm_plan_leave(p);
+    return st;
+}
+
 /* Wait until every peer's ack cell holds the last ack value it sends for
  * this plan, which is the one this rank sent (see last_ack_sent): shm
  * acks round e at its end (E after E rounds), MPI at the start of round

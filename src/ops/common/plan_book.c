@@ -95,6 +95,18 @@ agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
         p->scale_off = (size_t)AGMM_DIV_UP(p->k_gemm, 4) * 4;
         p->row_bytes = p->scale_off + sizeof(float);
     }
+    /* The epilogue (the public and the engine's activations are the same
+     * list in the same order). */
+    _Static_assert((int)AGMM_ACT_SILU == (int)AGMM_GEMM_ACT_SILU &&
+                       (int)AGMM_ACT_GELU_ERF == (int)AGMM_GEMM_ACT_GELU_ERF &&
+                       (int)AGMM_ACT_GELU_TANH ==
+                           (int)AGMM_GEMM_ACT_GELU_TANH &&
+                       (int)AGMM_ACT_RELU == (int)AGMM_GEMM_ACT_RELU,
+                   "the activations' values");
+    p->act = (agmm_gemm_act_t)d->activation;
+    p->out_esize = agmm_dtype_size(d->out_dtype);
+    p->epilogue = d->bias || d->activation != AGMM_ACT_NONE ||
+                  d->out_dtype != AGMM_DTYPE_FP32;
     p->tile_cells = p->op->tile_cells(p);
     /* The path the description forces, else native where there is one
      * (AUTO decides later: agmm_path_choose, then agmm_plan_set_path). */
@@ -132,6 +144,9 @@ agmm_status_t agmm_plan_book(agmm_plan_t *p, agmm_book_t *b)
     if (!p->native)
         agmm_book_local(b, "fp32 rows", p->M_max * p->k_gemm, sizeof(float), cl,
                         (void **)&p->g32);
+    if (d->bias) /* weight i's at agmm_plan_col_off(p, i) */
+        agmm_book_local(b, "bias", agmm_plan_col_off(p, p->nw), sizeof(float),
+                        cl, (void **)&p->bias);
     uint64_t weights = 0, scratch = 0;
     AGMM_CHECK(agmm_plan_engine_estimate(p, &weights, &scratch));
     p->scratch_bytes = (size_t)scratch;

@@ -3,7 +3,8 @@
  * built from. Internal to the ops layer.
  *
  * ops/common/ holds what an operation is built from and never names one:
- * plan lifecycle (plan.c), descriptions (desc.c), the public default
+ * plan lifecycle (plan.c), descriptions (desc.c), the epilogue pass of
+ * finished rows (epilogue_rows.c), the public default
  * splits of k and of cores (split.c), the memory booking (book.c,
  * plan_book.c), the engine side of a plan (gemm_plan.c), the round driver
  * and its steps (run.c, round.c), workers and the work partition
@@ -142,7 +143,24 @@ struct agmm_plan {
     int native;              /* gemm_dtype == dtype: rows used in place */
     size_t gemm_esize;
     uint32_t weight_set; /* bit i: weight i loaded */
-    float *g32;          /* [M_max, k_gemm] fp32 rows (only when !native) */
+    /* The epilogue (agmm_plan_desc_t: bias, activation, out_dtype), set
+     * at creation: act mapped to the engine's, out_esize C's element
+     * size, epilogue 1 when anything is to be done beyond the fp32
+     * product (a bias, an activation or a 16-bit C). bias: [sum n_w] fp32,
+     * weight i's at bias + agmm_plan_col_off(p, i) (booked when desc.bias,
+     * filled by agmm_plan_set_bias; bit i of bias_set: weight i's given). */
+    agmm_gemm_act_t act;
+    size_t out_esize;
+    int epilogue;
+    float *bias;
+    uint32_t bias_set;
+    /* Segments whose epilogue the engine refused (or would run with
+     * oneDNN's reference kernel: gemm_plan.c) compute fp32 into each
+     * worker's scratch at pass_off (pass_rows rows of the segment's
+     * columns at most per engine call), then agmm_gemm_epilogue writes C. */
+    size_t pass_off;
+    int64_t pass_rows;
+    float *g32; /* [M_max, k_gemm] fp32 rows (only when !native) */
     /* Per global tile, in this process: the epoch whose conversion into g32
      * is claimed / done (claims.c). */
     agmm_padded_counter_t *claimed;
@@ -196,6 +214,9 @@ static inline uint64_t agmm_rows_signal(uint64_t e, int64_t rows)
 typedef struct agmm_gemm_seg {
     agmm_gemm_prep_t *prep;
     agmm_gemm_prep_t *acc;
+    /* 1: prep is the plain fp32 call and a pass does the epilogue (see
+     * pass_off); decided by the estimate (the booking), before prepare. */
+    int pass;
     int w;
     int64_t c0, c1; /* columns within weight w */
     int64_t j0, j1; /* the global column blocks it covers */
@@ -243,6 +264,9 @@ agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p);
 /* Weight i; w_scale: INT8's [n_i] per-column scales, else NULL. */
 agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w,
                                       const float *w_scale);
+/* Weight i's bias (p->bias) into the segments whose engine call adds it
+ * (engine load_bias), after agmm_plan_set_bias copied it. */
+agmm_status_t agmm_plan_engine_load_bias(agmm_plan_t *p, int i);
 /* Bytes of the engine's prepared weights of this plan (as allocated). */
 uint64_t agmm_plan_engine_bytes(const agmm_plan_t *p);
 void agmm_plan_engine_free(agmm_plan_t *p);
@@ -250,16 +274,18 @@ void agmm_plan_engine_free(agmm_plan_t *p);
 /* C rows [r0, r0 + m) (global rows, of c) over the columns of worker share
  * s, from m rows `a` in gemm_dtype (leading dimension: the engine's lda,
  * agmm_plan_lda), for every weight: c[i] is weight i's output ([rows,
- * n_i]). INT8: a_scale is the rows' scales (stride: agmm_plan_gemm's
- * shape, 1, or row_bytes / 4 when they are in the rows:
- * agmm_plan_row_scales), else NULL. */
+ * n_i]; elements of out_dtype with the epilogue for an operation whose
+ * GEMM calls carry it, op.h epilogue_in_gemm, else fp32). INT8: a_scale
+ * is the rows' scales (stride: agmm_plan_gemm's shape, 1, or row_bytes /
+ * 4 when they are in the rows: agmm_plan_row_scales), else NULL. */
 struct agmm_worker_share;
 agmm_status_t agmm_plan_gemm_all(agmm_plan_t *p,
                                  const struct agmm_worker_share *s, int64_t r0,
                                  int64_t m, const void *a, const float *a_scale,
-                                 float *const *c);
+                                 void *const *c);
 /* The same for a plan of one weight: C = A @ W, and (an operation that
- * accumulates, op.h) C += A @ W. */
+ * accumulates, op.h) C += A @ W; c fp32 (the operation's calls carry no
+ * epilogue). */
 agmm_status_t agmm_plan_gemm(agmm_plan_t *p, const struct agmm_worker_share *s,
                              int64_t r0, int64_t m, const void *a,
                              const float *a_scale, float *c);
@@ -294,6 +320,31 @@ void agmm_plan_book_stage(agmm_plan_t *p, struct agmm_book *b);
 void agmm_plan_stage_a(agmm_plan_t *p, const void *a_local,
                        const float *a_scale, int64_t a_rows, const void **a,
                        const float **scales);
+
+/* The first column of weight i in the weights side by side (sum of n_w
+ * before it): where its bias starts in p->bias. */
+static inline int64_t agmm_plan_col_off(const agmm_plan_t *p, int i)
+{
+    int64_t off = 0;
+    for (int j = 0; j < i; j++)
+        off += p->n_w[j];
+    return off;
+}
+
+/* (epilogue_rows.c) The plan's epilogue as a pass over finished fp32 rows,
+ * for an operation that applies it itself (op.h: epilogue_in_gemm 0, e.g.
+ * after a reduction, once, on the rows' owner): for `rows` rows of weight
+ * w's n_w[w] columns, src fp32 (row stride n_w[w]) and dst in out_dtype
+ * (the same stride in its elements):
+ *   dst[i,j] = out_dtype(act(src[i,j] + bias[j]))
+ * in the order of epilogue.h (each step one fp32 operation, one rounding
+ * to nearest even at the end): the same bits as a GEMM call with the
+ * attributes, whatever thread or tile runs it. src == dst is allowed when
+ * out_dtype is FP32; src is only read. Nothing to do (no epilogue, src
+ * == dst) returns at once. Any thread; the bias must not change while it
+ * runs (set_bias is never concurrent with a round). */
+void agmm_plan_epilogue_rows(const agmm_plan_t *p, int w, const float *src,
+                             int64_t rows, void *dst);
 
 /* Count the items (tiles [t0,t1) of src) x (column blocks [j0,j1)). */
 void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
@@ -359,8 +410,8 @@ typedef struct agmm_round {
     /* INT8 operations whose scales do not travel in the rows: this rank's
      * A scales, one per row of a (a per-tensor scale expanded); else NULL. */
     const float *a_scale;
-    float *c;         /* cs[0] */
-    float *const *cs; /* this rank's outputs, one per weight */
+    void *c;         /* cs[0] */
+    void *const *cs; /* this rank's outputs, one per weight (out_dtype) */
     uint64_t epoch;
     int comm_workers, gemm_workers;
     int phases; /* AGMM_PHASE_*: all for a real round */

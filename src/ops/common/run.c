@@ -176,6 +176,10 @@ static agmm_status_t check_args(agmm_plan_t *p, const char *fn,
                      p->nw > 1 ? "a weight not set (call "
                                  "agmm_plan_set_weight_i for every weight)"
                                : "no weight (call agmm_plan_set_weight first)");
+    else if (p->desc.bias && p->bias_set != (1u << p->nw) - 1)
+        st = bad_arg(p, AGMM_ERR_BAD_STATE, fn,
+                     "a bias not set (the plan has desc.bias: call "
+                     "agmm_plan_set_bias for every weight)");
     if (st != AGMM_OK) {
         agmm_plan_leave(p);
         return st;
@@ -192,8 +196,8 @@ static agmm_status_t round_run(agmm_plan_t *p, agmm_schedule_t schedule,
     /* Round e publishes e and waits for >= e: signals are never reset, so a
      * signal left from round e - 1 can never satisfy a wait of round e. */
     uint64_t e = ++p->epoch;
-    static float *const none[1] = {NULL};
-    float *const *cs = a->c ? a->c : none;
+    static void *const none[1] = {NULL};
+    void *const *cs = a->c ? a->c : none;
     agmm_round_t round = {p,
                           a->a_local,
                           NULL,
@@ -252,7 +256,7 @@ agmm_status_t agmm_plan_run_args(agmm_plan_t *p, const agmm_run_args_t *args)
 }
 
 agmm_status_t agmm_plan_run(agmm_plan_t *p, agmm_schedule_t schedule,
-                            const void *a_local, float *c)
+                            const void *a_local, void *c)
 {
     agmm_run_args_t a = {schedule, a_local, &c, NULL, NULL, NULL, NULL};
     return agmm_plan_run_args(p, &a);
@@ -292,7 +296,7 @@ agmm_status_t agmm_plan_run_part_args(agmm_plan_t *p, agmm_part_t part,
 }
 
 agmm_status_t agmm_plan_run_part(agmm_plan_t *p, agmm_part_t part,
-                                 const void *a_local, float *c)
+                                 const void *a_local, void *c)
 {
     agmm_run_args_t a = {
         AGMM_SCHEDULE_FUSED, a_local, &c, NULL, NULL, NULL, NULL};

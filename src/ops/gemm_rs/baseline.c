@@ -3,7 +3,8 @@
  * threaded BLAS would); then one bulk put per peer of that peer's rows
  * (rotated order, after its ack of the previous round), raising bulk[r]
  * on it; then the reduction of this rank's rows in the same fixed order
- * as the fused schedule (sources 0..P-1), so both give the same bits.
+ * as the fused schedule (sources 0..P-1) and the same epilogue pass
+ * (agmm_rs_finish), so both give the same bits.
  * On MPI this is puts + sum as well, not MPI_Reduce_scatter: the same
  * receive machinery as the fused schedule, and the same summation order
  * (MPI's would be its own).
@@ -71,7 +72,9 @@ static agmm_status_t scatter_reduce(agmm_round_t *x)
                          .c1 = p->desc.n,
                          .first = 1,
                          .bulk = 1};
-    return agmm_rs_reduce(x, &all);
+    AGMM_CHECK(agmm_rs_reduce(x, &all));
+    agmm_rs_finish(x, 0, p->tiles[r]); /* the epilogue, as fused per tile */
+    return AGMM_OK;
 }
 
 agmm_status_t agmm_rs_run_baseline(agmm_round_t *round)

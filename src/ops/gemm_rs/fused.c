@@ -17,7 +17,10 @@
  *     increment). The worker whose increment completes the tile
  *     (e * ngroups):
  *       q == r: reduces tile t into c (tiles.c: waits for the tile cells
- *         >= e of sources r+1..P-1 and adds them in order);
+ *         >= e of sources r+1..P-1 and adds them in order), then applies
+ *         the plan's epilogue to it (agmm_rs_finish: bias, activation,
+ *         out_dtype; with a 16-bit out_dtype "c" above is the fp32 sums
+ *         buffer and this pass writes the user's C);
  *       q != r, C == 0: puts it to q itself (waiting ack[q] >= e-1);
  *       q != r, C > 0: publishes ready (wakes the comm worker).
  *   comm worker c: the peer tiles in the order they are computed, every
@@ -89,12 +92,13 @@ static agmm_status_t gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
     uint64_t t_gemm = agmm_trace_clock();
     const float *sc = x->a_scale ? x->a_scale + r0 : NULL; /* INT8 */
     /* c holds q's rows only: its row 0 is global row_off[q]. */
+    float *sums = agmm_rs_sum_out(x); /* c, or its fp32 rows */
     if (before)
         AGMM_CHECK(
-            agmm_plan_gemm_acc(p, s, r0 - p->row_off[q], r1 - r0, a, sc, x->c));
+            agmm_plan_gemm_acc(p, s, r0 - p->row_off[q], r1 - r0, a, sc, sums));
     else if (into_c)
         AGMM_CHECK(
-            agmm_plan_gemm(p, s, r0 - p->row_off[q], r1 - r0, a, sc, x->c));
+            agmm_plan_gemm(p, s, r0 - p->row_off[q], r1 - r0, a, sc, sums));
     else
         AGMM_CHECK(agmm_plan_gemm(p, s, r0, r1 - r0, a, sc, agmm_rs_part(p)));
     agmm_trace_gemm(t_conv, t_gemm, q, t0, t1, s->j0, s->j1, r1 - r0);
@@ -133,7 +137,9 @@ static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t, int into_c)
                              .s1 = p->nranks,
                              .c1 = p->desc.n,
                              .first = !into_c};
-        return agmm_rs_reduce(x, &sum);
+        AGMM_CHECK(agmm_rs_reduce(x, &sum));
+        agmm_rs_finish(x, t, t + 1); /* the tile is complete: its epilogue */
+        return AGMM_OK;
     }
     if (x->comm_workers == 0) return agmm_rs_put_tile(x, q, t);
     /* Release, and it wakes the comm worker. */
@@ -206,4 +212,21 @@ static agmm_status_t comm_worker(agmm_worker_t *self)
 agmm_status_t agmm_rs_run_fused(agmm_round_t *round)
 {
     return agmm_round_run(round, gemm_worker, comm_worker);
+}
+
+/* The building blocks gemm-ar's fused schedule shares (tiles.h). */
+int agmm_rs_own_in_c(const agmm_round_t *x)
+{
+    return own_in_c(x);
+}
+
+int agmm_rs_puts_overlap(const agmm_round_t *x)
+{
+    return puts_overlap(x);
+}
+
+agmm_status_t agmm_rs_gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
+                                 int q, int64_t t0, int64_t t1, int into_c)
+{
+    return gemm_tiles(x, s, q, t0, t1, into_c);
 }

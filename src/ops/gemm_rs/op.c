@@ -55,6 +55,13 @@ static void rs_book(const agmm_plan_t *p, agmm_book_t *b)
     agmm_book_local(b, "ready counters", AGMM_MAX(p->total_tiles, 1),
                     sizeof(agmm_padded_counter_t), AGMM_CACHE_LINE,
                     &w->op_buf[RS_READY]);
+    /* A 16-bit C: the owner's rows are summed in fp32 here, then the
+     * epilogue writes C (tiles.h: agmm_rs_sum_out). */
+    if (p->desc.out_dtype != AGMM_DTYPE_FP32)
+        agmm_book_local(b, "fp32 sums", p->m_max[p->rank] * p->desc.n,
+                        sizeof(float), AGMM_CACHE_LINE, &w->op_buf[RS_SUM]);
+    else
+        w->op_buf[RS_SUM] = NULL;
 }
 
 static int add_count(int64_t *rows, int n, int64_t m)
@@ -128,7 +135,8 @@ const agmm_operation_t agmm_op_gemm_rs = {
     .window_bytes = rs_window_bytes,
     .replicated_window = 0, /* each peer gets its own partials */
     .book = rs_book,
-    .accumulates = 1, /* the own block into c (fused.c) */
+    .accumulates = 1,      /* the own block into c (fused.c) */
+    .epilogue_in_gemm = 0, /* once, after the reduction (agmm_rs_finish) */
     .row_counts = rs_row_counts,
     .declare_puts = rs_declare_puts,
     .call_rows = rs_call_rows,

@@ -85,13 +85,14 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
     int64_t runs = whole ? 1 : i1 - i0;
     size_t count = whole ? (size_t)((i1 - i0) * n) : (size_t)width;
     int first = sum->first; /* the next source is copied, not added */
+    float *out = agmm_rs_sum_out(x);
     for (int s = sum->s0; s < sum->s1; s++) {
         const float *v =
             s == r ? agmm_rs_part(p) + (size_t)(p->row_off[r] + i0) * (size_t)n
                    : (const float *)(const void *)(p->recv_win.local +
                                                    agmm_rs_slot_off(p, s, i0));
         for (int64_t j = 0; j < runs; j++) {
-            float *c = x->c + (size_t)(i0 + j) * (size_t)n + c0;
+            float *c = out + (size_t)(i0 + j) * (size_t)n + c0;
             const float *u = v + (size_t)j * (size_t)n + c0;
             if (first)
                 memcpy(c, u, count * sizeof(float));
@@ -102,4 +103,15 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
         first = 0;
     }
     return AGMM_OK;
+}
+
+void agmm_rs_finish(const agmm_round_t *x, int64_t t0, int64_t t1)
+{
+    const agmm_plan_t *p = x->p;
+    int64_t n = p->desc.n, tm = p->desc.tile_m;
+    int64_t i0 = t0 * tm, i1 = AGMM_MIN(t1 * tm, p->m_local[p->rank]);
+    if (i1 <= i0 || !p->epilogue) return;
+    agmm_plan_epilogue_rows(
+        p, 0, agmm_rs_sum_out(x) + (size_t)i0 * (size_t)n, i1 - i0,
+        (unsigned char *)x->c + (size_t)i0 * (size_t)n * p->out_esize);
 }

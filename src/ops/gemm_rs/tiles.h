@@ -4,6 +4,9 @@
  * rows of A_r a GEMM call reads, the put of one finished partial tile to
  * its owner and the owner's fixed-order reduction.
  *
+ * The epilogue (bias, activation, out_dtype) is applied once per element,
+ * by the owner, after the reduction (agmm_rs_finish), never to a partial.
+ *
  * Layout on rank r: `part` [M, n] fp32 (its buffer RS_PART) holds r's partial
  * A_r @ W_r for every row of C; the receive window (p->recv_win) holds, at
  * slot s, source s's partial rows of r's part of C ([max_rows, n] fp32).
@@ -15,7 +18,7 @@
 #include "ops/common/plan_internal.h"
 
 /* The operation's buffers (plan op_buf[], booked by op.c). */
-enum { RS_PART = 0, RS_READY = 1 };
+enum { RS_PART = 0, RS_READY = 1, RS_SUM = 2 };
 
 /* This rank's partial A_r @ W_r, [M, n] fp32. */
 static inline float *agmm_rs_part(const agmm_plan_t *p)
@@ -30,6 +33,22 @@ static inline agmm_padded_counter_t *agmm_rs_ready(const agmm_plan_t *p)
 {
     return p->op_buf[RS_READY];
 }
+
+/* Where the owner's reduction (and its own GEMM into c) writes this
+ * round's fp32 sums, [m_local[rank], n]: the user's C itself when it is
+ * fp32, else RS_SUM (booked only for a 16-bit out_dtype), which the
+ * epilogue then writes into C (agmm_rs_finish). */
+static inline float *agmm_rs_sum_out(const agmm_round_t *x)
+{
+    return x->p->op_buf[RS_SUM] ? (float *)x->p->op_buf[RS_SUM] : (float *)x->c;
+}
+
+/* Tiles [t0, t1) of this rank's rows are fully reduced (every source
+ * added): the plan's epilogue (bias, activation, out_dtype), once, from
+ * agmm_rs_sum_out into the user's C (agmm_plan_epilogue_rows). Nothing
+ * when the plan has no epilogue. Called by the thread that completed the
+ * tiles' reduction, so tile t's pass overlaps the other tiles' work. */
+void agmm_rs_finish(const agmm_round_t *x, int64_t t0, int64_t t1);
 
 /* Byte offset of (source src, row i of the owner's part) in the owner's
  * receive window. */
@@ -57,11 +76,11 @@ agmm_status_t agmm_rs_rows(agmm_round_t *x, int64_t g0, int64_t g1,
 agmm_status_t agmm_rs_put_tile(agmm_round_t *x, int q, int64_t t);
 
 /* One step of the owner's reduction: sources [s0, s1) of its tiles
- * [t0, t1), columns [c0, c1), into x->c, the first source copied (first)
- * or every one added. The sum of an element is s_0 + s_1 + ... + s_{P-1},
- * left to right in fp32, whatever order the tiles arrived in; a schedule
- * may cut it into steps (and let the GEMM add the own partial in between:
- * the accumulate attribute adds the finished product once, the same
+ * [t0, t1), columns [c0, c1), into agmm_rs_sum_out(x), the first source copied
+ * (first) or every one added. The sum of an element is s_0 + s_1 + ... +
+ * s_{P-1}, left to right in fp32, whatever order the tiles arrived in; a
+ * schedule may cut it into steps (and let the GEMM add the own partial in
+ * between: the accumulate attribute adds the finished product once, the same
  * addition), as long as the steps come in source order. */
 typedef struct agmm_rs_sum {
     int64_t t0, t1; /* the owner's tiles */
@@ -74,6 +93,21 @@ typedef struct agmm_rs_sum {
 /* Waits for every peer's tile cell of the step (or, with `bulk`, its bulk
  * cell), then sums as above. */
 agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum);
+
+/* fused.c's steps, shared with gemm-ar's fused schedule
+ * (ops/gemm_ar/fused.c). own_in_c: is the own block computed into x->c
+ * (the GEMM phase runs and this rank has an inner part)? puts_overlap: do
+ * this round's puts overlap the GEMM calls (a comm worker, a link emulator
+ * or MPI moves the bytes)? gemm_tiles: partial tiles [t0, t1) of owner q
+ * over share s's columns in one GEMM call, into `part`, or (into_c, the
+ * own block) into x->c, whose row 0 is q's first row, after the sources
+ * before this rank. */
+struct agmm_worker_share;
+int agmm_rs_own_in_c(const agmm_round_t *x);
+int agmm_rs_puts_overlap(const agmm_round_t *x);
+agmm_status_t agmm_rs_gemm_tiles(agmm_round_t *x,
+                                 const struct agmm_worker_share *s, int q,
+                                 int64_t t0, int64_t t1, int into_c);
 
 /* The schedules (fused.c, baseline.c): one round on this rank. */
 agmm_status_t agmm_rs_run_fused(agmm_round_t *round);

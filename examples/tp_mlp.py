@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""A Llama-style MLP (hidden h, intermediate i: down(silu(gate(x)) * up(x)))
+split across ranks with agmm's ops, forward and backward, checked against
+the same MLP with the full weights in one process.
+
+Two forms (TPMLP(mode=...)):
+  "sp"  sequence-parallel: each rank holds its rows of x [m_r, h]; one
+        all-gather feeds both column-parallel GEMMs (gate and up, two
+        weights of one fused_all_gather_matmul, SiLU on gate in its
+        epilogue), then the row-parallel down GEMM + reduce-scatter
+        (fused_matmul_reduce_scatter) returns this rank's rows [m_r, h].
+  "tp"  plain tensor-parallel: x [M, h] is the same on every rank; gate and
+        up are local GEMMs on it, then down GEMM + all-reduce
+        (fused_matmul_all_reduce) gives every rank the whole [M, h]. Its
+        backward leaves each rank this rank's share of dx (their sum is
+        dx: the all-reduce a caller's replicated input needs, Megatron's
+        "f", is not part of the layer).
+Rank r holds columns [i_lo(r), i_hi(r)) of W_gate and W_up ([h, i]) and
+those rows of W_down ([i, h]); i is split as agmm_k_split splits (the
+first i % P ranks one more; the "sp" form needs i a multiple of the
+ranks: every rank's gate/up GEMM of the one gather has as many columns).
+
+Run it (PYTHONPATH=build/python):
+  /usr/bin/python3 examples/tp_mlp.py --ranks 2            # starts 2 ranks
+  RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. python3 examples/tp_mlp.py
+                                                            # one rank of a launcher's
+Each rank prints its max errors and "rank r: ok"; exit 0 when every check
+of every rank passed. The "tp" form needs agmm's op gemm-ar and is skipped
+(saying so) where this agmm has none.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import agmm
+import agmm.torch as at
+
+# (torch 1.13 has no float16 matmul on the CPU for the reference.)
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def split(n, P):
+    """[lo, hi) of each rank's share of n (agmm_k_split's split)."""
+    sizes = [n // P + (1 if r < n % P else 0) for r in range(P)]
+    return [(sum(sizes[:r]), sum(sizes[:r + 1])) for r in range(P)]
+
+
+class TPMLP(torch.nn.Module):
+    """This rank's part of the MLP: w_gate, w_up [h, i_r], w_down [i_r, h]
+    (slices of full weights given, else random)."""
+
+    def __init__(self, hidden, inter, rank, size, mode="sp", group_name="tp",
+                 dtype=torch.bfloat16, full=None):
+        super().__init__()
+        if mode not in ("sp", "tp"):
+            raise ValueError("mode: %r (allowed: sp, tp)" % (mode,))
+        if mode == "sp" and inter % size:
+            # One all-gather + GEMM round has one column count on every rank.
+            raise ValueError("inter %d: the sequence-parallel form needs it a "
+                             "multiple of the ranks (%d)" % (inter, size))
+        self.mode, self.group = mode, group_name
+        lo, hi = split(inter, size)[rank]
+        if full is None:
+            g = torch.Generator().manual_seed(1234)
+            full = [torch.randn(hidden, inter, generator=g) / hidden ** 0.5,
+                    torch.randn(hidden, inter, generator=g) / hidden ** 0.5,
+                    torch.randn(inter, hidden, generator=g) / inter ** 0.5]
+        wg, wu, wd = full
+        self.w_gate = torch.nn.Parameter(wg[:, lo:hi].to(dtype).contiguous())
+        self.w_up = torch.nn.Parameter(wu[:, lo:hi].to(dtype).contiguous())
+        self.w_down = torch.nn.Parameter(wd[lo:hi].to(dtype).contiguous())
+
+    def forward(self, x):
+        dt = self.w_gate.dtype
+        if self.mode == "sp":
+            # x: this rank's rows [m_r, h]; one gather, two GEMMs.
+            _, (gate, up) = at.fused_all_gather_matmul(
+                x, [self.w_gate, self.w_up], group_name=self.group,
+                return_A=False, activation=["silu", None])
+            act = (gate * up).to(dt)
+            return at.fused_matmul_reduce_scatter(act, self.w_down,
+                                                  group_name=self.group)
+        # x: [M, h], the same on every rank.
+        act = (F.silu((x @ self.w_gate).float()) * (x @ self.w_up).float()).to(dt)
+        return at.fused_matmul_all_reduce(act, self.w_down, group_name=self.group)
+
+
+def reference(x, full, dtype):
+    """The MLP in one process with the full weights: (out, leaves, inner)."""
+    wg, wu, wd = [w.to(dtype).detach().requires_grad_(True) for w in full]
+    x = x.detach().requires_grad_(True)
+    gate, up = x @ wg, x @ wu
+    gate.retain_grad()
+    up.retain_grad()
+    act = (F.silu(gate.float()) * up.float()).to(dtype)
+    return (act @ wd).float(), (x, wg, wu, wd), (gate, up)
+
+
+def err(a, b):
+    return ((a.float() - b.float()).abs().max() /
+            b.float().abs().max().clamp(min=1e-6)).item()
+
+
+def check(world, args, mode):
+    P, me = world.size, world.rank
+    dt = DTYPES[args.dtype]
+    h, i, m = args.hidden, args.inter, args.tokens
+    tol = {"fp32": 1e-4, "bf16": 5e-2}[args.dtype]
+    g = torch.Generator().manual_seed(7)
+    full = [torch.randn(h, i, generator=g) / h ** 0.5,
+            torch.randn(h, i, generator=g) / h ** 0.5,
+            torch.randn(i, h, generator=g) / i ** 0.5]
+    X = torch.randn(m * P, h, generator=g).to(dt)   # every rank's rows
+    G = torch.randn(m * P, h, generator=g)          # d(loss)/d(out)
+    mlp = TPMLP(h, i, me, P, mode=mode, dtype=dt, full=full)
+    rows = slice(me * m, (me + 1) * m)
+    x = (X[rows] if mode == "sp" else X).clone().requires_grad_(True)
+    out = mlp(x)
+    (out * (G[rows] if mode == "sp" else G)).sum().backward()
+
+    ref, (rx, rwg, rwu, rwd), (rgate, rup) = reference(X, full, dt)
+    (ref * G).sum().backward()
+    lo, hi = split(i, P)[me]
+    errors = {
+        "out": err(out, ref[rows] if mode == "sp" else ref),
+        "d w_gate": err(mlp.w_gate.grad, rwg.grad[:, lo:hi]),
+        "d w_up": err(mlp.w_up.grad, rwu.grad[:, lo:hi]),
+        "d w_down": err(mlp.w_down.grad, rwd.grad[lo:hi]),
+    }
+    if mode == "sp":
+        errors["d x"] = err(x.grad, rx.grad[rows])
+    else:  # this rank's share of dx, from its columns of d gate and d up
+        share = rgate.grad[:, lo:hi].float() @ rwg[:, lo:hi].float().t() + \
+            rup.grad[:, lo:hi].float() @ rwu[:, lo:hi].float().t()
+        errors["d x (share)"] = err(x.grad, share.detach())
+    bad = {k: v for k, v in errors.items() if not v <= tol}
+    print("rank %d %s: %s" % (me, mode, ", ".join("%s %.2g" % kv for kv in
+                                                 errors.items())), flush=True)
+    return not bad
+
+
+def run_rank(args):
+    torch.set_num_threads(args.threads)
+    with agmm.World.from_env(timeout=args.timeout) as world:
+        at.register_group("tp", world)
+        ok = True
+        for mode in args.modes.split(","):
+            if mode == "tp" and not at.plan_op_available("gemm-ar"):
+                print("rank %d tp: skipped (this agmm has no op gemm-ar)"
+                      % world.rank, flush=True)
+                continue
+            ok = check(world, args, mode) and ok
+        at.unregister_group("tp")
+        print("rank %d: %s" % (world.rank, "ok" if ok else "FAILED"), flush=True)
+    return 0 if ok else 1
+
+
+def spawn(args):
+    """Start args.ranks copies of this script with torchrun's variables
+    (Debian 12's torchrun fails before it starts a worker)."""
+    port = str(29500 + os.getpid() % 20000)
+    procs = []
+    for r in range(args.ranks):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(args.ranks),
+                   LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(args.ranks),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+        procs.append(subprocess.Popen([sys.executable] + sys.argv, env=env))
+    codes = [p.wait() for p in procs]
+    return 0 if all(c == 0 for c in codes) else 1
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--ranks", type=int, default=2,
+                   help="ranks to start when not started by a launcher (RANK unset)")
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--inter", type=int, default=688)
+    p.add_argument("--tokens", type=int, default=64, help="rows of x per rank")
+    p.add_argument("--dtype", choices=sorted(DTYPES), default="fp32")
+    p.add_argument("--modes", default="sp,tp", help="sp, tp or sp,tp")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    p.add_argument("--timeout", type=float, default=60)
+    args = p.parse_args()
+    for mode in args.modes.split(","):
+        if mode not in ("sp", "tp"):
+            p.error("--modes: %r (allowed: sp, tp, or both: sp,tp)" % mode)
+    if "RANK" not in os.environ and "AGMM_RANK" not in os.environ:
+        if args.ranks < 1:
+            p.error("--ranks: %d (at least 1)" % args.ranks)
+        return spawn(args)
+    return run_rank(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

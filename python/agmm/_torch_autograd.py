@@ -1,0 +1,201 @@
+"""Autograd of agmm.torch's fp ops: the Autograd kernels registered for
+torch.ops.agmm.fused_all_gather_matmul, fused_matmul_reduce_scatter and
+fused_matmul_all_reduce. Each forward calls the op itself below autograd
+(so the round is agmm's, and a FakeTensor reaches the Meta kernel); each
+backward runs its communication through agmm too:
+
+  all-gather + matmul   C_r = gather(A) @ B_r (+ b_r, act):
+      dA_shard = my rows of sum_r dZ_r @ B_r^T: one gemm-rs round (A := dZ_r
+                 of every weight side by side, W := the B_i^T stacked)
+      dB_r     = gather(A)^T @ dZ_r (local; the forward's gathered A)
+  matmul + reduce-scatter  C = my rows of sum_r A_r @ B_r (+ b, act):
+      dA_r     = gather(dZ) @ B_r^T: one ag-gemm round (fused_all_gather_matmul
+                 of dZ with B_r^T, returning the gathered dZ; B_r^T padded
+                 with zero columns to the largest k_local when they differ,
+                 found by one small all-gather)
+      dB_r     = A_r^T @ gather(dZ) (local)
+  matmul + all-reduce   C = sum_r A_r @ B_r (+ b, act), the same on every rank:
+      dA_r     = dZ @ B_r^T, dB_r = A_r^T @ dZ (local: dZ, the gradient of
+                 the replicated output, is taken to be the same on every rank,
+                 as Megatron's all-reduce has it)
+  dZ = d(act)/dz * dC (the epilogue's activation differentiated at the
+  saved pre-activation z = C + bias, float32); db = dZ summed over this
+  rank's rows (the ranks' shares are not summed: that is the caller's
+  data-parallel reduction, as for any replicated parameter).
+
+The gathered A a forward returns is not differentiable (its gradient would
+need another reduce-scatter). Every rank must run the same backward (the
+same inputs requiring grad), as every collective; the all-gather op's
+backward also all-gathers every rank's rows (one small collective).
+Gradients have their inputs' dtypes; the backward's GEMMs run in the
+weights' dtype (dZ converted to it).
+"""
+import torch
+
+from ._torch_epilogue import apply_epilogue, epilogue_backward
+from ._torch_fp import _allgather_ints, reduce_core
+from ._torch_groups import _DT, _bwd_weight, _group, reduce_key
+
+
+class _BelowAutograd:
+    """Run an op's next kernel below autograd (torch 1.13's
+    _AutoDispatchBelowAutograd is a guard object, not a context manager)."""
+
+    def __enter__(self):
+        self._guard = torch._C._AutoDispatchBelowAutograd()
+
+    def __exit__(self, *exc):
+        del self._guard
+
+
+def below_autograd(fn, *args, **kwargs):
+    with _BelowAutograd():
+        return fn(*args, **kwargs)
+
+
+def _needs_grad(tensors):
+    return torch.is_grad_enabled() and \
+        any(t is not None and t.requires_grad for t in tensors)
+
+
+def _grad_z(zs, gys, acts, ys):
+    return [epilogue_backward(z, gy if gy is not None else torch.zeros_like(y), a)
+            for z, gy, a, y in zip(zs, gys, acts, ys)]
+
+
+def _mm(x, y, dtype):
+    """x @ y in the weights' dtype (as torch's own layer would); float16 in
+    float32, converted (torch 1.13 has no float16 matmul on the CPU)."""
+    if dtype == torch.float16:
+        return (x.float() @ y.float()).to(dtype)
+    return x.to(dtype) @ y.to(dtype)
+
+
+class AllGatherMatmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, info, a2, *rest):
+        group, return_A, acts, dts = info
+        nw = len(acts)
+        Bs, biases = list(rest[:nw]), list(rest[nw:])
+        need_A = return_A or any(B.requires_grad for B in Bs)
+        A_g, zs = below_autograd(torch.ops.agmm.fused_all_gather_matmul, a2, Bs, 0,
+                                 group, return_A=need_A, biases=biases)
+        ys = [apply_epilogue(z, None, a, d) for z, a, d in zip(zs, acts, dts)]
+        ctx.info = info
+        ctx.nw = nw
+        ctx.bias_grad = [b is not None and b.requires_grad for b in biases]
+        ctx.save_for_backward(A_g if need_A else None, *Bs,
+                              *[z if a is not None else None for z, a in zip(zs, acts)],
+                              *ys)
+        ctx.rows = int(a2.shape[0])
+        ctx.a_dtype = a2.dtype
+        if A_g is not None:
+            ctx.mark_non_differentiable(A_g)
+        return (A_g if return_A else None, *ys)
+
+    @staticmethod
+    def backward(ctx, _gA, *gys):
+        group, _, acts, _ = ctx.info
+        nw = ctx.nw
+        saved = ctx.saved_tensors
+        A_g, Bs = saved[0], list(saved[1:1 + nw])
+        zs, ys = list(saved[1 + nw:1 + 2 * nw]), list(saved[1 + 2 * nw:])
+        gzs = _grad_z([z if z is not None else y for z, y in zip(zs, ys)],
+                      gys, acts, ys)
+        dt = Bs[0].dtype
+        dA = None
+        if ctx.needs_input_grad[1]:
+            g = _group(group)
+            W = _bwd_weight(g, Bs)  # [sum n_i, k]
+            gz = torch.cat(gzs, 1) if nw > 1 else gzs[0]
+            serial = g.lookup(reduce_key("gemm-rs", [int(gz.shape[0])],
+                                         int(W.shape[0]), int(W.shape[1]),
+                                         _DT[dt][1]), [W])
+            everyone = _allgather_ints(g.world, [ctx.rows, serial])
+            ks = [int(W.shape[0])] * g.world.size
+            dA = reduce_core(g, [o[1] for o in everyone], "gemm-rs",
+                             gz.to(dt).contiguous(), W, [o[0] for o in everyone],
+                             ks).to(ctx.a_dtype)
+        dBs = [_mm(A_g.t(), gz, dt) if ctx.needs_input_grad[2 + i] else None
+               for i, gz in enumerate(gzs)]
+        dbs = [gz.sum(0) if want else None for gz, want in zip(gzs, ctx.bias_grad)]
+        return (None, dA, *dBs, *dbs)
+
+
+class _ReduceBase(torch.autograd.Function):
+    """Shared by the reduce-scatter and the all-reduce: forward runs
+    `ctx.op(A, B, bias)`, the rest of the arguments in info."""
+
+    @staticmethod
+    def _forward(ctx, op_call, info, A, B, bias):
+        act, dt = info[-2], info[-1]
+        z = below_autograd(op_call, A, B, bias)
+        y = apply_epilogue(z, None, act, dt)
+        ctx.info = info
+        ctx.bias_grad = bias is not None and bias.requires_grad
+        ctx.save_for_backward(A, B, z if act is not None else None, y)
+        return y
+
+
+class MatmulReduceScatter(_ReduceBase):
+    @staticmethod
+    def forward(ctx, info, A, B, bias):
+        group, scatter_dim = info[0], info[1]
+        return _ReduceBase._forward(
+            ctx, lambda a, b, bb: torch.ops.agmm.fused_matmul_reduce_scatter(
+                a, b, "sum", scatter_dim, group, bias=bb), info, A, B, bias)
+
+    @staticmethod
+    def backward(ctx, gy):
+        group, sd, act, _ = ctx.info
+        A, B, z, y = ctx.saved_tensors
+        gz = epilogue_backward(z if z is not None else y, gy, act)
+        nd = A.dim()
+        dd = sd + nd if sd < 0 else sd
+        # The scatter dimension first, the rest folded into rows.
+        gzm = gz if dd == 0 else gz.movedim(dd, 0)
+        n = int(B.shape[1])
+        dt = B.dtype
+        g = _group(group)
+        k = int(A.shape[-1])
+        # One ag-gemm round has one column count: with uneven k_local the
+        # ranks pad B_r^T with zero columns to the largest k.
+        kmax = max(o[0] for o in _allgather_ints(g.world, [k]))
+        Bt = _bwd_weight(g, [B], kmax)  # [n, kmax]
+        want_A, want_B = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+        dA = dB = None
+        if want_A or want_B:
+            gz_all, (dA2,) = torch.ops.agmm.fused_all_gather_matmul(
+                gzm.reshape(-1, n).to(dt).contiguous(), [Bt], 0, group,
+                return_A=True)
+            am = A if dd == 0 else A.movedim(dd, 0)
+            if want_A:
+                dA = dA2[:, :k].reshape(list(am.shape)).to(A.dtype)
+                dA = dA if dd == 0 else dA.movedim(0, dd)
+            if want_B:
+                dB = _mm(am.reshape(-1, k).t(), gz_all, dt)
+        db = gz.reshape(-1, n).sum(0) if ctx.bias_grad else None
+        return None, dA, dB, db
+
+
+class MatmulAllReduce(_ReduceBase):
+    @staticmethod
+    def forward(ctx, info, A, B, bias):
+        group = info[0]
+        return _ReduceBase._forward(
+            ctx, lambda a, b, bb: torch.ops.agmm.fused_matmul_all_reduce(
+                a, b, "sum", group, bias=bb), info, A, B, bias)
+
+    @staticmethod
+    def backward(ctx, gy):
+        _, act, _ = ctx.info
+        A, B, z, y = ctx.saved_tensors
+        gz = epilogue_backward(z if z is not None else y, gy, act)
+        n, k = int(B.shape[1]), int(A.shape[-1])
+        gz2 = gz.reshape(-1, n)
+        dt = B.dtype
+        dA = _mm(gz2, B.t(), dt).view(list(A.shape)).to(A.dtype) \
+            if ctx.needs_input_grad[1] else None
+        dB = _mm(A.reshape(-1, k).t(), gz2, dt) if ctx.needs_input_grad[2] else None
+        db = gz2.sum(0) if ctx.bias_grad else None
+        return None, dA, dB, db

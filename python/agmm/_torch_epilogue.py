@@ -1,0 +1,89 @@
+"""The epilogue of agmm.torch's fp ops: bias, activation, output dtype,
+applied to an op's final result (after the gather + GEMM, after the
+reduction of a reduce-scatter or all-reduce: never to a partial sum).
+
+apply_epilogue is the ONE place that applies it, in Python on the float32
+result, for every op and its autograd; when the library's own epilogues
+(computed inside the round) are switched on, this is the function to
+change.
+"""
+
+import torch
+
+from .errors import InvalidArgument
+
+# activation name -> fn(z) on a float32 tensor (differentiable by torch).
+ACTIVATIONS = {
+    "relu": torch.relu,
+    "gelu-tanh": lambda z: torch.nn.functional.gelu(z, approximate="tanh"),
+    "gelu-erf": torch.nn.functional.gelu,
+    "silu": torch.nn.functional.silu,
+}
+# torch's ScalarType codes, as a ScalarType?[] argument reaches a kernel.
+SCALAR_TYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32,
+                4: torch.int64, 5: torch.float16, 6: torch.float32,
+                7: torch.float64, 11: torch.bool, 15: torch.bfloat16}
+OUT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def activation_name(act, what="activation"):
+    """None for no activation (None or ""), else a name of ACTIVATIONS."""
+    if act is None or act == "":
+        return None
+    if act not in ACTIVATIONS:
+        raise InvalidArgument("%s: %r (allowed: None, %s)"
+                              % (what, act, ", ".join(ACTIVATIONS)))
+    return act
+
+
+def out_dtype(dt, what="out_dtype"):
+    """The output dtype (None: float32, agmm's own output)."""
+    if dt is None:
+        return torch.float32
+    if isinstance(dt, int) and not isinstance(dt, bool):
+        dt = SCALAR_TYPES.get(dt, dt)
+    if dt not in OUT_DTYPES:
+        raise InvalidArgument("%s: %s (allowed: torch.float32, the library's "
+                              "output, torch.bfloat16 or torch.float16, "
+                              "converted after the round)" % (what, dt))
+    return dt
+
+
+def check_bias(bias, n, what="bias"):
+    if bias is None:
+        return
+    if not isinstance(bias, torch.Tensor) or bias.device.type != "cpu" \
+            or tuple(bias.shape) != (n,) or not bias.is_floating_point():
+        desc = ("%s %s %s" % (list(bias.shape), bias.dtype, bias.device)) \
+            if isinstance(bias, torch.Tensor) else type(bias).__name__
+        raise InvalidArgument("%s: %s (expected a CPU floating-point tensor of "
+                              "shape [%d])" % (what, desc, n))
+
+
+def apply_epilogue(c, bias=None, activation=None, dtype=None):
+    """act(c + bias) in float32, converted to dtype (None: float32). c is the
+    op's float32 result [..., n]; bias [n] of any float dtype. Returns c
+    itself when there is nothing to do."""
+    if bias is not None:
+        c = c + bias.to(torch.float32)
+    if activation is not None:
+        c = ACTIVATIONS[activation](c)
+    dt = out_dtype(dtype)
+    return c if dt == torch.float32 else c.to(dt)
+
+
+def epilogue_backward(z, grad_y, activation):
+    """d(loss)/dz for y = act(z) (z the float32 pre-activation result, bias
+    included), given d(loss)/dy; grad_y itself without an activation."""
+    grad_y = grad_y.to(torch.float32)
+    if activation is None:
+        return grad_y
+    with torch.enable_grad():
+        zz = z.detach().requires_grad_(True)
+        y = ACTIVATIONS[activation](zz)
+        (gz,) = torch.autograd.grad(y, zz, grad_y)
+    return gz
+
+
+__all__ = ["apply_epilogue", "epilogue_backward", "activation_name",
+           "out_dtype", "check_bias", "ACTIVATIONS"]

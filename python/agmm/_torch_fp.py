@@ -1,0 +1,250 @@
+"""The CPU kernels of agmm.torch's fp ops (fp16, bf16, fp32):
+fused_all_gather_matmul (op "ag-gemm"), fused_matmul_reduce_scatter
+("gemm-rs") and fused_matmul_all_reduce ("gemm-ar"), each with the
+epilogue (bias, activation, output dtype) applied once to its final result
+by _torch_epilogue.apply_epilogue. python/agmm/torch.py's module doc has the
+contract; the *_core functions are the 2-D rounds the autograd's backward
+also calls.
+"""
+import struct
+
+import torch
+
+from . import _lib
+from .errors import InvalidArgument, Unsupported
+from ._torch_epilogue import apply_epilogue, activation_name, check_bias, out_dtype
+_out_dtype = out_dtype  # the rs/ar kernels' argument of that name shadows it
+from ._torch_groups import (_DT, _group, _cached_plan, _reduce_plan, ag_key,
+                            reduce_key)
+
+_MAX_LEAD = 8  # leading dimensions of a reduce's A
+
+
+def plan_op_available(op):
+    """Whether this agmm package (and so its libagmm.so) has the plan op
+    `op` ("ag-gemm", "gemm-rs", "gemm-ar")."""
+    return op in _lib.OPS
+
+
+def _fp_tensor(x, what, dims=None):
+    if not isinstance(x, torch.Tensor) or x.device.type != "cpu" \
+            or x.dtype not in _DT:
+        desc = ("%s %s" % (x.device, x.dtype)) if isinstance(x, torch.Tensor) \
+            else type(x).__name__
+        raise InvalidArgument("%s: %s (agmm takes CPU float16, bfloat16 or "
+                              "float32)" % (what, desc))
+    if dims == 2 and x.dim() != 2:
+        raise InvalidArgument("%s: %d dimensions (expected 2: [k, n])"
+                              % (what, x.dim()))
+    if dims is None and x.dim() < 2:
+        raise InvalidArgument("%s: %d dimensions (at least 2: [..., k])"
+                              % (what, x.dim()))
+
+
+def _dim(d, nd, what):
+    """d (may be negative) as an index among A's leading dimensions."""
+    dd = d + nd if d < 0 else d
+    if not 0 <= dd < nd - 1:
+        raise InvalidArgument("%s %d: allowed %d..%d for A of %d dimensions "
+                              "(not the last, k)" % (what, d, -nd, nd - 2, nd))
+    return dd
+
+
+def _per_weight(value, count, what):
+    """One value per weight from None, one value, or a list of `count`."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != count:
+            raise InvalidArgument("%s: %d for %d weights" % (what, len(value), count))
+        return list(value)
+    return [value] * count
+
+
+def _allgather_ints(world, mine):
+    blob = struct.pack("<%dq" % len(mine), *mine)
+    return [struct.unpack("<%dq" % len(mine), b) for b in world.allgather(blob)]
+
+
+# ------------------------------------------------ all-gather + matmul
+def ag_core(g, serials, a2, Bs, m_local, return_A):
+    """One round: gather the rows a2 ([m_local[rank], k]) of every rank and
+    multiply by each B_i; returns (A_gathered [M, k] or None, [C_i float32
+    [M, n_i]]). serials: every rank's plan lookup (ag_shapes)."""
+    ns = [int(B.shape[1]) for B in Bs]
+    plan, m_rows = _cached_plan(g, serials, m_local, int(a2.shape[1]), ns,
+                                _DT[a2.dtype][1], Bs)
+    res = plan.run(a2, a_gathered=True if return_A else None, m_rows=m_rows,
+                   schedule=g.options.get("schedule", "auto"))
+    A_g = None
+    if return_A:
+        A_g, res = res
+    return A_g, (res if isinstance(res, list) else [res])
+
+
+def ag_shapes(g, A_shard, Bs, gather_dim):
+    """Checks and every rank's rows: (gd, a2, lead, m_local, slices,
+    serials), serials every rank's cached plan for the call (g.lookup)."""
+    _fp_tensor(A_shard, "A_shard")
+    nd = A_shard.dim()
+    gd = _dim(gather_dim, nd, "gather_dim")
+    if len(Bs) < 1:
+        raise InvalidArgument("Bs: an empty list (at least one weight)")
+    code = _DT[A_shard.dtype][0]
+    k = A_shard.shape[-1]
+    for i, B in enumerate(Bs):
+        if not isinstance(B, torch.Tensor) or B.dim() != 2 or B.shape[0] != k \
+                or B.dtype != A_shard.dtype or B.device.type != "cpu":
+            desc = "%s %s %s" % (list(B.shape), B.dtype, B.device) \
+                if isinstance(B, torch.Tensor) else type(B).__name__
+            raise InvalidArgument("Bs[%d]: %s (expected [k=%d, n] %s on the CPU)"
+                                  % (i, desc, k, A_shard.dtype))
+    ns = [int(B.shape[1]) for B in Bs]
+    # gather_dim first, the rest of the leading dims folded into rows.
+    a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
+    lead = [int(s) for s in a.shape[:-1]]  # [s_gd, other leading dims...]
+    a2 = a.reshape(-1, k)  # a view when contiguous, else one copy
+    rows_per_slice = 1
+    for s in lead[1:]:
+        rows_per_slice *= s
+    # Every rank's shape: rows, slices along gather_dim, k, ns, dtype; and
+    # its cached plan's serial.
+    serial = g.lookup(ag_key(k, ns, _DT[A_shard.dtype][1]), Bs)
+    mine = [lead[0], rows_per_slice, k, code, len(ns)] + ns + [serial]
+    everyone = _allgather_ints(g.world, mine)
+    for r, other in enumerate(everyone):
+        if other[1:-1] != tuple(mine[1:-1]):
+            raise InvalidArgument(
+                "fused_all_gather_matmul: rank %d has shape/dtype %s, rank %d "
+                "%s (ranks must agree on every dimension but gather_dim)"
+                % (r, list(other[:-1]), g.world.rank, mine[:-1]))
+    slices = [o[0] for o in everyone]
+    m_local = [s * rows_per_slice for s in slices]
+    if sum(m_local) == 0:
+        raise InvalidArgument("fused_all_gather_matmul: every rank's shard is "
+                              "empty")
+    return gd, a2, lead, m_local, slices, [o[-1] for o in everyone]
+
+
+def ag_views(x, total, lead, gd):
+    """x [M, c] (rows in gathered order) as A_shard's layout with the
+    gathered dimension `total` long."""
+    x = x.view([total] + lead[1:] + [int(x.shape[-1])])
+    return x if gd == 0 else x.movedim(0, gd)
+
+
+def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
+              activations=None, out_dtypes=None):
+    Bs = list(Bs)
+    nw = len(Bs)
+    biases = _per_weight(biases, nw, "biases")
+    acts = [activation_name(a, "activations[%d]" % i)
+            for i, a in enumerate(_per_weight(activations, nw, "activations"))]
+    dts = [out_dtype(d, "out_dtypes[%d]" % i)
+           for i, d in enumerate(_per_weight(out_dtypes, nw, "out_dtypes"))]
+    g = _group(group_name)
+    for i, (B, b) in enumerate(zip(Bs, biases)):
+        check_bias(b, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
+                   else -1, "biases[%d]" % i)
+    gd, a2, lead, m_local, slices, serials = ag_shapes(g, A_shard, Bs, gather_dim)
+    A_g, Cs = ag_core(g, serials, a2, Bs, m_local, return_A)
+    total = sum(slices)
+    Cs = [ag_views(apply_epilogue(c, b, a, d), total, lead, gd)
+          for c, b, a, d in zip(Cs, biases, acts, dts)]
+    if return_A:
+        A_g = ag_views(A_g, total, lead, gd)
+    return A_g, Cs
+
+
+# ------------------------------------------ matmul + reduce-scatter/all-reduce
+def reduce_core(g, serials, op, a2, B, m_local, k_local):
+    """One round of op "gemm-rs" (this rank's m_local[rank] rows of
+    sum_r A_r @ B_r) or "gemm-ar" (all sum(m_local) rows), float32.
+    serials: every rank's g.lookup(reduce_key(...), [B])."""
+    if not plan_op_available(op):
+        raise Unsupported("%s: this agmm (%s) has no plan op %r (it has %s)"
+                          % ("fused_matmul_all_reduce" if op == "gemm-ar" else op,
+                             _lib.path, op, ", ".join(_lib.OPS)))
+    plan = _reduce_plan(g, serials, op, m_local, k_local, B, _DT[B.dtype][1])
+    return plan.run(a2, schedule=g.options.get("schedule", "auto"))
+
+
+def reduce_shapes(g, op, A, B, reduce_op, dim, what):
+    """Checks and every rank's k: (dd, a2, lead, k_local, rows_per_slice,
+    serials), serials every rank's cached plan for the call (g.lookup)."""
+    if reduce_op != "sum":
+        raise InvalidArgument("reduce_op: %r (allowed: \"sum\")" % (reduce_op,))
+    _fp_tensor(A, "A")
+    _fp_tensor(B, "B", dims=2)
+    nd = A.dim()
+    dd = _dim(dim, nd, "scatter_dim") if dim is not None else 0
+    k_mine = int(A.shape[-1])
+    if B.shape[0] != k_mine or B.dtype != A.dtype:
+        raise InvalidArgument("B: %s %s (expected [k_local=%d, n] %s: A's last "
+                              "dimension and dtype)" % (list(B.shape), B.dtype,
+                                                        k_mine, A.dtype))
+    a = A if dd == 0 else A.movedim(dd, 0)
+    lead = [int(d) for d in a.shape[:-1]]
+    if len(lead) > _MAX_LEAD:
+        raise InvalidArgument("A: %d dimensions (at most %d)" % (nd, _MAX_LEAD + 1))
+    n = int(B.shape[1])
+    L = _MAX_LEAD + 3  # padded: every rank sends as many bytes
+    total = 1
+    for d in lead:
+        total *= d
+    serial = g.lookup(reduce_key(op, [total], k_mine, n, _DT[A.dtype][1]), [B])
+    mine = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + \
+        [n, _DT[A.dtype][0], k_mine, serial]
+    everyone = _allgather_ints(g.world, mine)
+    for r, other in enumerate(everyone):
+        if other[:L] != tuple(mine[:L]):
+            raise InvalidArgument(
+                "%s: rank %d has A's rows %s, n %d, dtype code %d; rank %d %s, "
+                "%d, %d (ranks must agree on all but k)"
+                % (what, r, list(other[1:1 + other[0]]), other[L - 2],
+                   other[L - 1], g.world.rank, lead, n, mine[L - 1]))
+    k_local = [o[L] for o in everyone]
+    rows_per_slice = 1
+    for d in lead[1:]:
+        rows_per_slice *= d
+    if sum(k_local) == 0 or lead[0] * rows_per_slice == 0:
+        raise InvalidArgument("%s: an empty product (rows %d, k %d)"
+                              % (what, lead[0] * rows_per_slice, sum(k_local)))
+    return (dd, a.reshape(-1, k_mine), lead, k_local, rows_per_slice,
+            [o[L + 1] for o in everyone])
+
+
+def row_split(rows, P):
+    """Rows per rank as agmm_k_split splits them (the first rows % P ranks
+    one more)."""
+    return [int(_lib.fn.agmm_k_split(rows, P, r)) for r in range(P)]
+
+
+def rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias=None,
+              activation=None, out_dtype=None):
+    act = activation_name(activation)
+    out_dtype = _out_dtype(out_dtype)
+    check_bias(bias, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
+               else -1)
+    g = _group(group_name)
+    dd, a2, lead, k_local, rps, serials = reduce_shapes(
+        g, "gemm-rs", A, B, reduce_op, scatter_dim, "fused_matmul_reduce_scatter")
+    split = row_split(lead[0], g.world.size)
+    c = reduce_core(g, serials, "gemm-rs", a2, B, [s * rps for s in split],
+                    k_local)
+    c = apply_epilogue(c, bias, act, out_dtype)
+    c = c.view([split[g.world.rank]] + lead[1:] + [int(B.shape[1])])
+    return c if dd == 0 else c.movedim(0, dd)
+
+
+def ar_kernel(A, B, reduce_op, group_name, bias=None, activation=None,
+              out_dtype=None):
+    act = activation_name(activation)
+    out_dtype = _out_dtype(out_dtype)
+    check_bias(bias, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
+               else -1)
+    g = _group(group_name)
+    _, a2, lead, k_local, rps, serials = reduce_shapes(
+        g, "gemm-ar", A, B, reduce_op, None, "fused_matmul_all_reduce")
+    c = reduce_core(g, serials, "gemm-ar", a2, B,
+                    row_split(lead[0] * rps, g.world.size), k_local)
+    c = apply_epilogue(c, bias, act, out_dtype)
+    return c.view(lead + [int(B.shape[1])])

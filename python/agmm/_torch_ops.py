@@ -1,0 +1,198 @@
+"""torch.ops.agmm: the schemas, and each op's CPU kernel (_torch_fp,
+_torch_int8), Autograd kernel (the fp ops: _torch_autograd) and Meta
+kernel (shapes and dtypes only, no communication: FakeTensor tracing).
+"""
+import os
+
+import torch
+
+from .errors import InvalidArgument
+from ._torch_autograd import (AllGatherMatmul, MatmulAllReduce, MatmulReduceScatter,
+                              below_autograd, _needs_grad)
+from ._torch_epilogue import activation_name, out_dtype
+from ._torch_fp import (_dim, _per_weight, ag_kernel, ar_kernel, row_split,
+                        rs_kernel)
+from ._torch_groups import DEFAULT_GROUP, _groups
+from ._torch_int8 import _out_dtypes, _scaled_ag_impl, _scaled_rs_impl
+
+_EPI = "Tensor? bias=None, str? activation=None, ScalarType? out_dtype=None"
+SCHEMAS = {
+    "fused_all_gather_matmul":
+        "fused_all_gather_matmul(Tensor A_shard, Tensor[] Bs, int gather_dim, "
+        "str group_name, *, bool return_A=True, Tensor?[]? biases=None, "
+        "str[]? activations=None, ScalarType?[]? out_dtypes=None) "
+        "-> (Tensor?, Tensor[])",
+    "fused_matmul_reduce_scatter":
+        "fused_matmul_reduce_scatter(Tensor A, Tensor B, str reduce_op, "
+        "int scatter_dim, str group_name, *, " + _EPI + ") -> Tensor",
+    "fused_matmul_all_reduce":
+        "fused_matmul_all_reduce(Tensor A, Tensor B, str reduce_op, "
+        "str group_name, *, " + _EPI + ") -> Tensor",
+    "fused_all_gather_scaled_matmul":
+        "fused_all_gather_scaled_matmul(Tensor A_shard, Tensor[] Bs, "
+        "Tensor A_scale, Tensor[] B_scales, int gather_dim, str group_name, "
+        "ScalarType?[] out_dtypes, *, bool return_A=True) -> (Tensor?, Tensor[])",
+    "fused_scaled_matmul_reduce_scatter":
+        "fused_scaled_matmul_reduce_scatter(Tensor A, Tensor B, Tensor A_scale, "
+        "Tensor B_scale, str reduce_op, int scatter_dim, str group_name, "
+        "ScalarType? out_dtype) -> Tensor",
+}
+
+
+# ------------------------------------------------------------ Autograd
+def _ag_autograd(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
+                 activations=None, out_dtypes=None):
+    Bs = list(Bs)
+    nw = len(Bs)
+    bl = _per_weight(biases, nw, "biases") if nw else []
+    if not _needs_grad([A_shard] + Bs + bl):
+        return below_autograd(torch.ops.agmm.fused_all_gather_matmul, A_shard, Bs,
+                              gather_dim, group_name, return_A=return_A,
+                              biases=biases, activations=activations,
+                              out_dtypes=out_dtypes)
+    acts = tuple(activation_name(a, "activations[%d]" % i) for i, a in
+                 enumerate(_per_weight(activations, nw, "activations")))
+    dts = tuple(out_dtype(d, "out_dtypes[%d]" % i) for i, d in
+                enumerate(_per_weight(out_dtypes, nw, "out_dtypes")))
+    # gather_dim first and the other leading dims folded into rows, by
+    # differentiable views: the Function sees 2-D rows.
+    nd = A_shard.dim()
+    gd = _dim(gather_dim, nd, "gather_dim")
+    a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
+    lead = [int(s) for s in a.shape[:-1]]
+    out = AllGatherMatmul.apply((group_name, return_A, acts, dts),
+                                a.reshape(-1, int(A_shard.shape[-1])), *Bs, *bl)
+    A_g, ys = out[0], list(out[1:])
+    rows = int(ys[0].shape[0])
+    total = rows // max(1, rows_per(lead))
+
+    def back(x):
+        x = x.view([total] + lead[1:] + [int(x.shape[-1])])
+        return x if gd == 0 else x.movedim(0, gd)
+    return (back(A_g) if A_g is not None else None), [back(y) for y in ys]
+
+
+def rows_per(lead):
+    r = 1
+    for d in lead[1:]:
+        r *= d
+    return r
+
+
+def _rs_autograd(A, B, reduce_op, scatter_dim, group_name, bias=None,
+                 activation=None, out_dtype=None):
+    if not _needs_grad([A, B, bias]) or reduce_op != "sum":
+        return below_autograd(torch.ops.agmm.fused_matmul_reduce_scatter, A, B,
+                              reduce_op, scatter_dim, group_name, bias=bias,
+                              activation=activation, out_dtype=out_dtype)
+    return MatmulReduceScatter.apply(
+        (group_name, int(scatter_dim), activation_name(activation),
+         _out(out_dtype)), A, B, bias)
+
+
+def _ar_autograd(A, B, reduce_op, group_name, bias=None, activation=None,
+                 out_dtype=None):
+    if not _needs_grad([A, B, bias]) or reduce_op != "sum":
+        return below_autograd(torch.ops.agmm.fused_matmul_all_reduce, A, B,
+                              reduce_op, group_name, bias=bias,
+                              activation=activation, out_dtype=out_dtype)
+    return MatmulAllReduce.apply(
+        (group_name, activation_name(activation), _out(out_dtype)), A, B, bias)
+
+
+def _out(dt):
+    return out_dtype(dt)
+
+
+# ---------------------------------------------------------------- Meta
+def meta_world(group_name):
+    """(size, rank) of a group without communicating: a registered group's
+    world, else (the default group before first use) the launcher's
+    environment (AGMM_WORLD_SIZE/AGMM_RANK, else WORLD_SIZE/RANK)."""
+    name = DEFAULT_GROUP if group_name is None else group_name
+    g = _groups.get(name)
+    if g is not None:
+        return g.world.size, g.world.rank
+    env = os.environ
+    size = env.get("AGMM_WORLD_SIZE", env.get("WORLD_SIZE"))
+    rank = env.get("AGMM_RANK", env.get("RANK"))
+    if name != DEFAULT_GROUP or size is None or rank is None:
+        raise InvalidArgument("group_name %r: the Meta kernel needs the group's "
+                              "size: register it (agmm.torch.register_group) or "
+                              "set WORLD_SIZE and RANK" % (name,))
+    return int(size), int(rank)
+
+
+def _ag_meta_shapes(A_shard, Bs, gather_dim, group_name):
+    """Gathered along gather_dim: every rank's shard the size of this one's
+    (shapes cannot be exchanged while tracing)."""
+    P, _ = meta_world(group_name)
+    nd = A_shard.dim()
+    gd = _dim(gather_dim, nd, "gather_dim")
+    shape = list(A_shard.shape)
+    shape[gd] *= P
+    return shape, [shape[:-1] + [int(B.shape[1])] for B in Bs]
+
+
+def _ag_meta(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
+             activations=None, out_dtypes=None):
+    Bs = list(Bs)
+    a_shape, c_shapes = _ag_meta_shapes(A_shard, Bs, gather_dim, group_name)
+    dts = [out_dtype(d) for d in _per_weight(out_dtypes, len(Bs), "out_dtypes")]
+    A_g = A_shard.new_empty(a_shape) if return_A else None
+    return A_g, [A_shard.new_empty(s, dtype=d) for s, d in zip(c_shapes, dts)]
+
+
+def _reduce_meta_shape(A, B, dim, group_name):
+    shape = list(A.shape[:-1]) + [int(B.shape[1])]
+    if dim is not None:
+        P, rank = meta_world(group_name)
+        dd = _dim(dim, A.dim(), "scatter_dim")
+        shape[dd] = row_split(shape[dd], P)[rank]
+    return shape
+
+
+def _rs_meta(A, B, reduce_op, scatter_dim, group_name, bias=None,
+             activation=None, out_dtype=None):
+    return A.new_empty(_reduce_meta_shape(A, B, scatter_dim, group_name),
+                       dtype=_out(out_dtype))
+
+
+def _ar_meta(A, B, reduce_op, group_name, bias=None, activation=None,
+             out_dtype=None):
+    return A.new_empty(_reduce_meta_shape(A, B, None, group_name),
+                       dtype=_out(out_dtype))
+
+
+def _scaled_ag_meta(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
+                    out_dtypes, return_A=True):
+    Bs = list(Bs)
+    a_shape, c_shapes = _ag_meta_shapes(A_shard, Bs, gather_dim, group_name)
+    dts = _out_dtypes(out_dtypes, len(Bs))
+    A_g = A_shard.new_empty(a_shape) if return_A else None
+    return A_g, [A_shard.new_empty(s, dtype=d) for s, d in zip(c_shapes, dts)]
+
+
+def _scaled_rs_meta(A, B, A_scale, B_scale, reduce_op, scatter_dim, group_name,
+                    out_dtype=None):
+    from ._torch_int8 import _out_dtype
+    return A.new_empty(_reduce_meta_shape(A, B, scatter_dim, group_name),
+                       dtype=_out_dtype(out_dtype, "out_dtype"))
+
+
+# --------------------------------------------------------- registration
+KERNELS = {
+    "fused_all_gather_matmul": (ag_kernel, _ag_autograd, _ag_meta),
+    "fused_matmul_reduce_scatter": (rs_kernel, _rs_autograd, _rs_meta),
+    "fused_matmul_all_reduce": (ar_kernel, _ar_autograd, _ar_meta),
+    "fused_all_gather_scaled_matmul": (_scaled_ag_impl, None, _scaled_ag_meta),
+    "fused_scaled_matmul_reduce_scatter": (_scaled_rs_impl, None, _scaled_rs_meta),
+}
+_lib_def = torch.library.Library("agmm", "DEF")
+for _name, _schema in SCHEMAS.items():
+    _lib_def.define(_schema)
+    _cpu, _autograd, _meta = KERNELS[_name]
+    _lib_def.impl(_name, _cpu, "CPU")
+    _lib_def.impl(_name, _meta, "Meta")
+    if _autograd is not None:
+        _lib_def.impl(_name, _autograd, "Autograd")

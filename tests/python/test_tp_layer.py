@@ -1,0 +1,159 @@
+"""The tensor-parallel layer's ops in torch (issue 23): agmm.torch's
+fused_all_gather_matmul, fused_matmul_reduce_scatter and
+fused_matmul_all_reduce with bias and activations, forward and every
+gradient against the same layer built from torch.distributed (gloo)
+collectives (tp_worker.py) at 2, 3 (uneven shards and k splits) and 4
+ranks; the Meta kernels under FakeTensorMode (shapes, dtypes, autograd
+graph, no world made); argument errors before any communication.
+
+The all-reduce cases skip only where agmm has no plan op "gemm-ar"
+(agmm.torch.plan_op_available), and then the op must say so."""
+import os
+
+import pytest
+import torch
+
+import agmm
+import agmm.torch as at
+from conftest import run_world
+
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tp_worker.py")
+HAS_AR = at.plan_op_available("gemm-ar")
+
+
+def ag_cases(P, uneven):
+    m = [5 + 2 * r for r in range(P)] if uneven else [6] * P
+    return [
+        dict(op="ag", m=m, k=24, n=[16], bias=False, acts=[None]),
+        dict(op="ag", m=m, k=24, n=[16, 8], bias=True, acts=["silu", None],
+             repeat=2),
+        dict(op="ag", m=m, k=32, n=[8, 8], bias=True, acts=["gelu-tanh", "relu"],
+             dtype="bf16"),
+        dict(op="ag", m=m, k=16, n=[8, 4], bias=True, acts=["silu", None],
+             gather_dim=1),
+    ]
+
+
+def red_cases(op, P, uneven):
+    kl = [4 + 3 * r for r in range(P)] if uneven else [8] * P
+    M = 7 if uneven else 4 * P
+    return [
+        dict(op=op, M=M, k_local=kl, n=12, bias=False, act=None),
+        dict(op=op, M=M, k_local=kl, n=12, bias=True, act="gelu-erf", repeat=2),
+        dict(op=op, M=M, k_local=kl, n=16, bias=True, act="silu", dtype="bf16"),
+    ] + ([dict(op=op, M=M, k_local=kl, n=8, bias=True, act="relu", scatter_dim=1)]
+         if op == "rs" else [])
+
+
+@pytest.mark.parametrize("nranks,uneven", [(2, False), (3, True), (4, False)])
+def test_all_gather_and_reduce_scatter_grads_match_gloo(nranks, uneven):
+    cases = ag_cases(nranks, uneven) + red_cases("rs", nranks, uneven)
+    run_world(nranks, "grads", dict(cases=cases), timeout=240, worker=WORKER)
+
+
+@pytest.mark.parametrize("nranks,dtype", [(2, "fp32"), (3, "bf16")])
+def test_training_steps_keep_their_plans(nranks, dtype):
+    run_world(nranks, "steps", dict(h=16, i=8 * nranks, m=5, steps=4, dtype=dtype),
+              timeout=240, worker=WORKER)
+
+
+@pytest.mark.parametrize("nranks,uneven", [(2, False), (3, True), (4, False)])
+def test_all_reduce_grads_match_gloo(nranks, uneven):
+    if not HAS_AR:
+        pytest.skip("this agmm has no plan op gemm-ar (agmm.torch."
+                    "plan_op_available('gemm-ar') is False)")
+    run_world(nranks, "grads", dict(cases=red_cases("ar", nranks, uneven)),
+              timeout=240, worker=WORKER)
+
+
+def test_all_reduce_without_gemm_ar_is_unsupported(monkeypatch):
+    if HAS_AR:
+        pytest.skip("this agmm has gemm-ar (the op runs: the test above)")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    w = agmm.World.join(0, 1, "pytest-noar-%d" % os.getpid(), timeout=10)
+    at.register_group("noar", w)
+    try:
+        with pytest.raises(agmm.Unsupported, match="gemm-ar"):
+            at.fused_matmul_all_reduce(torch.ones(2, 3), torch.ones(3, 4),
+                                       group_name="noar")
+    finally:
+        at.unregister_group("noar")
+        w.close()
+
+
+def test_meta_kernels_under_fake_tensors(monkeypatch):
+    """Shapes and dtypes from the Meta kernels, with every rank's shard
+    taken to be this one's size; no world is made (the default group comes
+    from WORLD_SIZE/RANK without joining)."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("RANK", "3")
+    for key in ("AGMM_WORLD_SIZE", "AGMM_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    from agmm import _torch_groups
+    assert "default" not in _torch_groups._groups
+    with FakeTensorMode():
+        a = torch.empty(6, 5, 32, dtype=torch.bfloat16)
+        w1 = torch.empty(32, 16, dtype=torch.bfloat16, requires_grad=True)
+        w2 = torch.empty(32, 8, dtype=torch.bfloat16)
+        A, (c1, c2) = at.fused_all_gather_matmul(a, [w1, w2], gather_dim=1,
+                                                 out_dtype=[None, torch.bfloat16])
+        assert isinstance(c1, FakeTensor)
+        assert A.shape == (6, 20, 32) and A.dtype == torch.bfloat16
+        assert c1.shape == (6, 20, 16) and c1.dtype == torch.float32
+        assert c2.shape == (6, 20, 8) and c2.dtype == torch.bfloat16
+        assert c1.grad_fn is not None  # the autograd kernel ran on fakes
+        A, cs = at.fused_all_gather_matmul(a, [w2], return_A=False)
+        assert A is None and cs[0].shape == (24, 5, 8)
+        x = torch.empty(10, 3, 32, dtype=torch.float16)
+        w = torch.empty(32, 12, dtype=torch.float16)
+        # 10 rows over 4 ranks: 3, 3, 2, 2; rank 3 gets 2.
+        c = at.fused_matmul_reduce_scatter(x, w.requires_grad_(True),
+                                           activation="silu")
+        assert c.shape == (2, 3, 12) and c.dtype == torch.float32
+        assert c.grad_fn is not None
+        c = at.fused_matmul_reduce_scatter(x, w, scatter_dim=1,
+                                           out_dtype=torch.bfloat16)
+        assert c.shape == (10, 0, 12) and c.dtype == torch.bfloat16
+        c = at.fused_matmul_all_reduce(x, w, bias=torch.empty(12))
+        assert c.shape == (10, 3, 12) and c.dtype == torch.float32
+        q = torch.empty(6, 32, dtype=torch.int8)
+        s = torch.empty(6, 1)
+        A, (c,) = at.fused_all_gather_scaled_matmul(
+            q, [torch.empty(32, 8, dtype=torch.int8)], s, [torch.empty(1, 8)],
+            out_dtypes=torch.bfloat16)
+        assert A.shape == (24, 32) and A.dtype == torch.int8
+        assert c.shape == (24, 8) and c.dtype == torch.bfloat16
+        c = at.fused_scaled_matmul_reduce_scatter(
+            torch.empty(9, 32, dtype=torch.int8), torch.empty(32, 8, dtype=torch.int8),
+            torch.empty(9, 1), torch.empty(1, 8))
+        assert c.shape == (2, 8) and c.dtype == torch.float32
+    assert "default" not in _torch_groups._groups
+
+
+@pytest.mark.parametrize("call,words", [
+    (lambda: at.fused_matmul_reduce_scatter(torch.ones(4, 3), torch.ones(3, 2),
+                                            activation="tanh"),
+     ["activation", "'tanh'", "silu"]),
+    (lambda: at.fused_matmul_reduce_scatter(torch.ones(4, 3), torch.ones(3, 2),
+                                            bias=torch.ones(3)),
+     ["bias", "[3]", "shape [2]"]),
+    (lambda: at.fused_matmul_all_reduce(torch.ones(4, 3), torch.ones(3, 2),
+                                        out_dtype=torch.int32),
+     ["out_dtype", "int32"]),
+    (lambda: at.fused_all_gather_matmul(torch.ones(4, 3), [torch.ones(3, 2)] * 2,
+                                        activation=["relu"]),
+     ["activations", "1 for 2 weights"]),
+])
+def test_bad_epilogue_arguments_fail_before_any_world(call, words):
+    from agmm import _torch_groups
+    with pytest.raises(agmm.InvalidArgument) as e:
+        call()
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+    assert "default" not in _torch_groups._groups
+
+
+def test_trace_summaries_from_python(tmp_path):
+    """agmm.Trace (bench/tp_layer.py reads where a round's time goes)."""
+    run_world(2, "trace", dict(json=str(tmp_path / "t%d.json")), worker=WORKER)

@@ -1,0 +1,332 @@
+"""One rank of a tensor-parallel-layer test world (issue 23; started N
+times by conftest.run_world with torchrun's variables): agmm.torch's three
+fp ops, forward and backward, against the same layer built from
+torch.distributed (gloo) collectives in the same processes.
+
+usage: tp_worker.py SCENARIO JSON_ARGS
+
+Every rank makes every rank's inputs from the same seeds. The gloo
+reference is differentiable through small autograd Functions with the
+same conventions as agmm's (all-gather <-> reduce-scatter; all-reduce's
+backward the identity: its output's gradient is the same on every rank).
+gloo has no reduce-scatter, and its all-gather takes equal sizes: the
+reference all-reduces and slices, and pads uneven shards. Prints "RANK r
+OK" when every check passed.
+"""
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+import agmm
+import agmm.torch as at
+
+DT = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+ACT = {None: lambda z: z, "relu": torch.relu, "silu": torch.nn.functional.silu,
+       "gelu-tanh": lambda z: torch.nn.functional.gelu(z, approximate="tanh"),
+       "gelu-erf": torch.nn.functional.gelu}
+
+
+def rnd(seed, shape, dtype):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g) * 0.5).to(dtype)
+
+
+def split(rows, P):
+    return [rows // P + (1 if r < rows % P else 0) for r in range(P)]
+
+
+def _gather_rows(x, rows):
+    """cat of every rank's x ([rows[r], c]) with gloo (padded; in float32:
+    gloo has no bfloat16)."""
+    top = max(rows)
+    pad = torch.zeros((top,) + tuple(x.shape[1:]), dtype=torch.float32)
+    pad[:x.shape[0]] = x
+    parts = [torch.empty_like(pad) for _ in rows]
+    dist.all_gather(parts, pad)
+    return torch.cat([p[:r] for p, r in zip(parts, rows)]).to(x.dtype)
+
+
+def _my_rows(x, rows):
+    me = dist.get_rank()
+    r0 = sum(rows[:me])
+    return x[r0:r0 + rows[me]].contiguous()
+
+
+def _sum(x):
+    y = x.to(torch.float32, copy=True)
+    dist.all_reduce(y)
+    return y.to(x.dtype)
+
+
+class GAllGather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, rows):
+        ctx.rows = rows
+        return _gather_rows(x, rows)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _my_rows(_sum(g), ctx.rows), None
+
+
+class GReduceScatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, rows):
+        ctx.rows = rows
+        return _my_rows(_sum(x), rows)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _gather_rows(g.contiguous(), ctx.rows), None
+
+
+class GAllReduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return _sum(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def leaves(*ts):
+    return [t.detach().clone().requires_grad_(True) if t is not None else None
+            for t in ts]
+
+
+def grads(out, G, inputs):
+    loss = (out.float() * G).sum()
+    live = [t for t in inputs if t is not None]
+    gs = iter(torch.autograd.grad(loss, live))
+    return [next(gs) if t is not None else None for t in inputs]
+
+
+def close(got, ref, tol, what):
+    assert got.shape == ref.shape, (what, got.shape, ref.shape)
+    assert got.dtype == ref.dtype, (what, got.dtype, ref.dtype)
+    err = (got.float() - ref.float()).abs().max().item()
+    scale = max(1.0, ref.float().abs().max().item())
+    assert err <= tol * scale, "%s: max |diff| %.3g (tolerance %.3g x %.3g)" % (
+        what, err, tol, scale)
+
+
+def check_all(got, ref, tol, names):
+    for g, r, n in zip(got, ref, names):
+        if r is not None:
+            assert g is not None, n
+            close(g, r, tol, n)
+
+
+def case_ag(P, me, c, dtype, tol):
+    """Column-parallel: C_r = act(gather(A) @ B_r + b_r), two weights from
+    one gather with their own activations."""
+    m, k, ns = c["m"], c["k"], c["n"]
+    gd = c.get("gather_dim", 0)  # 1: A_shard [2, m_r, k], gathered along 1
+    A = rnd(10 + me, (m[me], k) if gd == 0 else (2, m[me], k), dtype)
+    Bs = [rnd(100 * i + me, (k, n), dtype) for i, n in enumerate(ns)]
+    bs = [rnd(200 * i + me, (n,), dtype) if c["bias"] else None
+          for i, n in enumerate(ns)]
+    acts = c["acts"]
+    Gs = [rnd(300 * i + me, (sum(m), n) if gd == 0 else (2, sum(m), n),
+              torch.float32) for i, n in enumerate(ns)]
+    nw = len(ns)
+    x = leaves(A, *Bs, *bs)
+    Ag, Cs = at.fused_all_gather_matmul(x[0], x[1:1 + nw], gather_dim=gd,
+                                        group_name="tp", return_A=True,
+                                        bias=x[1 + nw:] if c["bias"] else None,
+                                        activation=acts)
+
+    def gather(a):  # the reference: along gd, through row-major rows
+        if gd == 0:
+            return GAllGather.apply(a, m)
+        rows = GAllGather.apply(a.movedim(1, 0).reshape(-1, k), [2 * r for r in m])
+        return rows.view(sum(m), 2, k).movedim(0, 1)
+    assert torch.equal(Ag, gather(A)) and not Ag.requires_grad
+    loss = sum((C * G).sum() for C, G in zip(Cs, Gs))
+    live = [t for t in x if t is not None]
+    got = iter(torch.autograd.grad(loss, live))
+    got = [next(got) if t is not None else None for t in x]
+    y = leaves(A, *Bs, *bs)
+    full = gather(y[0])
+    refs = []
+    for i in range(nw):
+        z = full @ y[1 + i]
+        if y[1 + nw + i] is not None:
+            z = z + y[1 + nw + i]
+        refs.append(ACT[acts[i]](z.float()))
+    for C, R in zip(Cs, refs):
+        close(C, R.detach(), tol, "ag forward")
+    loss = sum((R * G).sum() for R, G in zip(refs, Gs))
+    live = [t for t in y if t is not None]
+    ref = iter(torch.autograd.grad(loss, live))
+    ref = [next(ref) if t is not None else None for t in y]
+    check_all(got, ref, tol, ["dA_shard"] + ["dB%d" % i for i in range(nw)] +
+              ["dbias%d" % i for i in range(nw)])
+
+
+def case_rs(P, me, c, dtype, tol):
+    """Row-parallel + reduce-scatter: C = my rows of act(sum_r A_r @ B_r + b)."""
+    M, kl, n = c["M"], c["k_local"], c["n"]
+    sd = c.get("scatter_dim", 0)  # 1: A_r [2, M, k_r], scattered along 1
+    A = rnd(20 + me, (M, kl[me]) if sd == 0 else (2, M, kl[me]), dtype)
+    B = rnd(30 + me, (kl[me], n), dtype)
+    b = rnd(40, (n,), dtype) if c["bias"] else None
+    rows = split(M, P)
+    G = rnd(50 + me, (rows[me], n) if sd == 0 else (2, rows[me], n), torch.float32)
+    x = leaves(A, B, b)
+    C = at.fused_matmul_reduce_scatter(x[0], x[1], scatter_dim=sd, group_name="tp",
+                                       bias=x[2], activation=c["act"])
+    got = grads(C, G, x)
+    y = leaves(A, B, b)
+    if sd == 0:
+        z = GReduceScatter.apply((y[0] @ y[1]).float(), rows)
+    else:
+        part = (y[0] @ y[1]).float().movedim(1, 0).reshape(-1, n)
+        z = GReduceScatter.apply(part, [2 * r for r in rows])
+        z = z.view(rows[me], 2, n).movedim(0, 1)
+    R = ACT[c["act"]](z + y[2].float() if y[2] is not None else z)
+    close(C, R.detach(), tol, "rs forward")
+    check_all(got, grads(R, G, y), tol, ["dA", "dB", "dbias"])
+
+
+def case_ar(P, me, c, dtype, tol):
+    """Row-parallel + all-reduce: C = act(sum_r A_r @ B_r + b) everywhere;
+    the loss's gradient G is the same on every rank."""
+    M, kl, n = c["M"], c["k_local"], c["n"]
+    A = rnd(60 + me, (M, kl[me]), dtype)
+    B = rnd(70 + me, (kl[me], n), dtype)
+    b = rnd(80, (n,), dtype) if c["bias"] else None
+    G = rnd(90, (M, n), torch.float32)
+    x = leaves(A, B, b)
+    C = at.fused_matmul_all_reduce(x[0], x[1], group_name="tp", bias=x[2],
+                                   activation=c["act"])
+    got = grads(C, G, x)
+    y = leaves(A, B, b)
+    z = GAllReduce.apply((y[0] @ y[1]).float())
+    R = ACT[c["act"]](z + y[2].float() if y[2] is not None else z)
+    close(C, R.detach(), tol, "ar forward")
+    check_all(got, grads(R, G, y), tol, ["dA", "dB", "dbias"])
+
+
+CASES = {"ag": case_ag, "rs": case_rs, "ar": case_ar}
+
+
+def scenario_grads(world, args):
+    P, me = world.size, world.rank
+    at.register_group("tp", world, **args.get("options", {}))
+    try:
+        for c in args["cases"]:
+            dtype = DT[c.get("dtype", "fp32")]
+            tol = {torch.float32: 2e-5, torch.bfloat16: 4e-2,
+                   torch.float16: 5e-3}[dtype]
+            for _ in range(c.get("repeat", 1)):
+                CASES[c["op"]](P, me, c, dtype, tol)
+        ops = {p.op for p in at.group_plans("tp")}
+        want = {"ag-gemm", "gemm-rs"} if any(c["op"] != "ar" for c in args["cases"]) \
+            else {"gemm-ar"}
+        assert want <= ops, "the backward's rounds are agmm's: plans %s" % ops
+    finally:
+        at.unregister_group("tp")
+
+
+def scenario_trace(world, args):
+    """agmm.Trace on a plan: rounds recorded, summaries of every rank,
+    the JSON written on rank 0; plan.close() closes a trace left open."""
+    import numpy as np
+    P, me = world.size, world.rank
+    plan = world.plan(m_local=[16] * P, k=32, n=24, dtype="fp32", tile_m=8)
+    plan.set_weight(np.ones((32, 24), np.float32))
+    with agmm.Trace(plan, max_rounds=4) as trace:
+        for _ in range(3):
+            plan.run(np.ones((16, 32), np.float32), schedule="fused")
+        trace.gather()
+        if me == 0:
+            assert trace.rounds() == 3, trace.rounds()
+            sums = trace.summaries()
+            assert len(sums) == 3 * P and {s.rank for s in sums} == set(range(P))
+            assert all(s.round_us > 0 and s.gemm_busy_us > 0 and
+                       s.schedule == "fused" for s in sums), sums
+            assert trace.counts()[0] > 0
+            trace.write(args["json"] % me)
+            assert os.path.getsize(args["json"] % me) > 0
+        else:
+            assert trace.rounds() == 0
+    agmm.Trace(plan, max_rounds=1)  # left open: plan.close() destroys it first
+    plan.close()
+
+
+def scenario_steps(world, args):
+    """Training steps of a sequence-parallel MLP (one gather for gate and
+    up, then GEMM + reduce-scatter), the weights updated in place by SGD
+    after each backward: every step's output and gradients match the gloo
+    layer's given the same updates, and after the first step no plan is
+    made (the cached plans and backward weights are refilled, not
+    replaced)."""
+    P, me = world.size, world.rank
+    h, i, m = args["h"], args["i"], args["m"]
+    dtype = DT[args.get("dtype", "fp32")]
+    tol = 2e-5 if dtype == torch.float32 else 4e-2
+    at.register_group("tp", world)
+    try:
+        w = [rnd(1 + me, (h, i), dtype), rnd(2 + me, (h, i), dtype),
+             rnd(3 + me, (i, h), dtype)]
+        mine, ref = leaves(*w), leaves(*w)
+        rows = [m] * P
+        made = None
+        for step in range(args["steps"]):
+            x = rnd(100 + step * P + me, (m, h), dtype)
+            G = rnd(200 + step * P + me, (m, h), torch.float32)
+            _, (g, u) = at.fused_all_gather_matmul(
+                x, [mine[0], mine[1]], group_name="tp", return_A=False,
+                activation=["silu", None])
+            out = at.fused_matmul_reduce_scatter((g * u).to(dtype), mine[2],
+                                                 group_name="tp")
+            got = grads(out, G, mine)
+            full = GAllGather.apply(x, rows)
+            act = (ACT["silu"]((full @ ref[0]).float()) *
+                   (full @ ref[1]).float()).to(dtype)
+            R = GReduceScatter.apply((act @ ref[2]).float(), rows)
+            close(out, R.detach(), tol, "step %d forward" % step)
+            want = grads(R, G, ref)
+            check_all(got, want, tol, ["dW_gate", "dW_up", "dW_down"])
+            with torch.no_grad():
+                for p_, g_ in zip(mine, got):
+                    p_.sub_(0.1 * g_)
+                for p_, g_ in zip(ref, want):
+                    p_.sub_(0.1 * g_)
+            serials = [e.serial for e in __import__(
+                "agmm._torch_groups", fromlist=["_groups"])._groups["tp"].plans]
+            if made is None:
+                made = serials
+            assert serials == made, "step %d made plans: %s -> %s" % (
+                step, made, serials)
+    finally:
+        at.unregister_group("tp")
+
+
+SCENARIOS = {"grads": scenario_grads, "trace": scenario_trace,
+             "steps": scenario_steps}
+
+
+def main():
+    scenario, args = sys.argv[1], json.loads(sys.argv[2])
+    torch.set_num_threads(1)
+    port = int(os.environ["MASTER_PORT"])
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % (port + 1),
+                            rank=int(os.environ["RANK"]),
+                            world_size=int(os.environ["WORLD_SIZE"]))
+    try:
+        with agmm.World.from_env(timeout=args.get("timeout", 30)) as world:
+            SCENARIOS[scenario](world, args)
+            world.barrier()
+            print("RANK %d OK" % world.rank, flush=True)
+    finally:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
