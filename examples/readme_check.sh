@@ -4,10 +4,12 @@
 #       the ```c block after README's "<!-- snippet: EXAMPLE-NAME" comment is
 #       byte for byte the lines between EXAMPLE's readme-snippet markers;
 #   readme_check.sh link README EXAMPLE INCLUDE_DIR LIBAGMM onednn|no-onednn
+#                   [hwloc|no-hwloc]
 #       the `cc ...` line of the ```sh block after "<!-- link line" builds
 #       EXAMPLE (as prog.c) in a scratch directory holding include/ and
 #       build/libagmm.a, and the program runs; in a build without oneDNN
-#       `-ldnnl -lgomp` are dropped first, as the README says.
+#       `-ldnnl -lgomp` are dropped first, without hwloc `-lhwloc`, as the
+#       README says.
 set -euo pipefail
 mode=$1 readme=$2 example=$3
 # The lines of the first fenced block after the first line matching $1.
@@ -34,10 +36,11 @@ snippet)
     echo "PASS: README.md's snippet = $name ($(wc -l <"$tmp/readme.c") lines)"
     ;;
 link)
-    include=$4 lib=$5 onednn=$6
+    include=$4 lib=$5 onednn=$6 hwloc=${7:-hwloc}
     line=$(block_after "<!-- link line" | grep -m1 '^cc ' || true)
     [ -n "$line" ] || { echo "README has no 'cc ...' line after <!-- link line"; exit 1; }
     [ "$onednn" = onednn ] || line=${line/ -ldnnl -lgomp/}
+    [ "$hwloc" = hwloc ] || line=${line/ -lhwloc/}
     mkdir -p "$tmp/build"
     ln -s "$include" "$tmp/include"
     ln -s "$lib" "$tmp/build/libagmm.a"
