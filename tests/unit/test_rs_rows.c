@@ -65,8 +65,9 @@ static void *make(agmm_dtype_t dt, int id, int64_t n)
     return out;
 }
 
-static agmm_plan_t *plan_for(agmm_world_t *w, const cfg_t *cf,
-                             const int64_t *m)
+/* A plan for rows m on GEMM path `path` (AUTO: measured). */
+static agmm_plan_t *plan_for(agmm_world_t *w, const cfg_t *cf, const int64_t *m,
+                             agmm_gemm_path_t path)
 {
     agmm_plan_desc_t d;
     agmm_plan_desc_init(&d);
@@ -81,6 +82,7 @@ static agmm_plan_t *plan_for(agmm_world_t *w, const cfg_t *cf,
     d.comm_workers = cf->comm_workers;
     d.gemm_workers = 2;
     d.timeout_s = 30;
+    d.gemm_path = path;
     d.op = AGMM_OP_GEMM_RS;
     agmm_plan_t *p = NULL;
     agmm_status_t st = agmm_plan_create(w, &d, &p);
@@ -116,9 +118,13 @@ static int rank_main(agmm_world_t *w, void *arg)
         kl[q] = agmm_k_split(K, P, q);
         wt[q] = make(cf->dtype, 20 + q, kl[q] * N);
     }
-    agmm_plan_t *p = plan_for(w, cf, cf->m_max);
+    agmm_plan_t *p = plan_for(w, cf, cf->m_max, AGMM_GEMM_PATH_AUTO);
     if (!p) return rank_checks_save(r);
     CHECK(agmm_plan_set_weight(p, wt[r]) == AGMM_OK, "set_weight");
+    /* The plans of exactly the calls' rows take the path this one chose
+     * (a timed choice may differ, and so would the bits). */
+    agmm_gemm_info_t info;
+    CHECK(agmm_plan_gemm_info(p, &info) == AGMM_OK, "gemm_info");
     float *got[MAXSETS][2];
     void *a[MAXSETS][3];
     size_t cb = sizeof(float) * (size_t)(cf->m_max[r] * N) + 1;
@@ -161,7 +167,7 @@ static int rank_main(agmm_world_t *w, void *arg)
         int64_t M = 0;
         for (int q = 0; q < P; q++)
             M += m[q];
-        agmm_plan_t *x = M > 0 ? plan_for(w, cf, m) : NULL;
+        agmm_plan_t *x = M > 0 ? plan_for(w, cf, m, info.path) : NULL;
         if (x) CHECK(agmm_plan_set_weight(x, wt[r]) == AGMM_OK, "set_weight");
         for (int s = 0; x && s < 2; s++) {
             if (!call(x, (agmm_schedule_t)s, NULL, a[i][r], exact)) continue;
@@ -199,7 +205,7 @@ static int mismatch_main(agmm_world_t *w, void *arg)
     int r = agmm_world_rank(w);
     cfg_t cf = {2, {8, 8}, 0, {{0}}, AGMM_GEMM_ENGINE_AUTO, 0,
                 AGMM_DTYPE_FP32};
-    agmm_plan_t *p = plan_for(w, &cf, cf.m_max);
+    agmm_plan_t *p = plan_for(w, &cf, cf.m_max, AGMM_GEMM_PATH_AUTO);
     if (!p) return rank_checks_save(r);
     float wt[35 * N], a[16 * 35], c[8 * N];
     memset(wt, 0, sizeof wt);

@@ -201,11 +201,6 @@ static int check_weights_and_rows(agmm_cli_t *cli, FILE *err)
                      "ag-gemm; gemm-rs takes one N\n");
         return 2;
     }
-    if (cli->rows_per_round_count > 0 && cli->op == AGMM_OP_GEMM_RS) {
-        fprintf(err, "agmm: --m-local-per-round: only with --op ag-gemm "
-                     "(gemm-rs has the plan's rows every round)\n");
-        return 2;
-    }
     return 0;
 }
 

@@ -72,6 +72,18 @@ int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r)
     return v < cli->m_local[r] ? v : cli->m_local[r];
 }
 
+void agmm_tool_round_rs_rows(const agmm_cli_t *cli, int round, int r,
+                             int64_t *M, int64_t *row0, int64_t *rows)
+{
+    *M = *row0 = 0;
+    for (int p = 0; p < cli->ranks; p++) {
+        int64_t m = agmm_tool_round_rows(cli, round, p);
+        if (p < r) *row0 += m;
+        if (p == r) *rows = m;
+        *M += m;
+    }
+}
+
 void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule,
                           int round, agmm_run_args_t *args)
 {

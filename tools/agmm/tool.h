@@ -95,6 +95,11 @@ void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule,
                           int round, agmm_run_args_t *args);
 /* Rank r's rows in round `round` (--m-local-per-round, else --m-local). */
 int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r);
+/* gemm-rs: the rows of C in round `round` (*M: every rank's; A_r's are
+ * the first *M rows of its [m_total, K_r] inputs) and rank r's part of
+ * them (*rows from *row0). */
+void agmm_tool_round_rs_rows(const agmm_cli_t *cli, int round, int r,
+                             int64_t *M, int64_t *row0, int64_t *rows);
 /* The input stream id of weight i of rank r (i = 0: agmm_tool_w_id). */
 int64_t agmm_tool_w_id_i(const agmm_cli_t *cli, int r, int i);
 /* Set weight i of t's inputs as weight plan_i of `plan` (int8: with its
