@@ -114,6 +114,9 @@ relay_runs=(
     "5 | 2 | --m-local 16,8,0,24,5 --k 32 --n 24 --tile-m 4 --dtype fp32 --rounds 4"
     "4 | 2 | --op gemm-rs --m-local 7,0,12,5 --k 41 --n 50 --tile-m 4 --tile-n 16 --dtype bf16 --rounds 4"
     "4 | 2 | --op gemm-rs --m-local 30,0,17,9 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 0 --gemm-cores 2"
+    # hosts of 1: every gemm-rs partial on a posted receive, rows per round
+    # (empty and short tiles, empty bulk puts)
+    "3 | 1 | --op gemm-rs --m-local 30,0,17 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17,0,3 --rounds 7 --comm-cores 0 --gemm-cores 2 --dtype fp32"
 )
 engine1=${engines%% *}
 # int8 rows forwarded by the relays with their scales (oneDNN only).

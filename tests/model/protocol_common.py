@@ -12,9 +12,9 @@ PLANTS = {
     "rs-reduce-no-wait": "gemm-rs: the owner reduces a tile without waiting "
                          "for the peers' cells",
     "signal-before-data": "shm put_signal raises the signal before the copy",
-    "rows-no-ack-wait": "ag: a rank raises its rows cell on a peer without "
+    "rows-no-ack-wait": "a rank raises its rows cell on a peer without "
                         "waiting for that peer's ack of the previous round",
-    "absent-no-wait": "ag, MPI: a round with fewer rows ends without waiting "
+    "absent-no-wait": "MPI: a round with fewer rows ends without waiting "
                       "for the empty tiles of its declared receives",
     "forward-no-ready-wait": "relay: a relay forwards a tile to a same-host "
                              "peer without waiting for its ready cell",

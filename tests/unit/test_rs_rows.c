@@ -143,8 +143,8 @@ static int rank_main(agmm_world_t *w, void *arg)
                                 cf->dtype, row0, m[r], ref) == AGMM_OK,
               "reference");
         for (int j = 0; j < 2; j++) {
-            agmm_schedule_t s = (i + j) % 2 ? AGMM_SCHEDULE_BASELINE
-                                            : AGMM_SCHEDULE_FUSED;
+            agmm_schedule_t s =
+                (i + j) % 2 ? AGMM_SCHEDULE_BASELINE : AGMM_SCHEDULE_FUSED;
             got[i][s] = malloc(cb);
             for (int64_t e = 0; e <= m[r] * N; e++)
                 got[i][s][e] = NAN;
@@ -171,8 +171,8 @@ static int rank_main(agmm_world_t *w, void *arg)
         if (x) CHECK(agmm_plan_set_weight(x, wt[r]) == AGMM_OK, "set_weight");
         for (int s = 0; x && s < 2; s++) {
             if (!call(x, (agmm_schedule_t)s, NULL, a[i][r], exact)) continue;
-            CHECK(memcmp(exact, got[i][s], sizeof(float) * (size_t)(m[r] * N)) ==
-                      0,
+            CHECK(memcmp(exact, got[i][s],
+                         sizeof(float) * (size_t)(m[r] * N)) == 0,
                   "rank %d call %d (%s): not bit for bit the plan of its rows",
                   r, i, agmm_schedule_name((agmm_schedule_t)s));
         }
@@ -203,8 +203,7 @@ static int mismatch_main(agmm_world_t *w, void *arg)
     const mis_t *mc = arg;
     rank_checks_begin();
     int r = agmm_world_rank(w);
-    cfg_t cf = {2, {8, 8}, 0, {{0}}, AGMM_GEMM_ENGINE_AUTO, 0,
-                AGMM_DTYPE_FP32};
+    cfg_t cf = {2, {8, 8}, 0, {{0}}, AGMM_GEMM_ENGINE_AUTO, 0, AGMM_DTYPE_FP32};
     agmm_plan_t *p = plan_for(w, &cf, cf.m_max, AGMM_GEMM_PATH_AUTO);
     if (!p) return rank_checks_save(r);
     float wt[35 * N], a[16 * 35], c[8 * N];
@@ -221,7 +220,8 @@ static int mismatch_main(agmm_world_t *w, void *arg)
     args.m_rows = m;
     agmm_status_t st = agmm_plan_run_args(p, &args);
     char want[80];
-    snprintf(want, sizeof want, "but rank 1 sends %lld", (long long)mc->rank1[0]);
+    snprintf(want, sizeof want, "but rank 1 sends %lld",
+             (long long)mc->rank1[0]);
     if (r == 0) {
         CHECK(st == AGMM_ERR_MISMATCH, "rank 0: %s", agmm_status_str(st));
         CHECK(strstr(agmm_last_error(), "rows from rank 1") &&
@@ -265,9 +265,8 @@ int main(void)
     /* Rank 1 sends fewer rows of rank 0 (one tile fewer), none (no tile
      * at all), or more than rank 0 has (rank 0 has none: it sums nothing,
      * and checks at the end of its round). */
-    const mis_t cases[] = {{{5, 6}, {4, 6}, 0},
-                           {{8, 6}, {0, 6}, 0},
-                           {{0, 6}, {3, 6}, 0}};
+    const mis_t cases[] = {
+        {{5, 6}, {4, 6}, 0}, {{8, 6}, {0, 6}, 0}, {{0, 6}, {3, 6}, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int s = 0; s < 2; s++) {
             mis_t mc = cases[i];

@@ -72,8 +72,7 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
     }
     if (rc == 0 &&
         agmm_reference_rs(P, (const void *const *)a, (const void *const *)w, kl,
-                          M, cli->n, cli->dtype, row0, rows,
-                          ref) != AGMM_OK)
+                          M, cli->n, cli->dtype, row0, rows, ref) != AGMM_OK)
         rc = 1;
     if (rc == 0)
         compare(t->c, ref, rows * cli->n, res);

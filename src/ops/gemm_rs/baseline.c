@@ -8,6 +8,12 @@
  * receive machinery as the fused schedule, and the same summation order
  * (MPI's would be its own).
  *
+ * Rows per call (call.c): the row groups share out the call's tiles, as a
+ * plan of exactly those rows does; before each bulk put the caller raises
+ * its rows cell on the peer (and puts even no rows where the peer posted
+ * a receive for them: MPI), and after the reduction checks every source's
+ * count and waits for the empty bulk puts it did not reduce.
+ *
  * The monolithic benchmark part (phases without COMM) is the GEMM alone.
  *
  * Threads: the GEMM workers (and idle comm workers) join before the puts,
@@ -77,8 +83,7 @@ static agmm_status_t scatter_reduce(agmm_round_t *x)
         /* Nothing of C is q's: no put, unless q posted a receive for it
          * (its plan has rows: an empty put, call.c). */
         if (p->m_local[q] == 0 &&
-            !(p->m_max[q] > 0 &&
-              agmm_tp_has(w, AGMM_TP_CAP_POSTED_RECEIVES)))
+            !(p->m_max[q] > 0 && agmm_tp_has(w, AGMM_TP_CAP_POSTED_RECEIVES)))
             continue;
         AGMM_CHECK(agmm_round_put(
             x, q, agmm_rs_slot_off(p, r, 0),

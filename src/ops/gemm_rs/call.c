@@ -80,12 +80,10 @@ agmm_status_t agmm_rs_send_absent(agmm_round_t *x, int q)
         !(x->phases & AGMM_PHASE_COMM) || q == p->rank)
         return AGMM_OK;
     for (int64_t t = p->tiles[q]; t < p->tiles_max[q]; t++)
-        AGMM_CHECK(agmm_round_put(x, q,
-                                  agmm_rs_slot_off(p, p->rank,
-                                                   t * p->desc.tile_m),
-                                  agmm_rs_part(p), 0,
-                                  agmm_rs_tile_sig(p, p->rank, t), t, t + 1,
-                                  AGMM_TSIG_TILE));
+        AGMM_CHECK(agmm_round_put(
+            x, q, agmm_rs_slot_off(p, p->rank, t * p->desc.tile_m),
+            agmm_rs_part(p), 0, agmm_rs_tile_sig(p, p->rank, t), t, t + 1,
+            AGMM_TSIG_TILE));
     return AGMM_OK;
 }
 
@@ -126,8 +124,8 @@ static agmm_status_t wait_absent(agmm_round_t *x, int s, int64_t t, size_t cell,
                                  double deadline)
 {
     agmm_plan_t *p = x->p;
-    agmm_wait_what_t what = {t < 0 ? "empty partial rows" : "empty tile", s,
-                             t, 0, 0};
+    agmm_wait_what_t what = {t < 0 ? "empty partial rows" : "empty tile", s, t,
+                             0, 0};
     int via = agmm_tp_forwarder(p->world, &p->recv_win, s);
     what.via_set = via >= 0;
     what.via = via;
@@ -148,8 +146,8 @@ agmm_status_t agmm_rs_wait_absent(agmm_round_t *x, int bulk)
         /* The bulk put is declared when the plan gives this rank rows; the
          * reduction waited for it when the call does. */
         if (bulk && p->m_local[r] == 0 && p->m_max[r] > 0)
-            AGMM_CHECK(wait_absent(x, s, -1, agmm_sig_off(p, SIG_BULK, s),
-                                   deadline));
+            AGMM_CHECK(
+                wait_absent(x, s, -1, agmm_sig_off(p, SIG_BULK, s), deadline));
         for (int64_t t = p->tiles[r]; !bulk && t < p->tiles_max[r]; t++)
             AGMM_CHECK(
                 wait_absent(x, s, t, agmm_rs_tile_sig(p, s, t), deadline));

@@ -23,11 +23,16 @@
  *   comm worker c: the peer tiles in the order they are computed, every
  *     C-th from c: waits ready[tile] >= e * ngroups (acquire), then puts it
  *     to its owner (waiting ack[q] >= e-1), raising cell (r, t) on q to e.
+ *   GEMM worker 0, between its peers' blocks and its own: this call's
+ *     rows cell on every peer, and on MPI the plan's tiles beyond the
+ *     call's rows as empty puts (call.c); at its end it checks every
+ *     source's rows cell (each reduction checks its own sources first).
  *   Puts are completed (quiet) by each putting thread before the round
  *     ends, so `part` may be overwritten next round.
  * The caller (run.c) raises ack[r] = e on every peer once every worker of
- *   round e joined, i.e. once r reduced every tile of round e: a source's
- *   round e+1 put into r's slot waits for it.
+ *   round e joined, i.e. once r reduced every tile of round e (and, on
+ *   MPI, received the empty ones: agmm_rs_wait_absent): a source's round
+ *   e+1 put into r's slot waits for it.
  *
  * Why push (the source puts into the owner's slot) and not pull (the
  * owner reads from the source's partial): a push needs one signal per tile

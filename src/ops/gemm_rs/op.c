@@ -105,8 +105,8 @@ static agmm_status_t rs_declare_puts(agmm_plan_t *p)
                                agmm_rs_tile_sig(p, s, t), AGMM_RSET_TILES));
         }
         AGMM_CHECK(agmm_tp_expect(w, &p->recv_win, s, agmm_rs_slot_off(p, s, 0),
-                                  (size_t)p->m_max[r] * row_bytes,
-                                  &p->signals, agmm_sig_off(p, SIG_BULK, s),
+                                  (size_t)p->m_max[r] * row_bytes, &p->signals,
+                                  agmm_sig_off(p, SIG_BULK, s),
                                   AGMM_RSET_SHARDS));
     }
     return AGMM_OK;

@@ -62,7 +62,7 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
     int bulk = sum->bulk;
     for (int s = sum->s0; s < sum->s1; s++) { /* acquire: rows in place */
         if (s == r) continue;
-        AGMM_CHECK(agmm_rs_check_rows(x, s)); /* its rows are ours first */
+        AGMM_CHECK(agmm_rs_check_rows(x, s));  /* its rows are ours first */
         int64_t wait_end = bulk ? t0 + 1 : t1; /* bulk: one cell */
         for (int64_t t = t0; t < wait_end; t++) {
             agmm_wait_what_t what = {bulk ? "partial rows" : "partial tile", s,
