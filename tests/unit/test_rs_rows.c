@@ -127,7 +127,7 @@ static int rank_main(agmm_world_t *w, void *arg)
     CHECK(agmm_plan_gemm_info(p, &info) == AGMM_OK, "gemm_info");
     float *got[MAXSETS][2];
     void *a[MAXSETS][3];
-    size_t cb = sizeof(float) * (size_t)(cf->m_max[r] * N) + 1;
+    size_t cb = sizeof(float) * (size_t)(cf->m_max[r] * N + 1); /* + a canary */
     float *ref = malloc(cb), *exact = malloc(cb);
     /* The calls on the plan of the most rows, rows changing every call. */
     for (int i = 0; i < cf->nsets; i++) {
