@@ -291,8 +291,8 @@ static int rs_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
         if (st != AGMM_OK || rr == 0) continue;
         agmm_reference_rs_int8(
             P, (const int8_t *const *)a, (const float *const *)as,
-            (const int8_t *const *)wt, (const float *const *)ws, kl, Mc, n,
-            rc0, rr, ref);
+            (const int8_t *const *)wt, (const float *const *)ws, kl, Mc, n, rc0,
+            rr, ref);
         memset(mag, 0, sizeof(float) * (size_t)(rr * n));
         for (int q = 0; q < P; q++) { /* sum_r |ref_r| */
             if (kl[q] == 0) continue;
