@@ -14,9 +14,9 @@ PLANTS = {
     "ar-copy-no-wait": "gemm-ar: a peer copies an owner's reduced tile into "
                        "its C without waiting for the tile's cell",
     "signal-before-data": "shm put_signal raises the signal before the copy",
-    "rows-no-ack-wait": "ag: a rank raises its rows cell on a peer without "
+    "rows-no-ack-wait": "a rank raises its rows cell on a peer without "
                         "waiting for that peer's ack of the previous round",
-    "absent-no-wait": "ag, MPI: a round with fewer rows ends without waiting "
+    "absent-no-wait": "MPI: a round with fewer rows ends without waiting "
                       "for the empty tiles of its declared receives",
     "forward-no-ready-wait": "relay: a relay forwards a tile to a same-host "
                              "peer without waiting for its ready cell",

@@ -20,9 +20,10 @@ op="rs": a reduction must see exactly the current round's partials), and
 GEMM + all-reduce (op="ar": gemm-rs's steps, then each owner's reduced
 tiles put to every peer, which copies each into its C only once it holds
 the current round's).
-All-gather rounds may have fewer rows than the plan's most (configs with
-rows=...: per-call rows, 0 included): every read also checks the row
-count each peer raised in its rows cell for that very round. Mixed MPI
+Rounds may have fewer rows than the plan's most (configs with rows=...:
+per-call rows, 0 included; all-gather and reduce-scatter): every read
+(all-gather) or reduction (reduce-scatter) also checks the row count each
+peer raised in its rows cell for that very round. Mixed MPI
 worlds may relay the all-gather (configs "+relay"): a tile goes to one
 rank of each other host, which forwards it to its host's other ranks
 once they are ready; a forward must carry the round it signals.
@@ -164,6 +165,15 @@ def configurations():
                                        ((2, 1, 0), 1, 1, "FF")):
             add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm,
                 seq=fix(seq), op="rs")
+        # Rows per call (rs): rounds with fewer tiles of C than the plan's
+        # most, a rank without rows, a round of none (ops/gemm_rs/call.c).
+        for tiles, comm, gemm, seq, rows in (
+                ((2, 1), 1, 1, "FBF", ((2, 1), (0, 1), (1, 0))),
+                ((2, 1), 0, 1, "FB", ((1, 0), (0, 0))),
+                ((2, 2), 0, 2, "FB", ((1, 2), (2, 0)))):
+            # (three ranks: 1.8 million states on the link, 5 minutes)
+            add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm,
+                seq=fix(seq), op="rs", rows=rows)
     # GEMM + all-reduce (op "ar"): gemm-rs's steps, then each reduced own
     # tile put to every peer by the worker that reduced it, and the peers'
     # copies (comm workers, else the GEMM workers after their tiles); the

@@ -111,9 +111,10 @@ class Steps:
         own = self.MEM0 + 2 * r + P
         if kind == "rows":
             q = op[1]
-            v = ROWS_BASE * e + self.ntiles(P, e, r)
-            label = (r, name, f"rows[{r}] = {tg}:{self.ntiles(P, e, r)} "
-                     f"-> rank {q}")
+            # ag: its own tiles; rs: q's tiles it sends partials of
+            n = self.ntiles(P, e, q if self.rs else r)
+            v = ROWS_BASE * e + n
+            label = (r, name, f"rows[{r}] = {tg}:{n} -> rank {q}")
             if (self.plant != "rows-no-ack-wait"
                     and st[own][1][self.ack_cell(P, q)] < e - 1):
                 return None  # waits for ack[q] >= e - 1
@@ -154,13 +155,17 @@ class Steps:
         elif kind in ("rsput", "rsbput"):
             q = op[2] if kind == "rsput" else op[1]
             mt = self.maxT[P]
+            empty = len(op) > 3 and op[3] == "empty"
             if kind == "rsput":
                 blocks = (r * mt + op[1],)
                 cell, what = blocks[0], f"partial tile {op[1]}"
-                if len(op) > 3 and st[r][1][op[3]] <= op[4]:
+                if empty:  # MPI, rows per call: the plan's tile, no rows
+                    blocks, what = (), f"empty partial tile {op[1]}"
+                elif len(op) > 3 and st[r][1][op[3]] <= op[4]:
                     return None  # comm worker: waits ready (the GEMM's step)
             else:
-                blocks = tuple(r * mt + t for t in range(self.tiles[P][q]))
+                blocks = tuple(r * mt + t
+                               for t in range(self.ntiles(P, e, q)))
                 cell, what = self.bulk_cell(P, r), "partial rows"
             label = (r, name, f"put {what} -> rank {q} ({tg})")
             if (self.plant != "no-ack-wait"
@@ -174,7 +179,7 @@ class Steps:
             else:
                 assert kind == "rsput"
                 ch = self.CHAN0 + self.N * self.N + q
-                s[ch] = tuple(sorted(s[ch] + ((P, blocks[0], e, False),),
+                s[ch] = tuple(sorted(s[ch] + ((P, cell, e, empty),),
                                      key=lambda m: m[:2]))
         elif kind in ("arput", "arbput"):  # gemm-ar: reduced rows to q
             q = op[2] if kind == "arput" else op[1]
@@ -228,7 +233,7 @@ class Steps:
                      f"ready ({tg})")
         elif kind in ("rsred", "rsbred"):
             mt, N = self.maxT[P], self.N
-            ts = [op[1]] if kind == "rsred" else range(self.tiles[P][r])
+            ts = [op[1]] if kind == "rsred" else range(self.ntiles(P, e, r))
             label = (r, name, f"reduce {'tile ' + str(op[1]) if ts != [] and kind == 'rsred' else 'its rows'}"
                      + (f" from ranks {list(op[2])}" if kind == "rsred" and len(op) > 2 else "")
                      + f" ({tg})")
@@ -242,6 +247,8 @@ class Steps:
             if (self.plant != "rs-reduce-no-wait"
                     and any(cells[c] < e for c in need)):
                 return None
+            if not self.rows_ok(st, r, P, e, label, srcs):
+                return None  # agmm_rs_reduce checks its sources' counts
             for g in slots:
                 if blocks[g] != e:
                     src, t = self.gmap[P][g]
