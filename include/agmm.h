@@ -566,14 +566,16 @@ typedef struct agmm_run_args {
      * each rank may have; 0 allowed, all 0 allowed). Every rank passes the
      * same array (as MPI_Allgatherv's counts): each rank sends the count
      * its data of the round is laid out for with its signals (AG_GEMM: its
-     * own rows; GEMM_RS: the receiver's rows it sends partials of), and a
-     * rank that expected another count aborts the world naming the peer,
-     * before it computes (AG_GEMM) or sums (GEMM_RS) any row of it. No new
-     * plan, no extra collective. NULL: the plan's m_local. GEMM_RS: the
-     * rows of C each rank gets; A is [M_call, k_local[rank]] (M_call = sum
-     * of m_rows) and C [m_rows[rank], n]; the result is bit for bit that
-     * of a plan made for these rows with the same GEMM path.
-     * GEMM_AR: must be NULL (AGMM_ERR_UNSUPPORTED). */
+     * own rows; GEMM_RS, GEMM_AR: the receiver's rows it sends partials
+     * of), and a rank that expected another count aborts the world naming
+     * the peer, before it computes (AG_GEMM) or sums (GEMM_RS, GEMM_AR) any
+     * row of it. No new plan, no extra collective. NULL: the plan's
+     * m_local. GEMM_RS: the rows of C each rank gets; A is [M_call,
+     * k_local[rank]] (M_call = sum of m_rows) and C [m_rows[rank], n].
+     * GEMM_AR: the rows of C each rank reduces (and sends every peer); A
+     * is [M_call, k_local[rank]] and C [M_call, n] on every rank. Both: the
+     * result is bit for bit that of a plan made for these rows with the
+     * same GEMM path. */
     const int64_t *m_rows;
     /* AG_GEMM, optional: filled with gather(A), [M_call, k] in desc->dtype,
      * rows in rank order (return_A). Peers' rows are copied once out of

@@ -1,16 +1,22 @@
-/* GEMM + reduce-scatter with rows per call (agmm_run_args_t.m_rows): one
- * plan made for the most rows runs calls whose rows change every call (the
- * most, fewer, partial tiles, 0 on some ranks, 0 on all), each with both
- * schedules. Every call matches agmm_reference_rs within 1e-3, and is bit
- * for bit what a plan made for exactly those rows gives with the same
- * schedule (same GEMM calls, same reduction order). 3 ranks and 1, 0 and
- * 1 comm workers, fp32 and bf16, every GEMM engine built in. Then ranks
- * that pass different m_rows: the owner whose rows they disagree on fails
- * with AGMM_ERR_MISMATCH naming the peer, in both schedules. */
+/* GEMM + reduce-scatter and GEMM + all-reduce with rows per call
+ * (agmm_run_args_t.m_rows): one plan made for the most rows runs calls
+ * whose rows change every call (the most, fewer, partial tiles, 0 on some
+ * ranks, 0 on all), each with both schedules. Every call matches
+ * agmm_reference_rs within 1e-3 (gemm-rs: the rank's rows of C; gemm-ar:
+ * every row of the call, and a hash of C allgathered is the same on every
+ * rank), and is bit for bit what a plan made for exactly those rows gives
+ * with the same schedule (same GEMM calls, same reduction order). 3 ranks
+ * and 1, 0 and 1 comm workers, fp32 and bf16, every GEMM engine built in.
+ * Then ranks that pass different m_rows: the owner whose rows they
+ * disagree on fails with AGMM_ERR_MISMATCH naming the peer, in both
+ * schedules; with gemm-ar the peer, which may wait for that owner's
+ * reduced tiles, returns well before the plan's timeout (the abort reaches
+ * it). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agmm_ext.h"
 #include "rank_check.h"
@@ -25,6 +31,7 @@ typedef struct cfg {
     agmm_gemm_engine_kind_t engine;
     int comm_workers;
     agmm_dtype_t dtype;
+    agmm_op_t op;
 } cfg_t;
 
 static const cfg_t shapes[] = {
@@ -40,8 +47,9 @@ static const cfg_t shapes[] = {
       {0, 9, 0}},
      0,
      0,
+     0,
      0},
-    {1, {21, 0, 0}, 5, {{21}, {0}, {5}, {13}, {21}}, 0, 0, 0},
+    {1, {21, 0, 0}, 5, {{21}, {0}, {5}, {13}, {21}}, 0, 0, 0, 0},
 };
 
 static float value(int id, int64_t i)
@@ -83,7 +91,7 @@ static agmm_plan_t *plan_for(agmm_world_t *w, const cfg_t *cf, const int64_t *m,
     d.gemm_workers = 2;
     d.timeout_s = 30;
     d.gemm_path = path;
-    d.op = AGMM_OP_GEMM_RS;
+    d.op = cf->op;
     agmm_plan_t *p = NULL;
     agmm_status_t st = agmm_plan_create(w, &d, &p);
     CHECK(st == AGMM_OK, "plan: %s", agmm_last_error());
@@ -107,6 +115,34 @@ static int call(agmm_plan_t *p, agmm_schedule_t s, const int64_t *m,
     return st == AGMM_OK;
 }
 
+/* Rows of C on rank r for rows m: its own (gemm-rs) or every row (gemm-ar),
+ * from *row0. */
+static int64_t c_rows(const cfg_t *cf, const int64_t *m, int r, int64_t *row0)
+{
+    int64_t M = 0;
+    *row0 = 0;
+    for (int q = 0; q < cf->nranks; q++) {
+        M += m[q];
+        *row0 += q < r ? m[q] : 0;
+    }
+    if (cf->op == AGMM_OP_GEMM_RS) return m[r];
+    *row0 = 0;
+    return M;
+}
+
+/* gemm-ar: is this hash of C the same on every rank (allgathered)? */
+static int same_everywhere(agmm_world_t *w, const float *c, int64_t n, int P)
+{
+    const unsigned char *b = (const unsigned char *)c;
+    uint64_t h = 1469598103934665603ull, all[3];
+    for (size_t i = 0; i < (size_t)n * sizeof(float); i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    if (agmm_world_allgather(w, &h, all, sizeof h) != AGMM_OK) return 0;
+    for (int q = 0; q < P; q++)
+        if (all[q] != h) return 0;
+    return 1;
+}
+
 static int rank_main(agmm_world_t *w, void *arg)
 {
     const cfg_t *cf = arg;
@@ -127,44 +163,47 @@ static int rank_main(agmm_world_t *w, void *arg)
     CHECK(agmm_plan_gemm_info(p, &info) == AGMM_OK, "gemm_info");
     float *got[MAXSETS][2];
     void *a[MAXSETS][3];
-    size_t cb = sizeof(float) * (size_t)(cf->m_max[r] * N + 1); /* + a canary */
+    int64_t row0, most = c_rows(cf, cf->m_max, r, &row0);
+    size_t cb = sizeof(float) * (size_t)(most * N + 1); /* + a canary */
     float *ref = malloc(cb), *exact = malloc(cb);
     /* The calls on the plan of the most rows, rows changing every call. */
     for (int i = 0; i < cf->nsets; i++) {
         const int64_t *m = cf->sets[i];
-        int64_t M = 0, row0 = 0;
-        for (int q = 0; q < P; q++) {
+        int64_t M = 0, rows = c_rows(cf, m, r, &row0);
+        for (int q = 0; q < P; q++)
             M += m[q];
-            row0 += q < r ? m[q] : 0;
-        }
         for (int q = 0; q < P; q++)
             a[i][q] = make(cf->dtype, 100 * i + 10 + q, M * kl[q]);
         CHECK(agmm_reference_rs(P, (const void *const *)a[i], wt, kl, M, N,
-                                cf->dtype, row0, m[r], ref) == AGMM_OK,
+                                cf->dtype, row0, rows, ref) == AGMM_OK,
               "reference");
         for (int j = 0; j < 2; j++) {
             agmm_schedule_t s =
                 (i + j) % 2 ? AGMM_SCHEDULE_BASELINE : AGMM_SCHEDULE_FUSED;
             got[i][s] = malloc(cb);
-            for (int64_t e = 0; e <= m[r] * N; e++)
+            for (int64_t e = 0; e <= rows * N; e++)
                 got[i][s][e] = NAN;
             if (!call(p, s, m, a[i][r], got[i][s])) continue;
+            if (cf->op == AGMM_OP_GEMM_AR)
+                CHECK(same_everywhere(w, got[i][s], rows * N, P),
+                      "rank %d call %d (%s): C differs between ranks", r, i,
+                      agmm_schedule_name(s));
             CHECK(agmm_plan_rows(p) == M, "call %d: rows %lld, want %lld", i,
                   (long long)agmm_plan_rows(p), (long long)M);
             int bad = 0;
-            for (int64_t e = 0; e < m[r] * N; e++)
+            for (int64_t e = 0; e < rows * N; e++)
                 bad += !(fabsf(got[i][s][e] - ref[e]) <=
                          1e-3f + 1e-3f * fabsf(ref[e]));
             CHECK(bad == 0, "rank %d call %d (%s): %d elements off", r, i,
                   agmm_schedule_name(s), bad);
-            CHECK(isnan(got[i][s][m[r] * N]), "c written past its rows");
+            CHECK(isnan(got[i][s][rows * N]), "c written past its rows");
         }
     }
     CHECK(agmm_plan_destroy(p) == AGMM_OK, "destroy");
     /* The same calls on plans made for exactly their rows. */
     for (int i = 0; i < cf->nsets; i++) {
         const int64_t *m = cf->sets[i];
-        int64_t M = 0;
+        int64_t M = 0, rows = c_rows(cf, m, r, &row0);
         for (int q = 0; q < P; q++)
             M += m[q];
         agmm_plan_t *x = M > 0 ? plan_for(w, cf, m, info.path) : NULL;
@@ -172,7 +211,7 @@ static int rank_main(agmm_world_t *w, void *arg)
         for (int s = 0; x && s < 2; s++) {
             if (!call(x, (agmm_schedule_t)s, NULL, a[i][r], exact)) continue;
             CHECK(memcmp(exact, got[i][s],
-                         sizeof(float) * (size_t)(m[r] * N)) == 0,
+                         sizeof(float) * (size_t)(rows * N)) == 0,
                   "rank %d call %d (%s): not bit for bit the plan of its rows",
                   r, i, agmm_schedule_name((agmm_schedule_t)s));
         }
@@ -196,6 +235,7 @@ static int rank_main(agmm_world_t *w, void *arg)
 typedef struct mis {
     int64_t rank0[2], rank1[2];
     agmm_schedule_t schedule;
+    agmm_op_t op;
 } mis_t;
 
 static int mismatch_main(agmm_world_t *w, void *arg)
@@ -203,10 +243,11 @@ static int mismatch_main(agmm_world_t *w, void *arg)
     const mis_t *mc = arg;
     rank_checks_begin();
     int r = agmm_world_rank(w);
-    cfg_t cf = {2, {8, 8}, 0, {{0}}, AGMM_GEMM_ENGINE_AUTO, 0, AGMM_DTYPE_FP32};
+    cfg_t cf = {2, {8, 8},          0,     {{0}}, AGMM_GEMM_ENGINE_AUTO,
+                0, AGMM_DTYPE_FP32, mc->op};
     agmm_plan_t *p = plan_for(w, &cf, cf.m_max, AGMM_GEMM_PATH_AUTO);
     if (!p) return rank_checks_save(r);
-    float wt[35 * N], a[16 * 35], c[8 * N];
+    float wt[35 * N], a[16 * 35], c[16 * N]; /* gemm-ar: every row */
     memset(wt, 0, sizeof wt);
     memset(a, 0, sizeof a);
     CHECK(agmm_plan_set_weight(p, wt) == AGMM_OK, "set_weight");
@@ -218,7 +259,12 @@ static int mismatch_main(agmm_world_t *w, void *arg)
     args.a_local = a;
     args.c = cs;
     args.m_rows = m;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     agmm_status_t st = agmm_plan_run_args(p, &args);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) +
+                  1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     char want[80];
     snprintf(want, sizeof want, "but rank 1 sends %lld",
              (long long)mc->rank1[0]);
@@ -230,6 +276,8 @@ static int mismatch_main(agmm_world_t *w, void *arg)
     } else {
         CHECK(st == AGMM_OK || st == AGMM_ERR_ABORTED, "rank 1: %s",
               agmm_status_str(st));
+        /* not the plan's timeout (30 s): rank 0's abort woke it */
+        CHECK(secs < 10, "rank 1 returned after %.1f s", secs);
     }
     agmm_plan_destroy(p);
     rank_checks_save(r);
@@ -240,12 +288,14 @@ int main(void)
 {
     rank_checks_init(3);
     agmm_dtype_t dtypes[] = {AGMM_DTYPE_FP32, AGMM_DTYPE_BF16};
+    agmm_op_t ops[] = {AGMM_OP_GEMM_RS, AGMM_OP_GEMM_AR};
     for (int e = 1; e <= 2; e++) {
         agmm_gemm_engine_kind_t eng = (agmm_gemm_engine_kind_t)e;
         if (!agmm_gemm_engine_available(eng)) continue;
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] * 2; i++)
             for (int cw = 0; cw <= 1; cw++) {
-                cfg_t cf = shapes[i];
+                cfg_t cf = shapes[i / 2];
+                cf.op = ops[i % 2];
                 cf.engine = eng;
                 cf.comm_workers = cw;
                 cf.dtype = dtypes[cw];
@@ -256,9 +306,11 @@ int main(void)
                 int code = -1;
                 agmm_status_t st = agmm_launch(&o, rank_main, &cf, &code);
                 CHECK(st == AGMM_OK && code == 0,
-                      "%s, %d ranks, %d comm workers, %s: launch %s, exit %d",
-                      agmm_gemm_engine_name(eng), cf.nranks, cw,
-                      agmm_dtype_name(cf.dtype), agmm_status_str(st), code);
+                      "%s, %s, %d ranks, %d comm workers, %s: launch %s, exit "
+                      "%d",
+                      agmm_op_name(cf.op), agmm_gemm_engine_name(eng),
+                      cf.nranks, cw, agmm_dtype_name(cf.dtype),
+                      agmm_status_str(st), code);
                 rank_checks_collect(cf.nranks);
             }
     }
@@ -266,11 +318,12 @@ int main(void)
      * at all), or more than rank 0 has (rank 0 has none: it sums nothing,
      * and checks at the end of its round). */
     const mis_t cases[] = {
-        {{5, 6}, {4, 6}, 0}, {{8, 6}, {0, 6}, 0}, {{0, 6}, {3, 6}, 0}};
+        {{5, 6}, {4, 6}, 0, 0}, {{8, 6}, {0, 6}, 0, 0}, {{0, 6}, {3, 6}, 0, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int s = 0; s < 2; s++) {
+        for (int s = 0; s < 4; s++) {
             mis_t mc = cases[i];
-            mc.schedule = (agmm_schedule_t)s;
+            mc.schedule = (agmm_schedule_t)(s % 2);
+            mc.op = ops[s / 2];
             agmm_launch_opts_t o = {0};
             o.nranks = 2;
             o.timeout_s = 20;
@@ -278,8 +331,8 @@ int main(void)
             int code = -1;
             agmm_launch(&o, mismatch_main, &mc, &code);
             rank_checks_collect(2);
-            CHECK(code != 0, "a rows mismatch (case %zu, %s) fails the run", i,
-                  agmm_schedule_name(mc.schedule));
+            CHECK(code != 0, "a rows mismatch (%s, case %zu, %s) fails the run",
+                  agmm_op_name(mc.op), i, agmm_schedule_name(mc.schedule));
         }
     CHECK_DONE("test_rs_rows");
 }

@@ -240,19 +240,23 @@ static agmm_status_t comm_worker(agmm_worker_t *self)
     return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
 }
 
-agmm_status_t agmm_rs_run_fused(agmm_round_t *round)
+/* The plan's tiles beyond this call's rows are not computed: their ready
+ * counters are moved on to the round's target here, before any worker
+ * starts (which orders the stores before their loads), so that a later
+ * call with those rows finds them one round behind, like every other
+ * tile. */
+static void skip_ready(agmm_plan_t *p)
 {
-    /* The plan's tiles beyond this call's rows are not computed: their
-     * ready counters are moved on to the round's target here, before any
-     * worker starts (which orders the stores before their loads), so
-     * that a later call with those rows finds them one round behind,
-     * like every other tile. */
-    agmm_plan_t *p = round->p;
     uint64_t target = p->fused_rounds * (uint64_t)p->ngroups;
     for (int q = 0; q < p->nranks; q++)
         for (int64_t t = p->tiles[q]; t < p->tiles_max[q]; t++)
             atomic_store_explicit(&agmm_rs_ready(p)[p->tile_base[q] + t].value,
                                   target, memory_order_relaxed);
+}
+
+agmm_status_t agmm_rs_run_fused(agmm_round_t *round)
+{
+    skip_ready(round->p);
     AGMM_CHECK(agmm_round_run(round, gemm_worker, comm_worker));
     return agmm_rs_wait_absent(round, 0);
 }
@@ -272,4 +276,14 @@ agmm_status_t agmm_rs_gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
                                  int q, int64_t t0, int64_t t1, int into_c)
 {
     return gemm_tiles(x, s, q, t0, t1, into_c);
+}
+
+agmm_status_t agmm_rs_send_call_rows(agmm_round_t *x, int *puts)
+{
+    return send_rows(x, puts);
+}
+
+void agmm_rs_skip_ready(agmm_plan_t *p)
+{
+    skip_ready(p);
 }

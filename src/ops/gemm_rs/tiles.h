@@ -143,13 +143,20 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum);
  * or MPI moves the bytes)? gemm_tiles: partial tiles [t0, t1) of owner q
  * over share s's columns in one GEMM call, into `part`, or (into_c, the
  * own block) into x->c, whose row 0 is q's first row, after the sources
- * before this rank. */
+ * before this rank. send_call_rows: GEMM worker 0's step before its own
+ * block, this call's rows cell on every peer and (MPI) the peers' tiles
+ * of the plan beyond the call's as empty puts; sets *puts when it put
+ * anything (the caller quiets). skip_ready: the ready counters of the
+ * plan's tiles beyond the call's moved on to the round's target, before
+ * the round's workers start. */
 struct agmm_worker_share;
 int agmm_rs_own_in_c(const agmm_round_t *x);
 int agmm_rs_puts_overlap(const agmm_round_t *x);
 agmm_status_t agmm_rs_gemm_tiles(agmm_round_t *x,
                                  const struct agmm_worker_share *s, int q,
                                  int64_t t0, int64_t t1, int into_c);
+agmm_status_t agmm_rs_send_call_rows(agmm_round_t *x, int *puts);
+void agmm_rs_skip_ready(agmm_plan_t *p);
 
 /* The schedules (fused.c, baseline.c): one round on this rank. */
 agmm_status_t agmm_rs_run_fused(agmm_round_t *round);
