@@ -71,6 +71,9 @@ runs=(
     # empty and short tiles, empty bulk puts on posted receives
     "2 | --op gemm-rs --m-local 37,20 --k 50 --n 40 --tile-m 8 --tile-n 16 --m-local-per-round 37,0,13,7,20 --rounds 6 --dtype bf16"
     "3 | --op gemm-rs --m-local 30,0,17 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 0 --gemm-cores 2 --dtype fp32"
+    # gemm-ar, the same rows: empty reduced tiles and rows on posted receives
+    "3 | --op gemm-ar --m-local 30,0,17 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 0 --gemm-cores 2 --dtype fp32"
+    "2 | --op gemm-ar --m-local 37,20 --k 50 --n 40 --tile-m 8 --tile-n 16 --m-local-per-round 37,0,13,7,20 --rounds 6 --dtype bf16"
 )
 # Every checked run with every GEMM engine built in ("gemm engines: ..."
 # of --version).
@@ -130,6 +133,9 @@ relay_runs=(
     # hosts of 1: every gemm-rs partial on a posted receive, rows per round
     # (empty and short tiles, empty bulk puts)
     "3 | 1 | --op gemm-rs --m-local 30,0,17 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17,0,3 --rounds 7 --comm-cores 0 --gemm-cores 2 --dtype fp32"
+    # and every gemm-ar reduced tile and row block (empty beyond the round's)
+    "3 | 1 | --op gemm-ar --m-local 30,0,17 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17,0,3 --rounds 7 --comm-cores 0 --gemm-cores 2 --dtype fp32"
+    "4 | 1 | --op gemm-ar --m-local 30,0,17,9 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 1 --gemm-cores 1 --dtype bf16"
 )
 engine1=${engines%% *}
 # int8 rows forwarded by the relays with their scales (oneDNN only).

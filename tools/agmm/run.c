@@ -2,8 +2,8 @@
  * with new inputs every round and check every rank's output of every round
  * against the reference (allclose rtol 1e-2, atol 1e-2; int8: against the
  * exact int8 oracles within a few fp32 roundings, check_int8.c); gemm-ar:
- * also that every rank's C is the same bytes (a hash compared over the
- * ranks). */
+ * also that every rank's C (the round's rows: --m-local-per-round) is the
+ * same bytes (a hash compared over the ranks). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,7 +336,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         res.bad_weight = bad_weight;
         int same_c = cli->check && cli->op == AGMM_OP_GEMM_AR;
         if (same_c)
-            res.c_hash = c_hash(t.c, cli->m_total * cli->n,
+            res.c_hash = c_hash(t.c, m_round * cli->n, /* the round's rows */
                                 agmm_dtype_size(cli->out_dtype));
         if (agmm_world_allgather(world, &res, all, sizeof res) != AGMM_OK) {
             rc = 1;
