@@ -406,13 +406,15 @@ class Plan:
                     M the sum of m_rows or of m_local) in the plan's dtype
         out         C in the plan's out_dtype (float32 unless set; bf16
                     from NumPy: uint16 bits) [M, n] (gemm-rs:
-                    [m_local[rank], n], with m_rows [m_rows[rank], n]), or
+                    [m_local[rank], n], with m_rows [m_rows[rank], n];
+                    gemm-ar: [M, n], M the sum of m_rows), or
                     a list of [M, n_i] for several weights; None:
                     allocated, of a's kind (numpy array or torch tensor)
         schedule    "auto" (measures both, then keeps the faster), "fused",
                     "baseline"
         m_rows      the rows every rank has in this call (gemm-rs: the
-                    rows of C each rank gets; each at most the plan's
+                    rows of C each rank gets; gemm-ar: the rows of C each
+                    rank sums, C being all of them; each at most the plan's
                     m_local[r]; every rank passes the same list); None:
                     the plan's m_local
         a_gathered  True (allocated) or an array [M, k] of the plan's dtype
@@ -474,9 +476,6 @@ class Plan:
         gemm_rs = self.op in ("gemm-rs", "gemm-ar")  # A [M, k_local[rank]]
         if gemm_rs and a_gathered is not None:
             raise InvalidArgument("run: a_gathered is for ag-gemm plans")
-        if self.op == "gemm-ar" and m_rows is not None:
-            raise InvalidArgument("run: m_rows is for ag-gemm and gemm-rs "
-                                  "plans")
         rows = self.m_local if m_rows is None else \
             _int_list(m_rows, self.world.size, "m_rows")
         for r, (got, most) in enumerate(zip(rows, self.m_local)):

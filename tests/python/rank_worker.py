@@ -132,12 +132,14 @@ def scenario_gemm_ar(world, args):
 
 
 def scenario_rs_rows(world, args):
-    """gemm-rs with rows per call: the rows of C each rank gets change every
-    call on one plan (0 on some ranks, on all), A_r is [sum(rows), k_r];
-    then shapes that do not fit those rows are refused."""
+    """gemm-rs (or op "gemm-ar") with rows per call: the rows of C each rank
+    gets (gemm-ar: sums, C being all of them) change every call on one plan
+    (0 on some ranks, on all), A_r is [sum(rows), k_r]; then shapes that do
+    not fit those rows are refused."""
     P, me = world.size, world.rank
     most, k, n = [12, 0, 9][:P], 30, 14
-    with world.plan(m_local=most, k=k, n=n, dtype="fp32", op="gemm-rs",
+    op = args.get("op", "gemm-rs")
+    with world.plan(m_local=most, k=k, n=n, dtype="fp32", op=op,
                     tile_m=4) as plan:
         kp = plan.k_local
         offs = [sum(kp[:r]) for r in range(P)]
@@ -151,9 +153,11 @@ def scenario_rs_rows(world, args):
             A = ints(call, (M, k))
             c = plan.run(np.ascontiguousarray(A[:, offs[me]:offs[me] + kp[me]]),
                          m_rows=rows)
-            r0 = sum(rows[:me])
-            assert c.shape == (rows[me], n), (call, rows, c.shape)
-            assert np.array_equal(c, (A @ W)[r0:r0 + rows[me]]), (call, rows)
+            r0, mine = sum(rows[:me]), rows[me]
+            if op == "gemm-ar":  # every row on every rank
+                r0, mine = 0, M
+            assert c.shape == (mine, n), (call, rows, c.shape)
+            assert np.array_equal(c, (A @ W)[r0:r0 + mine]), (call, rows)
             assert plan.rows == M
         rows = [most[r] // 2 for r in range(P)]
         wrong = np.zeros((sum(most), kp[me]), dtype=np.float32)
