@@ -70,6 +70,7 @@ static const shape_t shapes[] = {
     {RS, 4, {3, 5, 8, 2}, 33, 1, {24}, 2, 8, CH, TE, 2, 1, 1, {0}},
     {AR, 2, {16, 9}, 64, 1, {40}, 8, 16, CH, CH, 1, 1, 0, {0}},
     {AR, 3, {7, 0, 12}, 21, 1, {19}, 4, 8, TE, CH, 0, 2, 0, {5, 0, 16}},
+    {AR, 4, {3, 5, 8, 2}, 33, 1, {24}, 2, 8, CH, TE, 2, 1, 1, {0}},
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 #define ROUNDS  6
