@@ -157,7 +157,11 @@ class Programs:
         (the baseline's: before each bulk put) and, on MPI, puts the plan's
         tiles beyond the round's empty; it checks every source's count at
         the end, and each reduction those of its sources first; on MPI the
-        caller then waits for the empty tiles (agmm_rs_wait_absent)."""
+        caller then waits for the empty tiles (agmm_rs_wait_absent). gemm-ar
+        (ops/gemm_ar/fused.c send_rows): after gemm-rs's, on MPI, worker 0
+        puts its own reduced tiles beyond the round's, empty, to every
+        peer, and the wait covers the peers' (agmm_ar_wait_absent); its
+        baseline puts and copies the round's rows (not modelled on MPI)."""
         C, G, link, N = self.C, self.G, self.deliv == "link", self.N
         tl = [self.ntiles(P, e, q) for q in range(N)]  # this round's
         tmax = self.tiles[P]
@@ -165,12 +169,16 @@ class Programs:
         rows = bool(self.rows)
         rchk = [("rchk",)] * rows
 
-        def send_rows():  # fused.c send_rows
+        def send_rows():  # fused.c send_rows (gemm-ar: then its own)
             out = []
             for q in self.peers(r):
                 out += [("rows", q)] * rows
                 out += [("rsput", t, q, "empty") for t in range(tl[q], tmax[q])
                         if self.mpi and rows]
+            for q in self.peers(r) * (self.ar and self.mpi and rows and
+                                      self.plant != "ar-absent-no-put"):
+                out += [("arput", t, q, "empty")
+                        for t in range(tl[r], tmax[r])]
             return out
         last_read = lambda ops: max([j for j, o in enumerate(ops)
                                      if o[0] in ("rsred", "rsbred",
@@ -221,8 +229,6 @@ class Programs:
                 ops += rchk
             if any(o[0] in ("rsput", "arput") for o in ops):
                 ops += quiet
-            if g == 0 and self.mpi and rows:
-                ops += [("absent", P, e)] * (self.plant != "absent-no-wait")
             ws.append((f"gemm{g}", ops, last_read(ops)))
         order = [(q, t) for q in self.peers(r) for t in range(tl[q])]
         # gemm-ar: the peers' reduced tiles, the same order (copy_tiles)
@@ -236,4 +242,8 @@ class Programs:
                    for k, (q, t) in enumerate(order) if k % C == c]
             ops = ops + (quiet if ops else []) + copies(c, C)
             ws.append((f"comm{c}", ops, last_read(ops)))
+        if self.mpi and rows:  # after its copies (the code: after the join)
+            nm, ops, lr = ws[0]
+            ws[0] = (nm, ops + [("absent", P, e)] * (
+                self.plant != "absent-no-wait"), lr)
         return ws

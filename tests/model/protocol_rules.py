@@ -193,6 +193,12 @@ class Model(Programs, Steps, Network, Checks):
         return [self.red_cell(P, q, t) for q in range(self.N) if q != r
                 for t in range(self.tiles[P][q])] if self.ar else []
 
+    def red_present(self, P, e, r):
+        """gemm-ar: the reduced tiles r copies in round e (its peers' tiles
+        of the round)."""
+        return [self.red_cell(P, q, t) for q in range(self.N) if q != r
+                for t in range(self.ntiles(P, e, q))] if self.ar else []
+
     def rows_cell(self, P, src):
         return self.T[P] + 2 * self.N + src
 

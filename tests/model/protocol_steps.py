@@ -23,8 +23,9 @@ class Steps:
         if kind == "absent":  # the empty tiles of this round have come
             P, e = op[1], op[2]
             cells = st[self.MEM0 + 2 * r + P][1]
+            here = self.present(P, e, r) + self.red_present(P, e, r)
             return all(cells[g] >= e for g in self.remote(P, r)
-                       if g not in self.present(P, e, r))
+                       if g not in here)
         if kind == "fwait":  # relay: none of the plan's forwards pending
             if op[2] == "begin" and self.plant == "begin-no-forward-wait":
                 return True
@@ -183,12 +184,15 @@ class Steps:
                                      key=lambda m: m[:2]))
         elif kind in ("arput", "arbput"):  # gemm-ar: reduced rows to q
             q = op[2] if kind == "arput" else op[1]
+            empty = len(op) > 3 and op[3] == "empty"
             if kind == "arput":
                 blocks = (self.red_cell(P, r, op[1]),)
                 cell, what = blocks[0], f"reduced tile {op[1]}"
+                if empty:  # MPI, rows per call: the plan's tile, no rows
+                    blocks, what = (), f"empty reduced tile {op[1]}"
             else:
                 blocks = tuple(self.red_cell(P, r, t)
-                               for t in range(self.tiles[P][r]))
+                               for t in range(self.ntiles(P, e, r)))
                 cell, what = self.red_rows_cell(P, r), "reduced rows"
             label = (r, name, f"put {what} -> rank {q} ({tg})")
             if (self.plant != "no-ack-wait"
@@ -202,7 +206,7 @@ class Steps:
             else:
                 assert kind == "arput"
                 ch = self.CHAN0 + self.N * self.N + q
-                s[ch] = tuple(sorted(s[ch] + ((P, blocks[0], e, False),),
+                s[ch] = tuple(sorted(s[ch] + ((P, cell, e, empty),),
                                      key=lambda m: m[:2]))
         elif kind in ("arcopy", "arbcopy"):  # gemm-ar: into this rank's C
             blocks, cells = st[own]
@@ -212,8 +216,8 @@ class Steps:
                 what = f"rank {q}'s reduced tile {t}"
             else:
                 need = [self.red_rows_cell(P, q) for q in self.peers(r)
-                        if self.tiles[P][q] > 0]
-                got = self.red_remote(P, r)
+                        if self.ntiles(P, e, q) > 0]
+                got = self.red_present(P, e, r)
                 what = "every owner's reduced rows"
             label = (r, name, f"copy {what} into C ({tg})")
             if (self.plant != "ar-copy-no-wait"
