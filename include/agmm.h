@@ -570,21 +570,29 @@ agmm_status_t agmm_plan_run(agmm_plan_t *plan, agmm_schedule_t schedule,
 typedef struct agmm_run_args {
     agmm_schedule_t schedule;
     /* This rank's shard: [rows[rank], k] in desc->dtype, row-major (GEMM_RS,
-     * GEMM_AR: [M, k_local[rank]]). */
+     * GEMM_AR: [M_call, k_local[rank]]). */
     const void *a_local;
     /* n_weights outputs (1 for a plan of one weight): c[i] is [M_call,
-     * n_i] in desc.out_dtype, row-major, M_call = sum of this call's rows.
-     * c[i] may be NULL only when M_call == 0. (This was float *const * before
-     * out_dtype: a float *c[] array needs a void *c[] or a cast.) */
+     * n_i] in desc.out_dtype, row-major, M_call = sum of this call's rows
+     * (GEMM_RS: [rows[rank], n]). c[i] may be NULL only when it has no
+     * rows. (This was float *const * before out_dtype: a float *c[] array
+     * needs a void *c[] or a cast.) */
     void *const *c;
-    /* AG_GEMM: the rows every rank has in this call, nranks values,
+    /* The rows every rank has in this call, nranks values,
      * 0 <= m_rows[r] <= desc.m_local[r] (the plan's m_local is the most
      * each rank may have; 0 allowed, all 0 allowed). Every rank passes the
-     * same array (as MPI_Allgatherv's counts): each rank sends its own
-     * count with its signals of the round and a peer that expected another
-     * count aborts the world naming the rank, before it computes any row
-     * of it. No new plan, no extra collective. NULL: the plan's m_local.
-     * GEMM_RS, GEMM_AR: must be NULL (AGMM_ERR_UNSUPPORTED). */
+     * same array (as MPI_Allgatherv's counts): each rank sends the count
+     * its data of the round is laid out for with its signals (AG_GEMM: its
+     * own rows; GEMM_RS, GEMM_AR: the receiver's rows it sends partials
+     * of), and a rank that expected another count aborts the world naming
+     * the peer, before it computes (AG_GEMM) or sums (GEMM_RS, GEMM_AR) any
+     * row of it. No new plan, no extra collective. NULL: the plan's
+     * m_local. GEMM_RS: the rows of C each rank gets; A is [M_call,
+     * k_local[rank]] (M_call = sum of m_rows) and C [m_rows[rank], n].
+     * GEMM_AR: the rows of C each rank reduces (and sends every peer); A
+     * is [M_call, k_local[rank]] and C [M_call, n] on every rank. Both: the
+     * result is bit for bit that of a plan made for these rows with the
+     * same GEMM path. */
     const int64_t *m_rows;
     /* AG_GEMM, optional: filled with gather(A), [M_call, k] in desc->dtype,
      * rows in rank order (return_A). Peers' rows are copied once out of

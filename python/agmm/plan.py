@@ -405,19 +405,21 @@ class Plan:
         float32 scales [M]).
 
         a           this rank's A ([m_local[rank], k]; with m_rows:
-                    [m_rows[rank], k]; gemm-rs, gemm-ar: [M, k_local[rank]])
-                    in the
-                    plan's dtype
+                    [m_rows[rank], k]; gemm-rs, gemm-ar: [M, k_local[rank]],
+                    M the sum of m_rows or of m_local) in the plan's dtype
         out         C in the plan's out_dtype (float32 unless set; bf16
                     from NumPy: uint16 bits) [M, n] (gemm-rs:
-                    [m_local[rank], n]), or a list of [M, n_i] for several
-                    weights; None: allocated, of a's kind (numpy array or
-                    torch tensor)
+                    [m_local[rank], n], with m_rows [m_rows[rank], n];
+                    gemm-ar: [M, n], M the sum of m_rows), or
+                    a list of [M, n_i] for several weights; None:
+                    allocated, of a's kind (numpy array or torch tensor)
         schedule    "auto" (measures both, then keeps the faster), "fused",
                     "baseline"
-        m_rows      the rows every rank has in this call (ag-gemm; each at
-                    most the plan's m_local[r]; every rank passes the same
-                    list); None: the plan's m_local
+        m_rows      the rows every rank has in this call (gemm-rs: the
+                    rows of C each rank gets; gemm-ar: the rows of C each
+                    rank sums, C being all of them; each at most the plan's
+                    m_local[r]; every rank passes the same list); None:
+                    the plan's m_local
         a_gathered  True (allocated) or an array [M, k] of the plan's dtype
                     to receive gather(A), rows in rank order (int8: True or
                     a pair of arrays, int8 [M, k] and float32 [M], the
@@ -475,9 +477,8 @@ class Plan:
 
     def _run_args(self, a, out, sched, m_rows, a_gathered, a_scale=None):
         gemm_rs = self.op in ("gemm-rs", "gemm-ar")  # A [M, k_local[rank]]
-        if gemm_rs and (m_rows is not None or a_gathered is not None):
-            raise InvalidArgument("run: m_rows and a_gathered are for "
-                                  "ag-gemm plans")
+        if gemm_rs and a_gathered is not None:
+            raise InvalidArgument("run: a_gathered is for ag-gemm plans")
         rows = self.m_local if m_rows is None else \
             _int_list(m_rows, self.world.size, "m_rows")
         for r, (got, most) in enumerate(zip(rows, self.m_local)):
@@ -485,7 +486,7 @@ class Plan:
                 raise InvalidArgument("m_rows[%d] = %d (allowed 0..%d, the "
                                       "plan's m_local)" % (r, got, most))
         M = sum(rows)
-        a_shape = self.a_shape if gemm_rs else (rows[self.rank], self.k)
+        a_shape = (M, self.a_shape[1]) if gemm_rs else (rows[self.rank], self.k)
         int8 = self.dtype == "int8"
         if int8:
             a, (sptr, skeep) = self._int8_a(a, a_scale, a_shape)
@@ -496,7 +497,7 @@ class Plan:
             outs = [None] * nw
         if len(outs) != nw:
             raise InvalidArgument("out: %d arrays for %d weights" % (len(outs), nw))
-        c_rows = self.c_shape[0] if gemm_rs else M
+        c_rows = rows[self.rank] if self.op == "gemm-rs" else M
         cs = [_buffers.output(o, (c_rows, ni), a, "out" if nw == 1 else
                               "out[%d]" % i, self.out_dtype)
               for i, (o, ni) in enumerate(zip(outs, self.n_list))]

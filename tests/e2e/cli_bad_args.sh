@@ -75,8 +75,6 @@ rows=(
     "run --m-local 10 --m-local-per-round 4,11 | --m-local-per-round: value 1 is 11, more than the largest --m-local 10"
     "run --m-local-per-round 5,,6         | --m-local-per-round: empty value"
     "run --m-local-per-round -1           | --m-local-per-round:"
-    "run --op gemm-rs --m-local-per-round 5 | --m-local-per-round: only with --op ag-gemm"
-    "run --op gemm-ar --m-local-per-round 5 | --m-local-per-round: only with --op ag-gemm (gemm-ar has"
     "run --op gemm-ar --n 8,8             | --n: several weights (a list) only with --op ag-gemm; gemm-ar takes one N"
     "run --ranks 2 --m-local 1073741824   | --m-local: the shards add up to 2147483648 rows"
     "run --m-local 2147483647 --k 2147483647 --n 1 --ranks 1 | --m-local/--k/--n: sizes overflow"

@@ -67,6 +67,13 @@ runs=(
     "2 | --op gemm-ar --m-local 37,20 --k 50 --n 40 --tile-m 8 --tile-n 16 --rounds 4"
     "2 | --op gemm-ar --m-local 0,19 --k 33 --k-local 33,0 --n 17 --tile-m 4 --dtype fp32 --comm-cores 0 --gemm-cores 2 --rounds 3"
     "3 | --op gemm-ar --m-local 7,0,12 --k 41 --k-local 20,0,21 --n 50 --tile-m 4 --tile-n 16 --dtype bf16 --comm-cores 1 --gemm-cores 2 --rounds 4"
+    # gemm-rs, rows changing every round (all 0, one rank's 0, the most):
+    # empty and short tiles, empty bulk puts on posted receives
+    "2 | --op gemm-rs --m-local 37,20 --k 50 --n 40 --tile-m 8 --tile-n 16 --m-local-per-round 37,0,13,7,20 --rounds 6 --dtype bf16"
+    "3 | --op gemm-rs --m-local 30,0,17 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 0 --gemm-cores 2 --dtype fp32"
+    # gemm-ar, the same rows: empty reduced tiles and rows on posted receives
+    "3 | --op gemm-ar --m-local 30,0,17 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 0 --gemm-cores 2 --dtype fp32"
+    "2 | --op gemm-ar --m-local 37,20 --k 50 --n 40 --tile-m 8 --tile-n 16 --m-local-per-round 37,0,13,7,20 --rounds 6 --dtype bf16"
 )
 # Every checked run with every GEMM engine built in ("gemm engines: ..."
 # of --version).
@@ -82,6 +89,7 @@ case " $engines " in
         "3 | --op gemm-ar --m-local 7,0,12 --k 41 --k-local 20,0,21 --n 50 --tile-m 4 --tile-n 16 --dtype int8 --w-scale tensor --rounds 4"
         "2 | --op gemm-rs --m-local 9,14 --k 40 --n 24 --tile-m 4 --dtype int8 --bias --activation gelu-erf --out-dtype bf16 --rounds 3"
         "2 | --op gemm-ar --m-local 9,14 --k 40 --n 24 --tile-m 4 --bias --activation relu --out-dtype bf16 --rounds 3"
+        "3 | --op gemm-rs --m-local 30,0,17 --k 41 --n 24 --tile-m 4 --dtype int8 --a-scale tensor --m-local-per-round 0,30,5,1,17 --rounds 5"
     )
     ;;
 esac
@@ -121,6 +129,13 @@ relay_runs=(
     "5 | 2 | --m-local 16,8,0,24,5 --k 32 --n 24 --tile-m 4 --dtype fp32 --rounds 4"
     "4 | 2 | --op gemm-rs --m-local 7,0,12,5 --k 41 --n 50 --tile-m 4 --tile-n 16 --dtype bf16 --rounds 4"
     "4 | 2 | --op gemm-ar --m-local 7,0,12,5 --k 41 --n 50 --tile-m 4 --tile-n 16 --dtype bf16 --comm-cores 1 --gemm-cores 1 --rounds 4"
+    "4 | 2 | --op gemm-rs --m-local 30,0,17,9 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 0 --gemm-cores 2"
+    # hosts of 1: every gemm-rs partial on a posted receive, rows per round
+    # (empty and short tiles, empty bulk puts)
+    "3 | 1 | --op gemm-rs --m-local 30,0,17 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17,0,3 --rounds 7 --comm-cores 0 --gemm-cores 2 --dtype fp32"
+    # and every gemm-ar reduced tile and row block (empty beyond the round's)
+    "3 | 1 | --op gemm-ar --m-local 30,0,17 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17,0,3 --rounds 7 --comm-cores 0 --gemm-cores 2 --dtype fp32"
+    "4 | 1 | --op gemm-ar --m-local 30,0,17,9 --k 41 --n 24 --tile-m 4 --m-local-per-round 0,30,5,1,17 --rounds 5 --comm-cores 1 --gemm-cores 1 --dtype bf16"
 )
 engine1=${engines%% *}
 # int8 rows forwarded by the relays with their scales (oneDNN only).

@@ -51,17 +51,20 @@ class Checks:
                             f"{msgs[0]} for that plan is still in flight",
                             label)
 
-    def rows_ok(self, st, r, P, e, label):
-        """agmm_ag_check_rows for every peer: False while a rows cell is
-        below round e; a cell of another round (or count) is refused."""
+    def rows_ok(self, st, r, P, e, label, srcs=None):
+        """agmm_ag_check_rows (rs: agmm_rs_check_rows) for every peer (or
+        those of srcs): False while a rows cell is below round e; a cell of
+        another round (or count) is refused. ag: the source's own tiles;
+        rs: r's, of which the source sends partials."""
         cells = st[self.MEM0 + 2 * r + P][1]
-        for src in range(self.N * bool(self.rows)):
-            if src == r:
+        for src in (range(self.N) if srcs is None else srcs):
+            if src == r or not self.rows:
                 continue
             v = cells[self.rows_cell(P, src)]
+            want = self.ntiles(P, e, r if self.rs else src)
             if v < ROWS_BASE * e:
                 return False
-            if v // ROWS_BASE != e or v % ROWS_BASE != self.ntiles(P, e, src):
+            if v // ROWS_BASE != e or v % ROWS_BASE != want:
                 raise Violation(
                     f"rank {r} checks rank {src}'s row count of round {e} "
                     f"of plan {PLAN_NAME[P]} but its rows cell holds round "

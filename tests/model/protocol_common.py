@@ -14,10 +14,12 @@ PLANTS = {
     "ar-copy-no-wait": "gemm-ar: a peer copies an owner's reduced tile into "
                        "its C without waiting for the tile's cell",
     "signal-before-data": "shm put_signal raises the signal before the copy",
-    "rows-no-ack-wait": "ag: a rank raises its rows cell on a peer without "
+    "rows-no-ack-wait": "a rank raises its rows cell on a peer without "
                         "waiting for that peer's ack of the previous round",
-    "absent-no-wait": "ag, MPI: a round with fewer rows ends without waiting "
+    "absent-no-wait": "MPI: a round with fewer rows ends without waiting "
                       "for the empty tiles of its declared receives",
+    "ar-absent-no-put": "gemm-ar, MPI: an owner with fewer rows this round "
+                        "does not put its reduced tiles beyond them (empty)",
     "forward-no-ready-wait": "relay: a relay forwards a tile to a same-host "
                              "peer without waiting for its ready cell",
     "begin-no-forward-wait": "relay: a relay's round start posts its "
@@ -37,13 +39,14 @@ PLANT_WHERE = {
     "signal-before-data": ("shm",),  # shm_put_signal only
     "rows-no-ack-wait": ("shm", "link", "mpi"),
     "absent-no-wait": ("mpi",),  # only posted receives are declared
+    "ar-absent-no-put": ("mpi",),
     "forward-no-ready-wait": ("mixed",),  # relay configurations only
     "begin-no-forward-wait": ("mixed",),
 }
 # Plants in steps only the relay configurations take.
 RELAY_PLANTS = {"forward-no-ready-wait", "begin-no-forward-wait"}
 # Plants in steps only the rows= configurations take.
-ROWS_PLANTS = {"rows-no-ack-wait", "absent-no-wait"}
+ROWS_PLANTS = {"rows-no-ack-wait", "absent-no-wait", "ar-absent-no-put"}
 GUARDS = {"join", "pass", "dwait", "quiet", "absent", "fwait"}
 # A rows cell holds ROWS_BASE * e + (tiles of its source in round e): the
 # epoch high, the count low, as agmm_rows_signal (counts here are < 16).

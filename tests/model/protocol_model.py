@@ -20,9 +20,10 @@ op="rs": a reduction must see exactly the current round's partials), and
 GEMM + all-reduce (op="ar": gemm-rs's steps, then each owner's reduced
 tiles put to every peer, which copies each into its C only once it holds
 the current round's).
-All-gather rounds may have fewer rows than the plan's most (configs with
-rows=...: per-call rows, 0 included): every read also checks the row
-count each peer raised in its rows cell for that very round. Mixed MPI
+Rounds may have fewer rows than the plan's most (configs with rows=...:
+per-call rows, 0 included; all-gather and reduce-scatter): every read
+(all-gather) or reduction (reduce-scatter) also checks the row count each
+peer raised in its rows cell for that very round. Mixed MPI
 worlds may relay the all-gather (configs "+relay"): a tile goes to one
 rank of each other host, which forwards it to its host's other ranks
 once they are ready; a forward must carry the round it signals.
@@ -32,6 +33,7 @@ abstracted, and maps each action to the code. Every change to the round
 protocol updates this model and that section together.
 
 Usage: protocol_model.py [-v] [--only SUBSTR]      every configuration
+       protocol_model.py [-v] --part I/N           every N-th, from the I-th
        protocol_model.py --plant NAME [--symptoms [--silent]]
        protocol_model.py --self-test [-v]          every plant is caught
        protocol_model.py --without-destroy-wait --symptoms --silent
@@ -164,6 +166,15 @@ def configurations():
                                        ((2, 1, 0), 1, 1, "FF")):
             add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm,
                 seq=fix(seq), op="rs")
+        # Rows per call (rs): rounds with fewer tiles of C than the plan's
+        # most, a rank without rows, a round of none (ops/gemm_rs/call.c).
+        for tiles, comm, gemm, seq, rows in (
+                ((2, 1), 1, 1, "FBF", ((2, 1), (0, 1), (1, 0))),
+                ((2, 1), 0, 1, "FB", ((1, 0), (0, 0))),
+                ((2, 2), 0, 2, "FB", ((1, 2), (2, 0)))):
+            # (three ranks: 1.8 million states on the link, 5 minutes)
+            add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm,
+                seq=fix(seq), op="rs", rows=rows)
     # GEMM + all-reduce (op "ar"): gemm-rs's steps, then each reduced own
     # tile put to every peer by the worker that reduced it, and the peers'
     # copies (comm workers, else the GEMM workers after their tiles); the
@@ -181,6 +192,14 @@ def configurations():
                                        ((1, 1, 1), 0, 1, "FF")):
             add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm,
                 seq=fix(seq), op="ar")
+        # Rows per call (ar): gemm-rs's rows steps, then the round's
+        # reduced tiles (on MPI the plan's others empty); a rank without
+        # rows, a round of none.
+        for tiles, comm, gemm, seq, rows in (
+                ((2, 1), 1, 1, "FB", ((0, 1), (2, 0))),
+                ((2, 1), 0, 1, "FB", ((1, 0), (0, 0)))):
+            add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm,
+                seq=fix(seq), op="ar", rows=rows)
     for hosts, tiles, comm in (((0, 0), (1, 1), 1), ((0, 0, 1), (1, 1, 1), 0)):
         add(delivery="mixed", hosts=hosts, tiles=tiles, comm=comm, gemm=1,
             seq="FF", op="ar")
@@ -223,12 +242,16 @@ def path(parent, s):
 
 
 def run_configs(plant=None, isolation=True, only=None, verbose=False,
-                stop_at_first=False, silent=False, destroy_wait=True):
-    """Explore every configuration; return (states, seconds, first violation
-    as (model, violation, trace) or None)."""
+                stop_at_first=False, silent=False, destroy_wait=True,
+                part=None):
+    """Explore every configuration (part (i, n): only the j-th of the list
+    with j % n == i - 1); return (states, seconds, first violation as
+    (model, violation, trace) or None)."""
     total, t0, found = 0, time.time(), None
     run_configs.incomplete = 0
-    for kw in configurations():
+    for j, kw in enumerate(configurations()):
+        if part and j % part[1] != part[0] - 1:
+            continue
         model = Model(plant=plant, isolation=isolation, silent=silent,
                       destroy_wait=destroy_wait, **kw)
         if (only and only not in model.name) or (
@@ -291,6 +314,17 @@ def self_test(only, verbose):
     return 1 if missed else 0
 
 
+def part_arg(text):
+    """--part I/N: 1 <= I <= N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not I/N") from None
+    if not 1 <= i <= n:
+        raise argparse.ArgumentTypeError(f"{text!r}: I from 1 to N")
+    return i, n
+
+
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -311,6 +345,11 @@ def main():
                     help="run every plant; exit 1 if one is NOT caught")
     ap.add_argument("--only", metavar="SUBSTR",
                     help="only configurations whose name contains SUBSTR")
+    ap.add_argument("--part", metavar="I/N", type=part_arg,
+                    help="only part I of N of the configurations (every "
+                         "N-th of the list from the I-th; the N parts are "
+                         "disjoint and together every configuration: CTest "
+                         "runs them as separate tests)")
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="one line per configuration (with --self-test: "
                          "every counterexample)")
@@ -328,10 +367,11 @@ def main():
         return self_test(a.only, a.verbose)
     total, secs, found = run_configs(a.plant, not a.symptoms, a.only,
                                      a.verbose, bool(a.plant), a.silent,
-                                     not a.without_destroy_wait)
+                                     not a.without_destroy_wait, a.part)
     if found:
         print_trace(*found)
     what = f"plant {a.plant}" if a.plant else "protocol"
+    what += f" (part {a.part[0]}/{a.part[1]})" if a.part else ""
     skipped = run_configs.incomplete
     print(f"{what}: {total} states in {secs:.1f} s: "
           + ("VIOLATION" if found else "no violation")

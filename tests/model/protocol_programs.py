@@ -69,7 +69,7 @@ class Programs:
         if key in self.wprog:
             return self.wprog[key]
         if self.rs:
-            self.wprog[key] = self.rs_workers(r, P, s)
+            self.wprog[key] = self.rs_workers(r, P, e, s)
             return self.wprog[key]
         C, G, link = self.C, self.G, self.deliv == "link"
         mpi = self.mpi
@@ -131,7 +131,7 @@ class Programs:
         self.wprog[key] = ws
         return ws
 
-    def rs_workers(self, r, P, s):
+    def rs_workers(self, r, P, e, s):
         """gemm-rs (ops/gemm_rs/fused.c, baseline.c). Fused: each GEMM
         worker computes the tiles of owners r+1, ..., r (own last); tile t of
         an owner is completed by GEMM worker t % G (the last column group to
@@ -150,19 +150,47 @@ class Programs:
         into C by comm worker k % C (after its puts) or, with C = 0, by
         GEMM worker k % G after its tiles; baseline, GEMM worker 0 then puts
         its reduced rows to every peer in bulk, waits for them (quiet) and
-        copies every owner's rows once their cell says they are there."""
+        copies every owner's rows once their cell says they are there.
+
+        Rows per call (rows=, ops/gemm_rs/call.c): the round's tiles; GEMM
+        worker 0 raises its rows cell on every peer before its own block
+        (the baseline's: before each bulk put) and, on MPI, puts the plan's
+        tiles beyond the round's empty; it checks every source's count at
+        the end, and each reduction those of its sources first; on MPI the
+        caller then waits for the empty tiles (agmm_rs_wait_absent). gemm-ar
+        (ops/gemm_ar/fused.c send_rows): after gemm-rs's, on MPI, worker 0
+        puts its own reduced tiles beyond the round's, empty, to every
+        peer, and the wait covers the peers' (agmm_ar_wait_absent); its
+        baseline puts and copies the round's rows (not modelled on MPI)."""
         C, G, link, N = self.C, self.G, self.deliv == "link", self.N
-        tl = self.tiles[P]
+        tl = [self.ntiles(P, e, q) for q in range(N)]  # this round's
+        tmax = self.tiles[P]
         quiet = [("quiet",)] if link else []
+        rows = bool(self.rows)
+        rchk = [("rchk",)] * rows
+
+        def send_rows():  # fused.c send_rows (gemm-ar: then its own)
+            out = []
+            for q in self.peers(r):
+                out += [("rows", q)] * rows
+                out += [("rsput", t, q, "empty") for t in range(tl[q], tmax[q])
+                        if self.mpi and rows]
+            for q in self.peers(r) * (self.ar and self.mpi and rows and
+                                      self.plant != "ar-absent-no-put"):
+                out += [("arput", t, q, "empty")
+                        for t in range(tl[r], tmax[r])]
+            return out
         last_read = lambda ops: max([j for j, o in enumerate(ops)
                                      if o[0] in ("rsred", "rsbred",
                                                  "arcopy", "arbcopy")],
                                     default=None)
         ws = []
         if s == "B":
-            ops = [("rsbput", q) for q in self.peers(r) if tl[q] > 0]
+            ops = []
+            for q in self.peers(r):
+                ops += [("rows", q)] * rows + [("rsbput", q)] * (tl[q] > 0)
             ops = (ops + quiet if ops else []) + (
-                [("rsbred",)] if tl[r] > 0 else [])
+                [("rsbred",)] if tl[r] > 0 else []) + rchk
             if self.ar:  # agmm_ar_put_rows, agmm_ar_copy_rows
                 bput = [("arbput", q) for q in self.peers(r)] * (tl[r] > 0)
                 ops += (bput + quiet if bput else []) + [("arbcopy",)] * any(
@@ -181,6 +209,8 @@ class Programs:
             ops = []
             mine = [t for t in range(tl[r]) if t % G == g]
             for q in self.peers(r) + [r]:
+                if q == r and g == 0:
+                    ops += send_rows()
                 if q == r and before:
                     ops += [("rsred", t, before) for t in mine]
                 for t in range(tl[q]):
@@ -195,8 +225,9 @@ class Programs:
                     else:
                         ready[q, t] = (g, len(ops))
                         ops.append(("ready", t, q))
-            if any(o[0] == "arput" or (C == 0 and o[0] == "rsput")
-                   for o in ops):
+            if g == 0:
+                ops += rchk
+            if any(o[0] in ("rsput", "arput") for o in ops):
                 ops += quiet
             ws.append((f"gemm{g}", ops, last_read(ops)))
         order = [(q, t) for q in self.peers(r) for t in range(tl[q])]
@@ -211,4 +242,8 @@ class Programs:
                    for k, (q, t) in enumerate(order) if k % C == c]
             ops = ops + (quiet if ops else []) + copies(c, C)
             ws.append((f"comm{c}", ops, last_read(ops)))
+        if self.mpi and rows:  # after its copies (the code: after the join)
+            nm, ops, lr = ws[0]
+            ws[0] = (nm, ops + [("absent", P, e)] * (
+                self.plant != "absent-no-wait"), lr)
         return ws

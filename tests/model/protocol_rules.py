@@ -93,16 +93,17 @@ class Model(Programs, Steps, Network, Checks):
             op != "ag" and self.mpi and "B" in seq + seq_b)
         self.rs = op in ("rs", "ar")
         self.ar = op == "ar"
-        # rows (ag): per round of plan A, the tiles of each source in that
-        # round (agmm_run_args_t.m_rows: fewer rows than the plan's most,
-        # 0 allowed); None: every round has the plan's tiles. Every rank
-        # passes the same (a disagreement is refused, see the "gemm" step).
+        # rows: per round of plan A, the tiles of each source in that round
+        # (agmm_run_args_t.m_rows: fewer rows than the plan's most, 0
+        # allowed; rs: the tiles of each rank's rows of C); None: every
+        # round has the plan's tiles. Every rank passes the same (a
+        # disagreement is refused, see rows_ok).
         # The rows cells (each round's count, raised before the puts and
         # checked before any read) are modelled in these configurations
         # only: everywhere else they would multiply the states by 7 while
         # every other step stays as it is.
         self.rows = None if rows is None else tuple(tuple(x) for x in rows)
-        assert self.rows is None or (not self.rs and len(self.rows) == len(seq)
+        assert self.rows is None or (len(self.rows) == len(seq)
                                      and all(len(x) == len(tiles) and all(
                                          n <= m for n, m in zip(x, tiles))
                                          for x in self.rows))
@@ -192,6 +193,12 @@ class Model(Programs, Steps, Network, Checks):
         return [self.red_cell(P, q, t) for q in range(self.N) if q != r
                 for t in range(self.tiles[P][q])] if self.ar else []
 
+    def red_present(self, P, e, r):
+        """gemm-ar: the reduced tiles r copies in round e (its peers' tiles
+        of the round)."""
+        return [self.red_cell(P, q, t) for q in range(self.N) if q != r
+                for t in range(self.ntiles(P, e, q))] if self.ar else []
+
     def rows_cell(self, P, src):
         return self.T[P] + 2 * self.N + src
 
@@ -202,7 +209,11 @@ class Model(Programs, Steps, Network, Checks):
         return self.tiles[P][src]
 
     def present(self, P, e, r):
-        """The remote tiles rank r reads in round e (its peers' rows)."""
+        """The remote tiles rank r reads in round e (its peers' rows; rs:
+        the slots of its peers' partials of its tiles of the round)."""
+        if self.rs:
+            return [s * self.maxT[P] + t for s in range(self.N) if s != r
+                    for t in range(self.ntiles(P, e, r))]
         return [g for g, (s, t) in enumerate(self.gmap[P])
                 if s != r and t < self.ntiles(P, e, s)]
 

@@ -23,8 +23,9 @@ class Steps:
         if kind == "absent":  # the empty tiles of this round have come
             P, e = op[1], op[2]
             cells = st[self.MEM0 + 2 * r + P][1]
+            here = self.present(P, e, r) + self.red_present(P, e, r)
             return all(cells[g] >= e for g in self.remote(P, r)
-                       if g not in self.present(P, e, r))
+                       if g not in here)
         if kind == "fwait":  # relay: none of the plan's forwards pending
             if op[2] == "begin" and self.plant == "begin-no-forward-wait":
                 return True
@@ -111,9 +112,10 @@ class Steps:
         own = self.MEM0 + 2 * r + P
         if kind == "rows":
             q = op[1]
-            v = ROWS_BASE * e + self.ntiles(P, e, r)
-            label = (r, name, f"rows[{r}] = {tg}:{self.ntiles(P, e, r)} "
-                     f"-> rank {q}")
+            # ag: its own tiles; rs: q's tiles it sends partials of
+            n = self.ntiles(P, e, q if self.rs else r)
+            v = ROWS_BASE * e + n
+            label = (r, name, f"rows[{r}] = {tg}:{n} -> rank {q}")
             if (self.plant != "rows-no-ack-wait"
                     and st[own][1][self.ack_cell(P, q)] < e - 1):
                 return None  # waits for ack[q] >= e - 1
@@ -154,13 +156,17 @@ class Steps:
         elif kind in ("rsput", "rsbput"):
             q = op[2] if kind == "rsput" else op[1]
             mt = self.maxT[P]
+            empty = len(op) > 3 and op[3] == "empty"
             if kind == "rsput":
                 blocks = (r * mt + op[1],)
                 cell, what = blocks[0], f"partial tile {op[1]}"
-                if len(op) > 3 and st[r][1][op[3]] <= op[4]:
+                if empty:  # MPI, rows per call: the plan's tile, no rows
+                    blocks, what = (), f"empty partial tile {op[1]}"
+                elif len(op) > 3 and st[r][1][op[3]] <= op[4]:
                     return None  # comm worker: waits ready (the GEMM's step)
             else:
-                blocks = tuple(r * mt + t for t in range(self.tiles[P][q]))
+                blocks = tuple(r * mt + t
+                               for t in range(self.ntiles(P, e, q)))
                 cell, what = self.bulk_cell(P, r), "partial rows"
             label = (r, name, f"put {what} -> rank {q} ({tg})")
             if (self.plant != "no-ack-wait"
@@ -174,16 +180,19 @@ class Steps:
             else:
                 assert kind == "rsput"
                 ch = self.CHAN0 + self.N * self.N + q
-                s[ch] = tuple(sorted(s[ch] + ((P, blocks[0], e, False),),
+                s[ch] = tuple(sorted(s[ch] + ((P, cell, e, empty),),
                                      key=lambda m: m[:2]))
         elif kind in ("arput", "arbput"):  # gemm-ar: reduced rows to q
             q = op[2] if kind == "arput" else op[1]
+            empty = len(op) > 3 and op[3] == "empty"
             if kind == "arput":
                 blocks = (self.red_cell(P, r, op[1]),)
                 cell, what = blocks[0], f"reduced tile {op[1]}"
+                if empty:  # MPI, rows per call: the plan's tile, no rows
+                    blocks, what = (), f"empty reduced tile {op[1]}"
             else:
                 blocks = tuple(self.red_cell(P, r, t)
-                               for t in range(self.tiles[P][r]))
+                               for t in range(self.ntiles(P, e, r)))
                 cell, what = self.red_rows_cell(P, r), "reduced rows"
             label = (r, name, f"put {what} -> rank {q} ({tg})")
             if (self.plant != "no-ack-wait"
@@ -197,7 +206,7 @@ class Steps:
             else:
                 assert kind == "arput"
                 ch = self.CHAN0 + self.N * self.N + q
-                s[ch] = tuple(sorted(s[ch] + ((P, blocks[0], e, False),),
+                s[ch] = tuple(sorted(s[ch] + ((P, cell, e, empty),),
                                      key=lambda m: m[:2]))
         elif kind in ("arcopy", "arbcopy"):  # gemm-ar: into this rank's C
             blocks, cells = st[own]
@@ -207,8 +216,8 @@ class Steps:
                 what = f"rank {q}'s reduced tile {t}"
             else:
                 need = [self.red_rows_cell(P, q) for q in self.peers(r)
-                        if self.tiles[P][q] > 0]
-                got = self.red_remote(P, r)
+                        if self.ntiles(P, e, q) > 0]
+                got = self.red_present(P, e, r)
                 what = "every owner's reduced rows"
             label = (r, name, f"copy {what} into C ({tg})")
             if (self.plant != "ar-copy-no-wait"
@@ -228,7 +237,7 @@ class Steps:
                      f"ready ({tg})")
         elif kind in ("rsred", "rsbred"):
             mt, N = self.maxT[P], self.N
-            ts = [op[1]] if kind == "rsred" else range(self.tiles[P][r])
+            ts = [op[1]] if kind == "rsred" else range(self.ntiles(P, e, r))
             label = (r, name, f"reduce {'tile ' + str(op[1]) if ts != [] and kind == 'rsred' else 'its rows'}"
                      + (f" from ranks {list(op[2])}" if kind == "rsred" and len(op) > 2 else "")
                      + f" ({tg})")
@@ -242,6 +251,8 @@ class Steps:
             if (self.plant != "rs-reduce-no-wait"
                     and any(cells[c] < e for c in need)):
                 return None
+            if not self.rows_ok(st, r, P, e, label, srcs):
+                return None  # agmm_rs_reduce checks its sources' counts
             for g in slots:
                 if blocks[g] != e:
                     src, t = self.gmap[P][g]

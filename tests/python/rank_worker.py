@@ -131,6 +131,44 @@ def scenario_gemm_ar(world, args):
             assert np.array_equal(c, A @ W)
 
 
+def scenario_rs_rows(world, args):
+    """gemm-rs (or op "gemm-ar") with rows per call: the rows of C each rank
+    gets (gemm-ar: sums, C being all of them) change every call on one plan
+    (0 on some ranks, on all), A_r is [sum(rows), k_r]; then shapes that do
+    not fit those rows are refused."""
+    P, me = world.size, world.rank
+    most, k, n = [12, 0, 9][:P], 30, 14
+    op = args.get("op", "gemm-rs")
+    with world.plan(m_local=most, k=k, n=n, dtype="fp32", op=op,
+                    tile_m=4) as plan:
+        kp = plan.k_local
+        offs = [sum(kp[:r]) for r in range(P)]
+        W = ints(8, (k, n), -2, 3)
+        plan.set_weight(np.ascontiguousarray(W[offs[me]:offs[me] + kp[me]]))
+        for call in range(args["calls"]):
+            rows = [(call * 5 + 3 * r) % (most[r] + 1) for r in range(P)]
+            if call == 2:
+                rows = [0] * P
+            M = sum(rows)
+            A = ints(call, (M, k))
+            c = plan.run(np.ascontiguousarray(A[:, offs[me]:offs[me] + kp[me]]),
+                         m_rows=rows)
+            r0, mine = sum(rows[:me]), rows[me]
+            if op == "gemm-ar":  # every row on every rank
+                r0, mine = 0, M
+            assert c.shape == (mine, n), (call, rows, c.shape)
+            assert np.array_equal(c, (A @ W)[r0:r0 + mine]), (call, rows)
+            assert plan.rows == M
+        rows = [most[r] // 2 for r in range(P)]
+        wrong = np.zeros((sum(most), kp[me]), dtype=np.float32)
+        try:
+            plan.run(wrong, m_rows=rows)  # the plan's A, not this call's
+        except agmm.InvalidArgument as e:
+            assert "a: shape" in str(e), str(e)
+        else:
+            raise AssertionError("an A of the plan's rows was taken")
+
+
 def scenario_gil(world, args):
     """A round releases the GIL: rank 1 enters the round only when a
     Python thread of rank 0 tells it to, and that thread can only run
@@ -301,7 +339,7 @@ def scenario_rows(world, args):
 SCENARIOS = {"gemm": scenario_gemm, "gemm_rs": scenario_gemm_rs,
              "gemm_ar": scenario_gemm_ar,
              "gil": scenario_gil, "errors": scenario_errors, "op": scenario_op,
-             "rows": scenario_rows}
+             "rows": scenario_rows, "rs_rows": scenario_rs_rows}
 
 
 # ------------------------------------------------------ int8 (W8A8)

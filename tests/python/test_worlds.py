@@ -54,6 +54,16 @@ def test_gemm_all_reduce():
     run_world(3, "gemm_ar", dict(m_local=[10, 0, 7], k=30, n=20, rounds=3))
 
 
+@pytest.mark.parametrize("nranks", [1, 3])
+def test_gemm_reduce_scatter_rows_per_call(nranks):
+    run_world(nranks, "rs_rows", dict(calls=6))
+
+
+@pytest.mark.parametrize("nranks", [1, 3])
+def test_gemm_all_reduce_rows_per_call(nranks):
+    run_world(nranks, "rs_rows", dict(calls=6, op="gemm-ar"))
+
+
 @pytest.mark.parametrize("nranks", [2, 3, 4])
 def test_torch_op_matches_cat_all_gather_matmul(nranks):
     run_world(nranks, "op", dict(calls=6, torch=True))

@@ -48,7 +48,7 @@ typedef struct shape {
     int64_t tile_m, tile_n;
     agmm_scale_t a_scale, w_scale;
     int comm, gemm;
-    int dynamic;        /* ag-gemm: rows change every call */
+    int dynamic;        /* rows change every call */
     int64_t k_local[4]; /* gemm-rs: all 0: the even split */
 } shape_t;
 
@@ -66,10 +66,11 @@ static const shape_t shapes[] = {
     {AG, 4, {5, 9, 1, 12}, 130, 1, {33}, 2, 16, TE, TE, 1, 2, 1, {0}},
     {RS, 1, {20}, 30, 1, {17}, 8, 8, CH, CH, 1, 1, 0, {0}},
     {RS, 2, {16, 9}, 64, 1, {40}, 8, 16, CH, CH, 1, 1, 0, {0}},
-    {RS, 3, {7, 0, 12}, 21, 1, {19}, 4, 8, TE, CH, 0, 2, 0, {5, 0, 16}},
-    {RS, 4, {3, 5, 8, 2}, 33, 1, {24}, 2, 8, CH, TE, 2, 1, 0, {0}},
+    {RS, 3, {7, 0, 12}, 21, 1, {19}, 4, 8, TE, CH, 0, 2, 1, {5, 0, 16}},
+    {RS, 4, {3, 5, 8, 2}, 33, 1, {24}, 2, 8, CH, TE, 2, 1, 1, {0}},
     {AR, 2, {16, 9}, 64, 1, {40}, 8, 16, CH, CH, 1, 1, 0, {0}},
     {AR, 3, {7, 0, 12}, 21, 1, {19}, 4, 8, TE, CH, 0, 2, 0, {5, 0, 16}},
+    {AR, 4, {3, 5, 8, 2}, 33, 1, {24}, 2, 8, CH, TE, 2, 1, 1, {0}},
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 #define ROUNDS  6
@@ -244,14 +245,8 @@ static int rs_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
                     : agmm_k_split(s->k, P, q);
         M += s->m_max[q];
     }
-    int64_t row0 = 0;
-    for (int q = 0; q < r; q++)
-        row0 += s->m_max[q];
-    int64_t rows = s->m_max[r];
-    if (s->op == AR) { /* every rank gets every row */
-        row0 = 0;
-        rows = M;
-    }
+    /* the most: C's buffer (gemm-ar: every rank gets every row) */
+    int64_t rows = s->op == AR ? M : s->m_max[r];
     int8_t *a[4], *wt[4];
     float *as[4], *ws[4];
     for (int q = 0; q < P; q++) { /* every rank's inputs, for the oracle */
@@ -279,6 +274,19 @@ static int rs_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
                 for (int64_t i = 0; i < M; i++)
                     as[q][i] = (float)(round + 1) / 32.0f;
         }
+        /* This round's rows of C (dynamic: changing; A_r is the first Mc
+         * rows of its buffer, with their scales). */
+        int64_t m[4], Mc = 0, rc0 = 0;
+        for (int q = 0; q < P; q++) {
+            m[q] = rows_of(s, q, round);
+            rc0 += q < r ? m[q] : 0;
+            Mc += m[q];
+        }
+        int64_t rr = m[r];
+        if (s->op == AR) { /* every row */
+            rc0 = 0;
+            rr = Mc;
+        }
         void *cs[1] = {c};
         agmm_run_args_t x;
         agmm_run_args_init(&x);
@@ -286,26 +294,27 @@ static int rs_main(agmm_world_t *w, const shape_t *s, agmm_plan_t *p)
         x.a_local = a[r];
         x.a_scale = as[r];
         x.c = cs;
+        x.m_rows = s->dynamic ? m : NULL;
         agmm_status_t st = agmm_plan_run_args(p, &x);
         CHECK(st == AGMM_OK, "rank %d round %d: %s %s", r, round,
               agmm_status_str(st), agmm_last_error());
-        if (st != AGMM_OK || rows == 0) continue;
+        if (st != AGMM_OK || rr == 0) continue;
         agmm_reference_rs_int8(
             P, (const int8_t *const *)a, (const float *const *)as,
-            (const int8_t *const *)wt, (const float *const *)ws, kl, M, n, row0,
-            rows, ref);
-        memset(mag, 0, sizeof(float) * (size_t)(rows * n));
+            (const int8_t *const *)wt, (const float *const *)ws, kl, Mc, n, rc0,
+            rr, ref);
+        memset(mag, 0, sizeof(float) * (size_t)(rr * n));
         for (int q = 0; q < P; q++) { /* sum_r |ref_r| */
             if (kl[q] == 0) continue;
             const int8_t *aq[1] = {a[q]}, *wq[1] = {wt[q]};
             const float *asq[1] = {as[q]}, *wsq[1] = {ws[q]};
             int64_t kq[1] = {kl[q]};
-            agmm_reference_rs_int8(1, aq, asq, wq, wsq, kq, M, n, row0, rows,
+            agmm_reference_rs_int8(1, aq, asq, wq, wsq, kq, Mc, n, rc0, rr,
                                    part);
-            for (int64_t e = 0; e < rows * n; e++)
+            for (int64_t e = 0; e < rr * n; e++)
                 mag[e] += fabsf(part[e]);
         }
-        double v = worst(c, ref, mag, rows * n, P + 3);
+        double v = worst(c, ref, mag, rr * n, P + 3);
         CHECK(v <= 1, "rank %d round %d: %.3g x the bound", r, round, v);
     }
     for (int q = 0; q < P; q++) {

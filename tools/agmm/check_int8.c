@@ -99,8 +99,10 @@ static int check_rs(const agmm_tool_rank_t *t, int round, counts_t *cnt,
 {
     const agmm_cli_t *cli = t->cli;
     int P = cli->ranks;
-    int64_t M = cli->m_total, n = cli->n, rows, row0;
-    agmm_tool_c_range(cli, t->rank, &row0, &rows);
+    /* Inputs of every rank's [m_total, K_r]; this round's rows are the
+     * first Mc of them. */
+    int64_t M = cli->m_total, n = cli->n, Mc, row0, rows;
+    agmm_tool_round_rs_rows(cli, round, t->rank, &Mc, &row0, &rows);
     int8_t **a = calloc((size_t)P, sizeof *a),
            **w = calloc((size_t)P, sizeof *w);
     float **as = calloc((size_t)P, sizeof *as),
@@ -133,13 +135,13 @@ static int check_rs(const agmm_tool_rank_t *t, int round, counts_t *cnt,
     if (rc == 0 && agmm_reference_rs_int8(
                        P, (const int8_t *const *)a, (const float *const *)as,
                        (const int8_t *const *)w, (const float *const *)ws, kl,
-                       M, n, row0, rows, ref) != AGMM_OK)
+                       Mc, n, row0, rows, ref) != AGMM_OK)
         rc = 1;
     for (int p = 0; rc == 0 && p < P; p++) {
         if (agmm_reference_rs_int8(
                 1, (const int8_t *const *)&a[p], (const float *const *)&as[p],
                 (const int8_t *const *)&w[p], (const float *const *)&ws[p],
-                &kl[p], M, n, row0, rows, part) != AGMM_OK) {
+                &kl[p], Mc, n, row0, rows, part) != AGMM_OK) {
             rc = 1;
             break;
         }
@@ -148,7 +150,7 @@ static int check_rs(const agmm_tool_rank_t *t, int round, counts_t *cnt,
     }
     if (rc == 0 && agmm_reference_rs(
                        P, (const void *const *)a32, (const void *const *)w32,
-                       kl, M, n, AGMM_DTYPE_FP32, row0, rows, c32) != AGMM_OK)
+                       kl, Mc, n, AGMM_DTYPE_FP32, row0, rows, c32) != AGMM_OK)
         rc = 1;
     if (rc == 0 && epi &&
         (agmm_tool_ref_epilogue(t, 0, rows, n, ref, NULL, pre) ||

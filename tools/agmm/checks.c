@@ -204,13 +204,6 @@ static int check_weights_and_rows(agmm_cli_t *cli, FILE *err)
                 agmm_op_name(cli->op));
         return 2;
     }
-    if (cli->rows_per_round_count > 0 && cli->op != AGMM_OP_AG_GEMM) {
-        fprintf(err,
-                "agmm: --m-local-per-round: only with --op ag-gemm "
-                "(%s has the plan's rows every round)\n",
-                agmm_op_name(cli->op));
-        return 2;
-    }
     return 0;
 }
 

@@ -133,9 +133,11 @@ const opt_row_t opt_table[] = {
              "gather(A) @ W_i, each N_i columns (at most 16)"},
     {.name = "m-local-per-round", .kind = OPTK_ROWS, .field = F(rows_per_round), NOSET,
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--m-local-per-round R[,R...]",
-     .help = "ag-gemm: rows per rank in round i: R[i mod count], at\n"
-             "most each rank's --m-local (the plan is made once for\n"
-             "--m-local); 0 allowed (default: --m-local every round)"},
+     .help = "rows per rank in round i: R[i mod count], at most each\n"
+             "rank's --m-local (the plan is made once for --m-local);\n"
+             "0 allowed (default: --m-local every round); gemm-rs: the\n"
+             "rows of C each rank gets, gemm-ar: the rows each rank\n"
+             "sums (A_r is M_round x K_r)"},
     {.name = "op", .kind = OPTK_CHOICE, .field = F(op), NOSET, .choices = k_ops, LIB(op),
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--op OP",
      .help = "{choices}: all-gather + GEMM, GEMM +\n"

@@ -2,8 +2,8 @@
  * with new inputs every round and check every rank's output of every round
  * against the reference (allclose rtol 1e-2, atol 1e-2; int8: against the
  * exact int8 oracles within a few fp32 roundings, check_int8.c); gemm-ar:
- * also that every rank's C is the same bytes (a hash compared over the
- * ranks). */
+ * also that every rank's C (the round's rows: --m-local-per-round) is the
+ * same bytes (a hash compared over the ranks). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +67,8 @@ static void compare(const agmm_cli_t *cli, const float *c, const float *ref,
 
 /* gemm-rs: this rank's rows of C (gemm-ar: every row) against
  * agmm_reference_rs over every rank's A_r and W_r, regenerated from the
- * seeds as the ranks made them. first_bad is an index into those rows. */
+ * seeds as the ranks made them (this round's rows: the first M of each
+ * A_r). first_bad is an index into those rows. */
 static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
 {
     const agmm_cli_t *cli = t->cli;
@@ -75,8 +76,8 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
     size_t es = agmm_dtype_size(cli->dtype);
     void **a = calloc((size_t)P, sizeof *a), **w = calloc((size_t)P, sizeof *w);
     int64_t *kl = calloc((size_t)P, sizeof *kl);
-    int64_t rows, row0;
-    agmm_tool_c_range(cli, t->rank, &row0, &rows);
+    int64_t M, row0, rows;
+    agmm_tool_round_rs_rows(cli, round, t->rank, &M, &row0, &rows);
     float *ref = malloc((size_t)rows * (size_t)cli->n * sizeof(float) + 1);
     int epi = agmm_tool_has_epilogue(cli);
     size_t rn = (size_t)rows * (size_t)cli->n + 1;
@@ -97,8 +98,7 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
     }
     if (rc == 0 &&
         agmm_reference_rs(P, (const void *const *)a, (const void *const *)w, kl,
-                          cli->m_total, cli->n, cli->dtype, row0, rows,
-                          ref) != AGMM_OK)
+                          M, cli->n, cli->dtype, row0, rows, ref) != AGMM_OK)
         rc = 1;
     if (rc == 0 && epi)
         rc = agmm_tool_ref_epilogue(t, 0, rows, cli->n, ref, raw, pre);
@@ -336,7 +336,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         res.bad_weight = bad_weight;
         int same_c = cli->check && cli->op == AGMM_OP_GEMM_AR;
         if (same_c)
-            res.c_hash = c_hash(t.c, cli->m_total * cli->n,
+            res.c_hash = c_hash(t.c, m_round * cli->n, /* the round's rows */
                                 agmm_dtype_size(cli->out_dtype));
         if (agmm_world_allgather(world, &res, all, sizeof res) != AGMM_OK) {
             rc = 1;
@@ -426,9 +426,9 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                 printf("  rank %d: the reference could not be computed\n", p);
                 continue;
             }
-            int64_t i = all[p].first_bad, row0 = 0; /* gemm-rs: rank p's rows */
-            for (int q = 0; cli->op == AGMM_OP_GEMM_RS && q < p; q++)
-                row0 += cli->m_local[q];
+            int64_t i = all[p].first_bad, row0 = 0, mrs = 0, rows_p = 0;
+            if (cli->op == AGMM_OP_GEMM_RS) /* rank p's rows of the round */
+                agmm_tool_round_rs_rows(cli, round, p, &mrs, &row0, &rows_p);
             int64_t n = cli->n; /* several weights: the first that differs */
             if (cli->n_count > 1) {
                 n = cli->n_list[all[p].bad_weight];
@@ -440,9 +440,7 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                 " %lld of %lld outputs differ; first at row %lld, column "
                 "%lld\n",
                 (long long)all[p].mismatches,
-                (long long)((cli->op == AGMM_OP_GEMM_RS
-                                 ? agmm_tool_c_rows(cli, p)
-                                 : m_round) *
+                (long long)((cli->op == AGMM_OP_GEMM_RS ? rows_p : m_round) *
                             (cli->op == AGMM_OP_GEMM_RS ? cli->n : cli->n_sum)),
                 (long long)(row0 + i / n), (long long)(i % n));
         }

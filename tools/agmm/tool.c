@@ -75,6 +75,22 @@ int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r)
     return v < cli->m_local[r] ? v : cli->m_local[r];
 }
 
+void agmm_tool_round_rs_rows(const agmm_cli_t *cli, int round, int r,
+                             int64_t *M, int64_t *row0, int64_t *rows)
+{
+    *M = *row0 = 0;
+    for (int p = 0; p < cli->ranks; p++) {
+        int64_t m = agmm_tool_round_rows(cli, round, p);
+        if (p < r) *row0 += m;
+        if (p == r) *rows = m;
+        *M += m;
+    }
+    if (cli->op == AGMM_OP_GEMM_AR) { /* every rank has every row */
+        *row0 = 0;
+        *rows = *M;
+    }
+}
+
 void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule,
                           int round, agmm_run_args_t *args)
 {
@@ -127,15 +143,6 @@ int64_t agmm_tool_w_scales(const agmm_cli_t *cli, int i)
 int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r)
 {
     return cli->op == AGMM_OP_GEMM_RS ? cli->m_local[r] : cli->m_total;
-}
-
-void agmm_tool_c_range(const agmm_cli_t *cli, int r, int64_t *row0,
-                       int64_t *rows)
-{
-    *row0 = 0;
-    *rows = agmm_tool_c_rows(cli, r);
-    for (int p = 0; cli->op == AGMM_OP_GEMM_RS && p < r; p++)
-        *row0 += cli->m_local[p];
 }
 
 int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r)

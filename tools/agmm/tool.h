@@ -35,11 +35,8 @@ static inline int agmm_tool_split_k(const agmm_cli_t *cli)
 /* Per rank r: its inner-dimension part (gemm-rs, gemm-ar; else k), the
  * elements of its A (gemm-rs, gemm-ar: [M, K_r]; else [m_local[r], k]), the
  * rows of its C (gemm-rs: m_local[r]; else M), and its weight's input
- * stream id. c_range: the first global row of rank r's C and its rows
- * (gemm-rs: its own rows; else 0 and M). */
+ * stream id (the rows of a round: agmm_tool_round_rs_rows). */
 int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r);
-void agmm_tool_c_range(const agmm_cli_t *cli, int r, int64_t *row0,
-                       int64_t *rows);
 /* One rank's GEMM flops per round (mean over ranks; tool.c). */
 double agmm_tool_flop_per_rank(const agmm_cli_t *cli);
 int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r);
@@ -111,6 +108,11 @@ void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule,
                           int round, agmm_run_args_t *args);
 /* Rank r's rows in round `round` (--m-local-per-round, else --m-local). */
 int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r);
+/* gemm-rs, gemm-ar: the rows of C in round `round` (*M: every rank's;
+ * A_r's are the first *M rows of its [m_total, K_r] inputs) and rank r's
+ * part of them (*rows from *row0; gemm-ar: all *M from 0). */
+void agmm_tool_round_rs_rows(const agmm_cli_t *cli, int round, int r,
+                             int64_t *M, int64_t *row0, int64_t *rows);
 /* The input stream id of weight i of rank r (i = 0: agmm_tool_w_id). */
 int64_t agmm_tool_w_id_i(const agmm_cli_t *cli, int r, int i);
 /* Set weight i of t's inputs as weight plan_i of `plan` (int8: with its

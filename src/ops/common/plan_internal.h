@@ -39,9 +39,11 @@ typedef struct agmm_padded_counter {
  *   [tile_cells, +P)              bulk[src]: src's whole contribution
  *                                 (baseline)
  *   [tile_cells + P, +P)          ack[p]: p finished reading round e
- *   [tile_cells + 2P, +P)         rows[src]: src's rows in round e, as
+ *   [tile_cells + 2P, +P)         rows[src]: the row count src's data
+ *                                 of round e is laid out for, as
  *                                 agmm_rows_signal(e, rows) (operations
- *                                 with rows per call)
+ *                                 with rows per call: ag-gemm src's own
+ *                                 rows, gemm-rs the receiver's)
  * Every cell has exactly one writer: the rank named by its index. */
 typedef enum { SIG_TILE, SIG_BULK, SIG_ACK, SIG_ROWS } agmm_sig_kind_t;
 

@@ -12,7 +12,10 @@
  *     s's partial rows of r's part of C at slot s), then the reduced
  *     region [M_max, n] (fp32-sized; rows of out_dtype): owner q's
  *     finished rows (reduced, then the epilogue) at rows
- *     [win_max[q], win_max[q] + m_local[q]) (its own rows there unused).
+ *     [win_max[q], win_max[q] + m_local[q]) (its own rows there unused;
+ *     the plan's layout: a call with fewer rows (m_local[q] of this call,
+ *     ops/gemm_rs/call.c) uses the first of q's rows, its tiles at the
+ *     same places, while its C is closed up, row_off of the call).
  *   Signal cells (the operation's tile cells): gemm-rs's (src, tile)
  *     cells, then one per global tile g ("owner's reduced tile g is in my
  *     reduced region", raised to e by the owner, fused), then one per
@@ -83,6 +86,17 @@ agmm_status_t agmm_ar_copy_tiles(const agmm_ar_round_t *x, int index,
                                  int count);
 agmm_status_t agmm_ar_put_rows(const agmm_ar_round_t *x);
 agmm_status_t agmm_ar_copy_rows(const agmm_ar_round_t *x);
+
+/* Rows per call on a transport with posted receives (MPI): the receives
+ * of every owner's reduced tiles and rows are declared for the plan's most
+ * rows (op.c), and each must complete once per round. send_absent: this
+ * rank's reduced tiles of the plan beyond the call's, as 0-byte puts to
+ * every peer (fused; the caller quiets); wait_absent: the peers' (fused,
+ * after the round's workers joined). put_rows / copy_rows put and wait
+ * for an empty bulk put when the call gives the owner no rows. Nothing
+ * on other transports. */
+agmm_status_t agmm_ar_send_absent(const agmm_ar_round_t *x);
+agmm_status_t agmm_ar_wait_absent(const agmm_ar_round_t *x);
 
 /* The schedules (fused.c, baseline.c): one round on this rank. */
 agmm_status_t agmm_ar_run_fused(agmm_round_t *round);

@@ -80,17 +80,68 @@ agmm_status_t agmm_ar_copy_tiles(const agmm_ar_round_t *x, int index, int count)
     return AGMM_OK;
 }
 
+/* Is a put of owner q's rows expected on a transport with posted
+ * receives (MPI) although the call gives q none? Its receives are
+ * declared for the plan's rows (op.c), and each must complete once per
+ * round. */
+static int rows_posted(const agmm_plan_t *p, int q)
+{
+    return p->m_max[q] > 0 &&
+           agmm_tp_has(p->world, AGMM_TP_CAP_POSTED_RECEIVES);
+}
+
+static const unsigned char none; /* the source of 0-byte puts */
+
+agmm_status_t agmm_ar_send_absent(const agmm_ar_round_t *x)
+{
+    agmm_plan_t *p = x->own.p;
+    int r = p->rank;
+    if (!agmm_tp_has(p->world, AGMM_TP_CAP_POSTED_RECEIVES) ||
+        !(x->own.phases & AGMM_PHASE_COMM))
+        return AGMM_OK;
+    for (int i = 1; i < p->nranks; i++) {
+        int q = agmm_source_order(r, p->nranks, i);
+        for (int64_t t = p->tiles[r]; t < p->tiles_max[r]; t++)
+            AGMM_CHECK(agmm_round_put(
+                &x->own, q, agmm_ar_reduced_off(p, r, t * p->desc.tile_m),
+                &none, 0, agmm_ar_tile_sig(p, r, t), t, t + 1, AGMM_TSIG_TILE));
+    }
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_ar_wait_absent(const agmm_ar_round_t *x)
+{
+    agmm_plan_t *p = x->own.p;
+    if (!agmm_tp_has(p->world, AGMM_TP_CAP_POSTED_RECEIVES) ||
+        !(x->own.phases & AGMM_PHASE_COMM))
+        return AGMM_OK;
+    for (int q = 0; q < p->nranks; q++) {
+        if (q == p->rank) continue;
+        for (int64_t t = p->tiles[q]; t < p->tiles_max[q]; t++) {
+            agmm_wait_what_t what = {"empty reduced tile", q, t, 0, 0};
+            AGMM_CHECK(agmm_traced_wait(
+                p->world,
+                agmm_win_signal(&p->signals, agmm_ar_tile_sig(p, q, t)),
+                x->own.epoch, agmm_plan_deadline(p), &what, AGMM_TSIG_TILE));
+        }
+    }
+    return AGMM_OK;
+}
+
 agmm_status_t agmm_ar_put_rows(const agmm_ar_round_t *x)
 {
     agmm_plan_t *p = x->own.p;
     int r = p->rank;
-    if (p->m_local[r] == 0) return AGMM_OK; /* no rows of C are r's */
+    /* No rows of C are r's: no put, unless the peers posted a receive for
+     * them (an empty put). */
+    if (p->m_local[r] == 0 && !rows_posted(p, r)) return AGMM_OK;
     size_t bytes = (size_t)p->m_local[r] * (size_t)p->desc.n * p->out_esize;
     for (int i = 1; i < p->nranks; i++) {
         int q = agmm_source_order(r, p->nranks, i);
-        AGMM_CHECK(agmm_round_put(
-            &x->own, q, agmm_ar_reduced_off(p, r, 0), c_rows(x, r, 0), bytes,
-            agmm_ar_rows_sig(p, r), 0, p->tiles[r], AGMM_TSIG_SHARD));
+        AGMM_CHECK(agmm_round_put(&x->own, q, agmm_ar_reduced_off(p, r, 0),
+                                  bytes ? c_rows(x, r, 0) : &none, bytes,
+                                  agmm_ar_rows_sig(p, r), 0, p->tiles[r],
+                                  AGMM_TSIG_SHARD));
     }
     return agmm_tp_quiet(p->world);
 }
@@ -100,14 +151,16 @@ agmm_status_t agmm_ar_copy_rows(const agmm_ar_round_t *x)
     agmm_plan_t *p = x->own.p;
     for (int i = 1; i < p->nranks; i++) {
         int q = agmm_source_order(p->rank, p->nranks, i);
-        if (p->m_local[q] == 0) continue; /* q sends nothing */
+        /* q sends nothing, or (posted receives) an empty put */
+        if (p->m_local[q] == 0 && !rows_posted(p, q)) continue;
         agmm_wait_what_t what = {"reduced rows", q, -1, 0, 0};
         AGMM_CHECK(agmm_traced_wait(
             p->world, agmm_win_signal(&p->signals, agmm_ar_rows_sig(p, q)),
             x->own.epoch, agmm_plan_deadline(p), &what, AGMM_TSIG_SHARD));
-        memcpy(c_rows(x, q, 0),
-               p->recv_win.local + agmm_ar_reduced_off(p, q, 0),
-               (size_t)p->m_local[q] * (size_t)p->desc.n * p->out_esize);
+        if (p->m_local[q] > 0) /* (C may be NULL without rows) */
+            memcpy(c_rows(x, q, 0),
+                   p->recv_win.local + agmm_ar_reduced_off(p, q, 0),
+                   (size_t)p->m_local[q] * (size_t)p->desc.n * p->out_esize);
     }
     return AGMM_OK;
 }

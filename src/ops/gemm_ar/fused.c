@@ -24,6 +24,15 @@
  *     peer reduced tile: waits for its cell >= e (acquire), copies it from
  *     the reduced region into C. It is idle once its puts are done, so the
  *     copies overlap the GEMM workers' own block and reductions.
+ *   GEMM worker 0, before its own block: gemm-rs's rows cells (this
+ *     call's rows of each peer, ops/gemm_rs/call.c) and, on MPI, the
+ *     empty partial tiles beyond the call's, then its own reduced tiles
+ *     of the plan beyond the call's as empty puts to every peer; at its
+ *     end it checks every source's rows cell (each reduction checks its
+ *     own sources first). The owner checks every peer's count of its rows
+ *     before it reduces (so puts) any tile: a peer that counts other
+ *     rows for it never waits for a reduced tile that will not come
+ *     without the abort reaching it.
  *   Puts are quieted by each putting thread before the round ends (c's
  *     own rows must not change until then: nothing writes them again).
  *   Every copy is done before the workers join, so run.c's ack of round e
@@ -75,6 +84,18 @@ static agmm_status_t tile_done(const agmm_ar_round_t *ar, int q, int64_t t,
     return AGMM_OK;
 }
 
+/* GEMM worker 0, before its own block (or at once without a share):
+ * gemm-rs's rows cells and empty partial tiles (agmm_rs_send_call_rows),
+ * then this rank's reduced tiles of the plan beyond the call's as empty
+ * puts (MPI). Their waits are for the peers' acks of the previous round
+ * only, as every put's. */
+static agmm_status_t send_rows(const agmm_ar_round_t *ar, int *puts)
+{
+    agmm_round_t *x = (agmm_round_t *)&ar->own;
+    AGMM_CHECK(agmm_rs_send_call_rows(x, puts));
+    return agmm_ar_send_absent(ar);
+}
+
 static agmm_status_t gemm_worker(agmm_worker_t *self)
 {
     const agmm_ar_round_t *ar = self->ctx;
@@ -82,9 +103,15 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     agmm_plan_t *p = x->p;
     agmm_trace_thread(p->trace, AGMM_TRACE_GEMM_WORKER, self->index);
     int comm = (x->phases & AGMM_PHASE_COMM) != 0;
+    int lead = self->index == 0;
     agmm_worker_share_t s;
     int puts = 0;
-    if (agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
+    if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
+        if (lead) { /* gemm-rs's steps of worker 0, without a share */
+            AGMM_CHECK(send_rows(ar, &puts));
+            AGMM_CHECK(agmm_rs_check_all_rows(x));
+        }
+    } else {
         /* gemm-rs's calls (its fused.c, gemm_worker). */
         int tile_calls = p->engine->cheap_tile_calls && agmm_rs_puts_overlap(x);
         int into_c = agmm_rs_own_in_c(x);
@@ -92,6 +119,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         for (int i = 1; i <= p->nranks; i++) {
             int q = agmm_source_order(p->rank, p->nranks, i); /* own last */
             int own = q == p->rank;
+            if (own && lead) AGMM_CHECK(send_rows(ar, &puts));
             int64_t t0, t1;
             agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
             int per_tile = tile_calls && !own;
@@ -106,6 +134,9 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
                 puts |= comm && (own || x->comm_workers == 0);
             }
         }
+        /* Every source's count (gemm-rs's fused.c: a call without rows
+         * here checks them only here). */
+        if (lead) AGMM_CHECK(agmm_rs_check_all_rows(x));
     }
     if (puts) AGMM_CHECK(agmm_tp_quiet(p->world));
     if (comm && x->comm_workers == 0)
@@ -145,5 +176,9 @@ agmm_status_t agmm_ar_run_fused(agmm_round_t *round)
 {
     agmm_ar_round_t ar;
     agmm_ar_round(round, &ar);
-    return agmm_round_run(&ar.own, gemm_worker, comm_worker);
+    agmm_rs_skip_ready(round->p); /* gemm-rs's: tiles beyond the call's */
+    AGMM_CHECK(agmm_round_run(&ar.own, gemm_worker, comm_worker));
+    /* MPI: the empty partial and reduced tiles (gemm-rs's call.c, bcast.c) */
+    AGMM_CHECK(agmm_rs_wait_absent(&ar.own, 0));
+    return agmm_ar_wait_absent(&ar);
 }

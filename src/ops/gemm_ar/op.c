@@ -44,31 +44,34 @@ static uint64_t ar_window_bytes(const agmm_plan_t *p)
 }
 
 /* gemm-rs's receives, then every owner q's reduced rows: per tile (fused,
- * receive set TILES), all at once (baseline, SHARDS). */
+ * receive set TILES), all at once (baseline, SHARDS); for the plan's most
+ * rows (a call with fewer puts the tiles beyond its rows, and the rows of
+ * an owner without any, empty: bcast.c). */
 static agmm_status_t ar_declare_puts(agmm_plan_t *p)
 {
     AGMM_CHECK(agmm_op_gemm_rs.declare_puts(p));
     agmm_world_t *w = p->world;
     size_t row_bytes = (size_t)p->desc.n * sizeof(float);
     for (int q = 0; q < p->nranks; q++) {
-        if (q == p->rank || p->m_local[q] == 0) continue;
-        for (int64_t t = 0; t < p->tiles[q]; t++) {
+        if (q == p->rank || p->m_max[q] == 0) continue;
+        for (int64_t t = 0; t < p->tiles_max[q]; t++) {
             int64_t i0 = t * p->desc.tile_m;
-            int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_local[q] - i0);
+            int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_max[q] - i0);
             AGMM_CHECK(agmm_tp_expect(
                 w, &p->recv_win, q, agmm_ar_reduced_off(p, q, i0),
                 (size_t)rows * row_bytes, &p->signals,
                 agmm_ar_tile_sig(p, q, t), AGMM_RSET_TILES));
         }
-        AGMM_CHECK(
-            agmm_tp_expect(w, &p->recv_win, q, agmm_ar_reduced_off(p, q, 0),
-                           (size_t)p->m_local[q] * row_bytes, &p->signals,
-                           agmm_ar_rows_sig(p, q), AGMM_RSET_SHARDS));
+        AGMM_CHECK(agmm_tp_expect(w, &p->recv_win, q,
+                                  agmm_ar_reduced_off(p, q, 0),
+                                  (size_t)p->m_max[q] * row_bytes, &p->signals,
+                                  agmm_ar_rows_sig(p, q), AGMM_RSET_SHARDS));
     }
     return AGMM_OK;
 }
 
-/* A is every row over this rank's part of k; C is every row. */
+/* A is every row of the call over this rank's part of k; C is every row
+ * of the call. */
 static void ar_call_rows(const agmm_plan_t *p, const int64_t *m, int64_t M,
                          int64_t *a_rows, int64_t *c_rows)
 {
@@ -94,6 +97,11 @@ const agmm_operation_t agmm_op_gemm_ar = {
     .accumulates = 1, /* the own block into c (gemm-rs's fused.c) */
     .row_counts = ar_row_counts,
     .declare_puts = ar_declare_puts,
+    /* Rows per call: gemm-rs's (ops/gemm_rs/call.c: the rows of C each
+     * rank reduces, agreed through the rows cells); the reduced rows
+     * follow them (bcast.c). */
+    .rows_per_call = 1,
+    .set_rows = agmm_rs_set_rows,
     .call_rows = ar_call_rows,
     .fused = agmm_ar_run_fused,
     .baseline = agmm_ar_run_baseline,

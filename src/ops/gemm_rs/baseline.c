@@ -9,6 +9,12 @@
  * receive machinery as the fused schedule, and the same summation order
  * (MPI's would be its own).
  *
+ * Rows per call (call.c): the row groups share out the call's tiles, as a
+ * plan of exactly those rows does; before each bulk put the caller raises
+ * its rows cell on the peer (and puts even no rows where the peer posted
+ * a receive for them: MPI), and after the reduction checks every source's
+ * count and waits for the empty bulk puts it did not reduce.
+ *
  * The monolithic benchmark part (phases without COMM) is the GEMM alone.
  *
  * Threads: the GEMM workers (and idle comm workers) join before the puts,
@@ -20,6 +26,16 @@
 #include "ops/gemm_rs/tiles.h"
 #include "trace/trace.h"
 
+/* The global tile (the plan's layout) of the call's i-th tile, counting
+ * the call's tiles of rank 0, then of rank 1, ...; the plan's end past
+ * the last. */
+static int64_t call_tile(const agmm_plan_t *p, int64_t i)
+{
+    for (int q = 0; q < p->nranks; i -= p->tiles[q], q++)
+        if (i < p->tiles[q]) return p->tile_base[q] + i;
+    return p->total_tiles;
+}
+
 static agmm_status_t gemm_worker(agmm_worker_t *self)
 {
     agmm_round_t *x = self->ctx;
@@ -28,13 +44,18 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     agmm_worker_share_t s;
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s))
         return AGMM_OK;
-    int64_t g0, g1;
-    agmm_share_tiles(&s, p->total_tiles, &g0, &g1);
-    if (g0 >= g1) return AGMM_OK;
+    /* The row group's share of the call's tiles, as a plan of exactly
+     * these rows shares them (its rows are contiguous: call.c). */
+    int64_t tiles = 0, c0, c1;
+    for (int q = 0; q < p->nranks; q++)
+        tiles += p->tiles[q];
+    agmm_share_tiles(&s, tiles, &c0, &c1);
+    if (c0 >= c1) return AGMM_OK;
+    int64_t g0 = call_tile(p, c0), g1 = call_tile(p, c1);
     const void *a;
     uint64_t t_conv = agmm_trace_clock();
     AGMM_CHECK(agmm_rs_rows(x, g0, g1, &a));
-    int64_t r0 = agmm_global_tile_row(p, g0), r1 = agmm_global_tile_row(p, g1);
+    int64_t r0 = agmm_rs_tile_row(p, g0), r1 = agmm_rs_tile_row(p, g1);
     uint64_t t_gemm = agmm_trace_clock();
     AGMM_CHECK(agmm_plan_gemm(p, &s, r0, r1 - r0, a,
                               x->a_scale ? x->a_scale + r0 : NULL,
@@ -59,7 +80,12 @@ static agmm_status_t scatter_reduce(agmm_round_t *x)
     size_t row_bytes = (size_t)p->desc.n * sizeof(float);
     for (int i = 1; i < p->nranks; i++) {
         int q = agmm_source_order(r, p->nranks, i);
-        if (p->m_local[q] == 0) continue; /* nothing of C is q's */
+        AGMM_CHECK(agmm_rs_send_rows(x, q)); /* this call's rows (call.c) */
+        /* Nothing of C is q's: no put, unless q posted a receive for it
+         * (its plan has rows: an empty put, call.c). */
+        if (p->m_local[q] == 0 &&
+            !(p->m_max[q] > 0 && agmm_tp_has(w, AGMM_TP_CAP_POSTED_RECEIVES)))
+            continue;
         AGMM_CHECK(agmm_round_put(
             x, q, agmm_rs_slot_off(p, r, 0),
             agmm_rs_part(p) + (size_t)p->row_off[q] * (size_t)p->desc.n,
@@ -73,8 +99,9 @@ static agmm_status_t scatter_reduce(agmm_round_t *x)
                          .first = 1,
                          .bulk = 1};
     AGMM_CHECK(agmm_rs_reduce(x, &all));
-    agmm_rs_finish(x, 0, p->tiles[r]); /* the epilogue, as fused per tile */
-    return AGMM_OK;
+    agmm_rs_finish(x, 0, p->tiles[r]);     /* the epilogue, as fused per tile */
+    AGMM_CHECK(agmm_rs_check_all_rows(x)); /* also with no rows here */
+    return agmm_rs_wait_absent(x, 1);
 }
 
 agmm_status_t agmm_rs_run_baseline(agmm_round_t *round)

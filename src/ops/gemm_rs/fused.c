@@ -26,11 +26,16 @@
  *   comm worker c: the peer tiles in the order they are computed, every
  *     C-th from c: waits ready[tile] >= e * ngroups (acquire), then puts it
  *     to its owner (waiting ack[q] >= e-1), raising cell (r, t) on q to e.
+ *   GEMM worker 0, between its peers' blocks and its own: this call's
+ *     rows cell on every peer, and on MPI the plan's tiles beyond the
+ *     call's rows as empty puts (call.c); at its end it checks every
+ *     source's rows cell (each reduction checks its own sources first).
  *   Puts are completed (quiet) by each putting thread before the round
  *     ends, so `part` may be overwritten next round.
  * The caller (run.c) raises ack[r] = e on every peer once every worker of
- *   round e joined, i.e. once r reduced every tile of round e: a source's
- *   round e+1 put into r's slot waits for it.
+ *   round e joined, i.e. once r reduced every tile of round e (and, on
+ *   MPI, received the empty ones: agmm_rs_wait_absent): a source's round
+ *   e+1 put into r's slot waits for it.
  *
  * Why push (the source puts into the owner's slot) and not pull (the
  * owner reads from the source's partial): a push needs one signal per tile
@@ -87,8 +92,8 @@ static agmm_status_t gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
     const void *a;
     uint64_t t_conv = agmm_trace_clock();
     AGMM_CHECK(agmm_rs_rows(x, g0, g1, &a));
-    int64_t r0 = agmm_global_tile_row(p, g0);
-    int64_t r1 = agmm_global_tile_row(p, g1);
+    int64_t r0 = agmm_rs_tile_row(p, g0);
+    int64_t r1 = agmm_rs_tile_row(p, g1);
     uint64_t t_gemm = agmm_trace_clock();
     const float *sc = x->a_scale ? x->a_scale + r0 : NULL; /* INT8 */
     /* c holds q's rows only: its row 0 is global row_off[q]. */
@@ -147,14 +152,37 @@ static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t, int into_c)
     return AGMM_OK;
 }
 
+/* GEMM worker 0, once its peers' blocks are done (call.c): this call's
+ * rows to every peer, and the tiles of the plan beyond them (posted
+ * receives only). Before its own block, whose reduction waits for the
+ * peers' rows cells: these waits depend only on the peers' acks of the
+ * previous round, so no round waits on itself. Returns 1 in *puts when
+ * it put anything. */
+static agmm_status_t send_rows(agmm_round_t *x, int *puts)
+{
+    agmm_plan_t *p = x->p;
+    for (int i = 1; i < p->nranks; i++) {
+        int q = agmm_source_order(p->rank, p->nranks, i);
+        AGMM_CHECK(agmm_rs_send_rows(x, q));
+        AGMM_CHECK(agmm_rs_send_absent(x, q));
+    }
+    *puts |= (x->phases & AGMM_PHASE_COMM) && p->nranks > 1;
+    return AGMM_OK;
+}
+
 static agmm_status_t gemm_worker(agmm_worker_t *self)
 {
     agmm_round_t *x = self->ctx;
     agmm_plan_t *p = x->p;
     agmm_trace_thread(p->trace, AGMM_TRACE_GEMM_WORKER, self->index);
+    int lead = self->index == 0, puts = 0;
     agmm_worker_share_t s;
-    if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s))
-        return AGMM_OK; /* no items: another worker of each group covers */
+    if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
+        if (!lead) return AGMM_OK; /* another worker of each group covers */
+        AGMM_CHECK(send_rows(x, &puts));
+        AGMM_CHECK(agmm_rs_check_all_rows(x));
+        return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
+    }
     /* GEMM calls per owner's block (rows of the call sizes are prepared
      * in gemm_plan.c): one call over this worker's tiles of the block,
      * except for a peer's block when its puts overlap the next calls and
@@ -165,10 +193,10 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     int tile_calls = p->engine->cheap_tile_calls && puts_overlap(x);
     int into_c = own_in_c(x);
     int gemm = (x->phases & AGMM_PHASE_GEMM) != 0; /* else comm-only */
-    int puts = 0;
     for (int i = 1; i <= p->nranks; i++) {
         int q = agmm_source_order(p->rank, p->nranks, i); /* own last */
         int own = q == p->rank;
+        if (own && lead) AGMM_CHECK(send_rows(x, &puts));
         int64_t t0, t1;
         agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
         int per_tile = tile_calls && !own;
@@ -181,6 +209,9 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
                 !own && x->comm_workers == 0 && (x->phases & AGMM_PHASE_COMM);
         }
     }
+    /* Every source's count, including those this worker summed nothing
+     * of (a call without rows here checks them only here). */
+    if (lead) AGMM_CHECK(agmm_rs_check_all_rows(x));
     return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
 }
 
@@ -209,9 +240,25 @@ static agmm_status_t comm_worker(agmm_worker_t *self)
     return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
 }
 
+/* The plan's tiles beyond this call's rows are not computed: their ready
+ * counters are moved on to the round's target here, before any worker
+ * starts (which orders the stores before their loads), so that a later
+ * call with those rows finds them one round behind, like every other
+ * tile. */
+static void skip_ready(agmm_plan_t *p)
+{
+    uint64_t target = p->fused_rounds * (uint64_t)p->ngroups;
+    for (int q = 0; q < p->nranks; q++)
+        for (int64_t t = p->tiles[q]; t < p->tiles_max[q]; t++)
+            atomic_store_explicit(&agmm_rs_ready(p)[p->tile_base[q] + t].value,
+                                  target, memory_order_relaxed);
+}
+
 agmm_status_t agmm_rs_run_fused(agmm_round_t *round)
 {
-    return agmm_round_run(round, gemm_worker, comm_worker);
+    skip_ready(round->p);
+    AGMM_CHECK(agmm_round_run(round, gemm_worker, comm_worker));
+    return agmm_rs_wait_absent(round, 0);
 }
 
 /* The building blocks gemm-ar's fused schedule shares (tiles.h). */
@@ -229,4 +276,14 @@ agmm_status_t agmm_rs_gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
                                  int q, int64_t t0, int64_t t1, int into_c)
 {
     return gemm_tiles(x, s, q, t0, t1, into_c);
+}
+
+agmm_status_t agmm_rs_send_call_rows(agmm_round_t *x, int *puts)
+{
+    return send_rows(x, puts);
+}
+
+void agmm_rs_skip_ready(agmm_plan_t *p)
+{
+    skip_ready(p);
 }

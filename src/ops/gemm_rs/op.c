@@ -93,25 +93,27 @@ static int rs_row_counts(const agmm_plan_t *p, int64_t *rows, int n)
 
 /* Every put this rank receives, declared once per plan for a transport
  * with posted receives (MPI): per (source, own tile) for the fused
- * schedule (receive set TILES), per source for the baseline (SHARDS). */
+ * schedule (receive set TILES), per source for the baseline (SHARDS), for
+ * the plan's most rows (a call with fewer sends fewer bytes, and empty
+ * puts for the rest: call.c). */
 static agmm_status_t rs_declare_puts(agmm_plan_t *p)
 {
     agmm_world_t *w = p->world;
     int r = p->rank;
     size_t row_bytes = (size_t)p->desc.n * sizeof(float);
     for (int s = 0; s < p->nranks; s++) {
-        if (s == r || p->m_local[r] == 0) continue;
-        for (int64_t t = 0; t < p->tiles[r]; t++) {
+        if (s == r || p->m_max[r] == 0) continue;
+        for (int64_t t = 0; t < p->tiles_max[r]; t++) {
             int64_t i0 = t * p->desc.tile_m;
-            int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_local[r] - i0);
+            int64_t rows = AGMM_MIN(p->desc.tile_m, p->m_max[r] - i0);
             AGMM_CHECK(
                 agmm_tp_expect(w, &p->recv_win, s, agmm_rs_slot_off(p, s, i0),
                                (size_t)rows * row_bytes, &p->signals,
                                agmm_rs_tile_sig(p, s, t), AGMM_RSET_TILES));
         }
         AGMM_CHECK(agmm_tp_expect(w, &p->recv_win, s, agmm_rs_slot_off(p, s, 0),
-                                  (size_t)p->m_local[r] * row_bytes,
-                                  &p->signals, agmm_sig_off(p, SIG_BULK, s),
+                                  (size_t)p->m_max[r] * row_bytes, &p->signals,
+                                  agmm_sig_off(p, SIG_BULK, s),
                                   AGMM_RSET_SHARDS));
     }
     return AGMM_OK;
@@ -139,6 +141,8 @@ const agmm_operation_t agmm_op_gemm_rs = {
     .epilogue_in_gemm = 0, /* once, after the reduction (agmm_rs_finish) */
     .row_counts = rs_row_counts,
     .declare_puts = rs_declare_puts,
+    .rows_per_call = 1,
+    .set_rows = agmm_rs_set_rows,
     .call_rows = rs_call_rows,
     .fused = agmm_rs_run_fused,
     .baseline = agmm_rs_run_baseline,

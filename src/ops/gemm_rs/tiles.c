@@ -15,8 +15,7 @@ static void fill_tile(void *arg, int64_t g)
     agmm_round_t *x = arg;
     agmm_plan_t *p = x->p;
     int64_t k = p->k_gemm;
-    int64_t t0 = agmm_global_tile_row(p, g),
-            t1 = agmm_global_tile_row(p, g + 1);
+    int64_t t0 = agmm_rs_tile_row(p, g), t1 = agmm_rs_tile_row(p, g + 1);
     agmm_convert_to_f32(
         p->desc.dtype,
         (const unsigned char *)x->a + (size_t)t0 * (size_t)k * p->esize,
@@ -28,7 +27,7 @@ agmm_status_t agmm_rs_rows(agmm_round_t *x, int64_t g0, int64_t g1,
 {
     agmm_plan_t *p = x->p;
     int64_t k = p->k_gemm;
-    int64_t r0 = agmm_global_tile_row(p, g0);
+    int64_t r0 = agmm_rs_tile_row(p, g0);
     const unsigned char *a = x->a;
     if (p->native || k == 0) {
         *rows = a ? a + (size_t)r0 * (size_t)k * p->esize : NULL;
@@ -63,6 +62,7 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
     int bulk = sum->bulk;
     for (int s = sum->s0; s < sum->s1; s++) { /* acquire: rows in place */
         if (s == r) continue;
+        AGMM_CHECK(agmm_rs_check_rows(x, s));  /* its rows are ours first */
         int64_t wait_end = bulk ? t0 + 1 : t1; /* bulk: one cell */
         for (int64_t t = t0; t < wait_end; t++) {
             agmm_wait_what_t what = {bulk ? "partial rows" : "partial tile", s,

@@ -2,7 +2,8 @@
  * its entry in the operation table (geometry, buffers, receive
  * declarations, calls); fused.c and baseline.c its schedules; tiles.c the
  * rows of A_r a GEMM call reads, the put of one finished partial tile to
- * its owner and the owner's fixed-order reduction.
+ * its owner and the owner's fixed-order reduction; call.c the rows of a
+ * call (agmm_run_args_t.m_rows) and how the ranks agree on them.
  *
  * The epilogue (bias, activation, out_dtype) is applied once per element,
  * by the owner, after the reduction (agmm_rs_finish), never to a partial.
@@ -11,7 +12,8 @@
  * A_r @ W_r for every row of C; the receive window (p->recv_win) holds, at
  * slot s, source s's partial rows of r's part of C ([max_rows, n] fp32).
  * Tile t of owner q is rows [t * tile_m, ...) of q's part (global rows
- * row_off[q] + ...); its global tile index is tile_base[q] + t. */
+ * row_off[q] + ..., agmm_rs_tile_row); its global tile index is
+ * tile_base[q] + t (the plan's layout: fixed whatever the call's rows). */
 #ifndef AGMM_OPS_GEMM_RS_TILES_H
 #define AGMM_OPS_GEMM_RS_TILES_H
 
@@ -64,6 +66,46 @@ static inline size_t agmm_rs_tile_sig(const agmm_plan_t *p, int src, int64_t t)
     return agmm_sig_off(p, SIG_TILE, (int64_t)src * p->max_tiles + t);
 }
 
+/* The call's first row (of A, `part` and g32) of global tile g:
+ * row_off[q] + t * tile_m for tile t of owner q, capped at the end of q's
+ * rows (a tile beyond the call's rows is empty), so rows of tiles [g0, g1)
+ * are rows [agmm_rs_tile_row(g0), agmm_rs_tile_row(g1)). With the plan's
+ * rows it is agmm_global_tile_row. */
+static inline int64_t agmm_rs_tile_row(const agmm_plan_t *p, int64_t g)
+{
+    for (int q = 0; q < p->nranks; q++)
+        if (g < p->tile_base[q + 1])
+            return p->row_off[q] +
+                   AGMM_MIN((g - p->tile_base[q]) * p->desc.tile_m,
+                            p->m_local[q]);
+    return p->row_off[p->nranks];
+}
+
+/* Rows per call (call.c), on the round's caller before the workers start:
+ * this call's rows (NULL: the plan's), closed up in rank order (m_local,
+ * row_off, tiles, M, win_off). The operation table's set_rows. */
+void agmm_rs_set_rows(agmm_plan_t *p, const int64_t *m_rows);
+
+/* The rows agreement (call.c; only for an operation with rows per call,
+ * in a round that communicates, else they do nothing). send_rows: raises
+ * this rank's rows cell on q (after q's ack of the previous round) to the
+ * rows of q's part it sends partials of. check_rows: waits for src's rows
+ * cell of the round and compares it with this rank's own rows; another
+ * count aborts the world naming src (AGMM_ERR_MISMATCH). check_all_rows:
+ * every source's. agmm_rs_reduce checks its sources itself. */
+agmm_status_t agmm_rs_send_rows(agmm_round_t *x, int q);
+agmm_status_t agmm_rs_check_rows(agmm_round_t *x, int src);
+agmm_status_t agmm_rs_check_all_rows(agmm_round_t *x);
+
+/* Posted receives (MPI) declared for the plan's most rows (call.c):
+ * send_absent puts to q an empty message for each of q's tiles of the
+ * plan beyond the call's (fused); wait_absent waits for every declared
+ * receive the round's reduction did not (the tiles beyond the call's, or
+ * with `bulk` the baseline's put when this rank has no rows). Nothing on
+ * other transports. */
+agmm_status_t agmm_rs_send_absent(agmm_round_t *x, int q);
+agmm_status_t agmm_rs_wait_absent(agmm_round_t *x, int bulk);
+
 /* Rows of A_r (in x->a) for global tiles [g0, g1) in the engine's input
  * dtype, leading dimension k_gemm: in place, or converted into g32 once
  * per tile per round (claims shared by this rank's GEMM workers). */
@@ -90,8 +132,8 @@ typedef struct agmm_rs_sum {
     int bulk;       /* wait for each source's bulk cell, not its tile cells */
 } agmm_rs_sum_t;
 
-/* Waits for every peer's tile cell of the step (or, with `bulk`, its bulk
- * cell), then sums as above. */
+/* Checks each peer's rows (agmm_rs_check_rows), waits for its tile cells
+ * of the step (or, with `bulk`, its bulk cell), then sums as above. */
 agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum);
 
 /* fused.c's steps, shared with gemm-ar's fused schedule
@@ -101,13 +143,20 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum);
  * or MPI moves the bytes)? gemm_tiles: partial tiles [t0, t1) of owner q
  * over share s's columns in one GEMM call, into `part`, or (into_c, the
  * own block) into x->c, whose row 0 is q's first row, after the sources
- * before this rank. */
+ * before this rank. send_call_rows: GEMM worker 0's step before its own
+ * block, this call's rows cell on every peer and (MPI) the peers' tiles
+ * of the plan beyond the call's as empty puts; sets *puts when it put
+ * anything (the caller quiets). skip_ready: the ready counters of the
+ * plan's tiles beyond the call's moved on to the round's target, before
+ * the round's workers start. */
 struct agmm_worker_share;
 int agmm_rs_own_in_c(const agmm_round_t *x);
 int agmm_rs_puts_overlap(const agmm_round_t *x);
 agmm_status_t agmm_rs_gemm_tiles(agmm_round_t *x,
                                  const struct agmm_worker_share *s, int q,
                                  int64_t t0, int64_t t1, int into_c);
+agmm_status_t agmm_rs_send_call_rows(agmm_round_t *x, int *puts);
+void agmm_rs_skip_ready(agmm_plan_t *p);
 
 /* The schedules (fused.c, baseline.c): one round on this rank. */
 agmm_status_t agmm_rs_run_fused(agmm_round_t *round);
