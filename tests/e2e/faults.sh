@@ -93,7 +93,7 @@ check_run() {
 # one waiting in the tool's per-round barrier, which lists the ranks that
 # did not arrive (the hung one, and maybe a peer stuck waiting for it).
 cases=(
-    "hang  | timed out waiting for ((tile -?[0-9]+|ack of round -?[0-9]+|shard|partial tile -?[0-9]+|partial rows|reduced tile -?[0-9]+|reduced rows) from rank RANK|(all-gather )?barrier -?[0-9]+ of all ranks \(ranks? ([0-9]+, )*RANK(, [0-9]+)* did not arrive\))"
+    "hang  | timed out waiting for ((tile -?[0-9]+|ack of round -?[0-9]+|shard|partial tile -?[0-9]+|partial rows|reduced tile -?[0-9]+|reduced rows|row count of round -?[0-9]+) from rank RANK|(all-gather )?barrier -?[0-9]+ of all ranks \(ranks? ([0-9]+, )*RANK(, [0-9]+)* did not arrive\))"
     "exit  | rank RANK exited with status 3"
     "kill  | rank RANK was killed by signal 9"
     "error | rank RANK: AGMM_FAULT: injected error"
