@@ -22,11 +22,10 @@ ranks: every rank's gate/up GEMM of the one gather has as many columns).
 
 Run it (PYTHONPATH=build/python):
   /usr/bin/python3 examples/tp_mlp.py --ranks 2            # starts 2 ranks
-  RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. python3 examples/tp_mlp.py
-                                                            # one rank of a launcher's
+  build/agmm launch -n 2 -- /usr/bin/python3 examples/tp_mlp.py
+                                      # ranks started by agmm launch (or torchrun)
 Each rank prints its max errors and "rank r: ok"; exit 0 when every check
-of every rank passed. The "tp" form needs agmm's op gemm-ar and is skipped
-(saying so) where this agmm has none.
+of every rank passed.
 """
 import argparse
 import os
@@ -149,10 +148,6 @@ def run_rank(args):
         at.register_group("tp", world)
         ok = True
         for mode in args.modes.split(","):
-            if mode == "tp" and not at.plan_op_available("gemm-ar"):
-                print("rank %d tp: skipped (this agmm has no op gemm-ar)"
-                      % world.rank, flush=True)
-                continue
             ok = check(world, args, mode) and ok
         at.unregister_group("tp")
         print("rank %d: %s" % (world.rank, "ok" if ok else "FAILED"), flush=True)

@@ -5,9 +5,7 @@ gradient against the same layer built from torch.distributed (gloo)
 collectives (tp_worker.py) at 2, 3 (uneven shards and k splits) and 4
 ranks; the Meta kernels under FakeTensorMode (shapes, dtypes, autograd
 graph, no world made); argument errors before any communication.
-
-The all-reduce cases skip only where agmm has no plan op "gemm-ar"
-(agmm.torch.plan_op_available), and then the op must say so."""
+"""
 import os
 
 import pytest
@@ -59,26 +57,9 @@ def test_training_steps_keep_their_plans(nranks, dtype):
 
 @pytest.mark.parametrize("nranks,uneven", [(2, False), (3, True), (4, False)])
 def test_all_reduce_grads_match_gloo(nranks, uneven):
-    if not HAS_AR:
-        pytest.skip("this agmm has no plan op gemm-ar (agmm.torch."
-                    "plan_op_available('gemm-ar') is False)")
+    assert HAS_AR, "agmm.torch.plan_op_available('gemm-ar') is False"
     run_world(nranks, "grads", dict(cases=red_cases("ar", nranks, uneven)),
               timeout=240, worker=WORKER)
-
-
-def test_all_reduce_without_gemm_ar_is_unsupported(monkeypatch):
-    if HAS_AR:
-        pytest.skip("this agmm has gemm-ar (the op runs: the test above)")
-    monkeypatch.setenv("WORLD_SIZE", "1")
-    w = agmm.World.join(0, 1, "pytest-noar-%d" % os.getpid(), timeout=10)
-    at.register_group("noar", w)
-    try:
-        with pytest.raises(agmm.Unsupported, match="gemm-ar"):
-            at.fused_matmul_all_reduce(torch.ones(2, 3), torch.ones(3, 4),
-                                       group_name="noar")
-    finally:
-        at.unregister_group("noar")
-        w.close()
 
 
 def test_meta_kernels_under_fake_tensors(monkeypatch):

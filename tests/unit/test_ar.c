@@ -25,6 +25,7 @@
 
 #include "agmm_ext.h"
 #include "check.h"
+#include "ops/gemm_rs/tiles.h"
 
 #define MAXP 4
 enum { ROUNDS = 7 };
@@ -202,26 +203,31 @@ int main(void)
     };
     agmm_gemm_engine_kind_t engines[] = {AGMM_GEMM_ENGINE_OPENBLAS,
                                          AGMM_GEMM_ENGINE_ONEDNN};
-    for (int ei = 0; ei < 2; ei++) {
-        if (!agmm_gemm_engine_available(engines[ei])) continue;
-        for (size_t ci = 0; ci < sizeof cfgs / sizeof cfgs[0]; ci++) {
-            cfg_t cf = cfgs[ci];
-            cf.engine = engines[ei];
-            agmm_launch_opts_t o = {0};
-            o.nranks = cf.P;
-            o.timeout_s = 30;
-            o.quiet = 1;
-            int code = -1;
-            agmm_status_t st = agmm_launch(&o, rank_main, &cf, &code);
-            CHECK(st == AGMM_OK && code == 0,
-                  "%s, config %zu (%d ranks, %d comm workers, %s): exit code "
-                  "%d (103+e: round e failed; 120+e: off the reference; "
-                  "130+e: not bit-identical to round 0; 140: baseline off "
-                  "fused; 150/151: own rows differ from gemm-rs fused / "
-                  "baseline; 160: C differs across ranks)",
-                  agmm_gemm_engine_name(cf.engine), ci, cf.P, cf.comm_workers,
-                  agmm_dtype_name(cf.dtype), code);
+    /* The fused GEMM phase both ways: one call per owner's block, and (few
+     * rows, the default at these sizes) one call over every block. */
+    for (int whole = 0; whole < 2; whole++)
+        for (int ei = 0; ei < 2; ei++) {
+            if (!agmm_gemm_engine_available(engines[ei])) continue;
+            agmm_rs_set_whole_rows(whole ? AGMM_RS_WHOLE_ROWS : -1);
+            for (size_t ci = 0; ci < sizeof cfgs / sizeof cfgs[0]; ci++) {
+                cfg_t cf = cfgs[ci];
+                cf.engine = engines[ei];
+                agmm_launch_opts_t o = {0};
+                o.nranks = cf.P;
+                o.timeout_s = 30;
+                o.quiet = 1;
+                int code = -1;
+                agmm_status_t st = agmm_launch(&o, rank_main, &cf, &code);
+                CHECK(st == AGMM_OK && code == 0,
+                      "%s, one call %d, config %zu (%d ranks, %d comm workers, "
+                      "%s): exit code "
+                      "%d (103+e: round e failed; 120+e: off the reference; "
+                      "130+e: not bit-identical to round 0; 140: baseline off "
+                      "fused; 150/151: own rows differ from gemm-rs fused / "
+                      "baseline; 160: C differs across ranks)",
+                      agmm_gemm_engine_name(cf.engine), whole, ci, cf.P,
+                      cf.comm_workers, agmm_dtype_name(cf.dtype), code);
+            }
         }
-    }
     CHECK_DONE("test_ar");
 }

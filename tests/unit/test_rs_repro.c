@@ -18,6 +18,7 @@
 
 #include "agmm_ext.h"
 #include "check.h"
+#include "ops/gemm_rs/tiles.h"
 
 #define P 3
 static const int64_t m_local[P] = {37, 0, 29};
@@ -131,23 +132,27 @@ int main(void)
     agmm_gemm_engine_kind_t engines[] = {AGMM_GEMM_ENGINE_OPENBLAS,
                                          AGMM_GEMM_ENGINE_ONEDNN};
     agmm_dtype_t dtypes[] = {AGMM_DTYPE_BF16, AGMM_DTYPE_FP32};
-    for (int ei = 0; ei < 2; ei++) {
-        if (!agmm_gemm_engine_available(engines[ei])) continue;
-        for (int cw = 0; cw <= 1; cw++) {
-            cfg_t cf = {engines[ei], cw, dtypes[cw]};
-            agmm_launch_opts_t o = {0};
-            o.nranks = P;
-            o.timeout_s = 30;
-            o.quiet = 1;
-            int code = -1;
-            agmm_status_t st = agmm_launch(&o, rank_main, &cf, &code);
-            CHECK(st == AGMM_OK && code == 0,
-                  "%s, %d comm workers, %s: exit code %d "
-                  "(110+e: off the reference in round e+1; 120+e: not "
-                  "bit-identical to round 1; 130: baseline off fused)",
-                  agmm_gemm_engine_name(cf.engine), cw,
-                  agmm_dtype_name(cf.dtype), code);
+    /* The fused GEMM phase both ways: one call per owner's block, and (few
+     * rows, the default at these sizes) one call over every block. */
+    for (int whole = 0; whole < 2; whole++)
+        for (int ei = 0; ei < 2; ei++) {
+            if (!agmm_gemm_engine_available(engines[ei])) continue;
+            agmm_rs_set_whole_rows(whole ? AGMM_RS_WHOLE_ROWS : -1);
+            for (int cw = 0; cw <= 1; cw++) {
+                cfg_t cf = {engines[ei], cw, dtypes[cw]};
+                agmm_launch_opts_t o = {0};
+                o.nranks = P;
+                o.timeout_s = 30;
+                o.quiet = 1;
+                int code = -1;
+                agmm_status_t st = agmm_launch(&o, rank_main, &cf, &code);
+                CHECK(st == AGMM_OK && code == 0,
+                      "%s, one call %d, %d comm workers, %s: exit code %d "
+                      "(110+e: off the reference in round e+1; 120+e: not "
+                      "bit-identical to round 1; 130: baseline off fused)",
+                      agmm_gemm_engine_name(cf.engine), whole, cw,
+                      agmm_dtype_name(cf.dtype), code);
+            }
         }
-    }
     CHECK_DONE("test_rs_repro");
 }

@@ -116,6 +116,10 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
         int tile_calls = p->engine->cheap_tile_calls && agmm_rs_puts_overlap(x);
         int into_c = agmm_rs_own_in_c(x);
         int gemm = (x->phases & AGMM_PHASE_GEMM) != 0; /* else comm-only */
+        if (agmm_rs_whole_call(x, &s)) { /* few rows: gemm-rs's fused.c */
+            AGMM_CHECK(agmm_rs_gemm_call(x, &s));
+            into_c = gemm = 0; /* every partial in `part`, own included */
+        }
         for (int i = 1; i <= p->nranks; i++) {
             int q = agmm_source_order(p->rank, p->nranks, i); /* own last */
             int own = q == p->rank;

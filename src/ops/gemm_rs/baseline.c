@@ -36,6 +36,29 @@ static int64_t call_tile(const agmm_plan_t *p, int64_t i)
     return p->total_tiles;
 }
 
+agmm_status_t agmm_rs_gemm_call(agmm_round_t *x, const agmm_worker_share_t *s)
+{
+    agmm_plan_t *p = x->p;
+    /* The row group's share of the call's tiles, as a plan of exactly
+     * these rows shares them (its rows are contiguous: call.c). */
+    int64_t tiles = 0, c0, c1;
+    for (int q = 0; q < p->nranks; q++)
+        tiles += p->tiles[q];
+    agmm_share_tiles(s, tiles, &c0, &c1);
+    if (c0 >= c1) return AGMM_OK;
+    int64_t g0 = call_tile(p, c0), g1 = call_tile(p, c1);
+    const void *a;
+    uint64_t t_conv = agmm_trace_clock();
+    AGMM_CHECK(agmm_rs_rows(x, g0, g1, &a));
+    int64_t r0 = agmm_rs_tile_row(p, g0), r1 = agmm_rs_tile_row(p, g1);
+    uint64_t t_gemm = agmm_trace_clock();
+    AGMM_CHECK(agmm_plan_gemm(p, s, r0, r1 - r0, a,
+                              x->a_scale ? x->a_scale + r0 : NULL,
+                              agmm_rs_part(p)));
+    agmm_trace_gemm(t_conv, t_gemm, -1, g0, g1, s->j0, s->j1, r1 - r0);
+    return AGMM_OK;
+}
+
 static agmm_status_t gemm_worker(agmm_worker_t *self)
 {
     agmm_round_t *x = self->ctx;
@@ -44,24 +67,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     agmm_worker_share_t s;
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s))
         return AGMM_OK;
-    /* The row group's share of the call's tiles, as a plan of exactly
-     * these rows shares them (its rows are contiguous: call.c). */
-    int64_t tiles = 0, c0, c1;
-    for (int q = 0; q < p->nranks; q++)
-        tiles += p->tiles[q];
-    agmm_share_tiles(&s, tiles, &c0, &c1);
-    if (c0 >= c1) return AGMM_OK;
-    int64_t g0 = call_tile(p, c0), g1 = call_tile(p, c1);
-    const void *a;
-    uint64_t t_conv = agmm_trace_clock();
-    AGMM_CHECK(agmm_rs_rows(x, g0, g1, &a));
-    int64_t r0 = agmm_rs_tile_row(p, g0), r1 = agmm_rs_tile_row(p, g1);
-    uint64_t t_gemm = agmm_trace_clock();
-    AGMM_CHECK(agmm_plan_gemm(p, &s, r0, r1 - r0, a,
-                              x->a_scale ? x->a_scale + r0 : NULL,
-                              agmm_rs_part(p)));
-    agmm_trace_gemm(t_conv, t_gemm, -1, g0, g1, s.j0, s.j1, r1 - r0);
-    return AGMM_OK;
+    return agmm_rs_gemm_call(x, &s);
 }
 
 static agmm_status_t idle_worker(agmm_worker_t *self)

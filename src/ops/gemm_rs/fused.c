@@ -189,10 +189,17 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
      * the engine's tile calls are cheap (oneDNN): then one call per tile,
      * so that the first put starts after one tile. The own block is
      * always one call (nothing of it is sent), into c (own_in_c).
-     * Measured: docs/performance.md, "GEMM + reduce-scatter". */
+     * Measured: docs/performance.md, "GEMM + reduce-scatter". With few
+     * rows per owner (agmm_rs_whole_call) one call over every block
+     * first, as the baseline's: then the tiles are handed on in the same
+     * order, the own one summed from `part` like any source. */
     int tile_calls = p->engine->cheap_tile_calls && puts_overlap(x);
     int into_c = own_in_c(x);
     int gemm = (x->phases & AGMM_PHASE_GEMM) != 0; /* else comm-only */
+    if (agmm_rs_whole_call(x, &s)) { /* few rows: the weight read once */
+        AGMM_CHECK(agmm_rs_gemm_call(x, &s));
+        into_c = gemm = 0; /* every partial in `part`, own included */
+    }
     for (int i = 1; i <= p->nranks; i++) {
         int q = agmm_source_order(p->rank, p->nranks, i); /* own last */
         int own = q == p->rank;
@@ -286,4 +293,24 @@ agmm_status_t agmm_rs_send_call_rows(agmm_round_t *x, int *puts)
 void agmm_rs_skip_ready(agmm_plan_t *p)
 {
     skip_ready(p);
+}
+
+/* The threshold of agmm_rs_whole_call: written by a test before any
+ * round, read by the GEMM workers (relaxed: no other data hangs on it). */
+static _Atomic int64_t whole_rows = AGMM_RS_WHOLE_ROWS;
+
+void agmm_rs_set_whole_rows(int64_t rows)
+{
+    atomic_store_explicit(&whole_rows, rows, memory_order_relaxed);
+}
+
+int agmm_rs_whole_call(const agmm_round_t *x, const agmm_worker_share_t *s)
+{
+    const agmm_plan_t *p = x->p;
+    int64_t most = atomic_load_explicit(&whole_rows, memory_order_relaxed);
+    if (!(x->phases & AGMM_PHASE_GEMM) || s->gr != 1 || p->k_gemm == 0)
+        return 0;
+    for (int q = 0; q < p->nranks; q++)
+        if (p->m_local[q] > most) return 0;
+    return 1;
 }

@@ -18,6 +18,7 @@
 #define AGMM_OPS_GEMM_RS_TILES_H
 
 #include "ops/common/plan_internal.h"
+#include "ops/common/schedule.h"
 
 /* The operation's buffers (plan op_buf[], booked by op.c). */
 enum { RS_PART = 0, RS_READY = 1, RS_SUM = 2 };
@@ -157,6 +158,28 @@ agmm_status_t agmm_rs_gemm_tiles(agmm_round_t *x,
                                  int64_t t0, int64_t t1, int into_c);
 agmm_status_t agmm_rs_send_call_rows(agmm_round_t *x, int *puts);
 void agmm_rs_skip_ready(agmm_plan_t *p);
+
+/* (baseline.c) The baseline's GEMM: this worker's share of every tile of
+ * the call (its row group's, over its columns) in one call into `part`. */
+agmm_status_t agmm_rs_gemm_call(agmm_round_t *x, const agmm_worker_share_t *s);
+
+/* Rows per owner at or below which the fused schedules make that one call
+ * too, instead of one call per owner's block: a call of few rows streams
+ * the whole weight for little arithmetic, so P calls read it P times
+ * (measured at 8 rows per owner, K_r = 2048, N = 4096, bf16: fused 1.87x
+ * the baseline with a call per block; docs/performance.md, "The
+ * tensor-parallel layer"). */
+enum { AGMM_RS_WHOLE_ROWS = 64 };
+
+/* (fused.c) Does this round's fused GEMM phase make the one call? When it
+ * computes (GEMM phase), the worker covers every row (one row group, so
+ * the call's tiles are the ones it hands on) and no owner has more rows
+ * than the threshold (AGMM_RS_WHOLE_ROWS). The own partial is then read
+ * from `part` like any source (not accumulated into c). set_whole_rows: a
+ * test's threshold for this process (-1: never; the forked ranks of a
+ * test inherit it), so both ways of the fused GEMM phase are tested. */
+int agmm_rs_whole_call(const agmm_round_t *x, const agmm_worker_share_t *s);
+void agmm_rs_set_whole_rows(int64_t rows);
 
 /* The schedules (fused.c, baseline.c): one round on this rank. */
 agmm_status_t agmm_rs_run_fused(agmm_round_t *round);
