@@ -5,6 +5,7 @@
  * MPI), written once while the process is single-threaded (right after
  * the fork, or when the rank joins, before any worker starts) and only
  * read afterwards, by any thread, so it needs no lock. */
+#include <dirent.h>
 #include <errno.h>
 #include <linux/mempolicy.h>
 #include <pthread.h>
@@ -35,6 +36,27 @@ static void from_cpu_set(const cpu_set_t *s, agmm_cpuset_t *out)
         if (CPU_ISSET(i, s)) agmm_cpuset_add(out, i);
 }
 
+/* Every other thread of this process onto the same set: the share is
+ * applied while the process is single-threaded as far as agmm is
+ * concerned, but a runtime's own thread may already exist (the thread
+ * sanitizer remakes its background thread at fork, before our child code
+ * runs) and would keep the old mask. A thread that exits meanwhile is
+ * skipped. */
+static void bind_other_threads(const cpu_set_t *set)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)getpid());
+    DIR *d = opendir(path);
+    if (!d) return;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid > 0 && tid != self)
+            (void)sched_setaffinity(tid, sizeof *set, set);
+    }
+    closedir(d);
+}
+
 int agmm_bind_apply(const agmm_place_rank_t *r, int nnodes)
 {
     cpu_set_t set;
@@ -44,6 +66,7 @@ int agmm_bind_apply(const agmm_place_rank_t *r, int nnodes)
                    strerror(errno));
         return -1;
     }
+    bind_other_threads(&set);
     /* One node: memory is there whatever the policy. More: bind this
      * process's future pages (its windows, staging, weights, first touched
      * here) to the nodes of its cores, as numactl -m does. Refused (a
