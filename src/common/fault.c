@@ -81,6 +81,13 @@ agmm_status_t agmm_fault_before_put_slow(int rank)
     long long n =
         atomic_fetch_add_explicit(&fault_puts, 1, memory_order_relaxed);
     if (n < fault_after) return AGMM_OK;
+    /* Another thread of the rank (a comm worker and a GEMM worker both
+     * put in gemm-ar) reached the fault point first: it says so and ends
+     * the rank; this one must not end it before that line is written
+     * (its _exit lost the message once under ASan). */
+    if (n > fault_after && fault_mode != FAULT_ERROR)
+        for (;;)
+            pause();
     if (n == fault_after && fault_mode != FAULT_ERROR)
         fprintf(stderr, "agmm: rank %d: AGMM_FAULT: %s before put %lld\n", rank,
                 mode_names[fault_mode], n + 1);
