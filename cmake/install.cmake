@@ -1,5 +1,5 @@
 # cmake --install (docs/install.md): what goes where.
-#   include/agmm.h, include/agmm_ext.h         the public headers
+#   include/agmm.h, include/agmm_ext.h, include/agmm_model.h  the public headers
 #   lib*/libagmm.so.X.Y.Z (+ links), libagmm.a  the library, shared and static
 #   lib*/pkgconfig/agmm.pc                       pkg-config
 #   lib*/cmake/agmm/                             find_package(agmm):
@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 set(AGMM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/agmm CACHE STRING
     "Where agmmConfig.cmake goes, relative to the prefix")
 
-install(FILES include/agmm.h include/agmm_ext.h
+install(FILES include/agmm.h include/agmm_ext.h include/agmm_model.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 set_target_properties(agmm_shared PROPERTIES EXPORT_NAME agmm)
