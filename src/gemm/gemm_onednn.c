@@ -2,8 +2,8 @@
  * reordered once into the layout the primitive asks for (format_tag any).
  * This file holds its entry points (prepare, load, run, destroy, the
  * table) and the primitives; gemm_onednn_pd.c builds the descriptors with
- * the attributes, the sizes estimate reports, and says what is refused.
- *
+ * the attributes, the sizes estimate reports, and says what is refused;
+ * gemm_onednn_dense.c when a strided C goes through a dense buffer.
  * dtypes: bf16 tiles and weights are used as bf16 (bf16 x bf16 -> f32,
  * AVX512_BF16 / AMX where the CPU has them), fp32 as fp32. fp16 likewise
  * where this oneDNN has a non-reference f16 matmul on this CPU
@@ -72,9 +72,9 @@ struct agmm_gemm_prep {
     uint64_t owned;           /* weight bytes owned (0 with a base) */
     size_t scratch;           /* max scratchpad bytes over the primitives */
     size_t scratch_given;     /* scratchpad bytes prepare told the caller of */
-    /* accumulate with ldc > ncols: C's rows go through a dense buffer of
-     * `mmax` rows after the scratchpad (dense_bytes; agmm_dn_use_dense,
-     * dn_run); ldc and act are the caller's. */
+    /* ldc > ncols (accumulate, or a plain call that would lose AMX): C's
+     * rows go through a dense buffer of `mmax` rows after the scratchpad
+     * (dense_bytes; gemm_onednn_dense.c, dn_run); ldc, act the caller's. */
     int dense;
     agmm_gemm_act_t act;
     int64_t mmax, ldc;
@@ -207,7 +207,8 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
     p->ldc = s->ldc;
     p->act = a->act;
     p->mmax = agmm_dn_most_rows(s);
-    p->dense = agmm_dn_use_dense(&p->cfg);
+    p->dense = agmm_dn_use_dense(&p->cfg, p->mmax);
+    p->mmax = agmm_dn_dense_rows(p->dense, p->mmax);
     p->dense_bytes = p->dense ? agmm_dn_dense_size(&p->cfg, p->mmax) : 0;
     /* One thread for everything here too: the weight's allocation zeroes
      * its padding in a parallel region, and the reorder fixes its thread
@@ -422,22 +423,27 @@ static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
         int64_t mc = AGMM_MIN(p->mmax, m - r0);
         unsigned char *cr = (unsigned char *)c + (size_t)(r0 * p->ldc) * ces;
         const unsigned char *ar = (const unsigned char *)a + (size_t)r0 * a_row;
-        for (int64_t i = 0; i < mc; i++)
-            memcpy(buf + (size_t)i * row, cr + (size_t)(i * p->ldc) * ces, row);
-        if (p->dense == AGMM_DN_DENSE_COPY) {
+        int out = p->dense == AGMM_DN_DENSE_OUT;
+        int add_out = p->dense == AGMM_DN_DENSE_ADD_OUT;
+        if (!out && !add_out) /* C_old in */
+            for (int64_t i = 0; i < mc; i++)
+                memcpy(buf + (size_t)i * row, cr + (size_t)(i * p->ldc) * ces,
+                       row);
+        if (p->dense == AGMM_DN_DENSE_COPY || out) {
             AGMM_CHECK(run_rows(p, mc, ar, buf, scratch));
             for (int64_t i = 0; i < mc; i++)
                 memcpy(cr + (size_t)(i * p->ldc) * ces, buf + (size_t)i * row,
                        row);
             continue;
         }
-        AGMM_CHECK(run_rows(p, mc, ar, cr, scratch)); /* DENSE_ADD, fp32 */
+        /* fp32: product into C (ADD) or buf (ADD_OUT); C = act(old + it) */
+        AGMM_CHECK(run_rows(p, mc, ar, add_out ? buf : cr, scratch));
         for (int64_t i = 0; i < mc; i++) {
             float *ci = (float *)cr + (size_t)(i * p->ldc);
-            const float *old =
+            const float *o =
                 (const float *)buf + (size_t)(i * p->cfg.shape.ncols);
             for (int64_t j = 0; j < p->cfg.shape.ncols; j++)
-                ci[j] = agmm_gemm_act_f32(p->act, ci[j] + old[j]);
+                ci[j] = agmm_gemm_act_f32(p->act, ci[j] + o[j]);
         }
     }
     return AGMM_OK;

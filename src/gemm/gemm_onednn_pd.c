@@ -346,38 +346,9 @@ int agmm_dn_is_dup(const agmm_gemm_shape_t *s, int i)
     return s->rows[i] <= 0;
 }
 
-/* Measured at k = 4096 (test_gemm_attr.c): with a strided C (ldc >
- * ncols) oneDNN 2.6's sum post-op is not C_old + the plain product bit for
- * bit (bf16: the sum; fp32: the plain product's own bits depend on ldc);
- * with a dense C it is. So accumulate on a strided C:
- *   fp32 C: DENSE_ADD: the primitive drops the sum and the act (bias and
- *           scales stay) and writes C as a plain prep of that ldc would;
- *           C_old is saved first and added after, then the act;
- *   else:   DENSE_COPY: the primitives write a dense copy of C's rows
- *           (ldc = ncols), copied in and out around them. */
-int agmm_dn_use_dense(agmm_dn_cfg_t *cfg)
-{
-    if (!cfg->attr.accumulate || cfg->shape.ldc == cfg->shape.ncols ||
-        cfg->attr.a_dtype == AGMM_DTYPE_INT8) /* its own pass adds C_old */
-        return 0;
-    if (cfg->attr.c_dtype == AGMM_DTYPE_FP32) {
-        cfg->attr.accumulate = 0;
-        cfg->attr.act = AGMM_GEMM_ACT_NONE;
-        return AGMM_DN_DENSE_ADD;
-    }
-    cfg->ldc = cfg->shape.ncols;
-    return AGMM_DN_DENSE_COPY;
-}
-
 size_t agmm_dn_align64(size_t n)
 {
     return (n + 63) / 64 * 64;
-}
-
-size_t agmm_dn_dense_size(const agmm_dn_cfg_t *cfg, int64_t mmax)
-{
-    return (size_t)mmax * (size_t)cfg->shape.ncols *
-           agmm_dtype_size(cfg->attr.c_dtype);
 }
 
 uint64_t agmm_dn_vec_bytes(const agmm_dn_cfg_t *cfg)
@@ -398,7 +369,7 @@ agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
     if (s->nrows < 1)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: onednn: no row counts to prepare");
-    int dense = agmm_dn_use_dense(&cfg);
+    int dense = agmm_dn_use_dense(&cfg, agmm_dn_most_rows(s));
     int saved = agmm_dn_one_omp_thread();
     dnnl_memory_desc_t w_md;
     size_t scratch = 0;
@@ -423,8 +394,10 @@ agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
             agmm_dn_align64(scratch) + agmm_dn_s8_scratch(&cfg, mmax);
     else
         *scratch_bytes =
-            dense ? agmm_dn_align64(scratch) + agmm_dn_dense_size(&cfg, mmax)
-                  : scratch;
+            dense
+                ? agmm_dn_align64(scratch) +
+                      agmm_dn_dense_size(&cfg, agmm_dn_dense_rows(dense, mmax))
+                : scratch;
     return AGMM_OK;
 }
 

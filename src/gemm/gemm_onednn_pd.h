@@ -72,10 +72,22 @@ agmm_status_t agmm_dn_choose_layout(const agmm_dn_cfg_t *cfg, int64_t m,
 int64_t agmm_dn_most_rows(const agmm_gemm_shape_t *s);
 /* Is rows[i] <= 0 or a repeat of an earlier one? */
 int agmm_dn_is_dup(const agmm_gemm_shape_t *s, int i);
-/* Accumulate on a strided C: how it goes through the dense buffer after
- * the scratchpad (0: it does not), cfg changed to match (see there). */
-enum { AGMM_DN_DENSE_COPY = 1, AGMM_DN_DENSE_ADD = 2 };
-int agmm_dn_use_dense(agmm_dn_cfg_t *cfg);
+/* A strided C (ldc > ncols): how it goes through the dense buffer after
+ * the scratchpad (0: it does not), cfg changed to match (see there);
+ * mmax: the most rows of a call. */
+enum {
+    AGMM_DN_DENSE_COPY = 1,
+    AGMM_DN_DENSE_ADD = 2,
+    AGMM_DN_DENSE_OUT = 3,
+    AGMM_DN_DENSE_ADD_OUT = 4
+};
+int agmm_dn_use_dense(agmm_dn_cfg_t *cfg, int64_t mmax);
+/* DENSE_OUT's buffer holds at most this many rows (a longer call goes
+ * through it in parts; its bytes are booked per worker: 512 rows x 5504
+ * fp32 columns are 11 MiB). */
+enum { AGMM_DN_OUT_ROWS = 512 };
+/* The rows the dense buffer of mode `dense` holds for calls of mmax. */
+int64_t agmm_dn_dense_rows(int dense, int64_t mmax);
 size_t agmm_dn_align64(size_t n);
 /* Bytes of the dense copy of C's rows: mmax x ncols in c_dtype. */
 size_t agmm_dn_dense_size(const agmm_dn_cfg_t *cfg, int64_t mmax);

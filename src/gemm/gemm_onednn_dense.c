@@ -1,0 +1,93 @@
+/* The dense buffer of the oneDNN engine: when a call's C is strided
+ * (ldc > ncols), whether its rows go through a dense copy of mmax rows
+ * after the scratchpad, and how (gemm_onednn_pd.h; dn_run in
+ * gemm_onednn.c runs it). */
+#include <dnnl.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "gemm/gemm_onednn_pd.h"
+
+/* The implementation oneDNN gives m rows of cfg: is it one on AMX tiles
+ * (its name has "_amx")? -1: no descriptor. */
+static int amx_impl(const agmm_dn_cfg_t *cfg, int64_t m)
+{
+    dnnl_primitive_desc_t pd;
+    int was = agmm_log_muted();
+    agmm_log_mute(1); /* a refusal here is prepare's to report, or none */
+    agmm_status_t st = agmm_dn_matmul_pd(cfg, m, NULL, &pd);
+    agmm_log_mute(was);
+    if (st != AGMM_OK) return -1;
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    int amx = impl && strstr(impl, "_amx") != NULL;
+    dnnl_primitive_desc_destroy(pd);
+    return amx;
+}
+
+/* Measured at k = 4096 (test_gemm_attr.c): with a strided C (ldc >
+ * ncols) oneDNN 2.6's sum post-op is not C_old + the plain product bit for
+ * bit (bf16: the sum; fp32: the plain product's own bits depend on ldc);
+ * with a dense C it is. So accumulate on a strided C:
+ *   fp32 C: DENSE_ADD: the primitive drops the sum and the act (bias and
+ *           scales stay) and writes C as a plain prep of that ldc would;
+ *           C_old is saved first and added after, then the act
+ *           (DENSE_ADD_OUT: the plain prep goes through the dense buffer,
+ *           below, so the product does too, and is added to C, then the
+ *           act);
+ *   else:   DENSE_COPY: the primitives write a dense copy of C's rows
+ *           (ldc = ncols), copied in and out around them.
+ * And a plain call on a strided C: oneDNN 2.6 has brgemm matmuls for a
+ * dense C only; a strided one falls back to gemm:jit. On an AMX machine
+ * (docs/performance.md) that loses the tiles: one rank, two GEMM workers
+ * (each a column half, ldc = 2 ncols), 2048 x 4096 x 4096 bf16, fused
+ * median 291 ms on gemm:jit, 154 ms on brg:avx512_core_amx_bf16 through
+ * the dense buffer; fp32's brgemm (brg:avx512_core) through it was slower
+ * than gemm:jit strided (497 against 341 ms). So when a dense C of mmax
+ * rows gets an AMX implementation and the strided one does not:
+ * DENSE_OUT, the primitives write a dense buffer, copied out (one more
+ * pass over C's rows). */
+/* Would a plain call of cfg lose AMX to its strided C (see above)? */
+static int dense_out_pays(const agmm_dn_cfg_t *cfg, int64_t mmax)
+{
+    agmm_dn_cfg_t dense = *cfg;
+    dense.ldc = cfg->shape.ncols;
+    return amx_impl(cfg, mmax) == 0 && amx_impl(&dense, mmax) == 1;
+}
+
+int agmm_dn_use_dense(agmm_dn_cfg_t *cfg, int64_t mmax)
+{
+    if (cfg->shape.ldc == cfg->shape.ncols ||
+        cfg->attr.a_dtype == AGMM_DTYPE_INT8) /* its own pass adds C_old */
+        return 0;
+    if (!cfg->attr.accumulate) {
+        if (!dense_out_pays(cfg, mmax)) return 0;
+        cfg->ldc = cfg->shape.ncols;
+        return AGMM_DN_DENSE_OUT;
+    }
+    if (cfg->attr.c_dtype == AGMM_DTYPE_FP32) {
+        cfg->attr.accumulate = 0;
+        cfg->attr.act = AGMM_GEMM_ACT_NONE;
+        /* The plain product must be the plain prep's bits: through the
+         * dense buffer when that one goes there. */
+        if (!dense_out_pays(cfg, mmax)) return AGMM_DN_DENSE_ADD;
+        cfg->ldc = cfg->shape.ncols;
+        return AGMM_DN_DENSE_ADD_OUT;
+    }
+    cfg->ldc = cfg->shape.ncols;
+    return AGMM_DN_DENSE_COPY;
+}
+
+int64_t agmm_dn_dense_rows(int dense, int64_t mmax)
+{
+    return dense == AGMM_DN_DENSE_OUT || dense == AGMM_DN_DENSE_ADD_OUT
+               ? AGMM_MIN(mmax, AGMM_DN_OUT_ROWS)
+               : mmax;
+}
+
+size_t agmm_dn_dense_size(const agmm_dn_cfg_t *cfg, int64_t mmax)
+{
+    return (size_t)mmax * (size_t)cfg->shape.ncols *
+           agmm_dtype_size(cfg->attr.c_dtype);
+}
