@@ -10,6 +10,9 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#ifdef AGMM_HAVE_ONEDNN
+#include "gemm/gemm_onednn.h"
+#endif
 
 /* Bumped by prepare() on the plan owner's thread, read by anyone: its own
  * cache line, relaxed (a count, ordering nothing). */
@@ -25,6 +28,16 @@ void agmm_gemm_engine_count_creation(void)
 uint64_t agmm_gemm_engine_created(void)
 {
     return atomic_load_explicit(&created.n, memory_order_relaxed);
+}
+
+void agmm_gemm_engine_set_parts(int64_t cols, int64_t buf_rows)
+{
+#ifdef AGMM_HAVE_ONEDNN
+    agmm_dn_set_parts(cols, buf_rows);
+#else
+    (void)cols;
+    (void)buf_rows;
+#endif
 }
 
 const agmm_gemm_engine_t *agmm_gemm_engine_get(agmm_gemm_engine_kind_t kind)

@@ -208,6 +208,13 @@ uint64_t agmm_gemm_engine_created(void);
 /* For engines: count one creation. Thread-safe. */
 void agmm_gemm_engine_count_creation(void);
 
+/* Test hook for the oneDNN engine's column parts (gemm_onednn_cols.c):
+ * parts of `cols` columns whenever a range is wider (> 0), the engine's
+ * own choice (0, the default), or never (< 0); through a buffer of
+ * buf_rows rows (> 0; 0: the engine's). Set before preparing; a prep keeps
+ * what it was made with. Nothing without oneDNN. */
+void agmm_gemm_engine_set_parts(int64_t cols, int64_t buf_rows);
+
 extern const agmm_gemm_engine_t agmm_gemm_engine_openblas;
 #ifdef AGMM_HAVE_ONEDNN
 extern const agmm_gemm_engine_t agmm_gemm_engine_onednn;

@@ -1,9 +1,10 @@
 /* The oneDNN engine (engine.h): oneDNN's matmul primitive on a weight
  * reordered once into the layout the primitive asks for (format_tag any).
- * This file holds its entry points (prepare, load, run, destroy, the
- * table) and the primitives; gemm_onednn_pd.c builds the descriptors with
- * the attributes, the sizes estimate reports, and says what is refused;
- * gemm_onednn_dense.c when a strided C goes through a dense buffer.
+ * This file holds one prepared column range (agmm_dn_prep_t: prepare,
+ * load, run, destroy) and its primitives; gemm_onednn_cols.c the engine's
+ * table, which splits wide ranges into such parts; gemm_onednn_pd.c builds the
+ * descriptors with the attributes, the sizes estimate reports, and says what is
+ * refused; gemm_onednn_dense.c when a strided C goes through a dense buffer.
  * dtypes: bf16 tiles and weights are used as bf16 (bf16 x bf16 -> f32,
  * AVX512_BF16 / AMX where the CPU has them), fp32 as fp32. fp16 likewise
  * where this oneDNN has a non-reference f16 matmul on this CPU
@@ -50,6 +51,7 @@
 #include "common/util.h"
 #include "gemm/engine.h"
 #include "gemm/epilogue.h"
+#include "gemm/gemm_onednn.h"
 #include "gemm/gemm_onednn_pd.h"
 #include "gemm/gemm_onednn_s8.h"
 
@@ -60,10 +62,10 @@ typedef struct {
     dnnl_primitive_t prim;
 } prim_entry_t;
 
-struct agmm_gemm_prep {
+struct agmm_dn_prep {
     agmm_dn_cfg_t cfg;
-    const agmm_gemm_prep_t *base; /* the share given to prepare, or NULL */
-    dnnl_memory_desc_t w_md;      /* the prepared weight's layout */
+    const agmm_dn_prep_t *base; /* the share given to prepare, or NULL */
+    dnnl_memory_desc_t w_md;    /* the prepared weight's layout */
     dnnl_memory_t w_mem; /* the prepared weight (the base's with share) */
     dnnl_memory_t bias_mem, scale_mem; /* when the attr has them (same) */
     agmm_dn_s8_t *s8; /* INT8: its bias, scales, compensation; else NULL */
@@ -87,7 +89,7 @@ struct agmm_gemm_prep {
     prim_entry_t prims[MAX_PRIMS];
 };
 
-static const char *dn_version(void)
+const char *agmm_dn_version(void)
 {
     static char v[32];
     if (!v[0]) {
@@ -97,7 +99,7 @@ static const char *dn_version(void)
     return v;
 }
 
-static agmm_dtype_t dn_input_dtype(agmm_dtype_t dt)
+agmm_dtype_t agmm_dn_input_dtype(agmm_dtype_t dt)
 {
     if (dt != AGMM_DTYPE_FP16) return dt;
     return agmm_dn_f16_native() ? dt : AGMM_DTYPE_FP32;
@@ -105,7 +107,7 @@ static agmm_dtype_t dn_input_dtype(agmm_dtype_t dt)
 
 /* Create the primitive for m rows on the prepared weight layout and add it
  * (caller holds p->lock or owns p alone). */
-static agmm_status_t add_prim(agmm_gemm_prep_t *p, int64_t m)
+static agmm_status_t add_prim(agmm_dn_prep_t *p, int64_t m)
 {
     int n = atomic_load_explicit(&p->count, memory_order_relaxed);
     if (n == MAX_PRIMS)
@@ -134,7 +136,7 @@ static agmm_status_t add_prim(agmm_gemm_prep_t *p, int64_t m)
     return AGMM_OK;
 }
 
-static void dn_destroy(agmm_gemm_prep_t *p)
+void agmm_dn_destroy(agmm_dn_prep_t *p)
 {
     if (!p) return;
     int n = atomic_load_explicit(&p->count, memory_order_acquire);
@@ -154,7 +156,7 @@ static void dn_destroy(agmm_gemm_prep_t *p)
 /* The prepared weight (with the bias and scale memories) and the reorder
  * into it from the user's layout (a w_dtype other than the compute dtype
  * comes through a dense fp32 copy: see dn_load). */
-static agmm_status_t make_weight(agmm_gemm_prep_t *p)
+static agmm_status_t make_weight(agmm_dn_prep_t *p)
 {
     const agmm_gemm_shape_t *s = &p->cfg.shape;
     dnnl_engine_t eng = agmm_dn_engine();
@@ -188,10 +190,9 @@ static agmm_status_t make_weight(agmm_gemm_prep_t *p)
     return AGMM_OK;
 }
 
-static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
-                                const agmm_gemm_attr_t *a,
-                                const agmm_gemm_prep_t *share,
-                                agmm_gemm_prep_t **out)
+agmm_status_t agmm_dn_prepare(const agmm_gemm_shape_t *s,
+                              const agmm_gemm_attr_t *a,
+                              const agmm_dn_prep_t *share, agmm_dn_prep_t **out)
 {
     if (share && share->base) share = share->base;
     agmm_dn_cfg_t cfg;
@@ -200,14 +201,14 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
     if (s->nrows < 1)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: no row counts to prepare");
-    agmm_gemm_prep_t *p = agmm_alloc(sizeof *p);
+    agmm_dn_prep_t *p = agmm_alloc(sizeof *p);
     if (!p) return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
     pthread_mutex_init(&p->lock, NULL);
     p->cfg = cfg;
     p->ldc = s->ldc;
     p->act = a->act;
     p->mmax = agmm_dn_most_rows(s);
-    p->dense = agmm_dn_use_dense(&p->cfg, p->mmax);
+    p->dense = agmm_dn_use_dense(&p->cfg);
     p->mmax = agmm_dn_dense_rows(p->dense, p->mmax);
     p->dense_bytes = p->dense ? agmm_dn_dense_size(&p->cfg, p->mmax) : 0;
     /* One thread for everything here too: the weight's allocation zeroes
@@ -234,7 +235,7 @@ static agmm_status_t dn_prepare(const agmm_gemm_shape_t *s,
         if (!agmm_dn_is_dup(s, i)) st = add_prim(p, s->rows[i]);
     agmm_dn_restore_omp(saved);
     if (st != AGMM_OK) {
-        dn_destroy(p);
+        agmm_dn_destroy(p);
         return st;
     }
     p->scratch_given = p->scratch;
@@ -251,7 +252,7 @@ static agmm_status_t fill_vec(dnnl_memory_t mem, const float *v, int64_t n)
     return AGMM_OK;
 }
 
-static agmm_status_t dn_load(agmm_gemm_prep_t *p, const agmm_gemm_operand_t *o)
+agmm_status_t agmm_dn_load(agmm_dn_prep_t *p, const agmm_gemm_operand_t *o)
 {
     const agmm_gemm_shape_t *s = &p->cfg.shape;
     const agmm_gemm_attr_t *a = &p->cfg.attr;
@@ -288,7 +289,7 @@ static agmm_status_t dn_load(agmm_gemm_prep_t *p, const agmm_gemm_operand_t *o)
     agmm_free(copy);
     return st == dnnl_success ? AGMM_OK : agmm_dn_fail(st, "weight reorder");
 }
-static dnnl_primitive_t find_prim(agmm_gemm_prep_t *p, int64_t m)
+static dnnl_primitive_t find_prim(agmm_dn_prep_t *p, int64_t m)
 {
     int n = atomic_load_explicit(&p->count, memory_order_acquire);
     for (int i = 0; i < n; i++)
@@ -297,7 +298,7 @@ static dnnl_primitive_t find_prim(agmm_gemm_prep_t *p, int64_t m)
 }
 
 /* Does prim's scratchpad fit in what the plan gave each worker? */
-static int scratch_fits(const agmm_gemm_prep_t *p, dnnl_primitive_t prim)
+static int scratch_fits(const agmm_dn_prep_t *p, dnnl_primitive_t prim)
 {
     const_dnnl_primitive_desc_t pd;
     return dnnl_primitive_get_primitive_desc(prim, &pd) == dnnl_success &&
@@ -305,7 +306,7 @@ static int scratch_fits(const agmm_gemm_prep_t *p, dnnl_primitive_t prim)
                pd, dnnl_query_scratchpad_md, 0)) <= p->scratch_given;
 }
 
-static agmm_status_t run_prim(agmm_gemm_prep_t *p, dnnl_primitive_t prim,
+static agmm_status_t run_prim(agmm_dn_prep_t *p, dnnl_primitive_t prim,
                               const void *a, void *c, void *scratch)
 {
     const_dnnl_primitive_desc_t pd;
@@ -351,7 +352,7 @@ static agmm_status_t run_prim(agmm_gemm_prep_t *p, dnnl_primitive_t prim,
 /* The primitive for m rows: found, or made now (under the lock, counted)
  * when `limit` primitives do not exist yet. NULL when neither, or when its
  * scratchpad does not fit. */
-static agmm_status_t get_prim(agmm_gemm_prep_t *p, int64_t m, int limit,
+static agmm_status_t get_prim(agmm_dn_prep_t *p, int64_t m, int limit,
                               dnnl_primitive_t *out)
 {
     dnnl_primitive_t prim = find_prim(p, m);
@@ -369,7 +370,7 @@ static agmm_status_t get_prim(agmm_gemm_prep_t *p, int64_t m, int limit,
 }
 
 /* m rows into c with the primitives' ldc. */
-static agmm_status_t run_rows(agmm_gemm_prep_t *p, int64_t m, const void *a,
+static agmm_status_t run_rows(agmm_dn_prep_t *p, int64_t m, const void *a,
                               void *c, void *scratch)
 {
     if (m <= 0) return AGMM_OK;
@@ -405,8 +406,8 @@ static agmm_status_t s8_gemm(void *ctx, int64_t m, const void *a, int32_t *acc,
     return run_rows(ctx, m, a, acc, pad);
 }
 
-static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
-                            const float *a_scale, void *c, void *scratch)
+agmm_status_t agmm_dn_run(agmm_dn_prep_t *p, int64_t m, const void *a,
+                          const float *a_scale, void *c, void *scratch)
 {
     if (p->s8) /* a_scale is refused at prepare but with INT8 */
         return agmm_dn_s8_run(p->s8, m, a, a_scale, c, scratch,
@@ -449,7 +450,7 @@ static agmm_status_t dn_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     return AGMM_OK;
 }
 
-static agmm_status_t dn_load_bias(agmm_gemm_prep_t *p, const float *bias)
+agmm_status_t agmm_dn_load_bias(agmm_dn_prep_t *p, const float *bias)
 {
     if (p->base)
         return agmm_error(AGMM_ERR_BAD_STATE,
@@ -463,7 +464,7 @@ static agmm_status_t dn_load_bias(agmm_gemm_prep_t *p, const float *bias)
     return fill_vec(p->bias_mem, bias, p->cfg.shape.ncols);
 }
 
-static size_t dn_scratch_bytes(const agmm_gemm_prep_t *p)
+size_t agmm_dn_scratch_bytes(const agmm_dn_prep_t *p)
 {
     if (p->s8)
         return agmm_dn_align64(p->scratch_given) +
@@ -472,29 +473,12 @@ static size_t dn_scratch_bytes(const agmm_gemm_prep_t *p)
                     : p->scratch_given;
 }
 
-static uint64_t dn_weight_bytes(const agmm_gemm_prep_t *p)
+uint64_t agmm_dn_weight_bytes(const agmm_dn_prep_t *p)
 {
     return p->owned;
 }
 
-static const char *dn_impl(const agmm_gemm_prep_t *p)
+const char *agmm_dn_impl(const agmm_dn_prep_t *p)
 {
     return p->impl;
 }
-
-const agmm_gemm_engine_t agmm_gemm_engine_onednn = {
-    .name = "onednn",
-    .kind = AGMM_GEMM_ENGINE_ONEDNN,
-    .cheap_tile_calls = 1,
-    .version = dn_version,
-    .input_dtype = dn_input_dtype,
-    .estimate = agmm_dn_estimate,
-    .prepare = dn_prepare,
-    .load = dn_load,
-    .load_bias = dn_load_bias,
-    .run = dn_run,
-    .scratch_bytes = dn_scratch_bytes,
-    .weight_bytes = dn_weight_bytes,
-    .impl = dn_impl,
-    .destroy = dn_destroy,
-};

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "gemm/gemm_onednn.h"
 #include "gemm/gemm_onednn_pd.h"
 
 /* The implementation oneDNN gives m rows of cfg: is it one on AMX tiles
@@ -16,7 +17,9 @@ static int amx_impl(const agmm_dn_cfg_t *cfg, int64_t m)
     dnnl_primitive_desc_t pd;
     int was = agmm_log_muted();
     agmm_log_mute(1); /* a refusal here is prepare's to report, or none */
+    int saved = agmm_dn_one_omp_thread();
     agmm_status_t st = agmm_dn_matmul_pd(cfg, m, NULL, &pd);
+    agmm_dn_restore_omp(saved);
     agmm_log_mute(was);
     if (st != AGMM_OK) return -1;
     const char *impl = NULL;
@@ -44,25 +47,30 @@ static int amx_impl(const agmm_dn_cfg_t *cfg, int64_t m)
  * (each a column half, ldc = 2 ncols), 2048 x 4096 x 4096 bf16, fused
  * median 291 ms on gemm:jit, 154 ms on brg:avx512_core_amx_bf16 through
  * the dense buffer; fp32's brgemm (brg:avx512_core) through it was slower
- * than gemm:jit strided (497 against 341 ms). So when a dense C of mmax
+ * than gemm:jit strided (497 against 341 ms). So when a dense C of PROBE
  * rows gets an AMX implementation and the strided one does not:
  * DENSE_OUT, the primitives write a dense buffer, copied out (one more
  * pass over C's rows). */
 /* Would a plain call of cfg lose AMX to its strided C (see above)? */
-static int dense_out_pays(const agmm_dn_cfg_t *cfg, int64_t mmax)
+/* The row count the choice asks oneDNN about: one for every prep of the
+ * shape, whatever its rows, so plans made for different rows per call
+ * choose alike and give the same bits (test_rs_rows.c). */
+enum { PROBE = 32 };
+
+static int dense_out_pays(const agmm_dn_cfg_t *cfg)
 {
     agmm_dn_cfg_t dense = *cfg;
     dense.ldc = cfg->shape.ncols;
-    return amx_impl(cfg, mmax) == 0 && amx_impl(&dense, mmax) == 1;
+    return amx_impl(cfg, PROBE) == 0 && amx_impl(&dense, PROBE) == 1;
 }
 
-int agmm_dn_use_dense(agmm_dn_cfg_t *cfg, int64_t mmax)
+int agmm_dn_use_dense(agmm_dn_cfg_t *cfg)
 {
     if (cfg->shape.ldc == cfg->shape.ncols ||
         cfg->attr.a_dtype == AGMM_DTYPE_INT8) /* its own pass adds C_old */
         return 0;
     if (!cfg->attr.accumulate) {
-        if (!dense_out_pays(cfg, mmax)) return 0;
+        if (!dense_out_pays(cfg)) return 0;
         cfg->ldc = cfg->shape.ncols;
         return AGMM_DN_DENSE_OUT;
     }
@@ -71,7 +79,7 @@ int agmm_dn_use_dense(agmm_dn_cfg_t *cfg, int64_t mmax)
         cfg->attr.act = AGMM_GEMM_ACT_NONE;
         /* The plain product must be the plain prep's bits: through the
          * dense buffer when that one goes there. */
-        if (!dense_out_pays(cfg, mmax)) return AGMM_DN_DENSE_ADD;
+        if (!dense_out_pays(cfg)) return AGMM_DN_DENSE_ADD;
         cfg->ldc = cfg->shape.ncols;
         return AGMM_DN_DENSE_ADD_OUT;
     }
@@ -90,4 +98,16 @@ size_t agmm_dn_dense_size(const agmm_dn_cfg_t *cfg, int64_t mmax)
 {
     return (size_t)mmax * (size_t)cfg->shape.ncols *
            agmm_dtype_size(cfg->attr.c_dtype);
+}
+
+int agmm_dn_amx(const agmm_gemm_shape_t *s, const agmm_gemm_attr_t *a)
+{
+    agmm_gemm_shape_t dense = *s;
+    dense.ldc = s->ncols;
+    agmm_dn_cfg_t cfg;
+    int was = agmm_log_muted();
+    agmm_log_mute(1);
+    agmm_status_t st = agmm_dn_config(&dense, a, NULL, NULL, &cfg);
+    agmm_log_mute(was);
+    return st == AGMM_OK && amx_impl(&cfg, PROBE) == 1;
 }

@@ -369,7 +369,7 @@ agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
     if (s->nrows < 1)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: onednn: no row counts to prepare");
-    int dense = agmm_dn_use_dense(&cfg, agmm_dn_most_rows(s));
+    int dense = agmm_dn_use_dense(&cfg);
     int saved = agmm_dn_one_omp_thread();
     dnnl_memory_desc_t w_md;
     size_t scratch = 0;

@@ -73,15 +73,14 @@ int64_t agmm_dn_most_rows(const agmm_gemm_shape_t *s);
 /* Is rows[i] <= 0 or a repeat of an earlier one? */
 int agmm_dn_is_dup(const agmm_gemm_shape_t *s, int i);
 /* A strided C (ldc > ncols): how it goes through the dense buffer after
- * the scratchpad (0: it does not), cfg changed to match (see there);
- * mmax: the most rows of a call. */
+ * the scratchpad (0: it does not), cfg changed to match (see there). */
 enum {
     AGMM_DN_DENSE_COPY = 1,
     AGMM_DN_DENSE_ADD = 2,
     AGMM_DN_DENSE_OUT = 3,
     AGMM_DN_DENSE_ADD_OUT = 4
 };
-int agmm_dn_use_dense(agmm_dn_cfg_t *cfg, int64_t mmax);
+int agmm_dn_use_dense(agmm_dn_cfg_t *cfg);
 /* DENSE_OUT's buffer holds at most this many rows (a longer call goes
  * through it in parts; its bytes are booked per worker: 512 rows x 5504
  * fp32 columns are 11 MiB). */
