@@ -6,7 +6,11 @@
  * how much coalescing runs of arrived tiles saves. With oneDNN the weight
  * is prepared once (as a plan does), so tile calls should cost nothing.
  *
- * usage: [ENGINE=openblas|onednn] [DTYPE=fp32|bf16|fp16] \
+ * PARTS=both (oneDNN) times every row count twice, side by side: on a prep
+ * made as one range and on one the engine split into column parts
+ * (gemm_onednn_cols.c), and prints parts / whole.
+ *
+ * usage: [ENGINE=openblas|onednn] [DTYPE=fp32|bf16|fp16] [PARTS=both] \
  *        agmm_tile_gemm [M K N [ROUNDS [ROWS...]]]
  *        (openblas, fp32; 2048 4096 4096, 5, rows 128 256 512 1024 and M) */
 #include <stdio.h>
@@ -73,7 +77,7 @@ int main(int argc, char **argv)
     void *a = agmm_alloc((size_t)(M * K) * ies);
     void *w = agmm_alloc((size_t)(K * N) * agmm_dtype_size(dt));
     float *c = agmm_alloc((size_t)(M * N) * sizeof(float));
-    double *t = calloc((size_t)(nv * rounds), sizeof *t);
+    double *t = calloc((size_t)(2 * nv * rounds), sizeof *t);
     if (!a32 || !w32 || !a || !w || !c || !t) return 1;
     for (int64_t i = 0; i < M * K; i++)
         a32[i] = (float)((i * 7) % 13) * 0.1f;
@@ -98,43 +102,62 @@ int main(int argc, char **argv)
                                .ldc = N,
                                .rows = counts,
                                .nrows = nc};
-    agmm_gemm_prep_t *prep;
-    if (e->prepare(&shape, &attr, NULL, &prep) != AGMM_OK ||
-        e->load(prep, &wop) != AGMM_OK)
-        return 1;
-    void *scratch =
-        e->scratch_bytes(prep) ? agmm_alloc(e->scratch_bytes(prep)) : NULL;
-    for (int r = -1; r < rounds; r++) /* round -1 warms up */
-        for (int v = 0; v < nv; v++) {
-            double t0 = agmm_now();
-            for (int64_t r0 = 0; r0 < M; r0 += rows[v]) {
-                int64_t m = AGMM_MIN(rows[v], M - r0);
-                if (e->run(prep, m, (const char *)a + (size_t)(r0 * K) * ies,
-                           NULL, c + r0 * N, scratch) != AGMM_OK)
-                    return 1;
-            }
-            if (r >= 0) t[v * rounds + r] = agmm_now() - t0;
-        }
-    printf("tile_gemm: M=%lld K=%lld N=%lld %s, 1 thread, %s %s impl %s, "
-           "median of %d rounds\n",
-           (long long)M, (long long)K, (long long)N, agmm_dtype_name(dt),
-           e->name, e->version(), e->impl(prep), rounds);
-    double mono = 0;
-    double med[MAXV];
-    for (int v = 0; v < nv; v++) {
-        qsort(t + v * rounds, (size_t)rounds, sizeof *t, cmp_double);
-        med[v] = t[v * rounds + rounds / 2];
+    const char *pe = getenv("PARTS");
+    int np = pe && !strcmp(pe, "both") ? 2 : 1; /* prep 0: whole, 1: parts */
+    agmm_gemm_prep_t *prep[2] = {NULL, NULL};
+    void *scratch[2] = {NULL, NULL};
+    for (int p = 0; p < np; p++) {
+        if (np == 2) agmm_gemm_engine_set_parts(p ? 0 : -1, 0);
+        if (e->prepare(&shape, &attr, NULL, &prep[p]) != AGMM_OK ||
+            e->load(prep[p], &wop) != AGMM_OK)
+            return 1;
+        size_t sb = e->scratch_bytes(prep[p]);
+        scratch[p] = sb ? agmm_alloc(sb) : NULL;
     }
-    mono = med[nv - 1];
-    printf("%10s %8s %12s %12s %12s %9s\n", "rows/call", "calls", "median_ms",
-           "min_ms", "max_ms", "vs_one");
-    for (int v = 0; v < nv; v++)
-        printf("%10lld %8lld %12.2f %12.2f %12.2f %9.3f\n", (long long)rows[v],
-               (long long)AGMM_DIV_UP(M, rows[v]), med[v] * 1e3,
-               t[v * rounds] * 1e3, t[v * rounds + rounds - 1] * 1e3,
-               med[v] / mono);
-    e->destroy(prep);
-    agmm_free(scratch);
+    agmm_gemm_engine_set_parts(0, 0);
+    for (int r = -1; r < rounds; r++) /* round -1 warms up */
+        for (int v = 0; v < nv; v++)
+            for (int p = 0; p < np; p++) {
+                double t0 = agmm_now();
+                for (int64_t r0 = 0; r0 < M; r0 += rows[v]) {
+                    int64_t m = AGMM_MIN(rows[v], M - r0);
+                    if (e->run(prep[p], m,
+                               (const char *)a + (size_t)(r0 * K) * ies, NULL,
+                               c + r0 * N, scratch[p]) != AGMM_OK)
+                        return 1;
+                }
+                if (r >= 0) t[(v * np + p) * rounds + r] = agmm_now() - t0;
+            }
+    printf("tile_gemm: M=%lld K=%lld N=%lld %s, 1 thread, %s %s impl %s, "
+           "median of %d rounds%s\n",
+           (long long)M, (long long)K, (long long)N, agmm_dtype_name(dt),
+           e->name, e->version(), e->impl(prep[0]), rounds,
+           np == 2 ? " (whole range, then column parts)" : "");
+    double med[2 * MAXV];
+    for (int i = 0; i < nv * np; i++) {
+        qsort(t + i * rounds, (size_t)rounds, sizeof *t, cmp_double);
+        med[i] = t[i * rounds + rounds / 2];
+    }
+    double mono = med[(nv - 1) * np];
+    printf("%10s %6s %8s %12s %12s %12s %9s %8s\n", "rows/call", "prep",
+           "calls", "median_ms", "min_ms", "max_ms", "vs_one", "GF/s");
+    for (int i = 0; i < nv * np; i++) {
+        int v = i / np;
+        printf("%10lld %6s %8lld %12.2f %12.2f %12.2f %9.3f %8.1f\n",
+               (long long)rows[v], i % np ? "parts" : "whole",
+               (long long)AGMM_DIV_UP(M, rows[v]), med[i] * 1e3,
+               t[i * rounds] * 1e3, t[i * rounds + rounds - 1] * 1e3,
+               med[i] / mono,
+               2.0 * (double)M * (double)K * (double)N / med[i] / 1e9);
+    }
+    if (np == 2)
+        for (int v = 0; v < nv; v++)
+            printf("rows %lld: parts / whole %.3f\n", (long long)rows[v],
+                   med[v * 2 + 1] / med[v * 2]);
+    for (int p = 0; p < np; p++) {
+        e->destroy(prep[p]);
+        agmm_free(scratch[p]);
+    }
     agmm_free(a32);
     agmm_free(w32);
     agmm_free(a);
