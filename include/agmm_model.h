@@ -74,7 +74,7 @@ typedef struct agmm_model_machine {
     int n_rates;
     agmm_model_rate_t rates[AGMM_MODEL_MAX_RATES];
     double call_us; /* per engine call, >= 0 */
-    /* Memory rates on one host, bytes/s: a copy by one thread into a peer's
+    /* Memory rates on one host, GB/s (1e9 bytes/s): a copy by one thread into a peer's
      * window (a put on shm, a forward by a relay); the fp32 sum of one
      * partial into C (gemm-rs, gemm-ar), per byte of partial read; the
      * dtype conversion of gathered rows (0: none needed). */
