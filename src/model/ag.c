@@ -46,16 +46,19 @@ static void gemm(mdl_round_t *x, thr_t *th, int64_t rows)
              (act_t){.kind = A_BUSY, .cat = AGMM_MODEL_BOUND_GEMM, .dur = d});
 }
 
-static void claim(mdl_round_t *x, thr_t *th, int src, int64_t t, int64_t rows)
+/* Tile (src, t)'s rows converted to fp32 (16-bit inputs the engine does
+ * not read), or, with `copy`, local rows copied into the window (one
+ * call over every source, cheap calls): once per round, by whichever
+ * worker claims it first. */
+static void claim(mdl_round_t *x, thr_t *th, int src, int64_t t, int64_t rows,
+                  int copy)
 {
     const mdl_layout_t *L = x->L;
-    if (!L->converts || rows <= 0) return;
+    if (rows <= 0 || (!L->converts && !copy)) return;
+    double bytes = (double)rows * L->row_bytes;
+    double d = L->converts ? mdl_convert_s(L, bytes) : mdl_copy_s(L, bytes);
     side(x, th,
-         (act_t){.kind = A_CLAIM,
-                 .ck = K_CLAIM,
-                 .a = src,
-                 .t = t,
-                 .bytes = (double)rows * (double)L->d->k * 2.0});
+         (act_t){.kind = A_CLAIM, .ck = K_CLAIM, .a = src, .t = t, .dur = d});
 }
 
 /* Tile t of r to its i-th peer: the action, or 0 when the relay of the
@@ -102,7 +105,8 @@ static int next_put(mdl_round_t *x, thr_t *th, int first, int stride, act_t *a)
     return 0;
 }
 
-static int share_arrived(mdl_round_t *x, thr_t *th)
+/* The first tile of th's share not arrived (its cell), or -1. */
+static int64_t first_missing(mdl_round_t *x, thr_t *th)
 {
     const mdl_layout_t *L = x->L;
     const mdl_share_t *s = &L->share[th->idx];
@@ -110,10 +114,12 @@ static int share_arrived(mdl_round_t *x, thr_t *th)
         if (src == th->rank) continue;
         int64_t t0, t1;
         share_tiles(L, s, src, &t0, &t1);
-        for (int64_t t = t0; t < t1; t++)
-            if (x->cells[mdl_cell(x, th->sr, K_TILE, src, t)].t < 0) return 0;
+        for (int64_t t = t0; t < t1; t++) {
+            int64_t c = mdl_cell(x, th->sr, K_TILE, src, t);
+            if (x->cells[c].t < 0) return c;
+        }
     }
-    return 1;
+    return -1;
 }
 
 /* Every tile there: conversions, then the calls gemm_share_at_once makes. */
@@ -126,7 +132,8 @@ static void at_once(mdl_round_t *x, thr_t *th)
         int64_t t0, t1;
         share_tiles(L, s, src, &t0, &t1);
         for (int64_t t = t0; t < t1; t++)
-            claim(x, th, src, t, mdl_tile_rows(L, src, t));
+            claim(x, th, src, t, mdl_tile_rows(L, src, t),
+                  L->cheap_calls && src == th->rank);
         int64_t rows = rows_of(L, src, t0, t1);
         if (!L->cheap_calls && !L->converts)
             gemm(x, th, rows); /* fp32 in place: one block per source */
@@ -169,7 +176,7 @@ static int incremental(mdl_round_t *x, thr_t *th, act_t *a)
                     u++;
         }
         for (int64_t v = t; v < u; v++)
-            claim(x, th, src, v, mdl_tile_rows(L, src, v));
+            claim(x, th, src, v, mdl_tile_rows(L, src, v), 0);
         gemm(x, th, rows_of(L, src, t, u));
         th->cur[4] = u;
         *a = (act_t){.kind = A_NOP};
@@ -196,15 +203,35 @@ static int fused_gemm(mdl_round_t *x, thr_t *th, act_t *a)
         }
         th->cur[0] = 3;
         break;
-    case 2:
-        if (share_arrived(x, th)) {
+    case 2: {
+        /* share_arrives_within: for as long as this worker's own posting
+         * took (until th->mark; with comm workers 0: just look). */
+        if (!th->cur[7]) {
+            th->cur[7] = 1;
+            th->mark = 2 * x->sim.now; /* the round began at 0 */
+            th->timed_out = 0;
+        }
+        double deadline = th->mark;
+        int64_t c = first_missing(x, th);
+        if (c < 0) {
             at_once(x, th);
             th->cur[0] = 4;
             *a = (act_t){.kind = A_NOP};
             return 1;
         }
+        if (x->sim.now < deadline && !th->timed_out) {
+            const sim_cell_t *base = x->cells + mdl_cell(x, th->sr, 0, 0, 0);
+            int64_t off = c - (base - x->cells), tm = L->tmax;
+            *a = (act_t){.kind = A_WAIT,
+                         .ck = K_TILE,
+                         .a = (int)((off / tm) % L->P),
+                         .t = off % tm,
+                         .dur = deadline};
+            return 1;
+        }
         th->cur[0] = 3;
         break;
+    }
     case 4:
         return 0;
     }
@@ -255,7 +282,7 @@ static int baseline_gemm(mdl_round_t *x, thr_t *th, act_t *a)
             int64_t t0, t1;
             share_tiles(L, s, src, &t0, &t1);
             /* The whole shard converted once, by whoever claims it. */
-            claim(x, th, src, 0, L->rows[src]);
+            claim(x, th, src, 0, L->rows[src], 0);
             total += rows_of(L, src, t0, t1);
         }
         gemm(x, th, total);

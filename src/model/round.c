@@ -90,6 +90,8 @@ void mdl_put_done(mdl_round_t *x, int t, int cause)
 
 static void block_on(mdl_round_t *x, thr_t *th, sim_cell_t *cell)
 {
+    th->wait_gen++;
+    th->wait_cell = cell;
     th->state = 1;
     th->wait_t0 = x->sim.now;
     th->next_waiter = cell->waiter;
@@ -111,7 +113,6 @@ static int next_action(mdl_round_t *x, thr_t *th, act_t *a)
  * runs ahead (then an event resumes it). */
 static void run_thread(mdl_round_t *x, thr_t *th)
 {
-    const mdl_layout_t *L = x->L;
     while (th->state == 0 && !x->oom) {
         if (th->clock > x->sim.now) {
             push(x, th->clock, MDL_EV_RESUME, (int)(th - x->th), 0);
@@ -144,7 +145,15 @@ static void run_thread(mdl_round_t *x, thr_t *th)
             break;
         case A_WAIT:
             if (a.ck == K_TILE) th->gemm_after = 0;
-            if (cell->t < 0) block_on(x, th, cell);
+            th->timed_out = 0;
+            if (cell->t >= 0) break;
+            if (a.dur > 0 && a.dur <= x->sim.now) {
+                th->timed_out = 1;
+                break;
+            }
+            block_on(x, th, cell);
+            if (a.dur > 0)
+                push(x, a.dur, MDL_EV_TIMEOUT, (int)(th - x->th), th->wait_gen);
             break;
         case A_CLAIM:
             if (cell->t >= 0) break;
@@ -153,13 +162,10 @@ static void run_thread(mdl_round_t *x, thr_t *th)
                 break;
             }
             cell->claimed = 1;
-            {
-                double d = mdl_convert_s(L, a.bytes);
-                th->busy[AGMM_MODEL_BOUND_COPY] += d;
-                th->clock += d;
-                push(x, th->clock, MDL_EV_RAISE, AGMM_MODEL_BOUND_COPY,
-                     mdl_cell(x, th->sr, a.ck, a.a, a.t));
-            }
+            th->busy[AGMM_MODEL_BOUND_COPY] += a.dur;
+            th->clock += a.dur;
+            push(x, th->clock, MDL_EV_RAISE, AGMM_MODEL_BOUND_COPY,
+                 mdl_cell(x, th->sr, a.ck, a.a, a.t));
             break;
         case A_COUNT:
             th->hit = cell->got + 1 == cell->need;
@@ -184,6 +190,19 @@ static void run_thread(mdl_round_t *x, thr_t *th)
     }
 }
 
+/* A timed wait's deadline: off the cell's waiters, resumed, timed out
+ * (unless that wait already ended: a later one has another number). */
+static void timeout(mdl_round_t *x, thr_t *th, int64_t gen)
+{
+    if (th->state != 1 || th->wait_gen != gen) return;
+    int32_t me = (int32_t)(th - x->th), *link = &th->wait_cell->waiter;
+    while (*link >= 0 && *link != me)
+        link = &x->th[*link].next_waiter;
+    if (*link == me) *link = th->next_waiter;
+    th->timed_out = 1;
+    wake(x, th, AGMM_MODEL_BOUND_COPY);
+}
+
 agmm_status_t mdl_round_run(mdl_round_t *x)
 {
     for (int i = 0; i < x->nth; i++)
@@ -195,6 +214,8 @@ agmm_status_t mdl_round_run(mdl_round_t *x)
             if (th->state == 0) run_thread(x, th);
         } else if (e.type == MDL_EV_RAISE) {
             mdl_raise(x, e.b, e.a);
+        } else if (e.type == MDL_EV_TIMEOUT) {
+            timeout(x, &x->th[e.a], e.b);
         } else {
             mdl_net_event(x, &e);
         }

@@ -32,8 +32,10 @@ enum {
 
 typedef enum {
     A_BUSY,  /* dur seconds of category cat on this thread */
-    A_WAIT,  /* until local cell (ck, a, t) is raised */
-    A_CLAIM, /* convert (ck, a, t)'s bytes unless done or claimed: wait */
+    A_WAIT,  /* until local cell (ck, a, t) is raised; dur > 0: or until
+                simulated time dur (a timed wait, th->timed_out says) */
+    A_CLAIM, /* dur seconds preparing (ck, a, t)'s rows (a conversion, a
+                copy) unless done; claimed by another thread: wait */
     A_COUNT, /* add one to local cell (ck, a, t); th->hit: it reached need */
     A_PUT,   /* bytes to rank q, raising q's cell (ck, a, t) */
     A_YIELD, /* let the events of this instant run first */
@@ -57,10 +59,14 @@ typedef struct thr {
                   4 quiet (A_QUIET) */
     double clock, end, wait_t0;
     int32_t next_waiter;
+    struct sim_cell *wait_cell; /* the cell of the current wait */
     int outstanding; /* puts not yet delivered (quiet waits for them) */
     int last_cause;  /* of the last delivered put */
     int hit;
-    int64_t cur[8]; /* the generator's position */
+    int timed_out;    /* the last timed A_WAIT ended at its deadline */
+    int64_t wait_gen; /* numbers the waits (stale timeouts are ignored) */
+    int64_t cur[8];   /* the generator's position */
+    double mark;      /* a time the generator keeps (a deadline) */
     double gemm_s, gemm_after;
     double busy[AGMM_MODEL_BOUND_COUNT], waited[AGMM_MODEL_BOUND_COUNT];
     act_t *side; /* follow-up actions, run before `next` again */
@@ -114,7 +120,12 @@ void mdl_raise(mdl_round_t *x, int64_t c, int cause);
 /* Thread th's put is complete (quiet). */
 void mdl_put_done(mdl_round_t *x, int th, int cause);
 
-enum { MDL_EV_RESUME = 0, MDL_EV_RAISE = 1, MDL_EV_NET = 8 };
+enum {
+    MDL_EV_RESUME = 0,
+    MDL_EV_RAISE = 1,
+    MDL_EV_TIMEOUT = 2,
+    MDL_EV_NET = 8
+};
 
 /* The generators (ag.c, rs.c); cur[] of every thread starts zeroed. */
 int mdl_ag_next(mdl_round_t *x, thr_t *th, act_t *a);

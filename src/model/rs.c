@@ -38,16 +38,28 @@ static double out_bytes(const mdl_layout_t *L, int64_t rows)
            (double)agmm_dtype_size(L->d->out_dtype);
 }
 
+/* The A rows of owner q's tiles [t0, t1) converted to fp32 when the
+ * engine does not read the dtype: once per tile per round, by whichever
+ * worker claims it first. */
+static void claims(mdl_round_t *x, thr_t *th, int q, int64_t t0, int64_t t1)
+{
+    const mdl_layout_t *L = x->L;
+    for (int64_t t = t0; L->converts && t < t1; t++) {
+        double bytes =
+            (double)mdl_tile_rows(L, q, t) * (double)L->kpart[th->rank] * 2.0;
+        side(x, th,
+             (act_t){.kind = A_CLAIM,
+                     .ck = K_CLAIM,
+                     .a = q,
+                     .t = t,
+                     .dur = mdl_convert_s(L, bytes)});
+    }
+}
+
 static void gemm(mdl_round_t *x, thr_t *th, int64_t rows)
 {
     const mdl_layout_t *L = x->L;
     if (rows <= 0 || L->kpart[th->rank] <= 0) return;
-    if (L->converts)
-        side(x, th,
-             (act_t){.kind = A_BUSY,
-                     .cat = AGMM_MODEL_BOUND_COPY,
-                     .dur = mdl_convert_s(L, (double)rows * L->kpart[th->rank] *
-                                                 2.0)});
     side(x, th,
          (act_t){.kind = A_BUSY,
                  .cat = AGMM_MODEL_BOUND_GEMM,
@@ -146,6 +158,8 @@ static int fused_gemm(mdl_round_t *x, thr_t *th, act_t *a)
         th->cur[3] = L->kpart[r] > 0;
         th->cur[4] = 1;
         if (whole_call(x, s, r)) {
+            for (int q = 0; q < P; q++)
+                claims(x, th, q, 0, L->tiles[q]);
             gemm(x, th, L->M);
             th->cur[3] = th->cur[4] = 0;
         }
@@ -182,12 +196,16 @@ static int fused_gemm(mdl_round_t *x, thr_t *th, act_t *a)
                         reduce(x, th,
                                (double)mdl_tile_rows(L, q, t) * s->cols * 4.0);
                     }
+                claims(x, th, q, t0, t1);
                 gemm(x, th, rows);
             }
         }
         if (th->cur[2] < t1) {
             int64_t t = th->cur[2];
-            if (per_tile && th->cur[4]) gemm(x, th, mdl_tile_rows(L, q, t));
+            if (per_tile && th->cur[4]) {
+                claims(x, th, q, t, t + 1);
+                gemm(x, th, mdl_tile_rows(L, q, t));
+            }
             side(x, th,
                  (act_t){.kind = A_COUNT, .ck = K_READY, .a = q, .t = t});
             th->cur[0] = 2;
@@ -231,10 +249,13 @@ static int baseline(mdl_round_t *x, thr_t *th, act_t *a)
     const mdl_share_t *s = &L->share[th->idx];
     if (th->gemm && s->busy) {
         int64_t rows = 0; /* the row group's share of all tiles */
-        for (int q = 0; q < P; q++)
-            for (int64_t t = s->rg * L->tiles[q] / s->gr;
-                 t < (s->rg + 1) * L->tiles[q] / s->gr; t++)
+        for (int q = 0; q < P; q++) {
+            int64_t t0 = s->rg * L->tiles[q] / s->gr;
+            int64_t t1 = (s->rg + 1) * L->tiles[q] / s->gr;
+            claims(x, th, q, t0, t1);
+            for (int64_t t = t0; t < t1; t++)
                 rows += mdl_tile_rows(L, q, t);
+        }
         gemm(x, th, rows);
     }
     side(x, th, (act_t){.kind = A_COUNT, .ck = K_JOIN, .a = 0, .t = 0});
