@@ -189,7 +189,7 @@ static agmm_status_t schedule(const mdl_layout_t *L, int fused, int S, int base,
 
 /* Past this many puts of a round (P^2 tiles) gemm-rs and gemm-ar take the
  * symmetric fast path, which for them approximates (docs/model.md). */
-static const double FULL_PUTS = 1 << 20;
+static const double FULL_PUTS = 1 << 17;
 
 agmm_status_t mdl_predict(const agmm_model_machine_t *m,
                           const agmm_plan_desc_t *desc, int mode,
