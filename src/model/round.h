@@ -84,6 +84,12 @@ typedef struct msg {
     double post;   /* when it was posted */
     double pre;    /* the sender's largest kind of work by then ... */
     int pre_cause; /* ... and its kind (what a late post is blamed on) */
+    /* Its place in the queue of the resource it left (net.c): the event
+     * (type, time) due when it reaches the head, the next message. */
+    sim_res_t *pipe;
+    int64_t next;
+    double when;
+    int ev;
 } msg_t;
 
 typedef struct mdl_round mdl_round_t;
