@@ -295,6 +295,37 @@ static void symmetry(void)
             }
 }
 
+/* 1024 ranks (128 hosts x 8) on MPI, every rank the same rows: the fast
+ * path simulates one host, so the events stay proportional to its puts
+ * (8 ranks x 4 tiles x 1023 peers), not the world's 4M. */
+static void thousand_ranks(void)
+{
+    enum { P = 1024 };
+    static int64_t rows[P];
+    for (int i = 0; i < P; i++)
+        rows[i] = 512;
+    agmm_model_machine_t m;
+    agmm_model_machine_init(&m);
+    m.transport = AGMM_MODEL_MPI;
+    m.hosts = 128;
+    m.ranks_per_host = 8;
+    m.link_gbps = 100;
+    m.link_latency_us = 5;
+    agmm_plan_desc_t d;
+    plan(&d, P, rows, 4096, 4096);
+    d.tile_n = 512;
+    d.gemm_workers = 7;
+    d.comm_workers = 1;
+    agmm_model_result_t r;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "1024 ranks");
+    CHECK(r.events > 8 * 4 * 1023 && r.events < 2000000, "events %lld",
+          (long long)r.events);
+    /* The NIC carries 8 ranks' shards to 1016 remote ranks at least. */
+    double nic = 8.0 * 512 * 4096 * 4 * 1016 * 8 / 100e9;
+    CLOSE(r.fused.busy_s[AGMM_MODEL_BOUND_LINK], nic, "a NIC's busy time");
+    CHECK(r.fused.time_s > nic && r.baseline.time_s > nic, "after the NIC");
+}
+
 static void names(void)
 {
     static const char *want[] = {"gemm", "link",   "relay",
@@ -371,6 +402,7 @@ int main(void)
     mpi_relay_halves_link();
     rs_two_ranks();
     symmetry();
+    thousand_ranks();
     names();
     refused();
     CHECK_DONE("test_model");
