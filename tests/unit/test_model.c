@@ -89,6 +89,19 @@ static void shm_two_ranks(void)
     CLOSE(r.baseline.time_s,
           256 * 1024 * 4 / 1e18 + gemm_s(3, 512, 256, 1024, 40) + over,
           "shm baseline");
+    /* Two ranks' GEMM workers on one core: every thread's work twice as
+     * long. */
+    agmm_model_result_t shared;
+    m.cores_per_host = 1;
+    CHECK(agmm_model_predict(&m, &d, &shared) == AGMM_OK, "predict");
+    CLOSE(shared.fused.time_s - over, 2 * (r.fused.time_s - over),
+          "one core for two ranks");
+    CLOSE(shared.baseline.time_s - over, 2 * (r.baseline.time_s - over),
+          "one core for two ranks, baseline");
+    m.cores_per_host = 2;
+    CHECK(agmm_model_predict(&m, &d, &shared) == AGMM_OK, "predict");
+    CLOSE(shared.fused.time_s, r.fused.time_s, "a core each");
+    m.cores_per_host = 0;
     d.comm_workers = 1;
     CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
     CLOSE(r.fused.time_s, 4 * gemm_s(3, 128, 256, 1024, 40) + over,
@@ -387,6 +400,10 @@ static void refused(void)
     m.copy_gbs = 5;
     m.relay = 2;
     CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "relay 2");
+    m.relay = 0;
+    m.cores_per_host = -1;
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "cores -1");
+    m.relay = 2;
     agmm_model_result_t r;
     CHECK(agmm_model_predict(&m, &d, &r) == AGMM_ERR_INVALID_ARG,
           "predict checks too");
