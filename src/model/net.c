@@ -5,7 +5,7 @@
  *     bytes (copy_gbs) and the cell is raised when the copy ends.
  *   link (transport/shm/link.c): one wire per (rank, peer), FIFO: the
  *     message starts at max(post, the wire's end of the previous one),
- *     leaves it 8 bytes / link_gbps later and arrives link_latency_us
+ *     leaves it 8 x bytes / link_gbps later and arrives link_latency_us
  *     after that; then the sending rank's one delivery thread copies it
  *     (copy_gbs, messages in the order they arrived) and raises the cell.
  *     Posting costs the thread nothing.

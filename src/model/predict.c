@@ -5,9 +5,12 @@
  * Which ranks are simulated: every rank, unless every rank has the same
  * rows and k part; then the world is invariant under the rotation by one
  * rank (shm, link: nothing is shared between ranks) or by one host (MPI:
- * the ranks of a host share its NIC), and the representative (rank 0, or
- * host 0's ranks) with every put to another rank delivered to its image
- * is the whole world's round exactly (round.h, docs/model.md). */
+ * the ranks of a host share its NIC), and a representative group (a rank,
+ * a host) with every put to another rank delivered to its image stands
+ * for the world (round.h). Exactly for ag-gemm; gemm-rs and gemm-ar sum in
+ * rank order 0..P-1, which no rotation keeps, so they simulate every rank
+ * up to FULL_PUTS puts and past it the first and the last group, keeping
+ * the slower (docs/model.md, "Which ranks are simulated"). */
 #include <stdlib.h>
 #include <string.h>
 
