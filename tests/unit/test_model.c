@@ -231,6 +231,48 @@ static void mpi_relay_halves_link(void)
           "the baseline is not relayed");
 }
 
+/* 3 hosts x 4 ranks: a relay forwards the tiles of two remote ranks to
+ * three host mates, twice what a comm worker copies to them of its own:
+ * with a fast link and slow copies the relay bounds the round; with a
+ * slow link it is what makes the round fast. */
+static void relay_bound(void)
+{
+    static const int64_t rows[12] = {512, 512, 512, 512, 512, 512,
+                                     512, 512, 512, 512, 512, 512};
+    agmm_model_machine_t m;
+    agmm_model_machine_init(&m);
+    m.transport = AGMM_MODEL_MPI;
+    m.hosts = 3;
+    m.ranks_per_host = 4;
+    m.link_gbps = 400;
+    m.link_latency_us = 5;
+    m.copy_gbs = 0.5;
+    agmm_plan_desc_t d;
+    plan(&d, 12, rows, 4096, 256);
+    d.comm_workers = 1;
+    agmm_model_result_t on, off;
+    m.relay = 1;
+    CHECK(agmm_model_predict(&m, &d, &on) == AGMM_OK, "relay");
+    m.relay = 0;
+    CHECK(agmm_model_predict(&m, &d, &off) == AGMM_OK, "direct");
+    CHECK(on.fused.bound == AGMM_MODEL_BOUND_RELAY, "relay-bound: %s",
+          agmm_model_bound_name(on.fused.bound));
+    CLOSE(on.fused.busy_s[AGMM_MODEL_BOUND_RELAY],
+          2 * 4 * 3 * 128.0 * 4096 * 4 / 0.5e9,
+          "2 sources x 4 tiles x 3 mates");
+    CHECK(on.fused.time_s > off.fused.time_s, "relayed %.6g > direct %.6g",
+          on.fused.time_s, off.fused.time_s);
+    m.link_gbps = 10;
+    m.copy_gbs = 5;
+    CHECK(agmm_model_predict(&m, &d, &off) == AGMM_OK, "direct, slow link");
+    m.relay = 1;
+    CHECK(agmm_model_predict(&m, &d, &on) == AGMM_OK, "relay, slow link");
+    CHECK(off.fused.bound == AGMM_MODEL_BOUND_LINK, "direct: %s",
+          agmm_model_bound_name(off.fused.bound));
+    CHECK(on.fused.time_s < 0.7 * off.fused.time_s, "relayed %.6g, direct %.6g",
+          on.fused.time_s, off.fused.time_s);
+}
+
 /* gemm-rs, 2 ranks on shm, one tile each, no comm worker (one call per
  * block): each rank computes the peer's tile (g), puts it (c), computes
  * its own (g); rank 1 first sums rank 0's partial (red over its columns),
@@ -417,6 +459,7 @@ int main(void)
     link_uneven();
     bounds();
     mpi_relay_halves_link();
+    relay_bound();
     rs_two_ranks();
     symmetry();
     thousand_ranks();
