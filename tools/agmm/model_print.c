@@ -90,6 +90,9 @@ static void print_rate(FILE *out, const char *name, double v, const char *unit,
 {
     if (src == MODEL_SRC_NONE)
         fprintf(out, "%s%s none (the path converts nothing)", sep, name);
+    else if (v == 0) /* convert_gbs 0: the model leaves it out */
+        fprintf(out, "%s%s not modelled (0, %s)", sep, name,
+                model_src_name(src));
     else
         fprintf(out, "%s%s %.3g %s (%s)", sep, name, v, unit,
                 model_src_name(src));
@@ -108,14 +111,14 @@ static void print_rates(FILE *out, const model_report_t *r)
         if (r->info.skipped)
             fprintf(out, "; %d larger row count%s not timed: clamped",
                     r->info.skipped, r->info.skipped == 1 ? "" : "s");
-        fputs("): GEMM GF/s per worker by rows", out);
+        fputs("): GEMM GFLOP/s per worker by rows", out);
     } else if (m->n_rates == 1) {
         fprintf(out,
-                "rates: given, nothing measured here: GEMM %g GF/s per "
+                "rates: given, nothing measured here: GEMM %g GFLOP/s per "
                 "worker at every row count",
                 m->rates[0].gflops);
     } else {
-        fputs("rates: given, nothing measured here: GEMM GF/s per worker by "
+        fputs("rates: given, nothing measured here: GEMM GFLOP/s per worker by "
               "rows",
               out);
     }
