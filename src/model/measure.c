@@ -6,12 +6,11 @@
  *
  *   GEMM   the row counts the plan's rounds call (1, a tile, each shard's
  *          last partial tile, each shard, all M rows, powers of two in
- *          between; at most AGMM_MODEL_MAX_RATES), ascending, over one GEMM
- *          worker's columns (its share of the column blocks); a call whose
- *          predicted time does not fit what is left of the budget over
- *          fewer columns (a large call is compute bound: its rate does not
- *          depend on the columns), and one that does not fit over 64 is not
- *          timed (the model clamps to the largest timed);
+ *          between; at most AGMM_MODEL_MAX_RATES) over one GEMM worker's
+ *          columns (its share of the column blocks), the large ones over
+ *          256 of them when the budget or memory is short (a large call is
+ *          compute bound: its rate hardly depends on the columns); a count
+ *          that does not fit the budget is not timed (sweep());
  *   call   one call of 1 row x 16 columns x 16: the engine's fixed cost,
  *          subtracted from every timed call before its rate is taken;
  *   copy   memcpy of one tile (tile_m rows of A) between two buffers;
@@ -32,9 +31,14 @@
 #include "gemm/engine.h"
 #include "model/measure.h"
 
-enum { MAX_TIMED = 5, MIN_COLS = 64 };
-/* Largest A, C or weight buffer a measurement allocates. */
-#define BUF_CAP ((double)(256u << 20))
+/* THIN_COLS: the columns large calls are timed over (as the path choice's
+ * probe: 256). */
+enum { MAX_TIMED = 5, MIN_COLS = 64, THIN_COLS = 256 };
+/* Largest A, C or weight buffer a measurement allocates; the wide
+ * weight's calls keep their A and C within WIDE_CAP (larger ones go to the
+ * thin weight). */
+#define BUF_CAP  ((double)(64u << 20))
+#define WIDE_CAP ((double)(16u << 20))
 
 /* ------------------------------------------------------------ a GEMM */
 
@@ -302,59 +306,88 @@ static agmm_status_t choose_path(const agmm_gemm_engine_t *e,
 
 /* ------------------------------------------------------------ the sweep */
 
-/* Times rows[0..n-1] (ascending) into m->rates, in groups of one
- * prepared weight each (counts within 8x of the group's first): over
- * `cols` columns while two calls (untimed, timed) fit the count's share of
- * the time left at the last rate measured (an overestimate: rates grow
- * with rows), else over fewer (a multiple of 64, at least 64); a count
- * that does not fit over 64 columns ends the sweep. */
+/* One count timed on b: the best call less the engine's fixed cost (at
+ * most half of it), as a rate in flop/s. */
+static agmm_status_t time_rate(gemm_bench_t *b, int64_t rows, double call_s,
+                               double until, double *rate)
+{
+    double s = 0;
+    AGMM_CHECK(bench_time(b, rows, until, &s));
+    double work = s - call_s > 0.5 * s ? s - call_s : 0.5 * s;
+    *rate = flops(rows, b->k, b->cols) / work;
+    return AGMM_OK;
+}
+
+/* Times rows[0..n-1] (ascending) into m->rates. Two prepared weights: the
+ * worker's `cols` columns, and (when wider) a thin one of 256. The
+ * smallest count on the wide one gives the weight's streaming time t1,
+ * the largest on the thin one the compute rate R; a count is then timed on
+ * the wide weight when two calls of the predicted t1 + flops / R fit its
+ * share of the time left, else on the thin one when they fit there (a
+ * large call is compute bound: its rate hardly depends on the columns),
+ * else not at all (the model interpolates, or clamps to the largest
+ * timed). */
 static agmm_status_t sweep(agmm_model_machine_t *m, const agmm_gemm_engine_t *e,
                            const agmm_gemm_attr_t *attr, int64_t k,
                            int64_t cols, const int64_t *rows, int n,
                            double deadline, agmm_model_measure_info_t *info)
 {
-    double call_s = m->call_us * 1e-6, rate = 0; /* the last, flop/s */
-    int64_t least = AGMM_MIN(cols, (int64_t)MIN_COLS);
-    int i = 0;
+    double call_s = m->call_us * 1e-6, rate[AGMM_MODEL_MAX_RATES] = {0};
+    int64_t thin = AGMM_MIN(cols, (int64_t)THIN_COLS);
+    /* The counts whose A and C fit each (one weight when it is thin). */
+    double wide_cap = thin == cols ? BUF_CAP : WIDE_CAP;
+    int nw = 0, nt = 0;
+    while (nw < n &&
+           (double)rows[nw] * (double)AGMM_MAX(cols, k) * 4 <= wide_cap)
+        nw++;
+    while (thin < cols && nt < n &&
+           (double)rows[nt] * (double)thin * 4 <= BUF_CAP)
+        nt++;
+    gemm_bench_t wide = {0}, narrow = {0};
+    agmm_status_t st = AGMM_OK;
+    double t1 = 0, peak = 0;
+    if (nw > 0) st = bench_open(&wide, e, attr, k, cols, rows, nw);
+    if (st == AGMM_OK && nw > 0) {
+        st = time_rate(&wide, rows[0], call_s,
+                       agmm_now() + (deadline - agmm_now()) / n, &rate[0]);
+        t1 = flops(rows[0], k, cols) / rate[0] + call_s;
+        peak = rate[0];
+    }
+    if (st == AGMM_OK && nt > 0)
+        st = bench_open(&narrow, e, attr, k, thin, rows, nt);
+    if (st == AGMM_OK && nt > 0 && (nw == 0 || nt - 1 > 0)) {
+        st = time_rate(&narrow, rows[nt - 1], call_s,
+                       agmm_now() + (deadline - agmm_now()) / n, &rate[nt - 1]);
+        peak = AGMM_MAX(peak, rate[nt - 1]);
+    }
+    for (int i = 0; i < n && st == AGMM_OK; i++) {
+        if (rate[i] > 0) continue; /* timed above */
+        double now = agmm_now(), share = (deadline - now) / (n - i);
+        double wide_s = t1 + flops(rows[i], k, cols) / peak;
+        double thin_s =
+            t1 * (double)thin / (double)cols + flops(rows[i], k, thin) / peak;
+        if (i < nw && peak > 0 && 2 * wide_s <= share)
+            st = time_rate(&wide, rows[i], call_s, now + share, &rate[i]);
+        else if (i < nt && peak > 0 && 2 * thin_s <= share)
+            st = time_rate(&narrow, rows[i], call_s, now + share, &rate[i]);
+    }
+    if (nw > 0 && wide.prep)
+        snprintf(info->impl, sizeof info->impl, "%s", e->impl(wide.prep));
+    bench_close(&wide);
+    bench_close(&narrow);
+    AGMM_CHECK(st);
     m->n_rates = 0;
     info->min_cols = cols;
-    while (i < n) {
-        int64_t c = cols;
-        double share = (deadline - agmm_now()) / (n - i);
-        /* C of the group's first count within the buffer cap */
-        while (c > least && (double)rows[i] * (double)c * 4 > BUF_CAP)
-            c = AGMM_MAX(least, c / 2 / MIN_COLS * MIN_COLS);
-        if (rate > 0) {
-            double per_col = 2 * flops(rows[i], k, 1) / rate;
-            if (per_col * (double)c > share)
-                c = AGMM_MAX(least,
-                             (int64_t)(share / per_col) / MIN_COLS * MIN_COLS);
-            if (per_col * (double)c > share) break;
+    for (int i = 0; i < n; i++) {
+        if (!(rate[i] > 0)) {
+            info->skipped++;
+            continue;
         }
-        int j = i + 1;
-        while (j < n && rows[j] <= 8 * rows[i] &&
-               (double)rows[j] * (double)c * 4 <= BUF_CAP &&
-               (rate <= 0 || 2 * flops(rows[j], k, c) / rate <= share))
-            j++;
-        gemm_bench_t b;
-        AGMM_CHECK(bench_open(&b, e, attr, k, c, rows + i, j - i));
-        agmm_status_t st = AGMM_OK;
-        for (; i < j && st == AGMM_OK; i++) {
-            /* Repeats while within this count's share of what is left. */
-            double s = 0, now = agmm_now();
-            st = bench_time(&b, rows[i], now + (deadline - now) / (n - i), &s);
-            double work = s - call_s > 0.5 * s ? s - call_s : 0.5 * s;
-            rate = flops(rows[i], k, c) / work;
-            m->rates[m->n_rates].rows = rows[i];
-            m->rates[m->n_rates].gflops = rate * 1e-9;
-            m->n_rates++;
-            info->min_cols = AGMM_MIN(info->min_cols, c);
-            snprintf(info->impl, sizeof info->impl, "%s", e->impl(b.prep));
-        }
-        bench_close(&b);
-        AGMM_CHECK(st);
+        m->rates[m->n_rates].rows = rows[i];
+        m->rates[m->n_rates].gflops = rate[i] * 1e-9;
+        m->n_rates++;
+        if (i >= nw || (i > 0 && nt > 0 && i == nt - 1)) info->min_cols = thin;
     }
-    info->skipped += n - i;
     return AGMM_OK;
 }
 

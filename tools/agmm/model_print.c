@@ -28,7 +28,6 @@ const char *model_src_name(model_src_t s)
 
 static const char *path_word(const agmm_plan_desc_t *d)
 {
-    if (d->dtype == AGMM_DTYPE_FP32) return "fp32";
     return d->gemm_path == AGMM_GEMM_PATH_NATIVE ? "native" : "via fp32";
 }
 
@@ -77,9 +76,14 @@ static void print_machine(FILE *out, const model_report_t *r)
             cli->tile_m, cli->tile_n, agmm_dtype_name(cli->dtype),
             agmm_dtype_name(cli->out_dtype), r->desc.comm_workers,
             r->desc.gemm_workers);
-    fprintf(out, "gemm: %s, %s %s (%s)",
-            agmm_gemm_engine_name(r->desc.gemm_engine),
-            agmm_dtype_name(r->desc.dtype), path_word(&r->desc), r->path_by);
+    if (r->desc.dtype == AGMM_DTYPE_FP32)
+        fprintf(out, "gemm: %s, fp32 (%s)",
+                agmm_gemm_engine_name(r->desc.gemm_engine), r->path_by);
+    else
+        fprintf(out, "gemm: %s, %s %s (%s)",
+                agmm_gemm_engine_name(r->desc.gemm_engine),
+                agmm_dtype_name(r->desc.dtype), path_word(&r->desc),
+                r->path_by);
     if (r->measured && r->info.impl[0]) fprintf(out, ", %s", r->info.impl);
     fputc('\n', out);
 }
@@ -109,7 +113,9 @@ static void print_rates(FILE *out, const model_report_t *r)
         if (r->info.min_cols < r->info.cols)
             fprintf(out, ", large calls over %" PRId64, r->info.min_cols);
         if (r->info.skipped)
-            fprintf(out, "; %d larger row count%s not timed: clamped",
+            fprintf(out,
+                    "; %d row count%s not timed: interpolated, or clamped "
+                    "above",
                     r->info.skipped, r->info.skipped == 1 ? "" : "s");
         fputs("): GEMM GFLOP/s per worker by rows", out);
     } else if (m->n_rates == 1) {
