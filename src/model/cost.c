@@ -15,7 +15,8 @@ double mdl_rate(const agmm_model_machine_t *m, int64_t rows)
     if (rows <= r[0].rows) return r[0].gflops;
     if (rows >= r[n - 1].rows) return r[n - 1].gflops;
     int i = 1;
-    while (r[i].rows < rows) i++;
+    while (r[i].rows < rows)
+        i++;
     double x = log((double)rows), x0 = log((double)r[i - 1].rows),
            x1 = log((double)r[i].rows);
     double f = (x - x0) / (x1 - x0);
@@ -72,7 +73,8 @@ static void build_share(mdl_layout_t *L, int g, const int64_t *ncols, int nw)
 {
     mdl_share_t *s = &L->share[g];
     int64_t tn = L->d->tile_n, blocks = 0;
-    for (int i = 0; i < nw; i++) blocks += (ncols[i] + tn - 1) / tn;
+    for (int i = 0; i < nw; i++)
+        blocks += (ncols[i] + tn - 1) / tn;
     int64_t gc = blocks < L->G ? blocks : L->G;
     int gr = (int)(L->G / gc);
     memset(s, 0, sizeof *s);
@@ -124,17 +126,20 @@ agmm_status_t mdl_layout_build(const agmm_model_machine_t *m,
         L->row_off[r] = L->M;
         L->M += L->rows[r];
         if (L->tiles[r] > L->tmax) L->tmax = L->tiles[r];
-        L->kpart[r] = rs ? (d->k_local ? d->k_local[r]
-                                       : agmm_k_split(d->k, P, r))
-                         : d->k;
+        L->kpart[r] =
+            rs ? (d->k_local ? d->k_local[r] : agmm_k_split(d->k, P, r)) : d->k;
         if (L->rows[r] != L->rows[0] || L->kpart[r] != L->kpart[0])
             L->uniform = 0;
     }
     int64_t one = d->n;
     const int64_t *ncols = d->n_list ? d->n_list : &one;
     int nw = d->n_list ? d->n_weights : 1;
-    for (int i = 0; i < nw; i++) L->n_tot += ncols[i];
-    for (int g = 0; g < L->G; g++) build_share(L, g, ncols, nw);
+    for (int i = 0; i < nw; i++)
+        L->n_tot += ncols[i];
+    for (int g = 0; g < L->G; g++) {
+        build_share(L, g, ncols, nw);
+        L->ngroups += L->share[g].busy && L->share[g].rg == 0;
+    }
     double es = (double)agmm_dtype_size(d->dtype);
     L->row_bytes = es * (double)d->k;
     L->out_row_bytes = 4.0 * (double)L->n_tot;

@@ -84,11 +84,12 @@ agmm_status_t agmm_model_check(const agmm_model_machine_t *m,
                               i, (long long)m->rates[i].rows,
                               m->rates[i].gflops);
         if (i > 0 && m->rates[i].rows <= m->rates[i - 1].rows)
-            return agmm_error(AGMM_ERR_INVALID_ARG,
-                              "model: rates[%d].rows = %lld after %lld (allowed "
-                              "strictly increasing rows)",
-                              i, (long long)m->rates[i].rows,
-                              (long long)m->rates[i - 1].rows);
+            return agmm_error(
+                AGMM_ERR_INVALID_ARG,
+                "model: rates[%d].rows = %lld after %lld (allowed "
+                "strictly increasing rows)",
+                i, (long long)m->rates[i].rows,
+                (long long)m->rates[i - 1].rows);
     }
     struct {
         const char *name;
@@ -109,8 +110,8 @@ agmm_status_t agmm_model_check(const agmm_model_machine_t *m,
         int ok = f[i].positive ? finite_positive(f[i].v)
                                : finite_at_least(f[i].v, 0);
         if (!ok)
-            return agmm_error(AGMM_ERR_INVALID_ARG, "model: %s = %g (allowed %s)",
-                              f[i].name, f[i].v,
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "model: %s = %g (allowed %s)", f[i].name, f[i].v,
                               f[i].positive ? "> 0" : ">= 0");
     }
     int link = m->transport == AGMM_MODEL_LINK ||
@@ -119,8 +120,8 @@ agmm_status_t agmm_model_check(const agmm_model_machine_t *m,
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "model: link_gbps = %g with transport %s on %d "
                           "host(s) (allowed > 0: the link is used)",
-                          m->link_gbps,
-                          agmm_model_transport_name(m->transport), m->hosts);
+                          m->link_gbps, agmm_model_transport_name(m->transport),
+                          m->hosts);
     if (m->relay != 0 && m->relay != 1)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "model: relay = %d (allowed 0 or 1)", m->relay);
@@ -138,9 +139,12 @@ const char *agmm_model_bound_name(agmm_model_bound_t b)
 const char *agmm_model_transport_name(agmm_model_transport_t t)
 {
     switch (t) {
-    case AGMM_MODEL_SHM: return "shm";
-    case AGMM_MODEL_LINK: return "link";
-    case AGMM_MODEL_MPI: return "mpi";
+    case AGMM_MODEL_SHM:
+        return "shm";
+    case AGMM_MODEL_LINK:
+        return "link";
+    case AGMM_MODEL_MPI:
+        return "mpi";
     }
     return "invalid";
 }

@@ -13,11 +13,11 @@
 /* One GEMM worker's columns: `cols` in `nseg` weight segments (one engine
  * call each per block of rows), and its row group (`rg` of `gr`). */
 typedef struct mdl_share {
-    int busy;       /* 0: this worker has no column block (idle) */
-    int64_t cols;   /* columns over every weight */
-    int nseg;       /* weight segments (calls per block of rows) */
+    int busy;     /* 0: this worker has no column block (idle) */
+    int64_t cols; /* columns over every weight */
+    int nseg;     /* weight segments (calls per block of rows) */
     int64_t seg_cols[AGMM_MAX_WEIGHTS];
-    int rg, gr;     /* row group of the worker, row groups */
+    int rg, gr; /* row group of the worker, row groups */
 } mdl_share_t;
 
 typedef struct mdl_layout {
@@ -35,15 +35,24 @@ typedef struct mdl_layout {
     double row_bytes;     /* ag-gemm: one row of A in its dtype */
     double out_row_bytes; /* gemm-rs/ar: one fp32 row of C (n columns) */
     int G, C;             /* GEMM and comm workers per rank */
+    int ngroups;          /* column groups (workers with columns / gr) */
     int cheap_calls;      /* oneDNN: a call per tile costs no weight pack */
-    int converts;         /* rows converted before the GEMM (16-bit, f32 path) */
-    int uniform;          /* every rank has the same rows (and k part) */
-    mdl_share_t *share;   /* [G] */
+    int converts;       /* rows converted before the GEMM (16-bit, f32 path) */
+    int uniform;        /* every rank has the same rows (and k part) */
+    mdl_share_t *share; /* [G] */
 } mdl_layout_t;
 
 agmm_status_t mdl_layout_build(const agmm_model_machine_t *m,
                                const agmm_plan_desc_t *d, mdl_layout_t *L);
 void mdl_layout_free(mdl_layout_t *L);
+
+/* agmm_model_predict choosing how: MDL_AUTO (what it does), MDL_FULL
+ * (every rank simulated) or MDL_FAST (the symmetric fast path wherever
+ * every rank has the same rows and k part); the unit test compares them. */
+enum { MDL_AUTO = 0, MDL_FULL = 1, MDL_FAST = 2 };
+agmm_status_t mdl_predict(const agmm_model_machine_t *m,
+                          const agmm_plan_desc_t *d, int mode,
+                          agmm_model_result_t *out);
 
 /* Rows of tile t of rank r (the last may be short; 0 beyond). */
 int64_t mdl_tile_rows(const mdl_layout_t *L, int r, int64_t t);
