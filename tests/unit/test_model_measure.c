@@ -45,8 +45,8 @@ static void test_rows(void)
     int n = 0, over = -1;
     CHECK(agmm_model_measure_rows(&d, 1 << 20, v, &n, &over) == 0, "rows");
     CHECK(sorted(v, n) && n <= AGMM_MODEL_MAX_RATES, "sorted, n %d", n);
-    CHECK(has(v, n, 1) && has(v, n, 128) && has(v, n, 337) &&
-              has(v, n, 300) && has(v, n, 44) && has(v, n, 37),
+    CHECK(has(v, n, 1) && has(v, n, 128) && has(v, n, 337) && has(v, n, 300) &&
+              has(v, n, 44) && has(v, n, 37),
           "1, a tile, M, the shards, the partial tile (n %d)", n);
     CHECK(has(v, n, 64) && has(v, n, 256) && over == 0,
           "powers of two between; nothing over the cap (%d)", over);
