@@ -70,6 +70,20 @@ static void push_net(mdl_round_t *x, double t, int type, const msg_t *m,
     if (sim_push_key(&x->sim, t, key, type, 0, id)) x->oom = 1;
 }
 
+/* What the sending thread has spent most on so far (its GEMM, copies,
+ * sums, message posts): a put it posts late is late because of that. */
+static int sender_cause(const thr_t *th, double *most)
+{
+    int cause = AGMM_MODEL_BOUND_GEMM;
+    *most = th->gemm_s;
+    for (int k = AGMM_MODEL_BOUND_COPY; k <= AGMM_MODEL_BOUND_OVERHEAD; k++)
+        if (th->busy[k] > *most) {
+            *most = th->busy[k];
+            cause = k;
+        }
+    return cause;
+}
+
 void mdl_net_put(mdl_round_t *x, thr_t *th, const act_t *a)
 {
     const mdl_layout_t *L = x->L;
@@ -85,10 +99,10 @@ void mdl_net_put(mdl_round_t *x, thr_t *th, const act_t *a)
     int same_host = th->rank / L->R == a->q / L->R;
     if (m->transport == AGMM_MODEL_SHM ||
         (m->transport == AGMM_MODEL_MPI && same_host)) {
-        double d = mdl_copy_s(L, a->bytes);
+        double d = mdl_copy_s(L, a->bytes), most;
         th->busy[AGMM_MODEL_BOUND_COPY] += d;
         th->clock += d;
-        if (sim_push(&x->sim, th->clock, MDL_EV_RAISE, AGMM_MODEL_BOUND_COPY,
+        if (sim_push(&x->sim, th->clock, MDL_EV_RAISE, sender_cause(th, &most),
                      cell))
             x->oom = 1;
         return;
@@ -101,7 +115,11 @@ void mdl_net_put(mdl_round_t *x, thr_t *th, const act_t *a)
                  mdl_wire_s(L, a->bytes),
                  a->forward,
                  AGMM_MODEL_BOUND_LINK,
-                 ((a->q / L->R - th->rank / L->R) % H + H) % H};
+                 ((a->q / L->R - th->rank / L->R) % H + H) % H,
+                 x->sim.now,
+                 0,
+                 0};
+    msg.pre_cause = sender_cause(th, &msg.pre);
     int64_t id = new_msg(x, &msg);
     if (id < 0) return;
     th->outstanding++;
@@ -129,10 +147,12 @@ static void forward(mdl_round_t *x, const msg_t *msg)
     for (int p = h * R; p < (h + 1) * R; p++) {
         if (p == msg->q) continue;
         t += d;
-        /* Blamed on the relay when it held the tile longer than the link. */
-        int cause = t - t0 > msg->ser + x->L->m->link_latency_us * 1e-6
-                        ? AGMM_MODEL_BOUND_RELAY
-                        : AGMM_MODEL_BOUND_LINK;
+        /* Blamed on the longest of: the sender's work before the post,
+         * the link, the relay's queue and copies. */
+        int cause = t - t0 > t0 - msg->post ? AGMM_MODEL_BOUND_RELAY
+                                            : AGMM_MODEL_BOUND_LINK;
+        if (msg->pre > t - t0 && msg->pre > t0 - msg->post)
+            cause = msg->pre_cause;
         push(x, t, MDL_EV_RAISE, cause, mdl_cell(x, p, 0, 0, 0) + off);
     }
 }
@@ -151,6 +171,7 @@ int mdl_net_event(mdl_round_t *x, const sim_ev_t *e)
         double queued = start - x->sim.now;
         msg->cause = queued + d > msg->ser ? AGMM_MODEL_BOUND_COPY
                                            : AGMM_MODEL_BOUND_LINK;
+        if (msg->pre > start + d - msg->post) msg->cause = msg->pre_cause;
         push(x, start + d, EV_DELIVERED, 0, e->b);
         break;
     }
@@ -172,9 +193,11 @@ int mdl_net_event(mdl_round_t *x, const sim_ev_t *e)
         break;
     }
     case EV_ARRIVE:
-        mdl_raise(x, msg->cell, AGMM_MODEL_BOUND_LINK);
+        msg->cause = msg->pre > x->sim.now - msg->post ? msg->pre_cause
+                                                       : AGMM_MODEL_BOUND_LINK;
+        mdl_raise(x, msg->cell, msg->cause);
         if (msg->forward) forward(x, msg);
-        mdl_put_done(x, msg->th, AGMM_MODEL_BOUND_LINK);
+        mdl_put_done(x, msg->th, msg->cause);
         break;
     }
     return 1;

@@ -81,6 +81,9 @@ typedef struct msg {
     int forward;
     int cause; /* what held it longest (link: wire or delivery) */
     int dist;  /* (receiving host - sending host) mod hosts, of the real put */
+    double post;   /* when it was posted */
+    double pre;    /* the sender's largest kind of work by then ... */
+    int pre_cause; /* ... and its kind (what a late post is blamed on) */
 } msg_t;
 
 typedef struct mdl_round mdl_round_t;

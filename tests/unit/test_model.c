@@ -131,6 +131,59 @@ static void link_two_ranks(void)
     CLOSE(r.ratio, r.fused.time_s / r.baseline.time_s, "ratio");
 }
 
+/* Uneven rows (every rank simulated): rank 1 (128 rows) waits for rank
+ * 0's four tiles, rank 0 for one; rank 1 is the slowest. */
+static void link_uneven(void)
+{
+    static const int64_t rows[2] = {512, 128};
+    agmm_model_machine_t m;
+    flat_machine(&m, 40);
+    m.transport = AGMM_MODEL_LINK;
+    m.ranks_per_host = 2;
+    m.link_gbps = 2.0;
+    m.link_latency_us = 20;
+    m.copy_gbs = 1000;
+    agmm_plan_desc_t d;
+    plan(&d, 2, rows, 1024, 64);
+    d.comm_workers = 1;
+    agmm_model_result_t r;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
+    double tile = 128.0 * 1024 * 4, ser = tile * 8 / 2e9, lat = 20e-6;
+    double cp = tile / 1e12, over = 11e-6, g = gemm_s(3, 128, 64, 1024, 40);
+    CLOSE(r.fused.time_s, 4 * ser + lat + cp + g + over, "uneven fused");
+    CLOSE(r.last_arrival_s, 4 * ser + lat + cp, "rank 1's last tile");
+    CLOSE(r.baseline.time_s,
+          4 * ser + lat + 4 * cp + gemm_s(3, 640, 64, 1024, 40) + over,
+          "uneven baseline");
+}
+
+/* What bounds: slow copies on shm, a round all overhead. */
+static void bounds(void)
+{
+    static const int64_t rows[4] = {512, 512, 512, 512};
+    agmm_model_machine_t m;
+    flat_machine(&m, 40);
+    m.ranks_per_host = 4;
+    m.copy_gbs = 0.2;
+    agmm_plan_desc_t d;
+    plan(&d, 4, rows, 4096, 256);
+    d.comm_workers = 1;
+    agmm_model_result_t r;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
+    CHECK(r.fused.bound == AGMM_MODEL_BOUND_COPY, "slow copies: %s",
+          agmm_model_bound_name(r.fused.bound));
+    CHECK(r.baseline.bound == AGMM_MODEL_BOUND_COPY, "baseline too: %s",
+          agmm_model_bound_name(r.baseline.bound));
+    static const int64_t one[2] = {1, 1};
+    flat_machine(&m, 40);
+    m.ranks_per_host = 2;
+    m.round_us = 2000;
+    plan(&d, 2, one, 64, 64);
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
+    CHECK(r.fused.bound == AGMM_MODEL_BOUND_OVERHEAD, "overhead: %s",
+          agmm_model_bound_name(r.fused.bound));
+}
+
 /* 2 hosts x 2 ranks over MPI: each host's NIC sends every tile of its two
  * ranks to two remote ranks, or, relayed, to one (the relay copies it on
  * to its host mate): the link carries half the bytes. */
@@ -313,6 +366,8 @@ int main(void)
     rate_interpolation();
     shm_two_ranks();
     link_two_ranks();
+    link_uneven();
+    bounds();
     mpi_relay_halves_link();
     rs_two_ranks();
     symmetry();
