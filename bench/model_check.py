@@ -176,13 +176,18 @@ def predict(o, c, b):
                  f"{o.netns_gbit:g}", "--link-latency-us",
                  f"{o.netns_latency_us:g}"]
     elif c.link:
-        where = ["--transport", "link", *link_options(c)]
+        where = ["--transport", "link", "--hosts", "1", "--ranks-per-host",
+                 str(c.ranks), *link_options(c)]
     else:
         where = ["--transport", "shm", "--hosts", "1", "--ranks-per-host",
                  str(c.ranks)]
     opts = bench_common.machine_options(meas["machine"], meas["rates"], slow)
-    d = bench_common.run_json([o.agmm, "model", *prob, *where, *opts,
-                               "--json"], "model_check.py")
+    cmd = [o.agmm, "model", *prob, *where, *opts, "--json"]
+    d = bench_common.run_json(cmd, "model_check.py")
+    if d.get("rates_measured"):
+        print("model_check.py: agmm model measured this host although rates "
+              "were given: " + " ".join(cmd), file=sys.stderr)
+        raise SystemExit(1)
     return d, meas, slow
 
 
@@ -348,9 +353,13 @@ def main(argv):
     load0 = os.getloadavg()[0]
     when = datetime.datetime.now(datetime.timezone.utc)
     rows = []
-    for c in configs(o):
-        if c.part not in o.parts or (c.part == "c" and "c" in o.skipped):
+    todo = [c for c in configs(o) if c.part in o.parts]
+    for i, c in enumerate(todo):
+        if c.part == "c" and "c" in o.skipped:
             continue
+        print(f"model_check.py: [{i + 1}/{len(todo)}] {c.part} {c.op} "
+              f"{c.ranks} ranks {c.where()} {'x'.join(map(str, c.shape))}",
+              file=sys.stderr, flush=True)
         r = row(o, c)
         if r is not None:
             rows.append(r)
