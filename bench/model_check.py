@@ -266,7 +266,7 @@ def markdown(res):
         m, p, e = r["measured"], r["predicted"], r["error"]
         lines.append(
             f"| {r['part']} | {r['op']} | {r['ranks']} | {r['where']} | "
-            f"{r['m_local']} x {r['k']} x {r['n']} | {r['slowdown']:.2g} | "
+            f"{r['m_local']} x {r['k']} x {r['n']} | {r['slowdown']:.3g} | "
             f"{m['fused_ms']:.3f} | {p['fused_ms']:.3f} | "
             f"{pct(e['fused'])} | {m['baseline_ms']:.3f} | "
             f"{p['baseline_ms']:.3f} | {pct(e['baseline'])} | "
