@@ -74,7 +74,8 @@ def machine_options(machine, rates, slow=1.0):
            ",".join(f"{int(r)}:{g / slow:.6g}" for r, g in rates)]
     for key in MACHINE_KEYS:
         v = machine.get(key)
-        if isinstance(v, (int, float)):
+        # convert_gbs 0: nothing converted (agmm refuses the option then)
+        if isinstance(v, (int, float)) and (v or key != "convert_gbs"):
             v = v * slow if key.endswith("_us") else v / slow
             out += ["--" + key.replace("_", "-"), f"{v:.6g}"]
     return out

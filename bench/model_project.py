@@ -173,10 +173,10 @@ def run(o, op, shape, m, p, r, h, g, relay):
            "--comm-cores", str(o.comm_cores), "--gemm-cores",
            str(o.gemm_cores), "--transport", "mpi", "--hosts", str(h),
            "--ranks-per-host", str(r), "--relay",
-           "off" if relay == 0 else "on",
-           # one host: no link is used; the model is given one all the same
-           "--link-gbps", f"{g if g else o.gbps[0]:g}", "--link-latency-us",
-           f"{o.link_latency_us:g}", *machine(o, op, m), "--json"]
+           "off" if relay == 0 else "on", *machine(o, op, m), "--json"]
+    if g:  # one host has no link between hosts
+        cmd[-1:-1] = ["--link-gbps", f"{g:g}", "--link-latency-us",
+                      f"{o.link_latency_us:g}"]
     t0 = time.monotonic()
     d = bench_common.run_json(cmd, "model_project.py")
     took = time.monotonic() - t0
