@@ -74,8 +74,8 @@ typedef struct agmm_model_machine {
     int n_rates;
     agmm_model_rate_t rates[AGMM_MODEL_MAX_RATES];
     double call_us; /* per engine call, >= 0 */
-    /* Memory rates on one host, bytes/s: a copy by one thread into a peer's
-     * window (a put on shm, a forward by a relay); the fp32 sum of one
+    /* Memory rates on one host, GB/s (1e9 bytes/s): a copy by one thread into a
+     * peer's window (a put on shm, a forward by a relay); the fp32 sum of one
      * partial into C (gemm-rs, gemm-ar), per byte of partial read; the
      * dtype conversion of gathered rows (0: none needed). */
     double copy_gbs;
@@ -108,7 +108,7 @@ typedef struct agmm_model_sched {
     double time_s;            /* the round, slowest rank */
     agmm_model_bound_t bound; /* what its critical path waited for most */
     double gemm_s;            /* GEMM (and its calls) of the slowest rank */
-    double comm_s;   /* the communication alone, as if no GEMM ran */
+    double comm_s;            /* the communication alone, as if no GEMM ran */
     double exposed_s; /* time the GEMM workers waited (time_s - gemm_s) */
     /* Busy time of the most loaded resource of each kind (a link, a relay,
      * a copying thread, a reducer), indexed by agmm_model_bound_t. */
@@ -139,8 +139,7 @@ agmm_status_t agmm_model_predict(const agmm_model_machine_t *m,
  * host, in about `budget_s` seconds (<= 0: 1 s); the rest of m is left as
  * given. Local: no world, no ranks. */
 agmm_status_t agmm_model_measure(agmm_model_machine_t *m,
-                                 const agmm_plan_desc_t *desc,
-                                 double budget_s);
+                                 const agmm_plan_desc_t *desc, double budget_s);
 
 const char *agmm_model_bound_name(agmm_model_bound_t b);
 const char *agmm_model_transport_name(agmm_model_transport_t t);

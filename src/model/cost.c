@@ -1,0 +1,157 @@
+/* The model's layout of a plan (rows, tiles, k parts, worker shares: what
+ * ops/common/schedule.c and the plan compute) and the cost of one step (a
+ * GEMM call, a copy, a wire) from the machine description (model.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "model/model.h"
+
+double mdl_rate(const agmm_model_machine_t *m, int64_t rows)
+{
+    const agmm_model_rate_t *r = m->rates;
+    int n = m->n_rates;
+    if (rows <= r[0].rows) return r[0].gflops;
+    if (rows >= r[n - 1].rows) return r[n - 1].gflops;
+    int i = 1;
+    while (r[i].rows < rows)
+        i++;
+    double x = log((double)rows), x0 = log((double)r[i - 1].rows),
+           x1 = log((double)r[i].rows);
+    double f = (x - x0) / (x1 - x0);
+    return r[i - 1].gflops + f * (r[i].gflops - r[i - 1].gflops);
+}
+
+double mdl_gemm_s(const mdl_layout_t *L, const mdl_share_t *s, int64_t rows,
+                  int64_t k)
+{
+    if (rows <= 0 || !s->busy) return 0;
+    double rate = mdl_rate(L->m, rows) * 1e9, t = 0;
+    for (int i = 0; i < s->nseg; i++)
+        t += L->m->call_us * 1e-6 +
+             2.0 * (double)rows * (double)s->seg_cols[i] * (double)k / rate;
+    return t;
+}
+
+double mdl_copy_s(const mdl_layout_t *L, double bytes)
+{
+    return bytes / (L->m->copy_gbs * 1e9);
+}
+
+double mdl_convert_s(const mdl_layout_t *L, double bytes)
+{
+    return L->converts ? bytes / (L->m->convert_gbs * 1e9) : 0;
+}
+
+double mdl_reduce_s(const mdl_layout_t *L, double bytes)
+{
+    return bytes / (L->m->reduce_gbs * 1e9);
+}
+
+double mdl_wire_s(const mdl_layout_t *L, double bytes)
+{
+    return L->m->link_gbps > 0 ? bytes * 8.0 / (L->m->link_gbps * 1e9) : 0;
+}
+
+double mdl_round_s(const mdl_layout_t *L)
+{
+    return (L->m->round_us + L->m->peer_us * (L->P - 1)) * 1e-6;
+}
+
+int64_t mdl_tile_rows(const mdl_layout_t *L, int r, int64_t t)
+{
+    int64_t tm = L->d->tile_m, rows = L->rows[r] - t * tm;
+    return rows < 0 ? 0 : rows < tm ? rows : tm;
+}
+
+/* Worker g's columns as agmm_worker_share splits the column blocks: gc
+ * column groups (at most the blocks), G / gc row groups, workers beyond
+ * gc * (G / gc) idle; each weight is its own whole blocks of tile_n
+ * (docs/design.md, "Several weights"). */
+static void build_share(mdl_layout_t *L, int g, const int64_t *ncols, int nw)
+{
+    mdl_share_t *s = &L->share[g];
+    int64_t tn = L->d->tile_n, blocks = 0;
+    for (int i = 0; i < nw; i++)
+        blocks += (ncols[i] + tn - 1) / tn;
+    int64_t gc = blocks < L->G ? blocks : L->G;
+    int gr = (int)(L->G / gc);
+    memset(s, 0, sizeof *s);
+    if (g >= gr * gc) return;
+    int64_t cg = g % gc, j0 = cg * blocks / gc, j1 = (cg + 1) * blocks / gc;
+    s->busy = 1;
+    s->rg = (int)(g / gc);
+    s->gr = gr;
+    int64_t b0 = 0; /* first block of weight i */
+    for (int i = 0; i < nw; i++) {
+        int64_t nb = (ncols[i] + tn - 1) / tn;
+        int64_t lo = j0 > b0 ? j0 : b0, hi = j1 < b0 + nb ? j1 : b0 + nb;
+        if (lo < hi) {
+            int64_t c0 = (lo - b0) * tn, c1 = (hi - b0) * tn;
+            if (c1 > ncols[i]) c1 = ncols[i];
+            s->seg_cols[s->nseg++] = c1 - c0;
+            s->cols += c1 - c0;
+        }
+        b0 += nb;
+    }
+}
+
+agmm_status_t mdl_layout_build(const agmm_model_machine_t *m,
+                               const agmm_plan_desc_t *d, mdl_layout_t *L)
+{
+    memset(L, 0, sizeof *L);
+    L->m = m;
+    L->d = d;
+    L->P = d->nranks;
+    L->R = m->ranks_per_host;
+    L->G = d->gemm_workers;
+    L->C = d->comm_workers;
+    int P = L->P;
+    L->rows = calloc((size_t)P * 4, sizeof(int64_t));
+    L->share = calloc((size_t)L->G, sizeof(mdl_share_t));
+    if (!L->rows || !L->share) {
+        mdl_layout_free(L);
+        return agmm_error(AGMM_ERR_NO_MEMORY, "model: out of memory (%d ranks)",
+                          P);
+    }
+    L->tiles = L->rows + P;
+    L->row_off = L->rows + 2 * P;
+    L->kpart = L->rows + 3 * P;
+    int rs = d->op != AGMM_OP_AG_GEMM;
+    L->uniform = 1;
+    for (int r = 0; r < P; r++) {
+        L->rows[r] = d->m_local[r];
+        L->tiles[r] = (L->rows[r] + d->tile_m - 1) / d->tile_m;
+        L->row_off[r] = L->M;
+        L->M += L->rows[r];
+        if (L->tiles[r] > L->tmax) L->tmax = L->tiles[r];
+        L->kpart[r] =
+            rs ? (d->k_local ? d->k_local[r] : agmm_k_split(d->k, P, r)) : d->k;
+        if (L->rows[r] != L->rows[0] || L->kpart[r] != L->kpart[0])
+            L->uniform = 0;
+    }
+    int64_t one = d->n;
+    const int64_t *ncols = d->n_list ? d->n_list : &one;
+    int nw = d->n_list ? d->n_weights : 1;
+    for (int i = 0; i < nw; i++)
+        L->n_tot += ncols[i];
+    for (int g = 0; g < L->G; g++) {
+        build_share(L, g, ncols, nw);
+        L->ngroups += L->share[g].busy && L->share[g].rg == 0;
+    }
+    double es = (double)agmm_dtype_size(d->dtype);
+    L->row_bytes = es * (double)d->k;
+    L->out_row_bytes = 4.0 * (double)L->n_tot;
+    L->cheap_calls = d->gemm_engine != AGMM_GEMM_ENGINE_OPENBLAS;
+    L->converts = m->convert_gbs > 0 && es == 2;
+    return AGMM_OK;
+}
+
+void mdl_layout_free(mdl_layout_t *L)
+{
+    free(L->rows);
+    free(L->share);
+    L->rows = NULL;
+    L->share = NULL;
+}

@@ -1,0 +1,322 @@
+/* The performance model (agmm_model.h) on rounds worked out by hand: the
+ * GEMM call's cost, shm, the emulated link tile by tile, MPI's relay
+ * against direct puts, gemm-rs; the symmetric fast path against the full
+ * simulation; the names; descriptions refused by agmm_model_check. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agmm_model.h"
+#include "check.h"
+#include "model/model.h"
+
+static int close_to(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fabs(b) + 1e-15;
+}
+
+#define CLOSE(a, b, what)                                                      \
+    CHECK(close_to((a), (b)), "%s: %.12g, want %.12g", what, (double)(a),      \
+          (double)(b))
+
+/* One rate (every call the same GFLOP/s), no overheads. */
+static void flat_machine(agmm_model_machine_t *m, double gflops)
+{
+    agmm_model_machine_init(m);
+    m->n_rates = 1;
+    m->rates[0] = (agmm_model_rate_t){1, gflops};
+    m->call_us = 3.0;
+    m->round_us = 10.0;
+    m->peer_us = 1.0;
+    m->msg_us = 0;
+}
+
+static void plan(agmm_plan_desc_t *d, int nranks, const int64_t *rows,
+                 int64_t k, int64_t n)
+{
+    agmm_plan_desc_init(d);
+    d->nranks = nranks;
+    d->m_local = rows;
+    d->k = k;
+    d->n = n;
+    d->tile_m = 128;
+    d->tile_n = n;
+    d->dtype = AGMM_DTYPE_FP32;
+    d->comm_workers = 0;
+    d->gemm_workers = 1;
+}
+
+/* call_us + 2 m n k / rate */
+static double gemm_s(double call_us, double m, double n, double k, double gf)
+{
+    return call_us * 1e-6 + 2 * m * n * k / (gf * 1e9);
+}
+
+static void rate_interpolation(void)
+{
+    agmm_model_machine_t m;
+    agmm_model_machine_init(&m);
+    m.n_rates = 2;
+    m.rates[0] = (agmm_model_rate_t){16, 10};
+    m.rates[1] = (agmm_model_rate_t){256, 50};
+    CLOSE(mdl_rate(&m, 1), 10, "clamped below");
+    CLOSE(mdl_rate(&m, 4096), 50, "clamped above");
+    CLOSE(mdl_rate(&m, 64), 30, "halfway in log rows");
+}
+
+/* 2 ranks on shm, copies ~free. Without comm workers each GEMM worker
+ * copies its tiles first, so every tile is there when it looks: one call
+ * over all M rows. With a comm worker the GEMM worker looks at once,
+ * nothing has arrived: local tiles (one call each), then the remote ones. */
+static void shm_two_ranks(void)
+{
+    static const int64_t rows[2] = {256, 256};
+    agmm_model_machine_t m;
+    flat_machine(&m, 40);
+    m.ranks_per_host = 2;
+    m.copy_gbs = 1e9; /* a 1 MB tile in 1e-12 s */
+    agmm_plan_desc_t d;
+    plan(&d, 2, rows, 1024, 256);
+    agmm_model_result_t r;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
+    double over = (10 + 1) * 1e-6, copy = 2 * 128 * 1024 * 4 / 1e18;
+    CLOSE(r.fused.time_s, copy + gemm_s(3, 512, 256, 1024, 40) + over,
+          "shm fused, no comm worker: one call of M");
+    CLOSE(r.fused.gemm_s, gemm_s(3, 512, 256, 1024, 40), "its GEMM");
+    CHECK(r.fused.bound == AGMM_MODEL_BOUND_GEMM, "GEMM-bound: %s",
+          agmm_model_bound_name(r.fused.bound));
+    CLOSE(r.baseline.time_s,
+          256 * 1024 * 4 / 1e18 + gemm_s(3, 512, 256, 1024, 40) + over,
+          "shm baseline");
+    d.comm_workers = 1;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
+    CLOSE(r.fused.time_s, 4 * gemm_s(3, 128, 256, 1024, 40) + over,
+          "shm fused, a comm worker: four tile calls");
+    CHECK(r.events > 0, "events counted");
+}
+
+/* 2 ranks over the emulated link, n small: tile t of the peer arrives at
+ * (t+1) 8 bytes / gbps + latency + its delivery copy; the fused round is
+ * the last arrival plus one tile's GEMM, the baseline the shard's wire,
+ * latency and copy plus the GEMM of all M rows. */
+static void link_two_ranks(void)
+{
+    static const int64_t rows[2] = {512, 512};
+    agmm_model_machine_t m;
+    flat_machine(&m, 40);
+    m.transport = AGMM_MODEL_LINK;
+    m.ranks_per_host = 2;
+    m.link_gbps = 1.0;
+    m.link_latency_us = 50;
+    m.copy_gbs = 1000;
+    agmm_plan_desc_t d;
+    plan(&d, 2, rows, 1024, 64);
+    d.comm_workers = 1;
+    agmm_model_result_t r;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
+    double tile = 128.0 * 1024 * 4, ser = tile * 8 / 1e9, lat = 50e-6;
+    double cp = tile / 1e12, over = 11e-6, g = gemm_s(3, 128, 64, 1024, 40);
+    double last = 4 * ser + lat + cp;
+    CLOSE(r.last_arrival_s, last, "last tile's arrival");
+    CLOSE(r.fused.time_s, last + g + over, "link fused");
+    CLOSE(r.gemm_before_last_s, 7 * g, "GEMM before the last tile");
+    CHECK(r.fused.bound == AGMM_MODEL_BOUND_LINK, "link-bound: %s",
+          agmm_model_bound_name(r.fused.bound));
+    CLOSE(r.fused.busy_s[AGMM_MODEL_BOUND_LINK], 4 * ser, "a wire's busy time");
+    CLOSE(r.fused.comm_s, last, "communication alone");
+    CLOSE(r.baseline.time_s,
+          4 * ser + lat + 4 * cp + gemm_s(3, 1024, 64, 1024, 40) + over,
+          "link baseline");
+    CLOSE(r.ratio, r.fused.time_s / r.baseline.time_s, "ratio");
+}
+
+/* 2 hosts x 2 ranks over MPI: each host's NIC sends every tile of its two
+ * ranks to two remote ranks, or, relayed, to one (the relay copies it on
+ * to its host mate): the link carries half the bytes. */
+static void mpi_relay_halves_link(void)
+{
+    static const int64_t rows[4] = {256, 256, 256, 256};
+    agmm_model_machine_t m;
+    flat_machine(&m, 40);
+    m.transport = AGMM_MODEL_MPI;
+    m.hosts = 2;
+    m.ranks_per_host = 2;
+    m.link_gbps = 10;
+    m.link_latency_us = 5;
+    m.copy_gbs = 10;
+    agmm_plan_desc_t d;
+    plan(&d, 4, rows, 1024, 256);
+    d.comm_workers = 1;
+    agmm_model_result_t direct, relay;
+    CHECK(agmm_model_predict(&m, &d, &direct) == AGMM_OK, "predict");
+    m.relay = 1;
+    CHECK(agmm_model_predict(&m, &d, &relay) == AGMM_OK, "predict relay");
+    double shard_ser = 256.0 * 1024 * 4 * 8 / 10e9;
+    CLOSE(direct.fused.busy_s[AGMM_MODEL_BOUND_LINK], 4 * shard_ser,
+          "direct: 2 ranks x 2 remote peers per NIC");
+    CLOSE(relay.fused.busy_s[AGMM_MODEL_BOUND_LINK], 2 * shard_ser,
+          "relay: 2 ranks x 1 relay per NIC");
+    CLOSE(relay.fused.busy_s[AGMM_MODEL_BOUND_RELAY],
+          2 * 128.0 * 1024 * 4 / 10e9, "relay: one copy per received tile");
+    CHECK(direct.fused.busy_s[AGMM_MODEL_BOUND_RELAY] == 0,
+          "no relay: no forwards");
+    CLOSE(relay.baseline.time_s, direct.baseline.time_s,
+          "the baseline is not relayed");
+}
+
+/* gemm-rs, 2 ranks on shm, one tile each, no comm worker (one call per
+ * block): each rank computes the peer's tile (g), puts it (c), computes
+ * its own (g); rank 1 first sums rank 0's partial (red over its columns),
+ * rank 0 then sums rank 1's (red): both end at 2 g + c + red. */
+static void rs_two_ranks(void)
+{
+    static const int64_t rows[2] = {128, 128};
+    agmm_model_machine_t m;
+    flat_machine(&m, 40);
+    m.ranks_per_host = 2;
+    m.copy_gbs = 8;
+    m.reduce_gbs = 2;
+    agmm_plan_desc_t d;
+    plan(&d, 2, rows, 2048, 512);
+    d.op = AGMM_OP_GEMM_RS;
+    agmm_model_result_t r;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
+    double part = 128.0 * 512 * 4, g = gemm_s(3, 128, 512, 1024, 40);
+    double c = part / 8e9, red = part / 2e9, over = 11e-6;
+    CLOSE(r.fused.time_s, 2 * g + c + red + over, "gemm-rs fused");
+    CLOSE(r.fused.busy_s[AGMM_MODEL_BOUND_REDUCE], red, "a rank's sums");
+    CLOSE(r.baseline.time_s, gemm_s(3, 256, 512, 1024, 40) + c + 2 * red + over,
+          "gemm-rs baseline");
+    /* gemm-ar adds the reduced tile's put (c) to the peer and its copy
+     * into C there (c): rank 0 reduces last, at 2 g + c + red. */
+    d.op = AGMM_OP_GEMM_AR;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict ar");
+    CLOSE(r.fused.time_s, 2 * g + 3 * c + red + over, "gemm-ar fused");
+}
+
+/* Every rank the same rows: ag-gemm's representative round is the
+ * world's exactly; gemm-rs and gemm-ar sum in rank order, so their fast
+ * path (the first and the last group simulated, the slower kept)
+ * approximates: within 2% here. */
+static void symmetry(void)
+{
+    static const int64_t rows[8] = {300, 300, 300, 300, 300, 300, 300, 300};
+    const int ops[3] = {AGMM_OP_AG_GEMM, AGMM_OP_GEMM_RS, AGMM_OP_GEMM_AR};
+    for (int tr = 0; tr < 3; tr++)
+        for (int o = 0; o < 3; o++)
+            for (int cw = 0; cw <= 1; cw++) {
+                agmm_model_machine_t m;
+                agmm_model_machine_init(&m);
+                m.transport = (agmm_model_transport_t)tr;
+                m.hosts = tr == AGMM_MODEL_MPI ? 4 : 1;
+                m.ranks_per_host = 8 / m.hosts;
+                m.link_gbps = 25;
+                m.link_latency_us = 3;
+                m.relay = tr == AGMM_MODEL_MPI && o == 0;
+                agmm_plan_desc_t d;
+                plan(&d, 8, rows, 1024, 768);
+                d.tile_n = 128;
+                d.gemm_workers = 3;
+                d.comm_workers = cw;
+                d.op = (agmm_op_t)ops[o];
+                agmm_model_result_t fast, full;
+                CHECK(mdl_predict(&m, &d, MDL_FAST, &fast) == AGMM_OK, "fast");
+                CHECK(mdl_predict(&m, &d, MDL_FULL, &full) == AGMM_OK, "full");
+                double tol = o == 0 ? 1e-9 : 0.02;
+                CHECK(fabs(fast.fused.time_s - full.fused.time_s) <=
+                          tol * full.fused.time_s,
+                      "transport %d op %d comm %d: fused %.9g vs full %.9g", tr,
+                      o, cw, fast.fused.time_s, full.fused.time_s);
+                CHECK(fabs(fast.baseline.time_s - full.baseline.time_s) <=
+                          tol * full.baseline.time_s,
+                      "transport %d op %d comm %d: baseline %.9g vs full %.9g",
+                      tr, o, cw, fast.baseline.time_s, full.baseline.time_s);
+                if (o == 0) {
+                    CLOSE(fast.last_arrival_s, full.last_arrival_s,
+                          "last arrival");
+                    CHECK(fast.events < full.events,
+                          "fewer events: %lld vs %lld", (long long)fast.events,
+                          (long long)full.events);
+                }
+            }
+}
+
+static void names(void)
+{
+    static const char *want[] = {"gemm", "link",   "relay",
+                                 "copy", "reduce", "overhead"};
+    for (int b = 0; b < AGMM_MODEL_BOUND_COUNT; b++)
+        CHECK(!strcmp(agmm_model_bound_name((agmm_model_bound_t)b), want[b]),
+              "bound %d", b);
+    CHECK(!strcmp(agmm_model_bound_name(AGMM_MODEL_BOUND_COUNT), "invalid"),
+          "bound");
+    CHECK(!strcmp(agmm_model_transport_name(AGMM_MODEL_SHM), "shm"), "shm");
+    CHECK(!strcmp(agmm_model_transport_name(AGMM_MODEL_LINK), "link"), "link");
+    CHECK(!strcmp(agmm_model_transport_name(AGMM_MODEL_MPI), "mpi"), "mpi");
+    CHECK(!strcmp(agmm_model_transport_name((agmm_model_transport_t)7),
+                  "invalid"),
+          "invalid transport");
+}
+
+static void refused(void)
+{
+    static const int64_t rows[4] = {64, 64, 64, 64};
+    agmm_plan_desc_t d;
+    plan(&d, 4, rows, 256, 256);
+    agmm_model_machine_t m;
+    agmm_model_machine_init(&m);
+    m.ranks_per_host = 4;
+    CHECK(agmm_model_check(&m, &d) == AGMM_OK, "a good description");
+    m.ranks_per_host = 3;
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "rank count");
+    CHECK(strstr(agmm_last_error(), "nranks"), "names it: %s",
+          agmm_last_error());
+    m.ranks_per_host = 4;
+    m.n_rates = 2;
+    m.rates[0] = (agmm_model_rate_t){64, 10};
+    m.rates[1] = (agmm_model_rate_t){32, 20};
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "unsorted rates");
+    m.rates[1] = (agmm_model_rate_t){128, 0};
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "a rate of 0");
+    m.rates[1].gflops = 20;
+    m.n_rates = 0;
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "no rates");
+    m.n_rates = 2;
+    m.transport = AGMM_MODEL_LINK;
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "link at 0 Gbit/s");
+    CHECK(strstr(agmm_last_error(), "link_gbps"), "names it: %s",
+          agmm_last_error());
+    m.transport = AGMM_MODEL_MPI;
+    CHECK(agmm_model_check(&m, &d) == AGMM_OK, "MPI on one host needs no link");
+    m.hosts = 2;
+    m.ranks_per_host = 2;
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG,
+          "MPI hosts, no link");
+    m.link_gbps = 10;
+    CHECK(agmm_model_check(&m, &d) == AGMM_OK, "MPI hosts with a link");
+    m.transport = AGMM_MODEL_SHM;
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "shm on 2 hosts");
+    m.transport = AGMM_MODEL_MPI;
+    m.copy_gbs = 0;
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "copy_gbs 0");
+    m.copy_gbs = 5;
+    m.relay = 2;
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "relay 2");
+    agmm_model_result_t r;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_ERR_INVALID_ARG,
+          "predict checks too");
+}
+
+int main(void)
+{
+    rate_interpolation();
+    shm_two_ranks();
+    link_two_ranks();
+    mpi_relay_halves_link();
+    rs_two_ranks();
+    symmetry();
+    names();
+    refused();
+    CHECK_DONE("test_model");
+}
