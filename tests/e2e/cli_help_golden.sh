@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# `agmm run --help` must match the copy docs/cli.md quotes (the block after
-# the "<!-- generated: agmm run --help" marker), except for what depends on
+# `agmm run --help` and `agmm model --help` must match the copies
+# docs/cli.md quotes (the block after the "<!-- generated: agmm run --help"
+# and "<!-- generated: agmm model --help" markers), except for what depends on
 # the host: the resolved core defaults (ranks, usable cores) and the engine
 # `auto` picks. The help text is generated from the option table
 # (tools/agmm/options.c); when a row changes, paste the new output into
-# docs/cli.md.
+# docs/cli.md (agmm run --help, agmm model --help on a 2-core host).
 #
 # usage: tests/e2e/cli_help_golden.sh AGMM_BINARY [DOCS_CLI_MD]
 set -u
@@ -27,22 +28,30 @@ normalize() {
         -e 's/\(here: (onednn|openblas)\)/(here: ENGINE)/'
 }
 
-# The fenced block right after the marker.
-awk '/<!-- generated: agmm run --help/ { m = 1; next }
-     m == 1 && /^```/ { m = 2; next }
-     m == 2 && /^```/ { exit }
-     m == 2 { print }' "$DOC" | normalize >"$TMP/doc"
-if [ ! -s "$TMP/doc" ]; then
-    echo "FAIL: no generated 'agmm run --help' block in $DOC"
-    exit 1
-fi
-if ! "$AGMM" run --help >"$TMP/raw" 2>"$TMP/err" || [ -s "$TMP/err" ]; then
-    echo "FAIL: agmm run --help did not exit 0 with stdout only"
-    exit 1
-fi
-normalize <"$TMP/raw" >"$TMP/help"
-if ! diff -u "$TMP/doc" "$TMP/help"; then
-    echo "FAIL: agmm run --help differs from $DOC (above: - docs, + tool)"
-    exit 1
-fi
-echo "cli_help_golden: agmm run --help matches $DOC"
+# Each command's text against the fenced block right after its marker.
+status=0
+for cmd in run model; do
+    awk -v marker="<!-- generated: agmm $cmd --help" '
+         index($0, marker) == 1 { m = 1; next }
+         m == 1 && /^```/ { m = 2; next }
+         m == 2 && /^```/ { exit }
+         m == 2 { print }' "$DOC" | normalize >"$TMP/doc"
+    if [ ! -s "$TMP/doc" ]; then
+        echo "FAIL: no generated 'agmm $cmd --help' block in $DOC"
+        status=1
+        continue
+    fi
+    if ! "$AGMM" "$cmd" --help >"$TMP/raw" 2>"$TMP/err" || [ -s "$TMP/err" ]; then
+        echo "FAIL: agmm $cmd --help did not exit 0 with stdout only"
+        status=1
+        continue
+    fi
+    normalize <"$TMP/raw" >"$TMP/help"
+    if ! diff -u "$TMP/doc" "$TMP/help"; then
+        echo "FAIL: agmm $cmd --help differs from $DOC (above: - docs, + tool)"
+        status=1
+        continue
+    fi
+    echo "cli_help_golden: agmm $cmd --help matches $DOC"
+done
+exit $status

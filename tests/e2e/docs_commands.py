@@ -10,7 +10,7 @@ block whose first word, after VAR=value assignments, is `agmm`,
 commands joined by `&&` gives each agmm part (README's first command ends
 in `build/agmm run`). Output shown in a block (`agmm run: 2 ranks ...`,
 `agmm: --m-local: ...`) is not a command: the word after `agmm` must be
-`run`, `bench`, `--help`, `-h` or `--version`. Scripts the docs show
+`run`, `bench`, `model`, `--help`, `-h` or `--version`. Scripts the docs show
 (tests/e2e/*.sh, bench/*.sh, scripts/*.sh) are tests or measurements
 themselves and are not run here.
 
@@ -32,6 +32,8 @@ on a 2-core host, in well under a minute):
     (`--allow-run-as-root --oversubscribe --mca
     btl_vader_single_copy_mechanism none`); skipped without an MPI build;
   - `--help`/`--version` commands run as shown;
+  - `agmm model` commands run as shown: they run no ranks (a described
+    machine runs nothing; one measured here takes --measure-budget, 1 s);
   - placeholders `[options]` and `...` are dropped;
   - trace files are written in a scratch directory.
 Commands not run, each with its reason, are in SKIP below (matched on the
@@ -55,6 +57,7 @@ SKIP = {
     "agmm bench [options]   time": "usage synopsis, not a command",
     "agmm --help | -h | --version": "usage synopsis, not a command",
     "agmm run --help | agmm bench --help": "usage synopsis, not a command",
+    "agmm model [options]   predict": "usage synopsis, not a command",
     # reliability.md's fault hook: R, N and the mode are placeholders;
     # tests/e2e/faults.sh runs every mode (ctest e2e_faults_end_run_naming_rank).
     'AGMM_FAULT="rank=R,after_puts=N,mode=hang|exit|kill|error"':
@@ -76,7 +79,7 @@ SKIP = {
 CAP_ROWS, CAP_KN, CAP_ROUNDS = 64, 256, 2
 MPI_FLAGS = ["--allow-run-as-root", "--oversubscribe",
              "--mca", "btl_vader_single_copy_mechanism", "none"]
-SUBCOMMANDS = ("run", "bench", "--help", "-h", "--version")
+SUBCOMMANDS = ("run", "bench", "model", "--help", "-h", "--version")
 
 
 def commands(src):
@@ -155,7 +158,8 @@ def shrink(text, agmm, mpirun):
                 j += 1
     cmd, args = w[1], [a for a in w[2:] if a not in ("[options]", "...")]
     argv = pre + [agmm, cmd]
-    if any(a in ("--help", "-h", "--version") for a in [cmd] + args):
+    if cmd == "model" or any(a in ("--help", "-h", "--version")
+                             for a in [cmd] + args):
         return argv + args, env
     out, seen, i = [], set(), 0
     while i < len(args):

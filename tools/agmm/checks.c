@@ -244,6 +244,9 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
     } else {
         cli->ranks_here = cli->ranks;
     }
+    /* agmm model: --ranks may come from --hosts x --ranks-per-host, and the
+     * cores are split among a host's ranks (ranks_here). */
+    if (cli->cmd == AGMM_CMD_MODEL && opt_check_model(cli, err)) return 2;
 
     if (cli->link_latency_us > 0 && !(cli->link_gbps > 0)) {
         fprintf(err, "agmm: --link-latency-us: needs --link-gbps (the link "
@@ -396,7 +399,8 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
     /* Core budget: a bench refuses (its timings would lie) unless
      * --oversubscribe; a run (a correctness check) warns and goes on. */
     agmm_cli_resolve_cores(cli);
-    if (agmm_cli_check_bind(cli, err, world_size)) return 2;
+    if (cli->cmd != AGMM_CMD_MODEL && agmm_cli_check_bind(cli, err, world_size))
+        return 2;
     /* The library's own check of the plan, quietly (it would print its
      * own line), once the cores are known and before any warning: what it
      * still refuses here is the size of the whole booking (over 2^62
@@ -418,6 +422,8 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
         return 2;
     }
 
+    /* agmm model runs nothing here: no core budget, no idle cores. */
+    if (cli->cmd == AGMM_CMD_MODEL) return 0;
     int sharing = cli->cores_own ? 1 : cli->ranks_here;
     int64_t threads =
         (int64_t)sharing * ((int64_t)cli->comm_cores + cli->gemm_cores);

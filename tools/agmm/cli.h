@@ -4,6 +4,7 @@
  *   agmm run   [options]   one round (by default) checked against a reference
  *   agmm bench [options]   warmup + timed rounds
  *   agmm cleanup [--job NAME]  remove this user's leftover segments
+ *   agmm model [options]   predict a round on a described (or this) machine
  *
  * agmm_cli_parse() reads argv into an agmm_cli_t, validates every option and
  * the combinations (list lengths, byte-count overflow, core budget) and never
@@ -17,12 +18,18 @@
 #define AGMM_CLI_H
 
 #include "agmm.h"
+#include "agmm_model.h"
 #include <stdint.h>
 #include <stdio.h>
 
 #define AGMM_CLI_MAX_RANKS 1024
 
-typedef enum { AGMM_CMD_RUN, AGMM_CMD_BENCH, AGMM_CMD_CLEANUP } agmm_cmd_t;
+typedef enum {
+    AGMM_CMD_RUN,
+    AGMM_CMD_BENCH,
+    AGMM_CMD_CLEANUP,
+    AGMM_CMD_MODEL
+} agmm_cmd_t;
 
 /* What `agmm bench --mode` times (a set; `all` is every one). */
 enum {
@@ -120,6 +127,27 @@ typedef struct agmm_cli {
     const char *job; /* cleanup --job NAME (NULL: every job) */
     /* --bind auto|none|LIST (NULL: auto; placement.c) */
     const char *bind;
+    /* agmm model: the machine (model_checks.c resolves them; model.c).
+     * After a successful parse hosts * ranks_per_host == ranks and
+     * model_transport is an agmm_model_transport_t. */
+    int hosts, hosts_set;                     /* --hosts */
+    int ranks_per_host, ranks_per_host_set;   /* --ranks-per-host */
+    int model_transport, model_transport_set; /* model's --transport */
+    int relay;                                /* --relay on|off (1: on) */
+    /* --gemm-gflops G (one rate) or --gemm-rates ROWS:GFLOPS,...: after a
+     * successful parse in gemm_rates[0..n_gemm_rates-1] (0: measure) */
+    double gemm_gflops;
+    int gemm_gflops_set;
+    const char *gemm_rates_arg;
+    agmm_model_rate_t gemm_rates[AGMM_MODEL_MAX_RATES];
+    int n_gemm_rates;
+    /* --call-us, --copy-gbs, --reduce-gbs, --convert-gbs, --msg-us,
+     * --round-us, --peer-us and whether each was given */
+    double call_us, copy_gbs, reduce_gbs, convert_gbs, msg_us, round_us,
+        peer_us;
+    int call_us_set, copy_gbs_set, reduce_gbs_set, convert_gbs_set, msg_us_set,
+        round_us_set, peer_us_set;
+    double measure_budget_s; /* --measure-budget (seconds) */
 } agmm_cli_t;
 
 /* The upper bound of each core option (per rank): the library's limit on
@@ -143,6 +171,9 @@ int agmm_cli_parse_mpi(int argc, char **argv, agmm_cli_t *cli, FILE *out,
 /* `agmm cleanup`: remove this user's leftover segments (cleanup.c);
  * returns the exit code. */
 int agmm_tool_cleanup(const agmm_cli_t *cli);
+
+/* `agmm model`: predict one round (model.c); returns the exit code. */
+int agmm_tool_model(const agmm_cli_t *cli);
 
 /* Whether the command line runs on MPI: --transport mpi, or no --transport
  * and an MPI launcher detected. Looks at argv only (before MPI starts). */

@@ -2,7 +2,8 @@
  * option table in options.c), refuses what cannot run, starts the ranks
  * (agmm_launch; or, under an MPI launcher, joins the MPI world: tool.c) and
  * runs `run` (run.c) or `bench` (bench.c) on each; `cleanup` (cleanup.c)
- * starts no ranks; `launch` (launch.c) starts P processes of another
+ * and `model` (model.c) start no ranks (model never joins an MPI world,
+ * even under a launcher); `launch` (launch.c) starts P processes of another
  * program as ranks. Everything goes through include/agmm.h (and
  * agmm_ext.h's helpers). */
 #include <stdio.h>
@@ -61,13 +62,15 @@ int main(int argc, char **argv)
     /* agmm launch starts other programs: none of the run/bench options. */
     if (argc > 1 && !strcmp(argv[1], "launch"))
         return agmm_tool_launch_main(argc - 1, argv + 1);
-    int cleanup = argc > 1 && !strcmp(argv[1], "cleanup");
-    if (!cleanup && agmm_cli_wants_mpi(argc, argv))
+    int local =
+        argc > 1 && (!strcmp(argv[1], "cleanup") || !strcmp(argv[1], "model"));
+    if (!local && agmm_cli_wants_mpi(argc, argv))
         return agmm_tool_mpi_main(argc, argv, &cli);
     int rc = agmm_cli_parse(argc, argv, &cli, stdout, stderr);
     if (rc < 0) return 0; /* help or version */
     if (rc != 0) return rc;
     if (cli.cmd == AGMM_CMD_CLEANUP) return agmm_tool_cleanup(&cli);
+    if (cli.cmd == AGMM_CMD_MODEL) return agmm_tool_model(&cli);
 
     rc = agmm_tool_check_memory(&cli, stderr);
     if (rc != 0) return rc;

@@ -66,6 +66,21 @@ static const opt_choice_t k_acts[] = {
     {"gelu-tanh", AGMM_ACT_GELU_TANH}, {"gelu-erf", AGMM_ACT_GELU_ERF},
     {"silu", AGMM_ACT_SILU},           {NULL, 0}};
 static const opt_choice_t k_transports[] = {{"shm", 0}, {"mpi", 1}, {NULL, 0}};
+/* agmm model: the modelled machine's transport, and the relay. */
+static const opt_choice_t k_model_transports[] = {{"shm", AGMM_MODEL_SHM},
+                                                  {"link", AGMM_MODEL_LINK},
+                                                  {"mpi", AGMM_MODEL_MPI},
+                                                  {NULL, 0}};
+static const opt_choice_t k_on_off[] = {{"on", 1}, {"off", 0}, {NULL, 0}};
+
+/* --gemm-rates: the list's syntax and order (model_checks.c parses it). */
+static int rates_ok(FILE *err, const char *arg, int value)
+{
+    (void)value;
+    agmm_model_rate_t rates[AGMM_MODEL_MAX_RATES];
+    int n = 0;
+    return opt_parse_rates(err, arg, rates, &n) != 0;
+}
 
 /* cleanup --job: the library's job alphabet (agmm_world_join). */
 static int job_name_ok(FILE *err, const char *arg, int value)
@@ -116,18 +131,18 @@ static int engine_built_in(FILE *err, const char *arg, int value)
 const opt_row_t opt_table[] = {
     /* Problem */
     {.name = "ranks", .kind = OPTK_INT, .field = F(ranks), .set_field = F(ranks_set),
-     .min = 1, .max = AGMM_CLI_MAX_RANKS, .def = {2, 2}, .cmds = OPT_FOR_ALL,
+     .min = 1, .max = AGMM_CLI_MAX_RANKS, .def = {2, 2}, .cmds = OPT_FOR_PROBLEM,
      .section = SEC_PROBLEM, .label = "--ranks P", .help = "ranks ({min}..{max}, default {def})"},
     {.name = "m-local", .kind = OPTK_ROWS, .field = F(m_local), NOSET, .def = {2048, 2048},
-     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--m-local ROWS[,...]",
+     .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM, .label = "--m-local ROWS[,...]",
      .help = "rows of each rank's shard A_r: one value for every rank\n"
              "or P comma-separated values (a list alone sets --ranks);\n"
              "each >= 0, sum >= 1 (default {def})"},
     {.name = "k", .kind = OPTK_INT64, .field = F(k), NOSET, .min = 1, .max = INT_MAX, LIB(k),
-     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--k K",
+     .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM, .label = "--k K",
      .help = "inner dimension, >= 1 (default {def})"},
     {.name = "n", .kind = OPTK_ROWS, .field = F(n_list), NOSET, LIB(n),
-     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--n N[,N...]",
+     .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM, .label = "--n N[,N...]",
      .help = "columns of W and C, >= 1 (default {def}); a list:\n"
              "ag-gemm with several weights from one gather, C_i =\n"
              "gather(A) @ W_i, each N_i columns (at most 16)"},
@@ -139,25 +154,25 @@ const opt_row_t opt_table[] = {
              "rows of C each rank gets, gemm-ar: the rows each rank\n"
              "sums (A_r is M_round x K_r)"},
     {.name = "op", .kind = OPTK_CHOICE, .field = F(op), NOSET, .choices = k_ops, LIB(op),
-     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--op OP",
+     .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM, .label = "--op OP",
      .help = "{choices}: all-gather + GEMM, GEMM +\n"
              "reduce-scatter (A_r is M x K_r, W_r is K_r x N; rank r\n"
              "gets its --m-local rows of sum_r A_r @ W_r), or GEMM +\n"
              "all-reduce (the same A_r, W_r; every rank gets all of\n"
              "it, rank r summing its --m-local rows) (default {def})"},
-    {.name = "k-local", .kind = OPTK_ROWS, .field = F(k_local), NOSET, .cmds = OPT_FOR_ALL,
+    {.name = "k-local", .kind = OPTK_ROWS, .field = F(k_local), NOSET, .cmds = OPT_FOR_PROBLEM,
      .section = SEC_PROBLEM, .label = "--k-local K0,K1,...",
      .help = "gemm-rs, gemm-ar: each rank's part of --k, one value\n"
              "per rank, each >= 0, summing to --k (default: --k split\n"
              "evenly, the first ranks one more)"},
     {.name = "tile-m", .kind = OPTK_INT64, .field = F(tile_m), NOSET, .min = 1,
-     .max = INT64_MAX, LIB(tile_m), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .max = INT64_MAX, LIB(tile_m), .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM,
      .label = "--tile-m ROWS", .help = "rows per tile, >= 1 (default {def})"},
     {.name = "tile-n", .kind = OPTK_INT64, .field = F(tile_n), NOSET, .min = 1,
-     .max = INT64_MAX, LIB(tile_n), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .max = INT64_MAX, LIB(tile_n), .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM,
      .label = "--tile-n COLS", .help = "columns per GEMM work item, >= 1 (default {def})"},
     {.name = "dtype", .kind = OPTK_CHOICE, .field = F(dtype), NOSET, .choices = k_dtypes,
-     LIB(dtype), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--dtype T",
+     LIB(dtype), .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM, .label = "--dtype T",
      .help = "{choices}, of A and W (C: --out-dtype)\n"
              "(default {def}); int8 (W8A8, onednn only): made in fp32,\n"
              "then quantized by the rank that owns them"},
@@ -172,7 +187,7 @@ const opt_row_t opt_table[] = {
      .help = "{choices}:\n"
              "the activation after the bias, in fp32 (default {def})"},
     {.name = "out-dtype", .kind = OPTK_CHOICE, .field = F(out_dtype), NOSET,
-     .choices = k_out_dtypes, LIB(out_dtype), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .choices = k_out_dtypes, LIB(out_dtype), .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM,
      .label = "--out-dtype T",
      .help = "{choices}: C's dtype, rounded once to nearest\n"
              "even after the activation (default {def})"},
@@ -187,12 +202,12 @@ const opt_row_t opt_table[] = {
      .help = "int8: W's scales, {choices}: one per column (output\n"
              "channel) or one per weight (default {def})"},
     {.name = "gemm-engine", .kind = OPTK_CHOICE, .field = F(gemm_engine), NOSET,
-     .choices = k_engines, .accept = engine_built_in, LIB(gemm_engine), .cmds = OPT_FOR_ALL,
+     .choices = k_engines, .accept = engine_built_in, LIB(gemm_engine), .cmds = OPT_FOR_PROBLEM,
      .section = SEC_PROBLEM, .label = "--gemm-engine E",
      .help = "{choices}: the tile GEMM library; auto is\n"
              "onednn when built in (here: {auto_engine})"},
     {.name = "gemm-path", .kind = OPTK_CHOICE, .field = F(gemm_path), NOSET,
-     .choices = k_paths, LIB(gemm_path), .cmds = OPT_FOR_ALL,
+     .choices = k_paths, LIB(gemm_path), .cmds = OPT_FOR_PROBLEM,
      .section = SEC_PROBLEM, .label = "--gemm-path P",
      .help = "{choices}: bf16/fp16 read natively or converted\n"
              "to fp32; auto times both at plan creation (default {def})"},
@@ -204,10 +219,10 @@ const opt_row_t opt_table[] = {
      .help = "input seed, 0..{max} (default {def})"},
     /* Threads: the defaults depend on the host (agmm_cli_resolve_cores) */
     {.name = "comm-cores", .kind = OPTK_INT, .field = F(comm_cores),
-     .set_field = F(comm_cores_set), .min = 0, .max = AGMM_CLI_MAX_CORES, .cmds = OPT_FOR_ALL,
+     .set_field = F(comm_cores_set), .min = 0, .max = AGMM_CLI_MAX_CORES, .cmds = OPT_FOR_PROBLEM,
      .section = SEC_THREADS, .help_fn = opt_help_cores_comm},
     {.name = "gemm-cores", .kind = OPTK_INT, .field = F(gemm_cores),
-     .set_field = F(gemm_cores_set), .min = 1, .max = AGMM_CLI_MAX_CORES, .cmds = OPT_FOR_ALL,
+     .set_field = F(gemm_cores_set), .min = 1, .max = AGMM_CLI_MAX_CORES, .cmds = OPT_FOR_PROBLEM,
      .section = SEC_THREADS, .help_fn = opt_help_cores_gemm},
     {.name = "oversubscribe", .kind = OPTK_FLAG, .field = F(oversubscribe), NOSET,
      .flag_value = 1, .cmds = OPT_FOR_ALL, .section = SEC_THREADS,
@@ -249,6 +264,88 @@ const opt_row_t opt_table[] = {
      .section = SEC_SCHEDULE, .label = "--link-latency-us L",
      .help = "its one-way latency, {min}..{max} us (default {def}; needs\n"
              "--link-gbps)"},
+    /* Machine (agmm model): the machine the round is predicted for */
+    {.name = "hosts", .kind = OPTK_INT, .field = F(hosts), .set_field = F(hosts_set),
+     .min = 1, .max = AGMM_CLI_MAX_RANKS, .cmds = OPT_FOR_MODEL, .section = SEC_MACHINE,
+     .label = "--hosts H",
+     .help = "hosts, {min}..{max}; H x --ranks-per-host must equal\n"
+             "--ranks, and sets it when --ranks is not given\n"
+             "(default 1, or --ranks / --ranks-per-host)"},
+    {.name = "ranks-per-host", .kind = OPTK_INT, .field = F(ranks_per_host),
+     .set_field = F(ranks_per_host_set), .min = 1, .max = AGMM_CLI_MAX_RANKS,
+     .cmds = OPT_FOR_MODEL, .section = SEC_MACHINE, .label = "--ranks-per-host R",
+     .help = "ranks on each host, {min}..{max} (default --ranks / --hosts)"},
+    {.name = "transport", .kind = OPTK_CHOICE, .field = F(model_transport),
+     .set_field = F(model_transport_set), .choices = k_model_transports,
+     .cmds = OPT_FOR_MODEL, .section = SEC_MACHINE, .label = "--transport T",
+     .help = "{choices}: one host, shared memory | one host\n"
+             "with the link emulator (a wire per rank pair) | MPI:\n"
+             "hosts over one link each (default: mpi with --hosts > 1,\n"
+             "link with --link-gbps, else shm)"},
+    {.name = "relay", .kind = OPTK_CHOICE, .field = F(relay), NOSET, .choices = k_on_off,
+     .def = {1, 1}, .cmds = OPT_FOR_MODEL, .section = SEC_MACHINE, .label = "--relay on|off",
+     .help = "mpi with --hosts > 1: the all-gather relayed per host\n"
+             "(default {def}; ignored otherwise)"},
+    {.name = "link-gbps", .kind = OPTK_DOUBLE, .field = F(link_gbps), NOSET, .dmin = 0,
+     .dmax = 10000, .unit = "Gbit/s", .cmds = OPT_FOR_MODEL, .section = SEC_MACHINE,
+     .label = "--link-gbps G",
+     .help = "the link, Gbit/s per direction: each host's (mpi) or\n"
+             "each emulated wire's (link), 0 < G <= {max}; needed for\n"
+             "--transport link and for mpi with --hosts > 1"},
+    {.name = "link-latency-us", .kind = OPTK_DOUBLE, .field = F(link_latency_us), NOSET,
+     .dmin = 0, .dmax = 1000000, .min_incl = 1, .unit = "microseconds",
+     .cmds = OPT_FOR_MODEL, .section = SEC_MACHINE, .label = "--link-latency-us L",
+     .help = "its one-way latency, {min}..{max} us (default {def}; needs\n"
+             "--link-gbps)"},
+    /* Rates (agmm model): given, or measured on this host */
+    {.name = "gemm-gflops", .kind = OPTK_DOUBLE, .field = F(gemm_gflops),
+     .set_field = F(gemm_gflops_set), .dmin = 0, .dmax = 1e9, .unit = "GFLOP/s",
+     .cmds = OPT_FOR_MODEL, .section = SEC_RATES, .label = "--gemm-gflops G",
+     .help = "one GEMM rate, per GEMM worker, for every row count\n"
+             "(given: nothing is measured; default: measured here)"},
+    {.name = "gemm-rates", .kind = OPTK_WORD, .field = F(gemm_rates_arg), NOSET,
+     .accept = rates_ok, .cmds = OPT_FOR_MODEL, .section = SEC_RATES,
+     .label = "--gemm-rates R:G,...",
+     .help = "GEMM rates by rows per call, ROWS:GFLOPS,... with rows\n"
+             "increasing, at most 24 (interpolated in log rows,\n"
+             "clamped at the ends); instead of --gemm-gflops"},
+    {.name = "call-us", .kind = OPTK_DOUBLE, .field = F(call_us), .set_field = F(call_us_set),
+     .dmin = 0, .dmax = 1000000, .min_incl = 1, .unit = "microseconds",
+     .cmds = OPT_FOR_MODEL, .section = SEC_RATES, .label = "--call-us US",
+     .help = "the fixed cost of one GEMM engine call"},
+    {.name = "copy-gbs", .kind = OPTK_DOUBLE, .field = F(copy_gbs),
+     .set_field = F(copy_gbs_set), .dmin = 0, .dmax = 1000000, .unit = "GB/s",
+     .cmds = OPT_FOR_MODEL, .section = SEC_RATES, .label = "--copy-gbs B",
+     .help = "one thread's copy on one host (a put on shared\n"
+             "memory, a relay's forward), GB/s"},
+    {.name = "reduce-gbs", .kind = OPTK_DOUBLE, .field = F(reduce_gbs),
+     .set_field = F(reduce_gbs_set), .dmin = 0, .dmax = 1000000, .unit = "GB/s",
+     .cmds = OPT_FOR_MODEL, .section = SEC_RATES, .label = "--reduce-gbs B",
+     .help = "gemm-rs, gemm-ar: the fp32 sum of a partial into C,\n"
+             "GB/s of partial read"},
+    {.name = "convert-gbs", .kind = OPTK_DOUBLE, .field = F(convert_gbs),
+     .set_field = F(convert_gbs_set), .dmin = 0, .dmax = 1000000, .unit = "GB/s",
+     .cmds = OPT_FOR_MODEL, .section = SEC_RATES, .label = "--convert-gbs B",
+     .help = "bf16/fp16 to fp32 of the gathered rows, GB/s (the f32\n"
+             "path only)"},
+    {.name = "msg-us", .kind = OPTK_DOUBLE, .field = F(msg_us), .set_field = F(msg_us_set),
+     .dmin = 0, .dmax = 1000000, .min_incl = 1, .unit = "microseconds",
+     .cmds = OPT_FOR_MODEL, .section = SEC_RATES, .label = "--msg-us US",
+     .help = "mpi: the cost to post one message"},
+    {.name = "round-us", .kind = OPTK_DOUBLE, .field = F(round_us),
+     .set_field = F(round_us_set), .dmin = 0, .dmax = 1000000, .min_incl = 1,
+     .unit = "microseconds", .cmds = OPT_FOR_MODEL, .section = SEC_RATES,
+     .label = "--round-us US",
+     .help = "a round's fixed cost (workers start and join)"},
+    {.name = "peer-us", .kind = OPTK_DOUBLE, .field = F(peer_us), .set_field = F(peer_us_set),
+     .dmin = 0, .dmax = 1000000, .min_incl = 1, .unit = "microseconds",
+     .cmds = OPT_FOR_MODEL, .section = SEC_RATES, .label = "--peer-us US",
+     .help = "a round's cost per peer (its ack, its signals)"},
+    {.name = "measure-budget", .kind = OPTK_DOUBLE, .field = F(measure_budget_s), NOSET,
+     .dmin = 0, .dmax = 60, .unit = "seconds", .ddef = 1, .cmds = OPT_FOR_MODEL,
+     .section = SEC_RATES, .label = "--measure-budget S",
+     .help = "seconds to measure this host's rates in, > {min} and\n"
+             "<= {max} (default {def})"},
     /* Run */
     {.name = "timeout", .kind = OPTK_DOUBLE, .field = F(timeout_s), NOSET, .dmin = 0,
      .dmax = 86400, .unit = "seconds", .ddef = 60, .cmds = OPT_FOR_ALL, .section = SEC_RUN,
@@ -272,7 +369,7 @@ const opt_row_t opt_table[] = {
              "--ranks then defaults to P). Default: mpi when started\n"
              "by an MPI launcher, else shm"},
     {.name = "json", .kind = OPTK_FLAG, .field = F(json), NOSET, .flag_value = 1,
-     .cmds = OPT_FOR_ALL, .section = SEC_RUN,
+     .cmds = OPT_FOR_PROBLEM, .section = SEC_RUN,
      .help = "print the result as one JSON object on stdout"},
     {.name = "trace", .kind = OPTK_PATH, .field = F(trace_json), NOSET, .cmds = OPT_FOR_ALL,
      .section = SEC_RUN, .label = "--trace FILE.json",
@@ -290,8 +387,8 @@ const opt_row_t opt_table[] = {
      .cmds = OPT_FOR_CLEANUP, .section = SEC_CLEANUP, .label = "--job NAME",
      .help = "only the segments of job NAME (default: every job)"},
     {.name = "help", .short_name = 'h', .kind = OPTK_HELP, NOFIELD,
-     .cmds = OPT_FOR_ALL | OPT_FOR_CLEANUP, .section = SEC_RUN, .help = "this text"},
-    {.name = "version", .kind = OPTK_VERSION, NOFIELD, .cmds = OPT_FOR_ALL | OPT_FOR_CLEANUP,
+     .cmds = OPT_FOR_PROBLEM | OPT_FOR_CLEANUP, .section = SEC_RUN, .help = "this text"},
+    {.name = "version", .kind = OPTK_VERSION, NOFIELD, .cmds = OPT_FOR_PROBLEM | OPT_FOR_CLEANUP,
      .section = SEC_RUN, .label = "    --version", .help = "print the version"},
 };
 /* clang-format on */
@@ -316,6 +413,7 @@ const char *opt_cmd_name(agmm_cmd_t cmd)
 {
     return cmd == AGMM_CMD_BENCH     ? "bench"
            : cmd == AGMM_CMD_CLEANUP ? "cleanup"
+           : cmd == AGMM_CMD_MODEL   ? "model"
                                      : "run";
 }
 

@@ -8,7 +8,14 @@
  *   checks.c   what one row cannot say: the --m-local list, cross-option
  *              checks, core budget, output paths, memory (memory_check.c)
  *              and the dtype (dtype_checks.c)
+ *   model_checks.c  agmm model's machine: --hosts/--ranks-per-host
+ *              against --ranks, the transport, --gemm-rates
  *   usage.c    --help / --version text from the table
+ *
+ * Names are unique except where a command has its own row of a name
+ * (agmm model's --transport, --link-gbps, --link-latency-us: another
+ * meaning, another help text); parse.c gives getopt_long, for each name,
+ * the row of the command being parsed.
  */
 #ifndef AGMM_TOOL_OPTIONS_H
 #define AGMM_TOOL_OPTIONS_H
@@ -41,7 +48,10 @@ enum {
     OPT_FOR_RUN = 1 << AGMM_CMD_RUN,
     OPT_FOR_BENCH = 1 << AGMM_CMD_BENCH,
     OPT_FOR_ALL = OPT_FOR_RUN | OPT_FOR_BENCH,
-    OPT_FOR_CLEANUP = 1 << AGMM_CMD_CLEANUP
+    OPT_FOR_CLEANUP = 1 << AGMM_CMD_CLEANUP,
+    OPT_FOR_MODEL = 1 << AGMM_CMD_MODEL,
+    /* the problem options: run, bench and model */
+    OPT_FOR_PROBLEM = OPT_FOR_ALL | OPT_FOR_MODEL
 };
 
 /* The --help sections, in order. */
@@ -50,6 +60,8 @@ typedef enum {
     SEC_PROBLEM,
     SEC_THREADS,
     SEC_SCHEDULE,
+    SEC_MACHINE, /* agmm model: hosts, transport, link */
+    SEC_RATES,   /* agmm model: GEMM and memory rates, overheads */
     SEC_CLEANUP,
     SEC_RUN,
     SEC_COUNT
@@ -119,12 +131,16 @@ void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd);
 void opt_help_cores_comm(FILE *out, const agmm_cli_t *resolved);
 void opt_help_cores_gemm(FILE *out, const agmm_cli_t *resolved);
 
-/* "run" / "bench" / "cleanup" */
+/* "run" / "bench" / "cleanup" / "model" */
 const char *opt_cmd_name(agmm_cmd_t cmd);
 
 /* Strict numbers (parse.c): no whitespace, no junk, '+' allowed. */
 typedef enum { NUM_OK, NUM_JUNK, NUM_RANGE } num_result_t;
 num_result_t opt_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* Strict finite decimal double in (lo_excl, hi] (parse.c): digits or
+ * ".5" first, no "inf", "nan" or hex. */
+num_result_t opt_parse_double(const char *s, double lo_excl, double hi,
+                              double *out);
 /* "out of range; give " or "give ": how a refusal message starts. */
 const char *opt_range_prefix(num_result_t r);
 
@@ -144,6 +160,16 @@ int opt_check_dtype(const agmm_cli_t *cli, FILE *err);
 /* The cross-option checks after all options were read (checks.c):
  * returns 0 or 2 after one error line; warnings do not fail. */
 int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here);
+
+/* agmm model (model_checks.c): --gemm-rates ROWS:GFLOPS[,...] into
+ * out[AGMM_MODEL_MAX_RATES] and *n (rows increasing); 0, or -1 after one
+ * error line. */
+int opt_parse_rates(FILE *err, const char *arg, agmm_model_rate_t *out, int *n);
+/* agmm model's machine against the problem, before the --m-local checks:
+ * --ranks from --hosts x --ranks-per-host (or the other way), the
+ * transport's default and its checks, the rates. 0 or 2 after one error
+ * line. */
+int opt_check_model(agmm_cli_t *cli, FILE *err);
 
 /* The version text (usage.c). */
 void opt_print_version(FILE *out);

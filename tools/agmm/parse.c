@@ -68,8 +68,8 @@ static num_result_t parse_u64(const char *s, uint64_t *out)
 }
 
 /* Strict finite double in (lo_excl, hi]. */
-static num_result_t parse_double(const char *s, double lo_excl, double hi,
-                                 double *out)
+num_result_t opt_parse_double(const char *s, double lo_excl, double hi,
+                              double *out)
 {
     if (!s || !*s || isspace((unsigned char)s[0])) return NUM_JUNK;
     const char *d = (s[0] == '+' || s[0] == '-') ? s + 1 : s;
@@ -169,7 +169,7 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg,
         /* parse_double takes (lo_excl, hi]: widen, then apply the bound. */
         double v = 0, lo = row->dmin;
         num_result_t r =
-            parse_double(arg, row->min_incl ? -1.0 : lo, row->dmax, &v);
+            opt_parse_double(arg, row->min_incl ? -1.0 : lo, row->dmax, &v);
         if (r == NUM_OK && (v < lo || (!row->min_incl && v <= lo)))
             r = NUM_RANGE;
         if (r != NUM_OK) {
@@ -289,6 +289,18 @@ static void report_getopt_error(FILE *err, int o, int sub_argc, char **sub_argv,
     }
 }
 
+/* A row another row of its name replaces for `cmd` (that one is cmd's,
+ * this one is not): getopt_long sees one row per name. */
+static int shadowed(const opt_row_t *r, agmm_cmd_t cmd)
+{
+    if (r->cmds & (1u << cmd)) return 0;
+    for (int i = 0; i < opt_count; i++)
+        if (&opt_table[i] != r && !strcmp(opt_table[i].name, r->name) &&
+            (opt_table[i].cmds & (1u << cmd)))
+            return 1;
+    return 0;
+}
+
 static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out,
                       FILE *err, int world_size, int ranks_here)
 {
@@ -317,17 +329,19 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out,
         cmd = AGMM_CMD_BENCH;
     } else if (!strcmp(c, "cleanup")) {
         cmd = AGMM_CMD_CLEANUP;
+    } else if (!strcmp(c, "model")) {
+        cmd = AGMM_CMD_MODEL;
     } else {
         if (c[0] == '-' && c[1] != '\0')
             fprintf(err,
-                    "agmm: unknown command '%s' (allowed: run, bench, cleanup; "
-                    "options go after the command)\n",
+                    "agmm: unknown command '%s' (allowed: run, bench, model, "
+                    "cleanup; options go after the command)\n",
                     c);
         else
-            fprintf(
-                err,
-                "agmm: unknown command '%s' (allowed: run, bench, cleanup)\n",
-                c);
+            fprintf(err,
+                    "agmm: unknown command '%s' (allowed: run, bench, model, "
+                    "cleanup)\n",
+                    c);
         return 2;
     }
     opt_defaults(cli, cmd);
@@ -336,13 +350,15 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out,
     struct option longs[opt_count + 1];
     char shorts[8 + 2 * opt_count];
     size_t ns = 0;
+    int nl = 0;
     shorts[ns++] = '+';
     shorts[ns++] = ':';
     for (int i = 0; i < opt_count; i++) {
         const opt_row_t *r = &opt_table[i];
+        if (shadowed(r, cmd)) continue;
         int takes_value = r->kind != OPTK_HELP && r->kind != OPTK_VERSION &&
                           r->kind != OPTK_COUNT && r->kind != OPTK_FLAG;
-        longs[i] = (struct option){
+        longs[nl++] = (struct option){
             r->name, takes_value ? required_argument : no_argument, NULL,
             r->short_name ? r->short_name : OPT_VAL_BASE + i};
         if (r->short_name) {
@@ -350,7 +366,7 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out,
             if (takes_value) shorts[ns++] = ':';
         }
     }
-    longs[opt_count] = (struct option){NULL, 0, NULL, 0};
+    longs[nl] = (struct option){NULL, 0, NULL, 0};
     shorts[ns] = '\0';
 
     /* getopt over argv[1..]: "run" plays argv[0]. '+': stop at the first
@@ -402,10 +418,18 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out,
                 row->name);
             return 2;
         }
+        if (!(row->cmds & (1u << cmd)) && cmd == AGMM_CMD_MODEL) {
+            fprintf(err,
+                    "agmm: --%s: not an option of agmm model (it runs "
+                    "nothing; see agmm model --help)\n",
+                    row->name);
+            return 2;
+        }
         if (!(row->cmds & (1u << cmd))) {
-            agmm_cmd_t other = row->cmds == OPT_FOR_CLEANUP ? AGMM_CMD_CLEANUP
-                               : cmd == AGMM_CMD_RUN        ? AGMM_CMD_BENCH
-                                                            : AGMM_CMD_RUN;
+            agmm_cmd_t other = row->cmds == OPT_FOR_MODEL     ? AGMM_CMD_MODEL
+                               : row->cmds == OPT_FOR_CLEANUP ? AGMM_CMD_CLEANUP
+                               : cmd == AGMM_CMD_RUN          ? AGMM_CMD_BENCH
+                                                              : AGMM_CMD_RUN;
             fprintf(err, "agmm: --%s: only for agmm %s%s\n", row->name,
                     opt_cmd_name(other), row->only_hint ? row->only_hint : "");
             return 2;

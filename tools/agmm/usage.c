@@ -17,6 +17,8 @@ static const char *const k_section_titles[SEC_COUNT] = {
     [SEC_THREADS] =
         "Threads (per rank; ranks x (comm + GEMM) must fit the usable cores):",
     [SEC_SCHEDULE] = "Schedule:",
+    [SEC_MACHINE] = "Machine:",
+    [SEC_RATES] = "Rates:",
     [SEC_RUN] = "Run:",
     [SEC_CLEANUP] = "Cleanup:",
 };
@@ -33,6 +35,8 @@ void agmm_cli_usage_top(FILE *out)
             "usage: agmm run   [options]   compute C = gather(A_0..A_{P-1}) @ W on P ranks\n"
             "                              and check it against a reference\n"
             "       agmm bench [options]   time repeated rounds (fused vs. baseline)\n"
+            "       agmm model [options]   predict a round (fused vs. baseline) on a\n"
+            "                              described machine, or on this one measured\n"
             "       agmm cleanup [--job NAME]  remove this user's shared-memory segments\n"
             "                              left by ranks that are gone\n"
             "       agmm launch -n P [options] -- PROGRAM ARGS...\n"
@@ -40,7 +44,8 @@ void agmm_cli_usage_top(FILE *out)
             "                              (agmm launch --help)\n"
             "       agmm --help | --version\n"
             "\n"
-            "Run 'agmm run --help' or 'agmm bench --help' for the options.\n"
+            "Run 'agmm run --help', 'agmm bench --help' or 'agmm model --help' for the\n"
+            "options.\n"
             "Exit codes: 0 ok, 1 check failed or a rank failed, 2 bad input.\n",
             AGMM_VERSION_STRING);
 }
@@ -92,7 +97,8 @@ void opt_help_cores_gemm(FILE *out, const agmm_cli_t *t)
                 t->usable_cores, cores_s);
 }
 
-/* agmm run|bench|cleanup --help: the text before the options and after. */
+/* agmm run|bench|model|cleanup --help: the text before the options and
+ * after. */
 static const char k_intro_cleanup[] =
     "Removes this user's agmm shared-memory segments (/dev/shm/agmm:*) whose\n"
     "processes are all gone: what a killed job leaves behind. Segments of\n"
@@ -103,6 +109,16 @@ static const char k_intro_bench[] =
 static const char k_intro_run[] =
     "Computes C_r = gather(A_0..A_{P-1}) @ W_r on P ranks (forked processes\n"
     "on this host, shared memory) and checks it against a reference.\n\n";
+static const char k_intro_model[] =
+    "Predicts one round of the plan the options describe, fused and baseline,\n"
+    "on the machine they describe (hosts, ranks per host, transport, link,\n"
+    "rates): a discrete-event simulation of the round's puts and GEMM calls\n"
+    "(docs/model.md). With no GEMM rate given it first measures this host's\n"
+    "rates (its GEMM engine and path, copies, sums, conversion; no ranks);\n"
+    "with one given it runs nothing. A rate neither given nor measured is the\n"
+    "model's default.\n\n";
+static const char k_exit_model[] =
+    "Exit codes: 0 ok, 1 the measurement or the model failed, 2 bad input.\n";
 static const char k_exit_cleanup[] =
     "Exit codes: 0 ok, 1 the segments could not be listed, 2 bad input.\n";
 static const char k_exit_run[] =
@@ -248,6 +264,7 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
     fprintf(out, "usage: agmm %s [options]\n\n", opt_cmd_name(cmd));
     fputs(cmd == AGMM_CMD_CLEANUP ? k_intro_cleanup
           : cmd == AGMM_CMD_BENCH ? k_intro_bench
+          : cmd == AGMM_CMD_MODEL ? k_intro_model
                                   : k_intro_run,
           out);
 
@@ -257,12 +274,19 @@ void agmm_cli_usage(FILE *out, const agmm_cli_t *cli_or_null, agmm_cmd_t cmd)
             rows += opt_table[i].section == (opt_section_t)s &&
                     (opt_table[i].cmds & (1u << cmd));
         if (!rows) continue;
-        fprintf(out, "%s\n", k_section_titles[s]);
+        fprintf(out, "%s\n",
+                cmd == AGMM_CMD_MODEL && s == SEC_THREADS
+                    ? "Threads (per rank; the default split is this host's "
+                      "for --ranks-per-host):"
+                    : k_section_titles[s]);
         for (int i = 0; i < opt_count; i++)
             if (opt_table[i].section == (opt_section_t)s &&
                 (opt_table[i].cmds & (1u << cmd)))
                 print_row(out, &opt_table[i], cmd, &defaults, &tmp);
         fputc('\n', out);
     }
-    fputs(cmd == AGMM_CMD_CLEANUP ? k_exit_cleanup : k_exit_run, out);
+    fputs(cmd == AGMM_CMD_CLEANUP ? k_exit_cleanup
+          : cmd == AGMM_CMD_MODEL ? k_exit_model
+                                  : k_exit_run,
+          out);
 }

@@ -1,0 +1,527 @@
+/* agmm_model_measure: this host's rates for the model (agmm_model.h), timed
+ * the way the GEMM path choice times its candidates (ops/common/path.c):
+ * the plan's engine, dtype and path, a prepared weight, zeros as inputs (a
+ * GEMM's speed does not depend on the values but for subnormals, which
+ * zeros are not), one untimed call, then the best of a few timed ones.
+ *
+ *   GEMM   the row counts the plan's rounds call (1, a tile, each shard's
+ *          last partial tile, each shard, all M rows, powers of two in
+ *          between; at most AGMM_MODEL_MAX_RATES) over one GEMM worker's
+ *          columns (its share of the column blocks), the large ones over
+ *          256 of them when the budget or memory is short (a large call is
+ *          compute bound: its rate hardly depends on the columns); a count
+ *          that does not fit the budget is not timed (sweep());
+ *   call   one call of 1 row x 16 columns x 16: the engine's fixed cost,
+ *          subtracted from every timed call before its rate is taken;
+ *   copy   memcpy of one tile (tile_m rows of A) between two buffers;
+ *   reduce c[i] += u[i] in fp32 over a tile's partial (gemm-rs's sum);
+ *   convert agmm_convert_to_f32 of a tile, per byte of 16-bit input, when
+ *          the path converts (else 0).
+ * About 85% of budget_s goes to the GEMM (path choice, call cost, sweep),
+ * the rest to the three memory rates. Runs on the calling thread; no
+ * world, no ranks, no shared memory. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "gemm/convert.h"
+#include "gemm/engine.h"
+#include "model/measure.h"
+
+/* THIN_COLS: the columns large calls are timed over (as the path choice's
+ * probe: 256). */
+enum { MAX_TIMED = 5, MIN_COLS = 64, THIN_COLS = 256 };
+/* Largest A, C or weight buffer a measurement allocates; the wide
+ * weight's calls keep their A and C within WIDE_CAP (larger ones go to the
+ * thin weight). */
+#define BUF_CAP  ((double)(64u << 20))
+#define WIDE_CAP ((double)(16u << 20))
+
+/* ------------------------------------------------------------ a GEMM */
+
+typedef struct gemm_bench {
+    const agmm_gemm_engine_t *e;
+    agmm_gemm_attr_t attr;
+    int64_t k, cols, max_rows;
+    agmm_gemm_prep_t *prep;
+    void *w, *a, *c, *scratch;
+    float *ones;
+} gemm_bench_t;
+
+static void bench_close(gemm_bench_t *b)
+{
+    if (b->prep) b->e->destroy(b->prep);
+    agmm_free(b->scratch);
+    agmm_free(b->w);
+    agmm_free(b->a);
+    agmm_free(b->c);
+    agmm_free(b->ones);
+    memset(b, 0, sizeof *b);
+}
+
+/* A weight slice of k x cols prepared for the row counts rows[0..n-1]. */
+static agmm_status_t bench_open(gemm_bench_t *b, const agmm_gemm_engine_t *e,
+                                const agmm_gemm_attr_t *attr, int64_t k,
+                                int64_t cols, const int64_t *rows, int n)
+{
+    memset(b, 0, sizeof *b);
+    b->e = e;
+    b->attr = *attr;
+    b->k = k;
+    b->cols = cols;
+    for (int i = 0; i < n; i++)
+        b->max_rows = AGMM_MAX(b->max_rows, rows[i]);
+    int64_t most = AGMM_MAX(b->max_rows, cols);
+    agmm_gemm_shape_t shape = {.k = k,
+                               .ncols = cols,
+                               .ldw = cols,
+                               .lda = k,
+                               .ldc = cols,
+                               .rows = rows,
+                               .nrows = n};
+    b->ones = agmm_alloc(sizeof(float) * (size_t)most);
+    b->w = agmm_alloc((size_t)(k * cols) * agmm_dtype_size(attr->w_dtype));
+    b->a =
+        agmm_alloc((size_t)(b->max_rows * k) * agmm_dtype_size(attr->a_dtype));
+    b->c = agmm_alloc((size_t)(b->max_rows * cols) * sizeof(float));
+    if (!b->ones || !b->w || !b->a || !b->c) {
+        bench_close(b);
+        return agmm_error(AGMM_ERR_NO_MEMORY,
+                          "model: out of memory for the GEMM measurement");
+    }
+    for (int64_t i = 0; i < most; i++)
+        b->ones[i] = 1.0f;
+    agmm_status_t st = e->prepare(&shape, attr, NULL, &b->prep);
+    agmm_gemm_operand_t op = {b->w, NULL, attr->w_scale ? b->ones : NULL};
+    if (st == AGMM_OK) st = e->load(b->prep, &op);
+    if (st == AGMM_OK && e->scratch_bytes(b->prep) > 0 &&
+        !(b->scratch = agmm_alloc(e->scratch_bytes(b->prep))))
+        st = agmm_error(AGMM_ERR_NO_MEMORY, "model: out of memory");
+    if (st != AGMM_OK) bench_close(b);
+    return st;
+}
+
+/* The best of up to MAX_TIMED calls of `rows` rows after an untimed one;
+ * after the first timed call, none starts past `deadline`. Seconds. */
+static agmm_status_t bench_time(gemm_bench_t *b, int64_t rows, double deadline,
+                                double *best)
+{
+    *best = INFINITY;
+    for (int i = 0; i <= MAX_TIMED; i++) {
+        if (i > 1 && agmm_now() > deadline) break;
+        double t0 = agmm_now();
+        AGMM_CHECK(b->e->run(b->prep, rows, b->a,
+                             b->attr.a_scale ? b->ones : NULL, b->c,
+                             b->scratch));
+        double s = agmm_now() - t0;
+        if (i > 0 && s < *best) *best = s;
+    }
+    return AGMM_OK;
+}
+
+static double flops(int64_t rows, int64_t k, int64_t cols)
+{
+    return 2.0 * (double)rows * (double)k * (double)cols;
+}
+
+/* ------------------------------------------------------------ row counts */
+
+static int add_rows(int64_t *v, int n, int cap, int64_t r)
+{
+    if (r < 1 || n >= cap) return n;
+    for (int i = 0; i < n; i++)
+        if (v[i] == r) return n;
+    v[n] = r;
+    return n + 1;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int is_in(const int64_t *v, int n, int64_t r)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == r) return 1;
+    return 0;
+}
+
+/* The row counts to time, sorted, at most AGMM_MODEL_MAX_RATES, each at
+ * most row_cap: those the rounds call, then powers of two between; over
+ * the limit the closest neighbours (in log rows) go first, powers of two
+ * before the calls' own counts, 1 and the largest never. Returns how many
+ * of the wanted counts were dropped above row_cap. */
+static int wanted_rows(const agmm_plan_desc_t *d, int64_t row_cap, int64_t *out,
+                       int *n_out, int *over_cap)
+{
+    int P = d->nranks, cap = 2 * P + 72, n = 0;
+    int64_t *v = malloc(sizeof *v * (size_t)cap);
+    if (!v) return -1;
+    int64_t M = 0, tm = d->tile_m;
+    for (int r = 0; r < P; r++)
+        M += d->m_local[r];
+    n = add_rows(v, n, cap, 1);
+    n = add_rows(v, n, cap, AGMM_MIN(tm, M));
+    n = add_rows(v, n, cap, M);
+    for (int r = 0; r < P; r++) {
+        n = add_rows(v, n, cap, d->m_local[r]);
+        n = add_rows(v, n, cap, d->m_local[r] % tm);
+    }
+    *over_cap = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] > row_cap) {
+            v[i] = row_cap;
+            (*over_cap)++;
+        }
+    int nreq = 0; /* dedupe after the cap */
+    for (int i = 0; i < n; i++)
+        nreq = is_in(v, nreq, v[i]) ? nreq : (v[nreq] = v[i], nreq + 1);
+    int64_t *req = malloc(sizeof *req * (size_t)(nreq ? nreq : 1));
+    if (!req) {
+        free(v);
+        return -1;
+    }
+    memcpy(req, v, sizeof *req * (size_t)nreq);
+    n = nreq;
+    int64_t top = AGMM_MIN(M, row_cap);
+    for (int64_t p = 2; p < top && n < cap; p *= 2)
+        n = add_rows(v, n, cap, p);
+    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    while (n > AGMM_MODEL_MAX_RATES) { /* drop the most crowded */
+        int drop = -1, drop_req = 1;
+        double gap = INFINITY;
+        for (int i = 1; i + 1 < n; i++) {
+            int r = is_in(req, nreq, v[i]);
+            double g = log((double)v[i + 1] / (double)v[i - 1]);
+            if ((drop_req && !r) || (r == drop_req && g < gap)) {
+                drop = i;
+                gap = g;
+                drop_req = r;
+            }
+        }
+        memmove(v + drop, v + drop + 1, sizeof *v * (size_t)(n - drop - 1));
+        n--;
+    }
+    memcpy(out, v, sizeof *v * (size_t)n);
+    *n_out = n;
+    free(req);
+    free(v);
+    return 0;
+}
+
+/* ------------------------------------------------------------ the plan */
+
+/* The inner dimension of the slowest rank's calls: k, or gemm-rs/ar's
+ * largest part of it. */
+static int64_t gemm_k(const agmm_plan_desc_t *d)
+{
+    if (d->op == AGMM_OP_AG_GEMM) return d->k;
+    int64_t most = 0;
+    for (int r = 0; r < d->nranks; r++)
+        most = AGMM_MAX(most, d->k_local ? d->k_local[r]
+                                         : agmm_k_split(d->k, d->nranks, r));
+    return AGMM_MAX(most, 1);
+}
+
+/* One GEMM worker's columns: its share of the column blocks of every
+ * weight side by side (the most any worker has). */
+static int64_t worker_cols(const agmm_plan_desc_t *d)
+{
+    int64_t one = d->n, tn = d->tile_n, blocks = 0, total = 0;
+    const int64_t *n = d->n_list && d->n_weights >= 1 ? d->n_list : &one;
+    int nw = d->n_list && d->n_weights >= 1 ? d->n_weights : 1;
+    for (int i = 0; i < nw; i++) {
+        blocks += AGMM_DIV_UP(n[i], tn);
+        total += n[i];
+    }
+    int64_t groups = AGMM_MIN(blocks, (int64_t)AGMM_MAX(d->gemm_workers, 1));
+    return AGMM_MIN(AGMM_DIV_UP(blocks, groups) * tn, total);
+}
+
+static void path_attr(agmm_gemm_attr_t *attr, agmm_dtype_t dt, int f32)
+{
+    int int8 = dt == AGMM_DTYPE_INT8;
+    agmm_gemm_attr_init(attr, f32 && !int8 ? AGMM_DTYPE_FP32 : dt, dt);
+    attr->a_scale = attr->w_scale = int8; /* unit scales, s8 x s8 */
+}
+
+/* Seconds to convert `rows` rows of k 16-bit values to fp32 (best of a
+ * few). */
+static agmm_status_t convert_time(agmm_dtype_t dt, int64_t rows, int64_t k,
+                                  double slice, double *best)
+{
+    size_t count = (size_t)(rows * k);
+    void *src = agmm_alloc(count * 2);
+    float *dst = agmm_alloc(count * sizeof(float));
+    if (!src || !dst) {
+        agmm_free(src);
+        agmm_free(dst);
+        return agmm_error(AGMM_ERR_NO_MEMORY, "model: out of memory");
+    }
+    *best = INFINITY;
+    double end = agmm_now() + slice;
+    for (int i = 0; i < 3 || (i < 50 && agmm_now() < end); i++) {
+        double t0 = agmm_now();
+        agmm_convert_to_f32(dt, src, dst, count);
+        double s = agmm_now() - t0;
+        if (i > 0 && s < *best) *best = s;
+    }
+    agmm_free(src);
+    agmm_free(dst);
+    return AGMM_OK;
+}
+
+/* AUTO with a 16-bit dtype the engine reads natively: the path a plan
+ * would pick, timing both at a tile's rows over (up to) 256 columns, 512
+ * for 32 rows or fewer, plus the f32 path's conversion. */
+static agmm_status_t choose_path(const agmm_gemm_engine_t *e,
+                                 const agmm_plan_desc_t *d, int64_t k,
+                                 int64_t cols, double deadline, int *f32)
+{
+    int64_t rows = d->tile_m, mmax = 0;
+    for (int r = 0; r < d->nranks; r++)
+        mmax = AGMM_MAX(mmax, d->m_local[r]);
+    rows = AGMM_MIN(rows, AGMM_MAX(mmax, 1));
+    cols = AGMM_MIN(cols, rows <= 32 ? 512 : 256);
+    double t[2] = {0, 0};
+    for (int p = 0; p < 2; p++) {
+        agmm_gemm_attr_t attr;
+        gemm_bench_t b;
+        path_attr(&attr, d->dtype, p);
+        AGMM_CHECK(bench_open(&b, e, &attr, k, cols, &rows, 1));
+        agmm_status_t st = bench_time(&b, rows, deadline, &t[p]);
+        bench_close(&b);
+        AGMM_CHECK(st);
+    }
+    double conv = 0;
+    AGMM_CHECK(convert_time(d->dtype, rows, k, 0.0, &conv));
+    *f32 = t[1] + conv < t[0]; /* a tie: native, as the plan */
+    return AGMM_OK;
+}
+
+/* ------------------------------------------------------------ the sweep */
+
+/* One count timed on b: the best call less the engine's fixed cost (at
+ * most half of it), as a rate in flop/s. */
+static agmm_status_t time_rate(gemm_bench_t *b, int64_t rows, double call_s,
+                               double until, double *rate)
+{
+    double s = 0;
+    AGMM_CHECK(bench_time(b, rows, until, &s));
+    double work = s - call_s > 0.5 * s ? s - call_s : 0.5 * s;
+    *rate = flops(rows, b->k, b->cols) / work;
+    return AGMM_OK;
+}
+
+/* Times rows[0..n-1] (ascending) into m->rates. Two prepared weights: the
+ * worker's `cols` columns, and (when wider) a thin one of 256. The
+ * smallest count on the wide one gives the weight's streaming time t1,
+ * the largest on the thin one the compute rate R; a count is then timed on
+ * the wide weight when two calls of the predicted t1 + flops / R fit its
+ * share of the time left, else on the thin one when they fit there (a
+ * large call is compute bound: its rate hardly depends on the columns),
+ * else not at all (the model interpolates, or clamps to the largest
+ * timed). */
+static agmm_status_t sweep(agmm_model_machine_t *m, const agmm_gemm_engine_t *e,
+                           const agmm_gemm_attr_t *attr, int64_t k,
+                           int64_t cols, const int64_t *rows, int n,
+                           double deadline, agmm_model_measure_info_t *info)
+{
+    double call_s = m->call_us * 1e-6, rate[AGMM_MODEL_MAX_RATES] = {0};
+    int64_t thin = AGMM_MIN(cols, (int64_t)THIN_COLS);
+    /* The counts whose A and C fit each (one weight when it is thin). */
+    double wide_cap = thin == cols ? BUF_CAP : WIDE_CAP;
+    int nw = 0, nt = 0;
+    while (nw < n &&
+           (double)rows[nw] * (double)AGMM_MAX(cols, k) * 4 <= wide_cap)
+        nw++;
+    while (thin < cols && nt < n &&
+           (double)rows[nt] * (double)thin * 4 <= BUF_CAP)
+        nt++;
+    gemm_bench_t wide = {0}, narrow = {0};
+    agmm_status_t st = AGMM_OK;
+    double t1 = 0, peak = 0;
+    if (nw > 0) st = bench_open(&wide, e, attr, k, cols, rows, nw);
+    if (st == AGMM_OK && nw > 0) {
+        st = time_rate(&wide, rows[0], call_s,
+                       agmm_now() + (deadline - agmm_now()) / n, &rate[0]);
+        t1 = flops(rows[0], k, cols) / rate[0] + call_s;
+        peak = rate[0];
+    }
+    if (st == AGMM_OK && nt > 0)
+        st = bench_open(&narrow, e, attr, k, thin, rows, nt);
+    if (st == AGMM_OK && nt > 0 && (nw == 0 || nt - 1 > 0)) {
+        st = time_rate(&narrow, rows[nt - 1], call_s,
+                       agmm_now() + (deadline - agmm_now()) / n, &rate[nt - 1]);
+        peak = AGMM_MAX(peak, rate[nt - 1]);
+    }
+    for (int i = 0; i < n && st == AGMM_OK; i++) {
+        if (rate[i] > 0) continue; /* timed above */
+        double now = agmm_now(), share = (deadline - now) / (n - i);
+        double wide_s = t1 + flops(rows[i], k, cols) / peak;
+        double thin_s =
+            t1 * (double)thin / (double)cols + flops(rows[i], k, thin) / peak;
+        if (i < nw && peak > 0 && 2 * wide_s <= share)
+            st = time_rate(&wide, rows[i], call_s, now + share, &rate[i]);
+        else if (i < nt && peak > 0 && 2 * thin_s <= share)
+            st = time_rate(&narrow, rows[i], call_s, now + share, &rate[i]);
+    }
+    if (nw > 0 && wide.prep)
+        snprintf(info->impl, sizeof info->impl, "%s", e->impl(wide.prep));
+    bench_close(&wide);
+    bench_close(&narrow);
+    AGMM_CHECK(st);
+    m->n_rates = 0;
+    info->min_cols = cols;
+    for (int i = 0; i < n; i++) {
+        if (!(rate[i] > 0)) {
+            info->skipped++;
+            continue;
+        }
+        m->rates[m->n_rates].rows = rows[i];
+        m->rates[m->n_rates].gflops = rate[i] * 1e-9;
+        m->n_rates++;
+        if (i >= nw || (i > 0 && nt > 0 && i == nt - 1)) info->min_cols = thin;
+    }
+    return AGMM_OK;
+}
+
+/* The engine's fixed cost of a call: 1 row x 16 columns x 16. */
+static agmm_status_t call_cost(const agmm_gemm_engine_t *e,
+                               const agmm_gemm_attr_t *attr, double *us)
+{
+    int64_t one = 1;
+    gemm_bench_t b;
+    AGMM_CHECK(bench_open(&b, e, attr, 16, 16, &one, 1));
+    double s = 0;
+    agmm_status_t st = bench_time(&b, 1, INFINITY, &s);
+    bench_close(&b);
+    *us = s * 1e6;
+    return st;
+}
+
+/* ------------------------------------------------------------ memory */
+
+/* GB/s of memcpy (kind 0), fp32 += (kind 1) over `bytes`, best of a
+ * few within `slice` seconds (at least 3). */
+static agmm_status_t memory_rate(int kind, size_t bytes, double slice,
+                                 double *gbs)
+{
+    size_t count = bytes / sizeof(float);
+    float *a = agmm_alloc(count * sizeof(float));
+    float *u = agmm_alloc(count * sizeof(float));
+    if (!a || !u) {
+        agmm_free(a);
+        agmm_free(u);
+        return agmm_error(AGMM_ERR_NO_MEMORY, "model: out of memory");
+    }
+    for (size_t i = 0; i < count; i++) { /* touch every page */
+        a[i] = 0.0f;
+        u[i] = 1.0f;
+    }
+    double best = INFINITY, end = agmm_now() + slice;
+    for (int i = 0; i < 3 || (i < 200 && agmm_now() < end); i++) {
+        double t0 = agmm_now();
+        if (kind == 0) {
+            memcpy(a, u, count * sizeof(float));
+        } else {
+            for (size_t j = 0; j < count; j++)
+                a[j] += u[j];
+        }
+        double s = agmm_now() - t0;
+        if (i > 0 && s < best) best = s;
+    }
+    agmm_free(a);
+    agmm_free(u);
+    *gbs = (double)(count * sizeof(float)) / best * 1e-9;
+    return AGMM_OK;
+}
+
+/* ------------------------------------------------------------ measure */
+
+agmm_status_t agmm_model_measure_info(agmm_model_machine_t *m,
+                                      const agmm_plan_desc_t *d,
+                                      double budget_s,
+                                      agmm_model_measure_info_t *info_out)
+{
+    if (!m || !d)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "model: measure: machine or description is NULL");
+    AGMM_CHECK(agmm_plan_desc_check(d));
+    const agmm_gemm_engine_t *e = agmm_gemm_engine_get(d->gemm_engine);
+    if (!e)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "model: measure: gemm engine %s is not built in",
+                          agmm_gemm_engine_name(d->gemm_engine));
+    if (!agmm_gemm_path_available(e->kind, d->dtype, d->gemm_path))
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "model: measure: the %s engine has no %s path for "
+                          "%s here",
+                          e->name, agmm_gemm_path_name(d->gemm_path),
+                          agmm_dtype_name(d->dtype));
+    if (!(budget_s > 0)) budget_s = 1.0;
+    agmm_model_measure_info_t info;
+    memset(&info, 0, sizeof info);
+    double t0 = agmm_now(), gemm_end = t0 + 0.85 * budget_s;
+    int int16 = agmm_dtype_size(d->dtype) == 2;
+    int native =
+        d->dtype != AGMM_DTYPE_FP32 && e->input_dtype(d->dtype) == d->dtype;
+    int64_t k = gemm_k(d), cols = worker_cols(d);
+    /* The weight slice within the buffer cap. */
+    while (cols > MIN_COLS && (double)k * (double)cols * 4 > BUF_CAP)
+        cols = AGMM_MAX(MIN_COLS, cols / 2);
+    int f32 = d->dtype == AGMM_DTYPE_FP32 || d->gemm_path == AGMM_GEMM_PATH_F32;
+    if (d->gemm_path == AGMM_GEMM_PATH_AUTO && int16 && native)
+        AGMM_CHECK(choose_path(e, d, k, cols, t0 + 0.15 * budget_s, &f32));
+    else if (int16 && !native)
+        f32 = 1;
+    agmm_gemm_attr_t attr;
+    path_attr(&attr, d->dtype, f32);
+    AGMM_CHECK(call_cost(e, &attr, &m->call_us));
+
+    int64_t row_cap = (int64_t)(BUF_CAP / ((double)k * 4));
+    row_cap = AGMM_MIN(row_cap, (int64_t)(BUF_CAP / ((double)MIN_COLS * 4)));
+    int64_t rows[AGMM_MODEL_MAX_RATES];
+    int n = 0, over_cap = 0;
+    if (wanted_rows(d, AGMM_MAX(row_cap, 1), rows, &n, &over_cap) != 0)
+        return agmm_error(AGMM_ERR_NO_MEMORY, "model: out of memory");
+    AGMM_CHECK(sweep(m, e, &attr, k, cols, rows, n, gemm_end, &info));
+    info.skipped += over_cap;
+
+    double slice = AGMM_MAX(0.0, t0 + budget_s - agmm_now()) / 3;
+    size_t es = agmm_dtype_size(d->dtype);
+    size_t tile = (size_t)AGMM_MIN((double)d->tile_m * (double)k * (double)es,
+                                   64.0 * (1 << 20));
+    size_t part = (size_t)AGMM_MIN((double)d->tile_m * (double)cols * 4,
+                                   16.0 * (1 << 20));
+    AGMM_CHECK(
+        memory_rate(0, AGMM_MAX(tile, (size_t)4096), slice, &m->copy_gbs));
+    AGMM_CHECK(
+        memory_rate(1, AGMM_MAX(part, (size_t)4096), slice, &m->reduce_gbs));
+    m->convert_gbs = 0;
+    if (f32 && int16) {
+        int64_t tr = AGMM_MAX(
+            (int64_t)1, AGMM_MIN(d->tile_m, (int64_t)((64 << 20) / (2 * k))));
+        double s = 0;
+        AGMM_CHECK(convert_time(d->dtype, tr, k, slice, &s));
+        m->convert_gbs = (double)(tr * k * 2) / s * 1e-9;
+    }
+    info.engine = e->kind;
+    info.path = f32 ? AGMM_GEMM_PATH_F32 : AGMM_GEMM_PATH_NATIVE;
+    info.k = k;
+    info.cols = cols;
+    info.seconds = agmm_now() - t0;
+    if (info_out) *info_out = info;
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_model_measure(agmm_model_machine_t *m,
+                                 const agmm_plan_desc_t *desc, double budget_s)
+{
+    return agmm_model_measure_info(m, desc, budget_s, NULL);
+}

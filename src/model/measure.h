@@ -1,0 +1,34 @@
+/* Internal to the model and its command: agmm_model_measure (measure.c)
+ * with what it found out besides the rates (the path it timed, the
+ * engine's kernel, the columns and rows it covered, how long it took), for
+ * `agmm model`'s header and --json (tools/agmm/model.c). */
+#ifndef AGMM_MODEL_MEASURE_H
+#define AGMM_MODEL_MEASURE_H
+
+#include <stdint.h>
+
+#include "agmm_model.h"
+
+typedef struct agmm_model_measure_info {
+    /* The engine (never AUTO) and path (NATIVE or F32; fp32 inputs: F32)
+     * the rates are for: desc's, AUTO resolved as a plan would (a 16-bit
+     * dtype: both timed at a tile's rows, the faster per tile kept). */
+    agmm_gemm_engine_kind_t engine;
+    agmm_gemm_path_t path;
+    char impl[64];    /* the kernel the engine picked for the largest call */
+    int64_t k;        /* the inner dimension timed (gemm-rs/ar: largest part) */
+    int64_t cols;     /* one GEMM worker's columns (the span timed) */
+    int64_t min_cols; /* the fewest columns a large call was timed over */
+    double seconds;   /* the whole measurement */
+    /* Row counts wanted that were not timed (over the budget or the
+     * memory cap): the model clamps them to the largest timed. */
+    int skipped;
+} agmm_model_measure_info_t;
+
+/* agmm_model_measure, and (info non-NULL) what it timed. */
+agmm_status_t agmm_model_measure_info(agmm_model_machine_t *m,
+                                      const agmm_plan_desc_t *desc,
+                                      double budget_s,
+                                      agmm_model_measure_info_t *info);
+
+#endif
