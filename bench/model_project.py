@@ -219,7 +219,8 @@ def summary(rows):
                                         "where": where(row)}
         if row["ratio"] >= 1:
             out["stops_paying"][key].append(
-                {"where": where(row), "ratio": row["ratio"]})
+                {"where": where(row), "ranks": row["ranks"],
+                 "ratio": row["ratio"]})
         if row["fused_bound"] == "relay":
             out["relay_bound"].append({"case": key, "where": where(row),
                                        "ratio": row["ratio"]})
@@ -269,11 +270,19 @@ def markdown(res):
     for key, hits in s["stops_paying"].items():
         best = s["best_speedup"][key]
         tail = (f"; best speedup {best['speedup']:.2f} ({best['where']})")
-        if hits:
+        sel = [r for r in rows if f"{r['op']} {r['shape']}" == key]
+        if not hits:
+            lines.append(f"- {key}: nowhere on this grid" + tail)
+        elif len(hits) <= 6:
             lines.append(f"- {key}: " + "; ".join(
                 f"{h['where']} ({h['ratio']:.3f})" for h in hits) + tail)
-        else:
-            lines.append(f"- {key}: nowhere on this grid" + tail)
+        else:  # many: how many rows of each rank count
+            per = ", ".join(
+                f"{p} ranks {sum(1 for h in hits if h['ranks'] == p)} of "
+                f"{sum(1 for r in sel if r['ranks'] == p)}"
+                for p in dict.fromkeys(r["ranks"] for r in sel))
+            lines.append(f"- {key}: {len(hits)} of {len(sel)} rows ({per}; "
+                         "the rows are in the table above)" + tail)
     lines += ["", "Where the relay is the bottleneck:"]
     if not s["relay_bound"] and not s["relay_slower"]:
         lines.append("- nowhere on this grid (no fused round bound by the "
@@ -283,7 +292,8 @@ def markdown(res):
                      f"bound by the relay (ratio {h['ratio']:.3f})")
     for h in s["relay_slower"]:
         lines.append(f"- {h['case']}, {h['where']}: fused {h['on_ms']:.3f} "
-                     f"ms with the relay, {h['off_ms']:.3f} ms without")
+                     f"ms with the relay, {h['off_ms']:.3f} ms without "
+                     f"({(h['on_ms'] / h['off_ms'] - 1) * 100:+.1f}%)")
     return "\n".join(lines)
 
 
