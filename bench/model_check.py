@@ -202,7 +202,8 @@ def row(o, c):
     err = {"fused": pf / mf - 1, "baseline": pb / mb - 1,
            "ratio": (pf / pb) / (mf / mb) - 1}
     return {
-        "part": c.part, "op": c.op, "ranks": c.ranks, "where": c.where(),
+        "part": c.part, "op": c.op, "ranks": c.ranks,
+        "where": c.where() + (f", {o.netns_gbit:g} Gbit/s" if c.hosts else ""),
         "m_local": c.shape[0], "k": c.shape[1], "n": c.shape[2],
         "dtype": o.dtype, "hosts": c.hosts[0] if c.hosts else 1,
         "ranks_per_host": c.hosts[1] if c.hosts else c.ranks,
