@@ -241,8 +241,13 @@ def summary(rows):
 
 
 def markdown(res):
+    mach = " ".join(res["machine"])
+    if res["measured"]:
+        r0 = res["rows"][0]
+        mach = (f"measured here by agmm model ({r0['op']}, --m-local "
+                f"{r0['m_local']}: {mach}; each op and shape its own)")
     lines = [f"model projection: {len(res['rows'])} rows in "
-             f"{res['seconds']:.1f} s; machine: {' '.join(res['machine'])}; "
+             f"{res['seconds']:.1f} s; machine: {mach}; "
              f"{res['comm_cores']} comm + {res['gemm_cores']} GEMM cores per "
              f"rank, link latency {res['link_latency_us']:g} us; ratio = "
              "fused / baseline, speedup = baseline / fused"]
@@ -305,8 +310,9 @@ def main(argv):
     t0 = time.monotonic()
     rows = [run(o, *cell) for cell in grid(o)]
     res = {"rows": rows, "seconds": time.monotonic() - t0,
-           "machine": (["measured"] if o.measure else
-                       machine(o, o.ops[0], o.decode_rows)),
+           # the first row's machine (--measure: measured for its op, rows)
+           "machine": machine(o, rows[0]["op"], rows[0]["m_local"])
+           if rows else [], "measured": o.measure,
            "comm_cores": o.comm_cores, "gemm_cores": o.gemm_cores,
            "link_latency_us": o.link_latency_us, "summary": summary(rows)}
     print(json.dumps(res) if o.json else markdown(res))
