@@ -131,8 +131,14 @@ def bench(o, c):
     cmd = ["bash", NETNS, o.agmm, str(h), str(r), str(relay),
            f"{o.netns_gbit:g}", "--", *args]
     try:
-        return bench_common.run_json(cmd, "model_check.py",
-                                     exit_on_failure=False)
+        d = bench_common.run_json(cmd, "model_check.py",
+                                  exit_on_failure=False)
+        if d.get("transport") != "mpi":
+            print(f"model_check.py: part c: agmm ran on {d.get('transport')} "
+                  "under mpirun (built without MPI?): give --only a,b,d",
+                  file=sys.stderr)
+            raise SystemExit(1)
+        return d
     except subprocess.CalledProcessError as e:
         if e.returncode == 77:
             o.skipped["c"] = e.stderr.strip().splitlines()[-1]

@@ -2,7 +2,7 @@
 """The performance model's scripts end to end (issue 25): bench/model_project.py
 --quick and bench/model_check.py --quick against the built agmm.
 
-usage: model_scripts.py AGMM BENCH_DIR
+usage: model_scripts.py AGMM BENCH_DIR [nompi]   (nompi: agmm built without MPI)
 
 model_project.py: every row of the quick grid present once (ops ag-gemm
 and gemm-ar, the decode shape, 8 and 16 ranks, 1, 2 and 8 per host, 10
@@ -14,7 +14,7 @@ naming the option.
 
 model_check.py: parts a (ag-gemm, gemm-rs, gemm-ar at 2 ranks), b (the
 link) and d (8 and 32 ranks) each present, c (namespace hosts) present or
-skipped with its reason; every row's measured and predicted times
+skipped with its reason (not run with nompi); every row's measured and predicted times
 positive, its errors = predicted / measured - 1, its miss flag = an error
 beyond 15%, its slowdown = threads / cores where that is above 1; the fit
 of part d finite; the markdown of parts a and d has their rows and the
@@ -134,13 +134,18 @@ def check_rows(d, parts):
 
 
 def check_model():
-    rc, out, err = run("model_check.py", "--quick", "--json")
+    only = ["--only", "a,b,d"] if NOMPI else []
+    rc, out, err = run("model_check.py", "--quick", "--json", *only)
     check(rc == 0, f"model_check.py --quick --json: exit {rc}: {err[-2000:]}")
     if rc != 0:
         return
     d = json.loads(out)
-    c = 0 if "c" in d["skipped"] else 1
-    check(c == 1 or d["skipped"]["c"].strip() != "", "part c: no reason")
+    c = 0 if "c" in d["skipped"] or NOMPI else 1
+    check(c == 1 or NOMPI or d["skipped"]["c"].strip() != "",
+          "part c: no reason")
+    for x in d["rows"]:
+        check(x["transport"] == ("mpi" if x["part"] == "c" else "shm"),
+              f"part {x['part']}: transport {x['transport']}")
     check_rows(d, {"a": 3, "b": 1, "c": c, "d": 2})
     check(sorted(x["op"] for x in d["rows"] if x["part"] == "a") ==
           ["ag-gemm", "gemm-ar", "gemm-rs"], "part a ops")
@@ -166,10 +171,11 @@ def check_model():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4) or sys.argv[3:] not in ([], ["nompi"]):
         print(__doc__.strip().splitlines()[3], file=sys.stderr)
         sys.exit(2)
     AGMM, BENCH = os.path.abspath(sys.argv[1]), sys.argv[2]
+    NOMPI = sys.argv[3:] == ["nompi"]
     project()
     check_model()
     print(f"model_scripts: {checks - fails} passed, {fails} failed")
