@@ -92,6 +92,11 @@ typedef struct agmm_model_machine {
     double round_us;
     double peer_us;
     int relay; /* MPI with several hosts: relay the all-gather per host */
+    /* Cores of one host the ranks share, >= 0; 0: every thread has its
+     * own. With fewer cores than the host's GEMM workers with columns
+     * (ranks_per_host x those of gemm_workers), every thread's work (GEMM,
+     * copies, sums, conversions) takes longer by their ratio. */
+    int cores_per_host;
 } agmm_model_machine_t;
 
 /* Defaults for everything but the rates and shape: one host, shm, no

@@ -31,22 +31,22 @@ double mdl_gemm_s(const mdl_layout_t *L, const mdl_share_t *s, int64_t rows,
     for (int i = 0; i < s->nseg; i++)
         t += L->m->call_us * 1e-6 +
              2.0 * (double)rows * (double)s->seg_cols[i] * (double)k / rate;
-    return t;
+    return L->cpu * t;
 }
 
 double mdl_copy_s(const mdl_layout_t *L, double bytes)
 {
-    return bytes / (L->m->copy_gbs * 1e9);
+    return L->cpu * bytes / (L->m->copy_gbs * 1e9);
 }
 
 double mdl_convert_s(const mdl_layout_t *L, double bytes)
 {
-    return L->converts ? bytes / (L->m->convert_gbs * 1e9) : 0;
+    return L->converts ? L->cpu * bytes / (L->m->convert_gbs * 1e9) : 0;
 }
 
 double mdl_reduce_s(const mdl_layout_t *L, double bytes)
 {
-    return bytes / (L->m->reduce_gbs * 1e9);
+    return L->cpu * bytes / (L->m->reduce_gbs * 1e9);
 }
 
 double mdl_wire_s(const mdl_layout_t *L, double bytes)
@@ -136,10 +136,16 @@ agmm_status_t mdl_layout_build(const agmm_model_machine_t *m,
     int nw = d->n_list ? d->n_weights : 1;
     for (int i = 0; i < nw; i++)
         L->n_tot += ncols[i];
+    int busy = 0;
     for (int g = 0; g < L->G; g++) {
         build_share(L, g, ncols, nw);
         L->ngroups += L->share[g].busy && L->share[g].rg == 0;
+        busy += L->share[g].busy;
     }
+    /* Shared cores: the host's computing threads over its cores. */
+    L->cpu = 1;
+    if (m->cores_per_host > 0 && (double)busy * L->R > m->cores_per_host)
+        L->cpu = (double)busy * L->R / m->cores_per_host;
     double es = (double)agmm_dtype_size(d->dtype);
     L->row_bytes = es * (double)d->k;
     L->out_row_bytes = 4.0 * (double)L->n_tot;

@@ -33,6 +33,7 @@ void agmm_model_machine_init(agmm_model_machine_t *m)
     m->round_us = 20.0;
     m->peer_us = 2.0;
     m->relay = 0;
+    m->cores_per_host = 0;
 }
 
 static int finite_at_least(double v, double lo)
@@ -122,6 +123,11 @@ agmm_status_t agmm_model_check(const agmm_model_machine_t *m,
                           "host(s) (allowed > 0: the link is used)",
                           m->link_gbps, agmm_model_transport_name(m->transport),
                           m->hosts);
+    if (m->cores_per_host < 0)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "model: cores_per_host = %d (allowed >= 0; 0: a "
+                          "core per thread)",
+                          m->cores_per_host);
     if (m->relay != 0 && m->relay != 1)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "model: relay = %d (allowed 0 or 1)", m->relay);

@@ -39,6 +39,7 @@ typedef struct mdl_layout {
     int cheap_calls;      /* oneDNN: a call per tile costs no weight pack */
     int converts;       /* rows converted before the GEMM (16-bit, f32 path) */
     int uniform;        /* every rank has the same rows (and k part) */
+    double cpu;         /* >= 1: threads' work slowed by shared cores */
     mdl_share_t *share; /* [G] */
 } mdl_layout_t;
 
@@ -66,7 +67,8 @@ double mdl_gemm_s(const mdl_layout_t *L, const mdl_share_t *s, int64_t rows,
  * linearly in log(rows), clamped to the first and last. */
 double mdl_rate(const agmm_model_machine_t *m, int64_t rows);
 
-/* Seconds to copy / convert / reduce `bytes` on one thread. */
+/* Seconds to copy / convert / reduce `bytes` on one thread (slowed, as
+ * the GEMM, by shared cores: L->cpu). */
 double mdl_copy_s(const mdl_layout_t *L, double bytes);
 double mdl_convert_s(const mdl_layout_t *L, double bytes);
 double mdl_reduce_s(const mdl_layout_t *L, double bytes);

@@ -5,9 +5,12 @@
  * Which ranks are simulated: every rank, unless every rank has the same
  * rows and k part; then the world is invariant under the rotation by one
  * rank (shm, link: nothing is shared between ranks) or by one host (MPI:
- * the ranks of a host share its NIC), and the representative (rank 0, or
- * host 0's ranks) with every put to another rank delivered to its image
- * is the whole world's round exactly (round.h, docs/model.md). */
+ * the ranks of a host share its NIC), and a representative group (a rank,
+ * a host) with every put to another rank delivered to its image stands
+ * for the world (round.h). Exactly for ag-gemm; gemm-rs and gemm-ar sum in
+ * rank order 0..P-1, which no rotation keeps, so they simulate every rank
+ * up to FULL_PUTS puts and past it the first and the last group, keeping
+ * the slower (docs/model.md, "Which ranks are simulated"). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,21 +133,25 @@ static void collect(const mdl_round_t *x, const mdl_round_t *y,
     }
     out->busy_s[AGMM_MODEL_BOUND_OVERHEAD] += over;
     out->exposed_s = max_d(out->time_s - out->gemm_s, 0);
-    /* The bound: GEMM while the workers wait little; else what the
-     * critical thread (the last to end) waited for or spent most on. */
+    /* The bound: GEMM while the workers wait little. Otherwise, per kind,
+     * the larger of its most loaded resource's busy time (a queue that
+     * delays what others wait for: a comm worker's copies hold back its
+     * later puts, which its receivers see as late tiles) and what the
+     * critical thread (the last to end) waited for on it plus spent on it
+     * (a latency shows only there); the largest kind bounds. A wait on a
+     * GEMM's count (gemm-rs's ready) counts for GEMM. */
     out->bound = AGMM_MODEL_BOUND_GEMM;
     if (out->exposed_s > 0.1 * out->time_s && crit) {
-        double most = -1;
+        double most = crit->waited[AGMM_MODEL_BOUND_GEMM];
         for (int k = AGMM_MODEL_BOUND_LINK; k < AGMM_MODEL_BOUND_COUNT; k++) {
-            double c = crit->waited[k] + crit->busy[k] +
-                       (k == AGMM_MODEL_BOUND_OVERHEAD ? over : 0);
+            double c = max_d(out->busy_s[k],
+                             crit->waited[k] + crit->busy[k] +
+                                 (k == AGMM_MODEL_BOUND_OVERHEAD ? over : 0));
             if (c > most) {
                 most = c;
                 out->bound = (agmm_model_bound_t)k;
             }
         }
-        if (crit->waited[AGMM_MODEL_BOUND_GEMM] > most)
-            out->bound = AGMM_MODEL_BOUND_GEMM;
     }
     *slowest = sr;
 }
@@ -189,7 +196,7 @@ static agmm_status_t schedule(const mdl_layout_t *L, int fused, int S, int base,
 
 /* Past this many puts of a round (P^2 tiles) gemm-rs and gemm-ar take the
  * symmetric fast path, which for them approximates (docs/model.md). */
-static const double FULL_PUTS = 1 << 20;
+static const double FULL_PUTS = 1 << 17;
 
 agmm_status_t mdl_predict(const agmm_model_machine_t *m,
                           const agmm_plan_desc_t *desc, int mode,

@@ -76,7 +76,6 @@ void mdl_put_done(mdl_round_t *x, int t, int cause)
 {
     thr_t *th = &x->th[t];
     th->outstanding--;
-    th->last_cause = cause;
     if (th->outstanding == 0 && th->state == 4) {
         wake(x, th, cause);
         return;

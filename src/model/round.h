@@ -1,12 +1,14 @@
 /* Internal to the model: one simulated round (round.c runs it, net.c moves
  * the puts, ag.c and rs.c say what each thread does).
  *
- * Simulated ranks are world ranks 0..S-1: every rank (S = P), or, when
- * every rank has the same rows and k part, one representative group whose
- * rotations are the whole world (shm and the link: rank 0, S = 1; MPI:
- * host 0, S = ranks per host). A put to a rank q >= S is then delivered to
- * its image under the rotation by -(q / S) * S, which is the put the
- * rank of that image receives at the same time (docs/model.md, "Symmetry").
+ * Simulated ranks are world ranks base .. base + S - 1: every rank (S =
+ * P), or, when every rank has the same rows and k part, one representative
+ * group whose rotations are the whole world (shm and the link: one rank,
+ * S = 1; MPI: one host, S = ranks per host). A put to another rank is then
+ * delivered to its image under the rotation by the multiple of S that
+ * brings it into the group: the put that image receives at the same time
+ * when every group runs alike (docs/model.md, "Which ranks are simulated:
+ * the symmetry").
  *
  * A thread is a generator of actions (`next`) run by the engine: a busy
  * action advances its own clock; every other action (a wait, a put, a
@@ -26,7 +28,7 @@ enum {
     K_READY,    /* rs/ar: column groups done with partial (owner, t) */
     K_RED,      /* ar: reduced tile (owner, t) arrived */
     K_REDBULK,  /* ar baseline: owner's reduced rows arrived */
-    K_JOIN,     /* (0, 0): the baseline's join of the GEMM workers */
+    K_JOIN,     /* (0, 0): gemm-rs/ar baseline's join of every thread */
     K_KINDS
 };
 
@@ -61,7 +63,6 @@ typedef struct thr {
     int32_t next_waiter;
     struct sim_cell *wait_cell; /* the cell of the current wait */
     int outstanding; /* puts not yet delivered (quiet waits for them) */
-    int last_cause;  /* of the last delivered put */
     int hit;
     int timed_out;    /* the last timed A_WAIT ended at its deadline */
     int64_t wait_gen; /* numbers the waits (stale timeouts are ignored) */
@@ -81,6 +82,15 @@ typedef struct msg {
     int forward;
     int cause; /* what held it longest (link: wire or delivery) */
     int dist;  /* (receiving host - sending host) mod hosts, of the real put */
+    double post;   /* when it was posted */
+    double pre;    /* the sender's largest kind of work by then ... */
+    int pre_cause; /* ... and its kind (what a late post is blamed on) */
+    /* Its place in the queue of the resource it left (net.c): the event
+     * (type, time) due when it reaches the head, the next message. */
+    sim_res_t *pipe;
+    int64_t next;
+    double when;
+    int ev;
 } msg_t;
 
 typedef struct mdl_round mdl_round_t;

@@ -45,6 +45,10 @@ void sim_free(sim_t *s);
 typedef struct sim_res {
     double free; /* when the last request accepted ends */
     double busy; /* seconds served */
+    /* The user's queue of what it served and has yet to hand on, in FIFO
+     * order (ids + 1; 0: empty): their events come out in that order, so
+     * only the first needs to be in the heap (net.c). */
+    int64_t head, tail;
 } sim_res_t;
 
 /* Serve `dur` seconds from `now` (FIFO): returns the start. */

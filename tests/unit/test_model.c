@@ -89,6 +89,19 @@ static void shm_two_ranks(void)
     CLOSE(r.baseline.time_s,
           256 * 1024 * 4 / 1e18 + gemm_s(3, 512, 256, 1024, 40) + over,
           "shm baseline");
+    /* Two ranks' GEMM workers on one core: every thread's work twice as
+     * long. */
+    agmm_model_result_t shared;
+    m.cores_per_host = 1;
+    CHECK(agmm_model_predict(&m, &d, &shared) == AGMM_OK, "predict");
+    CLOSE(shared.fused.time_s - over, 2 * (r.fused.time_s - over),
+          "one core for two ranks");
+    CLOSE(shared.baseline.time_s - over, 2 * (r.baseline.time_s - over),
+          "one core for two ranks, baseline");
+    m.cores_per_host = 2;
+    CHECK(agmm_model_predict(&m, &d, &shared) == AGMM_OK, "predict");
+    CLOSE(shared.fused.time_s, r.fused.time_s, "a core each");
+    m.cores_per_host = 0;
     d.comm_workers = 1;
     CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
     CLOSE(r.fused.time_s, 4 * gemm_s(3, 128, 256, 1024, 40) + over,
@@ -131,6 +144,59 @@ static void link_two_ranks(void)
     CLOSE(r.ratio, r.fused.time_s / r.baseline.time_s, "ratio");
 }
 
+/* Uneven rows (every rank simulated): rank 1 (128 rows) waits for rank
+ * 0's four tiles, rank 0 for one; rank 1 is the slowest. */
+static void link_uneven(void)
+{
+    static const int64_t rows[2] = {512, 128};
+    agmm_model_machine_t m;
+    flat_machine(&m, 40);
+    m.transport = AGMM_MODEL_LINK;
+    m.ranks_per_host = 2;
+    m.link_gbps = 2.0;
+    m.link_latency_us = 20;
+    m.copy_gbs = 1000;
+    agmm_plan_desc_t d;
+    plan(&d, 2, rows, 1024, 64);
+    d.comm_workers = 1;
+    agmm_model_result_t r;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
+    double tile = 128.0 * 1024 * 4, ser = tile * 8 / 2e9, lat = 20e-6;
+    double cp = tile / 1e12, over = 11e-6, g = gemm_s(3, 128, 64, 1024, 40);
+    CLOSE(r.fused.time_s, 4 * ser + lat + cp + g + over, "uneven fused");
+    CLOSE(r.last_arrival_s, 4 * ser + lat + cp, "rank 1's last tile");
+    CLOSE(r.baseline.time_s,
+          4 * ser + lat + 4 * cp + gemm_s(3, 640, 64, 1024, 40) + over,
+          "uneven baseline");
+}
+
+/* What bounds: slow copies on shm, a round all overhead. */
+static void bounds(void)
+{
+    static const int64_t rows[4] = {512, 512, 512, 512};
+    agmm_model_machine_t m;
+    flat_machine(&m, 40);
+    m.ranks_per_host = 4;
+    m.copy_gbs = 0.2;
+    agmm_plan_desc_t d;
+    plan(&d, 4, rows, 4096, 256);
+    d.comm_workers = 1;
+    agmm_model_result_t r;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
+    CHECK(r.fused.bound == AGMM_MODEL_BOUND_COPY, "slow copies: %s",
+          agmm_model_bound_name(r.fused.bound));
+    CHECK(r.baseline.bound == AGMM_MODEL_BOUND_COPY, "baseline too: %s",
+          agmm_model_bound_name(r.baseline.bound));
+    static const int64_t one[2] = {1, 1};
+    flat_machine(&m, 40);
+    m.ranks_per_host = 2;
+    m.round_us = 2000;
+    plan(&d, 2, one, 64, 64);
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
+    CHECK(r.fused.bound == AGMM_MODEL_BOUND_OVERHEAD, "overhead: %s",
+          agmm_model_bound_name(r.fused.bound));
+}
+
 /* 2 hosts x 2 ranks over MPI: each host's NIC sends every tile of its two
  * ranks to two remote ranks, or, relayed, to one (the relay copies it on
  * to its host mate): the link carries half the bytes. */
@@ -163,6 +229,48 @@ static void mpi_relay_halves_link(void)
           "no relay: no forwards");
     CLOSE(relay.baseline.time_s, direct.baseline.time_s,
           "the baseline is not relayed");
+}
+
+/* 3 hosts x 4 ranks: a relay forwards the tiles of two remote ranks to
+ * three host mates, twice what a comm worker copies to them of its own:
+ * with a fast link and slow copies the relay bounds the round; with a
+ * slow link it is what makes the round fast. */
+static void relay_bound(void)
+{
+    static const int64_t rows[12] = {512, 512, 512, 512, 512, 512,
+                                     512, 512, 512, 512, 512, 512};
+    agmm_model_machine_t m;
+    agmm_model_machine_init(&m);
+    m.transport = AGMM_MODEL_MPI;
+    m.hosts = 3;
+    m.ranks_per_host = 4;
+    m.link_gbps = 400;
+    m.link_latency_us = 5;
+    m.copy_gbs = 0.5;
+    agmm_plan_desc_t d;
+    plan(&d, 12, rows, 4096, 256);
+    d.comm_workers = 1;
+    agmm_model_result_t on, off;
+    m.relay = 1;
+    CHECK(agmm_model_predict(&m, &d, &on) == AGMM_OK, "relay");
+    m.relay = 0;
+    CHECK(agmm_model_predict(&m, &d, &off) == AGMM_OK, "direct");
+    CHECK(on.fused.bound == AGMM_MODEL_BOUND_RELAY, "relay-bound: %s",
+          agmm_model_bound_name(on.fused.bound));
+    CLOSE(on.fused.busy_s[AGMM_MODEL_BOUND_RELAY],
+          2 * 4 * 3 * 128.0 * 4096 * 4 / 0.5e9,
+          "2 sources x 4 tiles x 3 mates");
+    CHECK(on.fused.time_s > off.fused.time_s, "relayed %.6g > direct %.6g",
+          on.fused.time_s, off.fused.time_s);
+    m.link_gbps = 10;
+    m.copy_gbs = 5;
+    CHECK(agmm_model_predict(&m, &d, &off) == AGMM_OK, "direct, slow link");
+    m.relay = 1;
+    CHECK(agmm_model_predict(&m, &d, &on) == AGMM_OK, "relay, slow link");
+    CHECK(off.fused.bound == AGMM_MODEL_BOUND_LINK, "direct: %s",
+          agmm_model_bound_name(off.fused.bound));
+    CHECK(on.fused.time_s < 0.7 * off.fused.time_s, "relayed %.6g, direct %.6g",
+          on.fused.time_s, off.fused.time_s);
 }
 
 /* gemm-rs, 2 ranks on shm, one tile each, no comm worker (one call per
@@ -242,6 +350,37 @@ static void symmetry(void)
             }
 }
 
+/* 1024 ranks (128 hosts x 8) on MPI, every rank the same rows: the fast
+ * path simulates one host, so the events stay proportional to its puts
+ * (8 ranks x 4 tiles x 1023 peers), not the world's 4M. */
+static void thousand_ranks(void)
+{
+    enum { P = 1024 };
+    static int64_t rows[P];
+    for (int i = 0; i < P; i++)
+        rows[i] = 512;
+    agmm_model_machine_t m;
+    agmm_model_machine_init(&m);
+    m.transport = AGMM_MODEL_MPI;
+    m.hosts = 128;
+    m.ranks_per_host = 8;
+    m.link_gbps = 100;
+    m.link_latency_us = 5;
+    agmm_plan_desc_t d;
+    plan(&d, P, rows, 4096, 4096);
+    d.tile_n = 512;
+    d.gemm_workers = 7;
+    d.comm_workers = 1;
+    agmm_model_result_t r;
+    CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "1024 ranks");
+    CHECK(r.events > 8 * 4 * 1023 && r.events < 2000000, "events %lld",
+          (long long)r.events);
+    /* The NIC carries 8 ranks' shards to 1016 remote ranks at least. */
+    double nic = 8.0 * 512 * 4096 * 4 * 1016 * 8 / 100e9;
+    CLOSE(r.fused.busy_s[AGMM_MODEL_BOUND_LINK], nic, "a NIC's busy time");
+    CHECK(r.fused.time_s > nic && r.baseline.time_s > nic, "after the NIC");
+}
+
 static void names(void)
 {
     static const char *want[] = {"gemm", "link",   "relay",
@@ -303,6 +442,10 @@ static void refused(void)
     m.copy_gbs = 5;
     m.relay = 2;
     CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "relay 2");
+    m.relay = 0;
+    m.cores_per_host = -1;
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "cores -1");
+    m.relay = 2;
     agmm_model_result_t r;
     CHECK(agmm_model_predict(&m, &d, &r) == AGMM_ERR_INVALID_ARG,
           "predict checks too");
@@ -313,9 +456,13 @@ int main(void)
     rate_interpolation();
     shm_two_ranks();
     link_two_ranks();
+    link_uneven();
+    bounds();
     mpi_relay_halves_link();
+    relay_bound();
     rs_two_ranks();
     symmetry();
+    thousand_ranks();
     names();
     refused();
     CHECK_DONE("test_model");
