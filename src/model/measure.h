@@ -31,4 +31,14 @@ agmm_status_t agmm_model_measure_info(agmm_model_machine_t *m,
                                       double budget_s,
                                       agmm_model_measure_info_t *info);
 
+/* The row counts to time for desc (measure_rows.c), sorted, at most
+ * AGMM_MODEL_MAX_RATES into out[], each at most row_cap: 1, a tile, M,
+ * each shard and each shard's last partial tile, then powers of two
+ * between; over the limit the closest neighbours (in log rows) go first,
+ * powers of two before the calls' own counts, the first and the last
+ * never. *over_cap: how many wanted counts were above row_cap (timed at
+ * row_cap instead). 0, or -1 when out of memory. */
+int agmm_model_measure_rows(const agmm_plan_desc_t *desc, int64_t row_cap,
+                            int64_t *out, int *n, int *over_cap);
+
 #endif

@@ -58,6 +58,7 @@ SKIP = {
     "agmm --help | -h | --version": "usage synopsis, not a command",
     "agmm run --help | agmm bench --help": "usage synopsis, not a command",
     "agmm model [options]   predict": "usage synopsis, not a command",
+    "agmm model [problem options]": "usage synopsis (cli.md's agmm model)",
     # reliability.md's fault hook: R, N and the mode are placeholders;
     # tests/e2e/faults.sh runs every mode (ctest e2e_faults_end_run_naming_rank).
     'AGMM_FAULT="rank=R,after_puts=N,mode=hang|exit|kill|error"':

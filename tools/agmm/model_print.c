@@ -164,12 +164,16 @@ void model_print_text(const model_report_t *r, FILE *out)
     print_sched(out, "fused", &x->fused);
     print_sched(out, "baseline", &x->baseline);
     if (isfinite(x->ratio) && x->ratio > 0)
-        fprintf(out, "fused / baseline: %.3f (fused %s)\n", x->ratio,
-                x->ratio < 1   ? "faster"
-                : x->ratio > 1 ? "slower"
-                               : "even");
+        fprintf(out, "fused / baseline: %.3f (%s)\n", x->ratio,
+                x->ratio < 0.995   ? "fused faster"
+                : x->ratio > 1.005 ? "fused slower"
+                                   : "even, within 0.5%");
     else
         fputs("fused / baseline: - (an empty round)\n", out);
+    if (r->cli->ranks == 1) {
+        fputs("last remote tile (fused): none (one rank)\n", out);
+        return;
+    }
     fprintf(out,
             "last remote tile (fused): arrives at %.3f ms, GEMM of the tiles "
             "before it %.3f ms: %s\n",
