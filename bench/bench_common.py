@@ -51,3 +51,31 @@ def run_json(cmd, who, exit_on_failure=True):
         print(p.stderr.strip()[-4000:], file=sys.stderr)
         raise SystemExit(1)
     return json.loads(p.stdout)
+
+
+def agmm_path(build, agmm):
+    """The agmm binary: AGMM when given (--agmm), else BUILD/agmm."""
+    return agmm if agmm else os.path.join(build, "agmm")
+
+
+# The machine description's scalars `agmm model --json` prints under
+# "machine" and takes back as options (--call-us, --copy-gbs, ...): a time
+# per event (_us) or a bandwidth (_gbs).
+MACHINE_KEYS = ("call_us", "copy_gbs", "reduce_gbs", "convert_gbs", "msg_us",
+                "round_us", "peer_us")
+
+
+def machine_options(machine, rates, slow=1.0):
+    """`agmm model` options describing a measured machine (its "machine"
+    object and "rates" list) with every thread `slow` times slower: GEMM
+    rates and bandwidths divided by it, per-event times multiplied. Keys
+    the machine object lacks are left to the model's defaults."""
+    out = ["--gemm-rates",
+           ",".join(f"{int(r)}:{g / slow:.6g}" for r, g in rates)]
+    for key in MACHINE_KEYS:
+        v = machine.get(key)
+        # convert_gbs 0: nothing converted (agmm refuses the option then)
+        if isinstance(v, (int, float)) and (v or key != "convert_gbs"):
+            v = v * slow if key.endswith("_us") else v / slow
+            out += ["--" + key.replace("_", "-"), f"{v:.6g}"]
+    return out

@@ -1,7 +1,8 @@
 # Sourced by the network-namespace tests (mpi_netns.sh, net_faults.sh):
 # HOSTS "hosts" h1..hN, each a namespace "$TAG-hI" with one veth into a
 # bridge in "$SW" (made by the caller, so it can skip when namespaces can't
-# be made), address 10.77.0.I/24, 1 Gbit/s out of every host with tc tbf;
+# be made), address 10.77.0.I/24, NETNS_RATE (tc's units; default 1gbit)
+# out of every host with tc tbf;
 # and "$TMP/agent", an ssh stand-in for mpirun's launch agent that runs a
 # command inside a host's namespace. Traffic stays inside the namespaces.
 # Needs TAG, SW, HOSTS and TMP set; the caller's trap removes "$TAG-*".
@@ -18,8 +19,9 @@ netns_make_hosts() {
         ip -n "$ns" link set lo up
         ip -n "$ns" addr add "10.77.0.$i/24" dev "h$i"
         ip -n "$ns" link set "h$i" up
-        # 1 Gbit/s out of every host (so each direction of every link).
-        ip netns exec "$ns" tc qdisc add dev "h$i" root tbf rate 1gbit burst 1mb latency 20ms
+        # NETNS_RATE (1 Gbit/s) out of every host (so each direction of
+        # every link).
+        ip netns exec "$ns" tc qdisc add dev "h$i" root tbf rate "${NETNS_RATE:-1gbit}" burst 1mb latency 20ms
     done
 }
 
