@@ -8,9 +8,9 @@
  * part first (the part's weight, k x 256, stays in L2 while every row
  * passes; the wide call streams the whole weight again per row block).
  * Measured side by side in one process (docs/performance.md, "Wide
- * ranges"): 2048 x 4096 x 11008 bf16, one call 551-641 ms, 256-column
- * parts 325-398 ms. So a range of at least 2 x PART_COLS columns whose
- * part gets an AMX implementation is split (int8 never: its own pass,
+ * column ranges"): 2048 x 4096 x 11008 bf16, one 2048-row call 543 ms,
+ * in 256-column parts 389 ms. So a range of at least 2 x PART_COLS columns
+ * whose part gets an AMX implementation is split (int8 never: its own pass,
  * gemm_onednn_s8.c, works on the whole range). The choice depends on the
  * shape and attributes only, not on the rows of the calls, so plans made
  * for different rows per call give the same bits; a call of few rows pays
