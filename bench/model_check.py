@@ -292,7 +292,8 @@ def fit(rows):
         return None
     out = {"ranks": [r["ranks"] for r in d],
            "model_round_us": d[0]["machine"].get("round_us"),
-           "model_peer_us": d[0]["machine"].get("peer_us")}
+           "model_peer_us": d[0]["machine"].get("peer_us"),
+           "model_tile_us": d[0]["machine"].get("tile_us")}
     for sched in ("fused", "baseline"):
         x = [r["ranks"] - 1 for r in d]
         y = [r["measured"][f"{sched}_ms"] * 1e3 / r["slowdown"] for r in d]
@@ -342,7 +343,8 @@ def markdown(res):
         lines.append(f"\nper-rank overheads (part d, ranks {f['ranks']}): "
                      "t / s = round_us + peer_us x (P - 1), least squares")
         lines.append(f"- the model's: round_us {f['model_round_us']}, "
-                     f"peer_us {f['model_peer_us']}")
+                     f"peer_us {f['model_peer_us']}, tile_us (fused, per "
+                     f"tile and peer) {f['model_tile_us']}")
         for sched in ("fused", "baseline"):
             g = f[sched]
             per = ", ".join(f"{v:.1f}" for v in g["per_rank_us"])

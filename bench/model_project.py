@@ -18,7 +18,7 @@ has --comm-cores 1 and --gemm-cores 1.
 
 The machine: --gemm-rates (default DEFAULT_RATES below: bf16 native, AMX,
 measured on this project's host) and, where given, --call-us --copy-gbs
---reduce-gbs --convert-gbs --msg-us --round-us --peer-us; the rest is the
+--reduce-gbs --convert-gbs --msg-us --round-us --peer-us --tile-us; the rest is the
 model's default (docs/model.md). --measure takes the rates and the
 machine's scalars from `agmm model` measuring this host instead (per op
 and shape, at 2 ranks).
@@ -55,7 +55,7 @@ GRID = {"ops": ("ag-gemm,gemm-rs,gemm-ar", "ag-gemm,gemm-ar"),
         "ranks": ("8,16,64,256,1024", "8,16"), "per_host": ("1,2,8", "1,2,8"),
         "gbps": ("10,25,100,400", "10,100"), "shapes": ("seed,decode", "decode")}
 SCALARS = ("call_us", "copy_gbs", "reduce_gbs", "convert_gbs", "msg_us",
-           "round_us", "peer_us")
+           "round_us", "peer_us", "tile_us")
 
 
 def ints(s, name):

@@ -86,9 +86,10 @@ typedef struct agmm_model_machine {
     double link_gbps;
     double link_latency_us;
     double msg_us;
-    /* Per round: a fixed cost (workers start and join, begin/end) and a
-     * cost per peer (its ack, its signal waits), measured on this host
-     * (docs/model.md). */
+    /* Per round, both schedules: a fixed cost (workers start and join,
+     * begin/end) and a cost per peer (its ack, its rows cell, its bulk
+     * signal), measured on this host (docs/model.md); the fused
+     * schedules' cost per tile and peer is tile_us (below). */
     double round_us;
     double peer_us;
     int relay; /* MPI with several hosts: relay the all-gather per host */
@@ -97,6 +98,14 @@ typedef struct agmm_model_machine {
      * (ranks_per_host x those of gemm_workers), every thread's work (GEMM,
      * copies, sums, conversions) takes longer by their ratio. */
     int cores_per_host;
+    /* The fused schedules' cost of one signalled tile put and its wait,
+     * microseconds, >= 0: per (tile, peer), half to the putting thread
+     * after each tile put (its release store and wake), half to the
+     * waiting thread after each wait on a tile (ag-gemm's tiles, gemm-rs
+     * and gemm-ar's partials, gemm-ar's reduced tiles). The baselines do
+     * not pay it (one bulk put per peer, in peer_us). Appended last to
+     * keep the layout of the fields before it (docs/model.md). */
+    double tile_us;
 } agmm_model_machine_t;
 
 /* Defaults for everything but the rates and shape: one host, shm, no

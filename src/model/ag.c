@@ -37,6 +37,16 @@ static void side(mdl_round_t *x, thr_t *th, act_t a)
     mdl_side(x, th, &a);
 }
 
+/* The waiting half of a signalled tile's tile_us (round.c charges the
+ * putting half): on th after it has seen the tile's signal. */
+static void tile_wait_cost(mdl_round_t *x, thr_t *th)
+{
+    side(x, th,
+         (act_t){.kind = A_BUSY,
+                 .cat = AGMM_MODEL_BOUND_OVERHEAD,
+                 .dur = mdl_tile_half_s(x->L)});
+}
+
 static void gemm(mdl_round_t *x, thr_t *th, int64_t rows)
 {
     const mdl_layout_t *L = x->L;
@@ -131,9 +141,11 @@ static void at_once(mdl_round_t *x, thr_t *th)
     for (int src = 0; src < L->P; src++) {
         int64_t t0, t1;
         share_tiles(L, s, src, &t0, &t1);
-        for (int64_t t = t0; t < t1; t++)
+        for (int64_t t = t0; t < t1; t++) {
+            if (src != th->rank) tile_wait_cost(x, th);
             claim(x, th, src, t, mdl_tile_rows(L, src, t),
                   L->cheap_calls && src == th->rank);
+        }
         int64_t rows = rows_of(L, src, t0, t1);
         if (!L->cheap_calls && !L->converts)
             gemm(x, th, rows); /* fp32 in place: one block per source */
@@ -175,6 +187,8 @@ static int incremental(mdl_round_t *x, thr_t *th, act_t *a)
                        x->cells[mdl_cell(x, th->sr, K_TILE, src, u)].t >= 0)
                     u++;
         }
+        for (int64_t v = t; src != r && v < u; v++)
+            tile_wait_cost(x, th); /* each tile's signal of the run */
         for (int64_t v = t; v < u; v++)
             claim(x, th, src, v, mdl_tile_rows(L, src, v), 0);
         gemm(x, th, rows_of(L, src, t, u));

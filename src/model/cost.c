@@ -59,6 +59,11 @@ double mdl_round_s(const mdl_layout_t *L)
     return (L->m->round_us + L->m->peer_us * (L->P - 1)) * 1e-6;
 }
 
+double mdl_tile_half_s(const mdl_layout_t *L)
+{
+    return L->m->tile_us * 0.5e-6;
+}
+
 int64_t mdl_tile_rows(const mdl_layout_t *L, int r, int64_t t)
 {
     int64_t tm = L->d->tile_m, rows = L->rows[r] - t * tm;

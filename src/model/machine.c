@@ -31,9 +31,10 @@ void agmm_model_machine_init(agmm_model_machine_t *m)
     m->link_latency_us = 0.0;
     m->msg_us = 2.0;
     m->round_us = 20.0;
-    m->peer_us = 2.0;
+    m->peer_us = 1.3;
     m->relay = 0;
     m->cores_per_host = 0;
+    m->tile_us = 3.2;
 }
 
 static int finite_at_least(double v, double lo)
@@ -105,6 +106,7 @@ agmm_status_t agmm_model_check(const agmm_model_machine_t *m,
         {"msg_us", m->msg_us, 0},
         {"round_us", m->round_us, 0},
         {"peer_us", m->peer_us, 0},
+        {"tile_us", m->tile_us, 0},
         {"link_gbps", m->link_gbps, 0},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {

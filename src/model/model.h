@@ -76,5 +76,9 @@ double mdl_reduce_s(const mdl_layout_t *L, double bytes);
 double mdl_wire_s(const mdl_layout_t *L, double bytes);
 /* The per-round overhead: round_us + peer_us * (P - 1), seconds. */
 double mdl_round_s(const mdl_layout_t *L);
+/* Half of tile_us, seconds: what a fused schedule charges the putting
+ * thread per signalled tile put, and the waiting thread per wait on a
+ * tile (the other half). Not slowed by shared cores (as msg_us). */
+double mdl_tile_half_s(const mdl_layout_t *L);
 
 #endif

@@ -173,6 +173,14 @@ static void run_thread(mdl_round_t *x, thr_t *th)
             break;
         case A_PUT:
             mdl_net_put(x, th, &a);
+            /* A signalled tile put (only the fused schedules put K_TILE
+             * and K_RED): its release store and wake, after the bytes
+             * (the cell is raised when they are there), half of tile_us. */
+            if (a.ck == K_TILE || a.ck == K_RED) {
+                double h = mdl_tile_half_s(x->L);
+                th->busy[AGMM_MODEL_BOUND_OVERHEAD] += h;
+                th->clock += h;
+            }
             break;
         case A_NOP:
             break;

@@ -80,6 +80,17 @@ static void wait_cell(mdl_round_t *x, thr_t *th, int ck, int a, int64_t t)
     side(x, th, (act_t){.kind = A_WAIT, .ck = ck, .a = a, .t = t});
 }
 
+/* A fused wait on a peer's signalled tile (a partial, a reduced tile):
+ * the wait, then its half of tile_us (round.c charges the putting half). */
+static void wait_tile(mdl_round_t *x, thr_t *th, int ck, int a, int64_t t)
+{
+    wait_cell(x, th, ck, a, t);
+    side(x, th,
+         (act_t){.kind = A_BUSY,
+                 .cat = AGMM_MODEL_BOUND_OVERHEAD,
+                 .dur = mdl_tile_half_s(x->L)});
+}
+
 static void put(mdl_round_t *x, thr_t *th, int q, int ck, int64_t t,
                 double bytes)
 {
@@ -109,7 +120,7 @@ static void own_tile_done(mdl_round_t *x, thr_t *th, int64_t t, int s0)
     int r = th->rank;
     int64_t rows = mdl_tile_rows(L, r, t);
     for (int s = s0; s < L->P; s++) {
-        if (s != r) wait_cell(x, th, K_TILE, s, t);
+        if (s != r) wait_tile(x, th, K_TILE, s, t);
         reduce(x, th, (double)rows * L->out_row_bytes);
     }
     for (int i = 1; ar(x) && i < L->P; i++)
@@ -125,7 +136,7 @@ static void ar_copies(mdl_round_t *x, thr_t *th, int me, int n)
         int q = mdl_peer(th->rank, L->P, i);
         for (int64_t t = 0; t < L->tiles[q]; t++, k++) {
             if (k % n != me) continue;
-            wait_cell(x, th, K_RED, q, t);
+            wait_tile(x, th, K_RED, q, t);
             side(x, th,
                  (act_t){.kind = A_BUSY,
                          .cat = AGMM_MODEL_BOUND_COPY,
@@ -192,7 +203,7 @@ static int fused_gemm(mdl_round_t *x, thr_t *th, act_t *a)
                     rows += mdl_tile_rows(L, q, t);
                 for (int src = 0; own && th->cur[3] && src < r; src++)
                     for (int64_t t = t0; t < t1; t++) {
-                        wait_cell(x, th, K_TILE, src, t);
+                        wait_tile(x, th, K_TILE, src, t);
                         reduce(x, th,
                                (double)mdl_tile_rows(L, q, t) * s->cols * 4.0);
                     }

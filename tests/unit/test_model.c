@@ -30,6 +30,7 @@ static void flat_machine(agmm_model_machine_t *m, double gflops)
     m->round_us = 10.0;
     m->peer_us = 1.0;
     m->msg_us = 0;
+    m->tile_us = 0; /* fused_tile_cost() sets its own */
 }
 
 static void plan(agmm_plan_desc_t *d, int nranks, const int64_t *rows,
@@ -303,6 +304,57 @@ static void rs_two_ranks(void)
     CLOSE(r.fused.time_s, 2 * g + 3 * c + red + over, "gemm-ar fused");
 }
 
+/* tile_us on shm, 1 tile per rank, every rate ~free, no comm workers:
+ * ag-gemm's GEMM worker puts its tile to the P - 1 peers (half of tile_us
+ * each), by then every peer's tile is there, so it waits each (the other
+ * half): fused grows by (P - 1) tile_us. gemm-rs alike: P - 1 partial
+ * puts, then P - 1 partials waited and summed. The baselines' bulk puts
+ * do not pay it. */
+static void fused_tile_cost(void)
+{
+    static const int64_t rows[4] = {1, 1, 1, 1};
+    for (int P = 2; P <= 4; P += 2) {
+        for (int op = 0; op < 2; op++) {
+            agmm_model_machine_t m;
+            flat_machine(&m, 1e6);
+            m.call_us = 0;
+            m.round_us = 0;
+            m.peer_us = 0;
+            m.copy_gbs = 1e9;
+            m.reduce_gbs = 1e9;
+            m.ranks_per_host = P;
+            agmm_plan_desc_t d;
+            plan(&d, P, rows, 64, 64);
+            d.op = op ? AGMM_OP_GEMM_RS : AGMM_OP_AG_GEMM;
+            agmm_model_result_t r0, r1;
+            CHECK(agmm_model_predict(&m, &d, &r0) == AGMM_OK, "predict");
+            m.tile_us = 10;
+            CHECK(agmm_model_predict(&m, &d, &r1) == AGMM_OK, "predict");
+            char what[96];
+            snprintf(what, sizeof what, "%s, %d ranks: fused + (P-1) tile_us",
+                     agmm_op_name(d.op), P);
+            CLOSE(r1.fused.time_s - r0.fused.time_s, (P - 1) * 10e-6, what);
+            CHECK(r1.fused.bound == AGMM_MODEL_BOUND_OVERHEAD, "%s: bound %s",
+                  what, agmm_model_bound_name(r1.fused.bound));
+            CLOSE(r1.fused.busy_s[AGMM_MODEL_BOUND_OVERHEAD],
+                  (P - 1) * 10e-6, "a rank's puts and waits");
+            snprintf(what, sizeof what, "%s, %d ranks: baseline unchanged",
+                     agmm_op_name(d.op), P);
+            CLOSE(r1.baseline.time_s, r0.baseline.time_s, what);
+        }
+    }
+    agmm_model_machine_t m;
+    agmm_model_machine_init(&m);
+    m.ranks_per_host = 4;
+    agmm_plan_desc_t d;
+    plan(&d, 4, rows, 64, 64);
+    CHECK(agmm_model_check(&m, &d) == AGMM_OK, "tile_us default");
+    m.tile_us = -1;
+    CHECK(agmm_model_check(&m, &d) == AGMM_ERR_INVALID_ARG, "tile_us -1");
+    CHECK(strstr(agmm_last_error(), "tile_us"), "names it: %s",
+          agmm_last_error());
+}
+
 /* Every rank the same rows: ag-gemm's representative round is the
  * world's exactly; gemm-rs and gemm-ar sum in rank order, so their fast
  * path (the first and the last group simulated, the slower kept)
@@ -461,6 +513,7 @@ int main(void)
     mpi_relay_halves_link();
     relay_bound();
     rs_two_ranks();
+    fused_tile_cost();
     symmetry();
     thousand_ranks();
     names();

@@ -117,6 +117,8 @@ int agmm_tool_model(const agmm_cli_t *cli)
          MODEL_SRC_DEFAULT);
     pick(&m->peer_us, &r.src[MODEL_PEER], cli->peer_us_set, cli->peer_us,
          MODEL_SRC_DEFAULT);
+    pick(&m->tile_us, &r.src[MODEL_TILE], cli->tile_us_set, cli->tile_us,
+         MODEL_SRC_DEFAULT);
 
     /* What the option checks let through and the model still refuses is
      * bad input too: one line, exit 2. */

@@ -143,6 +143,7 @@ static void print_rates(FILE *out, const model_report_t *r)
     print_rate(out, "msg", m->msg_us, "us", r->src[MODEL_MSG], "       ");
     print_rate(out, "round", m->round_us, "us", r->src[MODEL_ROUND], ", ");
     print_rate(out, "peer", m->peer_us, "us", r->src[MODEL_PEER], ", ");
+    print_rate(out, "tile", m->tile_us, "us", r->src[MODEL_TILE], ", ");
     fputc('\n', out);
 }
 
@@ -239,7 +240,7 @@ static void json_machine(FILE *out, const model_report_t *r)
         {"call_us", m->call_us},       {"copy_gbs", m->copy_gbs},
         {"reduce_gbs", m->reduce_gbs}, {"convert_gbs", m->convert_gbs},
         {"msg_us", m->msg_us},         {"round_us", m->round_us},
-        {"peer_us", m->peer_us}};
+        {"peer_us", m->peer_us},       {"tile_us", m->tile_us}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         fprintf(out, ",\"%s\":", f[i].key);
         jnum(out, f[i].v);
@@ -287,7 +288,7 @@ static void json_rates(FILE *out, const model_report_t *r)
         [MODEL_CALL] = "call_us",      [MODEL_COPY] = "copy_gbs",
         [MODEL_REDUCE] = "reduce_gbs", [MODEL_CONVERT] = "convert_gbs",
         [MODEL_MSG] = "msg_us",        [MODEL_ROUND] = "round_us",
-        [MODEL_PEER] = "peer_us"};
+        [MODEL_PEER] = "peer_us",      [MODEL_TILE] = "tile_us"};
     fprintf(out, "],\"sources\":{\"gemm\":\"%s\"",
             r->measured ? "measured" : "given");
     for (int i = 0; i < MODEL_NSRC; i++)

@@ -26,6 +26,7 @@ enum {
     MODEL_MSG,
     MODEL_ROUND,
     MODEL_PEER,
+    MODEL_TILE,
     MODEL_NSRC
 };
 

@@ -341,6 +341,11 @@ const opt_row_t opt_table[] = {
      .dmin = 0, .dmax = 1000000, .min_incl = 1, .unit = "microseconds",
      .cmds = OPT_FOR_MODEL, .section = SEC_RATES, .label = "--peer-us US",
      .help = "a round's cost per peer (its ack, its signals)"},
+    {.name = "tile-us", .kind = OPTK_DOUBLE, .field = F(tile_us), .set_field = F(tile_us_set),
+     .dmin = 0, .dmax = 1000000, .min_incl = 1, .unit = "microseconds",
+     .cmds = OPT_FOR_MODEL, .section = SEC_RATES, .label = "--tile-us US",
+     .help = "fused: one signalled tile put and its wait, per\n"
+             "(tile, peer)"},
     {.name = "measure-budget", .kind = OPTK_DOUBLE, .field = F(measure_budget_s), NOSET,
      .dmin = 0, .dmax = 60, .unit = "seconds", .ddef = 1, .cmds = OPT_FOR_MODEL,
      .section = SEC_RATES, .label = "--measure-budget S",
