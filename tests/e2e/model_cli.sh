@@ -70,6 +70,21 @@ assert d["rates_measured"] is False and d["rates"] == [[1, 50]], d["rates"]
 assert d["sources"]["gemm"] == "given" and d["sources"]["copy_gbs"] == "default", d["sources"]
 EOF' "--json members: $(head -c 400 "$TMP/json")"
 
+# --tile-us: taken (machine.tile_us, sources.tile_us "given"; "default"
+# without it), and charged to the fused round only: more of it, a slower
+# fused round, the same baseline (4 ranks on shm, 1 tile each).
+tile_ms() {
+    "$AGMM" model --ranks 4 --m-local 1 --k 64 --n 64 --gemm-gflops 100 \
+        --tile-us "$1" --json |
+        python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["machine"]["tile_us"] == float(sys.argv[1]) and d["sources"]["tile_us"] == "given", d; print(d["fused"]["time_ms"], d["baseline"]["time_ms"])' "$1"
+}
+read -r ft0 bt0 <<<"$(tile_ms 0)"
+read -r ft50 bt50 <<<"$(tile_ms 50)"
+check 'python3 -c "import sys; f0,b0,f5,b5=map(float,sys.argv[1:]); sys.exit(not (f5 >= f0 + 0.14 and b5 == b0))" "$ft0" "$bt0" "$ft50" "$bt50"' \
+      "--tile-us 50 vs 0: fused +3 x 50 us, baseline the same (fused $ft50 vs $ft0 ms, baseline $bt50 vs $bt0 ms)"
+check 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"sources\"][\"tile_us\"] == \"default\" and d[\"machine\"][\"tile_us\"] > 0))" "$TMP/json"' \
+      "tile_us from the defaults without --tile-us"
+
 # A slower link: a slower round of both schedules (link-bound: 2 hosts, 1
 # rank each, 64 columns: 2 k bytes a row on the wire vs 128 k flops).
 link_ms() {
@@ -152,6 +167,7 @@ rows=(
     "--rounds 3                                    | --rounds: not an option of agmm model"
     "--bind none                                   | --bind: not an option of agmm model"
     "--copy-gbs -1                                 | --copy-gbs: "
+    "--tile-us -1                                  | --tile-us: "
 )
 for row in "${rows[@]}"; do
     args=${row%%|*}

@@ -336,8 +336,8 @@ static void fused_tile_cost(void)
             CLOSE(r1.fused.time_s - r0.fused.time_s, (P - 1) * 10e-6, what);
             CHECK(r1.fused.bound == AGMM_MODEL_BOUND_OVERHEAD, "%s: bound %s",
                   what, agmm_model_bound_name(r1.fused.bound));
-            CLOSE(r1.fused.busy_s[AGMM_MODEL_BOUND_OVERHEAD],
-                  (P - 1) * 10e-6, "a rank's puts and waits");
+            CLOSE(r1.fused.busy_s[AGMM_MODEL_BOUND_OVERHEAD], (P - 1) * 10e-6,
+                  "a rank's puts and waits");
             snprintf(what, sizeof what, "%s, %d ranks: baseline unchanged",
                      agmm_op_name(d.op), P);
             CLOSE(r1.baseline.time_s, r0.baseline.time_s, what);
