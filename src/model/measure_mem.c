@@ -17,12 +17,12 @@
  * window (timed: copy_gbs) and publishes the iteration; the owner sums the
  * window into its own C (timed: reduce_gbs) and acknowledges it; the
  * putter copies the next only after that. Each keeps its best timed
- * iteration (the first is untimed). With one CPU (or a thread that cannot
- * start) the calling thread does both in turn: every rank then shares that
- * core, and its caches, in a real round too, so the tile is read from
- * where the copy left it. Evicting the last level cache between them
- * instead would need more than the measurement's memory cap (this host's
- * L3: 300 MiB) and model no round that runs here.
+ * iteration (the first is untimed). With one CPU the calling thread does
+ * both in turn: every rank then shares that core, and its caches, in a
+ * real round too, so the tile is read from where the copy left it (the
+ * same fallback, less faithful, when a thread cannot start). Evicting the last
+ * level cache between them instead would need more than the measurement's
+ * memory cap (this host's L3: 300 MiB) and model no round that runs here.
  *
  * Threads: the caller starts both and joins both before returning; the
  * two share the buffers and two counters, `put` (putter to owner: the
