@@ -13,13 +13,18 @@
  *          that does not fit the budget is not timed (sweep());
  *   call   one call of 1 row x 16 columns x 16: the engine's fixed cost,
  *          subtracted from every timed call before its rate is taken;
- *   copy   memcpy of one tile (tile_m rows of A) between two buffers;
- *   reduce c[i] += u[i] in fp32 over a tile's partial (gemm-rs's sum);
+ *   copy   memcpy of one tile the round puts (tile_bytes()) from the
+ *          putter's buffer into a window the owner reads, and
+ *   reduce c[i] += u[i] in fp32 over that tile just copied in (gemm-rs's
+ *          sum), both timed with the putter and the owner on two CPUs
+ *          when this thread may use two (measure_mem.c: a tile another
+ *          core wrote, as in a round on shared memory);
  *   convert agmm_convert_to_f32 of a tile, per byte of 16-bit input, when
  *          the path converts (else 0).
  * About 85% of budget_s goes to the GEMM (path choice, call cost, sweep),
- * the rest to the three memory rates. Runs on the calling thread; no
- * world, no ranks, no shared memory. */
+ * the rest to the memory rates. The GEMM runs on the calling thread, the
+ * copy and the sum on two threads it starts and joins; no world, no
+ * ranks, no shared memory, no process. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,39 +325,27 @@ static agmm_status_t call_cost(const agmm_gemm_engine_t *e,
 
 /* ------------------------------------------------------------ memory */
 
-/* GB/s of memcpy (kind 0), fp32 += (kind 1) over `bytes`, best of a
- * few within `slice` seconds (at least 3). */
-static agmm_status_t memory_rate(int kind, size_t bytes, double slice,
-                                 double *gbs)
+/* The bytes the copy and reduce rates are timed over: one tile the round
+ * puts, gemm-rs/ar's fp32 partial (tile_m x n x 4: what the owner sums,
+ * element-wise, a tile at a time) or ag-gemm's rows of A (tile_m x k);
+ * at least MEM_MIN (a smaller tile is one of many the round moves back
+ * to back; a lone few KiB would time the clock and the handshake) and at
+ * most MEM_CAP (three such buffers: measure_mem.c). */
+#define MEM_MIN ((double)(1u << 20))
+#define MEM_CAP ((double)(16u << 20))
+static size_t tile_bytes(const agmm_plan_desc_t *d)
 {
-    size_t count = bytes / sizeof(float);
-    float *a = agmm_alloc(count * sizeof(float));
-    float *u = agmm_alloc(count * sizeof(float));
-    if (!a || !u) {
-        agmm_free(a);
-        agmm_free(u);
-        return agmm_error(AGMM_ERR_NO_MEMORY, "model: out of memory");
+    int64_t n = d->n;
+    if (d->n_list && d->n_weights >= 1) {
+        n = 0;
+        for (int i = 0; i < d->n_weights; i++)
+            n += d->n_list[i];
     }
-    for (size_t i = 0; i < count; i++) { /* touch every page */
-        a[i] = 0.0f;
-        u[i] = 1.0f;
-    }
-    double best = INFINITY, end = agmm_now() + slice;
-    for (int i = 0; i < 3 || (i < 200 && agmm_now() < end); i++) {
-        double t0 = agmm_now();
-        if (kind == 0) {
-            memcpy(a, u, count * sizeof(float));
-        } else {
-            for (size_t j = 0; j < count; j++)
-                a[j] += u[j];
-        }
-        double s = agmm_now() - t0;
-        if (i > 0 && s < best) best = s;
-    }
-    agmm_free(a);
-    agmm_free(u);
-    *gbs = (double)(count * sizeof(float)) / best * 1e-9;
-    return AGMM_OK;
+    double b = d->op == AGMM_OP_AG_GEMM ? (double)d->tile_m * (double)d->k *
+                                              (double)agmm_dtype_size(d->dtype)
+                                        : (double)d->tile_m * (double)n * 4;
+    b = AGMM_MIN(AGMM_MAX(b, MEM_MIN), MEM_CAP);
+    return (size_t)b / 64 * 64;
 }
 
 /* ------------------------------------------------------------ measure */
@@ -407,18 +400,18 @@ agmm_status_t agmm_model_measure_info(agmm_model_machine_t *m,
     AGMM_CHECK(sweep(m, e, &attr, k, cols, rows, n, gemm_end, &info));
     info.skipped += over_cap;
 
-    double slice = AGMM_MAX(0.0, t0 + budget_s - agmm_now()) / 3;
-    size_t es = agmm_dtype_size(d->dtype);
-    size_t tile = (size_t)AGMM_MIN((double)d->tile_m * (double)k * (double)es,
-                                   64.0 * (1 << 20));
-    size_t part = (size_t)AGMM_MIN((double)d->tile_m * (double)cols * 4,
-                                   16.0 * (1 << 20));
-    AGMM_CHECK(
-        memory_rate(0, AGMM_MAX(tile, (size_t)4096), slice, &m->copy_gbs));
-    AGMM_CHECK(
-        memory_rate(1, AGMM_MAX(part, (size_t)4096), slice, &m->reduce_gbs));
+    /* What is left: the copy and the sum, a third of it to a conversion
+     * when the path converts. */
+    int conv = f32 && int16;
+    double left = AGMM_MAX(0.0, t0 + budget_s - agmm_now());
+    double slice = left / 3;
+    size_t bytes = tile_bytes(d);
+    info.mem_bytes = (int64_t)bytes;
+    AGMM_CHECK(agmm_model_measure_memory(bytes, conv ? 2 * slice : left,
+                                         &m->copy_gbs, &m->reduce_gbs,
+                                         &info.mem_cpus));
     m->convert_gbs = 0;
-    if (f32 && int16) {
+    if (conv) {
         int64_t tr = AGMM_MAX(
             (int64_t)1, AGMM_MIN(d->tile_m, (int64_t)((64 << 20) / (2 * k))));
         double s = 0;

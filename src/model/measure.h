@@ -1,10 +1,11 @@
-/* Internal to the model and its command: agmm_model_measure (measure.c)
- * with what it found out besides the rates (the path it timed, the
- * engine's kernel, the columns and rows it covered, how long it took), for
+/* Internal to the model and its command: agmm_model_measure (measure.c,
+ * measure_mem.c) with what it found out besides the rates (the path it timed,
+ * the engine's kernel, the columns and rows it covered, how long it took), for
  * `agmm model`'s header and --json (tools/agmm/model.c). */
 #ifndef AGMM_MODEL_MEASURE_H
 #define AGMM_MODEL_MEASURE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "agmm_model.h"
@@ -23,6 +24,11 @@ typedef struct agmm_model_measure_info {
     /* Row counts wanted that were not timed (over the budget or the
      * memory cap): the model clamps them to the largest timed. */
     int skipped;
+    /* The copy and reduce rates: the bytes of the buffer they were timed
+     * over (a tile: measure.c), and on how many CPUs (2: putter and owner
+     * on two, 1: the calling thread alone; measure_mem.c). */
+    int64_t mem_bytes;
+    int mem_cpus;
 } agmm_model_measure_info_t;
 
 /* agmm_model_measure, and (info non-NULL) what it timed. */
@@ -40,5 +46,14 @@ agmm_status_t agmm_model_measure_info(agmm_model_machine_t *m,
  * row_cap instead). 0, or -1 when out of memory. */
 int agmm_model_measure_rows(const agmm_plan_desc_t *desc, int64_t row_cap,
                             int64_t *out, int *n, int *over_cap);
+
+/* copy_gbs and reduce_gbs over `bytes` (at least 4 KiB) within about
+ * `slice` seconds (at least 3 iterations), a put and a sum as a round on
+ * shared memory makes them: on two CPUs when this thread may use two
+ * (*cpus 2), else on this thread alone (*cpus 1) (measure_mem.c). Every
+ * thread it starts is joined before it returns. */
+agmm_status_t agmm_model_measure_memory(size_t bytes, double slice,
+                                        double *copy_gbs, double *reduce_gbs,
+                                        int *cpus);
 
 #endif

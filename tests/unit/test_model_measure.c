@@ -8,9 +8,15 @@
  *     cost, copy and reduce rates; the conversion only on the f32 path of
  *     a 16-bit dtype; what it does not measure (transport, link, hosts) is
  *     left as given; it keeps about its budget;
+ *   - the copy and reduce rates are positive and finite, timed over one
+ *     tile of at least 1 MiB, on two CPUs exactly when this process may
+ *     use two, and every thread it started is joined (the process's
+ *     thread count is back to what it was);
  *   - the rates it fills predict (agmm_model_predict accepts them);
  *   - a bad description is refused. */
+#include <dirent.h>
 #include <math.h>
+#include <sched.h>
 #include <string.h>
 
 #include "agmm_model.h"
@@ -104,6 +110,24 @@ static agmm_status_t measure(agmm_dtype_t dt, agmm_gemm_path_t path,
     return st;
 }
 
+/* The threads of this process (/proc/self/task), -1 when unreadable. */
+static int threads_now(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(dir));)
+        n += e->d_name[0] != '.';
+    closedir(dir);
+    return n;
+}
+
+static int cpus_allowed(void)
+{
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
+}
+
 static void check_rates(const agmm_model_machine_t *m, const char *what)
 {
     int ok = m->n_rates >= 1 && m->rates[0].rows == 1;
@@ -112,7 +136,8 @@ static void check_rates(const agmm_model_machine_t *m, const char *what)
         ok &= i == 0 || m->rates[i].rows > m->rates[i - 1].rows;
     }
     CHECK(ok, "%s: %d sorted positive rates from 1 row", what, m->n_rates);
-    CHECK(m->call_us >= 0 && m->copy_gbs > 0 && m->reduce_gbs > 0,
+    CHECK(m->call_us >= 0 && m->copy_gbs > 0 && m->reduce_gbs > 0 &&
+              isfinite(m->copy_gbs) && isfinite(m->reduce_gbs),
           "%s: call %g us, copy %g, reduce %g GB/s", what, m->call_us,
           m->copy_gbs, m->reduce_gbs);
     CHECK(m->transport == AGMM_MODEL_LINK && m->link_gbps == 7 &&
@@ -134,12 +159,23 @@ static void test_measure(void)
     CHECK(info.k == 96 && info.cols == 80 && info.seconds > 0,
           "k %lld, one worker's 80 columns (%lld)", (long long)info.k,
           (long long)info.cols);
+    /* ag-gemm's tile of A (16 x 96 x 4 bytes) is below the 1 MiB floor. */
+    CHECK(info.mem_bytes == 1 << 20, "copy and sum over 1 MiB: %lld",
+          (long long)info.mem_bytes);
+    int cpus = cpus_allowed();
+    CHECK(info.mem_cpus == (cpus >= 2 ? 2 : 1),
+          "copy and sum on %d CPUs, %d allowed", info.mem_cpus, cpus);
+
     /* 0.2 s asked; the host is shared and noisy: a loose bound. */
     CHECK(took < 2.0, "about its budget: %.2f s", took);
 
+    int before = threads_now(); /* with the engine's own, started above */
     CHECK(measure(AGMM_DTYPE_BF16, AGMM_GEMM_PATH_F32, &m, &info, &took) ==
               AGMM_OK,
           "bf16 f32: %s", agmm_last_error());
+    CHECK(before >= 1 && threads_now() == before,
+          "every thread it started joined: %d before, %d after", before,
+          threads_now());
     check_rates(&m, "bf16 f32");
     CHECK(m.convert_gbs > 0 && info.path == AGMM_GEMM_PATH_F32,
           "the f32 path converts: %g GB/s", m.convert_gbs);
@@ -155,6 +191,36 @@ static void test_measure(void)
     } else {
         printf("test_model_measure: no native bf16 here: that case skipped\n");
     }
+}
+
+/* gemm-rs: the copy and the sum over one fp32 partial tile, tile_m x n. */
+static void test_rs_tile(void)
+{
+    static const int64_t ml[2] = {64, 64};
+    agmm_plan_desc_t d;
+    agmm_plan_desc_init(&d);
+    d.op = AGMM_OP_GEMM_RS;
+    d.nranks = 2;
+    d.m_local = ml;
+    d.k = 64;
+    d.n = 8192;
+    d.tile_m = 64;
+    d.tile_n = 256;
+    d.dtype = AGMM_DTYPE_FP32;
+    d.gemm_workers = 1;
+    agmm_model_machine_t m;
+    agmm_model_machine_init(&m);
+    agmm_model_measure_info_t info;
+    int before = threads_now();
+    CHECK(agmm_model_measure_info(&m, &d, 0.2, &info) == AGMM_OK, "gemm-rs: %s",
+          agmm_last_error());
+    CHECK(info.mem_bytes == 64 * 8192 * 4 && m.reduce_gbs > 0 &&
+              isfinite(m.reduce_gbs),
+          "over one partial tile, 64 x 8192 x 4 bytes: %lld, reduce %g GB/s",
+          (long long)info.mem_bytes, m.reduce_gbs);
+    CHECK(before >= 1 && threads_now() == before,
+          "every thread it started joined: %d before, %d after", before,
+          threads_now());
 }
 
 static void test_refused(void)
@@ -175,6 +241,7 @@ int main(void)
 {
     test_rows();
     test_measure();
+    test_rs_tile();
     test_refused();
     CHECK_DONE("test_model_measure");
 }
