@@ -98,13 +98,22 @@ check 'python3 -c "import sys; f10,b10,f1,b1=map(float,sys.argv[1:]); sys.exit(n
       "1 Gbit/s slower than 10 (fused $f1 vs $f10 ms, baseline $b1 vs $b10 ms)"
 
 # Nothing runs with the rates given: no fork, no /dev/shm (under strace).
+# A process is a fork/vfork, or a clone that does not share our memory
+# (no CLONE_VM) or is a vfork-style spawn (CLONE_VFORK); a clone sharing
+# our memory that is not a thread is a sanitizer's helper (LeakSanitizer
+# clones one with CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_UNTRACED to stop
+# the threads at exit), not a rank.
+procs() { # strace output file: the lines that start a process
+    grep -E '(fork|vfork)\(|clone3?\(' "$1" | grep -v CLONE_THREAD |
+        awk '/fork\(/ || /CLONE_VFORK/ || !/CLONE_VM/'
+}
 if strace -f -o /dev/null true 2>/dev/null; then
     strace -f -qq -e trace=fork,vfork,clone,clone3,openat,open -o "$TMP/trace" \
         "$AGMM" "${DESCRIBED[@]}" >/dev/null 2>&1
     # A library's thread pool may start at load (OpenBLAS's); a process,
     # a rank, may not.
-    check '! grep -E "(fork|vfork)\(|clone3?\(" "$TMP/trace" | grep -qv CLONE_THREAD' \
-          "rates given: no process forked: $(grep -E 'fork|clone' "$TMP/trace" | grep -v CLONE_THREAD | head -3)"
+    check '[ -z "$(procs "$TMP/trace")" ]' \
+          "rates given: no process forked: $(procs "$TMP/trace" | head -3)"
     check '! grep -q "/dev/shm" "$TMP/trace"' "rates given: /dev/shm untouched: $(grep /dev/shm "$TMP/trace" | head -3)"
 else
     echo "model_cli: strace cannot trace here: the no-fork/no-/dev/shm assertion is skipped"
@@ -134,8 +143,8 @@ if strace -f -o /dev/null true 2>/dev/null; then
     strace -f -qq -e trace=fork,vfork,clone,clone3 -o "$TMP/mtrace" \
         "$AGMM" "${MEASURED[@]}" >/dev/null 2>&1
     # Threads (an engine's pool) may start; a process may not.
-    check '! grep -E "(fork|vfork)\(|clone3?\(" "$TMP/mtrace" | grep -qv CLONE_THREAD' \
-          "measured: no process forked: $(grep -E 'fork|clone' "$TMP/mtrace" | grep -v CLONE_THREAD | head -3)"
+    check '[ -z "$(procs "$TMP/mtrace")" ]' \
+          "measured: no process forked: $(procs "$TMP/mtrace" | head -3)"
 fi
 
 left=$(shm_left)
