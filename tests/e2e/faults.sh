@@ -16,6 +16,14 @@
 #
 # usage: tests/e2e/faults.sh AGMM_BINARY [TRIALS]   (TRIALS per mode, default 2)
 set -u
+# A rank the hook ends with _exit (mode=exit) leaves its worker threads
+# unjoined on purpose; under TSan (scripts/reliability.sh) its _exit
+# interceptor reports that as a "thread leak" and changes the exit status
+# from 3 to 66, which failed a gemm-ar case once in CI when a worker had
+# already finished. Only leak reports are off here; races still fail.
+if [ -n "${TSAN_OPTIONS:-}" ]; then
+    export TSAN_OPTIONS="$TSAN_OPTIONS:report_thread_leaks=0"
+fi
 TEST_NAME=faults TEST_ARGS="[TRIALS]"
 . "$(dirname "$0")/seeded.sh" # AGMM, SEED, RANDOM, TMP, tagged_pids
 TRIALS=${2:-2}
