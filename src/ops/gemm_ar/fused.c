@@ -10,8 +10,9 @@
  * own (see its header comment), x->c being this rank's rows of C:
  *   GEMM worker g: gemm-rs's loop over the owners' blocks. The worker
  *     whose increment completes own tile t (the last column group) reduces
- *     it into c (gemm-rs's step), applies the plan's epilogue to it once
- *     (agmm_rs_finish: bias, activation, out_dtype; peers receive the
+ *     it into c (gemm-rs's step), applies the plan's epilogue to it once,
+ *     row by row after the last addition (the sum's `finish`: bias,
+ *     activation, out_dtype; peers receive the
  *     finished values, in out_dtype), then puts it from c to every peer
  *     (agmm_ar_put_tile: waiting each peer's ack >= e-1, raising its
  *     reduced cell of (r, t) to e). The reducing worker puts it itself:
@@ -74,9 +75,9 @@ static agmm_status_t tile_done(const agmm_ar_round_t *ar, int q, int64_t t,
                              .s0 = into_c ? p->rank + 1 : 0,
                              .s1 = p->nranks,
                              .c1 = p->desc.n,
-                             .first = !into_c};
+                             .first = !into_c,
+                             .finish = 1}; /* the epilogue, before it is sent */
         AGMM_CHECK(agmm_rs_reduce(x, &sum));
-        agmm_rs_finish(x, t, t + 1); /* the epilogue, before it is sent */
         return agmm_ar_put_tile(ar, t);
     }
     if (x->comm_workers == 0) return agmm_rs_put_tile(x, q, t);

@@ -3,8 +3,8 @@
  * threaded BLAS would); then one bulk put per peer of that peer's rows
  * (rotated order, after its ack of the previous round), raising bulk[r]
  * on it; then the reduction of this rank's rows in the same fixed order
- * as the fused schedule (sources 0..P-1) and the same epilogue pass
- * (agmm_rs_finish), so both give the same bits.
+ * as the fused schedule (sources 0..P-1) and the same epilogue after each
+ * row's last addition (the sum's `finish`), so both give the same bits.
  * On MPI this is puts + sum as well, not MPI_Reduce_scatter: the same
  * receive machinery as the fused schedule, and the same summation order
  * (MPI's would be its own).
@@ -103,9 +103,9 @@ static agmm_status_t scatter_reduce(agmm_round_t *x)
                          .s1 = p->nranks,
                          .c1 = p->desc.n,
                          .first = 1,
-                         .bulk = 1};
+                         .bulk = 1,
+                         .finish = 1}; /* the epilogue, as fused */
     AGMM_CHECK(agmm_rs_reduce(x, &all));
-    agmm_rs_finish(x, 0, p->tiles[r]);     /* the epilogue, as fused per tile */
     AGMM_CHECK(agmm_rs_check_all_rows(x)); /* also with no rows here */
     return agmm_rs_wait_absent(x, 1);
 }

@@ -17,10 +17,11 @@
  *     increment). The worker whose increment completes the tile
  *     (e * ngroups):
  *       q == r: reduces tile t into c (tiles.c: waits for the tile cells
- *         >= e of sources r+1..P-1 and adds them in order), then applies
- *         the plan's epilogue to it (agmm_rs_finish: bias, activation,
- *         out_dtype; with a 16-bit out_dtype "c" above is the fp32 sums
- *         buffer and this pass writes the user's C);
+ *         >= e of sources r+1..P-1 and adds them in order), applying the
+ *         plan's epilogue to each row after its last addition (the sum's
+ *         `finish`: bias, activation, out_dtype; with a 16-bit out_dtype
+ *         "c" above is the fp32 sums buffer and the epilogue writes the
+ *         user's C);
  *       q != r, C == 0: puts it to q itself (waiting ack[q] >= e-1);
  *       q != r, C > 0: publishes ready (wakes the comm worker).
  *   comm worker c: the peer tiles in the order they are computed, every
@@ -141,9 +142,9 @@ static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t, int into_c)
                              .s0 = into_c ? p->rank + 1 : 0,
                              .s1 = p->nranks,
                              .c1 = p->desc.n,
-                             .first = !into_c};
+                             .first = !into_c,
+                             .finish = 1}; /* complete: its epilogue */
         AGMM_CHECK(agmm_rs_reduce(x, &sum));
-        agmm_rs_finish(x, t, t + 1); /* the tile is complete: its epilogue */
         return AGMM_OK;
     }
     if (x->comm_workers == 0) return agmm_rs_put_tile(x, q, t);

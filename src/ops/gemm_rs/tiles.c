@@ -52,13 +52,39 @@ agmm_status_t agmm_rs_put_tile(agmm_round_t *x, int q, int64_t t)
                           AGMM_TSIG_TILE);
 }
 
+/* The epilogue of rows [i0, i1) of this rank's sums (agmm_rs_sum_out)
+ * into the user's C. */
+static void finish_rows(const agmm_round_t *x, int64_t i0, int64_t i1)
+{
+    const agmm_plan_t *p = x->p;
+    int64_t n = p->desc.n;
+    if (i1 <= i0 || !p->epilogue) return;
+    agmm_plan_epilogue_rows(
+        p, 0, agmm_rs_sum_out(x) + (size_t)i0 * (size_t)n, i1 - i0,
+        (unsigned char *)x->c + (size_t)i0 * (size_t)n * p->out_esize);
+}
+
+/* dst (count floats) = u, or += u. */
+static void add_run(float *c, const float *u, size_t count, int first)
+{
+    if (first)
+        memcpy(c, u, count * sizeof(float));
+    else
+        for (size_t i = 0; i < count; i++)
+            c[i] += u[i];
+}
+
 agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
 {
     agmm_plan_t *p = x->p;
     int r = p->rank;
     int64_t n = p->desc.n, tm = p->desc.tile_m, t0 = sum->t0, t1 = sum->t1;
     int64_t i0 = t0 * tm, i1 = AGMM_MIN(t1 * tm, p->m_local[r]);
-    if (i1 <= i0 || sum->s0 >= sum->s1) return AGMM_OK;
+    if (i1 <= i0) return AGMM_OK;
+    if (sum->s0 >= sum->s1) { /* nothing to add: complete already */
+        if (sum->finish) finish_rows(x, i0, i1);
+        return AGMM_OK;
+    }
     int bulk = sum->bulk;
     for (int s = sum->s0; s < sum->s1; s++) { /* acquire: rows in place */
         if (s == r) continue;
@@ -79,11 +105,11 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
      * (the own partial from `part` at its position). Each element's sum is
      * the same sequence of additions in every run and in both schedules,
      * so results are bit-reproducible. Whole rows are one run of memory;
-     * a column range is one run per row. */
+     * a column range is one run per row; the last source of a finishing
+     * step goes row by row, each row's epilogue right after its addition. */
     int64_t c0 = sum->c0, c1 = sum->c1, width = c1 - c0;
     int whole = c0 == 0 && c1 == n;
-    int64_t runs = whole ? 1 : i1 - i0;
-    size_t count = whole ? (size_t)((i1 - i0) * n) : (size_t)width;
+    int fuse = sum->finish && p->epilogue && whole;
     int first = sum->first; /* the next source is copied, not added */
     float *out = agmm_rs_sum_out(x);
     for (int s = sum->s0; s < sum->s1; s++) {
@@ -91,27 +117,23 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
             s == r ? agmm_rs_part(p) + (size_t)(p->row_off[r] + i0) * (size_t)n
                    : (const float *)(const void *)(p->recv_win.local +
                                                    agmm_rs_slot_off(p, s, i0));
-        for (int64_t j = 0; j < runs; j++) {
-            float *c = out + (size_t)(i0 + j) * (size_t)n + c0;
-            const float *u = v + (size_t)j * (size_t)n + c0;
-            if (first)
-                memcpy(c, u, count * sizeof(float));
-            else
-                for (size_t i = 0; i < count; i++)
-                    c[i] += u[i];
+        if (fuse && s == sum->s1 - 1) {
+            for (int64_t i = i0; i < i1; i++) {
+                size_t off = (size_t)(i - i0) * (size_t)n + (size_t)c0;
+                add_run(out + (size_t)i * (size_t)n + c0, v + off,
+                        (size_t)width, first);
+                finish_rows(x, i, i + 1);
+            }
+        } else if (whole) {
+            add_run(out + (size_t)i0 * (size_t)n, v, (size_t)((i1 - i0) * n),
+                    first);
+        } else {
+            for (int64_t j = 0; j < i1 - i0; j++)
+                add_run(out + (size_t)(i0 + j) * (size_t)n + c0,
+                        v + (size_t)j * (size_t)n + c0, (size_t)width, first);
         }
         first = 0;
     }
+    if (sum->finish && !fuse) finish_rows(x, i0, i1); /* columns in parts */
     return AGMM_OK;
-}
-
-void agmm_rs_finish(const agmm_round_t *x, int64_t t0, int64_t t1)
-{
-    const agmm_plan_t *p = x->p;
-    int64_t n = p->desc.n, tm = p->desc.tile_m;
-    int64_t i0 = t0 * tm, i1 = AGMM_MIN(t1 * tm, p->m_local[p->rank]);
-    if (i1 <= i0 || !p->epilogue) return;
-    agmm_plan_epilogue_rows(
-        p, 0, agmm_rs_sum_out(x) + (size_t)i0 * (size_t)n, i1 - i0,
-        (unsigned char *)x->c + (size_t)i0 * (size_t)n * p->out_esize);
 }

@@ -6,7 +6,8 @@
  * call (agmm_run_args_t.m_rows) and how the ranks agree on them.
  *
  * The epilogue (bias, activation, out_dtype) is applied once per element,
- * by the owner, after the reduction (agmm_rs_finish), never to a partial.
+ * by the owner, after the reduction (agmm_rs_sum_t.finish), never to a
+ * partial.
  *
  * Layout on rank r: `part` [M, n] fp32 (its buffer RS_PART) holds r's partial
  * A_r @ W_r for every row of C; the receive window (p->recv_win) holds, at
@@ -40,18 +41,11 @@ static inline agmm_padded_counter_t *agmm_rs_ready(const agmm_plan_t *p)
 /* Where the owner's reduction (and its own GEMM into c) writes this
  * round's fp32 sums, [m_local[rank], n]: the user's C itself when it is
  * fp32, else RS_SUM (booked only for a 16-bit out_dtype), which the
- * epilogue then writes into C (agmm_rs_finish). */
+ * epilogue then writes into C (agmm_rs_sum_t.finish). */
 static inline float *agmm_rs_sum_out(const agmm_round_t *x)
 {
     return x->p->op_buf[RS_SUM] ? (float *)x->p->op_buf[RS_SUM] : (float *)x->c;
 }
-
-/* Tiles [t0, t1) of this rank's rows are fully reduced (every source
- * added): the plan's epilogue (bias, activation, out_dtype), once, from
- * agmm_rs_sum_out into the user's C (agmm_plan_epilogue_rows). Nothing
- * when the plan has no epilogue. Called by the thread that completed the
- * tiles' reduction, so tile t's pass overlaps the other tiles' work. */
-void agmm_rs_finish(const agmm_round_t *x, int64_t t0, int64_t t1);
 
 /* Byte offset of (source src, row i of the owner's part) in the owner's
  * receive window. */
@@ -131,10 +125,20 @@ typedef struct agmm_rs_sum {
     int64_t c0, c1; /* columns */
     int first;      /* c = the first source, then += (else += all) */
     int bulk;       /* wait for each source's bulk cell, not its tile cells */
+    int finish;     /* the last step (s1 = P): the tiles are then complete;
+                     * apply the plan's epilogue (bias, activation,
+                     * out_dtype) once, from agmm_rs_sum_out into the
+                     * user's C (agmm_plan_epilogue_rows) */
 } agmm_rs_sum_t;
 
 /* Checks each peer's rows (agmm_rs_check_rows), waits for its tile cells
- * of the step (or, with `bulk`, its bulk cell), then sums as above. */
+ * of the step (or, with `bulk`, its bulk cell), then sums as above. With
+ * `finish` the epilogue follows each row's last addition while the row is
+ * still in cache (one pass over the sums instead of two; the same
+ * operations in the same order as a pass afterwards, so the same bits);
+ * a step that adds nothing or covers part of the columns applies it to
+ * its rows after its additions. Called by the thread that completes the
+ * tiles' reduction, so tile t's epilogue overlaps the other tiles' work. */
 agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum);
 
 /* fused.c's steps, shared with gemm-ar's fused schedule
