@@ -40,12 +40,48 @@ SCHEMAS = {
 
 
 # ------------------------------------------------------------ Autograd
+_PLAIN_KEYS = torch._C._dispatch_keys(torch.empty(0))
+_NO_KEY = torch._C.DispatchKey.Undefined
+_PYTHON_KEY = torch._C.DispatchKey.Python
+_Tensor = torch.Tensor
+_keys = torch._C._dispatch_keys
+_stack_len = torch._C._len_torch_dispatch_stack
+_tls_include = torch._C._dispatch_tls_local_include_set
+_tracing = torch.jit.is_tracing
+
+
+def _plain_cpu(tensors):
+    """Whether the kernel below the Autograd kernel is the op's CPU kernel
+    for these arguments: each tensor a plain CPU tensor (not a subclass, a
+    FakeTensor or a tensor with other dispatch keys), no dispatch mode on,
+    no Python key in this thread's dispatch, not tracing. The Autograd
+    kernels then call the CPU kernel directly, not through the dispatcher
+    a second time (its argument parsing both ways was about a fifth of the
+    op's cost per call at 64 x 128 x 128, docs/performance.md); anything
+    else goes below autograd through the dispatcher (FakeTensor: the Meta
+    kernel). agmm.torch's functions call the Autograd kernels directly on
+    the same condition (no dispatcher at all), passing plain=True (the
+    dispatcher passes the schema's arguments only: plain None, checked).
+    About 1 us a tensor."""
+    if _stack_len() or _tracing() or _tls_include().has(_PYTHON_KEY):
+        return False
+    for t in tensors:
+        if t is not None and (type(t) is not _Tensor or t.device.type != "cpu" or
+                              (_keys(t) - _PLAIN_KEYS).highestPriorityTypeId()
+                              != _NO_KEY):
+            return False
+    return True
+
+
 def _ag_autograd(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
-                 activations=None, out_dtypes=None):
+                 activations=None, out_dtypes=None, plain=None):
     Bs = list(Bs)
     nw = len(Bs)
     bl = _per_weight(biases, nw, "biases") if nw else []
     if not _needs_grad([A_shard] + Bs + bl):
+        if plain or (plain is None and _plain_cpu([A_shard] + Bs + bl)):
+            return ag_kernel(A_shard, Bs, gather_dim, group_name, return_A,
+                             biases, activations, out_dtypes)
         return below_autograd(torch.ops.agmm.fused_all_gather_matmul, A_shard, Bs,
                               gather_dim, group_name, return_A=return_A,
                               biases=biases, activations=activations,
@@ -80,8 +116,11 @@ def rows_per(lead):
 
 
 def _rs_autograd(A, B, reduce_op, scatter_dim, group_name, bias=None,
-                 activation=None, out_dtype=None):
+                 activation=None, out_dtype=None, plain=None):
     if not _needs_grad([A, B, bias]) or reduce_op != "sum":
+        if plain or (plain is None and _plain_cpu([A, B, bias])):
+            return rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias,
+                             activation, out_dtype)
         return below_autograd(torch.ops.agmm.fused_matmul_reduce_scatter, A, B,
                               reduce_op, scatter_dim, group_name, bias=bias,
                               activation=activation, out_dtype=out_dtype)
@@ -91,8 +130,11 @@ def _rs_autograd(A, B, reduce_op, scatter_dim, group_name, bias=None,
 
 
 def _ar_autograd(A, B, reduce_op, group_name, bias=None, activation=None,
-                 out_dtype=None):
+                 out_dtype=None, plain=None):
     if not _needs_grad([A, B, bias]) or reduce_op != "sum":
+        if plain or (plain is None and _plain_cpu([A, B, bias])):
+            return ar_kernel(A, B, reduce_op, group_name, bias, activation,
+                             out_dtype)
         return below_autograd(torch.ops.agmm.fused_matmul_all_reduce, A, B,
                               reduce_op, group_name, bias=bias,
                               activation=activation, out_dtype=out_dtype)

@@ -23,7 +23,12 @@ gather_dim)), each B_i [k, n_i] multiplies it, and the op returns
     weight version.
 It is registered as the custom op torch.ops.agmm.fused_all_gather_matmul
 (torch.library, CPU kernel in Python; torch 1.13 allows it), and this
-module's function calls it.
+module's function runs it: on plain CPU tensors (no FakeTensor, subclass
+or dispatch mode, not tracing: _torch_ops._plain_cpu) by calling the op's
+Autograd kernel itself, which calls its CPU kernel, with no trip through
+the dispatcher (its argument parsing was a fifth to a third of the op's
+cost per call at tiny shapes); otherwise through torch.ops.agmm.*, so
+FakeTensor and tracing see the op.
 
 Plans are cached per group, per (k, [n_i], dtype) and per weights
 (data_ptr, version counter, strides of each B): a weight changed in place
@@ -101,7 +106,7 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
     A_shard along gather_dim and C_i = act_i(A_gathered @ Bs[i] + bias_i)
     (float32, or out_dtype_i). bias, activation and out_dtype: one value
     for every weight or a list of one per weight (None: none; a bias is
-    [n_i]). Calls torch.ops.agmm.fused_all_gather_matmul (differentiable
+    [n_i]). Runs torch.ops.agmm.fused_all_gather_matmul (differentiable
     in A_shard, Bs and the biases); group_name None: the default group (the
     world from the environment)."""
     Bs = list(Bs)
@@ -109,11 +114,14 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
     if isinstance(bias, torch.Tensor):
         bias = [bias] * nw
     acts = _list_or_none(activation, nw)
-    return torch.ops.agmm.fused_all_gather_matmul(
-        A_shard, Bs, int(gather_dim), _name(group_name), return_A=return_A,
-        biases=None if bias is None else list(bias),
-        activations=None if acts is None else ["" if a is None else a for a in acts],
-        out_dtypes=_list_or_none(out_dtype, nw))
+    args = (A_shard, Bs, int(gather_dim), _name(group_name))
+    kw = dict(return_A=return_A, biases=None if bias is None else list(bias),
+              activations=None if acts is None else
+              ["" if a is None else a for a in acts],
+              out_dtypes=_list_or_none(out_dtype, nw))
+    if _torch_ops._plain_cpu([A_shard] + Bs + (kw["biases"] or [])):
+        return _torch_ops._ag_autograd(*args, plain=True, **kw)
+    return torch.ops.agmm.fused_all_gather_matmul(*args, **kw)
 
 
 def fused_matmul_reduce_scatter(A, B, reduce_op="sum", scatter_dim=0,
@@ -126,22 +134,26 @@ def fused_matmul_reduce_scatter(A, B, reduce_op="sum", scatter_dim=0,
     (equal when the ranks divide them, as torch requires; else the first
     ones one more). float32, or out_dtype. Calls
     torch.ops.agmm.fused_matmul_reduce_scatter (differentiable)."""
-    return torch.ops.agmm.fused_matmul_reduce_scatter(
-        A, B, str(reduce_op), int(scatter_dim), _name(group_name), bias=bias,
-        activation=activation, out_dtype=out_dtype)
+    args = (A, B, str(reduce_op), int(scatter_dim), _name(group_name))
+    kw = dict(bias=bias, activation=activation, out_dtype=out_dtype)
+    if _torch_ops._plain_cpu([A, B, bias]):
+        return _torch_ops._rs_autograd(*args, plain=True, **kw)
+    return torch.ops.agmm.fused_matmul_reduce_scatter(*args, **kw)
 
 
 def fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None, bias=None,
                             activation=None, out_dtype=None):
     """GEMM + all-reduce (agmm's op "gemm-ar"): act(sum_r A_r @ B_r + bias)
     [..., n] on every rank, A_r [..., k_local[r]], B_r [k_local[r], n].
-    Calls torch.ops.agmm.fused_matmul_all_reduce (differentiable; the
+    Runs torch.ops.agmm.fused_matmul_all_reduce (differentiable; the
     backward takes grad_out to be the same on every rank). Raises
     agmm.Unsupported when this agmm has no op "gemm-ar"
     (plan_op_available("gemm-ar"))."""
-    return torch.ops.agmm.fused_matmul_all_reduce(
-        A, B, str(reduce_op), _name(group_name), bias=bias,
-        activation=activation, out_dtype=out_dtype)
+    args = (A, B, str(reduce_op), _name(group_name))
+    kw = dict(bias=bias, activation=activation, out_dtype=out_dtype)
+    if _torch_ops._plain_cpu([A, B, bias]):
+        return _torch_ops._ar_autograd(*args, plain=True, **kw)
+    return torch.ops.agmm.fused_matmul_all_reduce(*args, **kw)
 
 
 def fused_all_gather_scaled_matmul(A_shard, Bs, A_scale, B_scales, gather_dim=0,

@@ -112,6 +112,47 @@ def test_meta_kernels_under_fake_tensors(monkeypatch):
     assert "default" not in _torch_groups._groups
 
 
+def test_direct_path_only_for_plain_cpu_tensors():
+    """agmm.torch's functions skip the dispatcher only for plain CPU tensors
+    outside any mode (_torch_ops._plain_cpu); fakes, meta tensors,
+    subclasses, sparse tensors and an active dispatch mode go through
+    torch.ops.agmm.* (the Meta kernel, the mode's handler)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from agmm._torch_ops import _plain_cpu
+
+    class Sub(torch.Tensor):
+        pass
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    a = torch.ones(4, 3, dtype=torch.bfloat16)
+    assert _plain_cpu([a, None, torch.ones(3, requires_grad=True)])
+    assert not _plain_cpu([a, torch.empty(3, device="meta")])
+    assert not _plain_cpu([a.to_sparse()])
+    assert not _plain_cpu([torch.ones(2).as_subclass(Sub)])
+    fake = FakeTensorMode()
+    assert not _plain_cpu([fake.from_tensor(a)])
+    with fake:
+        assert not _plain_cpu([a])
+    mode = Seen()
+    with mode:
+        assert not _plain_cpu([a])
+        # Under a mode the op is dispatched (and so seen), then fails in
+        # its kernel for want of a group, as it would without the mode.
+        with pytest.raises(Exception, match="group_name"):
+            at.fused_matmul_all_reduce(a, torch.ones(3, 2, dtype=torch.bfloat16),
+                                       group_name="no-such-group")
+    assert any("agmm.fused_matmul_all_reduce" in op for op in mode.ops), mode.ops
+
+
 @pytest.mark.parametrize("call,words", [
     (lambda: at.fused_matmul_reduce_scatter(torch.ones(4, 3), torch.ones(3, 2),
                                             activation="tanh"),
