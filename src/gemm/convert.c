@@ -132,17 +132,7 @@ float agmm_bf16_to_f32(uint16_t b)
 
 uint16_t agmm_f32_to_bf16(float f)
 {
-    uint32_t x = f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) {
-        /* NaN: truncate and force the quiet bit. Rounding would carry a NaN
-         * with a low-only payload (0x7f800001) into infinity, and truncating
-         * alone could drop every payload bit. */
-        return (uint16_t)((x >> 16) | 0x0040u);
-    }
-    /* Round to nearest even on the low 16 bits (same trick as fp16).
-     * Overflow rounds up into the infinity encoding, as it should. */
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
+    return agmm_f32_to_bf16_inline(f);
 }
 
 /* ------------------------------------------------------------ arrays */

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "agmm.h"
 
@@ -19,6 +20,20 @@ float agmm_fp16_to_f32(uint16_t h);
 uint16_t agmm_f32_to_fp16(float f);
 float agmm_bf16_to_f32(uint16_t b);
 uint16_t agmm_f32_to_bf16(float f);
+
+/* agmm_f32_to_bf16 itself, inline and with a select for the NaN case, so
+ * that a loop of it vectorizes (the epilogue's bf16 stores): round to
+ * nearest even on the low 16 bits (overflow rounds into infinity); a NaN
+ * is truncated with its quiet bit forced (rounding would carry a payload
+ * of low bits only into infinity, truncating alone could drop it all). */
+static inline uint16_t agmm_f32_to_bf16_inline(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    uint32_t nan = (x >> 16) | 0x0040u;
+    return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
 
 /* dst[i] = (float)src[i] for i < n, src in dtype `dt`. fp32 is a memcpy.
  * An invalid dtype leaves dst untouched. src and dst must not overlap. */

@@ -68,8 +68,8 @@ static inline float exp_vec(float x)
  * keep the loop scalar). SiLU and the tanh GELU go through exp_vec
  * (tanh(y) = 1 - 2 / (e^2y + 1)); the erf GELU stays on erff. Measured:
  * docs/performance.md, "The epilogue's cost". */
-static inline __attribute__((always_inline)) void
-activate(agmm_gemm_act_t act, float *x, int64_t n)
+static inline __attribute__((always_inline)) void activate(agmm_gemm_act_t act,
+                                                           float *x, int64_t n)
 {
     switch (act) {
     case AGMM_GEMM_ACT_NONE:
@@ -118,26 +118,17 @@ static float old_value(agmm_dtype_t dt, const void *row, int64_t j)
  * baseline's 4-lane SSE loops left SiLU at 3.2 ns an element on a Zen 4
  * core, most of an epilogue's cost (docs/performance.md, "The epilogue's
  * cost"). Neither target enables FMA, so every clone rounds each step
- * alike: the same bits on every CPU. Not for clang or sanitizer builds
- * (their ifunc support differs), which keep the one baseline version. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&       \
+ * alike: the same bits on every CPU (checked by the output's hash before
+ * and after, not by a test: a test cannot call the baseline clone on a
+ * CPU that has AVX-512). Kept out of clang and sanitizer builds, where it
+ * was not tried; they keep the one baseline version. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define AGMM_EPI_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define AGMM_EPI_CLONES                                                        \
+    __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define AGMM_EPI_CLONES
 #endif
-
-/* agmm_f32_to_bf16(f) bit for bit (round to nearest even; a NaN
- * truncated with its quiet bit set), with a select for the branch so that
- * finish()'s loop over a block vectorizes. */
-static inline uint16_t bf16_of(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-    uint32_t nan = (x >> 16) | 0x0040u;
-    return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
-}
 
 /* Columns per block of the passes below: a row goes through a stack
  * buffer of this many floats, one simple loop per step (no branch inside
@@ -178,7 +169,7 @@ static void finish(const agmm_gemm_attr_t *attr, float *x, int64_t nb,
     if (attr->c_dtype == AGMM_DTYPE_BF16) { /* a loop that vectorizes */
         uint16_t *d = (uint16_t *)(void *)crow + j0;
         for (int64_t j = 0; j < nb; j++)
-            d[j] = bf16_of(x[j]);
+            d[j] = agmm_f32_to_bf16_inline(x[j]);
         return;
     }
     agmm_convert_from_f32(attr->c_dtype, x,

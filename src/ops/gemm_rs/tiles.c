@@ -117,20 +117,18 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
             s == r ? agmm_rs_part(p) + (size_t)(p->row_off[r] + i0) * (size_t)n
                    : (const float *)(const void *)(p->recv_win.local +
                                                    agmm_rs_slot_off(p, s, i0));
-        if (fuse && s == sum->s1 - 1) {
-            for (int64_t i = i0; i < i1; i++) {
-                size_t off = (size_t)(i - i0) * (size_t)n + (size_t)c0;
-                add_run(out + (size_t)i * (size_t)n + c0, v + off,
-                        (size_t)width, first);
-                finish_rows(x, i, i + 1);
-            }
-        } else if (whole) {
+        int last = fuse && s == sum->s1 - 1; /* each row's epilogue next */
+        if (whole && !last) {
             add_run(out + (size_t)i0 * (size_t)n, v, (size_t)((i1 - i0) * n),
                     first);
-        } else {
-            for (int64_t j = 0; j < i1 - i0; j++)
-                add_run(out + (size_t)(i0 + j) * (size_t)n + c0,
-                        v + (size_t)j * (size_t)n + c0, (size_t)width, first);
+            first = 0;
+            continue;
+        }
+        for (int64_t i = i0; i < i1; i++) {
+            add_run(out + (size_t)i * (size_t)n + c0,
+                    v + (size_t)(i - i0) * (size_t)n + c0, (size_t)width,
+                    first);
+            if (last) finish_rows(x, i, i + 1);
         }
         first = 0;
     }
