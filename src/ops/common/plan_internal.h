@@ -241,6 +241,17 @@ static inline double agmm_plan_deadline(const agmm_plan_t *p)
     return agmm_deadline(p->world, p->desc.timeout_s);
 }
 
+/* The deadline of a wait, starting now, for data whose sender first waits
+ * for other ranks' (gemm-ar's reduced tiles and rows: the owner waits for
+ * every partial): twice the timeout. When a rank stops, the owner's own
+ * wait for it then expires first, and the run's message names the rank
+ * that stopped rather than the owner waiting for it. */
+static inline double agmm_plan_deadline_second_hop(const agmm_plan_t *p)
+{
+    double now = agmm_now();
+    return now + 2.0 * (agmm_plan_deadline(p) - now);
+}
+
 /* (claims.c) Fill global tiles [g0, g1) of the plan's layout once per
  * round, by one thread of this rank: a worker that needs them claims each
  * tile nobody has claimed for `epoch` yet (CAS on claimed[g]) and calls

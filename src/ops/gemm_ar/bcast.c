@@ -70,7 +70,8 @@ agmm_status_t agmm_ar_copy_tiles(const agmm_ar_round_t *x, int index, int count)
             AGMM_CHECK(agmm_traced_wait(
                 p->world,
                 agmm_win_signal(&p->signals, agmm_ar_tile_sig(p, q, t)),
-                x->own.epoch, agmm_plan_deadline(p), &what, AGMM_TSIG_TILE));
+                x->own.epoch, agmm_plan_deadline_second_hop(p), &what,
+                AGMM_TSIG_TILE));
             int64_t i0;
             size_t bytes = tile_rows(p, q, t, &i0);
             memcpy(c_rows(x, q, i0),
@@ -122,7 +123,8 @@ agmm_status_t agmm_ar_wait_absent(const agmm_ar_round_t *x)
             AGMM_CHECK(agmm_traced_wait(
                 p->world,
                 agmm_win_signal(&p->signals, agmm_ar_tile_sig(p, q, t)),
-                x->own.epoch, agmm_plan_deadline(p), &what, AGMM_TSIG_TILE));
+                x->own.epoch, agmm_plan_deadline_second_hop(p), &what,
+                AGMM_TSIG_TILE));
         }
     }
     return AGMM_OK;
@@ -156,7 +158,8 @@ agmm_status_t agmm_ar_copy_rows(const agmm_ar_round_t *x)
         agmm_wait_what_t what = {"reduced rows", q, -1, 0, 0};
         AGMM_CHECK(agmm_traced_wait(
             p->world, agmm_win_signal(&p->signals, agmm_ar_rows_sig(p, q)),
-            x->own.epoch, agmm_plan_deadline(p), &what, AGMM_TSIG_SHARD));
+            x->own.epoch, agmm_plan_deadline_second_hop(p), &what,
+            AGMM_TSIG_SHARD));
         if (p->m_local[q] > 0) /* (C may be NULL without rows) */
             memcpy(c_rows(x, q, 0),
                    p->recv_win.local + agmm_ar_reduced_off(p, q, 0),
