@@ -4,7 +4,9 @@
  *     peer's block one call per tile (cheap calls and the puts overlap:
  *     comm workers, the link or MPI) or one call over its tiles; the own
  *     block one call, after summing the partials of the ranks before r
- *     over its columns; after each tile the column groups' ready count;
+ *     over its columns (gemm-ar: per tile as the peers' blocks, each
+ *     tile's sum before its call); after each tile the column groups'
+ *     ready count;
  *     the worker completing it puts the partial (no comm workers), or
  *     reduces its own tile (the ranks after r, all n columns) and, for
  *     gemm-ar, puts the reduced tile to every peer. With at most 64 rows
@@ -194,7 +196,9 @@ static int fused_gemm(mdl_round_t *x, thr_t *th, act_t *a)
         int q = mdl_peer(r, P, (int)th->cur[1]), own = q == r;
         int64_t t0 = s->rg * L->tiles[q] / s->gr;
         int64_t t1 = (s->rg + 1) * L->tiles[q] / s->gr;
-        int per_tile = th->cur[5] && !own;
+        /* gemm-ar sends its own reduced tiles: its own block is one
+         * call per tile too (ops/gemm_ar/fused.c) */
+        int per_tile = th->cur[5] && (!own || ar(x));
         if (th->cur[2] < 0) { /* the block's start */
             th->cur[2] = t0;
             if (!per_tile && t0 < t1 && th->cur[4]) {
@@ -214,6 +218,11 @@ static int fused_gemm(mdl_round_t *x, thr_t *th, act_t *a)
         if (th->cur[2] < t1) {
             int64_t t = th->cur[2];
             if (per_tile && th->cur[4]) {
+                for (int src = 0; own && th->cur[3] && src < r; src++) {
+                    wait_tile(x, th, K_TILE, src, t);
+                    reduce(x, th,
+                           (double)mdl_tile_rows(L, q, t) * s->cols * 4.0);
+                }
                 claims(x, th, q, t, t + 1);
                 gemm(x, th, mdl_tile_rows(L, q, t));
             }

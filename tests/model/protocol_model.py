@@ -188,8 +188,11 @@ def configurations():
                     seq=fix("FB"), op="ar")
         add(delivery=deliv, tiles=(1, 2), comm=0, gemm=2, seq=fix("BF"),
             op="ar")
+        # ((1, 2), 1, 1): rank 1 computes its two own tiles one call each,
+        # each after its sum of rank 0's partial (gemm_ar/fused.c).
         for tiles, comm, gemm, seq in (((1, 0, 1), 1, 1, "FB"),
-                                       ((1, 1, 1), 0, 1, "FF")):
+                                       ((1, 1, 1), 0, 1, "FF"),
+                                       ((1, 2), 1, 1, "FB")):
             add(delivery=deliv, tiles=tiles, comm=comm, gemm=gemm,
                 seq=fix(seq), op="ar")
         # Rows per call (ar): gemm-rs's rows steps, then the round's

@@ -146,7 +146,9 @@ class Programs:
 
         gemm-ar (ops/gemm_ar/fused.c, baseline.c) adds: fused, the worker
         that reduced own tile t puts it to every peer (after each peer's
-        ack); the peers' reduced tiles, owners in rotated order, are copied
+        ack), and with a comm worker or a transport that moves the bytes
+        itself each own tile's sum of 0..r-1 comes just before its own
+        GEMM (one call per tile) rather than all first; the peers' reduced tiles, owners in rotated order, are copied
         into C by comm worker k % C (after its puts) or, with C = 0, by
         GEMM worker k % G after its tiles; baseline, GEMM worker 0 then puts
         its reduced rows to every peer in bulk, waits for them (quiet) and
@@ -203,20 +205,27 @@ class Programs:
         # The own block: a worker first sums sources 0..r-1 of its tiles
         # into c (before its GEMM accumulates the own partial there), then
         # reduces each tile with sources r+1..N-1 (fused.c: own_in_c).
+        # gemm-ar with tile calls (oneDNN, and the puts overlap: a comm
+        # worker, the link or MPI; gemm_ar/fused.c) computes its own block
+        # one tile per call, each tile's sum of 0..r-1 just before it;
+        # otherwise the sums of every own tile come first (one call).
         before = tuple(range(0, r))
         after = tuple(range(r + 1, N))
+        own_tiles = self.ar and (C > 0 or self.deliv != "shm")
         for g in range(G):
             ops = []
             mine = [t for t in range(tl[r]) if t % G == g]
             for q in self.peers(r) + [r]:
                 if q == r and g == 0:
                     ops += send_rows()
-                if q == r and before:
+                if q == r and before and not own_tiles:
                     ops += [("rsred", t, before) for t in mine]
                 for t in range(tl[q]):
                     if t % G != g:
                         continue
                     if q == r:
+                        if before and own_tiles:
+                            ops.append(("rsred", t, before))
                         ops.append(("rsred", t, after))
                         ops += [("arput", t, p) for p in self.peers(r)
                                 ] * self.ar

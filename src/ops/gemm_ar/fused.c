@@ -8,7 +8,12 @@
  * Who writes what, round e, on rank r (P ranks, G GEMM workers in
  * ngroups column groups, C comm workers); the steps of gemm-rs are its
  * own (see its header comment), x->c being this rank's rows of C:
- *   GEMM worker g: gemm-rs's loop over the owners' blocks. The worker
+ *   GEMM worker g: gemm-rs's loop over the owners' blocks, except that
+ *     the own block, too, is one GEMM call per tile when the peers' blocks
+ *     are (cheap tile calls whose puts overlap): each own tile sums the
+ *     sources before r into c, then accumulates the own partial, then is
+ *     counted, so its reduced tile goes out while the next computes. The
+ *     worker
  *     whose increment completes own tile t (the last column group) reduces
  *     it into c (gemm-rs's step), applies the plan's epilogue to it once,
  *     row by row after the last addition (the sum's `finish`: bias,
@@ -16,9 +21,10 @@
  *     finished values, in out_dtype), then puts it from c to every peer
  *     (agmm_ar_put_tile: waiting each peer's ack >= e-1, raising its
  *     reduced cell of (r, t) to e). The reducing worker puts it itself:
- *     the rows are in its cache, and by then every GEMM call of its share
- *     is done (the own block is the last), so nothing of its own is left
- *     to overlap; a hand-off to a comm worker would only add a signal.
+ *     the rows are in its cache; on MPI or the emulated link the
+ *     transport moves the bytes while the next own tile computes, and on
+ *     shm the put is this thread's copy either way, so a hand-off to a
+ *     comm worker would add only a signal and a wake-up.
  *     With C == 0 it then copies its share of the peers' reduced tiles
  *     (every G-th), which it would otherwise wait for at the join.
  *   comm worker c: gemm-rs's puts of peer partial tiles, then every C-th
@@ -127,12 +133,18 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
             if (own && lead) AGMM_CHECK(send_rows(ar, &puts));
             int64_t t0, t1;
             agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
-            int per_tile = tile_calls && !own;
+            /* Unlike gemm-rs, the own block is one call per tile too when
+             * tile calls are: its reduced tiles are sent, each as soon as
+             * it is computed and reduced, instead of all after one call
+             * over the block (on a slow link the wire then idled for the
+             * whole own block: docs/performance.md, "The link target"). */
+            int per_tile = tile_calls;
             if (!per_tile && t0 < t1 && gemm)
                 AGMM_CHECK(agmm_rs_gemm_tiles(x, &s, q, t0, t1, own && into_c));
             for (int64_t t = t0; t < t1; t++) {
                 if (per_tile && gemm)
-                    AGMM_CHECK(agmm_rs_gemm_tiles(x, &s, q, t, t + 1, 0));
+                    AGMM_CHECK(
+                        agmm_rs_gemm_tiles(x, &s, q, t, t + 1, own && into_c));
                 AGMM_CHECK(tile_done(ar, q, t, own && into_c));
                 /* a peer's partial (C == 0) or, maybe, the own reduced
                  * tile to every peer */
