@@ -63,7 +63,7 @@ static int rank_main(agmm_world_t *w, void *arg)
     if (a->bytes &&
         agmm_tp_expect(w, &data, peer, 0, a->bytes, &sig, mine, 0) != AGMM_OK)
         return 1;
-    agmm_wait_what_t what = {"pingpong", peer, -1, 0, 0};
+    agmm_wait_what_t what = {"pingpong", peer, -1, 0, 0, 0};
     uint64_t v = 0;
     int rc = 0;
     if (agmm_world_barrier(w, 0) != AGMM_OK) rc = 1;

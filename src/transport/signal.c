@@ -102,6 +102,22 @@ static void describe(const agmm_wait_what_t *what, char *buf, size_t len)
                  (long long)what->index, what->peer);
 }
 
+/* "expected epoch >= E, observed S", or for a rows cell the rounds and
+ * the rows it holds. */
+static void expected(const agmm_wait_what_t *what, uint64_t at_least,
+                     uint64_t seen, char *buf, size_t len)
+{
+    if (what->rows_cell)
+        snprintf(buf, len,
+                 "expected round >= %llu, observed round %llu of %llu rows",
+                 (unsigned long long)(at_least >> 32),
+                 (unsigned long long)(seen >> 32),
+                 (unsigned long long)(seen & 0xffffffffu));
+    else
+        snprintf(buf, len, "expected epoch >= %llu, observed %llu",
+                 (unsigned long long)at_least, (unsigned long long)seen);
+}
+
 /* Block until the epoch changes from `seen`, a wake, or `ns` pass. */
 static void sleep_on(const _Atomic uint64_t *sig, uint64_t seen, uint64_t ns)
 {
@@ -145,26 +161,24 @@ agmm_status_t agmm_signal_wait_late(agmm_world_t *w,
         }
         const char *reason = agmm_world_aborted(w);
         if (reason) {
-            char waited[96];
+            char waited[96], exp[96];
             describe(what, waited, sizeof waited);
+            expected(what, at_least, seen, exp, sizeof exp);
             return agmm_error_quiet(AGMM_ERR_ABORTED,
-                                    "aborted while waiting for %s (expected "
-                                    "epoch >= %llu, observed %llu): %s",
-                                    waited, (unsigned long long)at_least,
-                                    (unsigned long long)seen, reason);
+                                    "aborted while waiting for %s (%s): %s",
+                                    waited, exp, reason);
         }
         uint64_t now = agmm_now_ns();
         double left = deadline - (double)now * 1e-9;
         if (left < 0) {
-            char waited[96], late[200] = "", self[100] = "", msg[440];
+            char waited[96], late[200] = "", self[100] = "", exp[96];
+            char msg[480];
             describe(what, waited, sizeof waited);
+            expected(what, at_least, seen, exp, sizeof exp);
             if (late_fn) late_fn(w, late, sizeof late);
             if (w->ops->stall_note) w->ops->stall_note(w, self, sizeof self);
-            snprintf(msg, sizeof msg,
-                     "timed out waiting for %s%s (expected epoch >= %llu, "
-                     "observed %llu)%s",
-                     waited, late, (unsigned long long)at_least,
-                     (unsigned long long)seen, self);
+            snprintf(msg, sizeof msg, "timed out waiting for %s%s (%s)%s",
+                     waited, late, exp, self);
             agmm_error(AGMM_ERR_TIMEOUT, "%s", msg);
             char reason_buf[AGMM_ABORT_REASON_MAX];
             snprintf(reason_buf, sizeof reason_buf, "rank %d %.360s", w->rank,

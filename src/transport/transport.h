@@ -255,6 +255,9 @@ typedef struct agmm_wait_what {
     /* The rank that forwards it to this one (agmm_tp_forwarder), if
      * via_set: a timeout names it too. Zero-initialised: none. */
     int via_set, via;
+    /* The cell holds (round << 32) | rows (a rows cell: agmm_rows_signal):
+     * a timeout states the rounds and the rows, not the raw values. */
+    int rows_cell;
 } agmm_wait_what_t;
 
 /* A signal cell: the first 16 bytes of its own cache line (signal.c): the

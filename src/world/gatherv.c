@@ -55,7 +55,7 @@ agmm_status_t agmm_world_gatherv(agmm_world_t *w, const void *mine,
         if (!out)
             st = agmm_error(AGMM_ERR_NO_MEMORY, "%s: out of memory", what_kind);
         for (int r = 1; st == AGMM_OK && r < P; r++) {
-            agmm_wait_what_t what = {what_kind, r, -1, 0, 0};
+            agmm_wait_what_t what = {what_kind, r, -1, 0, 0, 0};
             st = agmm_signal_wait(
                 w, agmm_win_signal(&win, data + (size_t)r * AGMM_CACHE_LINE), 1,
                 agmm_deadline(w, 0), &what);

@@ -66,7 +66,7 @@ static int rank_main(agmm_world_t *w, void *arg)
               "delivery",
               (unsigned long long)quiet_ns);
     } else {
-        agmm_wait_what_t what = {"test put", 0, 0, 0, 0};
+        agmm_wait_what_t what = {"test put", 0, 0, 0, 0, 0};
         uint64_t seen[3];
         for (int i = 0; i < 3; i++) {
             CHECK(agmm_signal_wait(

@@ -42,7 +42,7 @@ static int publish_main(agmm_world_t *w, void *arg)
                   "put_signal");
             CHECK(w->ops->quiet(w) == AGMM_OK, "quiet");
         } else {
-            agmm_wait_what_t what = {"tile", 0, 0, 0, 0};
+            agmm_wait_what_t what = {"tile", 0, 0, 0, 0, 0};
             agmm_status_t st = agmm_signal_wait(w, agmm_win_signal(&sig, 0), e,
                                                 agmm_now() + 20, &what);
             CHECK(st == AGMM_OK, "wait epoch %llu: %s", (unsigned long long)e,
@@ -56,7 +56,7 @@ static int publish_main(agmm_world_t *w, void *arg)
     }
     /* An older epoch is already satisfied (waits are ">="). */
     if (r == 1) {
-        agmm_wait_what_t what = {"tile", 0, 0, 0, 0};
+        agmm_wait_what_t what = {"tile", 0, 0, 0, 0, 0};
         CHECK(agmm_signal_wait(w, agmm_win_signal(&sig, 0), 2, agmm_now(),
                                &what) == AGMM_OK,
               "epoch 3 satisfies a wait for 2");
@@ -85,7 +85,7 @@ static int timeout_main(agmm_world_t *w, void *arg)
               "abort reason names the rank that timed out: '%s'",
               agmm_last_error());
     } else {
-        agmm_wait_what_t what = {"tile", 0, 5, 0, 0};
+        agmm_wait_what_t what = {"tile", 0, 5, 0, 0, 0};
         double t0 = agmm_now();
         agmm_status_t st = agmm_signal_wait(w, agmm_win_signal(&sig, 0), 3,
                                             agmm_now() + 0.3, &what);
@@ -95,6 +95,35 @@ static int timeout_main(agmm_world_t *w, void *arg)
         CHECK(strstr(msg, "tile 5 from rank 0") &&
                   strstr(msg, "expected epoch >= 3, observed 2"),
               "message names tile, peer, expected and observed: '%s'", msg);
+    }
+    return rank_checks_save(r);
+}
+
+/* A rows cell ((round << 32) | rows): rank 0 raises round 4 with 7 rows,
+ * rank 1 waits for round 5 and its timeout states rounds and rows, rank 0
+ * (in a barrier) sees the same words in the abort reason. */
+static int rows_timeout_main(agmm_world_t *w, void *arg)
+{
+    (void)arg;
+    rank_checks_begin();
+    int r = agmm_world_rank(w);
+    agmm_win_t sig;
+    CHECK(w->ops->win_alloc(w, AGMM_CACHE_LINE, &sig) == AGMM_OK, "win sig");
+    const char *want = "expected round >= 5, observed round 4 of 7 rows";
+    if (r == 0) {
+        CHECK(w->ops->signal(w, &sig, 1, 0, (4ull << 32) | 7) == AGMM_OK,
+              "signal");
+        CHECK(agmm_world_barrier(w, 30) == AGMM_ERR_ABORTED, "aborted");
+        CHECK(strstr(agmm_last_error(), want) != NULL, "abort reason: '%s'",
+              agmm_last_error());
+    } else {
+        agmm_wait_what_t what = {"row count of round", 0, 5, 0, 0, 1};
+        agmm_status_t st = agmm_signal_wait(
+            w, agmm_win_signal(&sig, 0), 5ull << 32, agmm_now() + 0.3, &what);
+        CHECK(st == AGMM_ERR_TIMEOUT, "timeout, got %s", agmm_status_str(st));
+        CHECK(strstr(agmm_last_error(), "row count of round 5 from rank 0") &&
+                  strstr(agmm_last_error(), want),
+              "message: '%s'", agmm_last_error());
     }
     return rank_checks_save(r);
 }
@@ -112,7 +141,7 @@ static int abort_main(agmm_world_t *w, void *arg)
         sleep_ms(50);
         agmm_world_abort(w, "test abort");
     } else {
-        agmm_wait_what_t what = {"tile", 1, 0, 0, 0};
+        agmm_wait_what_t what = {"tile", 1, 0, 0, 0, 0};
         agmm_status_t st = agmm_signal_wait(w, agmm_win_signal(&sig, 0), 1,
                                             agmm_now() + 60, &what);
         CHECK(st == AGMM_ERR_ABORTED, "abort wakes the waiter, got %s",
@@ -222,6 +251,7 @@ int main(void)
     rank_checks_init(4);
     launch(2, publish_main, NULL, "publish");
     launch(2, timeout_main, NULL, "timeout");
+    launch(2, rows_timeout_main, NULL, "rows-timeout");
     launch(2, abort_main, NULL, "abort");
     _Atomic uint64_t *entered = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
                                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -92,7 +92,7 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
      * its rows are in place): then the source's count is checked (its
      * rows cell came first), before any row is used. */
     for (int src = 0; comm && src < p->nranks; src++) {
-        agmm_wait_what_t what = {"shard", src, -1, 0, 0};
+        agmm_wait_what_t what = {"shard", src, -1, 0, 0, 0};
         AGMM_CHECK(agmm_traced_wait(
             p->world,
             agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_BULK, src)),

@@ -112,8 +112,8 @@ agmm_status_t agmm_ag_check_rows(agmm_round_t *x, int src)
     if (src == p->rank || !(x->phases & AGMM_PHASE_COMM)) return AGMM_OK;
     _Atomic uint64_t *cell =
         agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ROWS, src));
-    agmm_wait_what_t what = {"row count of round", src, (int64_t)x->epoch, 0,
-                             0};
+    agmm_wait_what_t what = {
+        "row count of round", src, (int64_t)x->epoch, 0, 0, 1};
     AGMM_CHECK(agmm_signal_wait(p->world, cell, agmm_rows_signal(x->epoch, 0),
                                 agmm_plan_deadline(p), &what));
     uint64_t v = atomic_load_explicit(cell, memory_order_acquire);
@@ -141,7 +141,7 @@ agmm_status_t agmm_ag_wait_absent(agmm_round_t *x)
     for (int src = 0; src < p->nranks; src++) {
         if (src == p->rank) continue;
         for (int64_t t = p->tiles[src]; t < p->tiles_max[src]; t++) {
-            agmm_wait_what_t what = {"empty tile", src, t, 0, 0};
+            agmm_wait_what_t what = {"empty tile", src, t, 0, 0, 0};
             int via = agmm_tp_forwarder(p->world, &p->recv_win, src);
             what.via_set = via >= 0;
             what.via = via;

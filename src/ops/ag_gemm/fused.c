@@ -110,7 +110,7 @@ static int tile_arrived(const agmm_plan_t *p, int src, int64_t t, uint64_t e)
 static agmm_status_t wait_tile(agmm_round_t *x, int src, int64_t t)
 {
     agmm_plan_t *p = x->p;
-    agmm_wait_what_t what = {"tile", src, t, 0, 0};
+    agmm_wait_what_t what = {"tile", src, t, 0, 0, 0};
     int via = agmm_tp_forwarder(p->world, &p->recv_win, src);
     if (via >= 0) { /* a timeout names the rank that forwards it too */
         what.via_set = 1;

@@ -35,7 +35,7 @@ agmm_status_t agmm_plan_claim_tiles(agmm_plan_t *p, int64_t g0, int64_t g1,
     }
     /* Pass 2: wait for the tiles other workers of this rank fill. */
     for (int64_t g = g0; pending && g < g1; g++) {
-        agmm_wait_what_t what = {"conversion of tile", src, g - base, 0, 0};
+        agmm_wait_what_t what = {"conversion of tile", src, g - base, 0, 0, 0};
         AGMM_CHECK(agmm_signal_wait(p->world, &p->converted[g].value, epoch,
                                     agmm_plan_deadline(p), &what));
     }

@@ -336,7 +336,7 @@ static agmm_status_t wait_last_acks(agmm_plan_t *p)
     for (int q = 0; q < p->nranks; q++) {
         if (q == p->rank) continue;
         if (agmm_world_aborted(w)) return AGMM_OK;
-        agmm_wait_what_t what = {"ack of round", q, (int64_t)last, 0, 0};
+        agmm_wait_what_t what = {"ack of round", q, (int64_t)last, 0, 0, 0};
         agmm_status_t st = agmm_signal_wait(
             w, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)), last,
             deadline, &what);

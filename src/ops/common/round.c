@@ -12,7 +12,7 @@
 agmm_status_t agmm_round_wait_ack(const agmm_round_t *x, int q, double deadline)
 {
     agmm_plan_t *p = x->p;
-    agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1, 0, 0};
+    agmm_wait_what_t what = {"ack of round", q, (int64_t)x->epoch - 1, 0, 0, 0};
     return agmm_traced_wait(
         p->world, agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ACK, q)),
         x->epoch - 1, deadline, &what, AGMM_TSIG_ACK);

@@ -66,7 +66,7 @@ agmm_status_t agmm_ar_copy_tiles(const agmm_ar_round_t *x, int index, int count)
         int q = agmm_source_order(p->rank, p->nranks, i);
         for (int64_t t = 0; t < p->tiles[q]; t++, k++) {
             if (k % count != index) continue;
-            agmm_wait_what_t what = {"reduced tile", q, t, 0, 0};
+            agmm_wait_what_t what = {"reduced tile", q, t, 0, 0, 0};
             AGMM_CHECK(agmm_traced_wait(
                 p->world,
                 agmm_win_signal(&p->signals, agmm_ar_tile_sig(p, q, t)),
@@ -119,7 +119,7 @@ agmm_status_t agmm_ar_wait_absent(const agmm_ar_round_t *x)
     for (int q = 0; q < p->nranks; q++) {
         if (q == p->rank) continue;
         for (int64_t t = p->tiles[q]; t < p->tiles_max[q]; t++) {
-            agmm_wait_what_t what = {"empty reduced tile", q, t, 0, 0};
+            agmm_wait_what_t what = {"empty reduced tile", q, t, 0, 0, 0};
             AGMM_CHECK(agmm_traced_wait(
                 p->world,
                 agmm_win_signal(&p->signals, agmm_ar_tile_sig(p, q, t)),
@@ -155,7 +155,7 @@ agmm_status_t agmm_ar_copy_rows(const agmm_ar_round_t *x)
         int q = agmm_source_order(p->rank, p->nranks, i);
         /* q sends nothing, or (posted receives) an empty put */
         if (p->m_local[q] == 0 && !rows_posted(p, q)) continue;
-        agmm_wait_what_t what = {"reduced rows", q, -1, 0, 0};
+        agmm_wait_what_t what = {"reduced rows", q, -1, 0, 0, 0};
         AGMM_CHECK(agmm_traced_wait(
             p->world, agmm_win_signal(&p->signals, agmm_ar_rows_sig(p, q)),
             x->own.epoch, agmm_plan_deadline_second_hop(p), &what,

@@ -93,8 +93,8 @@ agmm_status_t agmm_rs_check_rows(agmm_round_t *x, int src)
     if (src == p->rank || !rows_cells(x)) return AGMM_OK;
     _Atomic uint64_t *cell =
         agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ROWS, src));
-    agmm_wait_what_t what = {"row count of round", src, (int64_t)x->epoch, 0,
-                             0};
+    agmm_wait_what_t what = {
+        "row count of round", src, (int64_t)x->epoch, 0, 0, 1};
     AGMM_CHECK(agmm_signal_wait(p->world, cell, agmm_rows_signal(x->epoch, 0),
                                 agmm_plan_deadline(p), &what));
     uint64_t v = atomic_load_explicit(cell, memory_order_acquire);
@@ -124,8 +124,8 @@ static agmm_status_t wait_absent(agmm_round_t *x, int s, int64_t t, size_t cell,
                                  double deadline)
 {
     agmm_plan_t *p = x->p;
-    agmm_wait_what_t what = {t < 0 ? "empty partial rows" : "empty tile", s, t,
-                             0, 0};
+    agmm_wait_what_t what = {
+        t < 0 ? "empty partial rows" : "empty tile", s, t, 0, 0, 0};
     int via = agmm_tp_forwarder(p->world, &p->recv_win, s);
     what.via_set = via >= 0;
     what.via = via;

@@ -237,8 +237,8 @@ static agmm_status_t comm_worker(agmm_worker_t *self)
         for (int64_t t = 0; t < p->tiles[q]; t++, k++) {
             if (k % x->comm_workers != self->index) continue;
             int64_t g = p->tile_base[q] + t;
-            agmm_wait_what_t what = {"partial tile (local GEMM)", p->rank, g, 0,
-                                     0};
+            agmm_wait_what_t what = {
+                "partial tile (local GEMM)", p->rank, g, 0, 0, 0};
             AGMM_CHECK(agmm_signal_wait(p->world, &agmm_rs_ready(p)[g].value,
                                         target, agmm_plan_deadline(p), &what));
             AGMM_CHECK(agmm_rs_put_tile(x, q, t));

@@ -91,8 +91,12 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
         AGMM_CHECK(agmm_rs_check_rows(x, s));  /* its rows are ours first */
         int64_t wait_end = bulk ? t0 + 1 : t1; /* bulk: one cell */
         for (int64_t t = t0; t < wait_end; t++) {
-            agmm_wait_what_t what = {bulk ? "partial rows" : "partial tile", s,
-                                     bulk ? -1 : t, 0, 0};
+            agmm_wait_what_t what = {bulk ? "partial rows" : "partial tile",
+                                     s,
+                                     bulk ? -1 : t,
+                                     0,
+                                     0,
+                                     0};
             size_t cell =
                 bulk ? agmm_sig_off(p, SIG_BULK, s) : agmm_rs_tile_sig(p, s, t);
             AGMM_CHECK(

@@ -207,7 +207,7 @@ static agmm_status_t barrier_as(agmm_world_t *w, double deadline,
                                     kind, (unsigned long long)g, reason);
         return AGMM_OK;
     }
-    agmm_wait_what_t what = {kind, -1, (int64_t)g, 0, 0};
+    agmm_wait_what_t what = {kind, -1, (int64_t)g, 0, 0, 0};
     return agmm_signal_wait_late(w, &ctl->generation, g + 1, deadline, &what,
                                  late_ranks);
 }
