@@ -13,7 +13,6 @@ import torch
 from . import _lib
 from .errors import InvalidArgument, Unsupported
 from ._torch_epilogue import apply_epilogue, activation_name, check_bias, out_dtype
-_out_dtype = out_dtype  # the rs/ar kernels' argument of that name shadows it
 from ._torch_groups import (_DT, _group, _cached_plan, _reduce_plan, ag_key,
                             reduce_key)
 
@@ -72,6 +71,12 @@ def ag_core(g, serials, a2, Bs, m_local, return_A):
     ns = [int(B.shape[1]) for B in Bs]
     plan, m_rows = _cached_plan(g, serials, m_local, int(a2.shape[1]), ns,
                                 _DT[a2.dtype][1], Bs)
+    return ag_run(g, plan, m_rows, a2, return_A)
+
+
+def ag_run(g, plan, m_rows, a2, return_A):
+    """ag_core's round on the plan found for it (m_rows: its rows or
+    None)."""
     res = plan.run(a2, a_gathered=True if return_A else None, m_rows=m_rows,
                    schedule=g.options.get("schedule", "auto"))
     A_g = None
@@ -80,15 +85,13 @@ def ag_core(g, serials, a2, Bs, m_local, return_A):
     return A_g, (res if isinstance(res, list) else [res])
 
 
-def ag_shapes(g, A_shard, Bs, gather_dim):
-    """Checks and every rank's rows: (gd, a2, lead, m_local, slices,
-    serials), serials every rank's cached plan for the call (g.lookup)."""
+def ag_check(A_shard, Bs, gather_dim):
+    """The local checks of an all-gather call's arguments (InvalidArgument
+    naming the first bad one); returns gather_dim as an index."""
     _fp_tensor(A_shard, "A_shard")
-    nd = A_shard.dim()
-    gd = _dim(gather_dim, nd, "gather_dim")
+    gd = _dim(gather_dim, A_shard.dim(), "gather_dim")
     if len(Bs) < 1:
         raise InvalidArgument("Bs: an empty list (at least one weight)")
-    code = _DT[A_shard.dtype][0]
     k = A_shard.shape[-1]
     for i, B in enumerate(Bs):
         if not isinstance(B, torch.Tensor) or B.dim() != 2 or B.shape[0] != k \
@@ -97,6 +100,29 @@ def ag_shapes(g, A_shard, Bs, gather_dim):
                 if isinstance(B, torch.Tensor) else type(B).__name__
             raise InvalidArgument("Bs[%d]: %s (expected [k=%d, n] %s on the CPU)"
                                   % (i, desc, k, A_shard.dtype))
+    return gd
+
+
+def ag_agree(g, everyone, mine):
+    """Every rank's all-gathered shape (ag_shapes' `mine`) against this
+    rank's: InvalidArgument naming the first that differs."""
+    for r, other in enumerate(everyone):
+        if other[1:-1] != tuple(mine[1:-1]):
+            raise InvalidArgument(
+                "fused_all_gather_matmul: rank %d has shape/dtype %s, rank %d "
+                "%s (ranks must agree on every dimension but gather_dim)"
+                % (r, list(other[:-1]), g.world.rank, mine[:-1]))
+    if sum(o[0] * o[1] for o in everyone) == 0:
+        raise InvalidArgument("fused_all_gather_matmul: every rank's shard is "
+                              "empty")
+
+
+def ag_shapes(g, A_shard, Bs, gather_dim):
+    """Checks and every rank's rows: (gd, a2, lead, m_local, slices,
+    serials), serials every rank's cached plan for the call (g.lookup)."""
+    gd = ag_check(A_shard, Bs, gather_dim)
+    code = _DT[A_shard.dtype][0]
+    k = A_shard.shape[-1]
     ns = [int(B.shape[1]) for B in Bs]
     # gather_dim first, the rest of the leading dims folded into rows.
     a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
@@ -110,17 +136,9 @@ def ag_shapes(g, A_shard, Bs, gather_dim):
     serial = g.lookup(ag_key(k, ns, _DT[A_shard.dtype][1]), Bs)
     mine = [lead[0], rows_per_slice, k, code, len(ns)] + ns + [serial]
     everyone = _allgather_ints(g.world, mine)
-    for r, other in enumerate(everyone):
-        if other[1:-1] != tuple(mine[1:-1]):
-            raise InvalidArgument(
-                "fused_all_gather_matmul: rank %d has shape/dtype %s, rank %d "
-                "%s (ranks must agree on every dimension but gather_dim)"
-                % (r, list(other[:-1]), g.world.rank, mine[:-1]))
+    ag_agree(g, everyone, mine)
     slices = [o[0] for o in everyone]
     m_local = [s * rows_per_slice for s in slices]
-    if sum(m_local) == 0:
-        raise InvalidArgument("fused_all_gather_matmul: every rank's shard is "
-                              "empty")
     return gd, a2, lead, m_local, slices, [o[-1] for o in everyone]
 
 
@@ -131,19 +149,35 @@ def ag_views(x, total, lead, gd):
     return x if gd == 0 else x.movedim(0, gd)
 
 
-def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
-              activations=None, out_dtypes=None):
-    Bs = list(Bs)
+def ag_epilogue(Bs, biases, activations, out_dtypes):
+    """Each weight's checked epilogue: (biases, activations, dtypes), one
+    of each per weight."""
     nw = len(Bs)
     biases = _per_weight(biases, nw, "biases")
     acts = [activation_name(a, "activations[%d]" % i)
             for i, a in enumerate(_per_weight(activations, nw, "activations"))]
     dts = [out_dtype(d, "out_dtypes[%d]" % i)
            for i, d in enumerate(_per_weight(out_dtypes, nw, "out_dtypes"))]
-    g = _group(group_name)
     for i, (B, b) in enumerate(zip(Bs, biases)):
         check_bias(b, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
                    else -1, "biases[%d]" % i)
+    return biases, acts, dts
+
+
+def reduce_epilogue(B, bias, activation, dtype):
+    """The checked epilogue of a reduce call: (bias, activation, dtype)."""
+    act = activation_name(activation)
+    dt = out_dtype(dtype)
+    check_bias(bias, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
+               else -1)
+    return bias, act, dt
+
+
+def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
+              activations=None, out_dtypes=None):
+    Bs = list(Bs)
+    biases, acts, dts = ag_epilogue(Bs, biases, activations, out_dtypes)
+    g = _group(group_name)
     gd, a2, lead, m_local, slices, serials = ag_shapes(g, A_shard, Bs, gather_dim)
     A_g, Cs = ag_core(g, serials, a2, Bs, m_local, return_A)
     total = sum(slices)
@@ -170,6 +204,32 @@ def reduce_core(g, serials, op, a2, B, m_local, k_local):
 def reduce_shapes(g, op, A, B, reduce_op, dim, what):
     """Checks and every rank's k: (dd, a2, lead, k_local, rows_per_slice,
     serials), serials every rank's cached plan for the call (g.lookup)."""
+    dd = reduce_check(A, B, reduce_op, dim)
+    nd = A.dim()
+    k_mine = int(A.shape[-1])
+    a = A if dd == 0 else A.movedim(dd, 0)
+    lead = [int(d) for d in a.shape[:-1]]
+    n = int(B.shape[1])
+    L = _MAX_LEAD + 3  # padded: every rank sends as many bytes
+    total = 1
+    for d in lead:
+        total *= d
+    serial = g.lookup(reduce_key(op, [total], k_mine, n, _DT[A.dtype][1]), [B])
+    mine = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + \
+        [n, _DT[A.dtype][0], k_mine, serial]
+    everyone = _allgather_ints(g.world, mine)
+    reduce_agree(g, everyone, mine, what)
+    rows_per_slice = 1
+    for d in lead[1:]:
+        rows_per_slice *= d
+    return (dd, a.reshape(-1, k_mine), lead, [o[L] for o in everyone],
+            rows_per_slice, [o[L + 1] for o in everyone])
+
+
+def reduce_check(A, B, reduce_op, dim):
+    """The local checks of a reduce call's arguments (InvalidArgument
+    naming the first bad one); returns scatter_dim as an index (0 for
+    the all-reduce, dim None)."""
     if reduce_op != "sum":
         raise InvalidArgument("reduce_op: %r (allowed: \"sum\")" % (reduce_op,))
     _fp_tensor(A, "A")
@@ -181,35 +241,31 @@ def reduce_shapes(g, op, A, B, reduce_op, dim, what):
         raise InvalidArgument("B: %s %s (expected [k_local=%d, n] %s: A's last "
                               "dimension and dtype)" % (list(B.shape), B.dtype,
                                                         k_mine, A.dtype))
-    a = A if dd == 0 else A.movedim(dd, 0)
-    lead = [int(d) for d in a.shape[:-1]]
-    if len(lead) > _MAX_LEAD:
+    if nd - 1 > _MAX_LEAD:
         raise InvalidArgument("A: %d dimensions (at most %d)" % (nd, _MAX_LEAD + 1))
-    n = int(B.shape[1])
-    L = _MAX_LEAD + 3  # padded: every rank sends as many bytes
-    total = 1
-    for d in lead:
-        total *= d
-    serial = g.lookup(reduce_key(op, [total], k_mine, n, _DT[A.dtype][1]), [B])
-    mine = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + \
-        [n, _DT[A.dtype][0], k_mine, serial]
-    everyone = _allgather_ints(g.world, mine)
+    return dd
+
+
+def reduce_agree(g, everyone, mine, what):
+    """Every rank's all-gathered shape (reduce_shapes' `mine`) against this
+    rank's: InvalidArgument naming the first that differs, or an empty
+    product."""
+    L = _MAX_LEAD + 3
     for r, other in enumerate(everyone):
         if other[:L] != tuple(mine[:L]):
             raise InvalidArgument(
                 "%s: rank %d has A's rows %s, n %d, dtype code %d; rank %d %s, "
                 "%d, %d (ranks must agree on all but k)"
                 % (what, r, list(other[1:1 + other[0]]), other[L - 2],
-                   other[L - 1], g.world.rank, lead, n, mine[L - 1]))
-    k_local = [o[L] for o in everyone]
-    rows_per_slice = 1
-    for d in lead[1:]:
-        rows_per_slice *= d
-    if sum(k_local) == 0 or lead[0] * rows_per_slice == 0:
+                   other[L - 1], g.world.rank, list(mine[1:1 + mine[0]]),
+                   mine[L - 2], mine[L - 1]))
+    rows = 1
+    for d in mine[1:1 + mine[0]]:
+        rows *= d
+    k = sum(o[L] for o in everyone)
+    if k == 0 or rows == 0:
         raise InvalidArgument("%s: an empty product (rows %d, k %d)"
-                              % (what, lead[0] * rows_per_slice, sum(k_local)))
-    return (dd, a.reshape(-1, k_mine), lead, k_local, rows_per_slice,
-            [o[L + 1] for o in everyone])
+                              % (what, rows, k))
 
 
 def row_split(rows, P):
@@ -220,10 +276,7 @@ def row_split(rows, P):
 
 def rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias=None,
               activation=None, out_dtype=None):
-    act = activation_name(activation)
-    out_dtype = _out_dtype(out_dtype)
-    check_bias(bias, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
-               else -1)
+    bias, act, out_dtype = reduce_epilogue(B, bias, activation, out_dtype)
     g = _group(group_name)
     dd, a2, lead, k_local, rps, serials = reduce_shapes(
         g, "gemm-rs", A, B, reduce_op, scatter_dim, "fused_matmul_reduce_scatter")
@@ -237,10 +290,7 @@ def rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias=None,
 
 def ar_kernel(A, B, reduce_op, group_name, bias=None, activation=None,
               out_dtype=None):
-    act = activation_name(activation)
-    out_dtype = _out_dtype(out_dtype)
-    check_bias(bias, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
-               else -1)
+    bias, act, out_dtype = reduce_epilogue(B, bias, activation, out_dtype)
     g = _group(group_name)
     _, a2, lead, k_local, rps, serials = reduce_shapes(
         g, "gemm-ar", A, B, reduce_op, None, "fused_matmul_all_reduce")

@@ -48,11 +48,14 @@ class _Group:
         # source weights, kept so that the backward's plans see the same
         # tensor object every step; at most PLAN_CACHE_SIZE.
         self.bwd_weights = []
+        # Per op, this rank's previous plain call (_torch_plain._Memo).
+        self.memo = {}
 
     def close_plans(self):
         while self.plans:
             self.plans.pop(0).plan.close()
         self.bwd_weights.clear()
+        self.memo.clear()
 
     def lookup(self, key, tensors):
         """Local: this rank's serial of the plan made for key and these

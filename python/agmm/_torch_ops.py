@@ -66,7 +66,7 @@ def _plain_cpu(tensors):
     if _stack_len() or _tracing() or _tls_include().has(_PYTHON_KEY):
         return False
     for t in tensors:
-        if t is not None and (type(t) is not _Tensor or t.device.type != "cpu" or
+        if t is not None and (type(t) is not _Tensor or not t.is_cpu or
                               (_keys(t) - _PLAIN_KEYS).highestPriorityTypeId()
                               != _NO_KEY):
             return False

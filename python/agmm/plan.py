@@ -448,6 +448,33 @@ class Plan:
                                   "for dtype int8)" % self.dtype)
         return self._run_args(a, out, sched, m_rows, a_gathered, a_scale)
 
+    def _run_tensor(self, a, c, sched):
+        """One round of the plain call (run(a, out=c) with schedule code
+        `sched`), for callers that checked a and c already: agmm.torch's
+        plain calls (_torch_plain.py). a: a C-contiguous, non-empty torch
+        tensor of the plan's dtype and a_shape; c: float32, c_shape,
+        C-contiguous, non-empty. The GIL is released while the round
+        runs."""
+        check(self._run(self.handle, sched, a.data_ptr(), c.data_ptr()), "run")
+
+    def _run_args_tensor(self, a, cs, sched, rows_c=None, a_gathered=None):
+        """run(a, out=cs, m_rows=..., a_gathered=...) of a float plan for
+        callers that checked every tensor already (_torch_plain.py): a as
+        for _run_tensor with this call's rows, cs the float32 outputs, one
+        per weight, rows_c a ctypes int64 array of every rank's rows (None:
+        the plan's), a_gathered None or the [M, k] tensor to fill; every
+        tensor non-empty."""
+        args = _lib.RunArgsC()
+        cptrs = (ctypes.c_void_p * len(cs))(*[c.data_ptr() for c in cs])
+        args.schedule, args.a_local = sched, a.data_ptr()
+        args.c = ctypes.cast(cptrs, ctypes.POINTER(ctypes.c_void_p))
+        if rows_c is not None:
+            args.m_rows = ctypes.cast(rows_c, ctypes.POINTER(ctypes.c_int64))
+        if a_gathered is not None:
+            args.a_gathered = a_gathered.data_ptr()
+        check(_lib.fn.agmm_plan_run_args(self.handle, ctypes.byref(args)),
+              "run")
+
     def _int8_a(self, a, a_scale, a_shape):
         """(a, address and owner of its scales) for an int8 round: a float a
         quantized here, an int8 one with its a_scale checked."""

@@ -24,12 +24,13 @@ gather_dim)), each B_i [k, n_i] multiplies it, and the op returns
 It is registered as the custom op torch.ops.agmm.fused_all_gather_matmul
 (torch.library, CPU kernel in Python; torch 1.13 allows it), and this
 module's function runs it: on plain CPU tensors (no FakeTensor, subclass
-or dispatch mode, not tracing: _torch_ops._plain_cpu) by calling the op's
-Autograd kernel itself, which calls its CPU kernel, with no trip through
-the dispatcher (docs/performance.md, "The tensor-parallel layer on Zen
-4": the function at 1.27x the CPU kernel called by hand, 1.42x before);
-otherwise through torch.ops.agmm.*, so
-FakeTensor and tracing see the op.
+or dispatch mode, not tracing: _torch_ops._plain_cpu) without the
+dispatcher, by the plain call of _torch_plain.py when no input needs a
+gradient (the CPU kernel's results and errors, with less Python per call:
+it reuses what the previous call with the same arguments checked and
+found) or else by calling the op's Autograd kernel itself
+(docs/performance.md, "The op's own cost"); otherwise through
+torch.ops.agmm.*, so FakeTensor and tracing see the op.
 
 Plans are cached per group, per (k, [n_i], dtype) and per weights
 (data_ptr, version counter, strides of each B): a weight changed in place
@@ -83,6 +84,8 @@ from ._torch_epilogue import ACTIVATIONS
 from ._torch_fp import plan_op_available
 from ._torch_int8 import _out_dtype, _out_dtypes
 from . import _torch_ops  # noqa: F401 (registers torch.ops.agmm.*)
+from . import _torch_plain
+from ._torch_autograd import _needs_grad
 
 REGISTERED_OP = True  # torch.ops.agmm.fused_all_gather_matmul exists
 
@@ -111,6 +114,11 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
     in A_shard, Bs and the biases); group_name None: the default group (the
     world from the environment)."""
     Bs = list(Bs)
+    if bias is None and activation is None and out_dtype is None:
+        ts = [A_shard] + Bs  # the inference call without an epilogue
+        if _torch_ops._plain_cpu(ts) and not _needs_grad(ts):
+            return _torch_plain.ag_plain(A_shard, Bs, int(gather_dim),
+                                         _name(group_name), return_A)
     nw = len(Bs)
     if isinstance(bias, torch.Tensor):
         bias = [bias] * nw
@@ -120,7 +128,10 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
               activations=None if acts is None else
               ["" if a is None else a for a in acts],
               out_dtypes=_list_or_none(out_dtype, nw))
-    if _torch_ops._plain_cpu([A_shard] + Bs + (kw["biases"] or [])):
+    ts = [A_shard] + Bs + (kw["biases"] or [])
+    if _torch_ops._plain_cpu(ts):
+        if not _needs_grad(ts):  # inference: _torch_plain.py
+            return _torch_plain.ag_plain(*args, **kw)
         return _torch_ops._ag_autograd(*args, plain=True, **kw)
     return torch.ops.agmm.fused_all_gather_matmul(*args, **kw)
 
@@ -138,6 +149,8 @@ def fused_matmul_reduce_scatter(A, B, reduce_op="sum", scatter_dim=0,
     args = (A, B, str(reduce_op), int(scatter_dim), _name(group_name))
     kw = dict(bias=bias, activation=activation, out_dtype=out_dtype)
     if _torch_ops._plain_cpu([A, B, bias]):
+        if not _needs_grad([A, B, bias]):  # inference: _torch_plain.py
+            return _torch_plain.rs_plain(*args, **kw)
         return _torch_ops._rs_autograd(*args, plain=True, **kw)
     return torch.ops.agmm.fused_matmul_reduce_scatter(*args, **kw)
 
@@ -153,6 +166,8 @@ def fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None, bias=None,
     args = (A, B, str(reduce_op), _name(group_name))
     kw = dict(bias=bias, activation=activation, out_dtype=out_dtype)
     if _torch_ops._plain_cpu([A, B, bias]):
+        if not _needs_grad([A, B, bias]) and plan_op_available("gemm-ar"):
+            return _torch_plain.ar_plain(*args, **kw)
         return _torch_ops._ar_autograd(*args, plain=True, **kw)
     return torch.ops.agmm.fused_matmul_all_reduce(*args, **kw)
 

@@ -119,12 +119,22 @@ class World:
         """Collective: every rank's `data` (bytes, the same length on every
         rank, at most 1024) as a list ordered by rank. For small control
         data only."""
+        raw = self.allgather_raw(data)
+        n = len(raw) // self.size if self.size else 0
+        return [raw[r * n:(r + 1) * n] for r in range(self.size)]
+
+    def allgather_raw(self, data, buf=None):
+        """allgather(), the ranks' bytes joined in rank order (one bytes
+        object). buf: a ctypes buffer of exactly len(data) * size bytes to
+        gather into (reused by callers that gather the same size often),
+        or None."""
         data = bytes(data)
-        out = ctypes.create_string_buffer(len(data) * self.size or 1)
-        check(_lib.fn.agmm_world_allgather(self.handle, data, out, len(data)),
-              "allgather")
         n = len(data)
-        return [out.raw[r * n:(r + 1) * n] for r in range(self.size)]
+        if buf is None or len(buf) != n * self.size:
+            buf = ctypes.create_string_buffer(n * self.size or 1)
+        check(_lib.fn.agmm_world_allgather(self.handle, data, buf, n),
+              "allgather")
+        return buf.raw[:n * self.size]
 
     def abort(self, message):
         """End the run on every rank: their agmm calls return

@@ -55,6 +55,15 @@ def test_training_steps_keep_their_plans(nranks, dtype):
               timeout=240, worker=WORKER)
 
 
+@pytest.mark.parametrize("nranks,dtype", [(2, "bf16"), (3, "fp32")])
+def test_plain_calls_match_the_kernels(nranks, dtype):
+    """agmm.torch's plain calls (no grad, no epilogue: _torch_plain.py) give
+    the CPU kernels' bits and errors, through repeats, changing rows and
+    dims, weights changed in place and a disagreeing rank."""
+    assert HAS_AR, "agmm.torch.plan_op_available('gemm-ar') is False"
+    run_world(nranks, "plain", dict(dtype=dtype), timeout=240, worker=WORKER)
+
+
 @pytest.mark.parametrize("nranks,uneven", [(2, False), (3, True), (4, False)])
 def test_all_reduce_grads_match_gloo(nranks, uneven):
     assert HAS_AR, "agmm.torch.plan_op_available('gemm-ar') is False"

@@ -308,8 +308,130 @@ def scenario_steps(world, args):
         at.unregister_group("tp")
 
 
+def scenario_plain(world, args):
+    """The plain calls (_torch_plain.py: no grad, no epilogue) against the
+    CPU kernels called by hand, bit for bit, over a sequence that takes
+    each of their paths: repeated arguments (the checks and the plan
+    lookup skipped), rows that change per call, gather/scatter dimension
+    1 of 3-D tensors, the gathered A, two weights, a weight changed in
+    place and a new weight tensor; a rank disagreeing after hits fails on
+    every rank, and the next call works; repeats make no plan."""
+    from agmm import _torch_fp as F
+    from agmm._torch_groups import _groups
+    P, me = world.size, world.rank
+    dtype = DT[args.get("dtype", "fp32")]
+    at.register_group("tp", world)
+
+    def same(got, want, what):
+        for x, y in zip(got if isinstance(got, (list, tuple)) else [got],
+                        want if isinstance(want, (list, tuple)) else [want]):
+            if isinstance(x, list):
+                same(x, y, what)
+            elif x is None or y is None:
+                assert x is None and y is None, what
+            else:
+                assert x.shape == y.shape and x.dtype == y.dtype and \
+                    torch.equal(x, y), "%s: %s vs %s" % (what, x.shape, y.shape)
+
+    def serials():
+        return [e.serial for e in _groups["tp"].plans]
+    # Plan lookups of the plain calls: a repeat must not make one.
+    import agmm._torch_plain as TP
+    lookups = [0]
+    real_lookup = TP._cached_plan
+
+    def counted(*a, **kw):
+        lookups[0] += 1
+        return real_lookup(*a, **kw)
+    TP._cached_plan = counted
+    try:
+        k, n = 24, 16
+        B1, B2 = rnd(7, (k, n), dtype), rnd(8, (k, 8), dtype)
+        for step, rows in enumerate([5, 5, 5, 3, 3, 6, 6]):
+            A = rnd(10 + step * P + me, (rows + me, k), dtype)
+            for ra in (False, True):
+                same(at.fused_all_gather_matmul(A, [B1], group_name="tp",
+                                                return_A=ra),
+                     F.ag_kernel(A, [B1], 0, "tp", ra), "ag step %d" % step)
+            if step == 1:
+                made, seen = serials(), lookups[0]
+            if step == 2:
+                assert serials() == made, "an ag repeat made a plan"
+                assert lookups[0] == seen, "an ag repeat looked its plan up"
+        A3 = rnd(30 + me, (2, 3 + me, k), dtype)
+        for _ in range(2):
+            same(at.fused_all_gather_matmul(A3, [B1, B2], gather_dim=1,
+                                            group_name="tp"),
+                 F.ag_kernel(A3, [B1, B2], 1, "tp", True), "ag dim 1")
+        bias = [rnd(31, (n,), dtype), None]
+        for _ in range(2):  # epilogues: per weight, and the same for both
+            same(at.fused_all_gather_matmul(A3, [B1, B2], gather_dim=1,
+                                            group_name="tp", bias=bias,
+                                            activation=["silu", None],
+                                            out_dtype=[torch.bfloat16, None]),
+                 F.ag_kernel(A3, [B1, B2], 1, "tp", True, bias, ["silu", ""],
+                             [torch.bfloat16, None]), "ag epilogue")
+            same(at.fused_all_gather_matmul(A3, [B1, B1], gather_dim=1,
+                                            group_name="tp", activation="relu"),
+                 F.ag_kernel(A3, [B1, B1], 1, "tp", True, None, ["relu"] * 2),
+                 "ag relu")
+        B1.mul_(2)  # in place: its version moves, the plan's weight is set again
+        A = rnd(40 + me, (4, k), dtype)
+        same(at.fused_all_gather_matmul(A, [B1], group_name="tp", return_A=False),
+             F.ag_kernel(A, [B1], 0, "tp", False), "ag after B1 *= 2")
+        B3 = B1.clone()
+        same(at.fused_all_gather_matmul(A, [B3], group_name="tp", return_A=False),
+             F.ag_kernel(A, [B3], 0, "tp", False), "ag new weight")
+        # A rank that disagrees after hits: every rank raises, then goes on.
+        bad = rnd(50, (4, k + 1), dtype) if me == P - 1 else A
+        Bb = rnd(51, (k + 1, n), dtype) if me == P - 1 else B3
+        try:
+            at.fused_all_gather_matmul(bad, [Bb], group_name="tp")
+            raise AssertionError("a disagreeing rank passed")
+        except agmm.InvalidArgument as e:
+            assert "ranks must agree" in str(e), str(e)
+        same(at.fused_all_gather_matmul(A, [B3], group_name="tp", return_A=False),
+             F.ag_kernel(A, [B3], 0, "tp", False), "ag after the error")
+        for op, fn, kern in (("rs", at.fused_matmul_reduce_scatter, F.rs_kernel),
+                             ("ar", at.fused_matmul_all_reduce, F.ar_kernel)):
+            kr = 4 + 2 * me
+            W = rnd(60 + me, (kr, n), dtype)
+            # (shape, scatter_dim): repeats, then leading dims around rows
+            calls = [((2 * P + 1, kr), 0)] * 3 + [((2 * P, 3, kr), 0)] + \
+                ([((3, 2 * P, kr), 1)] if op == "rs" else [])
+            for step, (shape, sd) in enumerate(calls):
+                A = rnd(70 + step * P + me, shape, dtype)
+                if op == "rs":
+                    got = fn(A, W, scatter_dim=sd, group_name="tp")
+                    want = kern(A, W, "sum", sd, "tp")
+                else:
+                    got, want = fn(A, W, group_name="tp"), kern(A, W, "sum", "tp")
+                same(got, want, "%s step %d" % (op, step))
+                if step == 1:
+                    made = serials()
+                if step == 2:
+                    assert serials() == made, "a %s repeat made a plan" % op
+            b = rnd(80, (n,), torch.float32)
+            for _ in range(2):
+                A = rnd(81 + me, (2 * P + 1, kr), dtype)
+                epi = dict(bias=b, activation="gelu-tanh", out_dtype=torch.bfloat16)
+                got = fn(A, W, group_name="tp", **epi)
+                want = kern(A, W, "sum", 0, "tp", **epi) if op == "rs" else \
+                    kern(A, W, "sum", "tp", **epi)
+                same(got, want, "%s epilogue" % op)
+            W.add_(1)
+            A = rnd(90 + me, (2 * P, kr), dtype)
+            got = fn(A, W, group_name="tp")
+            want = kern(A, W, "sum", 0, "tp") if op == "rs" else \
+                kern(A, W, "sum", "tp")
+            same(got, want, "%s after W += 1" % op)
+    finally:
+        TP._cached_plan = real_lookup
+        at.unregister_group("tp")
+
+
 SCENARIOS = {"grads": scenario_grads, "trace": scenario_trace,
-             "steps": scenario_steps}
+             "steps": scenario_steps, "plain": scenario_plain}
 
 
 def main():

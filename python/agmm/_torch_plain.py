@@ -1,0 +1,236 @@
+"""The plain calls of agmm.torch's fp ops: plain CPU tensors, no gradient
+needed (the calls of inference; a decode step makes them every step).
+They return what the CPU kernels of _torch_fp.py return, raise the same
+errors and make the same collective decisions, with less Python per call
+(docs/performance.md, "The op's own cost"):
+
+  - a call with the arguments of this rank's previous call of the op in
+    the group (A's shape but for the gathered dimension, its dtype, the
+    dimension, the very weight tensors at the same versions) skips the
+    local checks, which the same arguments passed then (_Memo);
+  - a call whose shape all-gather brings the same bytes as the previous
+    call's (every rank's shape and cached-plan serial unchanged) while
+    that call's plan is still the group's most recently used skips the
+    plan lookup, which would find that plan and move nothing: every rank
+    received the same bytes and holds the same cache, so all decide alike;
+  - the round goes straight to agmm_plan_run or agmm_plan_run_args
+    (Plan._run_tensor, Plan._run_args_tensor) with outputs made here,
+    when A's rows are non-empty and contiguous.
+
+Anything else (new arguments, a plan to make, an empty shard) takes the
+kernels' own steps.
+"""
+import ctypes
+import struct
+import weakref
+
+import torch
+
+from ._lib import SCHEDULES
+from ._torch_epilogue import apply_epilogue
+from ._torch_fp import (_MAX_LEAD, ag_agree, ag_check, ag_epilogue, ag_run,
+                        ag_views, reduce_agree, reduce_check, reduce_core,
+                        reduce_epilogue, row_split)
+from ._torch_groups import _DT, _cached_plan, _group, _set_weights, ag_key, \
+    reduce_key
+
+
+class _Memo:
+    """This rank's previous plain call of one op in a group: the arguments
+    the checks depend on (`args`, weak references to the weights and their
+    versions), what the checks derived from them (`fmt`: the shape
+    all-gather's format, `fixed`: its fields that depend on the arguments
+    only, `key`: the plan cache key, `dims`, `sched`: the group's schedule
+    code, None when the round must take plan.run's own path: an unknown
+    name, which it reports, or empty outputs), and the all-gather's bytes
+    with the plan entry and rows they led to."""
+    __slots__ = ("args", "refs", "versions", "fmt", "buf", "fixed", "key",
+                 "dims", "sched", "raw", "entry", "m_rows", "rows_c", "M", "total")
+
+    def same_args(self, args, Bs):
+        return args == self.args and len(Bs) == len(self.refs) and \
+            all(r() is B and B._version == v
+                for r, B, v in zip(self.refs, Bs, self.versions))
+
+    def hit(self, g, raw):
+        """The previous call's plan entry if `raw` repeats its bytes and the
+        entry is still the group's most recently used, else None."""
+        e = self.entry
+        if raw == self.raw and e is not None and g.plans and g.plans[-1] is e:
+            return e
+        return None
+
+
+def _memo(g, op, args, Bs):
+    """(memo, known): the group's memo of op if it was made for these
+    arguments, else a new one (kept by the caller once its checks pass)."""
+    m = g.memo.get(op)
+    if m is not None and m.same_args(args, Bs):
+        return m, True
+    m = _Memo()
+    m.args, m.refs = args, [weakref.ref(B) for B in Bs]
+    m.versions = [B._version for B in Bs]
+    m.raw = m.entry = None
+    return m, False
+
+
+def _everyone(m, raw, P):
+    size = m.fmt.size
+    return [m.fmt.unpack_from(raw, r * size) for r in range(P)]
+
+
+def _ag_args(A_shard, gather_dim):
+    """What the checks of an all-gather call depend on in A_shard (all of
+    its shape but the gathered dimension, its dtype) with gather_dim."""
+    shape = A_shard.shape
+    if gather_dim == 0:
+        return (shape[1:], A_shard.dtype)
+    nd = len(shape)
+    gd = gather_dim + nd if gather_dim < 0 else gather_dim
+    return (gather_dim, nd, shape[:gd] + shape[gd + 1:] if 0 <= gd < nd else None,
+            A_shard.dtype)
+
+
+def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
+             activations=None, out_dtypes=None):
+    """_torch_fp.ag_kernel(A_shard, Bs, gather_dim, group_name, return_A,
+    biases, activations, out_dtypes) for a plain CPU tensor A_shard and a
+    list Bs (the caller checked: _torch_ops._plain_cpu)."""
+    epi = None if biases is None and activations is None and out_dtypes is None \
+        else ag_epilogue(Bs, biases, activations, out_dtypes)
+    g = _group(group_name)
+    m, known = _memo(g, "ag", _ag_args(A_shard, gather_dim), Bs)
+    if not known:
+        gd = ag_check(A_shard, Bs, gather_dim)
+        k = int(A_shard.shape[-1])
+        ns = [int(B.shape[1]) for B in Bs]
+        rest = [int(s) for i, s in enumerate(A_shard.shape[:-1]) if i != gd]
+        rps = 1
+        for s in rest:
+            rps *= s
+        code, dtype = _DT[A_shard.dtype]
+        # ag_shapes' fields: slices, rows per slice, k, dtype, weights,
+        # ns..., serial
+        m.fmt = struct.Struct("<%dq" % (6 + len(ns)))
+        m.buf = ctypes.create_string_buffer(m.fmt.size * g.world.size)
+        m.fixed = [rps, k, code, len(ns)] + ns
+        m.key = ag_key(k, ns, dtype)
+        m.dims = (gd, k, ns, dtype, rest)
+        m.sched = SCHEDULES.get(g.options.get("schedule", "auto"))
+        if not all(ns):
+            m.sched = None  # an empty output: plan.run's own path
+        g.memo["ag"] = m
+    gd, k, ns, dtype, rest = m.dims
+    a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
+    a2 = a.reshape(-1, k)
+    rows, serial = int(a.shape[0]), g.lookup(m.key, Bs)
+    raw = g.world.allgather_raw(m.fmt.pack(rows, *m.fixed, serial), m.buf)
+    e = m.hit(g, raw)
+    if e is None:
+        everyone = _everyone(m, raw, g.world.size)
+        ag_agree(g, everyone, [rows] + m.fixed + [serial])
+        m_local = [o[0] * m.fixed[0] for o in everyone]
+        plan, m_rows = _cached_plan(g, [o[-1] for o in everyone], m_local, k,
+                                    ns, dtype, Bs)
+        m.raw, m.entry, m.m_rows, m.M = raw, g.plans[-1], m_rows, sum(m_local)
+        m.rows_c = None if m_rows is None else \
+            (ctypes.c_int64 * len(m_rows))(*m_rows)
+        m.total = sum(o[0] for o in everyone)
+    else:
+        _set_weights(e, Bs)
+        plan = e.plan
+    if m.sched is not None and a2.numel() and a2.is_contiguous():
+        Cs = [torch.empty((m.M, ni)) for ni in ns]
+        A_g = torch.empty((m.M, k), dtype=a2.dtype) if return_A else None
+        if m.m_rows is None and A_g is None and len(Cs) == 1:
+            plan._run_tensor(a2, Cs[0], m.sched)
+        else:
+            plan._run_args_tensor(a2, Cs, m.sched, m.rows_c, A_g)
+    else:
+        A_g, Cs = ag_run(g, plan, m.m_rows, a2, return_A)
+    if epi is not None:
+        Cs = [apply_epilogue(c, b, a, d) for c, b, a, d in zip(Cs, *epi)]
+    if gd == 0 and not rest:  # the views would be the same
+        return A_g, Cs
+    lead = [m.total] + rest
+    return (ag_views(A_g, m.total, lead, gd) if return_A else None,
+            [ag_views(c, m.total, lead, gd) for c in Cs])
+
+
+def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
+    """(c [this call's rows of C, n], lead, rows per slice, scatter index):
+    the round of the reduce kernels (rs_kernel, ar_kernel) and their
+    epilogue `epi` (reduce_epilogue's)."""
+    g = _group(group_name)
+    t = isinstance(A, torch.Tensor)
+    args = (A.shape if t else None, A.dtype if t else None,
+            A.device if t else None, reduce_op, dim)
+    m, known = _memo(g, op, args, [B])
+    if not known:
+        dd = reduce_check(A, B, reduce_op, dim)
+        k_mine = int(A.shape[-1])
+        lead = [int(d) for d in (A if dd == 0 else A.movedim(dd, 0)).shape[:-1]]
+        n = int(B.shape[1])
+        total = 1
+        for d in lead:
+            total *= d
+        code, dtype = _DT[A.dtype]
+        # reduce_shapes' fields: dims, lead padded, n, dtype, k, serial
+        m.fmt = struct.Struct("<%dq" % (_MAX_LEAD + 5))
+        m.buf = ctypes.create_string_buffer(m.fmt.size * g.world.size)
+        m.fixed = [len(lead)] + lead + [0] * (_MAX_LEAD - len(lead)) + \
+            [n, code, k_mine]
+        m.key = reduce_key(op, [total], k_mine, n, dtype)
+        rps = 1
+        for d in lead[1:]:
+            rps *= d
+        m.dims = (dd, k_mine, lead, rps)
+        m.sched = SCHEDULES.get(g.options.get("schedule", "auto")) if n else None
+        g.memo[op] = m
+    dd, k_mine, lead, rps = m.dims
+    a2 = (A if dd == 0 else A.movedim(dd, 0)).reshape(-1, k_mine)
+    mine = m.fixed + [g.lookup(m.key, [B])]
+    raw = g.world.allgather_raw(m.fmt.pack(*mine), m.buf)
+    e = m.hit(g, raw)
+    if e is None:
+        everyone = _everyone(m, raw, g.world.size)
+        reduce_agree(g, everyone, mine, what)
+        P = g.world.size
+        m_local = [s * rps for s in row_split(lead[0], P)] if op == "gemm-rs" \
+            else row_split(lead[0] * rps, P)
+        c = reduce_core(g, [o[-1] for o in everyone], op, a2, B, m_local,
+                        [o[_MAX_LEAD + 3] for o in everyone])
+        m.raw, m.entry = raw, g.plans[-1]
+        return apply_epilogue(c, *epi), lead, rps, dd
+    _set_weights(e, [B])
+    plan = e.plan
+    c = torch.empty(plan.c_shape)
+    if m.sched is not None and c.numel() and a2.numel() and a2.is_contiguous():
+        plan._run_tensor(a2, c, m.sched)
+    else:
+        c = plan.run(a2, out=c, schedule=g.options.get("schedule", "auto"))
+    return apply_epilogue(c, *epi), lead, rps, dd
+
+
+def rs_plain(A, B, reduce_op, scatter_dim, group_name, bias=None,
+             activation=None, out_dtype=None):
+    """_torch_fp.rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias,
+    activation, out_dtype)."""
+    epi = reduce_epilogue(B, bias, activation, out_dtype)
+    c, lead, rps, dd = _reduce_plain("gemm-rs", "fused_matmul_reduce_scatter",
+                                     A, B, reduce_op, scatter_dim, group_name,
+                                     epi)
+    if len(lead) == 1:
+        return c  # [this rank's rows, n]: the view would be the same
+    c = c.view([int(c.shape[0]) // rps] + lead[1:] + [int(B.shape[1])])
+    return c if dd == 0 else c.movedim(0, dd)
+
+
+def ar_plain(A, B, reduce_op, group_name, bias=None, activation=None,
+             out_dtype=None):
+    """_torch_fp.ar_kernel(A, B, reduce_op, group_name, bias, activation,
+    out_dtype)."""
+    epi = reduce_epilogue(B, bias, activation, out_dtype)
+    c, lead, _, _ = _reduce_plain("gemm-ar", "fused_matmul_all_reduce", A, B,
+                                  reduce_op, None, group_name, epi)
+    return c if len(lead) == 1 else c.view(lead + [int(B.shape[1])])
