@@ -80,7 +80,9 @@ class TPMLP(torch.nn.Module):
             _, (gate, up) = at.fused_all_gather_matmul(
                 x, [self.w_gate, self.w_up], group_name=self.group,
                 return_A=False, activation=["silu", None])
-            act = (gate * up).to(dt)
+            # In inference gate is the op's own fresh tensor: multiply in
+            # place (with autograd, gate is kept for the backward).
+            act = (gate * up if gate.requires_grad else gate.mul_(up)).to(dt)
             return at.fused_matmul_reduce_scatter(act, self.w_down,
                                                   group_name=self.group)
         # x: [M, h], the same on every rank.

@@ -3,7 +3,8 @@ applied to an op's final result (after the gather + GEMM, after the
 reduction of a reduce-scatter or all-reduce: never to a partial sum).
 
 apply_epilogue is the ONE place that applies it, in Python on the float32
-result, for every op and its autograd; when the library's own epilogues
+result, for every op and its autograd (apply_epilogue_, its in-place form
+for outputs nobody else holds, in inference); when the library's own epilogues
 (computed inside the round) are switched on, this is the function to
 change.
 """
@@ -72,6 +73,29 @@ def apply_epilogue(c, bias=None, activation=None, dtype=None):
     return c if dt == torch.float32 else c.to(dt)
 
 
+# activation name -> its in-place form, where torch has one (the same
+# kernel, so the same values as ACTIVATIONS').
+INPLACE = {
+    "relu": torch.relu_,
+    "silu": lambda z: torch.nn.functional.silu(z, inplace=True),
+}
+
+
+def apply_epilogue_(c, bias=None, activation=None, dtype=None):
+    """apply_epilogue() on a float32 c the caller owns and will not read
+    again (an op's fresh output, in inference): the bias and, where torch
+    has it in place, the activation are applied in c itself, saving a
+    pass that allocates and writes a second tensor of c's size; the same
+    values."""
+    if bias is not None:
+        c.add_(bias.to(torch.float32))
+    if activation is not None:
+        inplace = INPLACE.get(activation)
+        c = inplace(c) if inplace is not None else ACTIVATIONS[activation](c)
+    dt = out_dtype(dtype)
+    return c if dt == torch.float32 else c.to(dt)
+
+
 def epilogue_backward(z, grad_y, activation):
     """d(loss)/dz for y = act(z) (z the float32 pre-activation result, bias
     included), given d(loss)/dy; grad_y itself without an activation."""
@@ -85,5 +109,6 @@ def epilogue_backward(z, grad_y, activation):
     return gz
 
 
-__all__ = ["apply_epilogue", "epilogue_backward", "activation_name",
+__all__ = ["apply_epilogue", "apply_epilogue_", "epilogue_backward",
+           "activation_name",
            "out_dtype", "check_bias", "ACTIVATIONS"]

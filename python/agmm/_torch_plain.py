@@ -17,8 +17,9 @@ errors and make the same collective decisions, with less Python per call
     (Plan._run_tensor, Plan._run_args_tensor) with outputs made here,
     when A's rows are non-empty and contiguous.
 
-Anything else (new arguments, a plan to make, an empty shard) takes the
-kernels' own steps.
+The epilogue is applied in place on the op's fresh float32 outputs
+(_torch_epilogue.apply_epilogue_: the same values). Anything else (new
+arguments, a plan to make, an empty shard) takes the kernels' own steps.
 """
 import ctypes
 import struct
@@ -27,7 +28,7 @@ import weakref
 import torch
 
 from ._lib import SCHEDULES
-from ._torch_epilogue import apply_epilogue
+from ._torch_epilogue import apply_epilogue_
 from ._torch_fp import (_MAX_LEAD, ag_agree, ag_check, ag_epilogue, ag_run,
                         ag_views, reduce_agree, reduce_check, reduce_core,
                         reduce_epilogue, row_split)
@@ -149,7 +150,7 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
     else:
         A_g, Cs = ag_run(g, plan, m.m_rows, a2, return_A)
     if epi is not None:
-        Cs = [apply_epilogue(c, b, a, d) for c, b, a, d in zip(Cs, *epi)]
+        Cs = [apply_epilogue_(c, b, a, d) for c, b, a, d in zip(Cs, *epi)]
     if gd == 0 and not rest:  # the views would be the same
         return A_g, Cs
     lead = [m.total] + rest
@@ -201,7 +202,7 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
         c = reduce_core(g, [o[-1] for o in everyone], op, a2, B, m_local,
                         [o[_MAX_LEAD + 3] for o in everyone])
         m.raw, m.entry = raw, g.plans[-1]
-        return apply_epilogue(c, *epi), lead, rps, dd
+        return apply_epilogue_(c, *epi), lead, rps, dd
     _set_weights(e, [B])
     plan = e.plan
     c = torch.empty(plan.c_shape)
@@ -209,7 +210,7 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
         plan._run_tensor(a2, c, m.sched)
     else:
         c = plan.run(a2, out=c, schedule=g.options.get("schedule", "auto"))
-    return apply_epilogue(c, *epi), lead, rps, dd
+    return apply_epilogue_(c, *epi), lead, rps, dd
 
 
 def rs_plain(A, B, reduce_op, scatter_dim, group_name, bias=None,
