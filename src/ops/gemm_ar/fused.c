@@ -12,13 +12,12 @@
  *     the own block, too, is one GEMM call per tile when the peers' blocks
  *     are (cheap tile calls whose puts overlap): each own tile sums the
  *     sources before r into c, then accumulates the own partial, then is
- *     counted, so its reduced tile goes out while the next computes. The
- *     worker
- *     whose increment completes own tile t (the last column group) reduces
- *     it into c (gemm-rs's step), applies the plan's epilogue to it once,
- *     row by row after the last addition (the sum's `finish`: bias,
- *     activation, out_dtype; peers receive the
- *     finished values, in out_dtype), then puts it from c to every peer
+ *     counted, so its reduced tile goes out while the next computes.
+ *     The worker whose increment completes own tile t (the last column
+ *     group) reduces it into c (gemm-rs's step), applies the plan's
+ *     epilogue to it once, row by row after the last addition (the sum's
+ *     `finish`: bias, activation, out_dtype; peers receive the finished
+ *     values, in out_dtype), then puts it from c to every peer
  *     (agmm_ar_put_tile: waiting each peer's ack >= e-1, raising its
  *     reduced cell of (r, t) to e). The reducing worker puts it itself:
  *     the rows are in its cache; on MPI or the emulated link the
