@@ -474,7 +474,8 @@ typedef struct agmm_plan_desc {
      * one rounding (to nearest even) to out_dtype:
      *   C = out_dtype( activation( A @ W + bias ) ).
      * INT8: the product is the scaled one (a_scale * w_scale * sum), the
-     * order of engine.h. activation: AGMM_ACT_NONE (0, the default). */
+     * order of engine.h. activation: AGMM_ACT_NONE (0, the default); it
+     * applies to every weight, unless `activations` is given. */
     agmm_activation_t activation;
     /* C's element type: AGMM_DTYPE_FP32 (what agmm_plan_desc_init sets;
      * note 0 is FP16), BF16 or FP16; INT8 is refused. The c pointers of
@@ -484,6 +485,12 @@ typedef struct agmm_plan_desc {
      * agmm_plan_set_bias before the first run (every rank the same). 0
      * (the default): no bias, and agmm_plan_set_bias is refused. */
     int bias;
+    /* NULL (the default): every weight's activation is `activation`. Else
+     * one per weight (n_weights values, or 1 without n_list): weight i's
+     * C_i = out_dtype(activations[i](gather(A) @ W_i + bias_i)), as for
+     * a gate and an up projection from one gather (SiLU on one, none on
+     * the other); `activation` must then be AGMM_ACT_NONE. */
+    const agmm_activation_t *activations;
 } agmm_plan_desc_t;
 
 /* Most weights per plan (agmm_plan_desc_t.n_weights). */

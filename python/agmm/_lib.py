@@ -107,6 +107,7 @@ class PlanDescC(_c.Structure):
         ("activation", c_int),  # the epilogue: agmm_activation_t,
         ("out_dtype", c_int),   # C's dtype (agmm_plan_desc_init: fp32),
         ("bias", c_int),        # a per-column bias (agmm_plan_set_bias)
+        ("activations", _c.POINTER(c_int)),  # one per weight, or NULL
     ]
 
 

@@ -168,7 +168,8 @@ class Plan:
               set_bias before the first run (gemm-rs: added once, after the
               reduction); False (the default): none
     activation "none" (the default), "relu", "gelu-tanh", "gelu-erf",
-              "silu": applied after the bias, in fp32
+              "silu": applied after the bias, in fp32; or a list, one per
+              weight (a gate and an up projection: ["silu", "none"])
     out_dtype "fp32" (the default), "bf16" or "fp16" (or a numpy/torch
               dtype): C's dtype, rounded once after the activation; bf16
               from NumPy is a uint16 array of the raw bits
@@ -213,7 +214,18 @@ class Plan:
         self.bias = bool(bias)
         self.activation = activation
         d.bias = int(self.bias)
-        d.activation = _name(activation, _lib.ACTIVATIONS, "activation")
+        self._acts = None
+        if isinstance(activation, (list, tuple)):
+            if len(activation) != len(self.n_list):
+                raise InvalidArgument("activation: %d values for %d weights"
+                                      % (len(activation), len(self.n_list)))
+            self.activation = list(activation)
+            self._acts = (ctypes.c_int * len(activation))(*[
+                _name(a, _lib.ACTIVATIONS, "activation[%d]" % i)
+                for i, a in enumerate(activation)])
+            d.activations = ctypes.cast(self._acts, ctypes.POINTER(ctypes.c_int))
+        else:
+            d.activation = _name(activation, _lib.ACTIVATIONS, "activation")
         self.out_dtype = dtype_name(out_dtype)
         if self.out_dtype == "int8":
             raise InvalidArgument("out_dtype: 'int8' (allowed: fp32, bf16, "

@@ -81,14 +81,41 @@ const char *agmm_activation_name(agmm_activation_t act)
     return "invalid";
 }
 
-/* The epilogue's fields: an activation, a C dtype of fp32/bf16/fp16. */
+int agmm_desc_weights(const agmm_plan_desc_t *d)
+{
+    return d->n_list ? AGMM_MAX(d->n_weights, 1) : 1;
+}
+
+agmm_activation_t agmm_desc_activation(const agmm_plan_desc_t *d, int i)
+{
+    return d->activations ? d->activations[i] : d->activation;
+}
+
+/* The epilogue's fields: an activation (or one per weight), a C dtype of
+ * fp32/bf16/fp16. After check_weights (the count of activations). */
 static agmm_status_t check_epilogue(const agmm_plan_desc_t *d)
 {
-    if (!strcmp(agmm_activation_name(d->activation), "invalid"))
+    if (d->activations && d->activation != AGMM_ACT_NONE)
         return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "plan: activation %d is not valid (allowed: none, "
-                          "relu, gelu-tanh, gelu-erf, silu)",
-                          (int)d->activation);
+                          "plan: activation %s and activations both given "
+                          "(allowed: one of them; activations is one per "
+                          "weight)",
+                          agmm_activation_name(d->activation));
+    for (int i = 0; i < agmm_desc_weights(d); i++) {
+        agmm_activation_t act = agmm_desc_activation(d, i);
+        if (!strcmp(agmm_activation_name(act), "invalid"))
+            return d->activations
+                       ? agmm_error(AGMM_ERR_INVALID_ARG,
+                                    "plan: activations[%d] %d is not valid "
+                                    "(allowed: none, relu, gelu-tanh, "
+                                    "gelu-erf, silu)",
+                                    i, (int)act)
+                       : agmm_error(AGMM_ERR_INVALID_ARG,
+                                    "plan: activation %d is not valid "
+                                    "(allowed: none, relu, gelu-tanh, "
+                                    "gelu-erf, silu)",
+                                    (int)act);
+    }
     if (d->out_dtype != AGMM_DTYPE_FP32 && d->out_dtype != AGMM_DTYPE_BF16 &&
         d->out_dtype != AGMM_DTYPE_FP16)
         return agmm_error(AGMM_ERR_INVALID_ARG,
@@ -227,7 +254,14 @@ uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d)
     MIX(agmm_gemm_engine_get(d->gemm_engine)->kind);
     MIX(d->op);
     MIX(d->gemm_path);
-    MIX(d->activation); /* the epilogue */
+    /* The epilogue: one activation hashes as before activations (the
+     * same for every weight, however given); else each weight's. */
+    int same = 1;
+    for (int i = 1; i < agmm_desc_weights(d); i++)
+        same &= agmm_desc_activation(d, i) == agmm_desc_activation(d, 0);
+    MIX(agmm_desc_activation(d, 0));
+    for (int i = 1; !same && i < agmm_desc_weights(d); i++)
+        MIX(agmm_desc_activation(d, i));
     MIX(d->out_dtype);
     MIX(d->bias != 0);
     if (d->dtype == AGMM_DTYPE_INT8) { /* the layouts of the scales */

@@ -12,7 +12,7 @@ void agmm_plan_epilogue_rows(const agmm_plan_t *p, int w, const float *src,
     agmm_gemm_attr_t attr;
     agmm_gemm_attr_init(&attr, AGMM_DTYPE_FP32, AGMM_DTYPE_FP32);
     attr.bias = p->desc.bias != 0;
-    attr.act = p->act;
+    attr.act = p->act[w];
     attr.c_dtype = p->desc.out_dtype;
     int64_t n = p->n_w[w];
     const float *bias = p->bias ? p->bias + agmm_plan_col_off(p, w) : NULL;

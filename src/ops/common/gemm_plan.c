@@ -126,24 +126,24 @@ static int epi_in_gemm(const agmm_plan_t *p)
     return p->epilogue && p->op->epilogue_in_gemm;
 }
 
-/* The epilogue's attributes on attr (bias, act, c_dtype). */
-static void epi_attr(const agmm_plan_t *p, agmm_gemm_attr_t *attr)
+/* Weight w's epilogue attributes on attr (bias, act, c_dtype). */
+static void epi_attr(const agmm_plan_t *p, int w, agmm_gemm_attr_t *attr)
 {
     attr->bias = p->desc.bias != 0;
-    attr->act = p->act;
+    attr->act = p->act[w];
     attr->c_dtype = p->desc.out_dtype;
 }
 
 /* epi: with the plan's epilogue (a segment without a pass, of an
  * operation whose calls carry it). */
-static void seg_attr(const agmm_plan_t *p, int acc, int epi,
-                     agmm_gemm_attr_t *attr)
+static void seg_attr(const agmm_plan_t *p, const agmm_gemm_seg_t *sg, int acc,
+                     int epi, agmm_gemm_attr_t *attr)
 {
     agmm_gemm_attr_init(attr, p->gemm_dtype, p->desc.dtype);
     attr->accumulate = acc;
     attr->a_scale = attr->w_scale = p->int8; /* W8A8: both always */
     attr->s8_as_u8 = p->int8 && p->int8_u8;
-    if (epi) epi_attr(p, attr);
+    if (epi) epi_attr(p, sg->w, attr);
 }
 
 /* The shape a pass segment's plain call is prepared for: C dense (its
@@ -189,7 +189,7 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
         sg->pass = 0;
         if (epi_in_gemm(p)) {
             agmm_gemm_attr_t attr;
-            seg_attr(p, 0, 1, &attr);
+            seg_attr(p, sg, 0, 1, &attr);
             uint64_t wb = 0, sc = 0;
             int muted = agmm_log_muted(); /* a query may have muted it */
             agmm_log_mute(1);
@@ -201,7 +201,7 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
         pass_shape(sg, &shape);
         for (int acc = 0; acc <= p->op->accumulates && st == AGMM_OK; acc++) {
             agmm_gemm_attr_t attr;
-            seg_attr(p, acc, epi_in_gemm(p) && !sg->pass, &attr);
+            seg_attr(p, sg, acc, epi_in_gemm(p) && !sg->pass, &attr);
             uint64_t wb = 0, sc = 0;
             st = p->engine->estimate(&shape, &attr, acc, &wb, &sc);
             *weights += wb;
@@ -235,10 +235,10 @@ agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p)
         seg_shape(p, sg, rows, nrows, &shape);
         pass_shape(sg, &shape);
         int epi = epi_in_gemm(p) && !sg->pass;
-        seg_attr(p, 0, epi, &attr);
+        seg_attr(p, sg, 0, epi, &attr);
         st = p->engine->prepare(&shape, &attr, NULL, &sg->prep);
         if (st == AGMM_OK && p->op->accumulates) { /* same weight, C += */
-            seg_attr(p, 1, epi, &attr);
+            seg_attr(p, sg, 1, epi, &attr);
             st = p->engine->prepare(&shape, &attr, sg->prep, &sg->acc);
         }
         for (int j = 0; j < 2 && st == AGMM_OK; j++) {
@@ -314,7 +314,7 @@ static agmm_status_t gemm_pass(agmm_plan_t *p, const agmm_gemm_seg_t *sg, int g,
 {
     agmm_gemm_attr_t attr;
     agmm_gemm_attr_init(&attr, AGMM_DTYPE_FP32, AGMM_DTYPE_FP32);
-    epi_attr(p, &attr);
+    epi_attr(p, sg->w, &attr);
     int64_t nc = sg->c1 - sg->c0;
     size_t lda = agmm_plan_gemm_row_bytes(p);
     size_t lds = p->scale_off ? p->row_bytes / 4 : 1; /* seg_shape's */

@@ -39,7 +39,7 @@ agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
         return agmm_error(AGMM_ERR_INVALID_ARG, "plan: invalid op or engine");
     p->rank = rank;
     p->nranks = P;
-    p->nw = d->n_list ? AGMM_MAX(d->n_weights, 1) : 1;
+    p->nw = agmm_desc_weights(d);
     int64_t col_blocks = 0;
     for (int i = 0; i < p->nw; i++)
         col_blocks += AGMM_DIV_UP(d->n_list ? d->n_list[i] : d->n, d->tile_n);
@@ -83,6 +83,11 @@ agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
     p->desc.n_weights = p->nw;
     p->desc.n = p->n_w[0];
     if (d->k_local) p->desc.k_local = p->k_part;
+    if (d->activations) {
+        memcpy(p->activations, d->activations,
+               sizeof(agmm_activation_t) * (size_t)p->nw);
+        p->desc.activations = p->activations;
+    }
     p->M_max = p->M = p->row_off[P];
     p->total_tiles = p->tile_base[P];
     p->col_blocks = p->blk_off[p->nw];
@@ -103,10 +108,12 @@ agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
                            (int)AGMM_GEMM_ACT_GELU_TANH &&
                        (int)AGMM_ACT_RELU == (int)AGMM_GEMM_ACT_RELU,
                    "the activations' values");
-    p->act = (agmm_gemm_act_t)d->activation;
+    p->epilogue = d->bias || d->out_dtype != AGMM_DTYPE_FP32;
+    for (int i = 0; i < p->nw; i++) {
+        p->act[i] = (agmm_gemm_act_t)agmm_desc_activation(d, i);
+        p->epilogue |= p->act[i] != AGMM_GEMM_ACT_NONE;
+    }
     p->out_esize = agmm_dtype_size(d->out_dtype);
-    p->epilogue = d->bias || d->activation != AGMM_ACT_NONE ||
-                  d->out_dtype != AGMM_DTYPE_FP32;
     p->tile_cells = p->op->tile_cells(p);
     /* The path the description forces, else native where there is one
      * (AUTO decides later: agmm_path_choose, then agmm_plan_set_path). */

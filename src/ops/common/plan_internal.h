@@ -70,8 +70,10 @@ enum { AGMM_OP_BUFS = 4 };
 struct agmm_plan {
     agmm_world_t *world;
     const agmm_operation_t *op;
-    agmm_plan_desc_t desc; /* m_local, n_list, k_local point at m_max,
-                              n_w, k_part below */
+    agmm_plan_desc_t desc; /* m_local, n_list, k_local, activations
+                              point at m_max, n_w, k_part, activations
+                              below */
+    agmm_activation_t activations[AGMM_MAX_WEIGHTS]; /* desc.activations' */
     int rank, nranks;
     /* Rows of the current (or last) round: the call's m_rows for an
      * operation with rows per call (its set_rows, by the round's caller
@@ -145,13 +147,14 @@ struct agmm_plan {
     int native;              /* gemm_dtype == dtype: rows used in place */
     size_t gemm_esize;
     uint32_t weight_set; /* bit i: weight i loaded */
-    /* The epilogue (agmm_plan_desc_t: bias, activation, out_dtype), set
-     * at creation: act mapped to the engine's, out_esize C's element
-     * size, epilogue 1 when anything is to be done beyond the fp32
+    /* The epilogue (agmm_plan_desc_t: bias, activation(s), out_dtype),
+     * set at creation: act[i] weight i's activation mapped to the
+     * engine's (desc.activations[i], else desc.activation), out_esize C's
+     * element size, epilogue 1 when anything is to be done beyond the fp32
      * product (a bias, an activation or a 16-bit C). bias: [sum n_w] fp32,
      * weight i's at bias + agmm_plan_col_off(p, i) (booked when desc.bias,
      * filled by agmm_plan_set_bias; bit i of bias_set: weight i's given). */
-    agmm_gemm_act_t act;
+    agmm_gemm_act_t act[AGMM_MAX_WEIGHTS]; /* by weight */
     size_t out_esize;
     int epilogue;
     float *bias;
@@ -369,6 +372,11 @@ uint32_t agmm_plan_item_count(const agmm_plan_t *p, int64_t global_tile,
 
 /* FNV-1a over the description fields every rank must agree on (desc.c). */
 uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d);
+
+/* A checked description's weight count (n_list's, else 1) and weight
+ * i's activation (activations[i], else activation). */
+int agmm_desc_weights(const agmm_plan_desc_t *d);
+agmm_activation_t agmm_desc_activation(const agmm_plan_desc_t *d, int i);
 
 /* (plan_book.c) The geometry of rank `rank`'s plan from a checked
  * description: every count and per-rank array, in p->layout (agmm_free).
