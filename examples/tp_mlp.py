@@ -77,12 +77,19 @@ class TPMLP(torch.nn.Module):
         dt = self.w_gate.dtype
         if self.mode == "sp":
             # x: this rank's rows [m_r, h]; one gather, two GEMMs.
+            # In inference the op's outputs are in the weights' dtype, with
+            # SiLU applied inside the round, and gate (the op's own fresh
+            # tensor) is multiplied in place; with autograd they are
+            # float32 (gate is kept for the backward) and the product is
+            # rounded once.
+            infer = not (torch.is_grad_enabled() and
+                         (x.requires_grad or self.w_gate.requires_grad or
+                          self.w_up.requires_grad))
             _, (gate, up) = at.fused_all_gather_matmul(
                 x, [self.w_gate, self.w_up], group_name=self.group,
-                return_A=False, activation=["silu", None])
-            # In inference gate is the op's own fresh tensor: multiply in
-            # place (with autograd, gate is kept for the backward).
-            act = (gate * up if gate.requires_grad else gate.mul_(up)).to(dt)
+                return_A=False, activation=["silu", None],
+                out_dtype=dt if infer else None)
+            act = gate.mul_(up) if infer else (gate * up).to(dt)
             return at.fused_matmul_reduce_scatter(act, self.w_down,
                                                   group_name=self.group)
         # x: [M, h], the same on every rank.

@@ -103,11 +103,14 @@ class AllGatherMatmul(torch.autograd.Function):
         gzs = _grad_z([z if z is not None else y for z, y in zip(zs, ys)],
                       gys, acts, ys)
         dt = Bs[0].dtype
+        # Each dZ_i converted to the weights' dtype once, for both GEMMs
+        # (float16: kept float32, _mm's way).
+        gds = gzs if dt == torch.float16 else [gz.to(dt) for gz in gzs]
         dA = None
         if ctx.needs_input_grad[1]:
             g = _group(group)
             W = _bwd_weight(g, Bs)  # [sum n_i, k]
-            gz = torch.cat(gzs, 1) if nw > 1 else gzs[0]
+            gz = torch.cat(gds, 1) if nw > 1 else gds[0]
             serial = g.lookup(reduce_key("gemm-rs", [int(gz.shape[0])],
                                          int(W.shape[0]), int(W.shape[1]),
                                          _DT[dt][1]), [W])
@@ -116,8 +119,11 @@ class AllGatherMatmul(torch.autograd.Function):
             dA = reduce_core(g, [o[1] for o in everyone], "gemm-rs",
                              gz.to(dt).contiguous(), W, [o[0] for o in everyone],
                              ks).to(ctx.a_dtype)
-        dBs = [_mm(A_g.t(), gz, dt) if ctx.needs_input_grad[2 + i] else None
-               for i, gz in enumerate(gzs)]
+        # gather(A)^T made contiguous once for every weight's dB (torch's
+        # matmul is slower on the transposed view).
+        At = A_g.t().contiguous() if any(ctx.needs_input_grad[2:2 + nw]) else None
+        dBs = [_mm(At, gd, dt) if ctx.needs_input_grad[2 + i] else None
+               for i, gd in enumerate(gds)]
         dbs = [gz.sum(0) if want else None for gz, want in zip(gzs, ctx.bias_grad)]
         return (None, dA, *dBs, *dbs)
 
@@ -165,15 +171,18 @@ class MatmulReduceScatter(_ReduceBase):
         want_A, want_B = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         dA = dB = None
         if want_A or want_B:
+            # dA in A's dtype straight from the round (the plan's own
+            # epilogue: one rounding of the float32 product, as .to()).
+            out = [A.dtype] if A.dtype != torch.float32 else None
             gz_all, (dA2,) = torch.ops.agmm.fused_all_gather_matmul(
                 gzm.reshape(-1, n).to(dt).contiguous(), [Bt], 0, group,
-                return_A=True)
+                return_A=True, out_dtypes=out)
             am = A if dd == 0 else A.movedim(dd, 0)
             if want_A:
                 dA = dA2[:, :k].reshape(list(am.shape)).to(A.dtype)
                 dA = dA if dd == 0 else dA.movedim(0, dd)
             if want_B:
-                dB = _mm(am.reshape(-1, k).t(), gz_all, dt)
+                dB = _mm(am.reshape(-1, k).t().contiguous(), gz_all, dt)
         db = gz.reshape(-1, n).sum(0) if ctx.bias_grad else None
         return None, dA, dB, db
 

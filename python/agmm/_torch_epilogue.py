@@ -2,11 +2,11 @@
 applied to an op's final result (after the gather + GEMM, after the
 reduction of a reduce-scatter or all-reduce: never to a partial sum).
 
-apply_epilogue is the ONE place that applies it, in Python on the float32
+apply_epilogue is the ONE place that applies it in Python, on the float32
 result, for every op and its autograd (apply_epilogue_, its in-place form
-for outputs nobody else holds, in inference); when the library's own epilogues
-(computed inside the round) are switched on, this is the function to
-change.
+for outputs nobody else holds, in inference). The all-gather op hands its
+epilogue to the plan instead, applied inside the round, where the plan
+can take it (_torch_fp.lib_epilogue: no bias, one out dtype, no autograd).
 """
 
 import torch
@@ -96,12 +96,24 @@ def apply_epilogue_(c, bias=None, activation=None, dtype=None):
     return c if dt == torch.float32 else c.to(dt)
 
 
+# activation name -> its backward kernel (grad_y, z) -> grad_z, where aten
+# has one: the kernel autograd itself would run, without recomputing the
+# activation forward to build a graph.
+BACKWARD = {
+    "silu": torch.ops.aten.silu_backward,
+    "gelu-tanh": lambda g, z: torch.ops.aten.gelu_backward(g, z, approximate="tanh"),
+    "gelu-erf": lambda g, z: torch.ops.aten.gelu_backward(g, z, approximate="none"),
+}
+
+
 def epilogue_backward(z, grad_y, activation):
     """d(loss)/dz for y = act(z) (z the float32 pre-activation result, bias
     included), given d(loss)/dy; grad_y itself without an activation."""
     grad_y = grad_y.to(torch.float32)
     if activation is None:
         return grad_y
+    if activation in BACKWARD:
+        return BACKWARD[activation](grad_y, z.detach())
     with torch.enable_grad():
         zz = z.detach().requires_grad_(True)
         y = ACTIVATIONS[activation](zz)

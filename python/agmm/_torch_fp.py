@@ -64,13 +64,14 @@ def _allgather_ints(world, mine):
 
 
 # ------------------------------------------------ all-gather + matmul
-def ag_core(g, serials, a2, Bs, m_local, return_A):
+def ag_core(g, serials, a2, Bs, m_local, return_A, epi=None):
     """One round: gather the rows a2 ([m_local[rank], k]) of every rank and
     multiply by each B_i; returns (A_gathered [M, k] or None, [C_i float32
-    [M, n_i]]). serials: every rank's plan lookup (ag_shapes)."""
+    [M, n_i]], or with `epi` (lib_epilogue's) C_i = the plan's epilogue's
+    output). serials: every rank's plan lookup (ag_shapes)."""
     ns = [int(B.shape[1]) for B in Bs]
     plan, m_rows = _cached_plan(g, serials, m_local, int(a2.shape[1]), ns,
-                                _DT[a2.dtype][1], Bs)
+                                _DT[a2.dtype][1], Bs, epi=epi)
     return ag_run(g, plan, m_rows, a2, return_A)
 
 
@@ -117,9 +118,10 @@ def ag_agree(g, everyone, mine):
                               "empty")
 
 
-def ag_shapes(g, A_shard, Bs, gather_dim):
+def ag_shapes(g, A_shard, Bs, gather_dim, epi=None):
     """Checks and every rank's rows: (gd, a2, lead, m_local, slices,
-    serials), serials every rank's cached plan for the call (g.lookup)."""
+    serials), serials every rank's cached plan for the call (g.lookup;
+    epi: lib_epilogue's, part of the plan's key)."""
     gd = ag_check(A_shard, Bs, gather_dim)
     code = _DT[A_shard.dtype][0]
     k = A_shard.shape[-1]
@@ -133,7 +135,7 @@ def ag_shapes(g, A_shard, Bs, gather_dim):
         rows_per_slice *= s
     # Every rank's shape: rows, slices along gather_dim, k, ns, dtype; and
     # its cached plan's serial.
-    serial = g.lookup(ag_key(k, ns, _DT[A_shard.dtype][1]), Bs)
+    serial = g.lookup(ag_key(k, ns, _DT[A_shard.dtype][1], None, epi), Bs)
     mine = [lead[0], rows_per_slice, k, code, len(ns)] + ns + [serial]
     everyone = _allgather_ints(g.world, mine)
     ag_agree(g, everyone, mine)
@@ -164,6 +166,25 @@ def ag_epilogue(Bs, biases, activations, out_dtypes):
     return biases, acts, dts
 
 
+# torch dtype -> the library's out_dtype name.
+_OUT_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+
+def lib_epilogue(biases, acts, dts):
+    """The epilogue of an all-gather call as the plan's own (applied in the
+    round, on each finished tile: no pass over C in Python, and a 16-bit C
+    written once): (activations, out dtype name) when no weight has a bias
+    and every weight has the same out dtype, else None (apply_epilogue
+    after the round). Its activations are the library's (agmm.h), within a
+    few ulps of torch's; an autograd forward, which keeps the
+    pre-activation, always takes apply_epilogue."""
+    if any(b is not None for b in biases) or any(d != dts[0] for d in dts):
+        return None
+    if all(a is None for a in acts) and dts[0] == torch.float32:
+        return None  # nothing to do
+    return tuple(a or "none" for a in acts), _OUT_NAMES[dts[0]]
+
+
 def reduce_epilogue(B, bias, activation, dtype):
     """The checked epilogue of a reduce call: (bias, activation, dtype)."""
     act = activation_name(activation)
@@ -177,12 +198,15 @@ def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
               activations=None, out_dtypes=None):
     Bs = list(Bs)
     biases, acts, dts = ag_epilogue(Bs, biases, activations, out_dtypes)
+    epi = lib_epilogue(biases, acts, dts)
     g = _group(group_name)
-    gd, a2, lead, m_local, slices, serials = ag_shapes(g, A_shard, Bs, gather_dim)
-    A_g, Cs = ag_core(g, serials, a2, Bs, m_local, return_A)
+    gd, a2, lead, m_local, slices, serials = ag_shapes(g, A_shard, Bs, gather_dim,
+                                                       epi)
+    A_g, Cs = ag_core(g, serials, a2, Bs, m_local, return_A, epi)
     total = sum(slices)
-    Cs = [ag_views(apply_epilogue(c, b, a, d), total, lead, gd)
-          for c, b, a, d in zip(Cs, biases, acts, dts)]
+    if epi is None:
+        Cs = [apply_epilogue(c, b, a, d) for c, b, a, d in zip(Cs, biases, acts, dts)]
+    Cs = [ag_views(c, total, lead, gd) for c in Cs]
     if return_A:
         A_g = ag_views(A_g, total, lead, gd)
     return A_g, Cs

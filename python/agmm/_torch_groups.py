@@ -176,12 +176,12 @@ def _set_weights(e, Bs, B_scales=None):
         e.wkey = wkey
 
 
-def ag_key(k, ns, dtype, modes=None):
-    return ("ag-gemm", int(k), tuple(ns), dtype, modes)
+def ag_key(k, ns, dtype, modes=None, epi=None):
+    return ("ag-gemm", int(k), tuple(ns), dtype, modes, epi)
 
 
 def _cached_plan(g, serials, m_local, k, ns, dtype, Bs, B_scales=None, modes=None,
-                 key=None):
+                 key=None, epi=None):
     """(plan, m_rows) for this call of an all-gather op: the plan every
     rank hit (serials: every rank's g.lookup(ag_key(...), Bs)), else a new
     one (collective), and the rows to pass (None: the plan's own). With
@@ -189,8 +189,10 @@ def _cached_plan(g, serials, m_local, k, ns, dtype, Bs, B_scales=None, modes=Non
     to its capacity and is replaced by a larger one when a call needs
     more. int8: B_scales are the weights' flat float32 scales, `modes`
     (a_scale, w_scale) of the plan, `key` the one looked up (with this
-    rank's scale layouts, known before the all-gather)."""
-    key = ag_key(k, ns, dtype, modes) if key is None else key
+    rank's scale layouts, known before the all-gather). epi: the plan's
+    own epilogue (_torch_fp.lib_epilogue: activations, out dtype), or
+    None."""
+    key = ag_key(k, ns, dtype, modes, epi) if key is None else key
     e = g.agreed(serials)
     grown = [_capacity(r) for r in m_local]
     if e is not None and any(r > cap for r, cap in zip(m_local, e.plan.m_local)):
@@ -199,6 +201,8 @@ def _cached_plan(g, serials, m_local, k, ns, dtype, Bs, B_scales=None, modes=Non
         e = None
     if e is None:
         extra = {} if modes is None else {"a_scale": modes[0], "w_scale": modes[1]}
+        if epi is not None:
+            extra.update(activation=list(epi[0]), out_dtype=epi[1])
         e = g.make(key, Bs, m_local=grown, k=k, n=ns if len(ns) > 1 else ns[0],
                    dtype=dtype, **extra)
     _set_weights(e, Bs, B_scales)

@@ -17,8 +17,10 @@ errors and make the same collective decisions, with less Python per call
     (Plan._run_tensor, Plan._run_args_tensor) with outputs made here,
     when A's rows are non-empty and contiguous.
 
-The epilogue is applied in place on the op's fresh float32 outputs
-(_torch_epilogue.apply_epilogue_: the same values). Anything else (new
+The epilogue is the plan's own where the kernel's is (no bias, one out
+dtype: _torch_fp.lib_epilogue), else applied in place on the op's fresh
+float32 outputs (_torch_epilogue.apply_epilogue_: the same values as
+apply_epilogue). Anything else (new
 arguments, a plan to make, an empty shard) takes the kernels' own steps.
 """
 import ctypes
@@ -27,11 +29,13 @@ import weakref
 
 import torch
 
+_OUT_DT = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
 from ._lib import SCHEDULES
 from ._torch_epilogue import apply_epilogue_
 from ._torch_fp import (_MAX_LEAD, ag_agree, ag_check, ag_epilogue, ag_run,
-                        ag_views, reduce_agree, reduce_check, reduce_core,
-                        reduce_epilogue, row_split)
+                        ag_views, lib_epilogue, reduce_agree, reduce_check,
+                        reduce_core, reduce_epilogue, row_split)
 from ._torch_groups import _DT, _cached_plan, _group, _set_weights, ag_key, \
     reduce_key
 
@@ -46,7 +50,8 @@ class _Memo:
     name, which it reports, or empty outputs), and the all-gather's bytes
     with the plan entry and rows they led to."""
     __slots__ = ("args", "refs", "versions", "fmt", "buf", "fixed", "key",
-                 "dims", "sched", "raw", "entry", "m_rows", "rows_c", "M", "total")
+                 "dims", "sched", "raw", "entry", "m_rows", "rows_c", "M", "total",
+                 "out")
 
     def same_args(self, args, Bs):
         return args == self.args and len(Bs) == len(self.refs) and \
@@ -99,8 +104,12 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
     list Bs (the caller checked: _torch_ops._plain_cpu)."""
     epi = None if biases is None and activations is None and out_dtypes is None \
         else ag_epilogue(Bs, biases, activations, out_dtypes)
+    # The plan's own epilogue where it can apply it (ag_kernel's choice).
+    lib = None if epi is None else lib_epilogue(*epi)
+    if lib is not None:
+        epi = None
     g = _group(group_name)
-    m, known = _memo(g, "ag", _ag_args(A_shard, gather_dim), Bs)
+    m, known = _memo(g, "ag", _ag_args(A_shard, gather_dim) + (lib,), Bs)
     if not known:
         gd = ag_check(A_shard, Bs, gather_dim)
         k = int(A_shard.shape[-1])
@@ -115,7 +124,8 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
         m.fmt = struct.Struct("<%dq" % (6 + len(ns)))
         m.buf = ctypes.create_string_buffer(m.fmt.size * g.world.size)
         m.fixed = [rps, k, code, len(ns)] + ns
-        m.key = ag_key(k, ns, dtype)
+        m.key = ag_key(k, ns, dtype, None, lib)
+        m.out = torch.float32 if lib is None else _OUT_DT[lib[1]]
         m.dims = (gd, k, ns, dtype, rest)
         m.sched = SCHEDULES.get(g.options.get("schedule", "auto"))
         if not all(ns):
@@ -132,7 +142,7 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
         ag_agree(g, everyone, [rows] + m.fixed + [serial])
         m_local = [o[0] * m.fixed[0] for o in everyone]
         plan, m_rows = _cached_plan(g, [o[-1] for o in everyone], m_local, k,
-                                    ns, dtype, Bs)
+                                    ns, dtype, Bs, epi=lib)
         m.raw, m.entry, m.m_rows, m.M = raw, g.plans[-1], m_rows, sum(m_local)
         m.rows_c = None if m_rows is None else \
             (ctypes.c_int64 * len(m_rows))(*m_rows)
@@ -141,7 +151,7 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
         _set_weights(e, Bs)
         plan = e.plan
     if m.sched is not None and a2.numel() and a2.is_contiguous():
-        Cs = [torch.empty((m.M, ni)) for ni in ns]
+        Cs = [torch.empty((m.M, ni), dtype=m.out) for ni in ns]
         A_g = torch.empty((m.M, k), dtype=a2.dtype) if return_A else None
         if m.m_rows is None and A_g is None and len(Cs) == 1:
             plan._run_tensor(a2, Cs[0], m.sched)

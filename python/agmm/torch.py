@@ -70,7 +70,9 @@ The layer's other ops (issue 23), with torch's argument names:
       (gemm-ar: C = sum_r A_r @ B_r [M, ..., n] on every rank)
 The fp ops take bias=None, activation=None ("relu", "gelu-tanh",
 "gelu-erf", "silu") and out_dtype=None (float32; bfloat16, float16),
-applied once to the final result (_torch_epilogue.apply_epilogue), and
+applied once to the final result (_torch_epilogue.apply_epilogue; the
+all-gather op's by its plan inside the round where it can:
+_torch_fp.lib_epilogue), and
 have autograd (_torch_autograd) and Meta kernels (_torch_ops: shapes only,
 for FakeTensor tracing). The files: _torch_groups (groups, plan caches),
 _torch_fp / _torch_int8 (CPU kernels), _torch_epilogue, _torch_autograd,

@@ -375,6 +375,27 @@ def scenario_plain(world, args):
                                             group_name="tp", activation="relu"),
                  F.ag_kernel(A3, [B1, B1], 1, "tp", True, None, ["relu"] * 2),
                  "ag relu")
+        # No bias and one out dtype: the plan's own epilogue, inside the
+        # round (plain and kernel alike), within a bf16 rounding of torch's
+        # epilogue on the float32 product.
+        for _ in range(2):
+            got = at.fused_all_gather_matmul(A3, [B1, B2], gather_dim=1,
+                                             group_name="tp",
+                                             activation=["silu", None],
+                                             out_dtype=torch.bfloat16)
+            same(got, F.ag_kernel(A3, [B1, B2], 1, "tp", True, None,
+                                  ["silu", None], [torch.bfloat16] * 2),
+                 "ag plan's epilogue")
+        assert any(p.activation == ["silu", "none"] and p.out_dtype == "bf16"
+                   for p in at.group_plans("tp")), "no plan with the epilogue"
+        _, prods = at.fused_all_gather_matmul(A3, [B1, B2], gather_dim=1,
+                                              group_name="tp")
+        for c, z, act in zip(got[1], prods, (ACT["silu"], ACT[None])):
+            want = act(z).to(torch.bfloat16).float()
+            assert c.dtype == torch.bfloat16, c.dtype
+            off = (c.float() - want).abs() > 2 ** -7 * want.abs() + 1e-30
+            assert not off.any(), "the plan's epilogue: %d off, e.g. %r vs %r" % (
+                int(off.sum()), c.float()[off][0].item(), want[off][0].item())
         B1.mul_(2)  # in place: its version moves, the plan's weight is set again
         A = rnd(40 + me, (4, k), dtype)
         same(at.fused_all_gather_matmul(A, [B1], group_name="tp", return_A=False),
