@@ -98,11 +98,11 @@ static agmm_status_t make_plan(agmm_world_t *w, const cfg_t *cf,
     d.tile_n = 16;
     d.dtype = AGMM_DTYPE_BF16;
     d.gemm_engine = cf->engine;
-    d.gemm_path = agmm_gemm_path_available(cf->engine, d.dtype,
-                                           AGMM_GEMM_PATH_NATIVE) &&
-                          cf->engine != AGMM_GEMM_ENGINE_OPENBLAS
-                      ? AGMM_GEMM_PATH_NATIVE
-                      : AGMM_GEMM_PATH_F32; /* no measuring */
+    d.gemm_path =
+        agmm_gemm_path_available(cf->engine, d.dtype, AGMM_GEMM_PATH_NATIVE) &&
+                cf->engine != AGMM_GEMM_ENGINE_OPENBLAS
+            ? AGMM_GEMM_PATH_NATIVE
+            : AGMM_GEMM_PATH_F32; /* no measuring */
     d.comm_workers = 1;
     d.gemm_workers = 2;
     d.bias = 1;
@@ -152,8 +152,8 @@ static int check_ref(const cfg_t *cf, const inputs_t *in,
                                     pre) != AGMM_OK)
             bad = 1;
         memcpy(ref, pre, sizeof(float) * (size_t)cn);
-        if (!bad &&
-            agmm_reference_epilogue(M, n_list[i], NULL, acts[i], ref) != AGMM_OK)
+        if (!bad && agmm_reference_epilogue(M, n_list[i], NULL, acts[i], ref) !=
+                        AGMM_OK)
             bad = 1;
         agmm_convert_to_fp32(cf->out, got[i], g, (size_t)cn);
         double slope = agmm_activation_max_slope(acts[i]);
