@@ -20,6 +20,7 @@ open when the interpreter exits are closed by an atexit hook.
 """
 import atexit
 import ctypes
+import os
 import threading
 import weakref
 
@@ -44,6 +45,7 @@ class World:
         self._h = handle
         self.kind = kind  # "join", "env", "mpi"
         self._plans = []  # open plans, in the order they were made
+        self._pid = os.getpid()  # a forked child does not own it
         self.rank = _lib.fn.agmm_world_rank(handle)
         self.size = _lib.fn.agmm_world_size(handle)
         self.transport = _lib.text(_lib.fn.agmm_world_transport_name(handle))
@@ -184,7 +186,9 @@ class World:
 @atexit.register
 def _close_open_worlds():
     with _open_lock:
-        worlds = list(_open_worlds)
+        # A child forked from the process that made a world inherits the
+        # object, not the world: closing it would end the parent's.
+        worlds = [w for w in _open_worlds if w._pid == os.getpid()]
     for w in worlds:
         try:
             w.close()
