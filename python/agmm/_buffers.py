@@ -67,6 +67,15 @@ def _advise_huge(ptr, nbytes):
         _madvise(start, end - start, _MADV_HUGEPAGE)  # a hint: result ignored
 
 
+def empty_torch(shape, dtype):
+    """torch.empty(shape, dtype=dtype), advised as the outputs are (a
+    large new tensor the caller fills at once)."""
+    t = torch_module()
+    x = t.empty(shape, dtype=dtype)
+    _advise_huge(x.data_ptr(), x.numel() * x.element_size())
+    return x
+
+
 def torch_module():
     """The torch module if the caller imported it, else None."""
     return sys.modules.get("torch")

@@ -18,6 +18,8 @@ backward runs its communication through agmm too:
       dA_r     = dZ @ B_r^T, dB_r = A_r^T @ dZ (local: dZ, the gradient of
                  the replicated output, is taken to be the same on every rank,
                  as Megatron's all-reduce has it)
+  The local GEMMs (dB, and the all-reduce's dA) run through agmm's engine
+  on a one-rank plan where it applies (_torch_local.local_mm).
   dZ = d(act)/dz * dC (the epilogue's activation differentiated at the
   saved pre-activation z = C + bias, float32); db = dZ summed over this
   rank's rows (the ranks' shares are not summed: that is the caller's
@@ -32,9 +34,11 @@ weights' dtype (dZ converted to it).
 """
 import torch
 
+from ._buffers import empty_torch
 from ._torch_epilogue import apply_epilogue, epilogue_backward
 from ._torch_fp import _allgather_ints, reduce_core
 from ._torch_groups import _DT, _bwd_weight, _group, reduce_key
+from ._torch_local import local_mm
 
 
 class _BelowAutograd:
@@ -64,11 +68,9 @@ def _grad_z(zs, gys, acts, ys):
 
 
 def _mm(x, y, dtype):
-    """x @ y in the weights' dtype (as torch's own layer would); float16 in
-    float32, converted (torch 1.13 has no float16 matmul on the CPU)."""
-    if dtype == torch.float16:
-        return (x.float() @ y.float()).to(dtype)
-    return x.to(dtype) @ y.to(dtype)
+    """x @ y in the weights' dtype (as torch's own layer would), through
+    agmm's engine where it applies (_torch_local.local_mm)."""
+    return local_mm(x, [y], dtype)[0]
 
 
 class AllGatherMatmul(torch.autograd.Function):
@@ -103,27 +105,42 @@ class AllGatherMatmul(torch.autograd.Function):
         gzs = _grad_z([z if z is not None else y for z, y in zip(zs, ys)],
                       gys, acts, ys)
         dt = Bs[0].dtype
-        # Each dZ_i converted to the weights' dtype once, for both GEMMs
-        # (float16: kept float32, _mm's way).
-        gds = gzs if dt == torch.float16 else [gz.to(dt) for gz in gzs]
+        # Each dZ_i converted to the weights' dtype once, for both GEMMs:
+        # with several weights straight into its columns of the reduce-
+        # scatter's A ([rows, sum n_i], no cat), the dBs reading them there.
+        if nw > 1:
+            gz = empty_torch((int(gzs[0].shape[0]), sum(int(t.shape[1]) for t in gzs)),
+                             dt)
+            gds, c0 = [], 0
+            for t in gzs:
+                c1 = c0 + int(t.shape[1])
+                gds.append(gz[:, c0:c1])
+                gds[-1].copy_(t)
+                c0 = c1
+        else:
+            gds = [gzs[0].to(dt)]
+            gz = gds[0]
         dA = None
         if ctx.needs_input_grad[1]:
             g = _group(group)
             W = _bwd_weight(g, Bs)  # [sum n_i, k]
-            gz = torch.cat(gds, 1) if nw > 1 else gds[0]
             serial = g.lookup(reduce_key("gemm-rs", [int(gz.shape[0])],
                                          int(W.shape[0]), int(W.shape[1]),
                                          _DT[dt][1]), [W])
             everyone = _allgather_ints(g.world, [ctx.rows, serial])
             ks = [int(W.shape[0])] * g.world.size
             dA = reduce_core(g, [o[1] for o in everyone], "gemm-rs",
-                             gz.to(dt).contiguous(), W, [o[0] for o in everyone],
+                             gz.contiguous(), W, [o[0] for o in everyone],
                              ks).to(ctx.a_dtype)
         # gather(A)^T made contiguous once for every weight's dB (torch's
         # matmul is slower on the transposed view).
         At = A_g.t().contiguous() if any(ctx.needs_input_grad[2:2 + nw]) else None
-        dBs = [_mm(At, gd, dt) if ctx.needs_input_grad[2 + i] else None
-               for i, gd in enumerate(gds)]
+        # Every weight's dB from one local plan (one pass of A^T).
+        want = [i for i in range(nw) if ctx.needs_input_grad[2 + i]]
+        got = local_mm(At, [gds[i] for i in want], dt) if want else []
+        dBs = [None] * nw
+        for i, d in zip(want, got):
+            dBs[i] = d
         dbs = [gz.sum(0) if want else None for gz, want in zip(gzs, ctx.bias_grad)]
         return (None, dA, *dBs, *dbs)
 
@@ -197,14 +214,15 @@ class MatmulAllReduce(_ReduceBase):
 
     @staticmethod
     def backward(ctx, gy):
-        _, act, _ = ctx.info
+        group, act, _ = ctx.info
         A, B, z, y = ctx.saved_tensors
         gz = epilogue_backward(z if z is not None else y, gy, act)
         n, k = int(B.shape[1]), int(A.shape[-1])
         gz2 = gz.reshape(-1, n)
         dt = B.dtype
-        dA = _mm(gz2, B.t(), dt).view(list(A.shape)).to(A.dtype) \
-            if ctx.needs_input_grad[1] else None
+        # B^T contiguous, kept per weight (_bwd_weight) for the local GEMM.
+        dA = _mm(gz2, _bwd_weight(_group(group), [B]), dt).view(
+            list(A.shape)).to(A.dtype) if ctx.needs_input_grad[1] else None
         dB = _mm(A.reshape(-1, k).t(), gz2, dt) if ctx.needs_input_grad[2] else None
         db = gz2.sum(0) if ctx.bias_grad else None
         return None, dA, dB, db

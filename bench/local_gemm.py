@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""agmm.torch's local GEMMs (python/agmm/_torch_local.py: the backward's
+weight gradients through a one-rank agmm plan) against torch's matmul, side
+by side (docs/performance.md, "Local GEMMs"):
+
+    PYTHONPATH=build/python bench/local_gemm.py [--procs P] [--reps N]
+        [--dtype bf16|fp16] [--shape MxKxN[,N...]]...
+
+P processes (default 2, as the layer benchmark's ranks), each on its own
+CPU when there are enough, run at the same time, each alternating the two
+paths per repeat: `local_mm(x, ys)` and `[x @ y for y in ys]` (fp16: in
+float32, as torch 1.13 must), with x [M, K] and ys [K, N_i], at any
+size (local_mm's LOCAL_MIN_FLOP bound, which this measures, is lifted). Default
+shapes: the Llama MLP's (h 4096, i 11008, 2 ranks, 2048 tokens each)
+weight gradients: gate and up (4096x4096x5504,5504) and down
+(5504x4096x4096). Prints per shape the median ms and GF/s of each path
+over every process's repeats, the spread ((p75 - p25) / median), the paired
+ratio agmm / torch (median of each repeat's own ratio) and the largest
+difference between the two results. Exit 0 unless a process fails."""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+
+def run_proc(idx, args, q):
+    import torch
+    import agmm._torch_local as L
+    L.LOCAL_MIN_FLOP = 0  # both paths at every size: what sets the bound
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) >= args.procs:
+        os.sched_setaffinity(0, {cpus[idx]})
+    torch.set_num_threads(1)
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    g = torch.Generator().manual_seed(idx)
+    out = []
+    for m, k, ns in args.shapes:
+        x = torch.randn(m, k, generator=g).to(dt)
+        ys = [torch.randn(k, n, generator=g).to(dt) for n in ns]
+
+        def ag():
+            return L.local_mm(x, ys, dt)
+
+        def th():
+            return L._torch_mm(x, ys, dt)
+
+        a, t = ag(), th()  # warm: the plan is made, pages touched
+        diff = max((u.float() - v.float()).abs().max().item() for u, v in zip(a, t))
+        rows = []
+        for _ in range(args.reps):
+            r = []
+            for fn in (ag, th):
+                t0 = time.perf_counter()
+                fn()
+                r.append(time.perf_counter() - t0)
+            rows.append(r)
+        out.append((m, k, ns, rows, diff))
+    q.put(out)
+
+
+def shape(text):
+    try:
+        m, k, n = text.split("x")
+        return int(m), int(k), [int(v) for v in n.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError("--shape: %r (MxKxN or MxKxN1,N2)" % text)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--procs", type=int, default=2)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
+    p.add_argument("--shape", type=shape, action="append", dest="shapes")
+    args = p.parse_args()
+    if args.procs < 1 or args.reps < 1:
+        print("local_gemm: --procs and --reps must be >= 1", file=sys.stderr)
+        return 2
+    args.shapes = args.shapes or [(4096, 4096, [5504, 5504]), (5504, 4096, [4096])]
+    import multiprocessing as mp
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=run_proc, args=(i, args, q)) for i in range(args.procs)]
+    for pr in procs:
+        pr.start()
+    results = [q.get() for _ in procs]
+    for pr in procs:
+        pr.join()
+    if any(pr.exitcode for pr in procs):
+        print("local_gemm: a process failed", file=sys.stderr)
+        return 1
+    import agmm._torch_local as L
+    import torch
+    torch.set_num_threads(1)
+    L.LOCAL_MIN_FLOP = 0
+    if L.engine_available():
+        x = torch.zeros(256, 256, dtype=torch.bfloat16)
+        L.local_mm(x, [x], torch.bfloat16)
+        info = L._state["plans"][-1][1].gemm_info()
+        engine = "agmm engine %s %s (%s path)" % (info.engine, info.impl, info.path)
+    else:
+        engine = "libagmm without oneDNN: local_mm is torch's matmul on both sides"
+    print("local_gemm: %d process(es) x %d repeats, %s, %s"
+          % (args.procs, args.reps, args.dtype, engine))
+    print("%-22s %10s %8s %7s %10s %8s %7s %8s %9s" % (
+        "shape", "agmm_ms", "GF/s", "spread", "torch_ms", "GF/s", "spread",
+        "ratio", "max_diff"))
+    for s, (m, k, ns, _, _) in enumerate(results[0]):
+        rows = [r for res in results for r in res[s][3]]
+        diff = max(res[s][4] for res in results)
+        flop = 2.0 * m * k * sum(ns)
+        cols = []
+        for j in (0, 1):
+            v = sorted(r[j] for r in rows)
+            med = statistics.median(v)
+            q4 = statistics.quantiles(v, n=4) if len(v) > 1 else [med] * 3
+            cols.append((med * 1e3, flop / med / 1e9, (q4[2] - q4[0]) / med))
+        ratio = statistics.median(r[0] / r[1] for r in rows)
+        print("%-22s %10.1f %8.1f %7.2f %10.1f %8.1f %7.2f %8.3f %9.3g" % (
+            "%dx%dx%s" % (m, k, ",".join(map(str, ns))), *cols[0], *cols[1],
+            ratio, diff))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The local matmuls of agmm.torch's backward (weight gradients, and the
+all-reduce op's input gradient) through agmm's own GEMM engine.
+
+A world of one rank is a GEMM: an all-gather + GEMM plan on it computes
+C_i = A @ W_i with the engine, path and kernel every agmm plan measures
+and picks at creation (oneDNN's brgemm as agmm calls it ran the layer's
+weight-gradient shapes 2-10% faster than torch 1.13's own bf16 matmul on
+a Zen 4 core, bit for bit the same values; on an AMX core one call ran
+645-699 GF/s where torch's matmul ran 450-510, in an earlier sitting:
+docs/performance.md, "Zen 4 again" and "on AMX, model 167").
+
+Each process joins its own one-rank world once (job agmm-local-<pid>, a
+shared-memory control segment of this process only, removed when the
+world closes at exit), and keeps the last LOCAL_PLANS plans by shape. The
+second operand is the plan's weight, set (prepared) on every call: in a
+backward it is an output gradient, new every step. Small products (under
+LOCAL_MIN_FLOP flops, or a dimension below LOCAL_MIN_DIM: decode's few rows
+among them) and float32 stay with torch: a call's own cost (the weight's
+preparation, the Python) is paid back only by a large product (measured
+with bench/local_gemm.py on the Zen 4 host: agmm / torch 1.20 at 256^3,
+1.07 at 512^3, 1.00 at 1024^3, 0.92 at 2048^3), and a plan per row count
+would be made and evicted every step.
+
+AGMM_LOCAL_GEMM=torch keeps every local matmul with torch (for a side by
+side comparison: bench/local_gemm.py, bench/tp_layer.py); "agmm" (or unset) is the default.
+
+Local only: nothing here is collective, so ranks may take different paths.
+"""
+import os
+
+import torch
+
+from . import _lib
+from ._buffers import empty_torch
+from .errors import InvalidArgument
+from .world import World
+
+LOCAL_PLANS = 4
+LOCAL_MIN_DIM = 256
+LOCAL_MIN_FLOP = 4e9
+_DTYPES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+_state = {"pid": None, "world": None, "plans": []}
+
+
+def _torch_mm(x, ys, dtype):
+    """[x @ y for y in ys] in dtype with torch's matmul; float16 in float32,
+    converted (torch 1.13 has no float16 matmul on the CPU)."""
+    if dtype == torch.float16:
+        xf = x.float()
+        return [(xf @ y.float()).to(dtype) for y in ys]
+    x = x.to(dtype)
+    return [x @ y.to(dtype) for y in ys]
+
+
+def _world():
+    """This process's one-rank world (joined again after a fork)."""
+    if _state["pid"] != os.getpid() or _state["world"] is None or \
+            _state["world"].closed:
+        # A forked child inherits the parent's objects, not its world.
+        del _state["plans"][:]
+        _state["world"] = World.join(0, 1, "agmm-local-%d" % os.getpid())
+        _state["pid"] = os.getpid()
+    return _state["world"]
+
+
+def _plan(m, k, ns, name):
+    key = (m, k, tuple(ns), name)
+    world = _world()
+    plans = _state["plans"]
+    for i, (kk, p) in enumerate(plans):
+        if kk == key:
+            plans.append(plans.pop(i))
+            return p
+    p = world.plan(m, k, list(ns), dtype=name, out_dtype=name, gemm_engine="onednn",
+                      comm_workers=0, gemm_workers=max(1, torch.get_num_threads()))
+    plans.append((key, p))
+    while len(plans) > LOCAL_PLANS:
+        plans.pop(0)[1].close()
+    return p
+
+
+def engine_available():
+    """Is oneDNN built into libagmm? Without it agmm's 16-bit GEMM is
+    OpenBLAS's sgemm on converted rows, whose kernel may not know the CPU
+    (docs/install.md): torch's matmul stays the better default there."""
+    if "onednn" not in _state:
+        _state["onednn"] = bool(_lib.fn.agmm_gemm_engine_available(
+            _lib.ENGINES["onednn"]))
+    return _state["onednn"]
+
+
+def local_mm(x, ys, dtype):
+    """[x @ y for y in ys] in dtype (the weights' dtype), each C-contiguous:
+    x [m, k] (any layout or dtype), ys [k, n_i]. Through a one-rank agmm
+    plan for 16-bit dtypes when every dimension is at least LOCAL_MIN_DIM
+    and the product LOCAL_MIN_FLOP flops and libagmm has oneDNN, else
+    torch's matmul."""
+    m, k = int(x.shape[0]), int(x.shape[1])
+    ns = [int(y.shape[1]) for y in ys]
+    use = os.environ.get("AGMM_LOCAL_GEMM", "agmm")
+    if use not in ("agmm", "torch"):
+        raise InvalidArgument("AGMM_LOCAL_GEMM: %r (allowed: agmm, torch)" % (use,))
+    name = _DTYPES.get(dtype) if use == "agmm" and engine_available() else None
+    if name is None or min([m, k] + ns) < LOCAL_MIN_DIM or \
+            2.0 * m * k * sum(ns) < LOCAL_MIN_FLOP:
+        return _torch_mm(x, ys, dtype)
+    p = _plan(m, k, ns, name)
+    for i, y in enumerate(ys):
+        p.set_weight(y.to(dtype), i)
+    outs = [empty_torch((m, n), dtype) for n in ns]
+    a = x.to(dtype).contiguous()
+    p.run(a, out=outs if len(outs) > 1 else outs[0], schedule="fused")
+    return outs

@@ -1,0 +1,144 @@
+"""agmm.torch's local GEMMs (python/agmm/_torch_local.py): the backward's
+weight gradients through a one-rank agmm plan, against float32 products,
+with a new second operand on every call, the small and float32 cases left
+to torch, a forked child's own world, and nothing left in /dev/shm by a
+process that used them."""
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import agmm._torch_local as L  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def small_products_too(monkeypatch):
+    """These shapes are small (fast): take them through plans anyway; the
+    flop bound itself is checked in test_small_and_fp32_stay_with_torch."""
+    monkeypatch.setattr(L, "LOCAL_MIN_FLOP", 0)
+
+
+def _ref(x, y):
+    return x.double() @ y.double()
+
+
+def _close_enough(got, x, y, dtype):
+    ref = _ref(x, y)
+    # One rounding of the float32 sum to the 16-bit dtype (and float32
+    # accumulation over k): relative to the largest |value|.
+    tol = {torch.bfloat16: 1e-2, torch.float16: 2e-3}[dtype]
+    err = (got.double() - ref).abs().max() / ref.abs().max()
+    return err.item() <= tol, err.item()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_local_mm_through_a_plan(dtype):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(320, 256, generator=g).to(dtype)
+    ys = [torch.randn(320, n, generator=g).to(dtype) for n in (256, 288)]
+    outs = L.local_mm(x.t(), ys, dtype)  # x^T: a strided first operand
+    key = (256, 320, (256, 288), L._DTYPES[dtype])
+    used = any(k == key for k, _ in L._state["plans"])
+    # Without oneDNN in libagmm (the OpenBLAS-only build) torch's matmul.
+    assert used == L.engine_available(), "plan used: %s" % used
+    for out, y in zip(outs, ys):
+        assert out.dtype == dtype and out.is_contiguous()
+        assert tuple(out.shape) == (256, y.shape[1])
+        ok, err = _close_enough(out, x.t(), y, dtype)
+        assert ok, "error %g" % err
+    # The same shape again with other values: the plan's weight is set
+    # again (a stale weight would give the first product).
+    ys2 = [torch.randn(320, n, generator=g).to(dtype) for n in (256, 288)]
+    outs2 = L.local_mm(x.t(), ys2, dtype)
+    for out, y in zip(outs2, ys2):
+        ok, err = _close_enough(out, x.t(), y, dtype)
+        assert ok, "second call: error %g" % err
+
+
+def test_small_and_fp32_stay_with_torch():
+    before = [k for k, _ in L._state["plans"]]
+    x = torch.randn(8, 300).bfloat16()
+    y = torch.randn(300, 300).bfloat16()
+    (out,) = L.local_mm(x, [y], torch.bfloat16)
+    assert torch.equal(out, x @ y)
+    xf, yf = torch.randn(300, 300), torch.randn(300, 300)
+    (outf,) = L.local_mm(xf, [yf], torch.float32)
+    assert torch.equal(outf, xf @ yf)
+    L.LOCAL_MIN_FLOP = 2.0 * 300 * 300 * 300 + 1  # (the fixture restores it)
+    (outb,) = L.local_mm(y, [y], torch.bfloat16)
+    assert torch.equal(outb, y @ y)
+    assert [k for k, _ in L._state["plans"]] == before
+
+
+def test_env_keeps_torch(monkeypatch):
+    x, y = torch.randn(256, 256).bfloat16(), torch.randn(256, 256).bfloat16()
+    monkeypatch.setenv("AGMM_LOCAL_GEMM", "torch")
+    before = list(L._state["plans"])
+    (out,) = L.local_mm(x, [y], torch.bfloat16)
+    assert torch.equal(out, x @ y) and L._state["plans"] == before
+    monkeypatch.setenv("AGMM_LOCAL_GEMM", "blas")
+    with pytest.raises(Exception, match="AGMM_LOCAL_GEMM: 'blas'"):
+        L.local_mm(x, [y], torch.bfloat16)
+
+
+def test_plans_are_bounded():
+    if not L.engine_available():
+        pytest.skip("libagmm without oneDNN: no local plans (test above)")
+    for n in range(256, 256 + 32 * (L.LOCAL_PLANS + 2), 32):
+        L.local_mm(torch.randn(256, 256).bfloat16(),
+                   [torch.randn(256, n).bfloat16()], torch.bfloat16)
+    assert len(L._state["plans"]) == L.LOCAL_PLANS
+
+
+def test_forked_child_joins_its_own_world():
+    if not L.engine_available():
+        pytest.skip("libagmm without oneDNN: no local plans")
+    x = torch.randn(256, 256).bfloat16()
+    y = torch.randn(256, 256).bfloat16()
+    L.local_mm(x, [y], torch.bfloat16)
+    parent = L._state["world"]
+    pid = os.fork()
+    if pid == 0:  # the child: its own world, a correct product, then out
+        code = 1
+        try:
+            (out,) = L.local_mm(x, [y], torch.bfloat16)
+            ok, _ = _close_enough(out, x, y, torch.bfloat16)
+            code = 0 if ok and L._state["world"] is not parent else 3
+            L._state["world"].close()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert not glob.glob("/dev/shm/*agmm-local-%d*" % pid)
+    (out,) = L.local_mm(x, [y], torch.bfloat16)  # the parent's still works
+    assert L._state["world"] is parent
+    assert _close_enough(out, x, y, torch.bfloat16)[0]
+
+
+def test_nothing_left_behind():
+    # A forked child that ends as a script ends (atexit handlers run)
+    # leaves the parent's world alone.
+    if not L.engine_available():
+        pytest.skip("libagmm without oneDNN: no local plans")
+    code = ("import torch, os, sys, agmm._torch_local as L\n"
+            "L.LOCAL_MIN_FLOP = 0\n"
+            "x = torch.randn(256, 256).bfloat16()\n"
+            "L.local_mm(x, [x], torch.bfloat16)\n"
+            "assert L._state['plans']\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    sys.exit(0)\n"
+            "assert os.waitpid(pid, 0)[1] == 0\n"
+            "import glob\n"
+            "assert glob.glob('/dev/shm/*agmm-local-%d*' % os.getpid())\n"
+            "(y,) = L.local_mm(x, [x], torch.bfloat16)\n"
+            "assert (y.float() - (x.float() @ x.float())).abs().max() < 1\n"
+            "print(os.getpid())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    pid = int(r.stdout.split()[-1])
+    assert not glob.glob("/dev/shm/*agmm-local-%d*" % pid)
