@@ -11,7 +11,8 @@ docs/performance.md, "Zen 4 again" and "on AMX, model 167").
 
 Each process joins its own one-rank world once (job agmm-local-<pid>, a
 shared-memory control segment of this process only, removed when the
-world closes at exit), and keeps the last LOCAL_PLANS plans by shape. The
+world closes at exit, also at a multiprocessing child's; a process killed
+or ended by os._exit leaves it to `agmm cleanup`), and keeps the last LOCAL_PLANS plans by shape. The
 second operand is the plan's weight, set (prepared) on every call: in a
 backward it is an output gradient, new every step. Small products (under
 LOCAL_MIN_FLOP flops, or a dimension below LOCAL_MIN_DIM: decode's few rows
@@ -26,6 +27,7 @@ side comparison: bench/local_gemm.py, bench/tp_layer.py); "agmm" (or unset) is t
 
 Local only: nothing here is collective, so ranks may take different paths.
 """
+import multiprocessing.util
 import os
 
 import torch
@@ -59,8 +61,12 @@ def _world():
             _state["world"].closed:
         # A forked child inherits the parent's objects, not its world.
         del _state["plans"][:]
-        _state["world"] = World.join(0, 1, "agmm-local-%d" % os.getpid())
-        _state["pid"] = os.getpid()
+        w = World.join(0, 1, "agmm-local-%d" % os.getpid())
+        _state["world"], _state["pid"] = w, os.getpid()
+        # Closed at exit also in a multiprocessing child, which ends by
+        # os._exit after its finalizers, skipping atexit (a Finalize runs
+        # only in the process that made it).
+        multiprocessing.util.Finalize(None, w.close, exitpriority=0)
     return _state["world"]
 
 

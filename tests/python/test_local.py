@@ -142,3 +142,25 @@ def test_nothing_left_behind():
     assert r.returncode == 0, r.stderr
     pid = int(r.stdout.split()[-1])
     assert not glob.glob("/dev/shm/*agmm-local-%d*" % pid)
+
+
+def _mp_child(q):
+    x = torch.randn(256, 256).bfloat16()
+    (y,) = L.local_mm(x, [x], torch.bfloat16)
+    q.put((os.getpid(), L._state["world"] is not None,
+           (y.float() - x.float() @ x.float()).abs().max().item()))
+
+
+def test_multiprocessing_child_closes_its_world():
+    if not L.engine_available():
+        pytest.skip("libagmm without oneDNN: no local plans")
+    import multiprocessing as mp
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_mp_child, args=(q,))
+    p.start()
+    pid, had_world, err = q.get(timeout=60)
+    p.join(60)
+    assert p.exitcode == 0 and had_world and err < 1
+    # It ends by os._exit (no atexit): its Finalize closed the world.
+    assert not glob.glob("/dev/shm/*agmm-local-%d*" % pid)
