@@ -5,7 +5,8 @@
  *     relay(r, H) = H's rank of host index r mod |H|);
  *   fused, GEMM worker g: without comm workers those puts first (tiles g,
  *     g + G, ...); then, when every tile of its share has arrived (and the
- *     engine has cheap calls with one row group, or is OpenBLAS), the
+ *     engine has cheap calls with one row group and the round at most
+ *     AG_WHOLE_ROWS rows, or is OpenBLAS), the
  *     conversions and one call over its rows (OpenBLAS on fp32 rows: one
  *     per source); otherwise the local tiles without waiting, then
  *     sources r+1, r+2, ...: wait each tile, convert it (claims shared
@@ -15,6 +16,8 @@
  *     putting thread; on MPI the native all-gather from one thread), every
  *     worker waits for every shard, converts, one call of all its rows. */
 #include "model/round.h"
+
+enum { AG_WHOLE_ROWS = 512 }; /* AGMM_AG_WHOLE_ROWS (ops/ag_gemm/ag_gemm.h) */
 
 /* Tiles [t0, t1) of src in th's row group, as agmm_share_tiles. */
 static void share_tiles(const mdl_layout_t *L, const mdl_share_t *s, int src,
@@ -210,7 +213,8 @@ static int fused_gemm(mdl_round_t *x, thr_t *th, act_t *a)
         /* fall through */
     case 1:
         if (!s->busy) return 0;
-        if (L->P > 1 && (!L->cheap_calls || s->gr == 1)) {
+        if (L->P > 1 &&
+            (!L->cheap_calls || (s->gr == 1 && L->M <= AG_WHOLE_ROWS))) {
             th->cur[0] = 2;
             *a = (act_t){.kind = A_YIELD};
             return 1;

@@ -216,8 +216,34 @@ def test_json(agmm):
               "c: 2 fused + 2 baseline rounds on 2 ranks: %s" % dict(scheds))
         check_svg(os.path.join(d, "c.svg"), "c", 2)
 
+        # oneDNN (cheap calls), no comm thread, every tile there when the
+        # GEMM worker looks: one call over all rows up to
+        # AGMM_AG_WHOLE_ROWS (512, ops/ag_gemm/ag_gemm.h), a call per tile
+        # above it.
+        files = ["a.json", "a.svg", "b.json", "c.json", "c.svg"]
+        engines = subprocess.run([agmm, "--version"], capture_output=True,
+                                 text=True).stdout
+        if "onednn" in engines.split("gemm engines:")[-1].split("\n")[0]:
+            for name, rows, want in (("d", "200,200", "one"), ("e", "300,300", "tile")):
+                run_agmm(agmm, ["run", "--ranks", "2", "--m-local", rows, "--k", "64",
+                                "--n", "64", "--tile-m", "128", "--gemm-engine",
+                                "onednn", "--schedule", "fused", "--comm-cores",
+                                "0", "--gemm-cores", "1", "--oversubscribe",
+                                "--trace", name + ".json"], d)
+                files.append(name + ".json")
+                with open(os.path.join(d, name + ".json")) as f:
+                    ev = [e for e in json.load(f)["traceEvents"]
+                          if e.get("name") == "gemm" and e.get("ph") == "X"]
+                spans = sorted(e["args"]["gtiles"][1] - e["args"]["gtiles"][0]
+                               for e in ev if e["pid"] == 0)
+                if want == "one":
+                    check(spans == [4], "%s: M 400: one call of 4 tiles: %s"
+                          % (name, spans))
+                else:
+                    check(spans == [1] * 6, "%s: M 600: a call per tile: %s"
+                          % (name, spans))
         left = sorted(os.listdir(d))
-        check(left == ["a.json", "a.svg", "b.json", "c.json", "c.svg"],
+        check(left == sorted(files),
               "only the trace files are left: %s" % left)
     finally:
         shutil.rmtree(d, ignore_errors=True)

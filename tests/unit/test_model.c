@@ -107,6 +107,15 @@ static void shm_two_ranks(void)
     CHECK(agmm_model_predict(&m, &d, &r) == AGMM_OK, "predict");
     CLOSE(r.fused.time_s, 4 * gemm_s(3, 128, 256, 1024, 40) + over,
           "shm fused, a comm worker: four tile calls");
+    /* More rows than AGMM_AG_WHOLE_ROWS (512): a call per tile, also with
+     * every tile there. */
+    static const int64_t rows2[2] = {384, 384};
+    agmm_plan_desc_t d2;
+    plan(&d2, 2, rows2, 1024, 256);
+    CHECK(agmm_model_predict(&m, &d2, &r) == AGMM_OK, "predict");
+    CLOSE(r.fused.time_s,
+          copy * 3 / 2 + 6 * gemm_s(3, 128, 256, 1024, 40) + over,
+          "shm fused, 768 rows, no comm worker: six tile calls");
     CHECK(r.events > 0, "events counted");
 }
 

@@ -8,6 +8,16 @@
 
 #include "ops/common/plan_internal.h"
 
+/* (fused.c) Rows of a round at or below which a GEMM worker of an engine
+ * with cheap calls, its share all arrived, makes one call over them (one
+ * weight read for few rows: decode); above, one call per tile. On a Zen 4
+ * core oneDNN's long calls run slower than the same rows in tiles (4096 x
+ * 4096 x 5504 bf16 in 128-row calls: 0.948 of one call's time; 512-row
+ * calls 0.908), and on an AMX core the row count made no difference
+ * (645-699 GF/s from 128 to 4096): docs/performance.md, "Zen 4 again".
+ * model/ag.c has the same number. */
+enum { AGMM_AG_WHOLE_ROWS = 512 };
+
 /* (rows.c) Tiles [t0, t1) of source rank `src` in the engine's input dtype
  * for round `epoch`: in place (native dtype) or converted into g32 (once
  * per tile per round, claims.c). `a_local` is this rank's shard; with

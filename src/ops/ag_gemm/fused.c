@@ -12,11 +12,12 @@
  *   GEMM worker g, with an engine whose tile calls are cheap (oneDNN: the
  *     weight is prepared once, a call packs nothing): if its whole share
  *     arrives within the time its own posting took (see
- *     share_arrives_within; one row group only), one call over all M rows,
- *     local rows copied into the window beside the others (shared claims):
- *     at decode sizes every call streams the whole weight from memory, so
- *     one call beats one per source (measured: 1.15x slower per tile at
- *     --m-local 16, parity with the wait). Otherwise its local tiles first
+ *     share_arrives_within; one row group only) and the round has at
+ *     most AGMM_AG_WHOLE_ROWS rows, one call over all M rows, local rows
+ *     copied into the window beside the others (shared claims): at decode
+ *     sizes every call streams the whole weight from memory, so one call
+ *     beats one per source (measured: 1.15x slower per tile at --m-local
+ *     16, parity with the wait). Otherwise its local tiles first
  *     (no waiting), then
  *     sources r+1, r+2, ...: wait tile(src, t) >= e (acquire), convert it
  *     if the engine needs fp32 (shared claims) and compute it over its
@@ -298,7 +299,9 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
         /* No GEMM items: nothing to wait for. */
     } else if ((x->phases & AGMM_PHASE_GEMM) &&
-               (!p->engine->cheap_tile_calls || s.gr == 1) &&
+               (!p->engine->cheap_tile_calls ||
+                (s.gr == 1 && __atomic_load_n(&p->M, __ATOMIC_RELAXED) <=
+                                  AGMM_AG_WHOLE_ROWS)) &&
                share_arrives_within(x, &s, t_post)) {
         AGMM_CHECK(gemm_share_at_once(x, &s));
     } else {
