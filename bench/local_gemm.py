@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """agmm.torch's local GEMMs (python/agmm/_torch_local.py: the backward's
 weight gradients through a one-rank agmm plan) against torch's matmul, side
-by side (docs/performance.md, "Local GEMMs"):
+by side (docs/performance.md, "Zen 4 again"):
 
     PYTHONPATH=build/python bench/local_gemm.py [--procs P] [--reps N]
         [--dtype bf16|fp16] [--shape MxKxN[,N...]]...
@@ -10,13 +10,15 @@ P processes (default 2, as the layer benchmark's ranks), each on its own
 CPU when there are enough, run at the same time, each alternating the two
 paths per repeat: `local_mm(x, ys)` and `[x @ y for y in ys]` (fp16: in
 float32, as torch 1.13 must), with x [M, K] and ys [K, N_i], at any
-size (local_mm's LOCAL_MIN_FLOP bound, which this measures, is lifted). Default
+size (local_mm's LOCAL_MIN_FLOP bound, which this measures, is lifted).
+Default
 shapes: the Llama MLP's (h 4096, i 11008, 2 ranks, 2048 tokens each)
 weight gradients: gate and up (4096x4096x5504,5504) and down
 (5504x4096x4096). Prints per shape the median ms and GF/s of each path
 over every process's repeats, the spread ((p75 - p25) / median), the paired
 ratio agmm / torch (median of each repeat's own ratio) and the largest
-difference between the two results. Exit 0 unless a process fails."""
+difference between the two results. Exit 0 unless a process fails (1,
+as soon as one has ended without its results), 2 for bad arguments."""
 import argparse
 import os
 import statistics
@@ -59,12 +61,29 @@ def run_proc(idx, args, q):
     q.put(out)
 
 
+def collect(q, procs):
+    """Every process's results, or None as soon as one has ended without
+    putting them (never waits on a process that is gone)."""
+    import queue
+    results = []
+    while len(results) < len(procs):
+        try:
+            results.append(q.get(timeout=1))
+        except queue.Empty:
+            if sum(pr.exitcode is not None for pr in procs) > len(results):
+                try:  # its results may have landed just before it ended
+                    results.append(q.get(timeout=1))
+                except queue.Empty:
+                    return None
+    return results
+
+
 def shape(text):
     try:
         m, k, n = text.split("x")
         return int(m), int(k), [int(v) for v in n.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError("--shape: %r (MxKxN or MxKxN1,N2)" % text)
+        raise argparse.ArgumentTypeError("%r (allowed: MxKxN or MxKxN1,N2...)" % text)
 
 
 def main():
@@ -84,12 +103,15 @@ def main():
     procs = [ctx.Process(target=run_proc, args=(i, args, q)) for i in range(args.procs)]
     for pr in procs:
         pr.start()
-    results = [q.get() for _ in procs]
+    results = collect(q, procs)
+    if results is None:
+        for pr in procs:
+            pr.kill()
+        print("local_gemm: a process ended without its results (exit codes %s)"
+              % [pr.exitcode for pr in procs], file=sys.stderr)
+        return 1
     for pr in procs:
         pr.join()
-    if any(pr.exitcode for pr in procs):
-        print("local_gemm: a process failed", file=sys.stderr)
-        return 1
     import agmm._torch_local as L
     import torch
     torch.set_num_threads(1)

@@ -12,8 +12,8 @@ docs/performance.md, "Zen 4 again" and "on AMX, model 167").
 Each process joins its own one-rank world once (job agmm-local-<pid>, a
 shared-memory control segment of this process only, removed when the
 world closes at exit, also at a multiprocessing child's; a process killed
-or ended by os._exit leaves it to `agmm cleanup`), and keeps the last LOCAL_PLANS plans by shape. The
-second operand is the plan's weight, set (prepared) on every call: in a
+or ended by os._exit leaves it to `agmm cleanup`), and keeps the last
+LOCAL_PLANS plans by shape. The second operand is the plan's weight, set (prepared) on every call: in a
 backward it is an output gradient, new every step. Small products (under
 LOCAL_MIN_FLOP flops, or a dimension below LOCAL_MIN_DIM: decode's few rows
 among them) and float32 stay with torch: a call's own cost (the weight's
@@ -23,7 +23,8 @@ with bench/local_gemm.py on the Zen 4 host: agmm / torch 1.20 at 256^3,
 would be made and evicted every step.
 
 AGMM_LOCAL_GEMM=torch keeps every local matmul with torch (for a side by
-side comparison: bench/local_gemm.py, bench/tp_layer.py); "agmm" (or unset) is the default.
+side comparison: bench/local_gemm.py, bench/tp_layer.py); "agmm" (or
+unset) is the default.
 
 Local only: nothing here is collective, so ranks may take different paths.
 """
