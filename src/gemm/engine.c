@@ -157,3 +157,10 @@ agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
                           engine);
     return AGMM_OK;
 }
+
+#ifndef AGMM_HAVE_ONEDNN
+void agmm_gemm_force_int8_split(int on)
+{
+    (void)on;
+} /* nothing to split */
+#endif

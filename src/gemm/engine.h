@@ -137,6 +137,9 @@ typedef struct agmm_gemm_engine {
      * then plans refuse int8 (there is no exact fp32 path for it: path.c)
      * and so does its prepare. */
     agmm_dtype_t (*input_dtype)(agmm_dtype_t dt);
+    /* NULL when input_dtype(dt) == dt, else why not, for messages ("this
+     * oneDNN's s8 x s8 matmul (gemm:jit) is not exact on this CPU ..."). */
+    const char *(*why_not_native)(agmm_dtype_t dt);
     /* What a prepared weight and each worker's scratch will take, exactly
      * what prepare then allocates (the plan's memory booking reads it; a
      * test checks estimate == actual): oneDNN builds the same primitive
@@ -214,6 +217,12 @@ void agmm_gemm_engine_count_creation(void);
  * buf_rows rows (> 0; 0: the engine's). Set before preparing; a prep keeps
  * what it was made with. Nothing without oneDNN. */
 void agmm_gemm_engine_set_parts(int64_t cols, int64_t buf_rows);
+
+/* Tests: INT8 on the oneDNN engine as two 7-bit weight halves (the way
+ * it runs on cores without VNNI, gemm_onednn_s8.c) even where its 8-bit
+ * sums are exact (nonzero), or only where needed (0, the default). Set
+ * before the preps it is for are made; a no-op without oneDNN. */
+void agmm_gemm_force_int8_split(int on);
 
 extern const agmm_gemm_engine_t agmm_gemm_engine_openblas;
 #ifdef AGMM_HAVE_ONEDNN

@@ -6,12 +6,13 @@
  * descriptors with the attributes, the sizes estimate reports, and says what is
  * refused; gemm_onednn_dense.c when a strided C goes through a dense buffer.
  * dtypes: bf16 tiles and weights are used as bf16 (bf16 x bf16 -> f32,
- * AVX512_BF16 / AMX where the CPU has them), fp32 as fp32. fp16 likewise
- * where this oneDNN has a non-reference f16 matmul on this CPU
- * (AVX512_FP16 / AMX-FP16; probed once: one primitive descriptor, no
- * primitive); else it is read as fp32: tiles converted by the caller
+ * AVX512_BF16 / AMX where the CPU has them) where this oneDNN has a
+ * non-reference bf16 matmul on this CPU, fp16 likewise (AVX512_FP16 /
+ * AMX-FP16), fp32 as fp32 (both probed once: gemm_onednn_probe.c); a
+ * 16-bit dtype without one is read as fp32: tiles converted by the caller
  * (input_dtype), the weight once here. int8: s8 (or u8) x s8 -> s32
- * primitives and the pass of gemm_onednn_s8.c (run and load go there).
+ * primitives and the pass of gemm_onednn_s8.c (run and load go there),
+ * where the probe found both variants exact; else int8 is refused.
  *
  * Primitives: one per row count the plan will call (shape->rows), all made
  * in prepare, plus the weight's reorder. They share the weight layout of
@@ -66,7 +67,8 @@ struct agmm_dn_prep {
     agmm_dn_cfg_t cfg;
     const agmm_dn_prep_t *base; /* the share given to prepare, or NULL */
     dnnl_memory_desc_t w_md;    /* the prepared weight's layout */
-    dnnl_memory_t w_mem; /* the prepared weight (the base's with share) */
+    dnnl_memory_t w_mem;    /* the prepared weight (the base's with share) */
+    dnnl_memory_t w_hi_mem; /* cfg.s8_split: the high half (w_mem: low) */
     dnnl_memory_t bias_mem, scale_mem; /* when the attr has them (same) */
     agmm_dn_s8_t *s8; /* INT8: its bias, scales, compensation; else NULL */
     dnnl_memory_desc_t wsrc_md;
@@ -89,22 +91,6 @@ struct agmm_dn_prep {
     prim_entry_t prims[MAX_PRIMS];
 };
 
-const char *agmm_dn_version(void)
-{
-    static char v[32];
-    if (!v[0]) {
-        const dnnl_version_t *d = dnnl_version();
-        snprintf(v, sizeof v, "%d.%d.%d", d->major, d->minor, d->patch);
-    }
-    return v;
-}
-
-agmm_dtype_t agmm_dn_input_dtype(agmm_dtype_t dt)
-{
-    if (dt != AGMM_DTYPE_FP16) return dt;
-    return agmm_dn_f16_native() ? dt : AGMM_DTYPE_FP32;
-}
-
 /* Create the primitive for m rows on the prepared weight layout and add it
  * (caller holds p->lock or owns p alone). */
 static agmm_status_t add_prim(agmm_dn_prep_t *p, int64_t m)
@@ -122,7 +108,8 @@ static agmm_status_t add_prim(agmm_dn_prep_t *p, int64_t m)
         if (n == 0) {
             const char *impl = NULL;
             dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-            snprintf(p->impl, sizeof p->impl, "%s", impl ? impl : "unknown");
+            snprintf(p->impl, sizeof p->impl, "%s%s", impl ? impl : "unknown",
+                     p->cfg.s8_split ? " x2 (7-bit weight halves)" : "");
         }
         dnnl_status_t s = dnnl_primitive_create(&p->prims[n].prim, pd);
         dnnl_primitive_desc_destroy(pd);
@@ -145,6 +132,7 @@ void agmm_dn_destroy(agmm_dn_prep_t *p)
     if (!p->base) {
         if (p->reorder) dnnl_primitive_destroy(p->reorder);
         if (p->w_mem) dnnl_memory_destroy(p->w_mem);
+        if (p->w_hi_mem) dnnl_memory_destroy(p->w_hi_mem);
         if (p->bias_mem) dnnl_memory_destroy(p->bias_mem);
         if (p->scale_mem) dnnl_memory_destroy(p->scale_mem);
     }
@@ -162,6 +150,10 @@ static agmm_status_t make_weight(agmm_dn_prep_t *p)
     dnnl_engine_t eng = agmm_dn_engine();
     DN(dnnl_memory_create(&p->w_mem, &p->w_md, eng, DNNL_MEMORY_ALLOCATE),
        "weight memory");
+    if (p->cfg.s8_split)
+        DN(dnnl_memory_create(&p->w_hi_mem, &p->w_md, eng,
+                              DNNL_MEMORY_ALLOCATE),
+           "weight memory (high half)");
     dnnl_memory_desc_t vmd;
     if (p->cfg.attr.bias && !p->s8) {
         AGMM_CHECK(agmm_dn_vec_md(&p->cfg, 1, &vmd));
@@ -173,7 +165,7 @@ static agmm_status_t make_weight(agmm_dn_prep_t *p)
         DN(dnnl_memory_create(&p->scale_mem, &vmd, eng, DNNL_MEMORY_ALLOCATE),
            "scale memory");
     }
-    p->owned = dnnl_memory_desc_get_size(&p->w_md) +
+    p->owned = dnnl_memory_desc_get_size(&p->w_md) * (p->w_hi_mem ? 2 : 1) +
                agmm_dn_vec_bytes(&p->cfg) + agmm_dn_s8_weight_extra(&p->cfg);
     dnnl_dims_t dims = {s->k, s->ncols};
     dnnl_dims_t str = {agmm_dn_dense_source(&p->cfg) ? s->ncols : s->ldw, 1};
@@ -225,6 +217,7 @@ agmm_status_t agmm_dn_prepare(const agmm_gemm_shape_t *s,
         p->base = share;
         p->w_md = share->w_md;
         p->w_mem = share->w_mem;
+        p->w_hi_mem = share->w_hi_mem;
         p->bias_mem = share->bias_mem;
         p->scale_mem = share->scale_mem;
     } else if (st == AGMM_OK) {
@@ -252,6 +245,27 @@ static agmm_status_t fill_vec(dnnl_memory_t mem, const float *v, int64_t n)
     return AGMM_OK;
 }
 
+/* The weight w (in wsrc_md's layout) reordered into dst; at one OpenMP
+ * thread. */
+static dnnl_status_t reorder_into(agmm_dn_prep_t *p, const void *w,
+                                  dnnl_memory_t dst)
+{
+    dnnl_engine_t eng = agmm_dn_engine();
+    dnnl_memory_t src = NULL;
+    dnnl_stream_t stream = NULL;
+    dnnl_status_t st = dnnl_memory_create(&src, &p->wsrc_md, eng, (void *)w);
+    if (st == dnnl_success)
+        st = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags);
+    if (st == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+        st = dnnl_primitive_execute(p->reorder, stream, 2, args);
+    }
+    if (st == dnnl_success) st = dnnl_stream_wait(stream);
+    if (stream) dnnl_stream_destroy(stream);
+    if (src) dnnl_memory_destroy(src);
+    return st;
+}
+
 agmm_status_t agmm_dn_load(agmm_dn_prep_t *p, const agmm_gemm_operand_t *o)
 {
     const agmm_gemm_shape_t *s = &p->cfg.shape;
@@ -270,22 +284,19 @@ agmm_status_t agmm_dn_load(agmm_dn_prep_t *p, const agmm_gemm_operand_t *o)
     void *copy = NULL;
     const void *w = o->w;
     AGMM_CHECK(agmm_dn_weight_source(&p->cfg, o->w, &copy, &w));
-    int saved = agmm_dn_one_omp_thread();
-    dnnl_engine_t eng = agmm_dn_engine();
-    dnnl_memory_t src = NULL;
-    dnnl_stream_t stream = NULL;
-    dnnl_status_t st = dnnl_memory_create(&src, &p->wsrc_md, eng, (void *)w);
-    if (st == dnnl_success)
-        st = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags);
-    if (st == dnnl_success) {
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src},
-                                   {DNNL_ARG_TO, p->w_mem}};
-        st = dnnl_primitive_execute(p->reorder, stream, 2, args);
+    int8_t *hi = NULL; /* split: copy becomes the low half */
+    if (p->w_hi_mem) {
+        agmm_status_t e = agmm_dn_s8_split(copy, s->k * s->ncols, &hi);
+        if (e != AGMM_OK) {
+            agmm_free(copy);
+            return e;
+        }
     }
-    if (st == dnnl_success) st = dnnl_stream_wait(stream);
-    if (stream) dnnl_stream_destroy(stream);
-    if (src) dnnl_memory_destroy(src);
+    int saved = agmm_dn_one_omp_thread();
+    dnnl_status_t st = reorder_into(p, w, p->w_mem);
+    if (st == dnnl_success && hi) st = reorder_into(p, hi, p->w_hi_mem);
     agmm_dn_restore_omp(saved);
+    agmm_free(hi);
     agmm_free(copy);
     return st == dnnl_success ? AGMM_OK : agmm_dn_fail(st, "weight reorder");
 }
@@ -307,7 +318,8 @@ static int scratch_fits(const agmm_dn_prep_t *p, dnnl_primitive_t prim)
 }
 
 static agmm_status_t run_prim(agmm_dn_prep_t *p, dnnl_primitive_t prim,
-                              const void *a, void *c, void *scratch)
+                              dnnl_memory_t wm, const void *a, void *c,
+                              void *scratch)
 {
     const_dnnl_primitive_desc_t pd;
     DN(dnnl_primitive_get_primitive_desc(prim, &pd), "primitive query");
@@ -329,7 +341,7 @@ static agmm_status_t run_prim(agmm_dn_prep_t *p, dnnl_primitive_t prim,
         st = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags);
     if (st == dnnl_success) {
         dnnl_exec_arg_t args[6] = {{DNNL_ARG_SRC, am},
-                                   {DNNL_ARG_WEIGHTS, p->w_mem},
+                                   {DNNL_ARG_WEIGHTS, wm},
                                    {DNNL_ARG_DST, cm},
                                    {DNNL_ARG_SCRATCHPAD, sm}};
         int n = 4;
@@ -369,14 +381,14 @@ static agmm_status_t get_prim(agmm_dn_prep_t *p, int64_t m, int limit,
     return st;
 }
 
-/* m rows into c with the primitives' ldc. */
-static agmm_status_t run_rows(agmm_dn_prep_t *p, int64_t m, const void *a,
-                              void *c, void *scratch)
+/* m rows into c with the primitives' ldc, on the weight wm. */
+static agmm_status_t run_rows(agmm_dn_prep_t *p, dnnl_memory_t wm, int64_t m,
+                              const void *a, void *c, void *scratch)
 {
     if (m <= 0) return AGMM_OK;
     dnnl_primitive_t prim;
     AGMM_CHECK(get_prim(p, m, ON_DEMAND, &prim));
-    if (prim) return run_prim(p, prim, a, c, scratch);
+    if (prim) return run_prim(p, prim, wm, a, c, scratch);
     /* Split (see MAX_PRIMS): by powers of two, each made once, in the
      * slots kept for them. */
     size_t a_row = (size_t)p->cfg.lda * dnnl_data_type_size(p->cfg.a_dt);
@@ -391,7 +403,7 @@ static agmm_status_t run_rows(agmm_dn_prep_t *p, int64_t m, const void *a,
                               "gemm: oneDNN: no "
                               "primitive for %lld rows fits the scratch",
                               (long long)pow);
-        AGMM_CHECK(run_prim(p, prim, ap, cp, scratch));
+        AGMM_CHECK(run_prim(p, prim, wm, ap, cp, scratch));
         ap += (size_t)pow * a_row;
         cp += (size_t)pow * c_row;
         m -= pow;
@@ -400,10 +412,11 @@ static agmm_status_t run_rows(agmm_dn_prep_t *p, int64_t m, const void *a,
 }
 
 /* INT8's primitive calls (agmm_dn_s8_gemm_fn). */
-static agmm_status_t s8_gemm(void *ctx, int64_t m, const void *a, int32_t *acc,
-                             void *pad)
+static agmm_status_t s8_gemm(void *ctx, int half, int64_t m, const void *a,
+                             int32_t *acc, void *pad)
 {
-    return run_rows(ctx, m, a, acc, pad);
+    agmm_dn_prep_t *p = ctx;
+    return run_rows(p, half ? p->w_hi_mem : p->w_mem, m, a, acc, pad);
 }
 
 agmm_status_t agmm_dn_run(agmm_dn_prep_t *p, int64_t m, const void *a,
@@ -412,7 +425,7 @@ agmm_status_t agmm_dn_run(agmm_dn_prep_t *p, int64_t m, const void *a,
     if (p->s8) /* a_scale is refused at prepare but with INT8 */
         return agmm_dn_s8_run(p->s8, m, a, a_scale, c, scratch,
                               agmm_dn_align64(p->scratch_given), s8_gemm, p);
-    if (!p->dense) return run_rows(p, m, a, c, scratch);
+    if (!p->dense) return run_rows(p, p->w_mem, m, a, c, scratch);
     /* Through the dense copy, mmax rows at a time. */
     size_t ces = agmm_dtype_size(p->cfg.attr.c_dtype);
     size_t row = (size_t)p->cfg.shape.ncols * ces;
@@ -431,14 +444,14 @@ agmm_status_t agmm_dn_run(agmm_dn_prep_t *p, int64_t m, const void *a,
                 memcpy(buf + (size_t)i * row, cr + (size_t)(i * p->ldc) * ces,
                        row);
         if (p->dense == AGMM_DN_DENSE_COPY || out) {
-            AGMM_CHECK(run_rows(p, mc, ar, buf, scratch));
+            AGMM_CHECK(run_rows(p, p->w_mem, mc, ar, buf, scratch));
             for (int64_t i = 0; i < mc; i++)
                 memcpy(cr + (size_t)(i * p->ldc) * ces, buf + (size_t)i * row,
                        row);
             continue;
         }
         /* fp32: product into C (ADD) or buf (ADD_OUT); C = act(old + it) */
-        AGMM_CHECK(run_rows(p, mc, ar, add_out ? buf : cr, scratch));
+        AGMM_CHECK(run_rows(p, p->w_mem, mc, ar, add_out ? buf : cr, scratch));
         for (int64_t i = 0; i < mc; i++) {
             float *ci = (float *)cr + (size_t)(i * p->ldc);
             const float *o =

@@ -11,6 +11,7 @@ typedef struct agmm_dn_prep agmm_dn_prep_t;
 
 const char *agmm_dn_version(void);
 agmm_dtype_t agmm_dn_input_dtype(agmm_dtype_t dt);
+const char *agmm_dn_why_not_native(agmm_dtype_t dt);
 /* agmm_dn_estimate: gemm_onednn_pd.h */
 agmm_status_t agmm_dn_prepare(const agmm_gemm_shape_t *s,
                               const agmm_gemm_attr_t *a,

@@ -310,6 +310,7 @@ const agmm_gemm_engine_t agmm_gemm_engine_onednn = {
     .cheap_tile_calls = 1,
     .version = agmm_dn_version,
     .input_dtype = agmm_dn_input_dtype,
+    .why_not_native = agmm_dn_why_not_native,
     .estimate = cols_estimate,
     .prepare = cols_prepare,
     .load = cols_load,

@@ -66,8 +66,13 @@ static int dense_out_pays(const agmm_dn_cfg_t *cfg)
 
 int agmm_dn_use_dense(agmm_dn_cfg_t *cfg)
 {
-    if (cfg->shape.ldc == cfg->shape.ncols ||
-        cfg->attr.a_dtype == AGMM_DTYPE_INT8) /* its own pass adds C_old */
+    if (cfg->attr.a_dtype == AGMM_DTYPE_INT8) /* its own pass adds C_old */
+        return 0;
+    /* A dense C: through oneDNN, but for an accumulate whose sum post-op
+     * is not C_old + the plain product here (the probe): DENSE_ADD. */
+    if (cfg->shape.ldc == cfg->shape.ncols &&
+        (!cfg->attr.accumulate || cfg->attr.c_dtype != AGMM_DTYPE_FP32 ||
+         agmm_dn_sum_exact(cfg->attr.a_dtype)))
         return 0;
     if (!cfg->attr.accumulate) {
         if (!dense_out_pays(cfg)) return 0;

@@ -1,7 +1,7 @@
 /* The oneDNN engine's building blocks (gemm_onednn_pd.h): the CPU engine
- * and the fp16 probe, the OpenMP guard, and the matmul primitive
- * descriptors with the GEMM attributes (engine.h) in oneDNN 2.6 terms:
- *   accumulate  a sum post-op, scale 1 (oneDNN adds C_old to the finished
+ * (what it can do: gemm_onednn_probe.c), the OpenMP guard, and the matmul
+ * primitive descriptors with the GEMM attributes (engine.h) in oneDNN 2.6
+ * terms: accumulate  a sum post-op, scale 1 (oneDNN adds C_old to the finished
  *               fp32 accumulator: checked bit for bit at k = 4096, fp32 and
  *               bf16, by tests/unit/test_gemm_attr.c);
  *   bias        the matmul's bias (f32, 1 x ncols);
@@ -45,36 +45,11 @@ extern int omp_get_max_threads(void);
 static dnnl_engine_t g_engine;
 static dnnl_status_t g_engine_status = dnnl_runtime_error;
 static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;
-static int g_f16_native; /* set once by engine_init */
-
-/* Does a 16 x 64 x 64 f16 matmul get an implementation other than the
- * reference one? */
-static int probe_f16(void)
-{
-    dnnl_memory_desc_t a, w, c;
-    dnnl_dims_t ad = {16, 64}, wd = {64, 64};
-    dnnl_matmul_desc_t md;
-    dnnl_primitive_desc_t pd;
-    if (dnnl_memory_desc_init_by_tag(&a, 2, ad, dnnl_f16, dnnl_ab) ||
-        dnnl_memory_desc_init_by_tag(&w, 2, wd, dnnl_f16,
-                                     dnnl_format_tag_any) ||
-        dnnl_memory_desc_init_by_tag(&c, 2, ad, dnnl_f32, dnnl_ab) ||
-        dnnl_matmul_desc_init(&md, &a, &w, NULL, &c) ||
-        dnnl_primitive_desc_create(&pd, &md, NULL, g_engine, NULL))
-        return 0;
-    const char *impl = NULL;
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    int native = impl && strncmp(impl, "ref", 3) != 0;
-    dnnl_primitive_desc_destroy(pd);
-    return native;
-}
-
 static void engine_init(void)
 {
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
     g_engine_status = dnnl_engine_create(&g_engine, dnnl_cpu, 0);
-    g_f16_native = g_engine_status == dnnl_success && probe_f16();
     omp_set_num_threads(saved);
 }
 
@@ -86,12 +61,6 @@ dnnl_engine_t agmm_dn_engine(void)
         return NULL;
     }
     return g_engine;
-}
-
-int agmm_dn_f16_native(void)
-{
-    pthread_once(&g_engine_once, engine_init);
-    return g_f16_native;
 }
 
 agmm_status_t agmm_dn_fail(dnnl_status_t s, const char *what)
@@ -144,10 +113,16 @@ agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "gemm: onednn: w_scale with bias is not supported: "
                           "oneDNN 2.6 scales acc + bias, not acc alone");
-    if (a->a_dtype == AGMM_DTYPE_FP16 && !agmm_dn_f16_native())
+    if ((a->a_dtype == AGMM_DTYPE_FP16 && !agmm_dn_f16_native()) ||
+        (a->a_dtype == AGMM_DTYPE_BF16 && !agmm_dn_bf16_native()))
         return agmm_error(AGMM_ERR_UNSUPPORTED,
-                          "gemm: onednn: a_dtype fp16: no native f16 matmul "
-                          "on this CPU (input_dtype says fp32)");
+                          "gemm: onednn: a_dtype %s: no native %s matmul "
+                          "on this CPU (input_dtype says fp32)",
+                          agmm_dtype_name(a->a_dtype),
+                          agmm_dtype_name(a->a_dtype));
+    if (int8 && agmm_dn_int8_mode() == AGMM_DN_S8_NONE)
+        return agmm_error(AGMM_ERR_UNSUPPORTED, "gemm: onednn: int8: %s",
+                          agmm_dn_int8_why());
     if (!agmm_dn_engine()) return AGMM_ERR_SYSTEM;
     memset(cfg, 0, sizeof *cfg);
     cfg->shape = *s;
@@ -159,6 +134,7 @@ agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
     cfg->c_dt = int8 ? dnnl_s32 : dn_dtype(a->c_dtype);
     cfg->lda = int8 ? s->k : s->lda;
     cfg->ldc = int8 ? s->ncols : s->ldc;
+    cfg->s8_split = int8 && agmm_dn_int8_mode() == AGMM_DN_S8_SPLIT;
     return AGMM_OK;
 }
 
@@ -385,10 +361,10 @@ agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
     agmm_dn_restore_omp(saved);
     AGMM_CHECK(st);
     int64_t mmax = agmm_dn_most_rows(s);
-    *weight_bytes = share ? 0
-                          : dnnl_memory_desc_get_size(&w_md) +
-                                agmm_dn_vec_bytes(&cfg) +
-                                agmm_dn_s8_weight_extra(&cfg);
+    *weight_bytes =
+        share ? 0
+              : dnnl_memory_desc_get_size(&w_md) * (cfg.s8_split ? 2 : 1) +
+                    agmm_dn_vec_bytes(&cfg) + agmm_dn_s8_weight_extra(&cfg);
     if (a->a_dtype == AGMM_DTYPE_INT8)
         *scratch_bytes =
             agmm_dn_align64(scratch) + agmm_dn_s8_scratch(&cfg, mmax);
@@ -404,8 +380,9 @@ agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
 int agmm_dn_dense_source(const agmm_dn_cfg_t *cfg)
 {
     const agmm_gemm_attr_t *a = &cfg->attr;
-    return a->w_dtype != a->a_dtype || (a->w_dtype == AGMM_DTYPE_INT8 &&
-                                        cfg->shape.ldw != cfg->shape.ncols);
+    return a->w_dtype != a->a_dtype ||
+           (a->w_dtype == AGMM_DTYPE_INT8 &&
+            (cfg->shape.ldw != cfg->shape.ncols || cfg->s8_split));
 }
 
 agmm_status_t agmm_dn_weight_source(const agmm_dn_cfg_t *cfg, const void *w,

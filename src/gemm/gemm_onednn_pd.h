@@ -20,13 +20,30 @@ typedef struct {
      * the s32 pass does them. */
     dnnl_data_type_t a_dt, c_dt;
     int64_t lda, ldc;
+    /* INT8 where oneDNN's 8-bit sums saturate but 7-bit ones do not
+     * (agmm_dn_int8_mode: SPLIT): W kept as two prepared halves, each
+     * multiplied by the same primitives (gemm_onednn_s8.c). */
+    int s8_split;
 } agmm_dn_cfg_t;
 
 /* The process's CPU engine (made once, at one OpenMP thread), or NULL
  * after logging why it could not be made. */
 dnnl_engine_t agmm_dn_engine(void);
-/* Does this oneDNN have a non-reference f16 matmul on this CPU? */
+/* What this oneDNN does on this CPU, tried once per process
+ * (gemm_onednn_probe.c): a non-reference bf16 / f16 matmul? */
+int agmm_dn_bf16_native(void);
 int agmm_dn_f16_native(void);
+/* Is a sum post-op C_old + the plain product bit for bit on a dense C, for
+ * A/W of dtype dt (FP32, or BF16 where native; else 0)? */
+int agmm_dn_sum_exact(agmm_dtype_t dt);
+/* INT8 on this oneDNN and CPU: NONE (refused: agmm_dn_int8_why says
+ * why; "" otherwise), EXACT (its s8 x s8 and u8 x s8 sums are exact),
+ * SPLIT (exact only for weights in -64..63: W multiplied as two halves,
+ * gemm_onednn_s8.c). */
+enum { AGMM_DN_S8_NONE = 0, AGMM_DN_S8_EXACT = 1, AGMM_DN_S8_SPLIT = 2 };
+int agmm_dn_int8_mode(void);
+const char *agmm_dn_int8_why(void);
+/* (agmm_gemm_force_int8_split, engine.h, makes EXACT read SPLIT.) */
 
 /* This thread's OpenMP thread count to 1; returns the previous one for
  * agmm_dn_restore_omp(). */

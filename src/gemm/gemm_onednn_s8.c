@@ -6,7 +6,14 @@
  *      they are (only when lda > k: oneDNN 2.6 picks its brgemm int8
  *      kernels for a dense A only);
  *   2. the primitive: s8 (u8) x s8 -> s32, exact, into the int32 sums in
- *      the scratch (stride ncols);
+ *      the scratch (stride ncols). SPLIT (agmm_dn_int8_mode: a core
+ *      without VNNI, whose 16-bit pair sums saturate for 8-bit weights
+ *      but not for 7-bit ones): the engine keeps W as two prepared halves,
+ *      W = 64 * hi + lo with lo in 0..63 and hi in -2..1, and the same
+ *      primitive runs on each, the high half's sums after the A pass in
+ *      the scratch; acc = lo's + 64 * hi's, exact: each partial sum is
+ *      within the bound below (|64 * hi's| <= 64 * 255 * 2 * 65536 <
+ *      2^31) and so is the whole;
  *   3. agmm_gemm_epilogue_s32 (epilogue.c) into C: minus the compensation
  *      128 * sum_k W[k,j] with u8 (the same exact sum as s8 x s8, so the
  *      same bits), then the fixed fp32 order of engine.h: * w_scale[j],
@@ -20,8 +27,9 @@
  * <= 255 * 128 * k < 2^31, -128 included), which agmm_dn_config enforces.
  *
  * Per-worker scratch: [oneDNN scratchpad, 64-aligned][int32 sums: mmax x
- * ncols, 64-aligned][A pass: mmax x k bytes, when there is one]. Weight
- * bytes beyond the prepared weight: bias and w_scale (ncols fp32 each,
+ * ncols, 64-aligned][A pass: mmax x k bytes, when there is one][SPLIT:
+ * the high half's sums, as the sums]. Weight bytes beyond the prepared
+ * weight (SPLIT: two, the same size): bias and w_scale (ncols fp32 each,
  * counted by agmm_dn_vec_bytes) and, with s8_as_u8, the compensation
  * (ncols int32). */
 #include "gemm/gemm_onednn_s8.h"
@@ -41,11 +49,27 @@ struct agmm_dn_s8 {
     int64_t mmax;
     int a_pass;       /* A goes through the scratch */
     size_t acc_bytes; /* the int32 sums' part, 64-aligned */
+    size_t hi_at;     /* split: the high half's sums, from the sums' start */
 };
 
 static int needs_a_pass(const agmm_dn_cfg_t *cfg)
 {
     return cfg->attr.s8_as_u8 || cfg->shape.lda != cfg->shape.k;
+}
+
+agmm_status_t agmm_dn_s8_split(int8_t *w, int64_t n, int8_t **hi_out)
+{
+    int8_t *hi = agmm_alloc((size_t)n);
+    if (!hi)
+        return agmm_error(AGMM_ERR_NO_MEMORY,
+                          "gemm: out of memory splitting the weight");
+    for (int64_t i = 0; i < n; i++) { /* W = 64 * hi + lo */
+        int v = w[i], l = (int)((unsigned)v & 63u);
+        w[i] = (int8_t)l;
+        hi[i] = (int8_t)((v - l) / 64);
+    }
+    *hi_out = hi;
+    return AGMM_OK;
 }
 
 uint64_t agmm_dn_s8_weight_extra(const agmm_dn_cfg_t *cfg)
@@ -60,12 +84,17 @@ static size_t acc_bytes(const agmm_dn_cfg_t *cfg, int64_t mmax)
                            sizeof(int32_t));
 }
 
+static size_t a_pass_bytes(const agmm_dn_cfg_t *cfg, int64_t mmax)
+{
+    return needs_a_pass(cfg)
+               ? agmm_dn_align64((size_t)mmax * (size_t)cfg->shape.k)
+               : 0;
+}
+
 size_t agmm_dn_s8_scratch(const agmm_dn_cfg_t *cfg, int64_t mmax)
 {
-    return acc_bytes(cfg, mmax) +
-           (needs_a_pass(cfg)
-                ? agmm_dn_align64((size_t)mmax * (size_t)cfg->shape.k)
-                : 0);
+    return acc_bytes(cfg, mmax) * (cfg->s8_split ? 2 : 1) +
+           a_pass_bytes(cfg, mmax);
 }
 
 void agmm_dn_s8_destroy(agmm_dn_s8_t *s)
@@ -90,6 +119,7 @@ agmm_status_t agmm_dn_s8_create(const agmm_dn_cfg_t *cfg,
     s->mmax = mmax;
     s->a_pass = needs_a_pass(cfg);
     s->acc_bytes = acc_bytes(cfg, mmax);
+    s->hi_at = cfg->s8_split ? s->acc_bytes + a_pass_bytes(cfg, mmax) : 0;
     if (base) {
         s->base = base;
         s->bias = base->bias;
@@ -173,7 +203,14 @@ agmm_status_t agmm_dn_s8_run(const agmm_dn_s8_t *s, int64_t m, const void *a,
             a_pass(s, mc, ar, abuf);
             src = abuf;
         }
-        AGMM_CHECK(gemm(ctx, mc, src, acc, scratch));
+        AGMM_CHECK(gemm(ctx, 0, mc, src, acc, scratch));
+        if (s->hi_at) { /* split: acc (low half's sums) += 64 * high's */
+            int32_t *hi = (int32_t *)((unsigned char *)acc + s->hi_at);
+            AGMM_CHECK(gemm(ctx, 1, mc, src, hi, scratch));
+            size_t n = (size_t)mc * (size_t)sh->ncols;
+            for (size_t i = 0; i < n; i++)
+                acc[i] = (int32_t)((int64_t)acc[i] + 64 * (int64_t)hi[i]);
+        }
         agmm_gemm_epilogue_s32(
             &s->attr, mc, sh->ncols, acc, sh->ncols, s->comp,
             a_scale + (size_t)(r0 * lds), lds, s->w_scale, s->bias,

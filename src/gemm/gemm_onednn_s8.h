@@ -15,6 +15,11 @@ uint64_t agmm_dn_s8_weight_extra(const agmm_dn_cfg_t *cfg);
  * rows per primitive call (see gemm_onednn_s8.c). */
 size_t agmm_dn_s8_scratch(const agmm_dn_cfg_t *cfg, int64_t mmax);
 
+/* SPLIT (agmm_dn_cfg_t.s8_split): the n weights w (a copy) become the
+ * low halves 0..63 in place and *hi_out (agmm_alloc'd, agmm_free) the high
+ * halves -2..1, W = 64 * hi + lo. */
+agmm_status_t agmm_dn_s8_split(int8_t *w, int64_t n, int8_t **hi_out);
+
 /* The state of an INT8 prep: its own fp32 bias and w_scale copies and
  * compensation, or base's (a prep made with share). */
 agmm_status_t agmm_dn_s8_create(const agmm_dn_cfg_t *cfg,
@@ -27,9 +32,12 @@ agmm_status_t agmm_dn_s8_load_bias(agmm_dn_s8_t *s, const float *bias);
 void agmm_dn_s8_destroy(agmm_dn_s8_t *s);
 
 /* The int32 sums of m <= mmax rows of a dense A (s8 or u8, stride k) into
- * acc (stride ncols): the engine's primitives, scratchpad at `pad`. */
-typedef agmm_status_t (*agmm_dn_s8_gemm_fn)(void *ctx, int64_t m, const void *a,
-                                            int32_t *acc, void *pad);
+ * acc (stride ncols): the engine's primitives on its weight (half 0) or,
+ * with cfg.s8_split, on the high half of it (half 1; half 0 is then the
+ * low half), scratchpad at `pad`. */
+typedef agmm_status_t (*agmm_dn_s8_gemm_fn)(void *ctx, int half, int64_t m,
+                                            const void *a, int32_t *acc,
+                                            void *pad);
 /* The engine's run for INT8: scratch is the worker's (scratchpad, then
  * pad_bytes on, this path's). */
 agmm_status_t agmm_dn_s8_run(const agmm_dn_s8_t *s, int64_t m, const void *a,

@@ -123,6 +123,13 @@ static agmm_dtype_t ob_input_dtype(agmm_dtype_t dt)
     return AGMM_DTYPE_FP32;
 }
 
+static const char *ob_why_not_native(agmm_dtype_t dt)
+{
+    return dt == AGMM_DTYPE_FP32   ? NULL
+           : dt == AGMM_DTYPE_INT8 ? "OpenBLAS has no int8 GEMM"
+                                   : "OpenBLAS multiplies fp32 only";
+}
+
 /* The product goes through the scratch when C_old must survive it
  * (accumulate: sgemm's beta would add C_old panel by panel, inside the k
  * sum) or C is not fp32. */
@@ -308,6 +315,7 @@ const agmm_gemm_engine_t agmm_gemm_engine_openblas = {
     .cheap_tile_calls = 0,
     .version = ob_version,
     .input_dtype = ob_input_dtype,
+    .why_not_native = ob_why_not_native,
     .estimate = ob_estimate,
     .prepare = ob_prepare,
     .load = ob_load,

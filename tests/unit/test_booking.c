@@ -165,7 +165,8 @@ int main(void)
     static const agmm_dtype_t dtypes[] = {AGMM_DTYPE_FP16, AGMM_DTYPE_BF16,
                                           AGMM_DTYPE_FP32};
     /* The path: each in turn over the grid (native only where the engine
-     * has one: oneDNN bf16; else auto). */
+     * has one on this CPU: oneDNN bf16 with AVX512_BF16 or AMX; else
+     * auto). */
     static const agmm_gemm_path_t paths[] = {
         AGMM_GEMM_PATH_AUTO, AGMM_GEMM_PATH_F32, AGMM_GEMM_PATH_NATIVE};
     int configs = 0;
@@ -181,8 +182,7 @@ int main(void)
                        .gemm_workers = g,
                        .comm_workers = si % 2};
             if (c.path == AGMM_GEMM_PATH_NATIVE &&
-                (c.engine != AGMM_GEMM_ENGINE_ONEDNN ||
-                 c.dtype != AGMM_DTYPE_BF16))
+                !agmm_gemm_path_available(c.engine, c.dtype, c.path))
                 c.path = AGMM_GEMM_PATH_AUTO;
             if (op == AGMM_OP_GEMM_RS && c.s.nw > 1) c.s.nw = 1;
             run_config(&c, si);
@@ -191,8 +191,11 @@ int main(void)
     /* int8 (oneDNN): its native path forced (s8 x s8; auto books the
      * larger of its two variants, as it does of two paths), both
      * operations, 1 and 3 GEMM workers. */
-    for (int si = 0; agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN) &&
-                     si < (int)(sizeof shapes / sizeof shapes[0]);
+    /* (Where oneDNN's int8 sums are not exact on this CPU, int8 is
+     * refused: test_int8.c checks that.) */
+    int int8_here = agmm_gemm_path_available(
+        AGMM_GEMM_ENGINE_ONEDNN, AGMM_DTYPE_INT8, AGMM_GEMM_PATH_NATIVE);
+    for (int si = 0; int8_here && si < (int)(sizeof shapes / sizeof shapes[0]);
          si++)
         for (int n = 0; n < 4; n++) {
             cfg_t c = {.s = shapes[si],
@@ -211,7 +214,7 @@ int main(void)
     for (int si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
         for (int e = 0; e < 2; e++) {
             if (!agmm_gemm_engine_available(engines[e])) continue;
-            int int8 = e == 1 && si % 2; /* int8: oneDNN only */
+            int int8 = e == 1 && si % 2 && int8_here; /* oneDNN only */
             cfg_t c = {.s = shapes[si],
                        .op = AGMM_OP_GEMM_AR,
                        .dtype = int8 ? AGMM_DTYPE_INT8 : dtypes[si % 3],
@@ -224,6 +227,6 @@ int main(void)
             run_config(&c, si);
             configs++;
         }
-    CHECK(configs >= 48, "%d configurations ran", configs);
+    CHECK(configs >= (int8_here ? 48 : 40), "%d configurations ran", configs);
     CHECK_DONE("test_booking");
 }

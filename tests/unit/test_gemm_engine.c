@@ -243,6 +243,14 @@ static void test_bytes(void)
           (unsigned long long)ob);
     d.gemm_engine = AGMM_GEMM_ENGINE_ONEDNN;
     if (!agmm_gemm_engine_available(d.gemm_engine)) return;
+    if (!agmm_gemm_path_available(d.gemm_engine, d.dtype,
+                                  AGMM_GEMM_PATH_NATIVE)) {
+        /* No native bf16 here: oneDNN converts as OpenBLAS does. */
+        uint64_t dn = agmm_plan_bytes_per_rank(&d);
+        CHECK(dn >= mk * 2 + kn * 4 + mk * 4,
+              "onednn bf16 (f32 path) estimate %llu", (unsigned long long)dn);
+        return;
+    }
     d.gemm_path = AGMM_GEMM_PATH_NATIVE; /* auto counts the larger, f32 */
     uint64_t dn = agmm_plan_bytes_per_rank(&d);
     CHECK(dn > 0 && ob - dn + (1u << 20) >= kn * 2 + mk * 4,

@@ -18,6 +18,8 @@
  *   - two ranks' partials (the second accumulated onto the first) against
  *     agmm_reference_rs_int8 within agmm_int8_bound(2, mag), and the rs
  *     oracle on hand values (always run);
+ *   - all of it again with W as two 7-bit halves (gemm_onednn_s8.c: how
+ *     INT8 runs where oneDNN's 8-bit sums saturate), forced;
  *   - refusals: OpenBLAS refuses int8 by name (always run, oneDNN built or
  *     not), the attribute checks, k > 65536, a run without A scales. */
 #include <math.h>
@@ -29,6 +31,9 @@
 #include "gemm/convert.h"
 #include "gemm/engine.h"
 #include "gemm/gemm.h"
+
+/* The cases run with INT8 forced to two 7-bit weight halves. */
+static int g_split;
 
 enum { ROW_OFF = 3, C0 = 3, MAXM = 100 };
 static const int64_t k_prep[] = {1, 16, 13, 64};
@@ -260,6 +265,8 @@ static void test_case(const agmm_gemm_engine_t *e, const case_t *cs)
               (unsigned long long)ew, (unsigned long long)es,
               (unsigned long long)e->weight_bytes(prep),
               e->scratch_bytes(prep));
+        CHECK(!g_split || strstr(e->impl(prep), "7-bit weight halves"),
+              "%s u8=%d: forced split, impl %s", what, u8, e->impl(prep));
         if (cs->k == 67 && !cs->window && !cs->accumulate)
             printf("int8 %s x s8 k=%lld ncols=%lld: %s\n", u8 ? "u8" : "s8",
                    (long long)cs->k, (long long)cs->ncols, e->impl(prep));
@@ -501,5 +508,14 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         test_case(e, &cases[i]);
     test_rs_engine(e);
+    /* Again with W as two 7-bit halves (how INT8 runs on a core whose
+     * 16-bit pair sums saturate: no VNNI), forced where it is not needed:
+     * the same bits. */
+    agmm_gemm_force_int8_split(1);
+    g_split = 1;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        test_case(e, &cases[i]);
+    test_rs_engine(e);
+    agmm_gemm_force_int8_split(0);
     CHECK_DONE("test_gemm_int8");
 }

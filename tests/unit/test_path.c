@@ -159,6 +159,22 @@ int main(void)
     if (!agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN)) {
         printf("test_path: no oneDNN engine: the measured cases need a "
                "native path (OpenBLAS has only f32)\n");
+    } else if (!agmm_gemm_path_available(AGMM_GEMM_ENGINE_ONEDNN,
+                                         AGMM_DTYPE_BF16,
+                                         AGMM_GEMM_PATH_NATIVE)) {
+        /* No native bf16 matmul in this oneDNN on this CPU (AVX2 only):
+         * auto has one path and measures nothing, native is refused. */
+        printf("test_path: this oneDNN has no native bf16 matmul on this "
+               "CPU: the measured cases need one\n");
+        job_t only = {AGMM_GEMM_ENGINE_ONEDNN, AGMM_GEMM_PATH_AUTO,
+                      AGMM_GEMM_PATH_F32, "only", 0};
+        CHECK(launch(&only) == 0, "oneDNN without native bf16: f32, only");
+        agmm_plan_desc_t nd;
+        desc_for(&nd, AGMM_GEMM_ENGINE_ONEDNN, AGMM_GEMM_PATH_NATIVE);
+        CHECK(agmm_plan_desc_check(&nd) == AGMM_ERR_UNSUPPORTED &&
+                  strstr(agmm_last_error(), "gemm_path native"),
+              "native on oneDNN without bf16 refused by name: %s",
+              agmm_last_error());
     } else {
         /* Injected times: both outcomes, and a split between the ranks. */
         agmm_path_set_probe(fake_probe);

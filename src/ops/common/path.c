@@ -86,9 +86,9 @@ agmm_status_t agmm_path_check(const agmm_plan_desc_t *d,
                           (int)path);
     if (d->dtype == AGMM_DTYPE_INT8 && !agmm_path_has_native(e, d->dtype))
         return agmm_error(AGMM_ERR_UNSUPPORTED,
-                          "plan: dtype int8 needs the oneDNN engine (%s has "
-                          "no int8 GEMM)",
-                          e->name);
+                          "plan: dtype int8 needs exact int8 products, which "
+                          "the %s engine does not have here: %s",
+                          e->name, e->why_not_native(d->dtype));
     if (d->dtype == AGMM_DTYPE_INT8 && path == AGMM_GEMM_PATH_F32)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "plan: gemm_path f32 with dtype int8 (int8 runs "
