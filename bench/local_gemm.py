@@ -10,7 +10,7 @@ P processes (default 2, as the layer benchmark's ranks), each on its own
 CPU when there are enough, run at the same time, each alternating the two
 paths per repeat: `local_mm(x, ys)` and `[x @ y for y in ys]` (fp16: in
 float32, as torch 1.13 must), with x [M, K] and ys [K, N_i], at any
-size (local_mm's LOCAL_MIN_FLOP bound, which this measures, is lifted).
+size (local_mm's bounds, which this measures, are lifted).
 Default
 shapes: the Llama MLP's (h 4096, i 11008, 2 ranks, 2048 tokens each)
 weight gradients: gate and up (4096x4096x5504,5504) and down
@@ -29,7 +29,7 @@ import time
 def run_proc(idx, args, q):
     import torch
     import agmm._torch_local as L
-    L.LOCAL_MIN_FLOP = 0  # both paths at every size: what sets the bound
+    L.LOCAL_MIN_FLOP = L.LOCAL_MIN_DIM = 0  # both paths at every size: what sets the bounds
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) >= args.procs:
         os.sched_setaffinity(0, {cpus[idx]})

@@ -48,12 +48,23 @@ _state = {"pid": None, "world": None, "plans": []}
 
 def _torch_mm(x, ys, dtype):
     """[x @ y for y in ys] in dtype with torch's matmul; float16 in float32,
-    converted (torch 1.13 has no float16 matmul on the CPU)."""
+    converted (torch 1.13 has no float16 matmul on the CPU). Each y made
+    contiguous first (a column slice of a wider tensor, as the all-gather
+    op's backward passes, took torch 1.13's bf16 matmul 2.9x as long at
+    4096 x 8 x 5504), and each product written into an output advised as
+    agmm's are (empty_torch): a fresh 45 MB tensor's first touch in 4 KiB
+    pages cost 120 of a 128 ms product there, on the VMs of
+    docs/performance.md ("Zen 5")."""
     if dtype == torch.float16:
         xf = x.float()
         return [(xf @ y.float()).to(dtype) for y in ys]
     x = x.to(dtype)
-    return [x @ y.to(dtype) for y in ys]
+    outs = []
+    for y in ys:
+        y = y.to(dtype).contiguous()
+        out = empty_torch((int(x.shape[0]), int(y.shape[1])), dtype)
+        outs.append(torch.mm(x, y, out=out))
+    return outs
 
 
 def _world():

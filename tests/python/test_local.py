@@ -73,6 +73,21 @@ def test_small_and_fp32_stay_with_torch():
     assert [k for k, _ in L._state["plans"]] == before
 
 
+def test_torch_path_takes_column_slices():
+    """The all-gather op's backward hands torch column slices of one wide
+    dZ: the products equal torch's of contiguous copies bit for bit, and
+    come back contiguous (written into outputs of their own)."""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(8, 300, generator=g).bfloat16()  # 8 rows: torch's path
+    wide = torch.randn(300, 700, generator=g).bfloat16()
+    ys = [wide[:, :300], wide[:, 300:]]
+    outs = L.local_mm(x, ys, torch.bfloat16)
+    for out, y in zip(outs, ys):
+        assert out.is_contiguous() and tuple(out.shape) == (8, y.shape[1])
+        assert torch.equal(out, x @ y.contiguous())
+    assert outs[0].data_ptr() != outs[1].data_ptr()
+
+
 def test_env_keeps_torch(monkeypatch):
     x, y = torch.randn(256, 256).bfloat16(), torch.randn(256, 256).bfloat16()
     monkeypatch.setenv("AGMM_LOCAL_GEMM", "torch")
