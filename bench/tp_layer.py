@@ -26,6 +26,14 @@ work and waits, its communication and the share of it hidden behind GEMM.
 Then the ops' own cost per call at a tiny shape (--tiny, 64 x 128 x 128)
 against plan.run's. --json FILE writes every number. Do not read timings
 from a shared or busy host.
+
+--malloc reuse starts the ranks with glibc told to keep freed memory for
+the next allocation (GLIBC_TUNABLES mmap_max=0, trim_threshold 16 GiB:
+what jemalloc or tcmalloc give PyTorch users) instead of glibc's default
+(fresh pages from the kernel for every tensor over 32 MiB, touched anew:
+on a VM that can cost 11 us a 4 KiB page, more than the elementwise op
+itself). Both modules run under the same setting; agmm's own outputs are
+advised for huge pages under either (docs/performance.md, "Zen 5").
 """
 import argparse
 import json
@@ -43,6 +51,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+# --malloc reuse: glibc keeps freed memory for the next allocation.
+MALLOC_REUSE = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184"
 
 
 def split(n, P):
@@ -284,8 +294,9 @@ def group_options(args, P):
 
 def report(results, tiny, args, P):
     print("tp_layer: %d ranks, h %d, i %d, %s, %d thread(s) per rank, %d x %d "
-          "repeats" % (P, args.hidden, args.inter, args.dtype, args.threads,
-                       args.pairs, args.reps))
+          "repeats, malloc %s" % (P, args.hidden, args.inter, args.dtype,
+                                  args.threads, args.pairs, args.reps,
+                                  malloc_setting()))
     print("%-4s %-8s %6s %-8s %11s %9s %7s %11s %9s %7s %6s" % (
         "form", "case", "rows", "pass", "agmm_ms", "min", "spread", "gloo_ms",
         "min", "spread", "ratio"))
@@ -312,6 +323,13 @@ def report(results, tiny, args, P):
         print("per call at %s (median us): %s" % (
             "x".join(map(str, args.tiny)),
             ", ".join("%s %.1f" % kv for kv in tiny.items())))
+
+
+def malloc_setting():
+    """How this rank's glibc allocates (what --malloc set, as it arrived)."""
+    t = os.environ.get("GLIBC_TUNABLES", "")
+    return "reuse (GLIBC_TUNABLES %s)" % t if MALLOC_REUSE in t else \
+        "glibc default" + (" (GLIBC_TUNABLES %s)" % t if t else "")
 
 
 def run_rank(args):
@@ -357,10 +375,14 @@ def run_rank(args):
 def spawn(args):
     port = str(29600 + os.getpid() % 20000)
     procs = []
+    extra = {}
+    if args.malloc == "reuse":
+        old = os.environ.get("GLIBC_TUNABLES")
+        extra["GLIBC_TUNABLES"] = old + ":" + MALLOC_REUSE if old else MALLOC_REUSE
     for r in range(args.ranks):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(args.ranks),
                    LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(args.ranks),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port, **extra)
         procs.append(subprocess.Popen([sys.executable] + sys.argv, env=env))
     codes = [p.wait() for p in procs]
     return 0 if all(c == 0 for c in codes) else 1
@@ -398,6 +420,8 @@ def main():
                    help="M,K,N of the per-call cost ('' to skip)")
     p.add_argument("--timeout", type=float, default=300)
     p.add_argument("--json", default=None)
+    p.add_argument("--malloc", choices=["default", "reuse"], default="default",
+                   help="glibc's allocation for every rank (see above)")
     args = p.parse_args()
     args.decode_rows = ints(args.decode_rows, "--decode-rows", p)
     args.tiny = ints(args.tiny, "--tiny", p) or None
