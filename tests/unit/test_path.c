@@ -139,6 +139,19 @@ static int launch(const job_t *j)
     return code;
 }
 
+/* An engine with one path for bf16: auto runs f32 without measuring,
+ * native is refused by name. */
+static void only_f32(agmm_gemm_engine_kind_t e, const char *what)
+{
+    job_t only = {e, AGMM_GEMM_PATH_AUTO, AGMM_GEMM_PATH_F32, "only", 0};
+    CHECK(launch(&only) == 0, "%s: f32, the only path", what);
+    agmm_plan_desc_t d;
+    desc_for(&d, e, AGMM_GEMM_PATH_NATIVE);
+    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_UNSUPPORTED &&
+              strstr(agmm_last_error(), "gemm_path native"),
+          "native on %s refused by name: %s", what, agmm_last_error());
+}
+
 static void test_decide(void)
 {
     double native_fast[4] = {10, 20, 11, 21}, f32_fast[4] = {20, 10, 21, 9};
@@ -166,15 +179,7 @@ int main(void)
          * auto has one path and measures nothing, native is refused. */
         printf("test_path: this oneDNN has no native bf16 matmul on this "
                "CPU: the measured cases need one\n");
-        job_t only = {AGMM_GEMM_ENGINE_ONEDNN, AGMM_GEMM_PATH_AUTO,
-                      AGMM_GEMM_PATH_F32, "only", 0};
-        CHECK(launch(&only) == 0, "oneDNN without native bf16: f32, only");
-        agmm_plan_desc_t nd;
-        desc_for(&nd, AGMM_GEMM_ENGINE_ONEDNN, AGMM_GEMM_PATH_NATIVE);
-        CHECK(agmm_plan_desc_check(&nd) == AGMM_ERR_UNSUPPORTED &&
-                  strstr(agmm_last_error(), "gemm_path native"),
-              "native on oneDNN without bf16 refused by name: %s",
-              agmm_last_error());
+        only_f32(AGMM_GEMM_ENGINE_ONEDNN, "oneDNN without native bf16");
     } else {
         /* Injected times: both outcomes, and a split between the ranks. */
         agmm_path_set_probe(fake_probe);
@@ -200,14 +205,9 @@ int main(void)
         forced.path = forced.want = AGMM_GEMM_PATH_NATIVE;
         CHECK(launch(&forced) == 0, "forced native on oneDNN bf16");
     }
-    job_t ob = {AGMM_GEMM_ENGINE_OPENBLAS, AGMM_GEMM_PATH_AUTO,
-                AGMM_GEMM_PATH_F32, "only", 0};
-    CHECK(launch(&ob) == 0, "OpenBLAS: f32, the only path");
+    only_f32(AGMM_GEMM_ENGINE_OPENBLAS, "OpenBLAS");
     agmm_plan_desc_t d;
     desc_for(&d, AGMM_GEMM_ENGINE_OPENBLAS, AGMM_GEMM_PATH_NATIVE);
-    CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_UNSUPPORTED &&
-              strstr(agmm_last_error(), "gemm_path native"),
-          "native on OpenBLAS refused by name: %s", agmm_last_error());
     d.gemm_path = (agmm_gemm_path_t)7;
     CHECK(agmm_plan_desc_check(&d) == AGMM_ERR_INVALID_ARG &&
               strstr(agmm_last_error(), "gemm_path 7"),
