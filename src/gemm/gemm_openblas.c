@@ -126,7 +126,8 @@ static agmm_dtype_t ob_input_dtype(agmm_dtype_t dt)
 static const char *ob_why_not_native(agmm_dtype_t dt)
 {
     return dt == AGMM_DTYPE_FP32   ? NULL
-           : dt == AGMM_DTYPE_INT8 ? "OpenBLAS has no int8 GEMM"
+           : dt == AGMM_DTYPE_INT8 ? "OpenBLAS has no int8 GEMM (int8 runs "
+                                     "on the oneDNN engine)"
                                    : "OpenBLAS multiplies fp32 only";
 }
 
