@@ -7,7 +7,7 @@ Two forms (TPMLP(mode=...)):
   "sp"  sequence-parallel: each rank holds its rows of x [m_r, h]; one
         all-gather feeds both column-parallel GEMMs (gate and up, two
         weights of one fused_all_gather_matmul, SiLU on gate in its
-        epilogue), then the row-parallel down GEMM + reduce-scatter
+        epilogue in inference, agmm.torch.silu_and_mul with autograd), then the row-parallel down GEMM + reduce-scatter
         (fused_matmul_reduce_scatter) returns this rank's rows [m_r, h].
   "tp"  plain tensor-parallel: x [M, h] is the same on every rank; gate and
         up are local GEMMs on it, then down GEMM + all-reduce
@@ -79,21 +79,27 @@ class TPMLP(torch.nn.Module):
             # x: this rank's rows [m_r, h]; one gather, two GEMMs.
             # In inference the op's outputs are in the weights' dtype, with
             # SiLU applied inside the round, and gate (the op's own fresh
-            # tensor) is multiplied in place; with autograd they are
-            # float32 (gate is kept for the backward) and the product is
-            # rounded once.
+            # tensor) is multiplied in place. With autograd gate and up
+            # come in the weights' dtype too (what the backward keeps, as
+            # torch's own layer keeps them) and silu_and_mul rounds the
+            # float32 product once, as the expression in reference() does.
             infer = not (torch.is_grad_enabled() and
                          (x.requires_grad or self.w_gate.requires_grad or
                           self.w_up.requires_grad))
-            _, (gate, up) = at.fused_all_gather_matmul(
-                x, [self.w_gate, self.w_up], group_name=self.group,
-                return_A=False, activation=["silu", None],
-                out_dtype=dt if infer else None)
-            act = gate.mul_(up) if infer else (gate * up).to(dt)
+            if infer:
+                _, (gate, up) = at.fused_all_gather_matmul(
+                    x, [self.w_gate, self.w_up], group_name=self.group,
+                    return_A=False, activation=["silu", None], out_dtype=dt)
+                act = gate.mul_(up)
+            else:
+                _, (gate, up) = at.fused_all_gather_matmul(
+                    x, [self.w_gate, self.w_up], group_name=self.group,
+                    return_A=False, out_dtype=dt)
+                act = at.silu_and_mul(gate, up)
             return at.fused_matmul_reduce_scatter(act, self.w_down,
                                                   group_name=self.group)
         # x: [M, h], the same on every rank.
-        act = (F.silu((x @ self.w_gate).float()) * (x @ self.w_up).float()).to(dt)
+        act = at.silu_and_mul(x @ self.w_gate, x @ self.w_up)
         return at.fused_matmul_all_reduce(act, self.w_down, group_name=self.group)
 
 

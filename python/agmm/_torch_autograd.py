@@ -63,7 +63,11 @@ def _needs_grad(tensors):
 
 
 def _grad_z(zs, gys, acts, ys):
-    return [epilogue_backward(z, gy if gy is not None else torch.zeros_like(y), a)
+    """Each output's dZ: float32 through its activation's backward; with
+    none, the output gradient itself in its own dtype (its consumers
+    convert it once, into the GEMMs' dtype)."""
+    return [(gy if a is None else epilogue_backward(z, gy, a))
+            if gy is not None else torch.zeros_like(y, dtype=torch.float32)
             for z, gy, a, y in zip(zs, gys, acts, ys)]
 
 
@@ -80,9 +84,18 @@ class AllGatherMatmul(torch.autograd.Function):
         nw = len(acts)
         Bs, biases = list(rest[:nw]), list(rest[nw:])
         need_A = return_A or any(B.requires_grad for B in Bs)
-        A_g, zs = below_autograd(torch.ops.agmm.fused_all_gather_matmul, a2, Bs, 0,
-                                 group, return_A=need_A, biases=biases)
-        ys = [apply_epilogue(z, None, a, d) for z, a, d in zip(zs, acts, dts)]
+        if all(a is None for a in acts):
+            # Nothing to keep but the outputs: the op writes them in their
+            # dtypes (in the round where it can, _torch_fp.lib_epilogue),
+            # not a float32 C converted after it.
+            A_g, ys = below_autograd(torch.ops.agmm.fused_all_gather_matmul, a2, Bs,
+                                     0, group, return_A=need_A, biases=biases,
+                                     out_dtypes=list(dts))
+            zs = ys
+        else:
+            A_g, zs = below_autograd(torch.ops.agmm.fused_all_gather_matmul, a2, Bs,
+                                     0, group, return_A=need_A, biases=biases)
+            ys = [apply_epilogue(z, None, a, d) for z, a, d in zip(zs, acts, dts)]
         ctx.info = info
         ctx.nw = nw
         ctx.bias_grad = [b is not None and b.requires_grad for b in biases]
@@ -141,7 +154,8 @@ class AllGatherMatmul(torch.autograd.Function):
         dBs = [None] * nw
         for i, d in zip(want, got):
             dBs[i] = d
-        dbs = [gz.sum(0) if want else None for gz, want in zip(gzs, ctx.bias_grad)]
+        dbs = [gz.sum(0, dtype=torch.float32) if want else None
+               for gz, want in zip(gzs, ctx.bias_grad)]
         return (None, dA, *dBs, *dbs)
 
 

@@ -77,6 +77,12 @@ have autograd (_torch_autograd) and Meta kernels (_torch_ops: shapes only,
 for FakeTensor tracing). The files: _torch_groups (groups, plan caches),
 _torch_fp / _torch_int8 (CPU kernels), _torch_epilogue, _torch_autograd,
 _torch_ops (schemas and registration).
+
+silu_and_mul(gate, up) -> (silu(gate.float()) * up.float()).to(gate.dtype)
+is a Llama MLP's gated activation between the two, differentiable, bit
+for bit torch's expression, with no whole-size float32 temporary
+(_torch_glu: the expression's fresh tensors cost more in page touching
+than in arithmetic on a VM; examples/tp_mlp.py trains through it).
 """
 import torch
 
@@ -84,6 +90,7 @@ from ._torch_groups import (DEFAULT_GROUP, PLAN_CACHE_SIZE, group_plans,
                             register_group, unregister_group)
 from ._torch_epilogue import ACTIVATIONS
 from ._torch_fp import plan_op_available
+from ._torch_glu import silu_and_mul
 from ._torch_int8 import _out_dtype, _out_dtypes
 from . import _torch_ops  # noqa: F401 (registers torch.ops.agmm.*)
 from . import _torch_plain
@@ -212,6 +219,7 @@ def fused_scaled_matmul_reduce_scatter(A, B, A_scale, B_scale, reduce_op="sum",
 
 __all__ = ["fused_all_gather_matmul", "fused_matmul_reduce_scatter",
            "fused_matmul_all_reduce", "fused_all_gather_scaled_matmul",
+           "silu_and_mul",
            "fused_scaled_matmul_reduce_scatter", "register_group",
            "unregister_group", "group_plans", "plan_op_available",
            "ACTIVATIONS", "PLAN_CACHE_SIZE", "DEFAULT_GROUP", "REGISTERED_OP"]
