@@ -76,6 +76,18 @@ def empty_torch(shape, dtype):
     return x
 
 
+def contiguous_torch(x):
+    """x itself when C-contiguous, else its copy into an empty_torch
+    tensor: torch's own .contiguous() gets fresh memory touched in 4 KiB
+    pages (a 45 MB copy took 130 ms on the VMs of docs/performance.md,
+    "Zen 5"; into an advised tensor 16-25 ms)."""
+    if x.is_contiguous():
+        return x
+    c = empty_torch(tuple(x.shape), x.dtype)
+    c.copy_(x)
+    return c
+
+
 def torch_module():
     """The torch module if the caller imported it, else None."""
     return sys.modules.get("torch")
@@ -122,8 +134,7 @@ def input_ptr(x, dtype, shape, what):
         if tuple(x.shape) != shape:
             raise InvalidArgument("%s: shape %s, expected %s"
                                   % (what, _shape_str(x.shape), _shape_str(shape)))
-        if not x.is_contiguous():
-            x = x.contiguous()
+        x = contiguous_torch(x)
         return (x.data_ptr() if x.numel() else _EMPTY_PTR), x
     a = x
     if not isinstance(a, np.ndarray):

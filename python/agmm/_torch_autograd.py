@@ -34,7 +34,7 @@ weights' dtype (dZ converted to it).
 """
 import torch
 
-from ._buffers import empty_torch
+from ._buffers import contiguous_torch, empty_torch
 from ._torch_epilogue import apply_epilogue, epilogue_backward
 from ._torch_fp import _allgather_ints, reduce_core
 from ._torch_groups import _DT, _bwd_weight, _group, reduce_key
@@ -143,14 +143,18 @@ class AllGatherMatmul(torch.autograd.Function):
             everyone = _allgather_ints(g.world, [ctx.rows, serial])
             ks = [int(W.shape[0])] * g.world.size
             dA = reduce_core(g, [o[1] for o in everyone], "gemm-rs",
-                             gz.contiguous(), W, [o[0] for o in everyone],
+                             contiguous_torch(gz), W, [o[0] for o in everyone],
                              ks).to(ctx.a_dtype)
         # gather(A)^T made contiguous once for every weight's dB (torch's
         # matmul is slower on the transposed view).
-        At = A_g.t().contiguous() if any(ctx.needs_input_grad[2:2 + nw]) else None
+        At = contiguous_torch(A_g.t()) if any(ctx.needs_input_grad[2:2 + nw]) else None
         # Every weight's dB from one local plan (one pass of A^T).
         want = [i for i in range(nw) if ctx.needs_input_grad[2 + i]]
-        got = local_mm(At, [gds[i] for i in want], dt) if want else []
+        # A dZ already contiguous in dt (an output gradient in the weights'
+        # dtype) is taken as it is, not as its column slice of gz (which
+        # a plan's weight would copy again).
+        got = local_mm(At, [gzs[i] if gzs[i].dtype == dt and gzs[i].is_contiguous()
+                            else gds[i] for i in want], dt) if want else []
         dBs = [None] * nw
         for i, d in zip(want, got):
             dBs[i] = d
@@ -206,14 +210,14 @@ class MatmulReduceScatter(_ReduceBase):
             # epilogue: one rounding of the float32 product, as .to()).
             out = [A.dtype] if A.dtype != torch.float32 else None
             gz_all, (dA2,) = torch.ops.agmm.fused_all_gather_matmul(
-                gzm.reshape(-1, n).to(dt).contiguous(), [Bt], 0, group,
+                contiguous_torch(gzm.reshape(-1, n).to(dt)), [Bt], 0, group,
                 return_A=True, out_dtypes=out)
             am = A if dd == 0 else A.movedim(dd, 0)
             if want_A:
                 dA = dA2[:, :k].reshape(list(am.shape)).to(A.dtype)
                 dA = dA if dd == 0 else dA.movedim(0, dd)
             if want_B:
-                dB = _mm(am.reshape(-1, k).t().contiguous(), gz_all, dt)
+                dB = _mm(contiguous_torch(am.reshape(-1, k).t()), gz_all, dt)
         db = gz.reshape(-1, n).sum(0) if ctx.bias_grad else None
         return None, dA, dB, db
 

@@ -34,7 +34,7 @@ import os
 import torch
 
 from . import _lib
-from ._buffers import empty_torch
+from ._buffers import contiguous_torch, empty_torch
 from .errors import InvalidArgument
 from .world import World
 
@@ -61,7 +61,7 @@ def _torch_mm(x, ys, dtype):
     x = x.to(dtype)
     outs = []
     for y in ys:
-        y = y.to(dtype).contiguous()
+        y = contiguous_torch(y.to(dtype))
         out = empty_torch((int(x.shape[0]), int(y.shape[1])), dtype)
         outs.append(torch.mm(x, y, out=out))
     return outs
@@ -127,6 +127,6 @@ def local_mm(x, ys, dtype):
     for i, y in enumerate(ys):
         p.set_weight(y.to(dtype), i)
     outs = [empty_torch((m, n), dtype) for n in ns]
-    a = x.to(dtype).contiguous()
+    a = contiguous_torch(x.to(dtype))
     p.run(a, out=outs if len(outs) > 1 else outs[0], schedule="fused")
     return outs
