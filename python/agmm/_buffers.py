@@ -22,6 +22,7 @@ int8, its scales float32 (scales_ptr checks them).
 import ctypes
 import os
 import sys
+import threading
 
 import numpy as np
 
@@ -86,6 +87,53 @@ def contiguous_torch(x):
     c = empty_torch(tuple(x.shape), x.dtype)
     c.copy_(x)
     return c
+
+
+_scratch = threading.local()
+
+
+def scratch_torch(role, shape, dtype, like):
+    """An uninitialized C-contiguous tensor for a temporary that never
+    leaves its caller (a backward's transposed or converted operand, read
+    by a GEMM and dropped): the memory of this role's previous tensor on
+    this thread when it is large enough, else a new empty_torch tensor
+    kept for the next call. Warm memory is what it buys: a fresh 45 MB
+    tensor's first touch cost 90-230 ms on the VMs of docs/performance.md
+    ("Zen 5"), with or without huge pages, a copy into warm memory 5 ms.
+    One tensor per (role, dtype) and thread, the largest so far, until
+    free_scratch() (agmm.torch.unregister_group calls it): the caller is
+    done with a role's tensor before it asks for that role again. like: a
+    tensor of the computation; unless it is a plain CPU tensor (a
+    FakeTensor while tracing, say) nothing is cached (torch.empty)."""
+    t = torch_module()
+    shape = tuple(int(d) for d in shape)
+    if type(like) is not t.Tensor or not like.is_cpu:
+        return t.empty(shape, dtype=dtype)
+    cache = getattr(_scratch, "d", None)
+    if cache is None:
+        cache = _scratch.d = {}
+    n = 1
+    for d in shape:
+        n *= d
+    key = (role, dtype)
+    buf = cache.get(key)
+    if buf is None or buf.numel() < n:
+        cache.pop(key, None)  # the old one freed before the new one
+        buf = cache[key] = empty_torch((max(1, n),), dtype)
+    return buf[:n].view(shape)
+
+
+def scratch_copy(role, src, dtype=None):
+    """src copied (converted) into scratch_torch(role, ...) of src's shape
+    and dtype (or the given one)."""
+    out = scratch_torch(role, src.shape, dtype or src.dtype, src)
+    out.copy_(src)
+    return out
+
+
+def free_scratch():
+    """Drop this thread's scratch_torch tensors."""
+    _scratch.d = {}
 
 
 def torch_module():

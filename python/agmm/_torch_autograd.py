@@ -34,7 +34,7 @@ weights' dtype (dZ converted to it).
 """
 import torch
 
-from ._buffers import contiguous_torch, empty_torch
+from ._buffers import contiguous_torch, scratch_copy, scratch_torch
 from ._torch_epilogue import apply_epilogue, epilogue_backward
 from ._torch_fp import _allgather_ints, reduce_core
 from ._torch_groups import _DT, _bwd_weight, _group, reduce_key
@@ -122,8 +122,9 @@ class AllGatherMatmul(torch.autograd.Function):
         # with several weights straight into its columns of the reduce-
         # scatter's A ([rows, sum n_i], no cat), the dBs reading them there.
         if nw > 1:
-            gz = empty_torch((int(gzs[0].shape[0]), sum(int(t.shape[1]) for t in gzs)),
-                             dt)
+            gz = scratch_torch("ag-bwd-dz", (int(gzs[0].shape[0]),
+                                             sum(int(t.shape[1]) for t in gzs)),
+                               dt, gzs[0])
             gds, c0 = [], 0
             for t in gzs:
                 c1 = c0 + int(t.shape[1])
@@ -131,7 +132,8 @@ class AllGatherMatmul(torch.autograd.Function):
                 gds[-1].copy_(t)
                 c0 = c1
         else:
-            gds = [gzs[0].to(dt)]
+            gds = [gzs[0] if gzs[0].dtype == dt and gzs[0].is_contiguous()
+                   else scratch_copy("ag-bwd-dz", gzs[0], dt)]
             gz = gds[0]
         dA = None
         if ctx.needs_input_grad[1]:
@@ -146,8 +148,9 @@ class AllGatherMatmul(torch.autograd.Function):
                              contiguous_torch(gz), W, [o[0] for o in everyone],
                              ks).to(ctx.a_dtype)
         # gather(A)^T made contiguous once for every weight's dB (torch's
-        # matmul is slower on the transposed view).
-        At = contiguous_torch(A_g.t()) if any(ctx.needs_input_grad[2:2 + nw]) else None
+        # matmul is slower on the transposed view), in this thread's
+        # scratch (_buffers.scratch_torch: warm memory, as gz above).
+        At = scratch_copy("ag-bwd-at", A_g.t()) if any(ctx.needs_input_grad[2:2 + nw]) else None
         # Every weight's dB from one local plan (one pass of A^T).
         want = [i for i in range(nw) if ctx.needs_input_grad[2 + i]]
         # A dZ already contiguous in dt (an output gradient in the weights'
@@ -210,14 +213,14 @@ class MatmulReduceScatter(_ReduceBase):
             # epilogue: one rounding of the float32 product, as .to()).
             out = [A.dtype] if A.dtype != torch.float32 else None
             gz_all, (dA2,) = torch.ops.agmm.fused_all_gather_matmul(
-                contiguous_torch(gzm.reshape(-1, n).to(dt)), [Bt], 0, group,
+                scratch_copy("rs-bwd-dz", gzm.reshape(-1, n), dt), [Bt], 0, group,
                 return_A=True, out_dtypes=out)
             am = A if dd == 0 else A.movedim(dd, 0)
             if want_A:
                 dA = dA2[:, :k].reshape(list(am.shape)).to(A.dtype)
                 dA = dA if dd == 0 else dA.movedim(0, dd)
             if want_B:
-                dB = _mm(contiguous_torch(am.reshape(-1, k).t()), gz_all, dt)
+                dB = _mm(scratch_copy("rs-bwd-at", am.reshape(-1, k).t()), gz_all, dt)
         db = gz.reshape(-1, n).sum(0) if ctx.bias_grad else None
         return None, dA, dB, db
 

@@ -8,6 +8,7 @@ import weakref
 
 import torch
 
+from ._buffers import free_scratch
 from .errors import InvalidArgument
 from .world import World
 
@@ -121,6 +122,7 @@ def unregister_group(name):
     g = _groups.pop(name, None)
     if g is not None and not g.world.closed:
         g.close_plans()
+    free_scratch()
 
 
 def _group(name):

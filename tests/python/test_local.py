@@ -179,3 +179,35 @@ def test_multiprocessing_child_closes_its_world():
     assert p.exitcode == 0 and had_world and err < 1
     # It ends by os._exit (no atexit): its Finalize closed the world.
     assert not glob.glob("/dev/shm/*agmm-local-%d*" % pid)
+
+
+def test_scratch_is_reused_per_role_and_grows():
+    """_buffers.scratch_torch: a role's next tensor is the same memory when
+    it fits (the point: warm pages), a larger request replaces it, roles
+    and dtypes do not share, free_scratch drops them, and a tensor that is
+    not a plain CPU tensor gets a fresh one."""
+    from agmm import _buffers as B
+    B.free_scratch()
+    x = torch.randn(64, 48)
+    a = B.scratch_copy("t-a", x.t())
+    assert a.is_contiguous() and torch.equal(a, x.t())
+    ptr = a.data_ptr()
+    b = B.scratch_copy("t-a", x[:10].t())          # smaller: same memory
+    assert b.data_ptr() == ptr and torch.equal(b, x[:10].t())
+    c = B.scratch_copy("t-b", x)                   # another role
+    assert c.data_ptr() != ptr
+    d = B.scratch_copy("t-a", x, torch.bfloat16)   # another dtype, converted
+    assert d.dtype == torch.bfloat16 and d.data_ptr() != ptr
+    assert torch.equal(d, x.to(torch.bfloat16))
+    e = B.scratch_torch("t-a", (128, 48), torch.float32, x)  # larger: new
+    assert tuple(e.shape) == (128, 48)
+    B.free_scratch()
+    f = B.scratch_copy("t-a", x)
+    assert torch.equal(f, x)
+
+    class Sub(torch.Tensor):
+        pass
+    s = x.as_subclass(Sub)
+    g = B.scratch_torch("t-c", (4, 4), torch.float32, s)
+    assert g.shape == (4, 4) and ("t-c", torch.float32) not in B._scratch.d
+    B.free_scratch()
