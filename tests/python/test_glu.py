@@ -57,7 +57,6 @@ def test_one_input_wanting_a_gradient():
     for which in (0, 1):
         a, b = gate.clone(), up.clone()
         c, d = gate.clone(), up.clone()
-        (a, c) if which == 0 else (b, d)
         for t in ((a, c) if which == 0 else (b, d)):
             t.requires_grad_(True)
         _expr(a, b).backward(gy)
