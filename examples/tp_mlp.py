@@ -6,8 +6,9 @@ the same MLP with the full weights in one process.
 Two forms (TPMLP(mode=...)):
   "sp"  sequence-parallel: each rank holds its rows of x [m_r, h]; one
         all-gather feeds both column-parallel GEMMs (gate and up, two
-        weights of one fused_all_gather_matmul, SiLU on gate in its
-        epilogue in inference, agmm.torch.silu_and_mul with autograd), then the row-parallel down GEMM + reduce-scatter
+        weights of one fused_all_gather_matmul; SiLU on gate in its
+        epilogue in inference, agmm.torch.silu_and_mul with autograd),
+        then the row-parallel down GEMM + reduce-scatter
         (fused_matmul_reduce_scatter) returns this rank's rows [m_r, h].
   "tp"  plain tensor-parallel: x [M, h] is the same on every rank; gate and
         up are local GEMMs on it, then down GEMM + all-reduce
@@ -86,16 +87,11 @@ class TPMLP(torch.nn.Module):
             infer = not (torch.is_grad_enabled() and
                          (x.requires_grad or self.w_gate.requires_grad or
                           self.w_up.requires_grad))
-            if infer:
-                _, (gate, up) = at.fused_all_gather_matmul(
-                    x, [self.w_gate, self.w_up], group_name=self.group,
-                    return_A=False, activation=["silu", None], out_dtype=dt)
-                act = gate.mul_(up)
-            else:
-                _, (gate, up) = at.fused_all_gather_matmul(
-                    x, [self.w_gate, self.w_up], group_name=self.group,
-                    return_A=False, out_dtype=dt)
-                act = at.silu_and_mul(gate, up)
+            _, (gate, up) = at.fused_all_gather_matmul(
+                x, [self.w_gate, self.w_up], group_name=self.group,
+                return_A=False, activation=["silu", None] if infer else None,
+                out_dtype=dt)
+            act = gate.mul_(up) if infer else at.silu_and_mul(gate, up)
             return at.fused_matmul_reduce_scatter(act, self.w_down,
                                                   group_name=self.group)
         # x: [M, h], the same on every rank.

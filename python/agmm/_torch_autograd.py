@@ -34,7 +34,7 @@ weights' dtype (dZ converted to it).
 """
 import torch
 
-from ._buffers import contiguous_torch, scratch_copy, scratch_torch
+from ._buffers import scratch_copy, scratch_torch
 from ._torch_epilogue import apply_epilogue, epilogue_backward
 from ._torch_fp import _allgather_ints, reduce_core
 from ._torch_groups import _DT, _bwd_weight, _group, reduce_key
@@ -62,6 +62,11 @@ def _needs_grad(tensors):
         any(t is not None and t.requires_grad for t in tensors)
 
 
+def _as_is(t, dt):
+    """Can t be a GEMM operand of dtype dt without a copy?"""
+    return t.dtype == dt and t.is_contiguous()
+
+
 def _grad_z(zs, gys, acts, ys):
     """Each output's dZ: float32 through its activation's backward; with
     none, the output gradient itself in its own dtype (its consumers
@@ -84,18 +89,15 @@ class AllGatherMatmul(torch.autograd.Function):
         nw = len(acts)
         Bs, biases = list(rest[:nw]), list(rest[nw:])
         need_A = return_A or any(B.requires_grad for B in Bs)
-        if all(a is None for a in acts):
-            # Nothing to keep but the outputs: the op writes them in their
-            # dtypes (in the round where it can, _torch_fp.lib_epilogue),
-            # not a float32 C converted after it.
-            A_g, ys = below_autograd(torch.ops.agmm.fused_all_gather_matmul, a2, Bs,
-                                     0, group, return_A=need_A, biases=biases,
-                                     out_dtypes=list(dts))
-            zs = ys
-        else:
-            A_g, zs = below_autograd(torch.ops.agmm.fused_all_gather_matmul, a2, Bs,
-                                     0, group, return_A=need_A, biases=biases)
-            ys = [apply_epilogue(z, None, a, d) for z, a, d in zip(zs, acts, dts)]
+        # With no activation there is nothing to keep but the outputs: the
+        # op writes them in their dtypes (in the round where it can,
+        # _torch_fp.lib_epilogue), not a float32 C converted after it.
+        plain = all(a is None for a in acts)
+        A_g, zs = below_autograd(torch.ops.agmm.fused_all_gather_matmul, a2, Bs, 0,
+                                 group, return_A=need_A, biases=biases,
+                                 out_dtypes=list(dts) if plain else None)
+        ys = zs if plain else [apply_epilogue(z, None, a, d)
+                               for z, a, d in zip(zs, acts, dts)]
         ctx.info = info
         ctx.nw = nw
         ctx.bias_grad = [b is not None and b.requires_grad for b in biases]
@@ -120,7 +122,7 @@ class AllGatherMatmul(torch.autograd.Function):
         dt = Bs[0].dtype
         # Each dZ_i converted to the weights' dtype once, for both GEMMs:
         # with several weights straight into its columns of the reduce-
-        # scatter's A ([rows, sum n_i], no cat), the dBs reading them there.
+        # scatter's A ([rows, sum n_i], no cat; warm scratch memory).
         if nw > 1:
             gz = scratch_torch("ag-bwd-dz", (int(gzs[0].shape[0]),
                                              sum(int(t.shape[1]) for t in gzs)),
@@ -132,7 +134,7 @@ class AllGatherMatmul(torch.autograd.Function):
                 gds[-1].copy_(t)
                 c0 = c1
         else:
-            gds = [gzs[0] if gzs[0].dtype == dt and gzs[0].is_contiguous()
+            gds = [gzs[0] if _as_is(gzs[0], dt)
                    else scratch_copy("ag-bwd-dz", gzs[0], dt)]
             gz = gds[0]
         dA = None
@@ -145,7 +147,7 @@ class AllGatherMatmul(torch.autograd.Function):
             everyone = _allgather_ints(g.world, [ctx.rows, serial])
             ks = [int(W.shape[0])] * g.world.size
             dA = reduce_core(g, [o[1] for o in everyone], "gemm-rs",
-                             contiguous_torch(gz), W, [o[0] for o in everyone],
+                             gz, W, [o[0] for o in everyone],
                              ks).to(ctx.a_dtype)
         # gather(A)^T made contiguous once for every weight's dB (torch's
         # matmul is slower on the transposed view), in this thread's
@@ -156,8 +158,8 @@ class AllGatherMatmul(torch.autograd.Function):
         # A dZ already contiguous in dt (an output gradient in the weights'
         # dtype) is taken as it is, not as its column slice of gz (which
         # a plan's weight would copy again).
-        got = local_mm(At, [gzs[i] if gzs[i].dtype == dt and gzs[i].is_contiguous()
-                            else gds[i] for i in want], dt) if want else []
+        got = local_mm(At, [gzs[i] if _as_is(gzs[i], dt) else gds[i] for i in want],
+                       dt) if want else []
         dBs = [None] * nw
         for i, d in zip(want, got):
             dBs[i] = d
