@@ -20,8 +20,8 @@ enum { M = 5, LD = 613 };
 
 static float value(int64_t i)
 {
-    static const float special[] = {0.0f,     -0.0f,   1e30f, -1e30f,
-                                    1e-40f,   -1e-40f, 88.0f, -88.0f,
+    static const float special[] = {0.0f,     -0.0f,     1e30f, -1e30f,
+                                    1e-40f,   -1e-40f,   88.0f, -88.0f,
                                     INFINITY, -INFINITY, NAN};
     size_t ns = sizeof special / sizeof special[0];
     if (i % 37 < (int64_t)ns) return special[i % 37];
@@ -36,11 +36,15 @@ int main(void)
         AGMM_GEMM_ACT_GELU_TANH, AGMM_GEMM_ACT_GELU_ERF};
     static const int64_t widths[] = {1, 15, 17, 256, 257, 600};
     float *acc = malloc(sizeof(float) * M * LD);
-    float *bias = malloc(sizeof(float) * LD), *ones = malloc(sizeof(float) * LD);
+    float *bias = malloc(sizeof(float) * LD),
+          *ones = malloc(sizeof(float) * LD);
     unsigned char *c = malloc(4 * M * LD), *want = malloc(4 * M * LD);
-    for (int64_t i = 0; i < M * LD; i++) acc[i] = value(i);
-    for (int64_t j = 0; j < LD; j++) bias[j] = value(7 * j + 3) * 0.5f;
-    for (int64_t j = 0; j < LD; j++) ones[j] = 1.0f;
+    for (int64_t i = 0; i < M * LD; i++)
+        acc[i] = value(i);
+    for (int64_t j = 0; j < LD; j++)
+        bias[j] = value(7 * j + 3) * 0.5f;
+    for (int64_t j = 0; j < LD; j++)
+        ones[j] = 1.0f;
     for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
         for (int b = 0; b < 2; b++)
             for (int bf = 0; bf < 2; bf++)
