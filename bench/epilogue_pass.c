@@ -63,7 +63,8 @@ int main(int argc, char **argv)
     if (!acc || !ones || !bias || !c || !tf || !ts) return 1;
     for (int64_t i = 0; i < TILE * n; i++)
         acc[i] = (float)((unsigned)(i * 2654435761u) % 20000) / 1000.0f - 10;
-    for (int64_t j = 0; j < n; j++) ones[j] = 1.0f, bias[j] = 0.001f * j - 2;
+    for (int64_t j = 0; j < n; j++)
+        ones[j] = 1.0f, bias[j] = 0.001f * j - 2;
     static const agmm_gemm_act_t acts[] = {
         AGMM_GEMM_ACT_NONE, AGMM_GEMM_ACT_RELU, AGMM_GEMM_ACT_SILU,
         AGMM_GEMM_ACT_GELU_TANH};
