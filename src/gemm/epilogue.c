@@ -199,11 +199,10 @@ static void finish(const agmm_gemm_attr_t *attr, float *x, int64_t nb,
  * element is loaded once, goes through finish()'s steps in registers (the
  * same operations in the same order: the same bits) and is stored once
  * (bf16: through an L1 block of floats); finish() makes a pass over its
- * block per step. One thread, 2048 x 4096 sums, bias + SiLU + bf16 out,
- * best of 5 on Zen 5: 0.60 -> 0.49 ns an element (fp32 out 0.53 -> 0.33;
- * bit for bit the same output, all four activations). act, has_bias and
- * out are literals at every call (fused_rows), so each combination is its
- * own loop without a branch. OUT_F32_INPLACE: acc == c (epilogue.h allows
+ * block per step (measured: docs/performance.md, "The epilogue pass in
+ * one loop"; bench/epilogue_pass.c). act, has_bias and out are literals
+ * at every call (fused_rows), so each combination is its own loop without
+ * a branch. OUT_F32_INPLACE: acc == c (epilogue.h allows
  * it), one pointer, so the loop needs no overlap check to vectorize. */
 enum { OUT_BF16, OUT_F32, OUT_F32_INPLACE };
 
@@ -303,8 +302,10 @@ static int fusable(const agmm_gemm_attr_t *attr, int64_t m, int64_t ncols,
     if (attr->c_dtype != AGMM_DTYPE_FP32) return -1;
     if ((const void *)acc == c && ldacc == ldc) return OUT_F32_INPLACE;
     const char *a0 = (const char *)acc, *c0 = c;
-    size_t abytes = ((size_t)(m - 1) * (size_t)ldacc + (size_t)ncols) * 4;
-    size_t cbytes = ((size_t)(m - 1) * (size_t)ldc + (size_t)ncols) * 4;
+    size_t abytes =
+        ((size_t)(m - 1) * (size_t)ldacc + (size_t)ncols) * sizeof(float);
+    size_t cbytes =
+        ((size_t)(m - 1) * (size_t)ldc + (size_t)ncols) * sizeof(float);
     return a0 + abytes <= c0 || c0 + cbytes <= a0 ? OUT_F32 : -1;
 }
 
