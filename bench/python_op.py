@@ -164,7 +164,8 @@ def main():
     modes = ("bench", "py-op", "py-op-A", "py-plan")
     samples = {m: [] for m in modes}
     medians = {k: [] for k in samples}
-    port = 29000 + os.getpid() % 1000
+    from agmm.launch import free_port
+    port = free_port()  # a job name for agmm (nothing listens on it)
     bench_cmd = ""
     tmp = tempfile.mkdtemp(prefix="agmm_pyop.")
     quiet = []

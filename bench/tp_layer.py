@@ -8,9 +8,10 @@ GEMM + all-reduce, which needs agmm's op gemm-ar).
 
 usage: PYTHONPATH=build/python /usr/bin/python3 bench/tp_layer.py [--ranks 2] [--hidden H] [--inter I] [--tokens T] [--reps R] ...
 
-The ranks: started by the script (torchrun's variables RANK, WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT; Debian 12's torchrun fails before it starts a
-worker), or by a launcher that sets them (then it runs as one rank). Same
+The ranks: started by the script (agmm.launch.spawn: torchrun's variables
+RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, a free port where rank 0 hosts
+gloo's store; Debian 12's torchrun fails before it starts a worker), or by
+a launcher that sets them (then it runs as one rank). Same
 torch threads per rank (torch.set_num_threads(--threads)) and agmm GEMM
 workers (gemm_workers=--threads; comm workers by agmm's default core
 split), same dtype (bf16 default). gloo has no bfloat16: the gloo module
@@ -39,7 +40,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -338,8 +338,7 @@ def run_rank(args):
     torch.set_num_threads(args.threads)
     P = int(os.environ["WORLD_SIZE"])
     import datetime
-    dist.init_process_group("gloo", init_method="tcp://%s:%d" % (
-        os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]) + 1),
+    dist.init_process_group("gloo", init_method="env://",
         rank=int(os.environ["RANK"]), world_size=P,
         timeout=datetime.timedelta(seconds=args.timeout))
     results, tiny = [], {}
@@ -373,19 +372,12 @@ def run_rank(args):
 
 
 def spawn(args):
-    port = str(29600 + os.getpid() % 20000)
-    procs = []
-    extra = {}
+    import agmm.launch
+    env = dict(os.environ)
     if args.malloc == "reuse":
-        old = os.environ.get("GLIBC_TUNABLES")
-        extra["GLIBC_TUNABLES"] = old + ":" + MALLOC_REUSE if old else MALLOC_REUSE
-    for r in range(args.ranks):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(args.ranks),
-                   LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(args.ranks),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port, **extra)
-        procs.append(subprocess.Popen([sys.executable] + sys.argv, env=env))
-    codes = [p.wait() for p in procs]
-    return 0 if all(c == 0 for c in codes) else 1
+        old = env.get("GLIBC_TUNABLES")
+        env["GLIBC_TUNABLES"] = old + ":" + MALLOC_REUSE if old else MALLOC_REUSE
+    return agmm.launch.spawn(args.ranks, [sys.executable] + sys.argv, env=env)
 
 
 def ints(text, what, p):

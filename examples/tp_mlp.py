@@ -30,13 +30,13 @@ of every rank passed.
 """
 import argparse
 import os
-import subprocess
 import sys
 
 import torch
 import torch.nn.functional as F
 
 import agmm
+import agmm.launch
 import agmm.torch as at
 
 # (torch 1.13 has no float16 matmul on the CPU for the reference.)
@@ -167,16 +167,9 @@ def run_rank(args):
 
 def spawn(args):
     """Start args.ranks copies of this script with torchrun's variables
-    (Debian 12's torchrun fails before it starts a worker)."""
-    port = str(29500 + os.getpid() % 20000)
-    procs = []
-    for r in range(args.ranks):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(args.ranks),
-                   LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(args.ranks),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-        procs.append(subprocess.Popen([sys.executable] + sys.argv, env=env))
-    codes = [p.wait() for p in procs]
-    return 0 if all(c == 0 for c in codes) else 1
+    (Debian 12's torchrun fails before it starts a worker); the first rank
+    to fail ends the others (agmm.launch)."""
+    return agmm.launch.spawn(args.ranks, [sys.executable] + sys.argv)
 
 
 def main():

@@ -11,7 +11,6 @@ The interpreter is the one running pytest (CTest runs /usr/bin/python3);
 PYTHONPATH must name build/python (CTest sets it).
 """
 import glob
-import itertools
 import json
 import os
 import shutil
@@ -23,7 +22,6 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "rank_worker.py")
-_port = itertools.count(20000 + (os.getpid() * 7) % 30000)
 
 
 def launch_mode():
@@ -42,7 +40,8 @@ def run_world(nranks, scenario, args, timeout=120, worker=WORKER):
     """Run `scenario` on `nranks` ranks; return their outputs. Fails the
     test (with every rank's output) unless every rank passed."""
     mode = launch_mode()
-    port = next(_port)
+    from agmm.launch import free_port
+    port = free_port()  # rank 0's gloo store (tp_worker.py) listens there
     args = dict(args)
     cmd = [sys.executable, worker, scenario, json.dumps(args)]
     base = {k: v for k, v in os.environ.items()

@@ -463,8 +463,7 @@ SCENARIOS = {"grads": scenario_grads, "trace": scenario_trace,
 def main():
     scenario, args = sys.argv[1], json.loads(sys.argv[2])
     torch.set_num_threads(1)
-    port = int(os.environ["MASTER_PORT"])
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % (port + 1),
+    dist.init_process_group("gloo", init_method="env://",
                             rank=int(os.environ["RANK"]),
                             world_size=int(os.environ["WORLD_SIZE"]))
     try:
