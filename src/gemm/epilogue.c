@@ -129,23 +129,31 @@ static float old_value(agmm_dtype_t dt, const void *row, int64_t j)
     return 0.0f;
 }
 
-/* finish() and fused_rows() compiled for AVX-512 and AVX2 as well as the
- * baseline x86-64,
- * the loader picking one for the CPU (GCC's target_clones, an ifunc): the
- * baseline's 4-lane SSE loops left SiLU at 3.2 ns an element on a Zen 4
- * core, most of an epilogue's cost (docs/performance.md, "The epilogue's
- * cost"). AVX-512F has FMA instructions, but nothing here is contracted
- * into one (-ffp-contract=off, CMakeLists.txt), so every clone rounds each
- * step alike: the same bits on every CPU (checked by the output's hash
- * before and after, not by a test: a test cannot call the baseline clone
- * on a CPU that has AVX-512). Kept out of clang and sanitizer builds,
- * where it was not tried; they keep the one baseline version. */
+/* finish() and fused_rows() compiled for AVX-512 (x86-64-v4: F, BW, VL,
+ * DQ, CD) and AVX2 as well as the baseline x86-64, the loader picking one
+ * for the CPU (GCC's target_clones, an ifunc): the baseline's 4-lane SSE
+ * loops left SiLU at 3.2 ns an element on a Zen 4 core, most of an
+ * epilogue's cost (docs/performance.md, "The epilogue's cost"); with
+ * AVX-512F alone GCC narrowed fp32 to bf16 in 256-bit AVX2 operations
+ * (pack, permute, blend: 0.17 ns an element on Zen 5, 0.085 with BW and
+ * VL: "The epilogue's clones, and the epilogue inside oneDNN"). The
+ * AVX-512 clone has FMA instructions, but nothing here is contracted into
+ * one (-ffp-contract=off, CMakeLists.txt), so every clone rounds each step
+ * alike: the same bits on every CPU, but for the payload the sum of two
+ * NaNs keeps (the first operand's, and a commutative addition may be
+ * ordered either way). unit_epilogue_clones_same_bits builds this file
+ * again without clones and with AVX2's alone (defining AGMM_EPI_CLONES
+ * before including it) and compares them with the library's. Kept out of
+ * clang and sanitizer builds, where it was not tried; they keep the one
+ * baseline version. */
+#ifndef AGMM_EPI_CLONES
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define AGMM_EPI_CLONES                                                        \
-    __attribute__((target_clones("avx512f", "avx2", "default")))
+    __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define AGMM_EPI_CLONES
+#endif
 #endif
 
 /* Columns per block of the passes below: a row goes through a stack
