@@ -700,6 +700,11 @@ typedef struct agmm_gemm_info {
      * applies it once after the reduction), or "mixed" (some column
      * segments each way). */
     const char *epilogue;
+    /* The instruction set of agmm's own epilogue pass on this CPU (the
+     * loops the pass runs wherever epilogue says "pass" or "mixed", and
+     * the OpenBLAS engine's and int8's epilogues): "x86-64-v4" (AVX-512),
+     * "avx2" or "x86-64"; set whatever this plan's epilogue. */
+    const char *epilogue_isa;
 } agmm_gemm_info_t;
 
 /* Local. Fills *info for a live plan. */

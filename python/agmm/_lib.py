@@ -156,6 +156,7 @@ class GemmInfoC(_c.Structure):
         ("choose_ms", c_double),
         ("int8_variant", c_char_p),
         ("epilogue", c_char_p),
+        ("epilogue_isa", c_char_p),
     ]
 
 

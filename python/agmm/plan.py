@@ -87,6 +87,9 @@ class GemmInfo:
     # "pass" (an fp32 result, then a pass; gemm-rs: after the reduction)
     # or "mixed"
     epilogue: str = "none"
+    # the instruction set of agmm's own epilogue pass on this CPU:
+    # "x86-64-v4" (AVX-512), "avx2" or "x86-64"
+    epilogue_isa: str = "x86-64"
 
 
 @dataclass(frozen=True)
@@ -595,7 +598,8 @@ class Plan:
                         float(info.choose_ms),
                         _lib.text(info.int8_variant)
                         if info.int8_variant else None,
-                        _lib.text(info.epilogue) or "none")
+                        _lib.text(info.epilogue) or "none",
+                        _lib.text(info.epilogue_isa) or "x86-64")
 
     def schedule_info(self):
         """What schedule="auto" did so far (agmm_plan_schedule_info)."""

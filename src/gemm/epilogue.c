@@ -151,10 +151,22 @@ static float old_value(agmm_dtype_t dt, const void *row, int64_t j)
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define AGMM_EPI_CLONES                                                        \
     __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#define AGMM_EPI_HAVE_CLONES 1
 #else
 #define AGMM_EPI_CLONES
 #endif
 #endif
+
+/* What GCC's resolver asks for each clone above, best first. */
+const char *agmm_gemm_epilogue_isa(void)
+{
+#ifdef AGMM_EPI_HAVE_CLONES
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("x86-64-v4")) return "x86-64-v4";
+    if (__builtin_cpu_supports("avx2")) return "avx2";
+#endif
+    return "x86-64";
+}
 
 /* Columns per block of the passes below: a row goes through a stack
  * buffer of this many floats, one simple loop per step (no branch inside

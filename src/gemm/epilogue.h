@@ -9,6 +9,12 @@
 
 #include "gemm/engine.h"
 
+/* The instruction set of the pass's loops on this CPU, the clone the
+ * loader took (epilogue.c): "x86-64-v4" (AVX-512 F, BW, VL, DQ, CD),
+ * "avx2", or "x86-64" (the baseline's loops; also where the build has no
+ * clones: clang, sanitizers). */
+const char *agmm_gemm_epilogue_isa(void);
+
 /* The activation of x in fp32 (NONE: x). */
 float agmm_gemm_act_f32(agmm_gemm_act_t act, float x);
 

@@ -11,4 +11,5 @@
 #define agmm_gemm_act_f32      avx2_gemm_act_f32
 #define agmm_gemm_epilogue     avx2_gemm_epilogue
 #define agmm_gemm_epilogue_s32 avx2_gemm_epilogue_s32
+#define agmm_gemm_epilogue_isa avx2_gemm_epilogue_isa
 #include "gemm/epilogue.c"

@@ -4,4 +4,5 @@
 #define agmm_gemm_act_f32      base_gemm_act_f32
 #define agmm_gemm_epilogue     base_gemm_epilogue
 #define agmm_gemm_epilogue_s32 base_gemm_epilogue_s32
+#define agmm_gemm_epilogue_isa base_gemm_epilogue_isa
 #include "gemm/epilogue.c"

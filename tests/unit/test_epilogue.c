@@ -213,7 +213,8 @@ static int one_epilogue(agmm_world_t *w, const cfg_t *cf, const inputs_t *in,
     if (agmm_plan_gemm_info(plan, &gi) != AGMM_OK ||
         (cf->dtype != AGMM_DTYPE_INT8 && !strncmp(gi.impl, "ref", 3)) ||
         (strcmp(gi.epilogue, "none") != 0) !=
-            (bias || act || out != AGMM_DTYPE_FP32))
+            (bias || act || out != AGMM_DTYPE_FP32) ||
+        !gi.epilogue_isa || strcmp(gi.epilogue_isa, agmm_gemm_epilogue_isa()))
         return 18;
     float *b = values(30, N), *ref = malloc(sizeof(float) * (size_t)(cn + 1));
     float *pre = malloc(sizeof(float) * (size_t)(cn + 1));

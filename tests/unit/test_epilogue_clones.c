@@ -10,7 +10,8 @@
  * and accumulate, fp32, bf16 and fp16 out, in place, fp32 and int32 sums;
  * values over the activations' ranges, zeros of both signs, NaN,
  * infinities, huge, tiny and subnormal numbers; widths that end a vector
- * and a block early. Prints which clone the library's loader took. */
+ * and a block early. Prints which clone the library's loader took, and
+ * checks that agmm_gemm_epilogue_isa() names it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,9 @@ static int same(agmm_dtype_t dt, const unsigned char *x, const unsigned char *y,
     return 1;
 }
 
+/* The clone GCC's loader takes, from the CPU's features one by one: what
+ * agmm_gemm_epilogue_isa() (plans' gemm info, the tool's gemm line) must
+ * name. */
 static const char *clone_taken(void)
 {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
@@ -89,12 +93,10 @@ static const char *clone_taken(void)
         __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512cd"))
-        return "arch=x86-64-v4";
+        return "x86-64-v4";
     if (__builtin_cpu_supports("avx2")) return "avx2";
-    return "default (the baseline's loops)";
-#else
-    return "none in this build (one baseline version)";
 #endif
+    return "x86-64";
 }
 
 int main(void)
@@ -115,7 +117,7 @@ int main(void)
         c[v] = malloc(4 * M * LD);
     for (int64_t i = 0; i < M * LD; i++) {
         acc[i] = value(i);
-        acc32[i] = (int32_t)((i * 2654435761u) >> 7) - (1 << 24);
+        acc32[i] = (int32_t)((uint32_t)(i * 2654435761u) >> 8) - (1 << 23);
         old[4 * i] = (unsigned char)(i * 13);
         old[4 * i + 1] = (unsigned char)(i * 7);
         old[4 * i + 2] = (unsigned char)(i * 5 + 60);
@@ -177,7 +179,10 @@ int main(void)
                     cases++;
                 }
     printf("epilogue clones: %d cases compared, the library's clone: %s\n",
-           cases, clone_taken());
+           cases, agmm_gemm_epilogue_isa());
+    CHECK(!strcmp(agmm_gemm_epilogue_isa(), clone_taken()),
+          "agmm_gemm_epilogue_isa() says %s, the CPU's features %s",
+          agmm_gemm_epilogue_isa(), clone_taken());
     for (int v = 0; v < NV; v++)
         free(c[v]);
     free(acc);

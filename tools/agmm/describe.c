@@ -163,12 +163,18 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     agmm_gemm_info_t g;
     char words[32];
     if (agmm_plan_gemm_info(plan, &g) == AGMM_OK) {
-        fprintf(out, "gemm: %s %s, %s, impl %s, %d %s per call%s%s\n", g.name,
-                g.version, path_words(cli->dtype, g.path, words), g.impl,
-                g.threads_per_call,
+        /* agmm's pass runs the epilogue where it says pass or mixed, and
+         * on the OpenBLAS engine's calls: then its loops are named */
+        int own = !strcmp(g.epilogue, "pass") || !strcmp(g.epilogue, "mixed") ||
+                  (strcmp(g.epilogue, "none") &&
+                   g.engine == AGMM_GEMM_ENGINE_OPENBLAS);
+        fprintf(out, "gemm: %s %s, %s, impl %s, %d %s per call%s%s%s%s%s\n",
+                g.name, g.version, path_words(cli->dtype, g.path, words),
+                g.impl, g.threads_per_call,
                 g.threads_per_call == 1 ? "thread" : "threads",
                 strcmp(g.epilogue, "none") ? ", epilogue " : "",
-                strcmp(g.epilogue, "none") ? g.epilogue : "");
+                strcmp(g.epilogue, "none") ? g.epilogue : "", own ? " (" : "",
+                own ? g.epilogue_isa : "", own ? " loops)" : "");
         print_path_choice(out, cli->dtype, &g);
     }
 }
@@ -179,10 +185,11 @@ void agmm_tool_json_gemm(const agmm_plan_t *plan)
     if (agmm_plan_gemm_info(plan, &g) != AGMM_OK) return;
     printf(",\"gemm\":{\"engine\":\"%s\",\"version\":\"%s\",\"impl\":\"%s\","
            "\"threads_per_call\":%d,\"path\":\"%s\",\"chosen_by\":\"%s\","
-           "\"choose_ms\":%.3f,\"plan_create_ms\":%.3f,\"epilogue\":\"%s\",",
+           "\"choose_ms\":%.3f,\"plan_create_ms\":%.3f,\"epilogue\":\"%s\","
+           "\"epilogue_isa\":\"%s\",",
            g.name, g.version, g.impl, g.threads_per_call,
            agmm_gemm_path_name(g.path), g.chosen_by, g.choose_ms,
-           agmm_tool_create_ms, g.epilogue);
+           agmm_tool_create_ms, g.epilogue, g.epilogue_isa);
     if (g.int8_variant)
         printf("\"int8_variant\":\"%s\",", g.int8_variant);
     else

@@ -418,5 +418,6 @@ agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *p, agmm_gemm_info_t *info)
                      : pass == nsegs(p) ? "pass"
                      : pass > 0         ? "mixed"
                                         : "engine";
+    info->epilogue_isa = agmm_gemm_epilogue_isa();
     return AGMM_OK;
 }
