@@ -20,24 +20,10 @@
 #include "check.h"
 #include "gemm/epilogue.h"
 
-void base_gemm_epilogue(const agmm_gemm_attr_t *attr, int64_t m, int64_t ncols,
-                        const float *acc, int64_t ldacc, const float *a_scale,
-                        int64_t ld_a_scale, const float *w_scale,
-                        const float *bias, void *c, int64_t ldc);
-void avx2_gemm_epilogue(const agmm_gemm_attr_t *attr, int64_t m, int64_t ncols,
-                        const float *acc, int64_t ldacc, const float *a_scale,
-                        int64_t ld_a_scale, const float *w_scale,
-                        const float *bias, void *c, int64_t ldc);
-void base_gemm_epilogue_s32(const agmm_gemm_attr_t *attr, int64_t m,
-                            int64_t ncols, const int32_t *acc, int64_t ldacc,
-                            const int32_t *comp, const float *a_scale,
-                            int64_t ld_a_scale, const float *w_scale,
-                            const float *bias, void *c, int64_t ldc);
-void avx2_gemm_epilogue_s32(const agmm_gemm_attr_t *attr, int64_t m,
-                            int64_t ncols, const int32_t *acc, int64_t ldacc,
-                            const int32_t *comp, const float *a_scale,
-                            int64_t ld_a_scale, const float *w_scale,
-                            const float *bias, void *c, int64_t ldc);
+/* The copies' functions (epilogue_clone_*.c), typed as the library's. */
+extern __typeof__(agmm_gemm_epilogue) base_gemm_epilogue, avx2_gemm_epilogue;
+extern __typeof__(agmm_gemm_epilogue_s32) base_gemm_epilogue_s32,
+    avx2_gemm_epilogue_s32;
 
 enum { M = 4, LD = 613, NV = 3 }; /* NV: library, baseline, AVX2 */
 
