@@ -73,7 +73,8 @@ static int usage(const char *prog)
             "usage: [ENGINE=onednn|openblas] [DTYPE=bf16|fp16|fp32] %s "
             "[M K N [ROUNDS [ROWS [ACT [OUT]]]]]\n"
             "  sizes, ROUNDS and ROWS >= 1; ACT none|relu|gelu-tanh|"
-            "gelu-erf|silu; OUT fp32|bf16|fp16\n",
+            "gelu-erf|silu; OUT fp32|bf16|fp16; ENGINE onednn|openblas; "
+            "DTYPE bf16|fp16|fp32\n",
             prog);
     return 2;
 }
@@ -96,8 +97,9 @@ int main(int argc, char **argv)
         (argc > 7 && parse_dtype(argv[7], &out)))
         return usage(argv[0]);
     const char *en = getenv("ENGINE"), *dn = getenv("DTYPE");
-    if ((dn && parse_dtype(dn, &dt)) || M < 1 || K < 1 || N < 1 || rounds < 1 ||
-        ROWS < 1)
+    if ((dn && parse_dtype(dn, &dt)) ||
+        (en && strcmp(en, "onednn") && strcmp(en, "openblas")) || M < 1 ||
+        K < 1 || N < 1 || rounds < 1 || ROWS < 1)
         return usage(argv[0]);
     agmm_gemm_engine_kind_t kind =
         en ? (!strcmp(en, "openblas") ? AGMM_GEMM_ENGINE_OPENBLAS
