@@ -20,6 +20,8 @@
 
 #define AGMM_ABORT_REASON_MAX 384
 
+enum { AGMM_ABORT_NONE = 0, AGMM_ABORT_WRITING = 1, AGMM_ABORT_PUBLISHED = 2 };
+
 typedef struct agmm_abort_cell {
     _Alignas(AGMM_CACHE_LINE) _Atomic int state;
     char reason[AGMM_ABORT_REASON_MAX];
@@ -28,8 +30,16 @@ typedef struct agmm_abort_cell {
 /* Record `reason` (NULL or empty: a placeholder). Returns 1 if this call
  * was the first abort, 0 if another one's reason stands. */
 int agmm_abort_record(agmm_abort_cell_t *c, const char *reason);
-/* NULL while not aborted; else the reason (or a placeholder while the
- * first aborter is still writing it). */
-const char *agmm_abort_reason(agmm_abort_cell_t *c);
+/* NULL while not aborted; else the reason. While the first aborter is
+ * still writing it, waits up to `max_wait_s` for it, then returns a
+ * placeholder. A cell in this process (MPI) is written by one of its own
+ * threads, which cannot die without the reader: AGMM_ABORT_WAIT_LOCAL_S,
+ * a bound only a stopped process reaches. A cell in shared memory may
+ * lose its writer to a kill between the two steps: AGMM_ABORT_WAIT_SHARED_S,
+ * short enough that the launcher, which polls it, still ends the job
+ * promptly. */
+#define AGMM_ABORT_WAIT_LOCAL_S  10.0
+#define AGMM_ABORT_WAIT_SHARED_S 2.0
+const char *agmm_abort_reason(agmm_abort_cell_t *c, double max_wait_s);
 
 #endif

@@ -97,7 +97,8 @@ agmm_status_t agmm_mpi_fail(int rc, const char *what)
  * entries (mpi.h; registered by world/mpi_world.c). */
 const char *agmm_mpi_aborted(agmm_world_t *w)
 {
-    return agmm_abort_reason(&agmm_mpi_state(w)->abort);
+    return agmm_abort_reason(&agmm_mpi_state(w)->abort,
+                             AGMM_ABORT_WAIT_LOCAL_S);
 }
 
 static int record_abort(mpi_state_t *s, const char *reason)

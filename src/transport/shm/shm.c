@@ -133,7 +133,7 @@ void agmm_shm_abort_all(agmm_shm_shared_t *sh, const char *reason)
 
 const char *agmm_shm_abort_reason(agmm_shm_shared_t *sh)
 {
-    return agmm_abort_reason(&sh->ctl->abort);
+    return agmm_abort_reason(&sh->ctl->abort, AGMM_ABORT_WAIT_SHARED_S);
 }
 
 /* ------------------------------------- the world's control entries */
