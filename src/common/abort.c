@@ -25,10 +25,11 @@ const char *agmm_abort_reason(agmm_abort_cell_t *c, double max_wait_s)
     /* The first aborter is between its CAS and its publish (a snprintf):
      * wait for its reason rather than report the placeholder, which would
      * become the final message of every rank that looked in that window.
-     * The window is a few instructions, but the writer can be off the CPU
-     * for a long time: under TSan on a loaded 2-core CI machine a progress
-     * thread stayed there longer than the 0.2 s this wait once had ("rank
-     * 0: aborted during a barrier: another rank is aborting the run").
+     * The window is a snprintf, but the writer can be off the CPU for a
+     * long time: under TSan on a loaded 2-core CI machine a reader gave up
+     * after the 0.2 s this wait once had, with the writer (its own rank's
+     * progress thread) still in that window ("rank 0: aborted during a
+     * barrier: another rank is aborting the run").
      * Bounded by the caller (abort.h): a writer in another process may
      * have been killed in between. */
     for (double end = agmm_now() + max_wait_s;

@@ -41,7 +41,10 @@ int main(void)
     /* A writer slower than the old 0.2 s: the reader gets its words. */
     claim(&c);
     pthread_t t;
-    pthread_create(&t, NULL, slow_writer, &c);
+    if (pthread_create(&t, NULL, slow_writer, &c) != 0) {
+        CHECK(0, "pthread_create");
+        CHECK_DONE("test_abort_cell");
+    }
     double t0 = agmm_now();
     const char *r = agmm_abort_reason(&c, AGMM_ABORT_WAIT_LOCAL_S);
     double waited = agmm_now() - t0;

@@ -90,7 +90,8 @@ static void drain(MPI_Request *reqs, int n, double seconds)
 void agmm_mpi_backend_stop(agmm_world_t *w)
 {
     mpi_state_t *s = agmm_mpi_state(w);
-    int aborted = agmm_abort_reason(&s->abort, AGMM_ABORT_WAIT_LOCAL_S) != NULL;
+    /* Whether, not why: no wait for a reason still being written. */
+    int aborted = agmm_abort_reason(&s->abort, 0) != NULL;
     if (aborted &&
         atomic_load_explicit(&s->abort_originated, memory_order_relaxed)) {
         /* Let the peers' progress threads take our reason and print it
