@@ -164,17 +164,20 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     char words[32];
     if (agmm_plan_gemm_info(plan, &g) == AGMM_OK) {
         /* agmm's pass runs the epilogue where it says pass or mixed, and
-         * on the OpenBLAS engine's calls: then its loops are named */
+         * on the OpenBLAS engine's calls; int8's int32 sums always go
+         * through it (scales, compensation: gemm_onednn_s8.c), epilogue
+         * or not. There its loops are named. */
+        int epi = strcmp(g.epilogue, "none") != 0;
         int own = !strcmp(g.epilogue, "pass") || !strcmp(g.epilogue, "mixed") ||
-                  (strcmp(g.epilogue, "none") &&
-                   g.engine == AGMM_GEMM_ENGINE_OPENBLAS);
-        fprintf(out, "gemm: %s %s, %s, impl %s, %d %s per call%s%s%s%s%s\n",
-                g.name, g.version, path_words(cli->dtype, g.path, words),
-                g.impl, g.threads_per_call,
-                g.threads_per_call == 1 ? "thread" : "threads",
-                strcmp(g.epilogue, "none") ? ", epilogue " : "",
-                strcmp(g.epilogue, "none") ? g.epilogue : "", own ? " (" : "",
-                own ? g.epilogue_isa : "", own ? " loops)" : "");
+                  (epi && g.engine == AGMM_GEMM_ENGINE_OPENBLAS) ||
+                  g.int8_variant;
+        fprintf(
+            out, "gemm: %s %s, %s, impl %s, %d %s per call%s%s%s%s%s%s\n",
+            g.name, g.version, path_words(cli->dtype, g.path, words), g.impl,
+            g.threads_per_call, g.threads_per_call == 1 ? "thread" : "threads",
+            epi ? ", epilogue " : "", epi ? g.epilogue : "",
+            g.int8_variant ? ", int32 sums finished in agmm's pass" : "",
+            own ? " (" : "", own ? g.epilogue_isa : "", own ? " loops)" : "");
         print_path_choice(out, cli->dtype, &g);
     }
 }
