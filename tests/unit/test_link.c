@@ -181,18 +181,23 @@ static void test_quiet_is_per_thread(void)
     atomic_store(&t.a_done, 1);
     pthread_join(b, NULL);
 
+    agmm_link_destroy(t.l);
+
     /* A drain that times out aborts the world (peers would otherwise wait
      * for these puts until their own timeout). The deadline has passed
-     * already and the put needs 168 ms: no timing involved. */
+     * already and the put arrives after 1000 s of latency (a link of its
+     * own, destroyed with the put undelivered): no timing involved. */
+    agmm_link_t *slow = NULL;
+    CHECK(agmm_link_create(1, GBPS, 1e9, &slow) == AGMM_OK, "slow link");
     agmm_log_set_quiet(1);
-    CHECK(agmm_link_post(t.l, 0, dst, src, BIG, &sig_a.value, 2) == AGMM_OK,
+    CHECK(agmm_link_post(slow, 0, dst, src, BIG, &sig_a.value, 2) == AGMM_OK,
           "big put 2");
-    CHECK(agmm_link_drain(t.l, &w, agmm_now() - 1) == AGMM_ERR_TIMEOUT,
+    CHECK(agmm_link_drain(slow, &w, agmm_now() - 1) == AGMM_ERR_TIMEOUT,
           "drain past its deadline");
     CHECK(strstr(fake_reason, "rank 0 timed out waiting for the emulated link"),
           "drain timeout did not abort the world (reason '%s')", fake_reason);
     agmm_log_set_quiet(0);
-    agmm_link_destroy(t.l);
+    agmm_link_destroy(slow);
     free(src);
     free(dst);
 }

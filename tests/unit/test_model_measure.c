@@ -18,6 +18,7 @@
 #include <math.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "agmm_model.h"
 #include "check.h"
@@ -122,6 +123,20 @@ static int threads_now(void)
     return n;
 }
 
+/* The thread count once it is back to `want`, or what it is after 5 s: a
+ * joined thread's /proc entry goes a moment after pthread_join returns
+ * (the kernel wakes the joiner before it removes the exiting task). */
+static int threads_back_to(int want)
+{
+    double until = agmm_now() + 5;
+    int n;
+    while ((n = threads_now()) != want && agmm_now() < until) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return n;
+}
+
 static int cpus_allowed(void)
 {
     cpu_set_t set;
@@ -166,16 +181,18 @@ static void test_measure(void)
     CHECK(info.mem_cpus == (cpus >= 2 ? 2 : 1),
           "copy and sum on %d CPUs, %d allowed", info.mem_cpus, cpus);
 
-    /* 0.2 s asked; the host is shared and noisy: a loose bound. */
-    CHECK(took < 2.0, "about its budget: %.2f s", took);
-
     int before = threads_now(); /* with the engine's own, started above */
     CHECK(measure(AGMM_DTYPE_BF16, AGMM_GEMM_PATH_F32, &m, &info, &took) ==
               AGMM_OK,
           "bf16 f32: %s", agmm_last_error());
-    CHECK(before >= 1 && threads_now() == before,
+    int after = threads_back_to(before);
+    CHECK(before >= 1 && after == before,
           "every thread it started joined: %d before, %d after", before,
-          threads_now());
+          after);
+    /* 0.2 s asked, timed on this second call (the first one also started
+     * the engines); the host is shared and noisy, sanitizers slow: a loose
+     * bound that still catches a budget ignored. */
+    CHECK(took < 5.0, "about its budget: %.2f s", took);
     check_rates(&m, "bf16 f32");
     CHECK(m.convert_gbs > 0 && info.path == AGMM_GEMM_PATH_F32,
           "the f32 path converts: %g GB/s", m.convert_gbs);
@@ -218,9 +235,10 @@ static void test_rs_tile(void)
               isfinite(m.reduce_gbs),
           "over one partial tile, 64 x 8192 x 4 bytes: %lld, reduce %g GB/s",
           (long long)info.mem_bytes, m.reduce_gbs);
-    CHECK(before >= 1 && threads_now() == before,
+    int after = threads_back_to(before);
+    CHECK(before >= 1 && after == before,
           "every thread it started joined: %d before, %d after", before,
-          threads_now());
+          after);
 }
 
 static void test_refused(void)

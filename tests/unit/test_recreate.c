@@ -231,6 +231,9 @@ static int abort_message(agmm_world_t *w)
  * it). Exit 2 when this rank failed as it should. */
 static int barrier_late(agmm_world_t *w)
 {
+    /* All together first, so ranks 0 and 1 enter the timed barrier at once
+     * (a rank that started late would otherwise be named too). */
+    if (agmm_world_barrier(w, 60) != AGMM_OK) return 3;
     if (rank_ == size_ - 1) {
         struct timespec ts = {6, 0};
         nanosleep(&ts, NULL); /* the job ends meanwhile (MPI_Abort) */

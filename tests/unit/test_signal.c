@@ -76,8 +76,12 @@ static int timeout_main(agmm_world_t *w, void *arg)
     int r = agmm_world_rank(w);
     agmm_win_t sig;
     CHECK(w->ops->win_alloc(w, AGMM_CACHE_LINE, &sig) == AGMM_OK, "win sig");
-    if (r == 0) {
+    /* The signal lands before rank 1 starts its 0.3 s wait (a barrier),
+     * however late rank 0 gets its core. */
+    if (r == 0)
         CHECK(w->ops->signal(w, &sig, 1, 0, 2) == AGMM_OK, "signal");
+    CHECK(agmm_world_barrier(w, 20) == AGMM_OK, "barrier after the signal");
+    if (r == 0) {
         agmm_status_t st = agmm_world_barrier(w, 30);
         CHECK(st == AGMM_ERR_ABORTED, "barrier ends by abort, got %s",
               agmm_status_str(st));
@@ -110,9 +114,11 @@ static int rows_timeout_main(agmm_world_t *w, void *arg)
     agmm_win_t sig;
     CHECK(w->ops->win_alloc(w, AGMM_CACHE_LINE, &sig) == AGMM_OK, "win sig");
     const char *want = "expected round >= 5, observed round 4 of 7 rows";
-    if (r == 0) {
+    if (r == 0)
         CHECK(w->ops->signal(w, &sig, 1, 0, (4ull << 32) | 7) == AGMM_OK,
               "signal");
+    CHECK(agmm_world_barrier(w, 20) == AGMM_OK, "barrier after the signal");
+    if (r == 0) {
         CHECK(agmm_world_barrier(w, 30) == AGMM_ERR_ABORTED, "aborted");
         CHECK(strstr(agmm_last_error(), want) != NULL, "abort reason: '%s'",
               agmm_last_error());
@@ -186,7 +192,11 @@ static int barrier_late_main(agmm_world_t *w, void *arg)
     /* All together first, so ranks 0 and 1 enter barrier 1 at once. */
     CHECK(agmm_world_barrier(w, 20) == AGMM_OK, "first barrier");
     if (r == 2) {
-        sleep_ms(2500);
+        /* Late until the others have timed out (the world aborted), not
+         * for a fixed time a stalled rank 0 or 1 could outlast. */
+        for (double until = agmm_now() + 20;
+             !agmm_world_aborted(w) && agmm_now() < until;)
+            sleep_ms(10);
         agmm_status_t st = agmm_world_barrier(w, 20);
         CHECK(st == AGMM_ERR_ABORTED,
               "late rank: barrier ends by abort, got %s", agmm_status_str(st));
