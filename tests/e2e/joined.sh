@@ -84,13 +84,14 @@ torch)
   job="tr-127.0.0.1-$((20000 + $$ % 20000))"
   ;;
 missing)
-  # Rank 2 of 3 never starts: both others fail, naming it, at their timeout.
-  start 0 3 --timeout 3
-  start 1 3 --timeout 3
+  # Rank 2 of 3 never starts: both others fail, naming it, at their timeout
+  # (10 s: rank 1 must have joined by then, however slowly it starts).
+  start 0 3 --timeout 10
+  start 1 3 --timeout 10
   finish
   for r in 0 1; do
     check '[ "$(rc $r)" = 1 ]' "rank $r exit 1 (got $(rc $r))"
-    check 'grep -q "rank(s) 2 did not join within 3 s (joined: 0, 1)" "$tmp/err.$r"' \
+    check 'grep -q "rank(s) 2 did not join within 10 s (joined: 0, 1)" "$tmp/err.$r"' \
       "rank $r names the missing rank"
   done
   ;;

@@ -107,9 +107,11 @@ def exit_codes():
     check(rc == 127 and "cannot start '/nonexistent/agmm-no-such-prog'" in err
           and "exited with status 127" in err,
           "never starts: rc %d err %r" % (rc, err))
-    rc, out, err = launch(["-n", "2", "--timeout", "0.5", "--",
+    # 5 s: rank 0 must have exited and been reaped by then (a sanitized
+    # launcher forks and execs slowly), rank 1 sleeps on.
+    rc, out, err = launch(["-n", "2", "--timeout", "5", "--",
                            "sh", "-c", "[ $RANK = 0 ] && exit 0; sleep 30"])
-    check(rc == 124 and "--timeout 0.5 s reached; still running: rank 1;"
+    check(rc == 124 and "--timeout 5 s reached; still running: rank 1;"
           in err, "timeout: rc %d err %r" % (rc, err))
     nothing_left("timeout")
     # A rank that ignores SIGTERM is SIGKILLed after the grace period.

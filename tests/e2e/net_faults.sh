@@ -169,10 +169,16 @@ bad() {
 # no /dev/shm segment of ours (shm_left.sh); then the hosts healed for the
 # next run.
 check_clean() { # what
-    local left=""
-    sleep 0.3 # a daemon that just lost its lifeline is ending its ranks
-    for i in $(seq 1 $HOSTS); do
-        left+=$({ ip netns pids "$TAG-h$i" | xargs -r ps -o pid=,comm= -p | tr '\n' ' '; } || true)
+    local left="" j
+    # A daemon that just lost its lifeline is ending its ranks: up to 15 s
+    # for the hosts to empty (a loaded machine is slow to get there).
+    for ((j = 0; j < 150; j++)); do
+        left=""
+        for i in $(seq 1 $HOSTS); do
+            left+=$({ ip netns pids "$TAG-h$i" | xargs -r ps -o pid=,comm= -p | tr '\n' ' '; } || true)
+        done
+        [ -z "$(echo "$left" | xargs)" ] && break
+        sleep 0.1
     done
     left=$(echo "$left" | xargs)
     if [ -n "$left" ]; then

@@ -32,7 +32,9 @@ def check(ok, what):
 
 ROUNDS = 25
 p = subprocess.Popen(
-    [AGMM, "run", "--ranks", "1", "--m-local", "1024", "--k", "1024", "--n", "1024",
+    # Rounds of 8.6 GFLOP (tens of ms each): the 24 after the first take
+    # seconds, time enough for this reader to be scheduled and stop it.
+    [AGMM, "run", "--ranks", "1", "--m-local", "1024", "--k", "2048", "--n", "2048",
      "--rounds", str(ROUNDS), "--no-check", "--schedule", "fused", "--timeout", "60"],
     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
 lines = []

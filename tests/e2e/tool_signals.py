@@ -58,7 +58,7 @@ def stop(cmd, sig, group, wait_for):
         if not line:
             break
         out += line
-    time.sleep(0.5)  # some timed rounds
+    time.sleep(3)  # some timed rounds, even on a loaded machine
     if group:
         os.killpg(p.pid, sig)
     else:

@@ -14,10 +14,20 @@ import agmm.launch
 SLEEPER = """
 import json, os, signal, sys, time
 r = int(os.environ["RANK"])
-with open(os.path.join(sys.argv[1], "rank%d" % r), "w") as f:
+path = os.path.join(sys.argv[1], "rank%d" % r)
+with open(path + ".tmp", "w") as f:
     json.dump({k: os.environ[k] for k in os.environ
                if k.startswith(("AGMM_", "RANK", "WORLD", "LOCAL", "MASTER"))}
               | {"pid": os.getpid()}, f)
+os.rename(path + ".tmp", path)
+# Every rank's file before anyone fails: a rank ended before it wrote its
+# file (a slow start on a loaded machine) would leave the test nothing to
+# check.
+until = time.monotonic() + 30
+while time.monotonic() < until and not all(
+        os.path.exists(os.path.join(sys.argv[1], "rank%d" % q))
+        for q in range(int(os.environ["WORLD_SIZE"]))):
+    time.sleep(0.01)
 how = sys.argv[2]
 if how == "ok":
     sys.exit(0)
@@ -73,10 +83,11 @@ def test_first_failure_ends_the_others(tmp_path, capfd, how, status):
 
 
 def test_timeout_ends_the_job(tmp_path, capfd):
-    st, ranks = _run(tmp_path, "sleep", nranks=2, timeout_s=1.0)
+    # 5 s: long enough for both ranks to start and write their files.
+    st, ranks = _run(tmp_path, "sleep", nranks=2, timeout_s=5.0)
     assert st == 124
     assert not any(_alive(e["pid"]) for e in ranks)
-    assert "ran past 1s" in capfd.readouterr().err
+    assert "ran past 5s" in capfd.readouterr().err
 
 
 def test_a_world_joins_through_the_variables(tmp_path):
