@@ -15,7 +15,8 @@ check() { if eval "$1"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "
 has() { grep -qF -- "$1" "$TMP/out"; }
 
 timeout 120 "$AGMM" bench --ranks 2 --oversubscribe --m-local 64 --k 64 --n 64 --rounds 3 \
-    --warmup 1 --mode fused,baseline,comm-only --link-gbps 1 >"$TMP/out" 2>"$TMP/err"
+    --warmup 1 --mode fused,baseline,comm-only --link-gbps 1 --link-latency-us 5000 \
+    >"$TMP/out" 2>"$TMP/err"
 rc=$?
 check '[ $rc -eq 0 ]' "bench with comm-only runs: $(cat "$TMP/err")"
 check 'has "median_ms" && has "rate per rank" && ! grep -q "_us\|TFLOP\|GF/s" "$TMP/out"' \
