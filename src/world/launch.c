@@ -260,19 +260,20 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
     int interrupted = 0;
     int interrupt_first = 0; /* the signal, not a rank, ended the run */
     if (st != AGMM_OK) kill_at = agmm_now() + grace_s;
+    sigset_t stops; /* the interrupting signals alone */
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGHUP);
+    int sig = 0; /* taken by the last wait, handled at the loop's top */
     while (ls.running > 0) {
-        /* After an interrupt the ranks die of the launcher's own SIGTERM:
-         * "rank R was killed by signal 15" would mislead. */
-        reap(&ls, sh, opts->quiet || interrupt_first);
-        if (ls.running == 0) break;
-        if (kill_at == 0 && agmm_shm_abort_reason(sh))
-            kill_at = agmm_now() + grace_s; /* a rank aborted the world */
-        if (kill_at > 0 && agmm_now() >= kill_at) {
-            kill_all(&ls, SIGKILL);
-            kill_at = agmm_now() + 3600; /* only reaping is left */
-        }
-        struct timespec tick = {0, 50 * 1000 * 1000};
-        int sig = sigtimedwait(&mask, NULL, &tick);
+        /* A signal to the whole group (Ctrl-C) reaches the launcher and
+         * the ranks at once: take a pending one before reaping a rank it
+         * ended, so the run counts as interrupted, not as that rank's
+         * failure (its exit status would become the job's). */
+        const struct timespec now = {0, 0};
+        if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP)
+            sig = sigtimedwait(&stops, NULL, &now);
         if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
             if (!opts->quiet && !interrupted)
                 fprintf(stderr,
@@ -286,6 +287,18 @@ agmm_status_t agmm_launch(const agmm_launch_opts_t *opts,
             if (kill_at == 0 || kill_at > agmm_now() + grace_s)
                 kill_at = agmm_now() + grace_s;
         }
+        /* After an interrupt the ranks die of the launcher's own SIGTERM:
+         * "rank R was killed by signal 15" would mislead. */
+        reap(&ls, sh, opts->quiet || interrupt_first);
+        if (ls.running == 0) break;
+        if (kill_at == 0 && agmm_shm_abort_reason(sh))
+            kill_at = agmm_now() + grace_s; /* a rank aborted the world */
+        if (kill_at > 0 && agmm_now() >= kill_at) {
+            kill_all(&ls, SIGKILL);
+            kill_at = agmm_now() + 3600; /* only reaping is left */
+        }
+        struct timespec tick = {0, 50 * 1000 * 1000};
+        sig = sigtimedwait(&mask, NULL, &tick);
     }
 
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
