@@ -223,25 +223,40 @@ def test_json(agmm):
         # otherwise; above 512 rows always a call per tile. Arrival is
         # timing (CI once saw the peer late, [1, 1, 1, 1]), so the rule is
         # checked where every tile counts as arrived, bench's gemm-only part
-        # (its fused rounds; the baseline ones are the monolithic GEMM), and
-        # a run with the puts covers its 4 tiles in each round one way or
-        # the other.
+        # (its fused rounds; the baseline ones are the monolithic GEMM); in
+        # a run with the puts each rank covers its 4 tiles one way or the
+        # other, and a rank that split them looked before the peer's last
+        # put had ended (the look follows the rank's own puts; a put's event
+        # ends after its signal is raised; one host, one clock).
         files = ["a.json", "a.svg", "b.json", "c.json", "c.svg"]
         engines = subprocess.run([agmm, "--version"], capture_output=True,
                                  text=True).stdout
 
-        def pid0_calls(name, schedule):
-            """Tile spans of rank 0's GEMM calls per round of `schedule`."""
-            files.append(name + ".json")
+        def calls(name, schedule, pid=0):
+            """Tile spans of rank pid's GEMM calls per round of `schedule`."""
+            if name + ".json" not in files:
+                files.append(name + ".json")
             with open(os.path.join(d, name + ".json")) as f:
                 ev = [e for e in json.load(f)["traceEvents"]
                       if e.get("name") == "gemm" and e.get("ph") == "X" and
-                      e["pid"] == 0 and e["args"]["schedule"] == schedule]
+                      e["pid"] == pid and e["args"]["schedule"] == schedule]
             spans = {}
             for e in ev:
                 g = e["args"]["gtiles"]
                 spans.setdefault(e["args"]["round"], []).append(g[1] - g[0])
             return [sorted(v) for _, v in sorted(spans.items())]
+
+        def last_put_end(name, pid):
+            """Per round: when rank pid's last put ended (us)."""
+            with open(os.path.join(d, name + ".json")) as f:
+                ev = [e for e in json.load(f)["traceEvents"]
+                      if e.get("name") == "put" and e.get("ph") == "X" and
+                      e["pid"] == pid]
+            end = {}
+            for e in ev:
+                r = e["args"]["round"]
+                end[r] = max(end.get(r, 0), e["ts"] + e["dur"])
+            return [v for _, v in sorted(end.items())]
 
         shape = ["--ranks", "2", "--k", "64", "--n", "64", "--tile-m", "128",
                  "--gemm-engine", "onednn", "--comm-cores", "0",
@@ -252,15 +267,22 @@ def test_json(agmm):
                 run_agmm(agmm, ["bench", "--m-local", rows, "--mode",
                                 "gemm-only", "--rounds", "2", "--warmup", "0",
                                 "--trace", name + ".json"] + shape, d)
-                got = pid0_calls(name, "fused")
+                got = calls(name, "fused")
                 check(got == want, "%s: M %d, gemm-only: calls %s, want %s"
                       % (name, 2 * int(rows.split(",")[0]), got, want))
             run_agmm(agmm, ["run", "--m-local", "200,200", "--schedule",
                             "fused", "--rounds", "3", "--trace", "f.json"]
                      + shape, d)
-            got = pid0_calls("f", "fused")
-            check(len(got) == 3 and all(s in ([4], [1] * 4) for s in got),
-                  "f: M 400 with puts: 4 tiles in each of 3 rounds: %s" % got)
+            ends = [last_put_end("f", r) for r in (0, 1)]
+            for r in (0, 1):
+                got = calls("f", "fused", r)
+                check(len(got) == 3 and all(s in ([4], [1] * 4) for s in got),
+                      "f: M 400 with puts, rank %d: 4 tiles in each of 3 "
+                      "rounds: %s" % (r, got))
+                split = [i for i, s in enumerate(got) if s == [1] * 4]
+                check(all(ends[1 - r][i] > ends[r][i] for i in split),
+                      "f: rank %d split rounds %s only when its peer's last "
+                      "put ended after its own (ends %s)" % (r, split, ends))
         left = sorted(os.listdir(d))
         check(left == sorted(files),
               "only the trace files are left: %s" % left)
