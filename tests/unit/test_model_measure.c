@@ -187,8 +187,7 @@ static void test_measure(void)
           "bf16 f32: %s", agmm_last_error());
     int after = threads_back_to(before);
     CHECK(before >= 1 && after == before,
-          "every thread it started joined: %d before, %d after", before,
-          after);
+          "every thread it started joined: %d before, %d after", before, after);
     /* 0.2 s asked, timed on this second call (the first one also started
      * the engines); the host is shared and noisy, sanitizers slow: a loose
      * bound that still catches a budget ignored. */
@@ -237,8 +236,7 @@ static void test_rs_tile(void)
           (long long)info.mem_bytes, m.reduce_gbs);
     int after = threads_back_to(before);
     CHECK(before >= 1 && after == before,
-          "every thread it started joined: %d before, %d after", before,
-          after);
+          "every thread it started joined: %d before, %d after", before, after);
 }
 
 static void test_refused(void)

@@ -78,8 +78,7 @@ static int timeout_main(agmm_world_t *w, void *arg)
     CHECK(w->ops->win_alloc(w, AGMM_CACHE_LINE, &sig) == AGMM_OK, "win sig");
     /* The signal lands before rank 1 starts its 0.3 s wait (a barrier),
      * however late rank 0 gets its core. */
-    if (r == 0)
-        CHECK(w->ops->signal(w, &sig, 1, 0, 2) == AGMM_OK, "signal");
+    if (r == 0) CHECK(w->ops->signal(w, &sig, 1, 0, 2) == AGMM_OK, "signal");
     CHECK(agmm_world_barrier(w, 20) == AGMM_OK, "barrier after the signal");
     if (r == 0) {
         agmm_status_t st = agmm_world_barrier(w, 30);
