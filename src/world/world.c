@@ -45,9 +45,25 @@ int agmm_world_link_emulated(const agmm_world_t *w, double *gbps,
     return w->ctl->link(w, gbps, latency_us);
 }
 
+/* A barrier completed in an aborted world is not one: every rank that
+ * finds the world aborted as it leaves gets AGMM_ERR_ABORTED, whether it
+ * arrived last (shm's barrier says so itself) or was woken by the
+ * completed count. In shm the abort cell's release store happens-before
+ * this check whenever the rank whose arrival completed the count had seen
+ * the abort before arriving (its fetch_add and the generation's release
+ * carry it), so a late rank entering after the others timed out wakes
+ * every waiter into ABORTED, never OK; over MPI the abort is a message on
+ * another communicator, seen here if it has arrived. An abort after the
+ * barrier is seen or not, as by any later call. */
 agmm_status_t agmm_world_barrier_until(agmm_world_t *w, double deadline)
 {
-    return w->ctl->barrier(w, deadline);
+    AGMM_CHECK(w->ctl->barrier(w, deadline));
+    const char *reason = agmm_world_aborted(w);
+    if (reason)
+        return agmm_error_quiet(AGMM_ERR_ABORTED,
+                                "aborted during a barrier of all ranks: %s",
+                                reason);
+    return AGMM_OK;
 }
 
 agmm_status_t agmm_world_allgather_until(agmm_world_t *w, const void *in,
@@ -75,7 +91,7 @@ uint64_t agmm_world_dropped_messages(agmm_world_t *w)
 agmm_status_t agmm_world_barrier(agmm_world_t *w, double timeout_s)
 {
     if (!w) return agmm_error(AGMM_ERR_INVALID_ARG, "barrier: world is NULL");
-    return w->ctl->barrier(w, agmm_deadline(w, timeout_s));
+    return agmm_world_barrier_until(w, agmm_deadline(w, timeout_s));
 }
 
 agmm_status_t agmm_world_allgather(agmm_world_t *w, const void *in, void *out,

@@ -203,15 +203,16 @@ static int barrier_late_main(agmm_world_t *w, void *arg)
     }
     agmm_status_t st = agmm_world_barrier(w, 1.0);
     /* Rank 2 enters once the first of ranks 0 and 1 has timed out: its
-     * arrival completes the count, and the count decides completion
-     * (transport/shm/shm.c), so the other rank, if still waiting (a slow
-     * machine), may leave with OK in the aborted world, or time out seeing
-     * every rank arrived. What must hold is the first one's reason, which
-     * is the world's: it timed out before rank 2 entered. */
+     * arrival completes the count, which wakes the other rank if it is
+     * still waiting (a slow machine). A barrier completed in an aborted
+     * world is not one (world/world.c), and rank 2 saw the abort
+     * before arriving, so that rank leaves with ABORTED, never OK; or it
+     * times out itself, seeing every rank arrived. What must hold besides
+     * is the first one's reason, which is the world's: it timed out
+     * before rank 2 entered. */
     const char *why = agmm_world_aborted(w);
-    CHECK(st == AGMM_ERR_TIMEOUT || st == AGMM_ERR_ABORTED ||
-              (st == AGMM_OK && why),
-          "barrier times out, got %s", agmm_status_str(st));
+    CHECK(st == AGMM_ERR_TIMEOUT || st == AGMM_ERR_ABORTED,
+          "barrier times out or ends by abort, got %s", agmm_status_str(st));
     /* Rank 2, and the other waiting rank only if the machine stalled it
      * past the deadline too. */
     CHECK(why &&
@@ -219,6 +220,36 @@ static int barrier_late_main(agmm_world_t *w, void *arg)
                strstr(why, "barrier 1 of all ranks (ranks 0, 2 did not") ||
                strstr(why, "barrier 1 of all ranks (ranks 1, 2 did not")),
           "the world's reason names the late rank: '%s'", why ? why : "");
+    return rank_checks_save(r);
+}
+
+/* A barrier whose count completes in an aborted world ends by abort on
+ * every rank: ranks 0 and 1 wait in it; rank 2 aborts the world, then
+ * arrives last. Whether a waiter sees the abort flag first or the
+ * completed count first, it must leave with ABORTED and the world's
+ * reason must be rank 2's (before, a waiter woken by the count left with
+ * OK while the last arriver got ABORTED). */
+static int barrier_aborted_main(agmm_world_t *w, void *arg)
+{
+    _Atomic uint64_t *entered = arg;
+    rank_checks_begin();
+    int r = agmm_world_rank(w);
+    CHECK(agmm_world_barrier(w, 20) == AGMM_OK, "first barrier");
+    if (r == 2) {
+        for (double until = agmm_now() + 20;
+             atomic_load(entered) < 2 && agmm_now() < until;)
+            sleep_ms(1);
+        sleep_ms(50); /* most often asleep in the barrier by now */
+        agmm_world_abort(w, "rank 2 gave up (test)");
+    } else {
+        atomic_fetch_add(entered, 1);
+    }
+    agmm_status_t st = agmm_world_barrier(w, 20);
+    CHECK(st == AGMM_ERR_ABORTED, "rank %d: barrier ends by abort, got %s", r,
+          agmm_status_str(st));
+    const char *why = agmm_world_aborted(w);
+    CHECK(why && strstr(why, "rank 2 gave up (test)"),
+          "rank %d: the world's reason is rank 2's: '%s'", r, why ? why : "");
     return rank_checks_save(r);
 }
 
@@ -274,6 +305,10 @@ int main(void)
                                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     launch(3, barrier_main, (void *)entered, "barrier");
     launch(3, barrier_late_main, NULL, "barrier-late");
+    for (int i = 0; i < 3; i++) {
+        atomic_store(entered, 0);
+        launch(3, barrier_aborted_main, (void *)entered, "barrier-aborted");
+    }
     joined_barrier_late();
     CHECK(agmm_status_str(AGMM_ERR_TIMEOUT)[0] == 'A', "status names");
     CHECK_DONE("test_signal");
