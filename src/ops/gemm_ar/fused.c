@@ -60,131 +60,42 @@
 #include "ops/gemm_rs/tiles.h"
 #include "trace/trace.h"
 
-/* gemm-rs's tile_done, with the owner's reduced tile then put to every
- * peer. */
-static agmm_status_t tile_done(const agmm_ar_round_t *ar, int q, int64_t t,
-                               int into_c)
+/* What gemm-ar adds to gemm-rs's fused workers (ops/gemm_rs/tiles.h):
+ * each own tile, once reduced, put to every peer; GEMM worker 0's own
+ * reduced tiles of the plan beyond the call's as empty puts (MPI), after
+ * gemm-rs's rows cells and empty partial tiles. Their waits are for the
+ * peers' acks of the previous round only, as every put's. */
+static agmm_status_t own_tile(const void *ar, int64_t t)
 {
-    agmm_round_t *x = (agmm_round_t *)&ar->own;
-    agmm_plan_t *p = x->p;
-    int64_t g = p->tile_base[q] + t;
-    uint64_t target = p->fused_rounds * (uint64_t)p->ngroups;
-    uint64_t now = atomic_fetch_add_explicit(&agmm_rs_ready(p)[g].value, 1,
-                                             memory_order_acq_rel) +
-                   1;
-    if (now != target) return AGMM_OK;
-    if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* gemm-only part */
-    if (q == p->rank) {
-        agmm_rs_sum_t sum = {.t0 = t,
-                             .t1 = t + 1,
-                             .s0 = into_c ? p->rank + 1 : 0,
-                             .s1 = p->nranks,
-                             .c1 = p->desc.n,
-                             .first = !into_c,
-                             .finish = 1}; /* the epilogue, before it is sent */
-        AGMM_CHECK(agmm_rs_reduce(x, &sum));
-        return agmm_ar_put_tile(ar, t);
-    }
-    if (x->comm_workers == 0) return agmm_rs_put_tile(x, q, t);
-    agmm_signal_publish(&agmm_rs_ready(p)[g].value, target);
-    return AGMM_OK;
+    return agmm_ar_put_tile(ar, t);
 }
 
-/* GEMM worker 0, before its own block (or at once without a share):
- * gemm-rs's rows cells and empty partial tiles (agmm_rs_send_call_rows),
- * then this rank's reduced tiles of the plan beyond the call's as empty
- * puts (MPI). Their waits are for the peers' acks of the previous round
- * only, as every put's. */
-static agmm_status_t send_rows(const agmm_ar_round_t *ar, int *puts)
+static agmm_status_t send_absent(const void *ar)
 {
-    agmm_round_t *x = (agmm_round_t *)&ar->own;
-    AGMM_CHECK(agmm_rs_send_call_rows(x, puts));
     return agmm_ar_send_absent(ar);
 }
 
+/* gemm-rs's GEMM worker with the steps above; then, with C == 0, its
+ * share of the peers' reduced tiles (every G-th). */
 static agmm_status_t gemm_worker(agmm_worker_t *self)
 {
     const agmm_ar_round_t *ar = self->ctx;
     agmm_round_t *x = (agmm_round_t *)&ar->own;
-    agmm_plan_t *p = x->p;
-    agmm_trace_thread(p->trace, AGMM_TRACE_GEMM_WORKER, self->index);
-    int comm = (x->phases & AGMM_PHASE_COMM) != 0;
-    int lead = self->index == 0;
-    agmm_worker_share_t s;
-    int puts = 0;
-    if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
-        if (lead) { /* gemm-rs's steps of worker 0, without a share */
-            AGMM_CHECK(send_rows(ar, &puts));
-            AGMM_CHECK(agmm_rs_check_all_rows(x));
-        }
-    } else {
-        /* gemm-rs's calls (its fused.c, gemm_worker). */
-        int tile_calls = p->engine->cheap_tile_calls && agmm_rs_puts_overlap(x);
-        int into_c = agmm_rs_own_in_c(x);
-        int gemm = (x->phases & AGMM_PHASE_GEMM) != 0; /* else comm-only */
-        if (agmm_rs_whole_call(x, &s)) { /* few rows: gemm-rs's fused.c */
-            AGMM_CHECK(agmm_rs_gemm_call(x, &s));
-            into_c = gemm = 0; /* every partial in `part`, own included */
-        }
-        for (int i = 1; i <= p->nranks; i++) {
-            int q = agmm_source_order(p->rank, p->nranks, i); /* own last */
-            int own = q == p->rank;
-            if (own && lead) AGMM_CHECK(send_rows(ar, &puts));
-            int64_t t0, t1;
-            agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
-            /* Unlike gemm-rs, the own block is one call per tile too when
-             * tile calls are: its reduced tiles are sent, each as soon as
-             * it is computed and reduced, instead of all after one call
-             * over the block (on a slow link the wire then idled for the
-             * whole own block: docs/performance.md, "The link target"). */
-            int per_tile = tile_calls;
-            if (!per_tile && t0 < t1 && gemm)
-                AGMM_CHECK(agmm_rs_gemm_tiles(x, &s, q, t0, t1, own && into_c));
-            for (int64_t t = t0; t < t1; t++) {
-                if (per_tile && gemm)
-                    AGMM_CHECK(
-                        agmm_rs_gemm_tiles(x, &s, q, t, t + 1, own && into_c));
-                AGMM_CHECK(tile_done(ar, q, t, own && into_c));
-                /* a peer's partial (C == 0) or, maybe, the own reduced
-                 * tile to every peer */
-                puts |= comm && (own || x->comm_workers == 0);
-            }
-        }
-        /* Every source's count (gemm-rs's fused.c: a call without rows
-         * here checks them only here). */
-        if (lead) AGMM_CHECK(agmm_rs_check_all_rows(x));
-    }
-    if (puts) AGMM_CHECK(agmm_tp_quiet(p->world));
-    if (comm && x->comm_workers == 0)
+    const agmm_rs_then_t then = {ar, own_tile, send_absent};
+    AGMM_CHECK(agmm_rs_fused_gemm(self, x, &then));
+    if ((x->phases & AGMM_PHASE_COMM) && x->comm_workers == 0)
         return agmm_ar_copy_tiles(ar, self->index, x->gemm_workers);
     return AGMM_OK;
 }
 
+/* gemm-rs's comm worker (the peer partial tiles), then every C-th peer
+ * reduced tile. */
 static agmm_status_t comm_worker(agmm_worker_t *self)
 {
     const agmm_ar_round_t *ar = self->ctx;
-    const agmm_round_t *x = &ar->own;
-    agmm_plan_t *p = x->p;
-    agmm_trace_thread(p->trace, AGMM_TRACE_COMM_WORKER, self->index);
+    agmm_round_t *x = (agmm_round_t *)&ar->own;
+    AGMM_CHECK(agmm_rs_fused_comm(self, x));
     if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* gemm-only part */
-    /* gemm-rs's comm worker (its fused.c): the peer partial tiles. */
-    uint64_t target = p->fused_rounds * (uint64_t)p->ngroups;
-    int64_t k = 0;
-    int puts = 0;
-    for (int i = 1; i < p->nranks; i++) {
-        int q = agmm_source_order(p->rank, p->nranks, i);
-        for (int64_t t = 0; t < p->tiles[q]; t++, k++) {
-            if (k % x->comm_workers != self->index) continue;
-            int64_t g = p->tile_base[q] + t;
-            agmm_wait_what_t what = {
-                "partial tile (local GEMM)", p->rank, g, 0, 0, 0};
-            AGMM_CHECK(agmm_signal_wait(p->world, &agmm_rs_ready(p)[g].value,
-                                        target, agmm_plan_deadline(p), &what));
-            AGMM_CHECK(agmm_rs_put_tile((agmm_round_t *)x, q, t));
-            puts = 1;
-        }
-    }
-    if (puts) AGMM_CHECK(agmm_tp_quiet(p->world));
     return agmm_ar_copy_tiles(ar, self->index, x->comm_workers);
 }
 

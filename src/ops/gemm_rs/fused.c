@@ -125,8 +125,10 @@ static int puts_overlap(const agmm_round_t *x)
 }
 
 /* This worker's column group finished tile t of q: the last group to
- * finish hands the tile on (see the header comment). */
-static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t, int into_c)
+ * finish hands the tile on (see the header comment); an own tile, once
+ * reduced, goes on to `then` (gemm-ar's). */
+static agmm_status_t tile_done(agmm_round_t *x, const agmm_rs_then_t *then,
+                               int q, int64_t t, int into_c)
 {
     agmm_plan_t *p = x->p;
     int64_t g = p->tile_base[q] + t;
@@ -145,7 +147,7 @@ static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t, int into_c)
                              .first = !into_c,
                              .finish = 1}; /* complete: its epilogue */
         AGMM_CHECK(agmm_rs_reduce(x, &sum));
-        return AGMM_OK;
+        return then ? then->own_tile(then->ctx, t) : AGMM_OK;
     }
     if (x->comm_workers == 0) return agmm_rs_put_tile(x, q, t);
     /* Release, and it wakes the comm worker. */
@@ -159,7 +161,8 @@ static agmm_status_t tile_done(agmm_round_t *x, int q, int64_t t, int into_c)
  * peers' rows cells: these waits depend only on the peers' acks of the
  * previous round, so no round waits on itself. Returns 1 in *puts when
  * it put anything. */
-static agmm_status_t send_rows(agmm_round_t *x, int *puts)
+static agmm_status_t send_rows(agmm_round_t *x, const agmm_rs_then_t *then,
+                               int *puts)
 {
     agmm_plan_t *p = x->p;
     for (int i = 1; i < p->nranks; i++) {
@@ -168,19 +171,22 @@ static agmm_status_t send_rows(agmm_round_t *x, int *puts)
         AGMM_CHECK(agmm_rs_send_absent(x, q));
     }
     *puts |= (x->phases & AGMM_PHASE_COMM) && p->nranks > 1;
-    return AGMM_OK;
+    return then ? then->send_absent(then->ctx) : AGMM_OK;
 }
 
-static agmm_status_t gemm_worker(agmm_worker_t *self)
+/* The GEMM worker's part of a fused round, up to its puts' quiet (see
+ * the header comment); `then` adds gemm-ar's steps (tiles.h). */
+agmm_status_t agmm_rs_fused_gemm(agmm_worker_t *self, agmm_round_t *x,
+                                 const agmm_rs_then_t *then)
 {
-    agmm_round_t *x = self->ctx;
     agmm_plan_t *p = x->p;
     agmm_trace_thread(p->trace, AGMM_TRACE_GEMM_WORKER, self->index);
     int lead = self->index == 0, puts = 0;
+    int comm = (x->phases & AGMM_PHASE_COMM) != 0;
     agmm_worker_share_t s;
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
         if (!lead) return AGMM_OK; /* another worker of each group covers */
-        AGMM_CHECK(send_rows(x, &puts));
+        AGMM_CHECK(send_rows(x, then, &puts));
         AGMM_CHECK(agmm_rs_check_all_rows(x));
         return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
     }
@@ -188,8 +194,12 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
      * in gemm_plan.c): one call over this worker's tiles of the block,
      * except for a peer's block when its puts overlap the next calls and
      * the engine's tile calls are cheap (oneDNN): then one call per tile,
-     * so that the first put starts after one tile. The own block is
-     * always one call (nothing of it is sent), into c (own_in_c).
+     * so that the first put starts after one tile. The own block is one
+     * call (nothing of it is sent), into c (own_in_c), unless `then`
+     * sends its reduced tiles: then it is one call per tile too, each
+     * sent as soon as it is computed and reduced, instead of all after
+     * one call over the block (on a slow link the wire then idled for the
+     * whole own block: docs/performance.md, "The link target").
      * Measured: docs/performance.md, "GEMM + reduce-scatter". With few
      * rows per owner (agmm_rs_whole_call) one call over every block
      * first, as the baseline's: then the tiles are handed on in the same
@@ -204,17 +214,18 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     for (int i = 1; i <= p->nranks; i++) {
         int q = agmm_source_order(p->rank, p->nranks, i); /* own last */
         int own = q == p->rank;
-        if (own && lead) AGMM_CHECK(send_rows(x, &puts));
+        if (own && lead) AGMM_CHECK(send_rows(x, then, &puts));
         int64_t t0, t1;
         agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
-        int per_tile = tile_calls && !own;
+        int per_tile = tile_calls && (!own || then);
         if (!per_tile && t0 < t1 && gemm)
             AGMM_CHECK(gemm_tiles(x, &s, q, t0, t1, own && into_c));
         for (int64_t t = t0; t < t1; t++) {
-            if (per_tile && gemm) AGMM_CHECK(gemm_tiles(x, &s, q, t, t + 1, 0));
-            AGMM_CHECK(tile_done(x, q, t, own && into_c));
-            puts |=
-                !own && x->comm_workers == 0 && (x->phases & AGMM_PHASE_COMM);
+            if (per_tile && gemm)
+                AGMM_CHECK(gemm_tiles(x, &s, q, t, t + 1, own && into_c));
+            AGMM_CHECK(tile_done(x, then, q, t, own && into_c));
+            /* a peer's partial (C == 0), or `then`'s own reduced tile */
+            puts |= comm && (own ? then != NULL : x->comm_workers == 0);
         }
     }
     /* Every source's count, including those this worker summed nothing
@@ -223,9 +234,10 @@ static agmm_status_t gemm_worker(agmm_worker_t *self)
     return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
 }
 
-static agmm_status_t comm_worker(agmm_worker_t *self)
+/* The comm worker's part: the peer partial tiles, every C-th, as they
+ * are computed, up to its puts' quiet. */
+agmm_status_t agmm_rs_fused_comm(agmm_worker_t *self, agmm_round_t *x)
 {
-    agmm_round_t *x = self->ctx;
     agmm_plan_t *p = x->p;
     agmm_trace_thread(p->trace, AGMM_TRACE_COMM_WORKER, self->index);
     if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* gemm-only part */
@@ -248,6 +260,16 @@ static agmm_status_t comm_worker(agmm_worker_t *self)
     return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
 }
 
+static agmm_status_t gemm_worker(agmm_worker_t *self)
+{
+    return agmm_rs_fused_gemm(self, self->ctx, NULL);
+}
+
+static agmm_status_t comm_worker(agmm_worker_t *self)
+{
+    return agmm_rs_fused_comm(self, self->ctx);
+}
+
 /* The plan's tiles beyond this call's rows are not computed: their ready
  * counters are moved on to the round's target here, before any worker
  * starts (which orders the stores before their loads), so that a later
@@ -267,28 +289,6 @@ agmm_status_t agmm_rs_run_fused(agmm_round_t *round)
     skip_ready(round->p);
     AGMM_CHECK(agmm_round_run(round, gemm_worker, comm_worker));
     return agmm_rs_wait_absent(round, 0);
-}
-
-/* The building blocks gemm-ar's fused schedule shares (tiles.h). */
-int agmm_rs_own_in_c(const agmm_round_t *x)
-{
-    return own_in_c(x);
-}
-
-int agmm_rs_puts_overlap(const agmm_round_t *x)
-{
-    return puts_overlap(x);
-}
-
-agmm_status_t agmm_rs_gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
-                                 int q, int64_t t0, int64_t t1, int into_c)
-{
-    return gemm_tiles(x, s, q, t0, t1, into_c);
-}
-
-agmm_status_t agmm_rs_send_call_rows(agmm_round_t *x, int *puts)
-{
-    return send_rows(x, puts);
 }
 
 void agmm_rs_skip_ready(agmm_plan_t *p)

@@ -20,6 +20,7 @@
 
 #include "ops/common/plan_internal.h"
 #include "ops/common/schedule.h"
+#include "ops/common/workers.h"
 
 /* The operation's buffers (plan op_buf[], booked by op.c). */
 enum { RS_PART = 0, RS_READY = 1, RS_SUM = 2 };
@@ -141,26 +142,24 @@ typedef struct agmm_rs_sum {
  * tiles' reduction, so tile t's epilogue overlaps the other tiles' work. */
 agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum);
 
-/* fused.c's steps, shared with gemm-ar's fused schedule
- * (ops/gemm_ar/fused.c). own_in_c: is the own block computed into x->c
- * (the GEMM phase runs and this rank has an inner part)? puts_overlap: do
- * this round's puts overlap the GEMM calls (a comm worker, a link emulator
- * or MPI moves the bytes)? gemm_tiles: partial tiles [t0, t1) of owner q
- * over share s's columns in one GEMM call, into `part`, or (into_c, the
- * own block) into x->c, whose row 0 is q's first row, after the sources
- * before this rank. send_call_rows: GEMM worker 0's step before its own
- * block, this call's rows cell on every peer and (MPI) the peers' tiles
- * of the plan beyond the call's as empty puts; sets *puts when it put
- * anything (the caller quiets). skip_ready: the ready counters of the
- * plan's tiles beyond the call's moved on to the round's target, before
- * the round's workers start. */
-struct agmm_worker_share;
-int agmm_rs_own_in_c(const agmm_round_t *x);
-int agmm_rs_puts_overlap(const agmm_round_t *x);
-agmm_status_t agmm_rs_gemm_tiles(agmm_round_t *x,
-                                 const struct agmm_worker_share *s, int q,
-                                 int64_t t0, int64_t t1, int into_c);
-agmm_status_t agmm_rs_send_call_rows(agmm_round_t *x, int *puts);
+/* fused.c's workers, shared with gemm-ar's fused schedule
+ * (ops/gemm_ar/fused.c), which adds to them what `then` holds (NULL:
+ * gemm-rs's own round). fused_gemm: a GEMM worker's whole part of the
+ * round, up to its puts' quiet; with `then` the own block is one call
+ * per tile when the peers' blocks are, each own tile, once reduced (its
+ * epilogue applied), goes to own_tile, and GEMM worker 0 calls
+ * send_absent after its rows cells. fused_comm: a comm worker's puts of
+ * the peers' partial tiles, up to their quiet. skip_ready: the ready
+ * counters of the plan's tiles beyond the call's moved on to the round's
+ * target, before the round's workers start. */
+typedef struct agmm_rs_then {
+    const void *ctx;
+    agmm_status_t (*own_tile)(const void *ctx, int64_t t);
+    agmm_status_t (*send_absent)(const void *ctx);
+} agmm_rs_then_t;
+agmm_status_t agmm_rs_fused_gemm(agmm_worker_t *self, agmm_round_t *x,
+                                 const agmm_rs_then_t *then);
+agmm_status_t agmm_rs_fused_comm(agmm_worker_t *self, agmm_round_t *x);
 void agmm_rs_skip_ready(agmm_plan_t *p);
 
 /* (baseline.c) The baseline's GEMM: this worker's share of every tile of
