@@ -385,6 +385,10 @@ agmm_activation_t agmm_desc_activation(const agmm_plan_desc_t *d, int i);
 agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
                                  int rank);
 agmm_status_t agmm_plan_book(agmm_plan_t *p, struct agmm_book *b);
+/* (plan.c) A call's rows (m_rows, NULL: the plan's most) into m_local,
+ * tiles, row_off and M, closed up in rank order: the part of an
+ * operation's set_rows every operation shares (win_off is its own). */
+void agmm_plan_take_rows(agmm_plan_t *p, const int64_t *m_rows);
 /* The GEMM path p's engine calls take (p->path, gemm_dtype, native,
  * gemm_esize), before the booking. */
 void agmm_plan_set_path(agmm_plan_t *p, agmm_gemm_path_t path);

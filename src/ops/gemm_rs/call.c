@@ -40,17 +40,7 @@
 
 void agmm_rs_set_rows(agmm_plan_t *p, const int64_t *m_rows)
 {
-    const int64_t *m = m_rows ? m_rows : p->m_max;
-    int64_t off = 0;
-    for (int r = 0; r < p->nranks; r++) {
-        p->m_local[r] = m[r];
-        p->tiles[r] = AGMM_DIV_UP(m[r], p->desc.tile_m);
-        /* Atomic stores: agmm_plan_row_offset may read from any thread. */
-        __atomic_store_n(&p->row_off[r], off, __ATOMIC_RELAXED);
-        off += m[r];
-    }
-    __atomic_store_n(&p->row_off[p->nranks], off, __ATOMIC_RELAXED);
-    __atomic_store_n(&p->M, off, __ATOMIC_RELAXED);
+    agmm_plan_take_rows(p, m_rows);
     /* g32 holds A's rows as they are in this call: closed up. */
     for (int r = 0; r <= p->nranks; r++)
         p->win_off[r] = p->row_off[r];
