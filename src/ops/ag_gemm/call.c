@@ -83,15 +83,10 @@ void agmm_ag_copy_gathered(agmm_plan_t *p, const void *a, void *out,
 agmm_status_t agmm_ag_send_rows(agmm_round_t *x, int first, int stride)
 {
     agmm_plan_t *p = x->p;
-    agmm_world_t *w = p->world;
     int r = p->rank;
-    double deadline = agmm_plan_deadline(p);
     for (int i = 1 + first; i < p->nranks; i += stride) {
         int q = agmm_source_order(r, p->nranks, i);
-        AGMM_CHECK(agmm_round_wait_ack(x, q, deadline));
-        AGMM_CHECK(agmm_tp_signal(w, &p->signals, q,
-                                  agmm_sig_off(p, SIG_ROWS, r),
-                                  agmm_rows_signal(x->epoch, p->m_local[r])));
+        AGMM_CHECK(agmm_round_send_rows(x, q, p->m_local[r]));
     }
     return AGMM_OK;
 }
@@ -100,25 +95,7 @@ agmm_status_t agmm_ag_check_rows(agmm_round_t *x, int src)
 {
     agmm_plan_t *p = x->p;
     if (src == p->rank || !(x->phases & AGMM_PHASE_COMM)) return AGMM_OK;
-    _Atomic uint64_t *cell =
-        agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ROWS, src));
-    agmm_wait_what_t what = {
-        "row count of round", src, (int64_t)x->epoch, 0, 0, 1};
-    AGMM_CHECK(agmm_signal_wait(p->world, cell, agmm_rows_signal(x->epoch, 0),
-                                agmm_plan_deadline(p), &what));
-    uint64_t v = atomic_load_explicit(cell, memory_order_acquire);
-    int64_t theirs = (int64_t)(v & 0xffffffffu);
-    if ((v >> 32) == x->epoch && theirs == p->m_local[src]) return AGMM_OK;
-    char reason[300];
-    snprintf(reason, sizeof reason,
-             "rank %d expected %lld rows from rank %d in round %llu but rank "
-             "%d has %lld (the ranks passed different m_rows)",
-             p->rank, (long long)p->m_local[src], src,
-             (unsigned long long)x->epoch, src,
-             (v >> 32) == x->epoch ? (long long)theirs : -1LL);
-    agmm_error(AGMM_ERR_MISMATCH, "%s", reason);
-    agmm_world_abort_with(p->world, reason);
-    return AGMM_ERR_MISMATCH;
+    return agmm_round_check_rows(x, src, p->m_local[src], "", "has");
 }
 
 agmm_status_t agmm_ag_wait_absent(agmm_round_t *x)

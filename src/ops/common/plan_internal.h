@@ -465,6 +465,19 @@ agmm_status_t agmm_round_put(const agmm_round_t *x, int q, size_t dst_off,
                              int64_t t0, int64_t t1, int tsig);
 agmm_status_t agmm_world_fail(agmm_world_t *w, agmm_status_t st,
                               const char *doing);
+/* The rows agreement of an operation with rows per call (round.c).
+ * send_rows: this rank's rows cell on peer q raised to `rows` of round
+ * x->epoch (agmm_rows_signal), after q's ack of the previous round.
+ * check_rows: waits for src's rows cell of the round and compares its
+ * count with `want`; another count (or an older round) is logged and
+ * aborts the world with "rank R expected <what> <want> rows from rank S
+ * in round E but rank S <verb> N (the ranks passed different m_rows)"
+ * (AGMM_ERR_MISMATCH): the operation's `what` ("", "partials of its")
+ * and `verb` ("has", "sends"). */
+agmm_status_t agmm_round_send_rows(const agmm_round_t *x, int q, int64_t rows);
+agmm_status_t agmm_round_check_rows(const agmm_round_t *x, int src,
+                                    int64_t want, const char *what,
+                                    const char *verb);
 
 /* AGMM_SCHEDULE_AUTO (auto.c): the schedule the next auto round runs, and
  * recording its time (collective while measuring: allgathers the slowest

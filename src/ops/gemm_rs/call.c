@@ -57,10 +57,7 @@ agmm_status_t agmm_rs_send_rows(agmm_round_t *x, int q)
 {
     agmm_plan_t *p = x->p;
     if (!rows_cells(x) || q == p->rank) return AGMM_OK;
-    AGMM_CHECK(agmm_round_wait_ack(x, q, agmm_plan_deadline(p)));
-    return agmm_tp_signal(p->world, &p->signals, q,
-                          agmm_sig_off(p, SIG_ROWS, p->rank),
-                          agmm_rows_signal(x->epoch, p->m_local[q]));
+    return agmm_round_send_rows(x, q, p->m_local[q]);
 }
 
 agmm_status_t agmm_rs_send_absent(agmm_round_t *x, int q)
@@ -81,25 +78,8 @@ agmm_status_t agmm_rs_check_rows(agmm_round_t *x, int src)
 {
     agmm_plan_t *p = x->p;
     if (src == p->rank || !rows_cells(x)) return AGMM_OK;
-    _Atomic uint64_t *cell =
-        agmm_win_signal(&p->signals, agmm_sig_off(p, SIG_ROWS, src));
-    agmm_wait_what_t what = {
-        "row count of round", src, (int64_t)x->epoch, 0, 0, 1};
-    AGMM_CHECK(agmm_signal_wait(p->world, cell, agmm_rows_signal(x->epoch, 0),
-                                agmm_plan_deadline(p), &what));
-    uint64_t v = atomic_load_explicit(cell, memory_order_acquire);
-    int64_t theirs = (int64_t)(v & 0xffffffffu), mine = p->m_local[p->rank];
-    if ((v >> 32) == x->epoch && theirs == mine) return AGMM_OK;
-    char reason[300];
-    snprintf(reason, sizeof reason,
-             "rank %d expected partials of its %lld rows from rank %d in "
-             "round %llu but rank %d sends %lld (the ranks passed different "
-             "m_rows)",
-             p->rank, (long long)mine, src, (unsigned long long)x->epoch, src,
-             (v >> 32) == x->epoch ? (long long)theirs : -1LL);
-    agmm_error(AGMM_ERR_MISMATCH, "%s", reason);
-    agmm_world_abort_with(p->world, reason);
-    return AGMM_ERR_MISMATCH;
+    return agmm_round_check_rows(x, src, p->m_local[p->rank], "partials of its",
+                                 "sends");
 }
 
 agmm_status_t agmm_rs_check_all_rows(agmm_round_t *x)
