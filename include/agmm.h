@@ -234,7 +234,9 @@ void agmm_world_set_timeout(agmm_world_t *world, double timeout_s);
 agmm_status_t agmm_world_barrier(agmm_world_t *world, double timeout_s);
 
 /* Collective: every rank contributes `bytes` bytes; `out` receives
- * size * bytes, ordered by rank. For small control data only. */
+ * size * bytes, ordered by rank. For small control data only. Like the
+ * barrier, it returns AGMM_ERR_ABORTED when it completes in an aborted
+ * world. */
 agmm_status_t agmm_world_allgather(agmm_world_t *world, const void *in,
                                    void *out, size_t bytes);
 

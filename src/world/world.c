@@ -45,32 +45,40 @@ int agmm_world_link_emulated(const agmm_world_t *w, double *gbps,
     return w->ctl->link(w, gbps, latency_us);
 }
 
-/* A barrier completed in an aborted world is not one: every rank that
- * finds the world aborted as it leaves gets AGMM_ERR_ABORTED, whether it
- * arrived last (shm's barrier says so itself) or was woken by the
- * completed count. In shm the abort cell's release store happens-before
- * this check whenever the rank whose arrival completed the count had seen
- * the abort before arriving (its fetch_add and the generation's release
- * carry it), so a late rank entering after the others timed out wakes
- * every waiter into ABORTED, never OK; over MPI the abort is a message on
- * another communicator, seen here if it has arrived. An abort after the
- * barrier is seen or not, as by any later call. */
-agmm_status_t agmm_world_barrier_until(agmm_world_t *w, double deadline)
+/* A collective (barrier, all-gather) completed in an aborted world is not
+ * one: every rank that finds the world aborted as it leaves gets
+ * AGMM_ERR_ABORTED, whether it arrived last (shm's barrier says so
+ * itself) or was woken by the completed count. In shm the abort cell's
+ * release store happens-before this check whenever the rank whose arrival
+ * completed the count had seen the abort before arriving (its fetch_add
+ * and the generation's release carry it), so a late rank entering after
+ * the others timed out wakes every waiter into ABORTED, never OK; over
+ * MPI the abort is a message on another communicator, seen here if it
+ * has arrived. An abort after the collective is seen or not, as by any
+ * later call. */
+static agmm_status_t completed(agmm_world_t *w, agmm_status_t st,
+                               const char *what)
 {
-    AGMM_CHECK(w->ctl->barrier(w, deadline));
+    if (st != AGMM_OK) return st;
     const char *reason = agmm_world_aborted(w);
     if (reason)
         return agmm_error_quiet(AGMM_ERR_ABORTED,
-                                "aborted during a barrier of all ranks: %s",
+                                "aborted during %s of all ranks: %s", what,
                                 reason);
     return AGMM_OK;
+}
+
+agmm_status_t agmm_world_barrier_until(agmm_world_t *w, double deadline)
+{
+    return completed(w, w->ctl->barrier(w, deadline), "a barrier");
 }
 
 agmm_status_t agmm_world_allgather_until(agmm_world_t *w, const void *in,
                                          void *out, size_t bytes,
                                          double deadline)
 {
-    return w->ctl->allgather(w, in, out, bytes, deadline);
+    return completed(w, w->ctl->allgather(w, in, out, bytes, deadline),
+                     "an all-gather");
 }
 
 void agmm_world_abort_with(agmm_world_t *w, const char *reason)
@@ -103,7 +111,7 @@ agmm_status_t agmm_world_allgather(agmm_world_t *w, const void *in, void *out,
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "allgather: %zu bytes per rank (allowed 1..%d)",
                           bytes, AGMM_ALLGATHER_MAX);
-    return w->ctl->allgather(w, in, out, bytes, agmm_deadline(w, 0));
+    return agmm_world_allgather_until(w, in, out, bytes, agmm_deadline(w, 0));
 }
 
 void agmm_world_abort(agmm_world_t *w, const char *message)
@@ -122,8 +130,8 @@ agmm_status_t agmm_win_agree(agmm_world_t *w, uint64_t key, size_t bytes)
     if (!all)
         return agmm_error(AGMM_ERR_NO_MEMORY, "%s: out of memory",
                           w->ctl->name);
-    agmm_status_t st =
-        w->ctl->allgather(w, mine, all, sizeof mine, agmm_deadline(w, 0));
+    agmm_status_t st = agmm_world_allgather_until(w, mine, all, sizeof mine,
+                                                  agmm_deadline(w, 0));
     for (int p = 0; st == AGMM_OK && p < w->size; p++)
         if (all[2 * p] != mine[0] || all[2 * p + 1] != mine[1])
             st = agmm_error(AGMM_ERR_MISMATCH,

@@ -224,11 +224,11 @@ static int barrier_late_main(agmm_world_t *w, void *arg)
 }
 
 /* A barrier whose count completes in an aborted world ends by abort on
- * every rank: ranks 0 and 1 wait in it; rank 2 aborts the world, then
- * arrives last. Whether a waiter sees the abort flag first or the
- * completed count first, it must leave with ABORTED and the world's
- * reason must be rank 2's (before, a waiter woken by the count left with
- * OK while the last arriver got ABORTED). */
+ * every rank (world/world.c), and so does a later all-gather: ranks 0 and 1
+ * wait in it; rank 2 aborts the world, then arrives last. Whether a waiter sees
+ * the abort flag first or the completed count first, it must leave with ABORTED
+ * and the world's reason must be rank 2's (before, a waiter woken by the count
+ * left with OK while the last arriver got ABORTED). */
 static int barrier_aborted_main(agmm_world_t *w, void *arg)
 {
     _Atomic uint64_t *entered = arg;
@@ -247,6 +247,11 @@ static int barrier_aborted_main(agmm_world_t *w, void *arg)
     agmm_status_t st = agmm_world_barrier(w, 20);
     CHECK(st == AGMM_ERR_ABORTED, "rank %d: barrier ends by abort, got %s", r,
           agmm_status_str(st));
+    /* So does an all-gather in that world, on every rank. */
+    uint64_t mine = (uint64_t)r, all[3];
+    st = agmm_world_allgather(w, &mine, all, sizeof mine);
+    CHECK(st == AGMM_ERR_ABORTED, "rank %d: all-gather ends by abort, got %s",
+          r, agmm_status_str(st));
     const char *why = agmm_world_aborted(w);
     CHECK(why && strstr(why, "rank 2 gave up (test)"),
           "rank %d: the world's reason is rank 2's: '%s'", r, why ? why : "");
