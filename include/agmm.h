@@ -229,7 +229,8 @@ void agmm_world_set_timeout(agmm_world_t *world, double timeout_s);
 /* Collective: every rank returns once all ranks have entered, or with
  * AGMM_ERR_TIMEOUT / AGMM_ERR_ABORTED. A barrier that completes in an
  * aborted world returns AGMM_ERR_ABORTED, on every rank that finds it
- * aborted (in shm: on every rank, when the last arrived after the abort).
+ * aborted (in shm: on every rank, when the last to arrive had seen the
+ * abort).
  * timeout_s <= 0 means the world's default timeout. */
 agmm_status_t agmm_world_barrier(agmm_world_t *world, double timeout_s);
 
