@@ -27,6 +27,7 @@
 #include "agmm_ext.h"
 #include "check.h"
 #include "ops/gemm_rs/tiles.h"
+#include "test_data.h"
 
 #define MAXP 4
 enum { ROUNDS = 7 };
@@ -43,27 +44,6 @@ typedef struct cfg {
 /* gemm-rs's one call over every block (few rows): set before the ranks
  * are forked. */
 static int g_whole;
-
-static float value(int id, int64_t i)
-{
-    uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ull +
-                 (uint64_t)i * 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 31;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 29;
-    return (float)((double)(x >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
-
-static void *make(agmm_dtype_t dt, int id, int64_t n)
-{
-    float *f = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    void *out = malloc(4 * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        f[i] = value(id, i);
-    agmm_convert_from_fp32(dt, f, out, (size_t)n);
-    free(f);
-    return out;
-}
 
 static uint64_t fnv(const float *c, size_t n)
 {
@@ -123,8 +103,8 @@ static int rank_main(agmm_world_t *w, void *arg)
     if (agmm_plan_create(w, &d, &rs) != AGMM_OK) return 100;
     void *a[MAXP], *wt[MAXP];
     for (int p = 0; p < P; p++) {
-        a[p] = make(cf->dtype, 10 + p, M * cf->k_local[p]);
-        wt[p] = make(cf->dtype, 20 + p, cf->k_local[p] * N);
+        a[p] = test_make(cf->dtype, 10 + p, M * cf->k_local[p]);
+        wt[p] = test_make(cf->dtype, 20 + p, cf->k_local[p] * N);
     }
     size_t all = (size_t)(M * N), own = (size_t)(cf->m_local[r] * N);
     float *c[ROUNDS], *ref = malloc(sizeof(float) * all + 1);

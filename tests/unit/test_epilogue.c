@@ -26,6 +26,7 @@
 #include "agmm_ext.h"
 #include "check.h"
 #include "gemm/epilogue.h"
+#include "test_data.h"
 
 #define P 2
 static const int64_t m_local[P] = {19, 13};
@@ -36,24 +37,6 @@ typedef struct cfg {
     agmm_gemm_engine_kind_t engine;
     agmm_dtype_t dtype;
 } cfg_t;
-
-static float value(int id, int64_t i)
-{
-    uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ull +
-                 (uint64_t)i * 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 31;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 29;
-    return (float)((double)(x >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
-
-static float *values(int id, int64_t n)
-{
-    float *f = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        f[i] = value(id, i);
-    return f;
-}
 
 /* gemm-rs and gemm-ar split k over the ranks and reduce; ag-gemm gathers. */
 static int reduces(const cfg_t *cf)
@@ -80,7 +63,7 @@ static void make_inputs(const cfg_t *cf, inputs_t *in)
         int64_t kp = kpart(cf, p);
         in->arows[p] = reduces(cf) ? M : m_local[p];
         int64_t na = in->arows[p] * kp, nw = kp * N;
-        float *fa = values(10 + p, na), *fw = values(20 + p, nw);
+        float *fa = test_values(10 + p, na), *fw = test_values(20 + p, nw);
         in->a[p] = malloc(4 * (size_t)(na + 1));
         in->w[p] = malloc(4 * (size_t)(nw + 1));
         in->as[p] = in->ws[p] = NULL;
@@ -216,7 +199,8 @@ static int one_epilogue(agmm_world_t *w, const cfg_t *cf, const inputs_t *in,
             (bias || act || out != AGMM_DTYPE_FP32) ||
         !gi.epilogue_isa || strcmp(gi.epilogue_isa, agmm_gemm_epilogue_isa()))
         return 18;
-    float *b = values(30, N), *ref = malloc(sizeof(float) * (size_t)(cn + 1));
+    float *b = test_values(30, N),
+          *ref = malloc(sizeof(float) * (size_t)(cn + 1));
     float *pre = malloc(sizeof(float) * (size_t)(cn + 1));
     float *got = malloc(sizeof(float) * (size_t)(cn + 1));
     size_t es = agmm_dtype_size(out);

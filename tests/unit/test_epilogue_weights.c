@@ -22,6 +22,7 @@
 
 #include "agmm_ext.h"
 #include "check.h"
+#include "test_data.h"
 
 #define P  2
 #define NW 3
@@ -34,22 +35,14 @@ typedef struct cfg {
     agmm_dtype_t out;
 } cfg_t;
 
-static float value(int id, int64_t i)
-{
-    uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ull +
-                 (uint64_t)i * 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 31;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 29;
-    return (float)((double)(x >> 11) * 0x1.0p-53 * 4.0 - 2.0);
-}
-
-/* n values of id, converted to bf16 (dst) or kept fp32 (dst NULL). */
+/* n values of id in [-2, 2) (test_data.h's, doubled: the same bits as a
+ * hash scaled to that range), converted to bf16 (dst) or kept fp32 (dst
+ * NULL). */
 static float *values(int id, int64_t n, void *dst)
 {
-    float *f = malloc(sizeof(float) * (size_t)n);
+    float *f = test_values(id, n);
     for (int64_t i = 0; i < n; i++)
-        f[i] = value(id, i);
+        f[i] = 2.0f * f[i];
     if (dst) agmm_convert_from_fp32(AGMM_DTYPE_BF16, f, dst, (size_t)n);
     return f;
 }

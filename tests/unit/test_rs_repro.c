@@ -19,6 +19,7 @@
 #include "agmm_ext.h"
 #include "check.h"
 #include "ops/gemm_rs/tiles.h"
+#include "test_data.h"
 
 #define P 3
 static const int64_t m_local[P] = {37, 0, 29};
@@ -29,27 +30,6 @@ typedef struct cfg {
     int comm_workers;
     agmm_dtype_t dtype;
 } cfg_t;
-
-static float value(int id, int64_t i)
-{
-    uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ull +
-                 (uint64_t)i * 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 31;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 29;
-    return (float)((double)(x >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
-
-static void *make(agmm_dtype_t dt, int id, int64_t n)
-{
-    float *f = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    void *out = malloc(4 * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        f[i] = value(id, i);
-    agmm_convert_from_fp32(dt, f, out, (size_t)n);
-    free(f);
-    return out;
-}
 
 static int64_t kpart(int r)
 {
@@ -83,8 +63,8 @@ static int rank_main(agmm_world_t *w, void *arg)
         row0 += m_local[p];
     void *a[P], *wt[P];
     for (int p = 0; p < P; p++) {
-        a[p] = make(cf->dtype, 10 + p, M * kpart(p));
-        wt[p] = make(cf->dtype, 20 + p, kpart(p) * N);
+        a[p] = test_make(cf->dtype, 10 + p, M * kpart(p));
+        wt[p] = test_make(cf->dtype, 20 + p, kpart(p) * N);
     }
     size_t cb = sizeof(float) * (size_t)(rows * N) + 1;
     float *c[ROUNDS], *ref = malloc(cb);

@@ -20,6 +20,7 @@
 
 #include "agmm_ext.h"
 #include "rank_check.h"
+#include "test_data.h"
 
 enum { K = 70, N = 45, MAXSETS = 8 };
 
@@ -51,27 +52,6 @@ static const cfg_t shapes[] = {
      0},
     {1, {21, 0, 0}, 5, {{21}, {0}, {5}, {13}, {21}}, 0, 0, 0, 0},
 };
-
-static float value(int id, int64_t i)
-{
-    uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ull +
-                 (uint64_t)i * 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 31;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 29;
-    return (float)((double)(x >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
-
-static void *make(agmm_dtype_t dt, int id, int64_t n)
-{
-    float *f = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    void *out = malloc(4 * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++)
-        f[i] = value(id, i);
-    agmm_convert_from_fp32(dt, f, out, (size_t)n);
-    free(f);
-    return out;
-}
 
 /* A plan for rows m on GEMM path `path` (AUTO: measured). */
 static agmm_plan_t *plan_for(agmm_world_t *w, const cfg_t *cf, const int64_t *m,
@@ -152,7 +132,7 @@ static int rank_main(agmm_world_t *w, void *arg)
     const void *wt[3];
     for (int q = 0; q < P; q++) {
         kl[q] = agmm_k_split(K, P, q);
-        wt[q] = make(cf->dtype, 20 + q, kl[q] * N);
+        wt[q] = test_make(cf->dtype, 20 + q, kl[q] * N);
     }
     agmm_plan_t *p = plan_for(w, cf, cf->m_max, AGMM_GEMM_PATH_AUTO);
     if (!p) return rank_checks_save(r);
@@ -173,7 +153,7 @@ static int rank_main(agmm_world_t *w, void *arg)
         for (int q = 0; q < P; q++)
             M += m[q];
         for (int q = 0; q < P; q++)
-            a[i][q] = make(cf->dtype, 100 * i + 10 + q, M * kl[q]);
+            a[i][q] = test_make(cf->dtype, 100 * i + 10 + q, M * kl[q]);
         CHECK(agmm_reference_rs(P, (const void *const *)a[i], wt, kl, M, N,
                                 cf->dtype, row0, rows, ref) == AGMM_OK,
               "reference");
