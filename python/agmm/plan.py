@@ -28,122 +28,15 @@ is used by one thread at a time; an overlapping call fails with
 agmm.BadState (the library refuses it without touching the plan).
 """
 import ctypes
-from dataclasses import dataclass
 
 import numpy as np
 
-from . import _buffers, _lib
+from . import _buffers, _lib, _plan_info, _plan_int8
+from ._plan_desc import code_of as _name, default_workers, dtype_name, int_list
+from ._plan_info import GemmInfo, ScheduleInfo
 from .errors import BadState, InvalidArgument, check, missing
 
-
-def _name(value, table, what):
-    if value not in table:
-        raise InvalidArgument("%s: %r (allowed: %s)"
-                              % (what, value, ", ".join(table)))
-    return table[value]
-
-
-def dtype_name(dtype):
-    """'fp16' / 'bf16' / 'fp32' / 'int8' from a name, a numpy or a torch
-    dtype."""
-    names = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32",
-             "int8": "int8"}
-    if isinstance(dtype, str):
-        d = dict(names, half="fp16", float="fp32").get(dtype, dtype)
-    else:
-        text = str(dtype)
-        if not text.startswith("torch."):  # numpy.float16, numpy.dtype("int8")
-            try:
-                import numpy
-                text = numpy.dtype(dtype).name
-            except TypeError:
-                pass
-        d = names.get(text.replace("torch.", ""))
-    if d not in _lib.DTYPES:
-        raise InvalidArgument("dtype: %r (allowed: fp16, bf16, fp32, int8, or "
-                              "the numpy/torch float16, bfloat16, float32, int8)"
-                              % (dtype,))
-    return d
-
-
-@dataclass(frozen=True)
-class GemmInfo:
-    """The GEMM engine a plan runs (agmm_gemm_info_t)."""
-    engine: str            # "onednn" or "openblas"
-    version: str           # the library's version
-    impl: str              # the kernel it picked
-    threads_per_call: int
-    primitives_created: int
-    path: str              # "native" or "f32": the GEMM path it runs
-    chosen_by: str         # "forced", "only", "measured" or "cached"
-    # (path, slowest rank's predicted GEMM time of a round in us, this
-    # rank's GFLOP/s, impl) of each candidate measured: native, f32
-    candidates: tuple
-    choose_ms: float       # time this rank spent measuring
-    # int8: "s8s8" or "u8s8", the variant of the native path it runs (the
-    # candidates are then s8s8, u8s8); None for other dtypes
-    int8_variant: object = None
-    # where the epilogue runs: "none", "engine" (in the GEMM calls),
-    # "pass" (an fp32 result, then a pass; gemm-rs: after the reduction)
-    # or "mixed"
-    epilogue: str = "none"
-    # the instruction set of agmm's own epilogue pass on this CPU:
-    # "x86-64-v4" (AVX-512), "avx2" or "x86-64"
-    epilogue_isa: str = "x86-64"
-
-
-@dataclass(frozen=True)
-class ScheduleInfo:
-    """What schedule="auto" did so far (agmm_schedule_info_t)."""
-    last: str              # "fused" or "baseline": the last auto round
-    pick: str              # once decided: what later auto rounds run
-    decided: bool
-    trials: int
-    fused_us: float        # best measured round (slowest rank), 0: none
-    baseline_us: float
-    reason: str
-
-
-_SCHED_NAMES = {v: k for k, v in _lib.SCHEDULES.items()}
-
-
-def default_workers(nranks, comm=None):
-    """(comm_workers, gemm_workers) by the library's default core split, as
-    the agmm tool makes it (agmm_default_workers; docs/cli.md): cores =
-    this process's CPU affinity, ranks = the ranks on this host
-    (LOCAL_WORLD_SIZE as torchrun sets it, Open MPI's
-    OMPI_COMM_WORLD_LOCAL_SIZE, else the world size); comm = 1 if
-    2 x ranks <= cores else 0 (unless given); gemm = max(1, cores // ranks
-    - comm). A rank agmm launch bound (AGMM_BIND_CPUS set) owns its
-    affinity: it counts alone."""
-    import os
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    local = nranks
-    for var in ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"):
-        v = os.environ.get(var, "")
-        if v.isdigit() and int(v) >= 1:
-            local = int(v)
-            break
-    if os.environ.get("AGMM_BIND_CPUS"):
-        local = 1
-    c, g = ctypes.c_int(), ctypes.c_int()
-    check(_lib.fn.agmm_default_workers(max(1, cores), local,
-                                       -1 if comm is None else int(comm),
-                                       ctypes.byref(c), ctypes.byref(g)),
-          "default_workers")
-    return c.value, g.value
-
-
-def _int_list(values, count, what):
-    if isinstance(values, int):
-        values = [values] * count
-    values = [int(v) for v in values]
-    if len(values) != count:
-        raise InvalidArgument("%s: %d values for %d ranks" % (what, len(values), count))
-    return values
+__all__ = ["Plan", "GemmInfo", "ScheduleInfo", "default_workers", "dtype_name"]
 
 
 class Plan:
@@ -193,7 +86,7 @@ class Plan:
         self.rank = world.rank
         self.dtype = dtype_name(dtype)
         self.op = op
-        self.m_local = _int_list(m_local, P, "m_local")
+        self.m_local = int_list(m_local, P, "m_local")
         self.k = int(k)
         self.n_list = [int(v) for v in n] if isinstance(n, (list, tuple)) \
             else [int(n)]
@@ -261,7 +154,7 @@ class Plan:
             d.n_weights = len(self.n_list)
             d.n_list = ctypes.cast(self._nlist, ctypes.POINTER(ctypes.c_int64))
         if k_local is not None:
-            self._klocal = (ctypes.c_int64 * P)(*_int_list(k_local, P, "k_local"))
+            self._klocal = (ctypes.c_int64 * P)(*int_list(k_local, P, "k_local"))
             d.k_local = ctypes.cast(self._klocal, ctypes.POINTER(ctypes.c_int64))
         self._desc = desc
         h = ctypes.c_void_p()
@@ -347,34 +240,12 @@ class Plan:
         del keep
 
     def _set_weight_int8(self, w, i, scale, shape, what):
-        from .quant import quantize
-        sname = "scale" if i == 0 else "scale %d" % i
-        tensor = self.w_scale == "tensor"
-        wdt = _buffers.dtype_of(w)
-        if wdt in ("fp32", "fp16", "bf16"):  # the convenience: quantize here
-            if scale is not None:
-                raise InvalidArgument(
-                    "%s: given with a %s %s (a float weight is quantized "
-                    "here; pass int8 values with their scale, or the float "
-                    "weight alone)" % (sname, wdt, what))
-            if tuple(w.shape) != shape:
-                raise InvalidArgument("%s: shape %s, expected %s"
-                                      % (what, _buffers._shape_str(w.shape),
-                                         _buffers._shape_str(shape)))
-            w, scale = quantize(w, "tensor" if tensor else "cols", what=what)
-        wptr, wkeep = _buffers.input_ptr(w, "int8", shape, what)
-        if scale is None:
-            raise InvalidArgument(
-                "%s: required with an int8 %s (float32 of shape (%d,)%s, or "
-                "a float weight to quantize here)"
-                % (sname, what, 1 if tensor else shape[1],
-                   " or a number" if tensor else ""))
-        sptr, skeep = _buffers.scales_ptr(scale, 1 if tensor else shape[1],
-                                          sname, scalar=tensor)
-        _buffers.check_scale_values(skeep, sname)
         f = _lib.fn.agmm_plan_set_weight_scaled
         if f is None:
             raise missing("agmm_plan_set_weight_scaled")
+        wptr, wkeep, sptr, skeep = _plan_int8.weight(
+            w, scale, shape, what, "scale" if i == 0 else "scale %d" % i,
+            self.w_scale == "tensor")
         check(f(self.handle, i, wptr, sptr), "set_weight")
         del wkeep, skeep
 
@@ -490,39 +361,12 @@ class Plan:
         check(_lib.fn.agmm_plan_run_args(self.handle, ctypes.byref(args)),
               "run")
 
-    def _int8_a(self, a, a_scale, a_shape):
-        """(a, address and owner of its scales) for an int8 round: a float a
-        quantized here, an int8 one with its a_scale checked."""
-        from .quant import quantize
-        tensor = self.a_scale == "tensor"
-        adt = _buffers.dtype_of(a)
-        if adt in ("fp32", "fp16", "bf16"):
-            if a_scale is not None:
-                raise InvalidArgument(
-                    "a_scale: given with a %s a (a float a is quantized here; "
-                    "pass int8 values with their a_scale, or the float a "
-                    "alone)" % adt)
-            if tuple(a.shape) != tuple(a_shape):
-                raise InvalidArgument("a: shape %s, expected %s"
-                                      % (_buffers._shape_str(a.shape),
-                                         _buffers._shape_str(a_shape)))
-            a, a_scale = quantize(a, "tensor" if tensor else "rows", what="a")
-        elif adt == "int8" and a_scale is None:
-            raise InvalidArgument(
-                "a_scale: required with an int8 a (float32 of shape (%d,)%s, "
-                "or a float a to quantize here)"
-                % (1 if tensor else a_shape[0], " or a number" if tensor else ""))
-        if adt != "int8" and a_scale is None:
-            return a, (None, None)  # input_ptr names the dtype
-        return a, _buffers.scales_ptr(a_scale, 1 if tensor else a_shape[0],
-                                      "a_scale", scalar=tensor)
-
     def _run_args(self, a, out, sched, m_rows, a_gathered, a_scale=None):
         gemm_rs = self.op in ("gemm-rs", "gemm-ar")  # A [M, k_local[rank]]
         if gemm_rs and a_gathered is not None:
             raise InvalidArgument("run: a_gathered is for ag-gemm plans")
         rows = self.m_local if m_rows is None else \
-            _int_list(m_rows, self.world.size, "m_rows")
+            int_list(m_rows, self.world.size, "m_rows")
         for r, (got, most) in enumerate(zip(rows, self.m_local)):
             if not 0 <= got <= most:
                 raise InvalidArgument("m_rows[%d] = %d (allowed 0..%d, the "
@@ -531,7 +375,8 @@ class Plan:
         a_shape = (M, self.a_shape[1]) if gemm_rs else (rows[self.rank], self.k)
         int8 = self.dtype == "int8"
         if int8:
-            a, (sptr, skeep) = self._int8_a(a, a_scale, a_shape)
+            a, (sptr, skeep) = _plan_int8.a_rows(a, a_scale, a_shape,
+                                                  self.a_scale == "tensor")
         aptr, akeep = _buffers.input_ptr(a, self.dtype, a_shape, "a")
         nw = len(self.n_list)
         outs = out if nw > 1 else [out]
@@ -583,34 +428,11 @@ class Plan:
 
     def gemm_info(self):
         """The GEMM engine this plan runs (agmm_plan_gemm_info)."""
-        info = _lib.GemmInfoC()
-        check(_lib.fn.agmm_plan_gemm_info(self.handle, ctypes.byref(info)),
-              "gemm_info")
-        names = {v: k for k, v in _lib.PATHS.items()}
-        cands = tuple((names.get(c.path, "invalid"), float(c.round_us),
-                       float(c.gflops), _lib.text(c.impl))
-                      for c in info.candidate[:info.candidates])
-        return GemmInfo(_lib.text(info.name), _lib.text(info.version),
-                        _lib.text(info.impl), int(info.threads_per_call),
-                        int(info.primitives_created),
-                        names.get(info.path, "invalid"),
-                        _lib.text(info.chosen_by), cands,
-                        float(info.choose_ms),
-                        _lib.text(info.int8_variant)
-                        if info.int8_variant else None,
-                        _lib.text(info.epilogue) or "none",
-                        _lib.text(info.epilogue_isa) or "x86-64")
+        return _plan_info.gemm_info(self.handle)
 
     def schedule_info(self):
         """What schedule="auto" did so far (agmm_plan_schedule_info)."""
-        info = _lib.ScheduleInfoC()
-        check(_lib.fn.agmm_plan_schedule_info(self.handle, ctypes.byref(info)),
-              "schedule_info")
-        return ScheduleInfo(_SCHED_NAMES.get(info.last, "invalid"),
-                            _SCHED_NAMES.get(info.pick, "invalid"),
-                            bool(info.decided), int(info.trials),
-                            float(info.fused_us), float(info.baseline_us),
-                            _lib.text(info.reason))
+        return _plan_info.schedule_info(self.handle)
 
     def close(self):
         """Collective: destroy the plan (agmm_plan_destroy). Idempotent."""
