@@ -6,10 +6,7 @@ import math
 import numpy as np
 
 import agmm
-
-
-def _ints(seed, shape, lo=-3, hi=4):
-    return np.random.default_rng(seed).integers(lo, hi, size=shape).astype(np.float32)
+from worker_common import ints as _ints
 
 
 def _act(name, x):

@@ -1,7 +1,7 @@
 """W8A8 int8 through the package (issue 22): agmm.quantize (the library's
 agmm_quantize) against NumPy, scale validation naming the argument, the
 float convenience, int8 plans at 1 and 2 ranks against an int64 oracle
-(rank_worker.py's int8 scenarios), and agmm.torch's scaled ops.
+(int8_scenarios.py, run by rank_worker.py), and agmm.torch's scaled ops.
 
 Tests that run int8 plans skip only where agmm.int8_available() says this
 build's engine cannot (an OpenBLAS-only build refuses int8 plans; that
