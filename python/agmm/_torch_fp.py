@@ -14,7 +14,7 @@ from . import _lib
 from .errors import InvalidArgument, Unsupported
 from ._torch_epilogue import apply_epilogue, activation_name, check_bias, out_dtype
 from ._torch_groups import (_DT, _group, _cached_plan, _reduce_plan, ag_key,
-                            reduce_key)
+                            check_tensor, reduce_key)
 
 _MAX_LEAD = 8  # leading dimensions of a reduce's A
 
@@ -26,18 +26,8 @@ def plan_op_available(op):
 
 
 def _fp_tensor(x, what, dims=None):
-    if not isinstance(x, torch.Tensor) or x.device.type != "cpu" \
-            or x.dtype not in _DT:
-        desc = ("%s %s" % (x.device, x.dtype)) if isinstance(x, torch.Tensor) \
-            else type(x).__name__
-        raise InvalidArgument("%s: %s (agmm takes CPU float16, bfloat16 or "
-                              "float32)" % (what, desc))
-    if dims == 2 and x.dim() != 2:
-        raise InvalidArgument("%s: %d dimensions (expected 2: [k, n])"
-                              % (what, x.dim()))
-    if dims is None and x.dim() < 2:
-        raise InvalidArgument("%s: %d dimensions (at least 2: [..., k])"
-                              % (what, x.dim()))
+    check_tensor(x, what, _DT, "%(what)s: %(got)s (agmm takes CPU float16, "
+                 "bfloat16 or float32)", dims)
 
 
 def _dim(d, nd, what):

@@ -147,6 +147,23 @@ _DT = {torch.float16: (0, "fp16"), torch.bfloat16: (1, "bf16"),
        torch.float32: (2, "fp32")}
 
 
+def check_tensor(x, what, dtypes, refusal, dims=None):
+    """x must be a CPU torch tensor with a dtype in `dtypes` (else
+    InvalidArgument(refusal % {"what": what, "got": its device and dtype,
+    or its type})) and 2 dimensions (dims=2: a weight [k, n]) or at least 2
+    (dims None: [..., k])."""
+    if not isinstance(x, torch.Tensor) or x.device.type != "cpu" \
+            or x.dtype not in dtypes:
+        got = ("%s %s" % (x.device, x.dtype)) if isinstance(x, torch.Tensor) \
+            else type(x).__name__
+        raise InvalidArgument(refusal % {"what": what, "got": got})
+    nd = x.dim()
+    if (dims == 2 and nd != 2) or (dims is None and nd < 2):
+        raise InvalidArgument("%s: %d dimension%s (%s)" % (
+            what, nd, "" if nd == 1 else "s",
+            "expected 2: [k, n]" if dims == 2 else "at least 2: [..., k]"))
+
+
 def _flat_scale(s):
     return s.reshape(-1).contiguous()
 

@@ -7,7 +7,7 @@ import torch
 
 from .errors import InvalidArgument
 from ._torch_groups import (_group, _cached_plan, _reduce_plan, _flat_scale,
-                            ag_key, reduce_key)
+                            ag_key, check_tensor, reduce_key)
 
 # How a scale tensor's shape lays out its values: per row/column, one for
 # the tensor, or either (one row/column: both read the same).
@@ -99,19 +99,9 @@ def _out_dtypes(out_dtypes, count):
 
 
 def _int8_tensor(x, what, dims=None):
-    if not isinstance(x, torch.Tensor) or x.device.type != "cpu" \
-            or x.dtype != torch.int8:
-        desc = ("%s %s" % (x.device, x.dtype)) if isinstance(x, torch.Tensor) \
-            else type(x).__name__
-        raise InvalidArgument("%s: expected a CPU torch.int8 tensor, got %s (the "
-                              "scaled ops take int8 values; agmm.quantize makes "
-                              "them)" % (what, desc))
-    if dims == 2 and x.dim() != 2:
-        raise InvalidArgument("%s: %d dimensions (expected 2: [k, n])"
-                              % (what, x.dim()))
-    if dims is None and x.dim() < 2:
-        raise InvalidArgument("%s: %d dimensions (at least 2: [..., k])"
-                              % (what, x.dim()))
+    check_tensor(x, what, (torch.int8,), "%(what)s: expected a CPU torch.int8 "
+                 "tensor, got %(got)s (the scaled ops take int8 values; "
+                 "agmm.quantize makes them)", dims)
 
 
 def _scaled_ag_impl(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
