@@ -22,7 +22,7 @@ with agmm.World.from_env(timeout=60) as world:  # joins the other ranks
         plan.set_weight(w)                     # [k, n], the same on every rank
         c = plan.run(a)                        # [64 * size, 16] float32
 
-    # The PyTorch op, on this world (plans cached per shape and weight).
+    # A PyTorch op, on this world (plans cached per shape and weight).
     agmm.torch.register_group("tp", world)
     A, [C] = agmm.torch.fused_all_gather_matmul(
         torch.from_numpy(a), [torch.from_numpy(w)], gather_dim=0, group_name="tp")

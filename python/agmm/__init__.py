@@ -1,6 +1,7 @@
-"""agmm from Python: tensor-parallel all-gather + GEMM (and GEMM +
-reduce-scatter) across processes, over the C library libagmm.so (ctypes;
-no compiled extension). docs/python.md is the guide.
+"""agmm from Python: the operations of a tensor-parallel layer (all-gather
++ GEMM, GEMM + reduce-scatter, GEMM + all-reduce) across processes, over
+the C library libagmm.so (ctypes; no compiled extension), and PyTorch ops
+over them (agmm.torch). docs/python.md is the guide.
 
     import agmm, numpy as np
     with agmm.World.from_env() as world:            # RANK/WORLD_SIZE/... set
@@ -12,7 +13,7 @@ no compiled extension). docs/python.md is the guide.
 NumPy arrays and PyTorch CPU tensors go in and out without copies when
 they are C-contiguous and of the plan's dtype (bf16 from NumPy: uint16
 bits). The GIL is released while a round runs. Errors raise agmm.Error
-subclasses with the library's status and message. The PyTorch op is in
+subclasses with the library's status and message. The PyTorch ops are in
 agmm.torch (imported on demand: `import agmm.torch`). agmm.blas_info()
 says which BLAS kernel runs and, when it is an old one for this CPU, what
 to set. W8A8: dtype="int8" plans take int8 A and W with float32 scales

@@ -53,7 +53,7 @@ SKIP = {
     # cli.md's synopsis: usage forms with `|` alternatives and prose, not
     # commands. `agmm run --help` is run from README; tests/e2e/
     # cli_help_golden.sh compares the help text with cli.md.
-    "agmm run   [options]   compute": "usage synopsis, not a command",
+    "agmm run   [options]   run one": "usage synopsis, not a command",
     "agmm bench [options]   time": "usage synopsis, not a command",
     "agmm --help | -h | --version": "usage synopsis, not a command",
     "agmm run --help | agmm bench --help": "usage synopsis, not a command",

@@ -29,11 +29,12 @@ static const char *const k_section_titles[SEC_COUNT] = {
 void agmm_cli_usage_top(FILE *out)
 {
     fprintf(out,
-            "agmm %s: tensor-parallel all-gather + GEMM with communication/computation\n"
-            "overlap, on CPUs.\n"
+            "agmm %s: the operations of a tensor-parallel layer on CPU ranks (all-gather\n"
+            "+ GEMM, GEMM + reduce-scatter, GEMM + all-reduce), communication overlapped\n"
+            "with the GEMM.\n"
             "\n"
-            "usage: agmm run   [options]   compute C = gather(A_0..A_{P-1}) @ W on P ranks\n"
-            "                              and check it against a reference\n"
+            "usage: agmm run   [options]   run one operation (--op) on P ranks and check\n"
+            "                              C against a reference\n"
             "       agmm bench [options]   time repeated rounds (fused vs. baseline)\n"
             "       agmm model [options]   predict a round (fused vs. baseline) on a\n"
             "                              described machine, or on this one measured\n"
@@ -53,7 +54,8 @@ void agmm_cli_usage_top(FILE *out)
 void opt_print_version(FILE *out)
 {
     fprintf(out, "agmm %s\n", AGMM_VERSION_STRING);
-    fprintf(out, "all-gather + GEMM with communication/computation overlap, on CPUs\n");
+    fprintf(out, "all-gather + GEMM, GEMM + reduce-scatter, GEMM + all-reduce with\n"
+                 "communication/computation overlap, on CPUs\n");
     fprintf(out, "gemm engines: %sopenblas\n",
             agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN) ? "onednn "
                                                                 : "");
@@ -104,11 +106,15 @@ static const char k_intro_cleanup[] =
     "processes are all gone: what a killed job leaves behind. Segments of\n"
     "running jobs and of other users are never touched.\n\n";
 static const char k_intro_bench[] =
-    "Times repeated rounds of C_r = gather(A_0..A_{P-1}) @ W_r on P ranks\n"
-    "(forked processes on this host, shared memory).\n\n";
+    "Times repeated rounds of one operation (--op: all-gather + GEMM,\n"
+    "C_i = gather(A_0..A_{P-1}) @ W_i; GEMM + reduce-scatter or GEMM +\n"
+    "all-reduce, C = sum_r A_r @ W_r) on P ranks (forked processes on this\n"
+    "host, shared memory).\n\n";
 static const char k_intro_run[] =
-    "Computes C_r = gather(A_0..A_{P-1}) @ W_r on P ranks (forked processes\n"
-    "on this host, shared memory) and checks it against a reference.\n\n";
+    "Runs one operation (--op: all-gather + GEMM, C_i = gather(A_0..A_{P-1})\n"
+    "@ W_i; GEMM + reduce-scatter or GEMM + all-reduce, C = sum_r A_r @ W_r)\n"
+    "on P ranks (forked processes on this host, shared memory) and checks C\n"
+    "against a reference.\n\n";
 static const char k_intro_model[] =
     "Predicts one round of the plan the options describe, fused and baseline,\n"
     "on the machine they describe (hosts, ranks per host, transport, link,\n"
