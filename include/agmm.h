@@ -1,6 +1,7 @@
 /*
- * agmm: tensor-parallel all-gather + GEMM and GEMM + reduce-scatter with
- * communication/computation overlap, on CPUs.
+ * agmm: the operations of a tensor-parallel layer (all-gather + GEMM, GEMM +
+ * reduce-scatter, GEMM + all-reduce) with communication/computation
+ * overlap, on CPUs.
  *
  * The core API: status, world, plan, run, trace. Test and benchmark helpers
  * (the reference result, fp32 conversion, benchmark parts of a round, BLAS
@@ -27,9 +28,9 @@
  *        GEMM + all-reduce (AGMM_OP_GEMM_AR): all of sum_p A_p @ W_p on
  *          every rank, each owner's reduced tile sent to every peer as
  *          soon as it is summed.
- *      agmm_plan_run_args() (all-gather + GEMM) does the same for several
- *      weights from one gather, fewer rows than the plan's most in this
- *      call, and/or hands the gathered A back.
+ *      agmm_plan_run_args() does the same with fewer rows than the plan's
+ *      most in this call (every operation) and, for all-gather + GEMM,
+ *      several weights from one gather and/or the gathered A handed back.
  *
  * Errors. Every call that can fail for a reason worth telling returns an
  * agmm_status_t: AGMM_OK, or an AGMM_ERR_* value, in which case

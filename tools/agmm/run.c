@@ -247,16 +247,17 @@ static void json_int8(FILE *rj, const agmm_cli_t *cli,
 }
 
 static void text_int8(const agmm_cli_t *cli, double maxdiff,
-                      const agmm_int8_check_t *q, int pass)
+                      const agmm_int8_check_t *q, int same_c, int pass)
 {
     char b[64];
     printf("; check: max |diff| %.3g over %d %s against the exact int8 "
-           "reference, |c - ref| <= %s (worst |diff|/bound %.3g) %s; "
+           "reference, |c - ref| <= %s (worst |diff|/bound %.3g)%s %s; "
            "quantization error vs the fp32 inputs (not checked): max "
            "|diff|/max|C| %.3g, rel. Frobenius %.3g\n",
            maxdiff, cli->ranks, cli->ranks == 1 ? "rank" : "ranks",
-           int8_bound(cli, b), q->worst, pass ? "PASS" : "FAIL",
-           quant_max_rel(q), quant_rel_fro(q));
+           int8_bound(cli, b), q->worst,
+           same_c ? ", C the same bytes on every rank" : "",
+           pass ? "PASS" : "FAIL", quant_max_rel(q), quant_rel_fro(q));
 }
 
 int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
@@ -408,15 +409,16 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             continue;
         }
         if (cli->dtype == AGMM_DTYPE_INT8)
-            text_int8(cli, maxdiff, &q, bad_rank < 0);
+            text_int8(cli, maxdiff, &q, same_c && differs < 0, bad_rank < 0);
         else
             printf("; check: max |diff| %.3g over %d %s, allclose(rtol=%g, "
                    "atol=%g)%s%s %s\n",
                    maxdiff, P, P == 1 ? "rank" : "ranks", RTOL, ATOL,
-                   same_c ? ", C the same bytes on every rank" : "",
                    agmm_tool_has_epilogue(cli)
                        ? " before the epilogue, + its allowance"
                        : "",
+                   same_c && differs < 0 ? ", C the same bytes on every rank"
+                                         : "",
                    bad_rank < 0 ? "PASS" : "FAIL");
         if (differs >= 0)
             printf("  rank %d: C is not the same bytes as rank 0's\n", differs);
