@@ -1,10 +1,12 @@
-"""What the bench scripts share (bench/paths.py, bench/int8.py): the
-command line `SCRIPT [--build DIR] [--sets N] [--mpirun CMD] -- ARGS...`,
-an option's value, and running an `agmm bench --json` or peer command.
+"""What the bench scripts share (bench/paths.py, bench/int8.py,
+bench/layer_ops.py, ...): the command line `SCRIPT [--build DIR] [--sets N]
+[--mpirun CMD] -- ARGS...`, an option's value, running an `agmm bench
+--json` or peer command, and the sets' medians and their spread.
 Python standard library only."""
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 
@@ -14,6 +16,34 @@ MPIRUN = ("mpirun --allow-run-as-root --oversubscribe "
 
 def value(args, name, default):
     return args[args.index(name) + 1] if name in args else default
+
+
+def drop(args, names):
+    """args without the options `names` (each with its value) and --json."""
+    out, i = [], 0
+    while i < len(args):
+        if args[i] in names:
+            i += 2
+        elif args[i] == "--json":
+            i += 1
+        else:
+            out.append(args[i])
+            i += 1
+    return out
+
+
+def spread(v, fmt):
+    """'median [min-max]' of v, each through the format string fmt."""
+    return (f"{fmt.format(statistics.median(v))} "
+            f"[{fmt.format(min(v))}-{fmt.format(max(v))}]")
+
+
+def medians_ms(results, mode=None):
+    """Each set's median round in ms, from its JSON result: `agmm bench
+    --json`'s mode `mode`, or (mode None) a peer's "round"."""
+    if mode:
+        return [r["modes"][mode]["median_us"] / 1e3 for r in results]
+    return [r["round"]["median_us"] / 1e3 for r in results]
 
 
 def parse(argv, doc):

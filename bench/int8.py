@@ -30,34 +30,14 @@ measured GOP/s. Exit 0 unless a run fails (1: its command and stderr are
 printed), 2 for bad usage.
 """
 import os
-import statistics
 import sys
 
 import bench_common
-from bench_common import value
-
-
-def drop(args, names):
-    """args without the options `names` (each with its value)."""
-    out, i = [], 0
-    while i < len(args):
-        if args[i] in names:
-            i += 2
-        elif args[i] == "--json":
-            i += 1
-        else:
-            out.append(args[i])
-            i += 1
-    return out
+from bench_common import drop, medians_ms, spread, value
 
 
 def run_json(cmd):
     return bench_common.run_json(cmd, "int8.py")
-
-
-def spread(v, fmt):
-    return (f"{fmt.format(statistics.median(v))} "
-            f"[{fmt.format(min(v))}-{fmt.format(max(v))}]")
 
 
 def main(argv):
@@ -103,9 +83,7 @@ def main(argv):
                                  f"no {peer}") + ")")
 
     def med(k, mode=None):
-        if mode:
-            return [r["modes"][mode]["median_us"] / 1e3 for r in res[k]]
-        return [r["round"]["median_us"] / 1e3 for r in res[k]]
+        return medians_ms(res[k], mode)
 
     rows = {}
     for k in ("int8", "bf16 native"):

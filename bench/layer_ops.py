@@ -27,32 +27,12 @@ within a set (median and range over sets). Exit 0 unless a run fails (1:
 its command and stderr are printed), 2 for bad usage.
 """
 import os
-import statistics
 import sys
 
 import bench_common
-from bench_common import value
+from bench_common import drop, medians_ms, spread, value
 
 EPILOGUE = ["--bias", "--activation", "silu", "--out-dtype", "bf16"]
-
-
-def drop(args, names):
-    """args without the options `names` (each with its value) and --json."""
-    out, i = [], 0
-    while i < len(args):
-        if args[i] in names:
-            i += 2
-        elif args[i] == "--json":
-            i += 1
-        else:
-            out.append(args[i])
-            i += 1
-    return out
-
-
-def spread(v, fmt):
-    return (f"{fmt.format(statistics.median(v))} "
-            f"[{fmt.format(min(v))}-{fmt.format(max(v))}]")
 
 
 def main(argv):
@@ -94,9 +74,7 @@ def main(argv):
     print(f"{sets} sets: {' '.join(args)}")
 
     def med(k, mode=None):
-        if mode:
-            return [r["modes"][mode]["median_us"] / 1e3 for r in res[k]]
-        return [r["round"]["median_us"] / 1e3 for r in res[k]]
+        return medians_ms(res[k], mode)
 
     rows = {}
     for k in names:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 import bench_common
-from bench_common import value
+from bench_common import medians_ms, value
 
 
 def run_json(cmd):
@@ -80,9 +80,7 @@ def main(argv):
     print(f"{sets} sets: {' '.join(args)}")
 
     def med(k, mode=None):
-        if mode:
-            return [r["modes"][mode]["median_us"] / 1e3 for r in res[k]]
-        return [r["round"]["median_us"] / 1e3 for r in res[k]]
+        return medians_ms(res[k], mode)
 
     rows = {}
     for k in names:
