@@ -3,12 +3,13 @@
  *   fused, GEMM worker g: owners q = r+1, ..., r (own block last); per
  *     peer's block one call per tile (cheap calls and the puts overlap:
  *     comm workers, the link or MPI) or one call over its tiles; the own
- *     block one call, after summing the partials of the ranks before r
- *     over its columns (gemm-ar: per tile as the peers' blocks, each
- *     tile's sum before its call); after each tile the column groups'
- *     ready count;
+ *     block one call, from rank 2 on after summing the partials of the
+ *     ranks before r over its columns (gemm-ar: per tile as the peers'
+ *     blocks, each tile's sum before its call); after each tile the
+ *     column groups' ready count;
  *     the worker completing it puts the partial (no comm workers), or
- *     reduces its own tile (the ranks after r, all n columns) and, for
+ *     reduces its own tile (the ranks after r, on ranks 0 and 1 every
+ *     other rank, all n columns) and, for
  *     gemm-ar, puts the reduced tile to every peer. With at most 64 rows
  *     per owner (and one row group) one call over all M rows first, every
  *     slot summed by the reduction. gemm-ar without comm workers: then the
@@ -114,14 +115,25 @@ static int whole_call(const mdl_round_t *x, const mdl_share_t *s, int r)
     return 1;
 }
 
-/* The worker completing own tile t: the sum of the sources from s0 on
- * (all n columns), then gemm-ar's puts of the reduced tile. */
-static void own_tile_done(mdl_round_t *x, thr_t *th, int64_t t, int s0)
+/* Does rank r's own GEMM add onto the sources before it (fused.c's
+ * sums_before_gemm)? From rank 2 on; ranks 0 and 1 write their own
+ * partial into c first and add every peer's after. */
+static int sums_before(int r)
+{
+    return r > 1;
+}
+
+/* The worker completing own tile t: the sum of the sources its GEMM did
+ * not add onto (into_c: the own partial is in c; else every source, the
+ * own from `part`), all n columns, then gemm-ar's puts of the reduced
+ * tile. */
+static void own_tile_done(mdl_round_t *x, thr_t *th, int64_t t, int into_c)
 {
     const mdl_layout_t *L = x->L;
     int r = th->rank;
     int64_t rows = mdl_tile_rows(L, r, t);
-    for (int s = s0; s < L->P; s++) {
+    for (int s = into_c && sums_before(r) ? r + 1 : 0; s < L->P; s++) {
+        if (s == r && into_c) continue;
         if (s != r) wait_tile(x, th, K_TILE, s, t);
         reduce(x, th, (double)rows * L->out_row_bytes);
     }
@@ -182,7 +194,7 @@ static int fused_gemm(mdl_round_t *x, thr_t *th, act_t *a)
         int q = mdl_peer(r, P, (int)th->cur[1]);
         if (th->hit) {
             if (q == r)
-                own_tile_done(x, th, th->cur[2], th->cur[3] ? r + 1 : 0);
+                own_tile_done(x, th, th->cur[2], (int)th->cur[3]);
             else if (L->C == 0)
                 put(x, th, q, K_TILE, th->cur[2],
                     (double)mdl_tile_rows(L, q, th->cur[2]) * L->out_row_bytes);
@@ -205,7 +217,8 @@ static int fused_gemm(mdl_round_t *x, thr_t *th, act_t *a)
                 int64_t rows = 0;
                 for (int64_t t = t0; t < t1; t++)
                     rows += mdl_tile_rows(L, q, t);
-                for (int src = 0; own && th->cur[3] && src < r; src++)
+                for (int src = 0;
+                     own && th->cur[3] && sums_before(r) && src < r; src++)
                     for (int64_t t = t0; t < t1; t++) {
                         wait_tile(x, th, K_TILE, src, t);
                         reduce(x, th,
@@ -218,7 +231,8 @@ static int fused_gemm(mdl_round_t *x, thr_t *th, act_t *a)
         if (th->cur[2] < t1) {
             int64_t t = th->cur[2];
             if (per_tile && th->cur[4]) {
-                for (int src = 0; own && th->cur[3] && src < r; src++) {
+                for (int src = 0;
+                     own && th->cur[3] && sums_before(r) && src < r; src++) {
                     wait_tile(x, th, K_TILE, src, t);
                     reduce(x, th,
                            (double)mdl_tile_rows(L, q, t) * s->cols * 4.0);

@@ -137,9 +137,11 @@ class Programs:
         an owner is completed by GEMM worker t % G (the last column group to
         finish it, whichever thread that is: the same steps), which puts it
         (C = 0), hands it to a comm worker (`ready`, C > 0), or, for its own
-        rows, reduces it: sources 0..r-1 of all its own tiles before their
-        GEMM (which adds the own partial in c), then sources r+1..N-1 of
-        each tile after it. Baseline: GEMM worker 0 (the caller's thread after
+        rows, reduces it: from rank 2 on, sources 0..r-1 of all its own
+        tiles before their GEMM (which adds the own partial in c), then
+        sources r+1..N-1 of each tile after it; ranks 0 and 1 every source
+        but their own after the GEMM (which writes the own partial in c:
+        on rank 1 s_1 + s_0 is s_0 + s_1 bit for bit). Baseline: GEMM worker 0 (the caller's thread after
         the join; the other workers only compute) puts each peer's rows in
         bulk, waits for them (quiet), then reduces its rows. The third item
         of each worker is the index of its last read (None: no read).
@@ -202,15 +204,17 @@ class Programs:
             ws += [(f"comm{c}", [], None) for c in range(C)]
             return ws
         ready = {}  # (q, t) -> (worker, index of its "ready" step)
-        # The own block: a worker first sums sources 0..r-1 of its tiles
-        # into c (before its GEMM accumulates the own partial there), then
-        # reduces each tile with sources r+1..N-1 (fused.c: own_in_c).
+        # The own block: from rank 2 on a worker first sums sources 0..r-1
+        # of its tiles into c (before its GEMM accumulates the own partial
+        # there), then reduces each tile with sources r+1..N-1; ranks 0 and
+        # 1 reduce each tile with every other source after the GEMM
+        # (fused.c: own_in_c, sums_before_gemm).
         # gemm-ar with tile calls (oneDNN, and the puts overlap: a comm
         # worker, the link or MPI; gemm_ar/fused.c) computes its own block
         # one tile per call, each tile's sum of 0..r-1 just before it;
         # otherwise the sums of every own tile come first (one call).
-        before = tuple(range(0, r))
-        after = tuple(range(r + 1, N))
+        before = tuple(range(0, r)) if r > 1 else ()
+        after = tuple(q for q in range(N) if q != r and (r <= 1 or q > r))
         own_tiles = self.ar and (C > 0 or self.deliv != "shm")
         for g in range(G):
             ops = []

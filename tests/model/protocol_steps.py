@@ -243,7 +243,8 @@ class Steps:
                      + f" ({tg})")
             blocks, cells = st[own]
             # rsred may name the sources of its step (fused: those before
-            # the rank, then those after it); else every peer.
+            # the rank, then those after it; on ranks 0 and 1 every other
+            # one, after the GEMM); else every peer.
             srcs = op[2] if kind == "rsred" and len(op) > 2 else range(N)
             slots = [src * mt + t for src in srcs if src != r for t in ts]
             need = (slots if kind == "rsred" else

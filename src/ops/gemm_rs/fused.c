@@ -10,14 +10,16 @@
  *     tiles): for owners q = r+1, r+2, ..., r: for its tiles t of q: the
  *     partial rows A_r @ W_r of tile t over its columns into `part` (with
  *     OpenBLAS: the whole block of q's tiles in one call first); for its
- *     own block (q == r, one call), into c instead, after waiting for the
- *     tile cells >= e of sources 0..r-1 and summing them into its rows and
- *     columns of c (own_in_c below); then ready[tile] += 1 (acq_rel: the
+ *     own block (q == r, one call), into c instead: on ranks 0 and 1
+ *     first, from rank 2 on after waiting for the tile cells >= e of
+ *     sources 0..r-1 and summing them into its rows and columns of c
+ *     (own_in_c, sums_before_gemm below); then ready[tile] += 1 (acq_rel: the
  *     rows of every column group before it happen before the last
  *     increment). The worker whose increment completes the tile
  *     (e * ngroups):
  *       q == r: reduces tile t into c (tiles.c: waits for the tile cells
- *         >= e of sources r+1..P-1 and adds them in order), applying the
+ *         >= e of the sources its GEMM did not add onto, r+1..P-1, on rank
+ *         1 0 and 2..P-1, and adds them in order), applying the
  *         plan's epilogue to each row after its last addition (the sum's
  *         `finish`: bias, activation, out_dtype; with a 16-bit out_dtype
  *         "c" above is the fp32 sums buffer and the epilogue writes the
@@ -56,17 +58,33 @@
 #include "trace/trace.h"
 
 /* Is the own block computed into the output c? When the round computes
- * (GEMM phase) and this rank has an inner part: each worker first sums the
- * ranks before it (sources 0..r-1) into its rows and columns of c, then
- * its GEMM adds the own partial to them (the accumulate attribute: the
- * finished product added once, the same fp32 addition as the
- * reduction's), and the reduction of each tile adds the ranks after it:
- * the same sequence of additions as the baseline, without a pass over
- * `part`. Otherwise (comm-only part, empty inner part: the partial is
- * zero) the own partial is read from `part` like any source. */
+ * (GEMM phase) and this rank has an inner part: from rank 2 on each worker
+ * first sums the ranks before it (sources 0..r-1) into its rows and
+ * columns of c, then its GEMM adds the own partial to them (the
+ * accumulate attribute: the finished product added once, the same fp32
+ * addition as the reduction's), and the reduction of each tile adds the
+ * ranks after it; ranks 0 and 1 write their own partial into c and the
+ * reduction adds every peer's (sums_before_gemm). The same sequence of
+ * additions as the baseline, without a pass over `part`. Otherwise
+ * (comm-only part, empty inner part: the partial is zero) the own partial
+ * is read from `part` like any source. */
 static int own_in_c(const agmm_round_t *x)
 {
     return (x->phases & AGMM_PHASE_GEMM) && x->p->k_gemm > 0;
+}
+
+/* With the own block in c: does this rank's GEMM add onto the sources
+ * before it, summed into c first? Only from rank 2 on. An element's sum is
+ * s_0 + s_1 + ... left to right, and on rank 1 s_1 + s_0 is s_0 + s_1 bit
+ * for bit (one fp32 addition commutes), so ranks 0 and 1 write their own
+ * partial first and add every peer's after their GEMM: rank 1 neither
+ * copies source 0 into c before its GEMM nor waits for it there, and its
+ * last addition carries the epilogue row by row, as rank 0's does (else a
+ * pass of its own over the tile: docs/performance.md, "Rank 1's own
+ * partial first"). */
+static int sums_before_gemm(const agmm_plan_t *p)
+{
+    return p->rank > 1;
 }
 
 /* Partial tiles [t0, t1) of owner q over this worker's columns with one
@@ -78,7 +96,7 @@ static agmm_status_t gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
 {
     agmm_plan_t *p = x->p;
     int64_t g0 = p->tile_base[q] + t0, g1 = p->tile_base[q] + t1;
-    int before = into_c && (x->phases & AGMM_PHASE_COMM) && p->rank > 0;
+    int before = into_c && (x->phases & AGMM_PHASE_COMM) && sums_before_gemm(p);
     if (before) { /* c = s_0 + ... + s_{r-1} on this worker's items */
         int64_t tn = p->desc.tile_n;
         agmm_rs_sum_t sum = {.t0 = t0,
@@ -138,13 +156,15 @@ static agmm_status_t tile_done(agmm_round_t *x, const agmm_rs_then_t *then,
                    1;
     if (now != target) return AGMM_OK;
     if (!(x->phases & AGMM_PHASE_COMM)) return AGMM_OK; /* gemm-only part */
-    if (q == p->rank) { /* the sources after it, or all of them */
+    if (q == p->rank) { /* the sources its GEMM did not add onto */
         agmm_rs_sum_t sum = {.t0 = t,
                              .t1 = t + 1,
-                             .s0 = into_c ? p->rank + 1 : 0,
+                             .s0 = into_c && sums_before_gemm(p) ? p->rank + 1
+                                                                 : 0,
                              .s1 = p->nranks,
                              .c1 = p->desc.n,
                              .first = !into_c,
+                             .own_in_out = into_c,
                              .finish = 1}; /* complete: its epilogue */
         AGMM_CHECK(agmm_rs_reduce(x, &sum));
         return then ? then->own_tile(then->ctx, t) : AGMM_OK;

@@ -81,7 +81,9 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
     int64_t n = p->desc.n, tm = p->desc.tile_m, t0 = sum->t0, t1 = sum->t1;
     int64_t i0 = t0 * tm, i1 = AGMM_MIN(t1 * tm, p->m_local[r]);
     if (i1 <= i0) return AGMM_OK;
-    if (sum->s0 >= sum->s1) { /* nothing to add: complete already */
+    int s_last = sum->s1 - 1; /* the last source added */
+    if (sum->own_in_out && s_last == r) s_last--;
+    if (sum->s0 > s_last) { /* nothing to add: complete already */
         if (sum->finish) finish_rows(x, i0, i1);
         return AGMM_OK;
     }
@@ -121,7 +123,8 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum)
             s == r ? agmm_rs_part(p) + (size_t)(p->row_off[r] + i0) * (size_t)n
                    : (const float *)(const void *)(p->recv_win.local +
                                                    agmm_rs_slot_off(p, s, i0));
-        int last = fuse && s == sum->s1 - 1; /* each row's epilogue next */
+        if (s == r && sum->own_in_out) continue;
+        int last = fuse && s == s_last; /* each row's epilogue next */
         if (whole && !last) {
             add_run(out + (size_t)i0 * (size_t)n, v, (size_t)((i1 - i0) * n),
                     first);

@@ -119,12 +119,16 @@ agmm_status_t agmm_rs_put_tile(agmm_round_t *x, int q, int64_t t);
  * s_{P-1}, left to right in fp32, whatever order the tiles arrived in; a
  * schedule may cut it into steps (and let the GEMM add the own partial in
  * between: the accumulate attribute adds the finished product once, the same
- * addition), as long as the steps come in source order. */
+ * addition), as long as the steps come in source order; on ranks 0 and 1 it
+ * may start from the own partial (own_in_out), since s_1 + s_0 is s_0 + s_1
+ * bit for bit. */
 typedef struct agmm_rs_sum {
     int64_t t0, t1; /* the owner's tiles */
     int s0, s1;     /* sources; this rank's own partial is read from `part` */
     int64_t c0, c1; /* columns */
     int first;      /* c = the first source, then += (else += all) */
+    int own_in_out; /* this rank's own partial is in agmm_rs_sum_out
+                     * already (its GEMM wrote it there): not added */
     int bulk;       /* wait for each source's bulk cell, not its tile cells */
     int finish;     /* the last step (s1 = P): the tiles are then complete;
                      * apply the plan's epilogue (bias, activation,
