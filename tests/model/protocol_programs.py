@@ -141,9 +141,10 @@ class Programs:
         tiles before their GEMM (which adds the own partial in c), then
         sources r+1..N-1 of each tile after it; ranks 0 and 1 every source
         but their own after the GEMM (which writes the own partial in c:
-        on rank 1 s_1 + s_0 is s_0 + s_1 bit for bit). Baseline: GEMM worker 0 (the caller's thread after
-        the join; the other workers only compute) puts each peer's rows in
-        bulk, waits for them (quiet), then reduces its rows. The third item
+        on rank 1 s_1 + s_0 is s_0 + s_1 bit for bit). Baseline: GEMM
+        worker 0 (the caller's thread after the join; the other workers
+        only compute) puts each peer's rows in bulk, waits for them
+        (quiet), then reduces its rows. The third item
         of each worker is the index of its last read (None: no read).
 
         gemm-ar (ops/gemm_ar/fused.c, baseline.c) adds: fused, the worker

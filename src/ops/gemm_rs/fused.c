@@ -13,13 +13,13 @@
  *     own block (q == r, one call), into c instead: on ranks 0 and 1
  *     first, from rank 2 on after waiting for the tile cells >= e of
  *     sources 0..r-1 and summing them into its rows and columns of c
- *     (own_in_c, sums_before_gemm below); then ready[tile] += 1 (acq_rel: the
- *     rows of every column group before it happen before the last
- *     increment). The worker whose increment completes the tile
+ *     (own_in_c, sums_before_gemm below); then ready[tile] += 1
+ *     (acq_rel: the rows of every column group before it happen before
+ *     the last increment). The worker whose increment completes the tile
  *     (e * ngroups):
  *       q == r: reduces tile t into c (tiles.c: waits for the tile cells
- *         >= e of the sources its GEMM did not add onto, r+1..P-1, on rank
- *         1 0 and 2..P-1, and adds them in order), applying the
+ *         >= e of the sources its GEMM did not add onto, r+1..P-1 (on
+ *         rank 1: 0 and 2..P-1), and adds them in order), applying the
  *         plan's epilogue to each row after its last addition (the sum's
  *         `finish`: bias, activation, out_dtype; with a 16-bit out_dtype
  *         "c" above is the fp32 sums buffer and the epilogue writes the
