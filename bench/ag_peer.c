@@ -49,10 +49,9 @@
 #include <string.h>
 
 #include "ag_peer.h"
+#include "ag_peer_inputs.h"
 #include "ag_peer_stats.h"
 #include "gemm/convert.h"
-
-#define NCHECK 64
 
 typedef enum peer_engine {
     PEER_OPENBLAS,
@@ -193,132 +192,6 @@ static int parse(int argc, char **argv, opts_t *o, int say)
     return 0;
 }
 
-/* ------------------------------------------------------------- inputs */
-
-static uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-/* Element i of input stream `stream`: uniform in [-1, 1), rounded to dt
- * (returned as the float it represents; int8: the fp32 value quantized). */
-static float in_value(agmm_dtype_t dt, uint64_t stream, uint64_t i)
-{
-    uint64_t h = splitmix64((stream << 40) ^ i);
-    float f = (float)((double)(h >> 11) * 0x1p-52 - 1.0);
-    if (dt == AGMM_DTYPE_BF16) return agmm_bf16_to_f32(agmm_f32_to_bf16(f));
-    if (dt == AGMM_DTYPE_FP16) return agmm_fp16_to_f32(agmm_f32_to_fp16(f));
-    return f;
-}
-
-/* int8: a [rows, cols] block of a stream (row stride ld_stream in the
- * stream, first element first) in fp32, quantized along axis into q and
- * scales. 0 or -1 (printed). */
-static int fill_int8(uint64_t stream, uint64_t first, int64_t rows,
-                     int64_t cols, int64_t ld_stream, agmm_quant_axis_t axis,
-                     int8_t *q, float *scales)
-{
-    float *f = malloc((size_t)(rows * cols) * sizeof(float) + 1);
-    if (!f) return -1;
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++)
-            f[i * cols + j] = in_value(AGMM_DTYPE_FP32, stream,
-                                       first + (uint64_t)(i * ld_stream + j));
-    agmm_status_t st =
-        agmm_quantize(f, AGMM_DTYPE_FP32, rows, cols, cols, axis, q, scales);
-    free(f);
-    if (st != AGMM_OK)
-        fprintf(stderr, "agmm_ag_peer: agmm_quantize: %s\n", agmm_last_error());
-    return st == AGMM_OK ? 0 : -1;
-}
-
-static void fill(agmm_dtype_t dt, uint64_t stream, void *dst, int64_t n)
-{
-    if (dt == AGMM_DTYPE_INT8) return; /* fill_int8 */
-    for (int64_t i = 0; i < n; i++) {
-        float f = in_value(dt, stream, (uint64_t)i);
-        if (dt == AGMM_DTYPE_FP32)
-            ((float *)dst)[i] = f;
-        else if (dt == AGMM_DTYPE_BF16)
-            ((uint16_t *)dst)[i] = agmm_f32_to_bf16(f);
-        else
-            ((uint16_t *)dst)[i] = agmm_f32_to_fp16(f);
-    }
-}
-
-/* Streams: rank r's rows of A, rank r's weight. */
-static uint64_t stream_a(int r)
-{
-    return 1 + (uint64_t)r;
-}
-static uint64_t stream_w(int r)
-{
-    return 1000001 + (uint64_t)r;
-}
-
-/* NCHECK entries of this rank's c [M, N] against double-precision dot
- * products of the regenerated inputs; rows spread over every source
- * rank. out[0] = max |diff|, out[1] = max |diff| / sum_k |a*w|. */
-static void check(const opts_t *o, int rank, const float *c, double *out)
-{
-    int64_t M = o->m_local, K = o->k, N = o->n;
-    int nranks = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    M *= nranks;
-    out[0] = out[1] = 0;
-    for (int t = 0; t < NCHECK; t++) {
-        int64_t i = (int64_t)t * M / NCHECK + (t * 37) % (M / NCHECK + 1);
-        if (i >= M) i = M - 1;
-        int64_t j = (int64_t)(((uint64_t)t * 7919 + 3) % (uint64_t)N);
-        int src = (int)(i / o->m_local);
-        int64_t row = i % o->m_local;
-        double dot = 0, mag = 0;
-        if (o->dt == AGMM_DTYPE_INT8) {
-            /* The row (per-row scale) and the column (per-column scale)
-             * quantized again on their own: the same values and scales. */
-            int8_t *qa = malloc((size_t)K + 1), *qw = malloc((size_t)K + 1);
-            float sa = 0, sw = 0;
-            int64_t acc = 0, amag = 0;
-            if (!qa || !qw ||
-                fill_int8(stream_a(src), (uint64_t)(row * K), 1, K, K,
-                          AGMM_QUANT_ROWS, qa, &sa) ||
-                fill_int8(stream_w(rank), (uint64_t)j, K, 1, N, AGMM_QUANT_COLS,
-                          qw, &sw))
-                MPI_Abort(MPI_COMM_WORLD, 1);
-            for (int64_t k = 0; k < K; k++) {
-                acc += (int64_t)qa[k] * qw[k];
-                amag += (int64_t)abs(qa[k] * qw[k]);
-            }
-            free(qa), free(qw);
-            dot = (double)acc * sa * sw;
-            mag = (double)amag * sa * sw;
-        }
-        /* gemm-ar: C = sum_s A_s @ W_s over every rank's part of K */
-        for (int s = 0; o->ar && s < nranks; s++) {
-            int64_t ks = agmm_k_split(K, nranks, s);
-            for (int64_t k = 0; k < ks; k++) {
-                double a = in_value(o->dt, stream_a(s), (uint64_t)(i * ks + k));
-                double w = in_value(o->dt, stream_w(s), (uint64_t)(k * N + j));
-                dot += a * w;
-                mag += fabs(a * w);
-            }
-        }
-        for (int64_t k = 0; !o->ar && o->dt != AGMM_DTYPE_INT8 && k < K; k++) {
-            double a = in_value(o->dt, stream_a(src), (uint64_t)(row * K + k));
-            double w = in_value(o->dt, stream_w(rank), (uint64_t)(k * N + j));
-            dot += a * w;
-            mag += fabs(a * w);
-        }
-        double d = fabs((double)c[i * N + j] - dot);
-        if (!(d <= out[0])) out[0] = d; /* NaN wins */
-        double rel = mag > 0 ? d / mag : d;
-        if (!(rel <= out[1])) out[1] = rel;
-    }
-}
-
 static void report(const opts_t *o, int P, const ag_engine_t *e,
                    const double *chk, double bound, int pass, stats_t tot,
                    stats_t gat)
@@ -448,12 +321,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "agmm_ag_peer: rank %d: out of memory\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    fill(o.dt, stream_a(rank), a_local, (o.ar ? M : o.m_local) * K);
-    fill(o.dt, stream_w(rank), w, K * N);
+    peer_fill(o.dt, peer_stream_a(rank), a_local, (o.ar ? M : o.m_local) * K);
+    peer_fill(o.dt, peer_stream_w(rank), w, K * N);
     /* int8: quantized once here, as a caller of agmm's int8 plan does. */
-    if (int8 && (fill_int8(stream_a(rank), 0, o.m_local, K, K, AGMM_QUANT_ROWS,
-                           a_local, sa_local) ||
-                 fill_int8(stream_w(rank), 0, K, N, N, AGMM_QUANT_COLS, w, sw)))
+    if (int8 && (peer_fill_int8(peer_stream_a(rank), 0, o.m_local, K, K,
+                                AGMM_QUANT_ROWS, a_local, sa_local) ||
+                 peer_fill_int8(peer_stream_w(rank), 0, K, N, N,
+                                AGMM_QUANT_COLS, w, sw)))
         MPI_Abort(MPI_COMM_WORLD, 1);
 
     /* Everything done once, outside the rounds. */
@@ -477,7 +351,7 @@ int main(int argc, char **argv)
     /* The check round (untimed), then warmup and timed rounds. */
     double t[2], worst[2], chk[2], chk_all[2];
     one_round(&o, row, &e, a_local, a_all, sa_local, sa_all, c, t);
-    check(&o, rank, c, chk);
+    peer_check(o.dt, o.m_local, o.k, o.n, o.ar, rank, c, chk);
     MPI_Reduce(chk, chk_all, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     /* Summation error of K fp32 additions, worst case: K * 2^-24 of the
      * sum of magnitudes (the products of bf16/fp16 inputs are exact). */
