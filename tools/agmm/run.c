@@ -212,15 +212,19 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
 }
 
 /* int8: the bound in words ("4*2^-24*|ref|+1e-30"; with an epilogue, of
- * the value before it: epilogue_check.h adds its allowance), into
- * buf[64]. */
+ * the value before it, and epilogue_check.h adds its allowance), into
+ * buf[INT8_BOUND_LEN]. */
+enum { INT8_BOUND_LEN = 96 };
 static const char *int8_bound(const agmm_cli_t *cli, char *buf)
 {
-    const char *epi = agmm_tool_has_epilogue(cli) ? " before the epilogue" : "";
+    const char *epi = agmm_tool_has_epilogue(cli)
+                          ? " before the epilogue, + its allowance"
+                          : "";
     if (agmm_tool_split_k(cli))
-        snprintf(buf, 64, "%d*2^-24*sum_r|partial_r|%s", cli->ranks + 3, epi);
+        snprintf(buf, INT8_BOUND_LEN, "%d*2^-24*sum_r|partial_r|%s",
+                 cli->ranks + 3, epi);
     else
-        snprintf(buf, 64, "%d*2^-24*|ref|+%g%s", AGMM_INT8_AG_ULPS,
+        snprintf(buf, INT8_BOUND_LEN, "%d*2^-24*|ref|+%g%s", AGMM_INT8_AG_ULPS,
                  AGMM_INT8_AG_ABS, epi);
     return buf;
 }
@@ -239,7 +243,7 @@ static double quant_rel_fro(const agmm_int8_check_t *q)
 static void json_int8(FILE *rj, const agmm_cli_t *cli,
                       const agmm_int8_check_t *q)
 {
-    char b[64];
+    char b[INT8_BOUND_LEN];
     fprintf(rj,
             ",\"bound\":\"|c-ref|<=%s\",\"worst_diff_over_bound\":%.6g,"
             "\"quant_max_rel\":%.6g,\"quant_rel_fro\":%.6g",
@@ -249,7 +253,7 @@ static void json_int8(FILE *rj, const agmm_cli_t *cli,
 static void text_int8(const agmm_cli_t *cli, double maxdiff,
                       const agmm_int8_check_t *q, int same_c, int pass)
 {
-    char b[64];
+    char b[INT8_BOUND_LEN];
     printf("; check: max |diff| %.3g over %d %s against the exact int8 "
            "reference, |c - ref| <= %s (worst |diff|/bound %.3g)%s %s; "
            "quantization error vs the fp32 inputs (not checked): max "
