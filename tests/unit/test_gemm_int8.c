@@ -16,11 +16,11 @@
  *   - +-127 everywhere at k = 4096 (exact in int32, both variants);
  *   - estimate = what prepare holds; runs of prepared rows create nothing;
  *   - two ranks' partials (the second accumulated onto the first) against
- *     agmm_reference_rs_int8 within agmm_int8_bound(2, mag), and the rs
- *     oracle on hand values (always run);
+ *     agmm_reference_rs_int8 within agmm_int8_bound(2, mag);
  *   - all of it again with W as two 7-bit halves (gemm_onednn_s8.c: how
  *     INT8 runs where oneDNN's 8-bit sums saturate), forced;
- *   - refusals, and the rs oracle on hand values: test_gemm_int8_refuse.c. */
+ *   - refusals, and the rs oracle on hand values (run with or without
+ *     oneDNN): test_gemm_int8_refuse.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
