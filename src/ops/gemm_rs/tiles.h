@@ -124,7 +124,8 @@ agmm_status_t agmm_rs_put_tile(agmm_round_t *x, int q, int64_t t);
  * bit for bit. */
 typedef struct agmm_rs_sum {
     int64_t t0, t1; /* the owner's tiles */
-    int s0, s1;     /* sources; this rank's own partial is read from `part` */
+    int s0, s1;     /* sources; this rank's own partial is read from `part`
+                     * (unless own_in_out) */
     int64_t c0, c1; /* columns */
     int first;      /* c = the first source, then += (else += all) */
     int own_in_out; /* this rank's own partial is in agmm_rs_sum_out
