@@ -151,15 +151,19 @@ class Programs:
         that reduced own tile t puts it to every peer (after each peer's
         ack), and with a comm worker or a transport that moves the bytes
         itself each own tile's sum of 0..r-1 comes just before its own
-        GEMM (one call per tile) rather than all first; the peers' reduced tiles, owners in rotated order, are copied
-        into C by comm worker k % C (after its puts) or, with C = 0, by
-        GEMM worker k % G after its tiles; baseline, GEMM worker 0 then puts
+        GEMM (one call per tile) rather than all first; the peers' reduced
+        tiles, owners in rotated order, are copied into C by comm worker
+        k % C (after its puts) or, with C = 0, by GEMM worker k % G after
+        its tiles and before its quiet (the copies overlap its reduced
+        tiles' last bytes on a wire); baseline, GEMM worker 0 then puts
         its reduced rows to every peer in bulk, waits for them (quiet) and
         copies every owner's rows once their cell says they are there.
 
         Rows per call (rows=, ops/gemm_rs/call.c): the round's tiles; GEMM
-        worker 0 raises its rows cell on every peer before its own block
-        (the baseline's: before each bulk put) and, on MPI, puts the plan's
+        worker 0 raises its rows cell on every peer ahead of the first tile
+        it hands on, or before its own block when it has no peer tile (so
+        the cells travel ahead of the partials on an in-order wire; the
+        baseline's: before each bulk put) and, on MPI, puts the plan's
         tiles beyond the round's empty; it checks every source's count at
         the end, and each reduction those of its sources first; on MPI the
         caller then waits for the empty tiles (agmm_rs_wait_absent). gemm-ar
@@ -214,20 +218,29 @@ class Programs:
         # worker, the link or MPI; gemm_ar/fused.c) computes its own block
         # one tile per call, each tile's sum of 0..r-1 just before it;
         # otherwise the sums of every own tile come first (one call).
+        order = [(q, t) for q in self.peers(r) for t in range(tl[q])]
+        # gemm-ar: the peers' reduced tiles, the same order (copy_tiles)
+        copies = lambda i, n: [("arcopy", q, t) for k, (q, t)
+                               in enumerate(order) if k % n == i] * self.ar
         before = tuple(range(0, r)) if r > 1 else ()
         after = tuple(q for q in range(N) if q != r and (r <= 1 or q > r))
         own_tiles = self.ar and (C > 0 or self.deliv != "shm")
         for g in range(G):
             ops = []
             mine = [t for t in range(tl[r]) if t % G == g]
+            sent = g != 0  # worker 0's rows cells: ahead of its first tile
             for q in self.peers(r) + [r]:
-                if q == r and g == 0:
+                if q == r and not sent:  # ... or before its own block
                     ops += send_rows()
+                    sent = True
                 if q == r and before and not own_tiles:
                     ops += [("rsred", t, before) for t in mine]
                 for t in range(tl[q]):
                     if t % G != g:
                         continue
+                    if not sent:  # fused.c: before its first tile_done
+                        ops += send_rows()
+                        sent = True
                     if q == r:
                         if before and own_tiles:
                             ops.append(("rsred", t, before))
@@ -241,16 +254,11 @@ class Programs:
                         ops.append(("ready", t, q))
             if g == 0:
                 ops += rchk
+            if C == 0:  # gemm-ar's copies, before the quiet (before_quiet)
+                ops += copies(g, G)
             if any(o[0] in ("rsput", "arput") for o in ops):
                 ops += quiet
             ws.append((f"gemm{g}", ops, last_read(ops)))
-        order = [(q, t) for q in self.peers(r) for t in range(tl[q])]
-        # gemm-ar: the peers' reduced tiles, the same order (copy_tiles)
-        copies = lambda i, n: [("arcopy", q, t) for k, (q, t)
-                               in enumerate(order) if k % n == i] * self.ar
-        if C == 0:
-            ws = [(nm, ops + copies(g, G), last_read(ops + copies(g, G)))
-                  for g, (nm, ops, _) in enumerate(ws)]
         for c in range(C):
             ops = [("rsput", t, q) + ready[q, t]
                    for k, (q, t) in enumerate(order) if k % C == c]

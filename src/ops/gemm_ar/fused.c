@@ -25,15 +25,17 @@
  *     shm the put is this thread's copy either way, so a hand-off to a
  *     comm worker would add only a signal and a wake-up.
  *     With C == 0 it then copies its share of the peers' reduced tiles
- *     (every G-th), which it would otherwise wait for at the join.
+ *     (every G-th), which it would otherwise wait for at the join, before
+ *     its puts' quiet (gemm-rs's before_quiet), so the copies overlap its
+ *     own reduced tiles' last bytes on a wire.
  *   comm worker c: gemm-rs's puts of peer partial tiles, then every C-th
  *     peer reduced tile: waits for its cell >= e (acquire), copies it from
  *     the reduced region into C. It is idle once its puts are done, so the
  *     copies overlap the GEMM workers' own block and reductions.
- *   GEMM worker 0, before its own block: gemm-rs's rows cells (this
- *     call's rows of each peer, ops/gemm_rs/call.c) and, on MPI, the
- *     empty partial tiles beyond the call's, then its own reduced tiles
- *     of the plan beyond the call's as empty puts to every peer; at its
+ *   GEMM worker 0, ahead of the first tile it hands on: gemm-rs's rows
+ *     cells (this call's rows of each peer, ops/gemm_rs/call.c) and, on
+ *     MPI, the empty partial tiles beyond the call's, then its own reduced
+ *     tiles of the plan beyond the call's as empty puts to every peer; at its
  *     end it checks every source's rows cell (each reduction checks its
  *     own sources first). The owner checks every peer's count of its rows
  *     before it reduces (so puts) any tile: a peer that counts other
@@ -75,17 +77,26 @@ static agmm_status_t send_absent(const void *ar)
     return agmm_ar_send_absent(ar);
 }
 
-/* gemm-rs's GEMM worker with the steps above; then, with C == 0, its
- * share of the peers' reduced tiles (every G-th). */
+/* With C == 0, GEMM worker `worker`'s share of the peers' reduced tiles
+ * (every G-th), before its puts' quiet: the copies overlap the wire's
+ * last bytes (the own reduced tiles still crossing it) instead of
+ * following them (on the emulated link 0.3-0.4 ms a round: "The link
+ * case's last half millisecond", docs/performance.md). */
+static agmm_status_t copy_share(const void *ctx, int worker)
+{
+    const agmm_ar_round_t *ar = ctx;
+    const agmm_round_t *x = &ar->own;
+    if (!(x->phases & AGMM_PHASE_COMM) || x->comm_workers > 0) return AGMM_OK;
+    return agmm_ar_copy_tiles(ar, worker, x->gemm_workers);
+}
+
+/* gemm-rs's GEMM worker with the steps above. */
 static agmm_status_t gemm_worker(agmm_worker_t *self)
 {
     const agmm_ar_round_t *ar = self->ctx;
     agmm_round_t *x = (agmm_round_t *)&ar->own;
-    const agmm_rs_then_t then = {ar, own_tile, send_absent};
-    AGMM_CHECK(agmm_rs_fused_gemm(self, x, &then));
-    if ((x->phases & AGMM_PHASE_COMM) && x->comm_workers == 0)
-        return agmm_ar_copy_tiles(ar, self->index, x->gemm_workers);
-    return AGMM_OK;
+    const agmm_rs_then_t then = {ar, own_tile, send_absent, copy_share};
+    return agmm_rs_fused_gemm(self, x, &then);
 }
 
 /* gemm-rs's comm worker (the peer partial tiles), then every C-th peer

@@ -29,10 +29,13 @@
  *   comm worker c: the peer tiles in the order they are computed, every
  *     C-th from c: waits ready[tile] >= e * ngroups (acquire), then puts it
  *     to its owner (waiting ack[q] >= e-1), raising cell (r, t) on q to e.
- *   GEMM worker 0, between its peers' blocks and its own: this call's
- *     rows cell on every peer, and on MPI the plan's tiles beyond the
- *     call's rows as empty puts (call.c); at its end it checks every
- *     source's rows cell (each reduction checks its own sources first).
+ *   GEMM worker 0, ahead of the first tile it hands on (before its own
+ *     block if it hands on none): this call's rows cell on every peer,
+ *     and on MPI the plan's tiles beyond the call's rows as empty puts
+ *     (call.c); at its end it checks every source's rows cell (each
+ *     reduction checks its own sources first). Ahead of the partials, so
+ *     that on an in-order wire the cells do not arrive behind all of them
+ *     and hold up the owner's first reduction.
  *   Puts are completed (quiet) by each putting thread before the round
  *     ends, so `part` may be overwritten next round.
  * The caller (run.c) raises ack[r] = e on every peer once every worker of
@@ -175,12 +178,13 @@ static agmm_status_t tile_done(agmm_round_t *x, const agmm_rs_then_t *then,
     return AGMM_OK;
 }
 
-/* GEMM worker 0, once its peers' blocks are done (call.c): this call's
- * rows to every peer, and the tiles of the plan beyond them (posted
- * receives only). Before its own block, whose reduction waits for the
- * peers' rows cells: these waits depend only on the peers' acks of the
- * previous round, so no round waits on itself. Returns 1 in *puts when
- * it put anything. */
+/* GEMM worker 0, ahead of the first tile it hands on, or before its own
+ * block (call.c): this call's rows to every peer, and the tiles of the
+ * plan beyond them (posted receives only). Before any wait of the
+ * worker's for round e (its own block's reductions wait for the peers'
+ * rows cells): these puts wait only for the peers' acks of the previous
+ * round, so no round waits on itself. Returns 1 in *puts when it put
+ * anything. */
 static agmm_status_t send_rows(agmm_round_t *x, const agmm_rs_then_t *then,
                                int *puts)
 {
@@ -194,6 +198,14 @@ static agmm_status_t send_rows(agmm_round_t *x, const agmm_rs_then_t *then,
     return then ? then->send_absent(then->ctx) : AGMM_OK;
 }
 
+/* A GEMM worker's end: `then`'s last step, then its puts' quiet. */
+static agmm_status_t end_worker(agmm_worker_t *self, agmm_round_t *x,
+                                const agmm_rs_then_t *then, int puts)
+{
+    if (then) AGMM_CHECK(then->before_quiet(then->ctx, self->index));
+    return puts ? agmm_tp_quiet(x->p->world) : AGMM_OK;
+}
+
 /* The GEMM worker's part of a fused round, up to its puts' quiet (see
  * the header comment); `then` adds gemm-ar's steps (tiles.h). */
 agmm_status_t agmm_rs_fused_gemm(agmm_worker_t *self, agmm_round_t *x,
@@ -205,10 +217,11 @@ agmm_status_t agmm_rs_fused_gemm(agmm_worker_t *self, agmm_round_t *x,
     int comm = (x->phases & AGMM_PHASE_COMM) != 0;
     agmm_worker_share_t s;
     if (!agmm_worker_share(self->index, x->gemm_workers, p->col_blocks, &s)) {
-        if (!lead) return AGMM_OK; /* another worker of each group covers */
+        if (!lead) /* another worker of each group covers its tiles */
+            return end_worker(self, x, then, 0);
         AGMM_CHECK(send_rows(x, then, &puts));
         AGMM_CHECK(agmm_rs_check_all_rows(x));
-        return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
+        return end_worker(self, x, then, puts);
     }
     /* GEMM calls per owner's block (rows of the call sizes are prepared
      * in gemm_plan.c): one call over this worker's tiles of the block,
@@ -231,10 +244,14 @@ agmm_status_t agmm_rs_fused_gemm(agmm_worker_t *self, agmm_round_t *x,
         AGMM_CHECK(agmm_rs_gemm_call(x, &s));
         into_c = gemm = 0; /* every partial in `part`, own included */
     }
+    int rows_sent = !lead; /* worker 0 sends them once (send_rows) */
     for (int i = 1; i <= p->nranks; i++) {
         int q = agmm_source_order(p->rank, p->nranks, i); /* own last */
         int own = q == p->rank;
-        if (own && lead) AGMM_CHECK(send_rows(x, then, &puts));
+        if (own && !rows_sent) {
+            AGMM_CHECK(send_rows(x, then, &puts));
+            rows_sent = 1;
+        }
         int64_t t0, t1;
         agmm_share_tiles(&s, p->tiles[q], &t0, &t1);
         int per_tile = tile_calls && (!own || then);
@@ -243,6 +260,10 @@ agmm_status_t agmm_rs_fused_gemm(agmm_worker_t *self, agmm_round_t *x,
         for (int64_t t = t0; t < t1; t++) {
             if (per_tile && gemm)
                 AGMM_CHECK(gemm_tiles(x, &s, q, t, t + 1, own && into_c));
+            if (!rows_sent) { /* ahead of the first tile it hands on */
+                AGMM_CHECK(send_rows(x, then, &puts));
+                rows_sent = 1;
+            }
             AGMM_CHECK(tile_done(x, then, q, t, own && into_c));
             /* a peer's partial (C == 0), or `then`'s own reduced tile */
             puts |= comm && (own ? then != NULL : x->comm_workers == 0);
@@ -251,7 +272,7 @@ agmm_status_t agmm_rs_fused_gemm(agmm_worker_t *self, agmm_round_t *x,
     /* Every source's count, including those this worker summed nothing
      * of (a call without rows here checks them only here). */
     if (lead) AGMM_CHECK(agmm_rs_check_all_rows(x));
-    return puts ? agmm_tp_quiet(p->world) : AGMM_OK;
+    return end_worker(self, x, then, puts);
 }
 
 /* The comm worker's part: the peer partial tiles, every C-th, as they

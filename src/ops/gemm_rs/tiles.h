@@ -152,15 +152,19 @@ agmm_status_t agmm_rs_reduce(agmm_round_t *x, const agmm_rs_sum_t *sum);
  * gemm-rs's own round). fused_gemm: a GEMM worker's whole part of the
  * round, up to its puts' quiet; with `then` the own block is one call
  * per tile when the peers' blocks are, each own tile, once reduced (its
- * epilogue applied), goes to own_tile, and GEMM worker 0 calls
- * send_absent after its rows cells. fused_comm: a comm worker's puts of
- * the peers' partial tiles, up to their quiet. skip_ready: the ready
- * counters of the plan's tiles beyond the call's moved on to the round's
- * target, before the round's workers start. */
+ * epilogue applied), goes to own_tile, GEMM worker 0 calls send_absent
+ * after its rows cells, and every GEMM worker calls before_quiet (with
+ * its index) once its tiles are handed on, before it waits for its puts
+ * to complete (so what it does there overlaps their last bytes on a
+ * wire). fused_comm: a comm worker's puts of the peers' partial tiles,
+ * up to their quiet. skip_ready: the ready counters of the plan's tiles
+ * beyond the call's moved on to the round's target, before the round's
+ * workers start. */
 typedef struct agmm_rs_then {
     const void *ctx;
     agmm_status_t (*own_tile)(const void *ctx, int64_t t);
     agmm_status_t (*send_absent)(const void *ctx);
+    agmm_status_t (*before_quiet)(const void *ctx, int worker);
 } agmm_rs_then_t;
 agmm_status_t agmm_rs_fused_gemm(agmm_worker_t *self, agmm_round_t *x,
                                  const agmm_rs_then_t *then);
