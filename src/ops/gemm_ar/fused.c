@@ -80,7 +80,7 @@ static agmm_status_t send_absent(const void *ar)
 /* With C == 0, GEMM worker `worker`'s share of the peers' reduced tiles
  * (every G-th), before its puts' quiet: the copies overlap the wire's
  * last bytes (the own reduced tiles still crossing it) instead of
- * following them (on the emulated link 0.3-0.4 ms a round: "The link
+ * following them (on the emulated link 0.25 ms a round: "The link
  * case's last half millisecond", docs/performance.md). */
 static agmm_status_t copy_share(const void *ctx, int worker)
 {
