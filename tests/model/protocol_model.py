@@ -177,9 +177,9 @@ def configurations():
                 seq=fix(seq), op="rs", rows=rows)
     # GEMM + all-reduce (op "ar"): gemm-rs's steps, then each reduced own
     # tile put to every peer by the worker that reduced it, and the peers'
-    # copies (comm workers, else the GEMM workers after their tiles); the
-    # baseline's bulk puts of the own rows and the copy of every owner's
-    # (shm, link: not on MPI, as gemm-rs's baseline).
+    # copies (comm workers, else the GEMM workers after their tiles, before
+    # their quiet); the baseline's bulk puts of the own rows and the copy
+    # of every owner's (shm, link: not on MPI, as gemm-rs's baseline).
     for deliv in ("shm", "link", "mpi"):
         fix = (lambda q: q.replace("B", "F")) if deliv == "mpi" else str
         for tiles in ((1, 1), (2, 1), (0, 1)):
