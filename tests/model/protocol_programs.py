@@ -162,7 +162,7 @@ class Programs:
         Rows per call (rows=, ops/gemm_rs/call.c): the round's tiles; GEMM
         worker 0 raises its rows cell on every peer ahead of the first tile
         it hands on, or before its own block when it has no peer tile (so
-        the cells travel ahead of the partials on an in-order wire; the
+        the cells travel ahead of the partials on the emulated link; the
         baseline's: before each bulk put) and, on MPI, puts the plan's
         tiles beyond the round's empty; it checks every source's count at
         the end, and each reduction those of its sources first; on MPI the

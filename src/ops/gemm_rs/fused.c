@@ -34,8 +34,10 @@
  *     and on MPI the plan's tiles beyond the call's rows as empty puts
  *     (call.c); at its end it checks every source's rows cell (each
  *     reduction checks its own sources first). Ahead of the partials, so
- *     that on an in-order wire the cells do not arrive behind all of them
- *     and hold up the owner's first reduction.
+ *     that on a wire delivering in order (the emulated link) the cells do
+ *     not arrive behind all of them and hold up the owner's reductions;
+ *     after the first tile's GEMM, not at the round's start, because the
+ *     sends wait for the peers' acks of round e-1.
  *   Puts are completed (quiet) by each putting thread before the round
  *     ends, so `part` may be overwritten next round.
  * The caller (run.c) raises ack[r] = e on every peer once every worker of
