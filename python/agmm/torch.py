@@ -78,6 +78,12 @@ for FakeTensor tracing). The files: _torch_groups (groups, plan caches),
 _torch_fp / _torch_int8 (CPU kernels), _torch_epilogue, _torch_autograd,
 _torch_ops (schemas and registration).
 
+column_parallel_matmul(A, Bs, group_name=None) -> [A @ B_i] is plain
+tensor parallelism's column-parallel GEMMs on an input every rank holds
+whole: local in the forward; its backward all-reduces the input's
+gradient (Megatron's "f") in one fused_matmul_all_reduce round
+(_torch_colpar).
+
 silu_and_mul(gate, up) -> (silu(gate.float()) * up.float()).to(gate.dtype)
 is a Llama MLP's gated activation between the two, differentiable, bit
 for bit torch's expression, with no whole-size float32 temporary
@@ -91,6 +97,7 @@ from ._torch_groups import (DEFAULT_GROUP, PLAN_CACHE_SIZE, group_plans,
 from ._torch_epilogue import ACTIVATIONS
 from ._torch_fp import plan_op_available
 from ._torch_glu import silu_and_mul
+from . import _torch_colpar
 from ._torch_int8 import _out_dtype, _out_dtypes
 from . import _torch_ops  # noqa: F401 (registers torch.ops.agmm.*)
 from . import _torch_plain
@@ -181,6 +188,20 @@ def fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None, bias=None,
     return torch.ops.agmm.fused_matmul_all_reduce(*args, **kw)
 
 
+def column_parallel_matmul(A, Bs, group_name=None):
+    """[C_i] = [A @ B_i for B_i in Bs] on this rank, no communication: A
+    [..., k] the same on every rank (plain tensor parallelism's input),
+    B_i [k, n_i] this rank's columns of weight i, C_i in A's dtype
+    (torch's matmul). Differentiable: the backward returns A's whole
+    gradient on every rank, sum over ranks of sum_i dC_i @ B_i^T, from one
+    GEMM + all-reduce round through agmm (fused_matmul_all_reduce of the
+    dC_i side by side against the B_i^T stacked), and each B_i's own
+    gradient A^T @ dC_i; every rank must run it. Without it a replicated
+    input's gradient is this rank's share (the all-reduce is the
+    caller's). Ranks may hold different n_i."""
+    return _torch_colpar.column_parallel_matmul(A, Bs, _name(group_name))
+
+
 def fused_all_gather_scaled_matmul(A_shard, Bs, A_scale, B_scales, gather_dim=0,
                                    group_name=None, out_dtypes=None,
                                    return_A=True):
@@ -219,7 +240,7 @@ def fused_scaled_matmul_reduce_scatter(A, B, A_scale, B_scale, reduce_op="sum",
 
 __all__ = ["fused_all_gather_matmul", "fused_matmul_reduce_scatter",
            "fused_matmul_all_reduce", "fused_all_gather_scaled_matmul",
-           "silu_and_mul",
+           "silu_and_mul", "column_parallel_matmul",
            "fused_scaled_matmul_reduce_scatter", "register_group",
            "unregister_group", "group_plans", "plan_op_available",
            "ACTIVATIONS", "PLAN_CACHE_SIZE", "DEFAULT_GROUP", "REGISTERED_OP"]

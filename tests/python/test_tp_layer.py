@@ -71,6 +71,27 @@ def test_all_reduce_grads_match_gloo(nranks, uneven):
               timeout=240, worker=WORKER)
 
 
+def cp_cases(P, uneven):
+    ns = [[4 + r, 3 + 2 * r] for r in range(P)] if uneven else [[8, 8]] * P
+    return [
+        dict(op="cp", lead=[7], k=12, n=ns, use=[0, 1]),
+        dict(op="cp", lead=[2, 5], k=16, n=ns, use=[1], repeat=2),
+        dict(op="cp", lead=[6], k=24, n=[[n[0]] for n in ns], use=[0],
+             dtype="bf16"),
+        dict(op="cp", lead=[5], k=8, n=ns, use=[0, 1], a_grad=False),
+    ]
+
+
+@pytest.mark.parametrize("nranks,uneven", [(2, False), (3, True), (4, False)])
+def test_column_parallel_input_grad_is_all_reduced(nranks, uneven):
+    """agmm.torch.column_parallel_matmul: local forward, the replicated
+    input's gradient summed over the ranks (Megatron's f) by one gemm-ar
+    round, the weights' local; against gloo's all-reduce."""
+    assert HAS_AR, "agmm.torch.plan_op_available('gemm-ar') is False"
+    run_world(nranks, "grads", dict(cases=cp_cases(nranks, uneven)),
+              timeout=240, worker=WORKER)
+
+
 def test_meta_kernels_under_fake_tensors(monkeypatch):
     """Shapes and dtypes from the Meta kernels, with every rank's shard
     taken to be this one's size; no world is made (the default group comes
@@ -107,6 +128,11 @@ def test_meta_kernels_under_fake_tensors(monkeypatch):
         assert c.shape == (10, 0, 12) and c.dtype == torch.bfloat16
         c = at.fused_matmul_all_reduce(x, w, bias=torch.empty(12))
         assert c.shape == (10, 3, 12) and c.dtype == torch.float32
+        xr = torch.empty(4, 32, dtype=torch.bfloat16, requires_grad=True)
+        c1, c2 = at.column_parallel_matmul(xr, [torch.empty(32, 16, dtype=torch.bfloat16),
+                                                torch.empty(32, 8, dtype=torch.bfloat16)])
+        assert c1.shape == (4, 16) and c2.shape == (4, 8)
+        assert c1.dtype == torch.bfloat16 and c1.grad_fn is not None
         q = torch.empty(6, 32, dtype=torch.int8)
         s = torch.empty(6, 1)
         A, (c,) = at.fused_all_gather_scaled_matmul(

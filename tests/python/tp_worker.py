@@ -93,6 +93,18 @@ class GAllReduce(torch.autograd.Function):
         return g
 
 
+class GCopy(torch.autograd.Function):
+    """Megatron's f: the identity forward, the all-reduce backward (a
+    replicated input's whole gradient on every rank)."""
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _sum(g)
+
+
 def leaves(*ts):
     return [t.detach().clone().requires_grad_(True) if t is not None else None
             for t in ts]
@@ -212,7 +224,44 @@ def case_ar(P, me, c, dtype, tol):
     check_all(got, grads(R, G, y), tol, ["dA", "dB", "dbias"])
 
 
-CASES = {"ag": case_ag, "rs": case_rs, "ar": case_ar}
+def case_cp(P, me, c, dtype, tol):
+    """Column-parallel on a replicated input: C_i = A @ B_i locally, dA
+    summed over the ranks (one gemm-ar round), dB_i local; the loss uses
+    the outputs in c["use"] (a gradient of None for the others)."""
+    lead, k, ns = c["lead"], c["k"], c["n"][me]
+    A = rnd(110, tuple(lead) + (k,), dtype)  # the same on every rank
+    Bs = [rnd(120 + 10 * i + me, (k, n), dtype) for i, n in enumerate(ns)]
+    Gs = [rnd(130 + 10 * i + me, tuple(lead) + (n,), torch.float32)
+          for i, n in enumerate(ns)]
+    want_a = c.get("a_grad", True)
+
+    def run(outs, x):
+        loss = sum((outs[i].float() * Gs[i]).sum() for i in c["use"])
+        live = [t for t in x if t.requires_grad]
+        gs = iter(torch.autograd.grad(loss, live, allow_unused=True))
+        out = [next(gs) if t.requires_grad else None for t in x]
+        # A weight whose output the loss leaves out: a gradient of zeros.
+        return [torch.zeros_like(t) if g is None and t.requires_grad else g
+                for g, t in zip(out, x)]
+
+    x = leaves(A, *Bs)
+    x[0].requires_grad_(want_a)
+    Cs = at.column_parallel_matmul(x[0], x[1:], group_name="tp")
+    assert isinstance(Cs, list) and len(Cs) == len(ns)
+    got = run(Cs, x)
+    y = leaves(A, *Bs)
+    y[0].requires_grad_(want_a)
+    a = GCopy.apply(y[0]) if want_a else y[0]
+    R = [a @ B for B in y[1:]]
+    for i in range(len(ns)):  # the same torch matmul: the same bits
+        assert torch.equal(Cs[i], R[i]), "cp forward %d" % i
+    ref = run(R, y)
+    check_all(got, ref, tol, ["dA"] + ["dB%d" % i for i in range(len(ns))])
+    if not want_a:
+        assert got[0] is None
+
+
+CASES = {"ag": case_ag, "rs": case_rs, "ar": case_ar, "cp": case_cp}
 
 
 def scenario_grads(world, args):
@@ -226,8 +275,11 @@ def scenario_grads(world, args):
             for _ in range(c.get("repeat", 1)):
                 CASES[c["op"]](P, me, c, dtype, tol)
         ops = {p.op for p in at.group_plans("tp")}
-        want = {"ag-gemm", "gemm-rs"} if any(c["op"] != "ar" for c in args["cases"]) \
-            else {"gemm-ar"}
+        want = set()
+        for c in args["cases"]:
+            want |= {"ag": {"ag-gemm", "gemm-rs"}, "rs": {"ag-gemm", "gemm-rs"},
+                     "ar": {"gemm-ar"},
+                     "cp": {"gemm-ar"} if c.get("a_grad", True) else set()}[c["op"]]
         assert want <= ops, "the backward's rounds are agmm's: plans %s" % ops
     finally:
         at.unregister_group("tp")

@@ -1,0 +1,112 @@
+"""column_parallel_matmul(A, Bs, group_name): the column-parallel GEMMs of
+plain tensor parallelism on an input every rank holds whole (Megatron's
+ColumnParallelLinear after its "copy to the tensor-parallel region"),
+with the all-reduce of their input's gradient through agmm.
+
+  forward   C_i = A @ B_i on this rank, no communication (A [..., k], the
+            same on every rank; B_i [k, n_i], this rank's columns of the
+            layer's weight i); torch's matmul, as the layer without agmm.
+  backward  dA   = sum over ranks r of sum_i dC_i,r @ B_i,r^T, the same on
+                   every rank: the all-reduce a replicated input needs
+                   (Megatron's "f": identity forward, all-reduce backward).
+                   One GEMM + all-reduce round (fused_matmul_all_reduce,
+                   op "gemm-ar") of every dC_i side by side ([rows, sum n_i])
+                   against the B_i^T stacked ([sum n_i, k], kept per weight
+                   version: _torch_groups._bwd_weight), so the reduction of
+                   dA's tiles overlaps the GEMM of the next ones instead of
+                   following this rank's whole share. sum n_i may differ
+                   between ranks (gemm-ar gives each rank its own k).
+            dB_i = A^T @ dC_i (local; one plan for every i where agmm's
+                   engine applies: _torch_local.local_mm).
+
+Without it a replicated input's gradient is this rank's share only; a
+stacked model must then all-reduce it itself. The backward is collective:
+every rank must run it (with A requiring grad on every rank or on none),
+as every agmm op. dA has A's dtype (the round's own epilogue rounds the
+float32 sums once); dB_i the weights'.
+"""
+import torch
+
+from ._buffers import scratch_copy, scratch_torch
+from ._torch_groups import _bwd_weight, _group
+from ._torch_local import local_mm
+
+
+def _all_reduce_matmul(gz, W, group, out_dtype):
+    """fused_matmul_all_reduce(gz, W) in out_dtype (None: float32): the
+    plain call for plain CPU tensors, else the registered op (a FakeTensor
+    reaches its Meta kernel)."""
+    from . import torch as at  # agmm.torch imports this module
+    return at.fused_matmul_all_reduce(gz, W, group_name=group, out_dtype=out_dtype)
+
+
+class ColumnParallelMatmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, group, A, *Bs):
+        k = int(A.shape[-1])
+        a2 = A.reshape(-1, k)
+        outs = [(a2 @ B).view(list(A.shape[:-1]) + [int(B.shape[1])]) for B in Bs]
+        ctx.group = group
+        ctx.save_for_backward(A, *Bs)
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *gys):
+        A, *Bs = ctx.saved_tensors
+        dt = Bs[0].dtype
+        k = int(A.shape[-1])
+        rows = A.numel() // k if k else 0
+        ns = [int(B.shape[1]) for B in Bs]
+        # Every dC_i in the weights' dtype, side by side in warm scratch
+        # memory (one operand for the round; a missing one is zeros).
+        if len(Bs) == 1 and gys[0] is not None and gys[0].dtype == dt and \
+                gys[0].is_contiguous():
+            gz = gys[0].reshape(rows, ns[0])
+        else:
+            gz = scratch_torch("cp-bwd-dz", (rows, sum(ns)), dt, A)
+            c0 = 0
+            for gy, n in zip(gys, ns):
+                if gy is None:
+                    gz[:, c0:c0 + n].zero_()
+                else:
+                    gz[:, c0:c0 + n].copy_(gy.reshape(rows, n))
+                c0 += n
+        dA = None
+        if ctx.needs_input_grad[1]:
+            W = _bwd_weight(_group(ctx.group), list(Bs))  # [sum n_i, k]
+            dA = _all_reduce_matmul(
+                gz, W, ctx.group,
+                None if A.dtype == torch.float32 else A.dtype).view(A.shape)
+            if dA.dtype != A.dtype:
+                dA = dA.to(A.dtype)
+        want = [i for i in range(len(Bs)) if ctx.needs_input_grad[2 + i]]
+        dBs = [None] * len(Bs)
+        if want:
+            # A^T contiguous once for every weight's dB (torch's matmul is
+            # slower on the transposed view).
+            At = scratch_copy("cp-bwd-at", A.reshape(rows, k).t())
+            c0s = [sum(ns[:i]) for i in range(len(Bs))]
+            got = local_mm(At, [gz[:, c0s[i]:c0s[i] + ns[i]] for i in want], dt)
+            for i, d in zip(want, got):
+                dBs[i] = d
+        return (None, dA, *dBs)
+
+
+def column_parallel_matmul(A, Bs, group_name):
+    """[A @ B_i] with the backward above (group_name resolved by the
+    caller); without a gradient to keep, the local matmuls alone."""
+    Bs = list(Bs)
+    if not Bs:
+        return []
+    for i, B in enumerate(Bs):
+        if B.dim() != 2 or int(B.shape[0]) != int(A.shape[-1]) or B.dtype != A.dtype:
+            from .errors import InvalidArgument
+            raise InvalidArgument(
+                "Bs[%d]: %s %s (expected [k=%d, n] %s: A's last dimension and "
+                "dtype)" % (i, list(B.shape), B.dtype, int(A.shape[-1]), A.dtype))
+    if not (torch.is_grad_enabled() and
+            any(t.requires_grad for t in [A] + Bs)):
+        k = int(A.shape[-1])
+        a2 = A.reshape(-1, k)
+        return [(a2 @ B).view(list(A.shape[:-1]) + [int(B.shape[1])]) for B in Bs]
+    return list(ColumnParallelMatmul.apply(group_name, A, *Bs))
