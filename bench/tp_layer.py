@@ -4,7 +4,8 @@ agmm's ops against the same module written with torch.distributed (gloo)
 collectives and torch matmuls: forward, and forward + backward, at prefill
 (--tokens rows per rank) and decode (--decode-rows rows in all), in both
 forms (sp: all-gather + GEMM, GEMM + reduce-scatter; tp: local GEMMs,
-GEMM + all-reduce, which needs agmm's op gemm-ar).
+GEMM + all-reduce, and in the backward the all-reduce of dx, which need
+agmm's op gemm-ar).
 
 usage: PYTHONPATH=build/python /usr/bin/python3 bench/tp_layer.py [--ranks 2] [--hidden H] [--inter I] [--tokens T] [--reps R] ...
 
@@ -118,6 +119,19 @@ class _AllReduce(torch.autograd.Function):
         return g
 
 
+class _Copy(torch.autograd.Function):
+    """Megatron's f on the tp form's replicated input: the identity
+    forward, dx all-reduced in the backward (agmm's TPMLP makes that sum in
+    column_parallel_matmul's backward)."""
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _sum(g).to(g.dtype)
+
+
 class GlooMLP(torch.nn.Module):
     """TPMLP's layer with gloo collectives and torch matmuls (the same
     parameters: copy them from a TPMLP)."""
@@ -131,8 +145,7 @@ class GlooMLP(torch.nn.Module):
 
     def forward(self, x):
         dt = self.w_gate.dtype
-        if self.mode == "sp":
-            x = _AllGather.apply(x, self.rows)
+        x = _AllGather.apply(x, self.rows) if self.mode == "sp" else _Copy.apply(x)
         act = (F.silu((x @ self.w_gate).float()) * (x @ self.w_up).float()).to(dt)
         part = act @ self.w_down
         if self.mode == "sp":

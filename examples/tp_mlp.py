@@ -11,11 +11,12 @@ Two forms (TPMLP(mode=...)):
         then the row-parallel down GEMM + reduce-scatter
         (fused_matmul_reduce_scatter) returns this rank's rows [m_r, h].
   "tp"  plain tensor-parallel: x [M, h] is the same on every rank; gate and
-        up are local GEMMs on it, then down GEMM + all-reduce
-        (fused_matmul_all_reduce) gives every rank the whole [M, h]. Its
-        backward leaves each rank this rank's share of dx (their sum is
-        dx: the all-reduce a caller's replicated input needs, Megatron's
-        "f", is not part of the layer).
+        up are local GEMMs on it (column_parallel_matmul), then down GEMM +
+        all-reduce (fused_matmul_all_reduce) gives every rank the whole
+        [M, h]. Its backward gives every rank the whole dx: the sum over
+        ranks of each rank's d gate @ W_gate^T + d up @ W_up^T, which
+        column_parallel_matmul's backward makes in one GEMM + all-reduce
+        round (Megatron's "f", overlapped), so layers stack.
 Rank r holds columns [i_lo(r), i_hi(r)) of W_gate and W_up ([h, i]) and
 those rows of W_down ([i, h]); i is split as agmm_k_split splits (the
 first i % P ranks one more; the "sp" form needs i a multiple of the
@@ -94,20 +95,19 @@ class TPMLP(torch.nn.Module):
             act = gate.mul_(up) if infer else at.silu_and_mul(gate, up)
             return at.fused_matmul_reduce_scatter(act, self.w_down,
                                                   group_name=self.group)
-        # x: [M, h], the same on every rank.
-        act = at.silu_and_mul(x @ self.w_gate, x @ self.w_up)
+        # x: [M, h], the same on every rank; its gradient all-reduced.
+        gate, up = at.column_parallel_matmul(x, [self.w_gate, self.w_up],
+                                             group_name=self.group)
+        act = at.silu_and_mul(gate, up)
         return at.fused_matmul_all_reduce(act, self.w_down, group_name=self.group)
 
 
 def reference(x, full, dtype):
-    """The MLP in one process with the full weights: (out, leaves, inner)."""
+    """The MLP in one process with the full weights: (out, leaves)."""
     wg, wu, wd = [w.to(dtype).detach().requires_grad_(True) for w in full]
     x = x.detach().requires_grad_(True)
-    gate, up = x @ wg, x @ wu
-    gate.retain_grad()
-    up.retain_grad()
-    act = (F.silu(gate.float()) * up.float()).to(dtype)
-    return (act @ wd).float(), (x, wg, wu, wd), (gate, up)
+    act = (F.silu((x @ wg).float()) * (x @ wu).float()).to(dtype)
+    return (act @ wd).float(), (x, wg, wu, wd)
 
 
 def err(a, b):
@@ -132,7 +132,7 @@ def check(world, args, mode):
     out = mlp(x)
     (out * (G[rows] if mode == "sp" else G)).sum().backward()
 
-    ref, (rx, rwg, rwu, rwd), (rgate, rup) = reference(X, full, dt)
+    ref, (rx, rwg, rwu, rwd) = reference(X, full, dt)
     (ref * G).sum().backward()
     lo, hi = split(i, P)[me]
     errors = {
@@ -141,12 +141,7 @@ def check(world, args, mode):
         "d w_up": err(mlp.w_up.grad, rwu.grad[:, lo:hi]),
         "d w_down": err(mlp.w_down.grad, rwd.grad[lo:hi]),
     }
-    if mode == "sp":
-        errors["d x"] = err(x.grad, rx.grad[rows])
-    else:  # this rank's share of dx, from its columns of d gate and d up
-        share = rgate.grad[:, lo:hi].float() @ rwg[:, lo:hi].float().t() + \
-            rup.grad[:, lo:hi].float() @ rwu[:, lo:hi].float().t()
-        errors["d x (share)"] = err(x.grad, share.detach())
+    errors["d x"] = err(x.grad, rx.grad[rows] if mode == "sp" else rx.grad)
     bad = {k: v for k, v in errors.items() if not v <= tol}
     print("rank %d %s: %s" % (me, mode, ", ".join("%s %.2g" % kv for kv in
                                                  errors.items())), flush=True)
