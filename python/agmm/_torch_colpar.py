@@ -5,7 +5,11 @@ with the all-reduce of their input's gradient through agmm.
 
   forward   C_i = A @ B_i on this rank, no communication (A [..., k], the
             same on every rank; B_i [k, n_i], this rank's columns of the
-            layer's weight i); torch's matmul, as the layer without agmm.
+            layer's weight i), through _torch_local.local_mm: agmm's engine
+            where it applies (a prefill's GEMMs, 4096 x 4096 x [5504,
+            5504] bf16, weights prepared in the call: 0.889x torch's two
+            matmuls on Zen 5, docs/python.md), torch's matmul below its
+            bounds (decode's few rows).
   backward  dA   = sum over ranks r of sum_i dC_i,r @ B_i,r^T, the same on
                    every rank: the all-reduce a replicated input needs
                    (Megatron's "f": identity forward, all-reduce backward).
@@ -43,12 +47,9 @@ def _all_reduce_matmul(gz, W, group, out_dtype):
 class ColumnParallelMatmul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, group, A, *Bs):
-        k = int(A.shape[-1])
-        a2 = A.reshape(-1, k)
-        outs = [(a2 @ B).view(list(A.shape[:-1]) + [int(B.shape[1])]) for B in Bs]
         ctx.group = group
         ctx.save_for_backward(A, *Bs)
-        return tuple(outs)
+        return tuple(_local(A, Bs))
 
     @staticmethod
     def backward(ctx, *gys):
@@ -92,6 +93,21 @@ class ColumnParallelMatmul(torch.autograd.Function):
         return (None, dA, *dBs)
 
 
+def _local(A, Bs):
+    """[A @ B_i], each [..., n_i] in A's dtype (local_mm on A's rows; torch's
+    matmul for tensors that are not plain CPU ones: a FakeTensor while
+    tracing, say)."""
+    k = int(A.shape[-1])
+    lead = list(A.shape[:-1])
+    a2 = A.reshape(-1, k)
+    if not all(type(t) is torch.Tensor and t.is_cpu for t in [A] + list(Bs)):
+        return [(a2 @ B).view(lead + [int(B.shape[1])]) for B in Bs]
+    if A.numel() == 0 or k == 0:
+        return [A.new_zeros(lead + [int(B.shape[1])]) for B in Bs]
+    outs = local_mm(a2, list(Bs), A.dtype)
+    return [c.view(lead + [int(B.shape[1])]) for c, B in zip(outs, Bs)]
+
+
 def column_parallel_matmul(A, Bs, group_name):
     """[A @ B_i] with the backward above (group_name resolved by the
     caller); without a gradient to keep, the local matmuls alone."""
@@ -106,7 +122,5 @@ def column_parallel_matmul(A, Bs, group_name):
                 "dtype)" % (i, list(B.shape), B.dtype, int(A.shape[-1]), A.dtype))
     if not (torch.is_grad_enabled() and
             any(t.requires_grad for t in [A] + Bs)):
-        k = int(A.shape[-1])
-        a2 = A.reshape(-1, k)
-        return [(a2 @ B).view(list(A.shape[:-1]) + [int(B.shape[1])]) for B in Bs]
+        return _local(A, Bs)
     return list(ColumnParallelMatmul.apply(group_name, A, *Bs))

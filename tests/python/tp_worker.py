@@ -253,7 +253,8 @@ def case_cp(P, me, c, dtype, tol):
     y[0].requires_grad_(want_a)
     a = GCopy.apply(y[0]) if want_a else y[0]
     R = [a @ B for B in y[1:]]
-    for i in range(len(ns)):  # the same torch matmul: the same bits
+    for i in range(len(ns)):  # torch's matmul at these sizes (local_mm's
+        # bounds): the same bits
         assert torch.equal(Cs[i], R[i]), "cp forward %d" % i
     ref = run(R, y)
     check_all(got, ref, tol, ["dA"] + ["dB%d" % i for i in range(len(ns))])
