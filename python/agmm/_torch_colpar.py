@@ -6,10 +6,10 @@ with the all-reduce of their input's gradient through agmm.
   forward   C_i = A @ B_i on this rank, no communication (A [..., k], the
             same on every rank; B_i [k, n_i], this rank's columns of the
             layer's weight i), through _torch_local.local_mm: agmm's engine
-            where it applies (a prefill's GEMMs, 4096 x 4096 x [5504,
-            5504] bf16, weights prepared in the call: 0.889x torch's two
-            matmuls on Zen 5, docs/python.md), torch's matmul below its
-            bounds (decode's few rows).
+            where it applies, torch's matmul below its bounds (decode's
+            few rows), outputs advised for huge pages either way (what
+            the plain-TP MLP's prefill forward gains most from: 0.38-0.43
+            of gloo's time against 0.51-0.55 with `x @ w`, docs/python.md).
   backward  dA   = sum over ranks r of sum_i dC_i,r @ B_i,r^T, the same on
                    every rank: the all-reduce a replicated input needs
                    (Megatron's "f": identity forward, all-reduce backward).
@@ -95,12 +95,15 @@ class ColumnParallelMatmul(torch.autograd.Function):
 
 def _local(A, Bs):
     """[A @ B_i], each [..., n_i] in A's dtype (local_mm on A's rows; torch's
-    matmul for tensors that are not plain CPU ones: a FakeTensor while
-    tracing, say)."""
+    matmul for tensors that are not plain CPU ones, a FakeTensor while
+    tracing, say; a layer's weights, nn.Parameters, are taken as the
+    plain tensors they hold)."""
+    from ._torch_ops import _plain_cpu  # agmm.torch's import order
     k = int(A.shape[-1])
     lead = list(A.shape[:-1])
     a2 = A.reshape(-1, k)
-    if not all(type(t) is torch.Tensor and t.is_cpu for t in [A] + list(Bs)):
+    if not _plain_cpu([t.detach() if isinstance(t, torch.nn.Parameter) else t
+                       for t in [A] + list(Bs)]):
         return [(a2 @ B).view(lead + [int(B.shape[1])]) for B in Bs]
     if A.numel() == 0 or k == 0:
         return [A.new_zeros(lead + [int(B.shape[1])]) for B in Bs]
