@@ -32,6 +32,7 @@ float32 sums once); dB_i the weights'.
 import torch
 
 from ._buffers import scratch_copy, scratch_torch
+from .errors import InvalidArgument
 from ._torch_groups import _bwd_weight, _group
 from ._torch_local import local_mm
 
@@ -73,7 +74,9 @@ class ColumnParallelMatmul(torch.autograd.Function):
                     gz[:, c0:c0 + n].copy_(gy.reshape(rows, n))
                 c0 += n
         dA = None
-        if ctx.needs_input_grad[1]:
+        if ctx.needs_input_grad[1] and rows == 0:
+            dA = torch.zeros_like(A)  # no rows on any rank (A is replicated)
+        elif ctx.needs_input_grad[1]:
             W = _bwd_weight(_group(ctx.group), list(Bs))  # [sum n_i, k]
             dA = _all_reduce_matmul(
                 gz, W, ctx.group,
@@ -119,7 +122,6 @@ def column_parallel_matmul(A, Bs, group_name):
         return []
     for i, B in enumerate(Bs):
         if B.dim() != 2 or int(B.shape[0]) != int(A.shape[-1]) or B.dtype != A.dtype:
-            from .errors import InvalidArgument
             raise InvalidArgument(
                 "Bs[%d]: %s %s (expected [k=%d, n] %s: A's last dimension and "
                 "dtype)" % (i, list(B.shape), B.dtype, int(A.shape[-1]), A.dtype))

@@ -7,6 +7,7 @@ ranks; the Meta kernels under FakeTensorMode (shapes, dtypes, autograd
 graph, no world made); argument errors before any communication.
 """
 import os
+import re
 
 import pytest
 import torch
@@ -79,6 +80,7 @@ def cp_cases(P, uneven):
         dict(op="cp", lead=[6], k=24, n=[[n[0]] for n in ns], use=[0],
              dtype="bf16"),
         dict(op="cp", lead=[5], k=8, n=ns, use=[0, 1], a_grad=False),
+        dict(op="cp", lead=[0], k=8, n=ns, use=[0, 1]),  # no rows: no round
     ]
 
 
@@ -90,6 +92,20 @@ def test_column_parallel_input_grad_is_all_reduced(nranks, uneven):
     assert HAS_AR, "agmm.torch.plan_op_available('gemm-ar') is False"
     run_world(nranks, "grads", dict(cases=cp_cases(nranks, uneven)),
               timeout=240, worker=WORKER)
+
+
+def test_column_parallel_bad_weights_fail_before_any_world():
+    """A weight whose rows or dtype do not match A's last dimension is an
+    InvalidArgument naming it, before any group is looked up."""
+    from agmm import _torch_groups
+    before = set(_torch_groups._groups)
+    x = torch.zeros(3, 8)
+    for Bs, words in (([torch.zeros(8, 4), torch.zeros(7, 4)], "Bs[1]: [7, 4]"),
+                      ([torch.zeros(8, 4, dtype=torch.bfloat16)], "Bs[0]: [8, 4] torch.bfloat16"),
+                      ([torch.zeros(8)], "Bs[0]: [8]")):
+        with pytest.raises(agmm.InvalidArgument, match=re.escape(words)):
+            at.column_parallel_matmul(x.requires_grad_(True), Bs, group_name="nope")
+    assert set(_torch_groups._groups) == before
 
 
 def test_meta_kernels_under_fake_tensors(monkeypatch):
