@@ -35,6 +35,7 @@ from ._buffers import scratch_copy, scratch_torch
 from .errors import InvalidArgument
 from ._torch_groups import _bwd_weight, _group
 from ._torch_local import local_mm
+from ._torch_ops import _plain_cpu
 
 
 def _all_reduce_matmul(gz, W, group, out_dtype):
@@ -101,7 +102,6 @@ def _local(A, Bs):
     matmul for tensors that are not plain CPU ones, a FakeTensor while
     tracing, say; a layer's weights, nn.Parameters, are taken as the
     plain tensors they hold)."""
-    from ._torch_ops import _plain_cpu  # agmm.torch's import order
     k = int(A.shape[-1])
     lead = list(A.shape[:-1])
     a2 = A.reshape(-1, k)

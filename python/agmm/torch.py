@@ -193,8 +193,9 @@ def column_parallel_matmul(A, Bs, group_name=None):
     [..., k] the same on every rank (plain tensor parallelism's input),
     B_i [k, n_i] this rank's columns of weight i, C_i in A's dtype
     (agmm's engine on a one-rank plan where the product is large enough,
-    else torch's matmul: _torch_local.local_mm). Differentiable: the backward returns A's whole
-    gradient on every rank, sum over ranks of sum_i dC_i @ B_i^T, from one
+    else torch's matmul: _torch_local.local_mm). Differentiable: the
+    backward returns A's whole gradient on every rank, sum over ranks of
+    sum_i dC_i @ B_i^T, from one
     GEMM + all-reduce round through agmm (fused_matmul_all_reduce of the
     dC_i side by side against the B_i^T stacked), and each B_i's own
     gradient A^T @ dC_i; every rank must run it. Without it a replicated

@@ -101,7 +101,8 @@ def test_column_parallel_bad_weights_fail_before_any_world():
     before = set(_torch_groups._groups)
     x = torch.zeros(3, 8)
     for Bs, words in (([torch.zeros(8, 4), torch.zeros(7, 4)], "Bs[1]: [7, 4]"),
-                      ([torch.zeros(8, 4, dtype=torch.bfloat16)], "Bs[0]: [8, 4] torch.bfloat16"),
+                      ([torch.zeros(8, 4, dtype=torch.bfloat16)],
+                       "Bs[0]: [8, 4] torch.bfloat16"),
                       ([torch.zeros(8)], "Bs[0]: [8]")):
         with pytest.raises(agmm.InvalidArgument, match=re.escape(words)):
             at.column_parallel_matmul(x.requires_grad_(True), Bs, group_name="nope")
@@ -145,8 +146,9 @@ def test_meta_kernels_under_fake_tensors(monkeypatch):
         c = at.fused_matmul_all_reduce(x, w, bias=torch.empty(12))
         assert c.shape == (10, 3, 12) and c.dtype == torch.float32
         xr = torch.empty(4, 32, dtype=torch.bfloat16, requires_grad=True)
-        c1, c2 = at.column_parallel_matmul(xr, [torch.empty(32, 16, dtype=torch.bfloat16),
-                                                torch.empty(32, 8, dtype=torch.bfloat16)])
+        c1, c2 = at.column_parallel_matmul(
+            xr, [torch.empty(32, 16, dtype=torch.bfloat16),
+                 torch.empty(32, 8, dtype=torch.bfloat16)])
         assert c1.shape == (4, 16) and c2.shape == (4, 8)
         assert c1.dtype == torch.bfloat16 and c1.grad_fn is not None
         q = torch.empty(6, 32, dtype=torch.int8)
