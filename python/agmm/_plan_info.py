@@ -30,7 +30,7 @@ class GemmInfo:
     # or "mixed"
     epilogue: str = "none"
     # the instruction set of agmm's own epilogue pass on this CPU:
-    # "x86-64-v4" (AVX-512), "avx2" or "x86-64"
+    # "x86-64-v4" (AVX-512), "x86-64-v3" (AVX2 with FMA) or "x86-64"
     epilogue_isa: str = "x86-64"
 
 

@@ -34,7 +34,12 @@ float agmm_gemm_act_f32(agmm_gemm_act_t act, float x)
  * 2^k through the exponent bits. |x| is clamped to 87.4667, so k stays
  * in [-126, 126] (0 and infinity are approached, never reached: the
  * activations below need neither; a NaN x comes out a number, but the
- * activations multiply or divide x itself, so their NaN stays NaN). */
+ * activations multiply or divide x itself, so their NaN stays NaN).
+ * The reduction and Horner's steps are fmaf(), one rounding each: the
+ * clones with FMA (x86-64-v3, x86-64-v4) make each one instruction, the
+ * baseline calls libm's, exact too, so every clone still gets the same
+ * bits; SiLU's pass took 0.26 instead of 0.45 ns an element on Zen 5
+ * (docs/performance.md, "SiLU's exp in FMA steps"). */
 static inline float exp_vec(float x)
 {
     /* |x| clamped on its bits (integer compares vectorize, float ones
@@ -47,16 +52,17 @@ static inline float exp_vec(float x)
     mag = mag > 0x42aeeeee ? 0x42aeeeee : mag; /* 87.4667f */
     v.i = sign | mag;
     x = v.f;
-    float k = (x * 1.44269504088896341f + 0x1.8p23f) - 0x1.8p23f; /* rint */
-    float f = x - k * 0.693359375f;
-    f = f - k * -2.12194440e-4f;
+    /* rint(x / ln 2): any integer near it reduces correctly */
+    float k = fmaf(x, 1.44269504088896341f, 0x1.8p23f) - 0x1.8p23f;
+    float f = fmaf(k, -0.693359375f, x);
+    f = fmaf(k, 2.12194440e-4f, f);
     float p = 1.9875691500e-4f;
-    p = p * f + 1.3981999507e-3f;
-    p = p * f + 8.3334519073e-3f;
-    p = p * f + 4.1665795894e-2f;
-    p = p * f + 1.6666665459e-1f;
-    p = p * f + 5.0000001201e-1f;
-    p = p * f * f + f + 1.0f;
+    p = fmaf(p, f, 1.3981999507e-3f);
+    p = fmaf(p, f, 8.3334519073e-3f);
+    p = fmaf(p, f, 4.1665795894e-2f);
+    p = fmaf(p, f, 1.6666665459e-1f);
+    p = fmaf(p, f, 5.0000001201e-1f);
+    p = fmaf(p * f, f, f) + 1.0f;
     union {
         uint32_t u;
         float f;
@@ -130,27 +136,31 @@ static float old_value(agmm_dtype_t dt, const void *row, int64_t j)
 }
 
 /* finish() and fused_rows() compiled for AVX-512 (x86-64-v4: F, BW, VL,
- * DQ, CD) and AVX2 as well as the baseline x86-64, the loader picking one
- * for the CPU (GCC's target_clones, an ifunc): the baseline's 4-lane SSE
- * loops left SiLU at 3.2 ns an element on a Zen 4 core, most of an
- * epilogue's cost (docs/performance.md, "The epilogue's cost"); with
- * AVX-512F alone GCC narrowed fp32 to bf16 in 256-bit AVX2 operations
- * (pack, permute, blend: 0.17 ns an element on Zen 5, 0.085 with BW and
- * VL: "The epilogue's clones, and the epilogue inside oneDNN"). The
- * AVX-512 clone has FMA instructions, but nothing here is contracted into
- * one (-ffp-contract=off, CMakeLists.txt), so every clone rounds each step
- * alike: the same bits on every CPU, but for the payload the sum of two
- * NaNs keeps (the first operand's, and a commutative addition may be
- * ordered either way). unit_epilogue_clones_same_bits builds this file
- * again without clones and with AVX2's alone (defining AGMM_EPI_CLONES
- * before including it) and compares them with the library's. Kept out of
- * clang and sanitizer builds, where it was not tried; they keep the one
- * baseline version. */
+ * DQ, CD) and for x86-64-v3 (AVX2 with FMA) as well as the baseline
+ * x86-64, the loader picking one for the CPU (GCC's target_clones, an
+ * ifunc): the baseline's 4-lane SSE loops left SiLU at 3.2 ns an element
+ * on a Zen 4 core, most of an epilogue's cost (docs/performance.md, "The
+ * epilogue's cost"); with AVX-512F alone GCC narrowed fp32 to bf16 in
+ * 256-bit AVX2 operations (pack, permute, blend: 0.17 ns an element on
+ * Zen 5, 0.085 with BW and VL: "The epilogue's clones, and the epilogue
+ * inside oneDNN"). Nothing is contracted into an FMA behind the code's
+ * back (-ffp-contract=off, CMakeLists.txt): the only fused steps are
+ * exp_vec's explicit fmaf(), exact in every clone (x86-64-v3 is the AVX2
+ * clone rather than plain AVX2 so that they are instructions there, not
+ * calls). So every clone rounds each step alike: the same bits on every
+ * CPU, but for the payload the sum of two NaNs keeps (the first
+ * operand's, and a commutative addition may be ordered either way).
+ * unit_epilogue_clones_same_bits builds this file again without clones
+ * and with x86-64-v3's alone (defining AGMM_EPI_CLONES before including
+ * it) and compares them with the library's. Kept out of clang and
+ * sanitizer builds, where it was not tried; they keep the one baseline
+ * version. */
 #ifndef AGMM_EPI_CLONES
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define AGMM_EPI_CLONES                                                        \
-    __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+    __attribute__((                                                            \
+        target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define AGMM_EPI_HAVE_CLONES 1
 #else
 #define AGMM_EPI_CLONES
@@ -163,7 +173,7 @@ const char *agmm_gemm_epilogue_isa(void)
 #ifdef AGMM_EPI_HAVE_CLONES
     __builtin_cpu_init();
     if (__builtin_cpu_supports("x86-64-v4")) return "x86-64-v4";
-    if (__builtin_cpu_supports("avx2")) return "avx2";
+    if (__builtin_cpu_supports("x86-64-v3")) return "x86-64-v3";
 #endif
     return "x86-64";
 }

@@ -1,9 +1,10 @@
 /* The epilogue pass (gemm/epilogue.c) is compiled in clones, one per
  * instruction set, the loader picking one for the CPU; its comment
- * promises the same bits from each (no contraction into FMAs, the same
+ * promises the same bits from each (no contraction into FMAs but explicit
+ * exact fmaf() steps, the same
  * operations in the same order), so that a plan's output does not depend
  * on the CPU it ran on. This builds the file twice more, without clones
- * (the baseline x86-64's loops) and with AVX2's clone alone
+ * (the baseline x86-64's loops) and with x86-64-v3's clone alone
  * (epilogue_clone_*.c), and compares the library's result with both byte
  * for byte (NaN for NaN: which NaN's payload an addition of two keeps
  * may differ, see same()): every activation, with and without a bias, scales
@@ -21,11 +22,11 @@
 #include "gemm/epilogue.h"
 
 /* The copies' functions (epilogue_clone_*.c), typed as the library's. */
-extern __typeof__(agmm_gemm_epilogue) base_gemm_epilogue, avx2_gemm_epilogue;
+extern __typeof__(agmm_gemm_epilogue) base_gemm_epilogue, v3_gemm_epilogue;
 extern __typeof__(agmm_gemm_epilogue_s32) base_gemm_epilogue_s32,
-    avx2_gemm_epilogue_s32;
+    v3_gemm_epilogue_s32;
 
-enum { M = 4, LD = 613, NV = 3 }; /* NV: library, baseline, AVX2 */
+enum { M = 4, LD = 613, NV = 3 }; /* NV: library, baseline, x86-64-v3 */
 
 static float value(int64_t i)
 {
@@ -80,7 +81,7 @@ static const char *clone_taken(void)
         __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512cd"))
         return "x86-64-v4";
-    if (__builtin_cpu_supports("avx2")) return "avx2";
+    if (__builtin_cpu_supports("x86-64-v3")) return "x86-64-v3";
 #endif
     return "x86-64";
 }
@@ -143,13 +144,13 @@ int main(void)
                         if (s32)
                             (v == 0   ? agmm_gemm_epilogue_s32
                              : v == 1 ? base_gemm_epilogue_s32
-                                      : avx2_gemm_epilogue_s32)(
+                                      : v3_gemm_epilogue_s32)(
                                 &at, M, n, acc32, LD, comp, asc, 1, wsc, bs,
                                 c[v], LD);
                         else
                             (v == 0   ? agmm_gemm_epilogue
                              : v == 1 ? base_gemm_epilogue
-                                      : avx2_gemm_epilogue)(
+                                      : v3_gemm_epilogue)(
                                 &at, M, n, src, LD, asc, 1, wsc, bs, c[v], LD);
                     }
                     for (int v = 1; v < NV; v++) {
@@ -157,7 +158,7 @@ int main(void)
                               "%s differs from the library's clone: act %s, "
                               "out %s, bias %d, scales %d, accumulate %d, "
                               "int32 %d, in place %d, width %lld",
-                              v == 1 ? "the baseline" : "AVX2's",
+                              v == 1 ? "the baseline" : "x86-64-v3's",
                               agmm_gemm_act_name(acts[a]),
                               agmm_dtype_name(outs[o]), b, sc != 0, accu != 0,
                               s32 != 0, inplace, (long long)n);
