@@ -11,8 +11,8 @@
 
 /* The instruction set of the pass's loops on this CPU, the clone the
  * loader took (epilogue.c): "x86-64-v4" (AVX-512 F, BW, VL, DQ, CD),
- * "x86-64-v3" (AVX2 with FMA), or "x86-64" (the baseline's loops; also where the build has no
- * clones: clang, sanitizers). */
+ * "x86-64-v3" (AVX2 with FMA), or "x86-64" (the baseline's loops; also where
+ * the build has no clones: clang, sanitizers). */
 const char *agmm_gemm_epilogue_isa(void);
 
 /* The activation of x in fp32 (NONE: x). */
