@@ -19,7 +19,8 @@ with the all-reduce of their input's gradient through agmm.
                    version: _torch_groups._bwd_weight), so the reduction of
                    dA's tiles overlaps the GEMM of the next ones instead of
                    following this rank's whole share. sum n_i may differ
-                   between ranks (gemm-ar gives each rank its own k).
+                   between ranks (gemm-ar gives each rank its own k); a
+                   rank with no columns adds a zero column.
             dB_i = A^T @ dC_i (local; one plan for every i where agmm's
                    engine applies: _torch_local.local_mm).
 
@@ -58,8 +59,15 @@ class ColumnParallelMatmul(torch.autograd.Function):
         A, *Bs = ctx.saved_tensors
         dt = Bs[0].dtype
         k = int(A.shape[-1])
-        rows = A.numel() // k if k else 0
+        rows = 1
+        for d in A.shape[:-1]:
+            rows *= int(d)
         ns = [int(B.shape[1]) for B in Bs]
+        if k == 0:  # no products, on any rank (A is replicated): no round
+            dA = torch.zeros_like(A) if ctx.needs_input_grad[1] else None
+            dBs = [torch.zeros_like(B) if ctx.needs_input_grad[2 + i] else None
+                   for i, B in enumerate(Bs)]
+            return (None, dA, *dBs)
         # Every dC_i in the weights' dtype, side by side in warm scratch
         # memory (one operand for the round; a missing one is zeros).
         if len(Bs) == 1 and gys[0] is not None and gys[0].dtype == dt and \
@@ -78,9 +86,15 @@ class ColumnParallelMatmul(torch.autograd.Function):
         if ctx.needs_input_grad[1] and rows == 0:
             dA = torch.zeros_like(A)  # no rows on any rank (A is replicated)
         elif ctx.needs_input_grad[1]:
-            W = _bwd_weight(_group(ctx.group), list(Bs))  # [sum n_i, k]
+            if sum(ns):
+                # W: [sum n_i, k]
+                z, W = gz, _bwd_weight(_group(ctx.group), list(Bs))
+            else:  # no columns here (uneven shards): this rank still takes
+                # part in the round, with a zero column against a zero row
+                # (gemm-ar refuses k = 0)
+                z, W = gz.new_zeros(rows, 1), Bs[0].new_zeros(1, k)
             dA = _all_reduce_matmul(
-                gz, W, ctx.group,
+                z, W, ctx.group,
                 None if A.dtype == torch.float32 else A.dtype).view(A.shape)
             if dA.dtype != A.dtype:
                 dA = dA.to(A.dtype)
@@ -104,12 +118,12 @@ def _local(A, Bs):
     plain tensors they hold)."""
     k = int(A.shape[-1])
     lead = list(A.shape[:-1])
+    if A.numel() == 0:  # no rows or no k (reshape(-1, 0) is ambiguous)
+        return [A.new_zeros(lead + [int(B.shape[1])]) for B in Bs]
     a2 = A.reshape(-1, k)
     if not _plain_cpu([t.detach() if isinstance(t, torch.nn.Parameter) else t
                        for t in [A] + list(Bs)]):
         return [(a2 @ B).view(lead + [int(B.shape[1])]) for B in Bs]
-    if A.numel() == 0 or k == 0:
-        return [A.new_zeros(lead + [int(B.shape[1])]) for B in Bs]
     outs = local_mm(a2, list(Bs), A.dtype)
     return [c.view(lead + [int(B.shape[1])]) for c, B in zip(outs, Bs)]
 

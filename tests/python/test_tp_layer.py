@@ -81,7 +81,11 @@ def cp_cases(P, uneven):
              dtype="bf16"),
         dict(op="cp", lead=[5], k=8, n=ns, use=[0, 1], a_grad=False),
         dict(op="cp", lead=[0], k=8, n=ns, use=[0, 1]),  # no rows: no round
-    ]
+        dict(op="cp", lead=[4], k=0, n=ns, use=[0, 1]),  # no k: no round
+    ] + ([  # rank 1 holds no columns: it adds zeros to the round
+        dict(op="cp", lead=[5], k=8, use=[0, 1],
+             n=[[0, 0] if r == 1 else n for r, n in enumerate(ns)]),
+    ] if uneven else [])
 
 
 @pytest.mark.parametrize("nranks,uneven", [(2, False), (3, True), (4, False)])
