@@ -37,7 +37,7 @@ import torch
 from ._buffers import scratch_copy, scratch_torch
 from ._torch_epilogue import apply_epilogue, epilogue_backward
 from ._torch_fp import _allgather_ints, reduce_core
-from ._torch_groups import _DT, _bwd_weight, _group, reduce_key
+from ._torch_groups import _DT, _bwd_weight, _group, as_rows, reduce_key
 from ._torch_local import local_mm
 
 
@@ -222,7 +222,7 @@ class MatmulReduceScatter(_ReduceBase):
                 dA = dA2[:, :k].reshape(list(am.shape)).to(A.dtype)
                 dA = dA if dd == 0 else dA.movedim(0, dd)
             if want_B:
-                dB = _mm(scratch_copy("rs-bwd-at", am.reshape(-1, k).t()), gz_all, dt)
+                dB = _mm(scratch_copy("rs-bwd-at", as_rows(am).t()), gz_all, dt)
         db = gz.reshape(-1, n).sum(0) if ctx.bias_grad else None
         return None, dA, dB, db
 
@@ -240,12 +240,12 @@ class MatmulAllReduce(_ReduceBase):
         group, act, _ = ctx.info
         A, B, z, y = ctx.saved_tensors
         gz = epilogue_backward(z if z is not None else y, gy, act)
-        n, k = int(B.shape[1]), int(A.shape[-1])
+        n = int(B.shape[1])
         gz2 = gz.reshape(-1, n)
         dt = B.dtype
         # B^T contiguous, kept per weight (_bwd_weight) for the local GEMM.
         dA = _mm(gz2, _bwd_weight(_group(group), [B]), dt).view(
             list(A.shape)).to(A.dtype) if ctx.needs_input_grad[1] else None
-        dB = _mm(A.reshape(-1, k).t(), gz2, dt) if ctx.needs_input_grad[2] else None
+        dB = _mm(as_rows(A).t(), gz2, dt) if ctx.needs_input_grad[2] else None
         db = gz2.sum(0) if ctx.bias_grad else None
         return None, dA, dB, db

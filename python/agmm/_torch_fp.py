@@ -13,7 +13,7 @@ import torch
 from . import _lib
 from .errors import InvalidArgument, Unsupported
 from ._torch_epilogue import apply_epilogue, activation_name, check_bias, out_dtype
-from ._torch_groups import (_DT, _group, _cached_plan, _reduce_plan, ag_key,
+from ._torch_groups import (_DT, as_rows, _group, _cached_plan, _reduce_plan, ag_key,
                             check_tensor, reduce_key)
 
 _MAX_LEAD = 8  # leading dimensions of a reduce's A
@@ -236,7 +236,7 @@ def reduce_shapes(g, op, A, B, reduce_op, dim, what):
     rows_per_slice = 1
     for d in lead[1:]:
         rows_per_slice *= d
-    return (dd, a.reshape(-1, k_mine), lead, [o[L] for o in everyone],
+    return (dd, as_rows(a), lead, [o[L] for o in everyone],
             rows_per_slice, [o[L + 1] for o in everyone])
 
 

@@ -164,6 +164,16 @@ def check_tensor(x, what, dtypes, refusal, dims=None):
             "expected 2: [k, n]" if dims == 2 else "at least 2: [..., k]"))
 
 
+def as_rows(t):
+    """t [..., k] as [rows, k], rows the product of the leading dims (a
+    view when contiguous). Unlike reshape(-1, k), it holds for k = 0: a
+    rank of a reduce op may hold none of k (uneven shards)."""
+    rows = 1
+    for d in t.shape[:-1]:
+        rows *= int(d)
+    return t.reshape(rows, int(t.shape[-1]))
+
+
 def _flat_scale(s):
     return s.reshape(-1).contiguous()
 

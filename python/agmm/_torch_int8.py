@@ -6,7 +6,7 @@ import struct
 import torch
 
 from .errors import InvalidArgument
-from ._torch_groups import (_group, _cached_plan, _reduce_plan, _flat_scale,
+from ._torch_groups import (_group, as_rows, _cached_plan, _reduce_plan, _flat_scale,
                             ag_key, check_tensor, reduce_key)
 
 # How a scale tensor's shape lays out its values: per row/column, one for
@@ -237,7 +237,7 @@ def _scaled_rs_impl(A, B, A_scale, B_scale, reduce_op, scatter_dim, group_name,
                                                            sum(k_local)))
     plan = _reduce_plan(g, [o[L + 3] for o in everyone], "gemm-rs", m_local,
                         k_local, B, "int8", B_scale, (a_mode, w_mode), key)
-    c = plan.run(A.reshape(-1, k_mine), a_scale=_flat_scale(A_scale),
+    c = plan.run(as_rows(A), a_scale=_flat_scale(A_scale),
                  schedule=g.options.get("schedule", "auto"))
     c = c.view([split[world.rank]] + lead[1:] + [n])
     return c if out == torch.float32 else c.to(out)

@@ -36,7 +36,7 @@ from ._torch_epilogue import apply_epilogue_
 from ._torch_fp import (_MAX_LEAD, ag_agree, ag_check, ag_epilogue, ag_run,
                         ag_views, lib_epilogue, reduce_agree, reduce_check,
                         reduce_core, reduce_epilogue, row_split)
-from ._torch_groups import _DT, _cached_plan, _group, _set_weights, ag_key, \
+from ._torch_groups import _DT, as_rows, _cached_plan, _group, _set_weights, ag_key, \
     reduce_key
 
 
@@ -199,7 +199,7 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
         m.sched = SCHEDULES.get(g.options.get("schedule", "auto")) if n else None
         g.memo[op] = m
     dd, k_mine, lead, rps = m.dims
-    a2 = (A if dd == 0 else A.movedim(dd, 0)).reshape(-1, k_mine)
+    a2 = as_rows(A if dd == 0 else A.movedim(dd, 0))
     mine = m.fixed + [g.lookup(m.key, [B])]
     raw = g.world.allgather_raw(m.fmt.pack(*mine), m.buf)
     e = m.hit(g, raw)

@@ -303,29 +303,31 @@ def scenario_int8_op(world, args):
     _raises(lambda: at.fused_all_gather_scaled_matmul(a, Bq, s, [torch.ones(2, 2)] * 2,
                                                       group_name="tp8"), E, "B_scales[0]")
 
-    # reduce-scatter: rank r holds A_r [M, k_r] and B_r [k_r, n]
+    # reduce-scatter: rank r holds A_r [M, k_r] and B_r [k_r, n]; then again
+    # with rank 1 holding none of k
     M, n = 4 * P + 2, 7  # not a multiple of P: the first ranks one more row
-    kl = [5 + 3 * r for r in range(P)]
-    Ar = [torch.from_numpy(i8(700 + r, (M, kl[r]))) for r in range(P)]
-    Br = [torch.from_numpy(i8(710 + r, (kl[r], n))) for r in range(P)]
-    for a_mode in ("row", "tensor"):
-        Asr = [torch.from_numpy(pos_scales(720 + r, M)).reshape(M, 1) if a_mode == "row"
-               else torch.tensor(0.02 * (r + 1)) for r in range(P)]
-        Bsr = [torch.from_numpy(pos_scales(730 + r, n)).reshape(1, n) for r in range(P)]
-        for out_dtype in (None, torch.bfloat16):
-            C = at.fused_scaled_matmul_reduce_scatter(Ar[me], Br[me], Asr[me], Bsr[me],
-                                                      group_name="tp8", out_dtype=out_dtype)
-            parts = [oracle8(Ar[r].numpy(), Asr[r].numpy(), Br[r].numpy(), Bsr[r].numpy())
-                     for r in range(P)]
-            ref, mag = sum(parts), sum(np.abs(p) for p in parts)
-            split = [M // P + (1 if r < M % P else 0) for r in range(P)]
-            r0 = sum(split[:me])
-            assert tuple(C.shape) == (split[me], n), C.shape
-            tol = 2.0 ** -8 if out_dtype == torch.bfloat16 else REL8 + P * 2.0 ** -24
-            assert C.dtype == (out_dtype or torch.float32)
-            got = C.float().numpy().astype(np.float64)
-            assert np.all(np.abs(got - ref[r0:r0 + split[me]]) <=
-                          tol * mag[r0:r0 + split[me]] + TINY8), (a_mode, out_dtype)
+    for kl in ([5 + 3 * r for r in range(P)],
+               [0 if r == 1 else 5 + 3 * r for r in range(P)]):
+        Ar = [torch.from_numpy(i8(700 + r, (M, kl[r]))) for r in range(P)]
+        Br = [torch.from_numpy(i8(710 + r, (kl[r], n))) for r in range(P)]
+        for a_mode in ("row", "tensor"):
+            Asr = [torch.from_numpy(pos_scales(720 + r, M)).reshape(M, 1) if a_mode == "row"
+                   else torch.tensor(0.02 * (r + 1)) for r in range(P)]
+            Bsr = [torch.from_numpy(pos_scales(730 + r, n)).reshape(1, n) for r in range(P)]
+            for out_dtype in (None, torch.bfloat16):
+                C = at.fused_scaled_matmul_reduce_scatter(Ar[me], Br[me], Asr[me], Bsr[me],
+                                                          group_name="tp8", out_dtype=out_dtype)
+                parts = [oracle8(Ar[r].numpy(), Asr[r].numpy(), Br[r].numpy(), Bsr[r].numpy())
+                         for r in range(P)]
+                ref, mag = sum(parts), sum(np.abs(p) for p in parts)
+                split = [M // P + (1 if r < M % P else 0) for r in range(P)]
+                r0 = sum(split[:me])
+                assert tuple(C.shape) == (split[me], n), C.shape
+                tol = 2.0 ** -8 if out_dtype == torch.bfloat16 else REL8 + P * 2.0 ** -24
+                assert C.dtype == (out_dtype or torch.float32)
+                got = C.float().numpy().astype(np.float64)
+                assert np.all(np.abs(got - ref[r0:r0 + split[me]]) <=
+                              tol * mag[r0:r0 + split[me]] + TINY8), (a_mode, out_dtype)
     a, b, s_, t_ = Ar[me], Br[me], Asr[me], Bsr[me]
     _raises(lambda: at.fused_scaled_matmul_reduce_scatter(a, b, s_, t_, reduce_op="avg",
                                                           group_name="tp8"), E, "reduce_op")

@@ -41,7 +41,12 @@ def red_cases(op, P, uneven):
         dict(op=op, M=M, k_local=kl, n=12, bias=True, act="gelu-erf", repeat=2),
         dict(op=op, M=M, k_local=kl, n=16, bias=True, act="silu", dtype="bf16"),
     ] + ([dict(op=op, M=M, k_local=kl, n=8, bias=True, act="relu", scatter_dim=1)]
-         if op == "rs" else [])
+         if op == "rs" else []) + ([  # rank 1 holds none of k
+        dict(op=op, M=M, k_local=[0 if r == 1 else k for r, k in enumerate(kl)],
+             n=12, bias=True, act="silu"),
+        dict(op=op, M=M, k_local=[0 if r == 1 else k for r, k in enumerate(kl)],
+             n=16, bias=False, act=None, dtype="bf16", no_grad=True),
+    ] if uneven else [])
 
 
 @pytest.mark.parametrize("nranks,uneven", [(2, False), (3, True), (4, False)])

@@ -191,6 +191,19 @@ def case_rs(P, me, c, dtype, tol):
     b = rnd(40, (n,), dtype) if c["bias"] else None
     rows = split(M, P)
     G = rnd(50 + me, (rows[me], n) if sd == 0 else (2, rows[me], n), torch.float32)
+    if c.get("no_grad"):  # the plain calls (_torch_plain.py)
+        with torch.no_grad():
+            C = at.fused_matmul_reduce_scatter(A, B, scatter_dim=sd,
+                                               group_name="tp", bias=b,
+                                               activation=c["act"])
+        part = (A @ B).float() if sd == 0 else \
+            (A @ B).float().movedim(1, 0).reshape(-1, n)
+        z = GReduceScatter.apply(part, rows if sd == 0 else [2 * r for r in rows])
+        if sd:
+            z = z.view(rows[me], 2, n).movedim(0, 1)
+        R = ACT[c["act"]](z + b.float() if b is not None else z)
+        close(C, R, tol, "rs plain forward")
+        return
     x = leaves(A, B, b)
     C = at.fused_matmul_reduce_scatter(x[0], x[1], scatter_dim=sd, group_name="tp",
                                        bias=x[2], activation=c["act"])
@@ -215,6 +228,14 @@ def case_ar(P, me, c, dtype, tol):
     B = rnd(70 + me, (kl[me], n), dtype)
     b = rnd(80, (n,), dtype) if c["bias"] else None
     G = rnd(90, (M, n), torch.float32)
+    if c.get("no_grad"):  # the plain calls (_torch_plain.py)
+        with torch.no_grad():
+            C = at.fused_matmul_all_reduce(A, B, group_name="tp", bias=b,
+                                           activation=c["act"])
+        z = GAllReduce.apply((A @ B).float())
+        R = ACT[c["act"]](z + b.float() if b is not None else z)
+        close(C, R, tol, "ar plain forward")
+        return
     x = leaves(A, B, b)
     C = at.fused_matmul_all_reduce(x[0], x[1], group_name="tp", bias=x[2],
                                    activation=c["act"])
