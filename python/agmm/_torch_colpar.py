@@ -19,8 +19,8 @@ with the all-reduce of their input's gradient through agmm.
                    version: _torch_groups._bwd_weight), so the reduction of
                    dA's tiles overlaps the GEMM of the next ones instead of
                    following this rank's whole share. sum n_i may differ
-                   between ranks (gemm-ar gives each rank its own k); a
-                   rank with no columns adds a zero column.
+                   between ranks (gemm-ar gives each rank its own k,
+                   none at all included).
             dB_i = A^T @ dC_i (local; one plan for every i where agmm's
                    engine applies: _torch_local.local_mm).
 
@@ -86,15 +86,10 @@ class ColumnParallelMatmul(torch.autograd.Function):
         if ctx.needs_input_grad[1] and rows == 0:
             dA = torch.zeros_like(A)  # no rows on any rank (A is replicated)
         elif ctx.needs_input_grad[1]:
-            if sum(ns):
-                # W: [sum n_i, k]
-                z, W = gz, _bwd_weight(_group(ctx.group), list(Bs))
-            else:  # no columns here (uneven shards): this rank still takes
-                # part in the round, with a zero column against a zero row
-                # (gemm-ar refuses k = 0)
-                z, W = gz.new_zeros(rows, 1), Bs[0].new_zeros(1, k)
+            # [sum n_i, k]; a rank without columns adds nothing (k = 0)
+            W = _bwd_weight(_group(ctx.group), list(Bs))
             dA = _all_reduce_matmul(
-                z, W, ctx.group,
+                gz, W, ctx.group,
                 None if A.dtype == torch.float32 else A.dtype).view(A.shape)
             if dA.dtype != A.dtype:
                 dA = dA.to(A.dtype)
