@@ -709,7 +709,8 @@ typedef struct agmm_gemm_info {
     /* The instruction set of agmm's own epilogue pass on this CPU (the
      * loops the pass runs wherever epilogue says "pass" or "mixed", and
      * the OpenBLAS engine's and int8's epilogues): "x86-64-v4" (AVX-512),
-     * "avx2" or "x86-64"; set whatever this plan's epilogue. */
+     * "x86-64-v3" (AVX2 with FMA) or "x86-64"; set whatever this plan's
+     * epilogue. */
     const char *epilogue_isa;
 } agmm_gemm_info_t;
 

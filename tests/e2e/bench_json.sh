@@ -42,7 +42,7 @@ peak = d.get("peak_gflops_per_core")
 check(isinstance(peak, (int, float)) and peak > 0, f"peak_gflops_per_core {peak}")
 check(isinstance(d.get("peak_instr"), str) and d["peak_instr"] != "", "peak_instr named")
 g = d["gemm"]
-check(g.get("epilogue_isa") in ("x86-64-v4", "avx2", "x86-64"), f"gemm.epilogue_isa {g.get('epilogue_isa')}")
+check(g.get("epilogue_isa") in ("x86-64-v4", "x86-64-v3", "x86-64"), f"gemm.epilogue_isa {g.get('epilogue_isa')}")
 check(d.get("peak_path") == g["path"], f"peak_path {d.get('peak_path')} vs gemm.path {g['path']}")
 peaks = d.get("peaks") or []
 want_paths = [c["path"] for c in g["candidates"]] if len(g["candidates"]) == 2 else [g["path"]]
