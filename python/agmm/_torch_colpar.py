@@ -119,7 +119,7 @@ def _local(A, Bs):
     if not _plain_cpu([t.detach() if isinstance(t, torch.nn.Parameter) else t
                        for t in [A] + list(Bs)]):
         return [(a2 @ B).view(lead + [int(B.shape[1])]) for B in Bs]
-    outs = local_mm(a2, list(Bs), A.dtype)
+    outs = local_mm(a2, list(Bs), A.dtype, keep=True)
     return [c.view(lead + [int(B.shape[1])]) for c, B in zip(outs, Bs)]
 
 

@@ -13,8 +13,16 @@ Each process joins its own one-rank world once (job agmm-local-<pid>, a
 shared-memory control segment of this process only, removed when the
 world closes at exit, also at a multiprocessing child's; a process killed
 or ended by os._exit leaves it to `agmm cleanup`), and keeps the last
-LOCAL_PLANS plans by shape. The second operand is the plan's weight, set (prepared) on every call: in a
-backward it is an output gradient, new every step. Small products (under
+LOCAL_PLANS plans by shape, each made for a capacity of rows (the next
+power of two, _torch_groups._capacity) and run with the call's rows
+(m_rows), so that a row count that changes every call (a prefill's
+tokens) does not make a plan, and prepare its weight into fresh memory,
+each time (a new plan for 4096 x 5504 bf16 cost 250-450 ms against a
+call's 100). The second operand is the plan's weight: set (prepared) on
+every call where it is an output gradient, new every step (the
+backwards), kept prepared where the caller says it is a layer's weight
+(keep=True: column_parallel_matmul's forward) and it is the same
+tensor, unchanged (its version), since it was set. Small products (under
 LOCAL_MIN_FLOP flops, or a dimension below LOCAL_MIN_DIM: decode's few rows
 among them) and float32 stay with torch: a call's own cost (the weight's
 preparation, the Python) is paid back only by a large product (measured
@@ -30,12 +38,14 @@ Local only: nothing here is collective, so ranks may take different paths.
 """
 import multiprocessing.util
 import os
+import weakref
 
 import torch
 
 from . import _lib
 from ._buffers import contiguous_torch, empty_torch
 from .errors import InvalidArgument
+from ._torch_groups import _capacity, _weights_key
 from .world import World
 
 LOCAL_PLANS = 4
@@ -83,19 +93,37 @@ def _world():
 
 
 def _plan(m, k, ns, name):
-    key = (m, k, tuple(ns), name)
+    """The plan for up to _capacity(m) rows of [m, k] @ [k, n_i]; its
+    `kept` (one per weight: the key of the tensor its prepared weight
+    came from, when kept; None when set from a tensor not to be kept)."""
+    key = (_capacity(m), k, tuple(ns), name)
     world = _world()
     plans = _state["plans"]
     for i, (kk, p) in enumerate(plans):
         if kk == key:
             plans.append(plans.pop(i))
             return p
-    p = world.plan(m, k, list(ns), dtype=name, out_dtype=name, gemm_engine="onednn",
-                      comm_workers=0, gemm_workers=max(1, torch.get_num_threads()))
+    p = world.plan(key[0], k, list(ns), dtype=name, out_dtype=name,
+                   gemm_engine="onednn", comm_workers=0,
+                   gemm_workers=max(1, torch.get_num_threads()))
+    p.kept = [None] * len(ns)
     plans.append((key, p))
     while len(plans) > LOCAL_PLANS:
         plans.pop(0)[1].close()
     return p
+
+
+def _set_weight(p, i, y, keep):
+    """Set weight i of p from y, unless keep and p's weight i was set from
+    this very tensor, unchanged since (same object, storage, version and
+    strides: an optimizer's in-place step moves the version)."""
+    wkey = (weakref.ref(y), _weights_key([y])) if keep else None
+    old = p.kept[i]
+    if wkey is not None and old is not None and old[0]() is y and \
+            old[1] == wkey[1]:
+        return
+    p.set_weight(y, i)
+    p.kept[i] = wkey
 
 
 def engine_available():
@@ -108,12 +136,14 @@ def engine_available():
     return _state["onednn"]
 
 
-def local_mm(x, ys, dtype):
+def local_mm(x, ys, dtype, keep=False):
     """[x @ y for y in ys] in dtype (the weights' dtype), each C-contiguous:
     x [m, k] (any layout or dtype), ys [k, n_i]. Through a one-rank agmm
     plan for 16-bit dtypes when every dimension is at least LOCAL_MIN_DIM
     and the product LOCAL_MIN_FLOP flops and libagmm has oneDNN, else
-    torch's matmul."""
+    torch's matmul. keep: the ys are weights that change only by torch's
+    in-place operations (their version counter), kept prepared between
+    calls; never for a buffer written outside torch's knowledge."""
     m, k = int(x.shape[0]), int(x.shape[1])
     ns = [int(y.shape[1]) for y in ys]
     use = os.environ.get("AGMM_LOCAL_GEMM", "agmm")
@@ -125,8 +155,9 @@ def local_mm(x, ys, dtype):
         return _torch_mm(x, ys, dtype)
     p = _plan(m, k, ns, name)
     for i, y in enumerate(ys):
-        p.set_weight(y.to(dtype), i)
+        _set_weight(p, i, y.to(dtype), keep and y.dtype == dtype)
     outs = [empty_torch((m, n), dtype) for n in ns]
     a = contiguous_torch(x.to(dtype))
-    p.run(a, out=outs if len(outs) > 1 else outs[0], schedule="fused")
+    p.run(a, out=outs if len(outs) > 1 else outs[0], schedule="fused",
+          m_rows=[m])
     return outs

@@ -211,3 +211,64 @@ def test_scratch_is_reused_per_role_and_grows():
     g = B.scratch_torch("t-c", (4, 4), torch.float32, s)
     assert g.shape == (4, 4) and ("t-c", torch.float32) not in B._scratch.d
     B.free_scratch()
+
+
+def test_rows_change_within_one_plan():
+    """A row count that changes every call (a prefill's tokens) runs on one
+    plan made for their power-of-two capacity, with the call's rows."""
+    if not L.engine_available():
+        pytest.skip("libagmm without oneDNN: no local plans")
+    g = torch.Generator().manual_seed(5)
+    y = torch.randn(256, 288, generator=g).bfloat16()
+    L.local_mm(torch.randn(512, 256, generator=g).bfloat16(), [y], torch.bfloat16)
+    before = list(L._state["plans"])
+    assert before[-1][0][0] == 512
+    for m in (300, 257, 511, 384, 512):
+        x = torch.randn(m, 256, generator=g).bfloat16()
+        (out,) = L.local_mm(x, [y], torch.bfloat16)
+        assert tuple(out.shape) == (m, 288) and out.is_contiguous()
+        ok, err = _close_enough(out, x, y, torch.bfloat16)
+        assert ok, "m %d: error %g" % (m, err)
+    assert L._state["plans"] == before  # no plan made, none evicted
+
+
+def test_kept_weight_is_prepared_once_and_follows_changes(monkeypatch):
+    """keep=True (a layer's weights): prepared once while the tensor stays
+    the same; prepared again after an in-place change, for another tensor,
+    and after a call that set the plan's weight from a gradient."""
+    if not L.engine_available():
+        pytest.skip("libagmm without oneDNN: no local plans")
+    from agmm.plan import Plan
+    sets = []
+    real = Plan.set_weight
+
+    def counting(self, w, i=0, scale=None):
+        sets.append(i)
+        return real(self, w, i, scale)
+    monkeypatch.setattr(Plan, "set_weight", counting)
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(320, 256, generator=g).bfloat16()
+    w = [torch.randn(256, n, generator=g).bfloat16() for n in (256, 288)]
+
+    def check(ws, keep=True, what=""):
+        outs = L.local_mm(x, ws, torch.bfloat16, keep=keep)
+        for out, y in zip(outs, ws):
+            ok, err = _close_enough(out, x, y, torch.bfloat16)
+            assert ok, "%s: error %g" % (what, err)
+
+    check(w, what="first")
+    assert sets == [0, 1]
+    check(w, what="again")
+    check(w, what="and again")
+    assert sets == [0, 1], "an unchanged weight was prepared again"
+    with torch.no_grad():
+        w[1].mul_(-2.0)  # an optimizer's in-place step
+    check(w, what="after an in-place change")
+    assert sets == [0, 1, 1]
+    w2 = [w[0], torch.randn(256, 288, generator=g).bfloat16()]
+    check(w2, what="another tensor")
+    assert sets == [0, 1, 1, 1]
+    gz = [torch.randn(256, n, generator=g).bfloat16() for n in (256, 288)]
+    check(gz, keep=False, what="a gradient")
+    check(w2, what="the weights after a gradient")
+    assert sets == [0, 1, 1, 1, 0, 1, 0, 1]
