@@ -4,13 +4,21 @@ weight gradients through a one-rank agmm plan) against torch's matmul, side
 by side (docs/performance.md, "Zen 4 again"):
 
     PYTHONPATH=build/python bench/local_gemm.py [--procs P] [--reps N]
-        [--dtype bf16|fp16] [--shape MxKxN[,N...]]...
+        [--dtype bf16|fp16] [--shape MxKxN[,N...]]... [--rows M1,M2,...]
+        [--keep]
 
 P processes (default 2, as the layer benchmark's ranks), each on its own
 CPU when there are enough, run at the same time, each alternating the two
 paths per repeat: `local_mm(x, ys)` and `[x @ y for y in ys]` (fp16: in
 float32, as torch 1.13 must), with x [M, K] and ys [K, N_i], at any
 size (local_mm's bounds, which this measures, are lifted).
+--rows: every repeat runs each shape at each of these row counts in
+turn (its M ignored), as a prefill whose token count changes every call
+(after one warm call per row count, agmm's plans as they come out of
+them). --keep: local_mm(..., keep=True), the call of
+column_parallel_matmul's forward, whose ys are a layer's weights, kept
+prepared (a tree whose local_mm has no keep runs without it, and says
+so: for a side by side of two trees).
 Default
 shapes: the Llama MLP's (h 4096, i 11008, 2 ranks, 2048 tokens each)
 weight gradients: gate and up (4096x4096x5504,5504) and down
@@ -37,28 +45,41 @@ def run_proc(idx, args, q):
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     g = torch.Generator().manual_seed(idx)
     out = []
+    kw = {"keep": True} if args.keep and takes_keep(L) else {}
     for m, k, ns in args.shapes:
-        x = torch.randn(m, k, generator=g).to(dt)
+        ms = args.rows or [m]
+        xs = [torch.randn(mi, k, generator=g).to(dt) for mi in ms]
         ys = [torch.randn(k, n, generator=g).to(dt) for n in ns]
 
-        def ag():
-            return L.local_mm(x, ys, dt)
+        def ag(x):
+            return L.local_mm(x, ys, dt, **kw)
 
-        def th():
+        def th(x):
             return L._torch_mm(x, ys, dt)
 
-        a, t = ag(), th()  # warm: the plan is made, pages touched
-        diff = max((u.float() - v.float()).abs().max().item() for u, v in zip(a, t))
+        diff = 0.0
+        for x in xs:  # warm: plans made, pages touched
+            a, t = ag(x), th(x)
+            diff = max([diff] + [(u.float() - v.float()).abs().max().item()
+                                 for u, v in zip(a, t)])
         rows = []
         for _ in range(args.reps):
-            r = []
-            for fn in (ag, th):
-                t0 = time.perf_counter()
-                fn()
-                r.append(time.perf_counter() - t0)
-            rows.append(r)
-        out.append((m, k, ns, rows, diff))
+            for x in xs:
+                r = []
+                for fn in (ag, th):
+                    t0 = time.perf_counter()
+                    fn(x)
+                    r.append(time.perf_counter() - t0)
+                rows.append(r)
+        flop = 2.0 * k * sum(ns) * sum(ms) / len(ms)  # a call's, on average
+        out.append((m if not args.rows else "/".join(map(str, ms)), k, ns,
+                    rows, diff, flop))
     q.put(out)
+
+
+def takes_keep(L):
+    import inspect
+    return "keep" in inspect.signature(L.local_mm).parameters
 
 
 def collect(q, procs):
@@ -86,12 +107,24 @@ def shape(text):
         raise argparse.ArgumentTypeError("%r (allowed: MxKxN or MxKxN1,N2...)" % text)
 
 
+def row_list(text):
+    try:
+        ms = [int(v) for v in text.split(",")]
+    except ValueError:
+        ms = []
+    if not ms or min(ms) < 1:
+        raise argparse.ArgumentTypeError("%r (allowed: M1,M2,... each >= 1)" % text)
+    return ms
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--procs", type=int, default=2)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     p.add_argument("--shape", type=shape, action="append", dest="shapes")
+    p.add_argument("--rows", type=row_list, default=None)
+    p.add_argument("--keep", action="store_true")
     args = p.parse_args()
     if args.procs < 1 or args.reps < 1:
         print("local_gemm: --procs and --reps must be >= 1", file=sys.stderr)
@@ -123,15 +156,18 @@ def main():
         engine = "agmm engine %s %s (%s path)" % (info.engine, info.impl, info.path)
     else:
         engine = "libagmm without oneDNN: local_mm is torch's matmul on both sides"
-    print("local_gemm: %d process(es) x %d repeats, %s, %s"
-          % (args.procs, args.reps, args.dtype, engine))
+    keep = ""
+    if args.keep:
+        keep = ", keep=True" if takes_keep(L) else \
+            ", keep asked but this tree's local_mm has none"
+    print("local_gemm: %d process(es) x %d repeats, %s, %s%s"
+          % (args.procs, args.reps, args.dtype, engine, keep))
     print("%-22s %10s %8s %7s %10s %8s %7s %8s %9s" % (
         "shape", "agmm_ms", "GF/s", "spread", "torch_ms", "GF/s", "spread",
         "ratio", "max_diff"))
-    for s, (m, k, ns, _, _) in enumerate(results[0]):
+    for s, (m, k, ns, _, _, flop) in enumerate(results[0]):
         rows = [r for res in results for r in res[s][3]]
         diff = max(res[s][4] for res in results)
-        flop = 2.0 * m * k * sum(ns)
         cols = []
         for j in (0, 1):
             v = sorted(r[j] for r in rows)
@@ -140,7 +176,7 @@ def main():
             cols.append((med * 1e3, flop / med / 1e9, (q4[2] - q4[0]) / med))
         ratio = statistics.median(r[0] / r[1] for r in rows)
         print("%-22s %10.1f %8.1f %7.2f %10.1f %8.1f %7.2f %8.3f %9.3g" % (
-            "%dx%dx%s" % (m, k, ",".join(map(str, ns))), *cols[0], *cols[1],
+            "%sx%dx%s" % (m, k, ",".join(map(str, ns))), *cols[0], *cols[1],
             ratio, diff))
     return 0
 
