@@ -35,11 +35,23 @@ float agmm_gemm_act_f32(agmm_gemm_act_t act, float x)
  * in [-126, 126] (0 and infinity are approached, never reached: the
  * activations below need neither; a NaN x comes out a number, but the
  * activations multiply or divide x itself, so their NaN stays NaN).
- * The reduction and Horner's steps are fmaf(), one rounding each: the
- * clones with FMA (x86-64-v3, x86-64-v4) make each one instruction, the
- * baseline calls libm's, exact too, so every clone still gets the same
- * bits; SiLU's pass took 0.26 instead of 0.45 ns an element on Zen 5
- * (docs/performance.md, "SiLU's exp in FMA steps"). */
+ * The reduction and Horner's steps are EXP_MADD: fmaf(), one rounding
+ * each, where GCC builds the clones below (x86-64-v3 and v4 make each one
+ * instruction, the baseline calls libm's, exact too, so every clone still
+ * gets the same bits; SiLU's pass took 0.27 instead of 0.37-0.45 ns an
+ * element on Zen 5: docs/performance.md, "SiLU's exp in FMA steps") or
+ * FMA is native. An x86 build without clones and without FMA (clang,
+ * sanitizers) has one SSE version, where libm's fmaf per step took SiLU
+ * from 1.5 to 13 ns an element: a multiply and an add there, the same
+ * bits in every version of that build. */
+#if defined(__x86_64__) && !defined(__FMA__) &&                                \
+    (defined(__clang__) || !defined(__GNUC__) ||                               \
+     defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__))
+#define EXP_MADD(a, b, c) ((a) * (b) + (c))
+#else
+#define EXP_MADD(a, b, c) fmaf((a), (b), (c))
+#endif
+
 static inline float exp_vec(float x)
 {
     /* |x| clamped on its bits (integer compares vectorize, float ones
@@ -53,16 +65,16 @@ static inline float exp_vec(float x)
     v.i = sign | mag;
     x = v.f;
     /* rint(x / ln 2): any integer near it reduces correctly */
-    float k = fmaf(x, 1.44269504088896341f, 0x1.8p23f) - 0x1.8p23f;
-    float f = fmaf(k, -0.693359375f, x);
-    f = fmaf(k, 2.12194440e-4f, f);
+    float k = EXP_MADD(x, 1.44269504088896341f, 0x1.8p23f) - 0x1.8p23f;
+    float f = EXP_MADD(k, -0.693359375f, x);
+    f = EXP_MADD(k, 2.12194440e-4f, f);
     float p = 1.9875691500e-4f;
-    p = fmaf(p, f, 1.3981999507e-3f);
-    p = fmaf(p, f, 8.3334519073e-3f);
-    p = fmaf(p, f, 4.1665795894e-2f);
-    p = fmaf(p, f, 1.6666665459e-1f);
-    p = fmaf(p, f, 5.0000001201e-1f);
-    p = fmaf(p * f, f, f) + 1.0f;
+    p = EXP_MADD(p, f, 1.3981999507e-3f);
+    p = EXP_MADD(p, f, 8.3334519073e-3f);
+    p = EXP_MADD(p, f, 4.1665795894e-2f);
+    p = EXP_MADD(p, f, 1.6666665459e-1f);
+    p = EXP_MADD(p, f, 5.0000001201e-1f);
+    p = EXP_MADD(p * f, f, f) + 1.0f;
     union {
         uint32_t u;
         float f;
@@ -145,8 +157,8 @@ static float old_value(agmm_dtype_t dt, const void *row, int64_t j)
  * Zen 5, 0.085 with BW and VL: "The epilogue's clones, and the epilogue
  * inside oneDNN"). Nothing is contracted into an FMA behind the code's
  * back (-ffp-contract=off, CMakeLists.txt): the only fused steps are
- * exp_vec's explicit fmaf(), exact in every clone (x86-64-v3 is the AVX2
- * clone rather than plain AVX2 so that they are instructions there, not
+ * exp_vec's explicit fmaf() (EXP_MADD), exact in every clone (x86-64-v3 is the
+ * AVX2 clone rather than plain AVX2 so that they are instructions there, not
  * calls). So every clone rounds each step alike: the same bits on every
  * CPU, but for the payload the sum of two NaNs keeps (the first
  * operand's, and a commutative addition may be ordered either way).

@@ -1,15 +1,14 @@
 /* The epilogue pass (gemm/epilogue.c) is compiled in clones, one per
  * instruction set, the loader picking one for the CPU; its comment
- * promises the same bits from each (no contraction into FMAs but explicit
- * exact fmaf() steps, the same
- * operations in the same order), so that a plan's output does not depend
- * on the CPU it ran on. This builds the file twice more, without clones
- * (the baseline x86-64's loops) and with x86-64-v3's clone alone
- * (epilogue_clone_*.c), and compares the library's result with both byte
- * for byte (NaN for NaN: which NaN's payload an addition of two keeps
- * may differ, see same()): every activation, with and without a bias, scales
- * and accumulate, fp32, bf16 and fp16 out, in place, fp32 and int32 sums;
- * values over the activations' ranges, zeros of both signs, NaN,
+ * promises the same bits from each (no contraction into FMAs, only
+ * explicit exact fmaf() steps, the same operations in the same order), so
+ * that a plan's output does not depend on the CPU it ran on. This builds the
+ * file twice more, without clones (the baseline x86-64's loops) and with
+ * x86-64-v3's clone alone (epilogue_clone_*.c), and compares the library's
+ * result with both byte for byte (NaN for NaN: which NaN's payload an addition
+ * of two keeps may differ, see same()): every activation, with and without a
+ * bias, scales and accumulate, fp32, bf16 and fp16 out, in place, fp32 and
+ * int32 sums; values over the activations' ranges, zeros of both signs, NaN,
  * infinities, huge, tiny and subnormal numbers; widths that end a vector
  * and a block early. Prints which clone the library's loader took, and
  * checks that agmm_gemm_epilogue_isa() names it. */
