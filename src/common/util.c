@@ -1,8 +1,10 @@
 /* Clocks, checked arithmetic and aligned allocation; see util.h. */
 #include "common/util.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 double agmm_now(void)
@@ -31,14 +33,38 @@ int agmm_add_ok(int64_t a, int64_t b, int64_t *out)
     return !__builtin_add_overflow(a, b, out);
 }
 
+/* Is a block of `bytes` advised MADV_HUGEPAGE? At AGMM_HUGE_MIN or more,
+ * unless AGMM_HUGEPAGES=0 (the Python package's switch too). The
+ * environment is read once; a race between first callers reads it twice,
+ * with the same answer. */
+static int huge_block(size_t bytes)
+{
+    static _Atomic int on = -1; /* -1: not read yet */
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
+        const char *e = getenv("AGMM_HUGEPAGES");
+        v = !(e && !strcmp(e, "0"));
+        atomic_store_explicit(&on, v, memory_order_relaxed);
+    }
+    return v && bytes >= AGMM_HUGE_MIN;
+}
+
 void *agmm_alloc(size_t bytes)
 {
     if (bytes == 0) bytes = 1;
     size_t rounded = (bytes + AGMM_CACHE_LINE - 1) / AGMM_CACHE_LINE;
     if (rounded > SIZE_MAX / AGMM_CACHE_LINE) return NULL;
     rounded *= AGMM_CACHE_LINE;
-    void *p = aligned_alloc(AGMM_CACHE_LINE, rounded);
-    if (p) memset(p, 0, rounded);
+    int huge = huge_block(rounded);
+    void *p = aligned_alloc(huge ? AGMM_HUGE_ALIGN : AGMM_CACHE_LINE,
+                            huge ? (rounded + AGMM_HUGE_ALIGN - 1) /
+                                       AGMM_HUGE_ALIGN * AGMM_HUGE_ALIGN
+                                 : rounded);
+    if (!p) return NULL;
+    /* Before the first touch (the memset): a hint the kernel may ignore
+     * (THP "never"), so its result is not checked. */
+    if (huge) (void)madvise(p, rounded, MADV_HUGEPAGE);
+    memset(p, 0, rounded);
     return p;
 }
 

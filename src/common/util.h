@@ -25,7 +25,15 @@ uint64_t agmm_now_ns(void);
 int agmm_mul_ok(int64_t a, int64_t b, int64_t *out);
 int agmm_add_ok(int64_t a, int64_t b, int64_t *out);
 
-/* Zeroed memory aligned to a cache line (NULL on failure or overflow). */
+/* Zeroed memory aligned to a cache line (NULL on failure or overflow).
+ * A block of AGMM_HUGE_MIN bytes or more (a plan's arena, a prepared
+ * weight) is aligned to AGMM_HUGE_ALIGN and advised MADV_HUGEPAGE before
+ * it is zeroed (unless the environment sets AGMM_HUGEPAGES=0): its first
+ * touch then faults 2 MiB pages instead of 4 KiB ones: a plan's creation
+ * at the seed shape went from 245-298 to 50-52 ms (docs/performance.md,
+ * "Plans in huge pages"). The GEMMs reading it ran no faster. */
+#define AGMM_HUGE_MIN   ((size_t)4 << 20)
+#define AGMM_HUGE_ALIGN ((size_t)2 << 20)
 void *agmm_alloc(size_t bytes);
 void agmm_free(void *p);
 

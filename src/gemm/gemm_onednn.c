@@ -5,12 +5,10 @@
  * table, which splits wide ranges into such parts; gemm_onednn_pd.c builds the
  * descriptors with the attributes, the sizes estimate reports, and says what is
  * refused; gemm_onednn_dense.c when a strided C goes through a dense buffer.
- * dtypes: bf16 tiles and weights are used as bf16 (bf16 x bf16 -> f32,
- * AVX512_BF16 / AMX where the CPU has them) where this oneDNN has a
- * non-reference bf16 matmul on this CPU, fp16 likewise (AVX512_FP16 /
- * AMX-FP16), fp32 as fp32 (both probed once: gemm_onednn_probe.c); a
- * 16-bit dtype without one is read as fp32: tiles converted by the caller
- * (input_dtype), the weight once here. int8: s8 (or u8) x s8 -> s32
+ * dtypes: bf16 and fp16 as themselves where this oneDNN has a
+ * non-reference matmul for them on this CPU (probed once:
+ * gemm_onednn_probe.c), else read as fp32 (tiles converted by the caller,
+ * the weight once here); fp32 as fp32. int8: s8 (or u8) x s8 -> s32
  * primitives and the pass of gemm_onednn_s8.c (run and load go there),
  * where the probe found both variants exact; else int8 is refused.
  *
@@ -69,6 +67,7 @@ struct agmm_dn_prep {
     dnnl_memory_desc_t w_md;    /* the prepared weight's layout */
     dnnl_memory_t w_mem;    /* the prepared weight (the base's with share) */
     dnnl_memory_t w_hi_mem; /* cfg.s8_split: the high half (w_mem: low) */
+    void *w_buf, *w_hi_buf; /* their memory (make_weight); not a base's */
     dnnl_memory_t bias_mem, scale_mem; /* when the attr has them (same) */
     agmm_dn_s8_t *s8; /* INT8: its bias, scales, compensation; else NULL */
     dnnl_memory_desc_t wsrc_md;
@@ -133,6 +132,8 @@ void agmm_dn_destroy(agmm_dn_prep_t *p)
         if (p->reorder) dnnl_primitive_destroy(p->reorder);
         if (p->w_mem) dnnl_memory_destroy(p->w_mem);
         if (p->w_hi_mem) dnnl_memory_destroy(p->w_hi_mem);
+        agmm_free(p->w_buf);
+        agmm_free(p->w_hi_buf);
         if (p->bias_mem) dnnl_memory_destroy(p->bias_mem);
         if (p->scale_mem) dnnl_memory_destroy(p->scale_mem);
     }
@@ -148,12 +149,16 @@ static agmm_status_t make_weight(agmm_dn_prep_t *p)
 {
     const agmm_gemm_shape_t *s = &p->cfg.shape;
     dnnl_engine_t eng = agmm_dn_engine();
-    DN(dnnl_memory_create(&p->w_mem, &p->w_md, eng, DNNL_MEMORY_ALLOCATE),
-       "weight memory");
-    if (p->cfg.s8_split)
-        DN(dnnl_memory_create(&p->w_hi_mem, &p->w_md, eng,
-                              DNNL_MEMORY_ALLOCATE),
-           "weight memory (high half)");
+    /* On agmm_alloc's memory (huge pages: into oneDNN's own, 144 of a 45
+     * MB weight's first reorder's 151 ms were 4 KiB page faults). */
+    size_t bytes = dnnl_memory_desc_get_size(&p->w_md);
+    for (int hi = 0; hi <= (p->cfg.s8_split != 0); hi++) {
+        void **buf = hi ? &p->w_hi_buf : &p->w_buf;
+        dnnl_memory_t *mem = hi ? &p->w_hi_mem : &p->w_mem;
+        if (!(*buf = agmm_alloc(bytes)))
+            return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
+        DN(dnnl_memory_create(mem, &p->w_md, eng, *buf), "weight memory");
+    }
     dnnl_memory_desc_t vmd;
     if (p->cfg.attr.bias && !p->s8) {
         AGMM_CHECK(agmm_dn_vec_md(&p->cfg, 1, &vmd));
@@ -165,8 +170,8 @@ static agmm_status_t make_weight(agmm_dn_prep_t *p)
         DN(dnnl_memory_create(&p->scale_mem, &vmd, eng, DNNL_MEMORY_ALLOCATE),
            "scale memory");
     }
-    p->owned = dnnl_memory_desc_get_size(&p->w_md) * (p->w_hi_mem ? 2 : 1) +
-               agmm_dn_vec_bytes(&p->cfg) + agmm_dn_s8_weight_extra(&p->cfg);
+    p->owned = bytes * (p->w_hi_mem ? 2 : 1) + agmm_dn_vec_bytes(&p->cfg) +
+               agmm_dn_s8_weight_extra(&p->cfg);
     dnnl_dims_t dims = {s->k, s->ncols};
     dnnl_dims_t str = {agmm_dn_dense_source(&p->cfg) ? s->ncols : s->ldw, 1};
     DN(dnnl_memory_desc_init_by_strides(&p->wsrc_md, 2, dims, p->cfg.dt, str),
@@ -203,11 +208,9 @@ agmm_status_t agmm_dn_prepare(const agmm_gemm_shape_t *s,
     p->dense = agmm_dn_use_dense(&p->cfg);
     p->mmax = agmm_dn_dense_rows(p->dense, p->mmax);
     p->dense_bytes = p->dense ? agmm_dn_dense_size(&p->cfg, p->mmax) : 0;
-    /* One thread for everything here too: the weight's allocation zeroes
-     * its padding in a parallel region, and the reorder fixes its thread
-     * count when created. (A process that ran an OpenMP region with more
-     * threads cannot fork ranks safely: libgomp's pool does not survive
-     * fork.) */
+    /* One OpenMP thread here too: the weight memory's creation zeroes its
+     * padding in a parallel region, the reorder fixes its thread count when
+     * created, and libgomp's pool of more would not survive a fork. */
     int saved = agmm_dn_one_omp_thread();
     agmm_status_t st = AGMM_OK;
     if (a->a_dtype == AGMM_DTYPE_INT8)
