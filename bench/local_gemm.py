@@ -5,7 +5,7 @@ by side (docs/performance.md, "Zen 4 again"):
 
     PYTHONPATH=build/python bench/local_gemm.py [--procs P] [--reps N]
         [--dtype bf16|fp16] [--shape MxKxN[,N...]]... [--rows M1,M2,...]
-        [--keep]
+        [--keep] [--inner K1,K2,...]
 
 P processes (default 2, as the layer benchmark's ranks), each on its own
 CPU when there are enough, run at the same time, each alternating the two
@@ -18,7 +18,12 @@ turn (its M ignored), as a prefill whose token count changes every call
 them). --keep: local_mm(..., keep=True), the call of
 column_parallel_matmul's forward, whose ys are a layer's weights, kept
 prepared (a tree whose local_mm has no keep runs without it, and says
-so: for a side by side of two trees).
+so: for a side by side of two trees). --inner: every repeat j runs each
+shape at each of these inner sizes plus j in turn (its K ignored; new
+operands every call), so that no size comes twice, as the backward's
+weight gradients (x^T @ dC) whose inner size is a token count that
+changes every step; local_mm's rules for making plans as they are
+(elsewhere a plan is made at a shape's first call, the warm one).
 Default
 shapes: the Llama MLP's (h 4096, i 11008, 2 ranks, 2048 tokens each)
 weight gradients: gate and up (4096x4096x5504,5504) and down
@@ -38,6 +43,8 @@ def run_proc(idx, args, q):
     import torch
     import agmm._torch_local as L
     L.LOCAL_MIN_FLOP = L.LOCAL_MIN_DIM = 0  # both paths at every size: what sets the bounds
+    if not args.inner:  # a plan from the warm call (a shape's first): its path is what is timed
+        L.LOCAL_SIGHTINGS = 1
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) >= args.procs:
         os.sched_setaffinity(0, {cpus[idx]})
@@ -47,6 +54,9 @@ def run_proc(idx, args, q):
     out = []
     kw = {"keep": True} if args.keep and takes_keep(L) else {}
     for m, k, ns in args.shapes:
+        if args.inner:
+            out.append(inner_sizes(L, m, ns, args, dt, g, kw))
+            continue
         ms = args.rows or [m]
         xs = [torch.randn(mi, k, generator=g).to(dt) for mi in ms]
         ys = [torch.randn(k, n, generator=g).to(dt) for n in ns]
@@ -75,6 +85,39 @@ def run_proc(idx, args, q):
         out.append((m if not args.rows else "/".join(map(str, ms)), k, ns,
                     rows, diff, flop))
     q.put(out)
+
+
+def inner_sizes(L, m, ns, args, dt, g, kw):
+    """--inner: shape (m, ns) at inner sizes K_i + j in repeat j (each call
+    new operands; no size comes twice, as a backward's token count that
+    changes every step), local_mm as it is (its plan rules untouched)
+    against torch's matmul; one warm call of each path first, at another
+    size (the process's world and torch's first call)."""
+    import torch
+    ks = args.inner
+    x = torch.randn(m, max(ks) + args.reps + 1, generator=g).to(dt)
+    ys = [torch.randn(max(ks) + args.reps + 1, n, generator=g).to(dt)
+          for n in ns]
+    w = max(ks) + args.reps  # a size no timed call has
+    L.local_mm(x[:, :w], [y[:w] for y in ys], dt, **kw)
+    L._torch_mm(x[:, :w], [y[:w] for y in ys], dt)
+    rows, diff = [], 0.0
+    for j in range(args.reps):
+        for k in ks:
+            # fresh operands, as a step's: contiguous copies of the slices
+            xk = x[:, :k + j].contiguous()
+            yk = [y[:k + j].contiguous() for y in ys]
+            r, res = [], []
+            for fn in (L.local_mm, L._torch_mm):
+                t0 = time.perf_counter()
+                res.append(fn(xk, yk, dt))
+                r.append(time.perf_counter() - t0)
+            rows.append(r)
+            diff = max([diff] + [(u.float() - v.float()).abs().max().item()
+                                 for u, v in zip(*res)])
+    kmean = sum(ks) / len(ks) + (args.reps - 1) / 2.0
+    return (m, "/".join(map(str, ks)) + "+j", ns, rows, diff,
+            2.0 * m * kmean * sum(ns))
 
 
 def takes_keep(L):
@@ -113,7 +156,7 @@ def row_list(text):
     except ValueError:
         ms = []
     if not ms or min(ms) < 1:
-        raise argparse.ArgumentTypeError("%r (allowed: M1,M2,... each >= 1)" % text)
+        raise argparse.ArgumentTypeError("%r (allowed: N1,N2,... each >= 1)" % text)
     return ms
 
 
@@ -125,9 +168,14 @@ def main():
     p.add_argument("--shape", type=shape, action="append", dest="shapes")
     p.add_argument("--rows", type=row_list, default=None)
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--inner", type=row_list, default=None)
     args = p.parse_args()
     if args.procs < 1 or args.reps < 1:
         print("local_gemm: --procs and --reps must be >= 1", file=sys.stderr)
+        return 2
+    if args.rows and args.inner:
+        print("local_gemm: --rows and --inner: one of them at most",
+              file=sys.stderr)
         return 2
     args.shapes = args.shapes or [(4096, 4096, [5504, 5504]), (5504, 4096, [4096])]
     import multiprocessing as mp
@@ -148,7 +196,7 @@ def main():
     import agmm._torch_local as L
     import torch
     torch.set_num_threads(1)
-    L.LOCAL_MIN_FLOP = 0
+    L.LOCAL_MIN_FLOP, L.LOCAL_SIGHTINGS = 0, 1
     if L.engine_available():
         x = torch.zeros(256, 256, dtype=torch.bfloat16)
         L.local_mm(x, [x], torch.bfloat16)
@@ -176,7 +224,7 @@ def main():
             cols.append((med * 1e3, flop / med / 1e9, (q4[2] - q4[0]) / med))
         ratio = statistics.median(r[0] / r[1] for r in rows)
         print("%-22s %10.1f %8.1f %7.2f %10.1f %8.1f %7.2f %8.3f %9.3g" % (
-            "%sx%dx%s" % (m, k, ",".join(map(str, ns))), *cols[0], *cols[1],
+            "%sx%sx%s" % (m, k, ",".join(map(str, ns))), *cols[0], *cols[1],
             ratio, diff))
     return 0
 

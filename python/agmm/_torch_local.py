@@ -18,14 +18,23 @@ power of two, _torch_groups._capacity) and run with the call's rows
 (m_rows), so that a row count that changes every call (a prefill's
 tokens) does not make a plan, and prepare its weight into fresh memory,
 each time (a new plan for 4096 x 5504 bf16 cost 250-450 ms against a
-call's 100). The second operand is the plan's weight: set (prepared) on
-every call where it is an output gradient, new every step (the
-backwards), kept prepared where the caller says it is a layer's weight
-(keep=True: column_parallel_matmul's forward) and it is the same
-tensor, unchanged (its version), since it was set. Small products (under
-LOCAL_MIN_FLOP flops, or a dimension below LOCAL_MIN_DIM: decode's few rows
-among them) and float32 stay with torch: a call's own cost (the weight's
-preparation, the Python) is paid back only by a large product (measured
+call's 100). A plan is made for a shape only the LOCAL_SIGHTINGS-th time
+it comes within the last LOCAL_SEEN calls, and only if it evicts no plan
+used within them; until then torch's matmul runs it. The backward's
+weight gradients (x^T @ dC) have the token count as their inner
+dimension, which a plan cannot take per call: where it changes every
+step a plan per count cost more than it saved (gate and up at TP 2,
+counts 2560-4096: 1.08-1.09x torch's matmul with a plan made per call;
+bench/local_gemm.py --inner), and a count seen once is most likely not
+seen again. The second operand is the
+plan's weight: set (prepared) on every call where it is an output
+gradient, new every step (the backwards), kept prepared where the
+caller says it is a layer's weight (keep=True: column_parallel_matmul's
+forward) and it is the same tensor, unchanged (its version), since it
+was set. Small products (under LOCAL_MIN_FLOP flops, or a dimension
+below LOCAL_MIN_DIM: decode's few rows among them) and float32 stay
+with torch: a call's own cost (the weight's preparation, the Python)
+is paid back only by a large product (measured
 with bench/local_gemm.py on the Zen 4 host: agmm / torch 1.20 at 256^3,
 1.07 at 512^3, 1.00 at 1024^3, 0.92 at 2048^3), and a plan per row count
 would be made and evicted every step.
@@ -36,6 +45,7 @@ unset) is the default.
 
 Local only: nothing here is collective, so ranks may take different paths.
 """
+import collections
 import multiprocessing.util
 import os
 import weakref
@@ -49,11 +59,14 @@ from ._torch_groups import _capacity, _weights_key
 from .world import World
 
 LOCAL_PLANS = 4
+LOCAL_SIGHTINGS = 2
+LOCAL_SEEN = 16
 LOCAL_MIN_DIM = 256
 LOCAL_MIN_FLOP = 4e9
 _DTYPES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
-_state = {"pid": None, "world": None, "plans": []}
+_state = {"pid": None, "world": None, "plans": [],
+          "seen": collections.deque(maxlen=LOCAL_SEEN)}
 
 
 def _torch_mm(x, ys, dtype):
@@ -93,16 +106,29 @@ def _world():
 
 
 def _plan(m, k, ns, name):
-    """The plan for up to _capacity(m) rows of [m, k] @ [k, n_i]; its
-    `kept` (one per weight: the key of the tensor its prepared weight
-    came from, when kept; None when set from a tensor not to be kept)."""
+    """The plan for up to _capacity(m) rows of [m, k] @ [k, n_i], or None
+    (torch's matmul, then) while its shape has come fewer than
+    LOCAL_SIGHTINGS times among the last LOCAL_SEEN calls (this one
+    included), or when making it would evict a plan used among them (a
+    cycle of more shapes than LOCAL_PLANS would otherwise make a plan on
+    every call). Its `kept`: one per weight, the key of the tensor its
+    prepared weight came from, when kept; None when set from a tensor not
+    to be kept."""
     key = (_capacity(m), k, tuple(ns), name)
     world = _world()
+    seen = _state["seen"]
+    if seen.maxlen != LOCAL_SEEN:  # (a test's or a user's setting)
+        seen = _state["seen"] = collections.deque(seen, maxlen=LOCAL_SEEN)
+    seen.append(key)
     plans = _state["plans"]
     for i, (kk, p) in enumerate(plans):
         if kk == key:
             plans.append(plans.pop(i))
             return p
+    if seen.count(key) < LOCAL_SIGHTINGS:
+        return None
+    if len(plans) >= LOCAL_PLANS and plans[0][0] in seen:
+        return None
     p = world.plan(key[0], k, list(ns), dtype=name, out_dtype=name,
                    gemm_engine="onednn", comm_workers=0,
                    gemm_workers=max(1, torch.get_num_threads()))
@@ -140,8 +166,9 @@ def local_mm(x, ys, dtype, keep=False):
     """[x @ y for y in ys] in dtype (the weights' dtype), each C-contiguous:
     x [m, k] (any layout or dtype), ys [k, n_i]. Through a one-rank agmm
     plan for 16-bit dtypes when every dimension is at least LOCAL_MIN_DIM
-    and the product LOCAL_MIN_FLOP flops and libagmm has oneDNN, else
-    torch's matmul. keep: the ys are weights that change only by torch's
+    and the product LOCAL_MIN_FLOP flops and libagmm has oneDNN, from the
+    shape's LOCAL_SIGHTINGS-th recent call on (_plan), else torch's
+    matmul. keep: the ys are weights that change only by torch's
     in-place operations (their version counter), kept prepared between
     calls; never for a buffer written outside torch's knowledge."""
     m, k = int(x.shape[0]), int(x.shape[1])
@@ -154,6 +181,8 @@ def local_mm(x, ys, dtype, keep=False):
             2.0 * m * k * sum(ns) < LOCAL_MIN_FLOP:
         return _torch_mm(x, ys, dtype)
     p = _plan(m, k, ns, name)
+    if p is None:  # a shape not seen often enough yet (_plan)
+        return _torch_mm(x, ys, dtype)
     for i, y in enumerate(ys):
         _set_weight(p, i, y.to(dtype), keep and y.dtype == dtype)
     outs = [empty_torch((m, n), dtype) for n in ns]

@@ -17,8 +17,12 @@ import agmm._torch_local as L  # noqa: E402
 @pytest.fixture(autouse=True)
 def small_products_too(monkeypatch):
     """These shapes are small (fast): take them through plans anyway; the
-    flop bound itself is checked in test_small_and_fp32_stay_with_torch."""
+    flop bound itself is checked in test_small_and_fp32_stay_with_torch.
+    And a plan from a shape's first call, with no call of an earlier test
+    counted as recent: the sightings are test_plan_from_the_second_sighting's."""
     monkeypatch.setattr(L, "LOCAL_MIN_FLOP", 0)
+    monkeypatch.setattr(L, "LOCAL_SIGHTINGS", 1)
+    L._state["seen"].clear()
 
 
 def _ref(x, y):
@@ -139,7 +143,7 @@ def test_nothing_left_behind():
     if not L.engine_available():
         pytest.skip("libagmm without oneDNN: no local plans")
     code = ("import torch, os, sys, agmm._torch_local as L\n"
-            "L.LOCAL_MIN_FLOP = 0\n"
+            "L.LOCAL_MIN_FLOP, L.LOCAL_SIGHTINGS = 0, 1\n"
             "x = torch.randn(256, 256).bfloat16()\n"
             "L.local_mm(x, [x], torch.bfloat16)\n"
             "assert L._state['plans']\n"
@@ -272,3 +276,38 @@ def test_kept_weight_is_prepared_once_and_follows_changes(monkeypatch):
     check(gz, keep=False, what="a gradient")
     check(w2, what="the weights after a gradient")
     assert sets == [0, 1, 1, 1, 0, 1, 0, 1]
+
+
+def test_plan_from_the_second_sighting(monkeypatch):
+    """A shape's first call runs with torch's matmul and makes no plan (an
+    inner size that changes every call, the backward's token count, would
+    make one per call); its second among the last LOCAL_SEEN calls makes
+    one. A new shape never evicts a plan used within those calls: it runs
+    with torch's matmul instead, until that plan has not been used for
+    LOCAL_SEEN calls."""
+    if not L.engine_available():
+        pytest.skip("libagmm without oneDNN: no local plans")
+    monkeypatch.setattr(L, "LOCAL_SIGHTINGS", 2)
+    monkeypatch.setattr(L, "LOCAL_PLANS", 2)
+    monkeypatch.setattr(L, "LOCAL_SEEN", 4)
+    for _, p in L._state["plans"]:
+        p.close()
+    del L._state["plans"][:]
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(256, 320, generator=g).bfloat16()
+
+    def call(k):
+        y = torch.randn(k, 256, generator=g).bfloat16()
+        (out,) = L.local_mm(x[:, :k], [y], torch.bfloat16)
+        ok, err = _close_enough(out, x[:, :k], y, torch.bfloat16)
+        assert ok, "k %d: error %g" % (k, err)
+        return [key[1] for key, _ in L._state["plans"]]
+
+    assert call(256) == []                  # first sighting: torch
+    assert call(288) == []
+    assert call(256) == [256]               # second: a plan
+    assert call(288) == [256, 288]
+    assert call(320) == [256, 288]          # first sighting
+    assert call(320) == [256, 288]          # 256, 288 used within 4 calls
+    assert call(288) == [256, 288]
+    assert call(320) == [288, 320]          # 256 unused for 4 calls: evicted
