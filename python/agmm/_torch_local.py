@@ -26,18 +26,17 @@ dimension, which a plan cannot take per call: where it changes every
 step a plan per count cost more than it saved (gate and up at TP 2,
 counts 2560-4096: 1.08-1.09x torch's matmul with a plan made per call;
 bench/local_gemm.py --inner), and a count seen once is most likely not
-seen again. The second operand is the
-plan's weight: set (prepared) on every call where it is an output
-gradient, new every step (the backwards), kept prepared where the
-caller says it is a layer's weight (keep=True: column_parallel_matmul's
-forward) and it is the same tensor, unchanged (its version), since it
-was set. Small products (under LOCAL_MIN_FLOP flops, or a dimension
-below LOCAL_MIN_DIM: decode's few rows among them) and float32 stay
-with torch: a call's own cost (the weight's preparation, the Python)
-is paid back only by a large product (measured
-with bench/local_gemm.py on the Zen 4 host: agmm / torch 1.20 at 256^3,
-1.07 at 512^3, 1.00 at 1024^3, 0.92 at 2048^3), and a plan per row count
-would be made and evicted every step.
+seen again. The second operand is the plan's weight: set (prepared) on
+every call where it is an output gradient, new every step (the
+backwards), kept prepared where the caller says it is a layer's weight
+(keep=True: column_parallel_matmul's forward) and it is the same
+tensor, unchanged (its version), since it was set. Small products (under
+LOCAL_MIN_FLOP flops, or a dimension below LOCAL_MIN_DIM: decode's few
+rows among them) and float32 stay with torch: a call's own cost (the
+weight's preparation, the Python) is paid back only by a large product
+(measured with bench/local_gemm.py on the Zen 4 host: agmm / torch 1.20
+at 256^3, 1.07 at 512^3, 1.00 at 1024^3, 0.92 at 2048^3), and a plan per
+row count would be made and evicted every step.
 
 AGMM_LOCAL_GEMM=torch keeps every local matmul with torch (for a side by
 side comparison: bench/local_gemm.py, bench/tp_layer.py); "agmm" (or

@@ -52,10 +52,11 @@ static int huge_block(size_t bytes)
 void *agmm_alloc(size_t bytes)
 {
     if (bytes == 0) bytes = 1;
+    if (bytes > SIZE_MAX - (AGMM_CACHE_LINE - 1)) return NULL;
     size_t rounded = (bytes + AGMM_CACHE_LINE - 1) / AGMM_CACHE_LINE;
-    if (rounded > SIZE_MAX / AGMM_CACHE_LINE) return NULL;
     rounded *= AGMM_CACHE_LINE;
     int huge = huge_block(rounded);
+    if (huge && rounded > SIZE_MAX - AGMM_HUGE_ALIGN) return NULL;
     void *p = aligned_alloc(huge ? AGMM_HUGE_ALIGN : AGMM_CACHE_LINE,
                             huge ? (rounded + AGMM_HUGE_ALIGN - 1) /
                                        AGMM_HUGE_ALIGN * AGMM_HUGE_ALIGN

@@ -81,6 +81,13 @@ int main(int argc, char **argv)
     if (s) CHECK(all_zero(s, 1000), "small block not zeroed");
     agmm_free(s);
 
+    /* Sizes whose rounding up would overflow: NULL, not a short block
+     * (and before the allocator, which ASan would stop at such a size). */
+    CHECK(agmm_alloc(SIZE_MAX) == NULL, "SIZE_MAX bytes");
+    if (!off) /* rounded up to 2 MiB only when advised */
+        CHECK(agmm_alloc(SIZE_MAX - AGMM_HUGE_ALIGN) == NULL,
+              "SIZE_MAX - 2 MiB bytes");
+
     /* Large, of sizes that are not multiples of 2 MiB. */
     size_t sizes[] = {AGMM_HUGE_MIN, AGMM_HUGE_MIN + 1, 3 * AGMM_HUGE_MIN + 77};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
