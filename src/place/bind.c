@@ -125,6 +125,11 @@ static int worker_cpu(int i)
     return agmm_cpuset_nth(&g_share, i % n);
 }
 
+int agmm_bind_worker_cpu(int i)
+{
+    return worker_cpu(i);
+}
+
 int agmm_bind_worker_attr(void *pthread_attr, int i)
 {
     int cpu = worker_cpu(i);

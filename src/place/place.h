@@ -131,8 +131,8 @@ void agmm_bind_adopt_env(void);
 const agmm_cpuset_t *agmm_bind_rank_cpus(void);
 
 /* Worker i of a round (i = 0 is the calling thread) runs on CPU
- * share[i mod |share|] of this rank's share. With no share, both are
- * no-ops. Start attr: set before pthread_create (0, or -1 if the attr
+ * share[i mod |share|] of this rank's share. With no share, attr and
+ * self are no-ops. Start attr: set before pthread_create (0, or -1 if the attr
  * refused it). Self: pin the calling thread to worker i's CPU, its former
  * affinity saved in *saved (restored by agmm_bind_restore; saved->valid 0
  * when nothing was changed). */
@@ -140,6 +140,8 @@ typedef struct {
     int valid;
     agmm_cpuset_t cpus;
 } agmm_bind_saved_t;
+/* Worker i's CPU, -1 when the rank is not bound. */
+int agmm_bind_worker_cpu(int i);
 /* pthread_attr is a pthread_attr_t * (kept out of this header) */
 int agmm_bind_worker_attr(void *pthread_attr, int i);
 void agmm_bind_self(int i, agmm_bind_saved_t *saved);

@@ -1,13 +1,16 @@
 /* The worker threads of one round (workers.h). */
 #include "ops/common/workers.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "ops/common/plan_internal.h"
 #include "place/place.h"
+#include "trace/trace.h"
 #include "transport/transport.h"
+#include "world/pool.h"
 
 typedef struct {
     agmm_world_t *world;
@@ -31,16 +34,14 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-agmm_status_t agmm_workers_run(agmm_world_t *w, agmm_worker_t *ws, int n)
+/* Workers 1..n-1 on threads started for this call, joined before it
+ * returns: when the pool is busy (another world's round in this process)
+ * or could not make its threads. */
+static agmm_status_t run_spawned(agmm_world_t *w, agmm_worker_t *ws, int n)
 {
     trampoline_t tr[n > 0 ? n : 1];
     int started = 1;
     agmm_status_t st = AGMM_OK;
-    /* A bound rank (place/bind.c) runs worker i on CPU i mod n of its n, the
-     * calling thread (worker 0) included, for the call only; unbound
-     * (--bind none, MPI), the threads inherit the caller's affinity. */
-    agmm_bind_saved_t saved;
-    agmm_bind_self(0, &saved);
     for (int i = 1; i < n; i++) {
         tr[i].world = w;
         tr[i].self = &ws[i];
@@ -62,6 +63,52 @@ agmm_status_t agmm_workers_run(agmm_world_t *w, agmm_worker_t *ws, int n)
     if (n > 0) run_one(w, &ws[0]);
     for (int i = 1; i < started; i++)
         pthread_join(ws[i].thread, NULL);
+    return st;
+}
+
+typedef struct {
+    agmm_world_t *world;
+    agmm_worker_t *ws;
+} pool_task_t;
+
+/* Worker i on the pool's thread i (world/pool.h). A pool thread outlives
+ * the round: its trace lane is cleared after the worker, so no later
+ * record of that thread lands in this round's trace. */
+static void pool_worker(void *arg, int i)
+{
+    const pool_task_t *t = arg;
+    run_one(t->world, &t->ws[i]);
+    if (i > 0) agmm_trace_thread(NULL, AGMM_TRACE_GEMM_WORKER, 0);
+}
+
+/* 1 when each of n workers has a CPU of its own: n CPUs in the rank's
+ * share (bound), or in the calling thread's affinity (unbound), and no
+ * more ranks than cores on the host. */
+static int own_cores(const agmm_world_t *w, int n)
+{
+    if (w->oversubscribed) return 0;
+    const agmm_cpuset_t *share = agmm_bind_rank_cpus();
+    if (share) return n <= agmm_cpuset_count(share);
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) != 0 || n <= CPU_COUNT(&set);
+}
+
+agmm_status_t agmm_workers_run(agmm_world_t *w, agmm_worker_t *ws, int n)
+{
+    /* A bound rank (place/bind.c) runs worker i on CPU i mod n of its n, the
+     * calling thread (worker 0) included, for the call only; unbound
+     * (--bind none, MPI), the threads inherit the caller's affinity. The
+     * other workers run on the process's pool of threads, kept between
+     * rounds (world/pool.h), whose waits spin only when every worker has
+     * a core of its own; with the pool busy, on threads of their own.
+     * Either way every worker has returned, and its writes are visible
+     * here, before this returns. */
+    agmm_bind_saved_t saved;
+    agmm_bind_self(0, &saved);
+    pool_task_t task = {w, ws};
+    agmm_status_t st = AGMM_OK;
+    if (!agmm_pool_run(n, pool_worker, &task, n > 1 && own_cores(w, n)))
+        st = run_spawned(w, ws, n);
     agmm_bind_restore(&saved);
     if (st != AGMM_OK) return st;
 
