@@ -29,9 +29,14 @@
 
 #include "common/util.h"
 
+/* Each flag on its own line, as agmm's signal cells: one writer each. */
 typedef struct {
-    _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t flag[2][2]; /* [rank][step] */
-    _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t ack[2];
+    _Alignas(AGMM_CACHE_LINE) _Atomic uint64_t v;
+} cell_t;
+
+typedef struct {
+    cell_t flag[2][2]; /* [rank][step] */
+    cell_t ack[2];
 } flags_t;
 
 typedef struct {
@@ -82,18 +87,18 @@ static void two_steps(const shared_t *s, int r, uint64_t e, float *part,
     double t0 = agmm_now();
     fill(part, s->n, e);
     double t1 = agmm_now();
-    wait_ge(&s->f->ack[q], e - 1);
+    wait_ge(&s->f->ack[q].v, e - 1);
     memcpy(s->win[q] + (size_t)r * h, part + (size_t)q * h, h * 4);
-    atomic_store_explicit(&s->f->flag[r][0], e, memory_order_release);
-    wait_ge(&s->f->flag[q][0], e);
+    atomic_store_explicit(&s->f->flag[r][0].v, e, memory_order_release);
+    wait_ge(&s->f->flag[q][0].v, e);
     const float *mine = part + (size_t)r * h, *in = s->win[r] + (size_t)q * h;
     float *cr = c + (size_t)r * h;
     sum(cr, r == 0 ? mine : in, r == 0 ? in : mine, h); /* rank order */
     memcpy(s->red[q], cr, h * 4);
-    atomic_store_explicit(&s->f->flag[r][1], e, memory_order_release);
-    wait_ge(&s->f->flag[q][1], e);
+    atomic_store_explicit(&s->f->flag[r][1].v, e, memory_order_release);
+    wait_ge(&s->f->flag[q][1].v, e);
     memcpy(c + (size_t)q * h, s->red[r], h * 4);
-    atomic_store_explicit(&s->f->ack[r], e, memory_order_release);
+    atomic_store_explicit(&s->f->ack[r].v, e, memory_order_release);
     double t2 = agmm_now();
     *t_all = t2 - t0;
     *t_ex = t2 - t1;
@@ -104,13 +109,13 @@ static void one_hop(const shared_t *s, int r, uint64_t e, float *c,
 {
     int q = 1 - r;
     double t0 = agmm_now();
-    wait_ge(&s->f->ack[q], e - 1);
+    wait_ge(&s->f->ack[q].v, e - 1);
     fill(s->win[r], s->n, e);
     double t1 = agmm_now();
-    atomic_store_explicit(&s->f->flag[r][0], e, memory_order_release);
-    wait_ge(&s->f->flag[q][0], e);
+    atomic_store_explicit(&s->f->flag[r][0].v, e, memory_order_release);
+    wait_ge(&s->f->flag[q][0].v, e);
     sum(c, s->win[0], s->win[1], s->n); /* rank order */
-    atomic_store_explicit(&s->f->ack[r], e, memory_order_release);
+    atomic_store_explicit(&s->f->ack[r].v, e, memory_order_release);
     double t2 = agmm_now();
     *t_all = t2 - t0;
     *t_ex = t2 - t1;
