@@ -46,10 +46,24 @@ typedef struct {
     size_t n;      /* elements of a partial (ROWS x N, even) */
 } shared_t;
 
-static void wait_ge(_Atomic uint64_t *a, uint64_t v)
+/* Wait for *a >= v; 1 (and a message naming it) if the peer has not
+ * raised it within 10 s: a peer that failed and exited leaves the other
+ * rank waiting, and the bench ends instead of hanging. */
+static int wait_ge(_Atomic uint64_t *a, uint64_t v, int r, const char *what)
 {
-    while (atomic_load_explicit(a, memory_order_acquire) < v)
+    double deadline = agmm_now() + 10.0;
+    for (unsigned spins = 1; atomic_load_explicit(a, memory_order_acquire) < v;
+         spins++) {
         agmm_cpu_relax();
+        if ((spins & 1023) == 0 && agmm_now() > deadline) { /* clock rarely */
+            fprintf(stderr,
+                    "agmm_ar_one_hop: rank %d: no %s of epoch %llu from "
+                    "rank %d within 10 s\n",
+                    r, what, (unsigned long long)v, 1 - r);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Rank r's partial of epoch e: e's parity's values, precomputed (the
@@ -79,46 +93,48 @@ static void sum(float *restrict out, const float *restrict a,
         out[i] = a[i] + b[i];
 }
 
-static void two_steps(const shared_t *s, int r, uint64_t e, float *part,
-                      float *c, double *t_all, double *t_ex)
+static int two_steps(const shared_t *s, int r, uint64_t e, float *part,
+                     float *c, double *t_all, double *t_ex)
 {
     size_t h = s->n / 2;
     int q = 1 - r;
     double t0 = agmm_now();
     fill(part, s->n, e);
     double t1 = agmm_now();
-    wait_ge(&s->f->ack[q].v, e - 1);
+    if (wait_ge(&s->f->ack[q].v, e - 1, r, "ack")) return 1;
     memcpy(s->win[q] + (size_t)r * h, part + (size_t)q * h, h * 4);
     atomic_store_explicit(&s->f->flag[r][0].v, e, memory_order_release);
-    wait_ge(&s->f->flag[q][0].v, e);
+    if (wait_ge(&s->f->flag[q][0].v, e, r, "partial")) return 1;
     const float *mine = part + (size_t)r * h, *in = s->win[r] + (size_t)q * h;
     float *cr = c + (size_t)r * h;
     sum(cr, r == 0 ? mine : in, r == 0 ? in : mine, h); /* rank order */
     memcpy(s->red[q], cr, h * 4);
     atomic_store_explicit(&s->f->flag[r][1].v, e, memory_order_release);
-    wait_ge(&s->f->flag[q][1].v, e);
+    if (wait_ge(&s->f->flag[q][1].v, e, r, "sum")) return 1;
     memcpy(c + (size_t)q * h, s->red[r], h * 4);
     atomic_store_explicit(&s->f->ack[r].v, e, memory_order_release);
     double t2 = agmm_now();
     *t_all = t2 - t0;
     *t_ex = t2 - t1;
+    return 0;
 }
 
-static void one_hop(const shared_t *s, int r, uint64_t e, float *c,
-                    double *t_all, double *t_ex)
+static int one_hop(const shared_t *s, int r, uint64_t e, float *c,
+                   double *t_all, double *t_ex)
 {
     int q = 1 - r;
     double t0 = agmm_now();
-    wait_ge(&s->f->ack[q].v, e - 1);
+    if (wait_ge(&s->f->ack[q].v, e - 1, r, "ack")) return 1;
     fill(s->win[r], s->n, e);
     double t1 = agmm_now();
     atomic_store_explicit(&s->f->flag[r][0].v, e, memory_order_release);
-    wait_ge(&s->f->flag[q][0].v, e);
+    if (wait_ge(&s->f->flag[q][0].v, e, r, "partial")) return 1;
     sum(c, s->win[0], s->win[1], s->n); /* rank order */
     atomic_store_explicit(&s->f->ack[r].v, e, memory_order_release);
     double t2 = agmm_now();
     *t_all = t2 - t0;
     *t_ex = t2 - t1;
+    return 0;
 }
 
 static int cmp(const void *a, const void *b)
@@ -130,7 +146,7 @@ static int cmp(const void *a, const void *b)
 /* Rank r's side of one way (0: two steps, 1: one hop): reps exchanges
  * after 20 untimed, epochs base + 1, ... (the second way's continue the
  * first's, so its first ack wait is met); prints the medians of rank 0;
- * 1 if a C was wrong. */
+ * 1 if a C was wrong or the peer stopped answering. */
 static int rank_main(shared_t *s, int r, int way, int reps, uint64_t base)
 {
     float *part = aligned_alloc(64, s->n * 4), *c = aligned_alloc(64, s->n * 4);
@@ -138,14 +154,13 @@ static int rank_main(shared_t *s, int r, int way, int reps, uint64_t base)
     double *ex = calloc((size_t)reps, sizeof *ex);
     make_sources(s->n, r);
     if (!part || !c || !all || !ex || !g_src[0] || !g_src[1]) return 1;
-    int bad = 0;
-    for (int i = -20; i < reps; i++) {
+    int bad = 0, i;
+    for (i = -20; i < reps; i++) {
         uint64_t e = base + (uint64_t)(i + 20) + 1;
         double ta, te;
-        if (way == 0)
-            two_steps(s, r, e, part, c, &ta, &te);
-        else
-            one_hop(s, r, e, c, &ta, &te);
+        int lost = way == 0 ? two_steps(s, r, e, part, c, &ta, &te)
+                            : one_hop(s, r, e, c, &ta, &te);
+        if (lost) break; /* said by wait_ge */
         for (size_t k = 0; k < s->n && !bad; k++) {
             size_t par = (size_t)(e & 1);
             float a = (float)((k + par * 7) & 1023);
@@ -154,16 +169,17 @@ static int rank_main(shared_t *s, int r, int way, int reps, uint64_t base)
         }
         if (i >= 0) all[i] = ta, ex[i] = te;
     }
+    int lost = i < reps;
     qsort(all, (size_t)reps, sizeof *all, cmp);
     qsort(ex, (size_t)reps, sizeof *ex, cmp);
-    if (r == 0)
+    if (r == 0 && !lost)
         printf("%-9s  with the partial's write %7.1f us  exchange alone "
                "%7.1f us  (median of %d, rank 0)\n",
                way == 0 ? "two steps" : "one hop", all[reps / 2] * 1e6,
                ex[reps / 2] * 1e6, reps);
     if (bad) fprintf(stderr, "rank %d: C is not the sum\n", r);
     free(part), free(c), free(all), free(ex), free(g_src[0]), free(g_src[1]);
-    return bad;
+    return bad || lost;
 }
 
 int main(int argc, char **argv)
@@ -196,7 +212,7 @@ int main(int argc, char **argv)
            cpus[0], k > 1 ? cpus[1] : cpus[0]);
     fflush(stdout);
     int fail = 0;
-    for (int way = 0; way < 2; way++) {
+    for (int way = 0; way < 2 && !fail; way++) {
         pid_t pid[2];
         for (int r = 0; r < 2; r++) {
             pid[r] = fork();
