@@ -43,7 +43,7 @@ NO_NETNS='e2e_mpi_netns|e2e_mpi_net_faults'
 configure() { # dir cmake-args...
     local dir=$1
     shift
-    CC=clang cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    CC=clang cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAGMM_WERROR=ON "$@" >/dev/null
     cmake --build "$dir" -j"$(nproc)"
 }
 
