@@ -7,6 +7,7 @@
 #        scripts/debian13.sh run CMD ARGS...  one command inside the root,
 #                                         in this tree (same path), with
 #                                         AGMM_BUILD_DIR=build-debian13
+DEBIAN12_ONLY='e2e_mpi_netns_hosts|e2e_mpi_net_faults|e2e_faults_end_run_naming_rank|e2e_stress_every_round_passes|e2e_trace_svg_screenshot|unit_sources_clang_formatted'
 #        scripts/debian13.sh shell        an interactive shell there
 #        scripts/debian13.sh setup        make (or check) the root only
 #
@@ -32,6 +33,7 @@ ROOT=${AGMM_DEBIAN13_ROOT:-/var/tmp/agmm-debian13}
 MIRROR=${AGMM_DEBIAN13_MIRROR:-http://deb.debian.org/debian}
 MARK=.agmm-debian13-ok
 BUILD_DIR=build-debian13
+DEBIAN12_ONLY='e2e_mpi_netns_hosts|e2e_mpi_net_faults|e2e_faults_end_run_naming_rank|e2e_stress_every_round_passes|e2e_trace_svg_screenshot|unit_sources_clang_formatted'
 
 die() { echo "debian13.sh: $*" >&2; exit 2; }
 
@@ -123,15 +125,21 @@ run)
     in_root "$@"
     ;;
 check)
-    # The README's two commands, in the build directory of this root.
-    # install-deps.sh takes the lock too: two checks never run apt at once.
+    # The README's two commands in this root's build directory. The
+    # packages: scripts/install-deps.sh's groups for building and the
+    # suites run here (not chromium, the sanitizers' clang or the pinned
+    # clang-format). install-deps.sh runs under the lock: two checks never
+    # run apt at once.
     start=$SECONDS
     flock 9
-    in_root scripts/install-deps.sh
+    in_root env AGMM_DEPS="build python tests" scripts/install-deps.sh
     flock -u 9
     echo "== debian13: dependencies in $((SECONDS - start)) s"
     in_root bash -c 'scripts/build.sh && "$AGMM_BUILD_DIR"/agmm run'
-    in_root scripts/test.sh
+    # Left to Debian 12 (same code, not the platform's): the network
+    # namespace, fault and stress suites, the trace's screenshot in
+    # chromium, and the format check (pinned to clang-format 14).
+    in_root env AGMM_TEST_EXCLUDE="$DEBIAN12_ONLY" scripts/test.sh
     echo "== debian13: passed in $((SECONDS - start)) s"
     ;;
 esac
