@@ -7,7 +7,7 @@
 #        scripts/debian13.sh run CMD ARGS...  one command inside the root,
 #                                         in this tree (same path), with
 #                                         AGMM_BUILD_DIR=build-debian13
-DEBIAN12_ONLY='e2e_mpi_netns_hosts|e2e_mpi_net_faults|e2e_faults_end_run_naming_rank|e2e_stress_every_round_passes|e2e_trace_svg_screenshot|unit_sources_clang_formatted'
+DEBIAN12_ONLY='e2e_mpi_netns_hosts|e2e_mpi_net_faults|e2e_faults_end_run_naming_rank|e2e_stress_every_round_passes|e2e_trace_svg_screenshot'
 #        scripts/debian13.sh shell        an interactive shell there
 #        scripts/debian13.sh setup        make (or check) the root only
 #
@@ -40,7 +40,7 @@ ROOT=${AGMM_DEBIAN13_ROOT:-/var/tmp/agmm-debian13}
 MIRROR=${AGMM_DEBIAN13_MIRROR:-http://deb.debian.org/debian}
 MARK=.agmm-debian13-ok
 BUILD_DIR=build-debian13
-DEBIAN12_ONLY='e2e_mpi_netns_hosts|e2e_mpi_net_faults|e2e_faults_end_run_naming_rank|e2e_stress_every_round_passes|e2e_trace_svg_screenshot|unit_sources_clang_formatted'
+DEBIAN12_ONLY='e2e_mpi_netns_hosts|e2e_mpi_net_faults|e2e_faults_end_run_naming_rank|e2e_stress_every_round_passes|e2e_trace_svg_screenshot'
 
 die() { echo "debian13.sh: $*" >&2; exit 2; }
 
@@ -146,8 +146,10 @@ check)
     in_root bash -c 'scripts/build.sh && "$AGMM_BUILD_DIR"/agmm run'
     # Left to Debian 12 (same code, not the platform's): the network
     # namespace, fault and stress suites, the trace's screenshot in
-    # chromium, and the format check (pinned to clang-format 14).
-    in_root env AGMM_TEST_EXCLUDE="$DEBIAN12_ONLY" scripts/test.sh
+    # chromium.
+    # The source-only tests too (label "source"), and two tests at a time.
+    in_root env AGMM_TEST_EXCLUDE="$DEBIAN12_ONLY" AGMM_TEST_SOURCE=0 AGMM_TEST_JOBS=2 \
+        scripts/test.sh
     echo "== debian13: passed in $((SECONDS - start)) s"
     ;;
 esac
