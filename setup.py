@@ -83,6 +83,12 @@ class BuildPyWithLibrary(build_py):
     """The package's Python files, then libagmm.so built with CMake."""
 
     def run(self):
+        if getattr(self, "editable_mode", False):
+            # An editable install imports python/agmm itself: the library
+            # would have to be written into the source tree.
+            _fail("pip install -e is not supported (the library would go "
+                  "into python/agmm); for development use the CMake build "
+                  "tree: scripts/build.sh, then PYTHONPATH=build/python")
         super().run()
         self._library_outputs = self._build_library()
 
