@@ -3,10 +3,14 @@ the functions the package calls, and the structures it passes.
 
 Loading. The first of:
   1. $AGMM_LIBRARY (a path to libagmm.so),
-  2. the path CMake wrote into _libpath.py: the build tree's libagmm.so for
-     the copy in build/python, the installed one (relative to this
-     directory, so the installed tree can move) for the installed package,
-  3. the loader's search path (libagmm.so.0.1, e.g. in /usr/lib).
+  2. the path _libpath.py names: CMake writes the build tree's libagmm.so
+     for the copy in build/python, the installed one (relative to this
+     directory, so the installed tree can move) for `cmake --install`;
+     setup.py (pip install .) the copy inside the package, libagmm.so.0.1
+     beside this file,
+  3. a libagmm.so.* in this directory (a pip-installed package whose
+     _libpath.py is missing),
+  4. the loader's search path (libagmm.so.0.1, e.g. in /usr/lib).
 The library is loaded RTLD_GLOBAL: an MPI build's libagmm.so pulls in
 libmpi, whose plugins resolve libmpi's symbols from the global scope.
 
@@ -23,7 +27,7 @@ agmm_plan_desc_init) can never make agmm_plan_desc_init write past it.
 import ctypes
 import os
 
-try:  # written by CMake into the build tree's and the installed package
+try:  # written by CMake (build tree, cmake --install) or setup.py (pip)
     from . import _libpath
 except ImportError:  # the source tree (python/agmm): AGMM_LIBRARY or the loader
     _libpath = None
@@ -44,6 +48,9 @@ def _candidates():
         if not os.path.isabs(path):
             path = os.path.normpath(os.path.join(here, path))
         out.append(path)
+    out += sorted(os.path.join(here, f) for f in os.listdir(here)
+                  if f.startswith("libagmm.so.")
+                  and os.path.join(here, f) not in out)
     out.append(getattr(_libpath, "SONAME", None) or "libagmm.so")
     return out
 
