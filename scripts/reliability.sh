@@ -39,6 +39,11 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/
 # over other links (the main build runs them), and under the sanitizers
 # they would add minutes to CI for no code path of agmm's own.
 NO_NETNS='e2e_mpi_netns|e2e_mpi_net_faults'
+# Two tests at a time (AGMM_TEST_JOBS): a sanitized suite spends most of its
+# time waiting (ranks' deadlines, MPI start-up), a third of it on the CPU;
+# the tests that time how soon a failure ends a run are RUN_SERIAL and run
+# alone.
+JOBS=${AGMM_TEST_JOBS:-2}
 # -LE source: the tests that read only the source tree (the protocol model,
 # the layer and format checks) answer the same in every build; the main
 # build (scripts/test.sh) runs them.
@@ -55,7 +60,7 @@ for step in "${steps[@]}"; do
     asan)
         echo "== ASan + UBSan + LSan: the test suite"
         configure build-asan -DAGMM_SANITIZE=address,undefined -DAGMM_FUZZ=ON
-        (cd build-asan && ctest --output-on-failure --timeout 900 -LE source -E "$NO_NETNS")
+        (cd build-asan && ctest --output-on-failure --timeout 900 -j"$JOBS" -LE source -E "$NO_NETNS")
         ;;
     tsan)
         echo "== TSan: the test suite"
@@ -66,7 +71,7 @@ for step in "${steps[@]}"; do
         # mapped /dev/shm segment, on the stderr that tests check.
         export OMPI_MCA_btl=self,tcp
         configure build-tsan -DAGMM_SANITIZE=thread
-        (cd build-tsan && ctest --output-on-failure --timeout 900 -LE source -E "$NO_NETNS")
+        (cd build-tsan && ctest --output-on-failure --timeout 900 -j"$JOBS" -LE source -E "$NO_NETNS")
         ;;
     fuzz)
         [ -x build-asan/fuzz/fuzz_cli ] ||
