@@ -134,6 +134,30 @@ static double fraction_of_peak(int m, double flop, double median_us,
     return gflops_per_core / peak;
 }
 
+/* The weight bytes one rank holds and reads (at least once) per round:
+ * its K (split-k ops: K / ranks) x the sum of the weights' N, in the
+ * dtype. What a decode round cannot read faster than the DRAM allows. */
+static double weight_bytes(const agmm_cli_t *cli)
+{
+    return agmm_tool_flop_per_rank(cli) / (2.0 * (double)cli->m_total) *
+           (double)agmm_dtype_size(cli->dtype);
+}
+
+/* Mode m's weight read rate (GB/s: weight_bytes per round), 0 for
+ * comm-only (it reads no weight). */
+static double weight_gbps(const agmm_cli_t *cli, int m, double us)
+{
+    if (m == M_COMM_ONLY || !(us > 0) || cli->m_total <= 0) return 0;
+    return weight_bytes(cli) / us * 1e-3;
+}
+
+/* The same over one core's DRAM read rate (0 where unknown). */
+static double fraction_of_dram(const agmm_cli_t *cli, int m, double us,
+                               double dram_gbps)
+{
+    return dram_gbps > 0 ? weight_gbps(cli, m, us) / dram_gbps : 0;
+}
+
 /* Ratios between modes, 0 where a mode was not timed. */
 typedef struct ratios {
     double fused_over_baseline, gemm_over_monolithic, fused_over_bound;
@@ -221,6 +245,7 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
     agmm_tool_json_gemm(t->plan);
     printf(",\"rounds\":%d", cli->rounds);
     agmm_bench_peak_json(pk);
+    printf(",\"weight_bytes_per_rank\":%.0f", weight_bytes(cli));
     printf(",\"modes\":{");
     int first = 1;
     for (int m = 0; m < NMODES; m++) {
@@ -237,6 +262,10 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
         json_ratio("fraction_of_vnni_peak",
                    fraction_of_peak(m, flop, rate_us(cli, &st[m]),
                                     cli->gemm_cores, pk->vnni_gops));
+        json_ratio("weight_gbps", weight_gbps(cli, m, rate_us(cli, &st[m])));
+        json_ratio(
+            "fraction_of_dram",
+            fraction_of_dram(cli, m, rate_us(cli, &st[m]), pk->dram_gbps));
         printf(",\"samples_us\":[");
         for (int i = 0; i < cli->rounds; i++)
             printf("%s%.3f", i ? "," : "", samples[m][i]);
@@ -307,15 +336,23 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
                        const agmm_bench_peak_t *pk, double comm_ms)
 {
     const agmm_cli_t *cli = t->cli;
-    printf("%-10s %10s %10s %10s %10s %10s %16s %8s\n", "mode", "min_ms",
-           "median_ms", "mean_ms", "max_ms", "stdev_ms", "rate per rank",
-           "of_peak");
+    printf("weights: %.2f MiB per rank, read once or more per round\n",
+           weight_bytes(cli) / (1 << 20));
+    printf("%-10s %10s %10s %10s %10s %10s %16s %8s %11s %8s\n", "mode",
+           "min_ms", "median_ms", "mean_ms", "max_ms", "stdev_ms",
+           "rate per rank", "of_peak", "weight GB/s", "of_dram");
     for (int m = 0; m < NMODES; m++) {
         if (!on[m]) continue;
         char frac[16] = "-"; /* comm-only runs no GEMM */
         double f = fraction_of_peak(m, flop, rate_us(cli, &st[m]),
                                     cli->gemm_cores, pk->gflops);
         if (f > 0) snprintf(frac, sizeof frac, "%.3f", f);
+        char wgb[16] = "-", fdram[16] = "-";
+        double w = weight_gbps(cli, m, rate_us(cli, &st[m]));
+        double fd =
+            fraction_of_dram(cli, m, rate_us(cli, &st[m]), pk->dram_gbps);
+        if (w > 0) snprintf(wgb, sizeof wgb, "%.2f", w);
+        if (fd > 0) snprintf(fdram, sizeof fdram, "%.3f", fd);
         char rate[32];
         if (m == M_COMM_ONLY)
             snprintf(rate, sizeof rate, "%.2f GB/s",
@@ -327,10 +364,10 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
             snprintf(rate, sizeof rate, "%.1f %s",
                      flop / rate_us(cli, &st[m]) * 1e-3,
                      cli->dtype == AGMM_DTYPE_INT8 ? "GOP/s" : "GFLOP/s");
-        printf("%-10s %10.3f %10.3f %10.3f %10.3f %10.3f %16s %8s\n",
+        printf("%-10s %10.3f %10.3f %10.3f %10.3f %10.3f %16s %8s %11s %8s\n",
                modes[m].name, st[m].min * 1e-3, st[m].median * 1e-3,
                st[m].mean * 1e-3, st[m].max * 1e-3, st[m].stdev * 1e-3, rate,
-               frac);
+               frac, wgb, fdram);
     }
     text_ratio("fused / baseline", r.fused_over_baseline,
                pr.fused_over_baseline);
