@@ -18,6 +18,7 @@
 #include "agmm_ext.h"
 #include "bench_cmp.h"
 #include "bench_peak.h"
+#include "bench_sets.h"
 #include "progress.h"
 #include "report.h"
 #include "tool.h"
@@ -77,7 +78,8 @@ static const struct {
     {"exact", AGMM_BENCH_FUSED, 2, 1},
 };
 
-static agmm_bench_cmp_t g_cmp; /* this rank's comparison plans */
+static agmm_bench_cmp_t g_cmp;   /* this rank's comparison plans */
+static agmm_bench_sets_t g_sets; /* --weight-sets: a plan per set */
 
 /* One timed round of mode m in bench round `round` (its rows): the slowest
  * rank's seconds, 0 for an exact round without rows, or < 0. */
@@ -87,6 +89,7 @@ static double timed_round(agmm_tool_rank_t *t, int m, int round)
     double *all = malloc(sizeof(double) * (size_t)P);
     if (!all) return -1;
     double slowest = -1;
+    if (modes[m].part != 2) agmm_bench_sets_next(t, &g_sets);
     agmm_run_args_t args;
     agmm_tool_round_args(t, (agmm_schedule_t)modes[m].what, round, &args);
     if (agmm_world_barrier(t->world, 0) == AGMM_OK) {
@@ -141,6 +144,31 @@ static double weight_bytes(const agmm_cli_t *cli)
 {
     return agmm_tool_flop_per_rank(cli) / (2.0 * (double)cli->m_total) *
            (double)agmm_dtype_size(cli->dtype);
+}
+
+/* The ranks on this host (they share its last-level cache). */
+static int ranks_here(const agmm_cli_t *cli)
+{
+    return cli->ranks_here > 0 ? cli->ranks_here
+           : cli->ranks > 0    ? cli->ranks
+                               : 1;
+}
+
+/* 1 when every weight set of the ranks on this host fits the LLC together:
+ * the rounds then read their weights from the cache, not DRAM. */
+static int weights_fit_llc(const agmm_cli_t *cli, double llc_mib)
+{
+    double all = weight_bytes(cli) * cli->weight_sets * ranks_here(cli);
+    return llc_mib > 0 && all <= llc_mib * (1 << 20);
+}
+
+/* The sets that stream from DRAM: together twice the LLC; 0 when that
+ * takes more than the option allows. */
+static int sets_for_dram(const agmm_cli_t *cli, double llc_mib)
+{
+    double one = weight_bytes(cli) * ranks_here(cli);
+    double l = one > 0 ? ceil(2.0 * llc_mib * (1 << 20) / one) : 1;
+    return l < 2 ? 2 : l > AGMM_CLI_MAX_WEIGHT_SETS ? 0 : (int)l;
 }
 
 /* Mode m's weight read rate (GB/s: weight_bytes per round), 0 for
@@ -245,7 +273,10 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
     agmm_tool_json_gemm(t->plan);
     printf(",\"rounds\":%d", cli->rounds);
     agmm_bench_peak_json(pk);
-    printf(",\"weight_bytes_per_rank\":%.0f", weight_bytes(cli));
+    printf(",\"weight_bytes_per_rank\":%.0f,\"weight_sets\":%d,"
+           "\"weights_fit_llc\":%s",
+           weight_bytes(cli), cli->weight_sets,
+           weights_fit_llc(cli, pk->llc_mib) ? "true" : "false");
     printf(",\"modes\":{");
     int first = 1;
     for (int m = 0; m < NMODES; m++) {
@@ -336,8 +367,24 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
                        const agmm_bench_peak_t *pk, double comm_ms)
 {
     const agmm_cli_t *cli = t->cli;
-    printf("weights: %.2f MiB per rank, read once or more per round\n",
-           weight_bytes(cli) / (1 << 20));
+    printf("weights: %.2f MiB per rank, read once or more per round; %d "
+           "set%s, one per timed call in turn\n",
+           weight_bytes(cli) / (1 << 20), cli->weight_sets,
+           cli->weight_sets == 1 ? "" : "s");
+    if (weights_fit_llc(cli, pk->llc_mib)) {
+        char hint[64] = "no --weight-sets streams this size from DRAM";
+        int l = sets_for_dram(cli, pk->llc_mib);
+        if (l > 0)
+            snprintf(hint, sizeof hint, "--weight-sets %d streams from DRAM",
+                     l);
+        printf("weights: %d set%s x %d rank%s = %.1f MiB fit the %.0f MiB "
+               "last-level cache: rounds read the cache, not DRAM (%s)\n",
+               cli->weight_sets, cli->weight_sets == 1 ? "" : "s",
+               ranks_here(cli), ranks_here(cli) == 1 ? "" : "s",
+               weight_bytes(cli) * cli->weight_sets * ranks_here(cli) /
+                   (1 << 20),
+               pk->llc_mib, hint);
+    }
     printf("%-10s %10s %10s %10s %10s %10s %16s %8s %11s %8s\n", "mode",
            "min_ms", "median_ms", "mean_ms", "max_ms", "stdev_ms",
            "rate per rank", "of_peak", "weight GB/s", "of_dram");
@@ -408,6 +455,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     double *us[NMODES] = {0};
     int on[NMODES];
     if (rc == 0) rc = agmm_bench_cmp_setup(&t, &g_cmp);
+    if (rc == 0) rc = agmm_bench_sets_setup(&t, &g_sets);
     for (int m = 0; m < NMODES; m++) {
         on[m] = (cli->bench_modes & modes[m].flag) != 0;
         if (modes[m].part == 2)
@@ -420,6 +468,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     if (rc != 0) {
         for (int m = 0; m < NMODES; m++)
             free(us[m]);
+        agmm_bench_sets_teardown(&t, &g_sets);
         agmm_bench_cmp_teardown(&g_cmp);
         agmm_tool_teardown(&t);
         return rc;
@@ -472,6 +521,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         else if (comm_ms == 0 || sec * 1e3 < comm_ms)
             comm_ms = sec * 1e3;
     }
+    t.plan = g_sets.plan[0]; /* auto's decision: the first set's plan */
     agmm_schedule_info_t ai;
     if (rc == 0 && agmm_plan_schedule_info(t.plan, &ai) != AGMM_OK) rc = 1;
     /* Stopped by SIGINT/SIGTERM (the launcher aborted the world): the text
@@ -523,6 +573,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     for (int m = 0; m < NMODES; m++)
         free(us[m]);
     if (rc == 0) {
+        agmm_bench_sets_teardown(&t, &g_sets);
         agmm_bench_cmp_teardown(&g_cmp);
         agmm_tool_teardown(&t);
     }
