@@ -16,18 +16,23 @@
 # N x the dtype's size), and each mode's weight_gbps (those bytes per
 # median round, the mean one with rows per round) and fraction_of_dram
 # (weight_gbps / the DRAM rate).
+# weight_sets (--weight-sets) and weights_fit_llc echoed.
 # With --n N,N,... and --m-local-per-round: the separate and exact modes.
-# usage: bench_json.sh AGMM [--op OP [more bench options]]: "op" is checked.
+# usage: bench_json.sh AGMM [--op OP [more bench options]]: "op" is checked
+# (and --weight-sets L anywhere among the options).
 set -u
 agmm=$1
 shift
 op=ag-gemm
 [ "${1:-}" = --op ] && op=$2
+sets=1
+args=" $* "
+case $args in *" --weight-sets "*) sets=${args#* --weight-sets }; sets=${sets%% *} ;; esac
 out=$("$agmm" bench --ranks 2 --m-local 96 --k 64 --n 80 --tile-m 16 \
       --tile-n 32 --rounds 5 --warmup 1 --json "$@")
 rc=$?
 [ $rc -eq 0 ] || { echo "bench exited $rc"; echo "bench_json: 0 passed, 1 failed"; exit 1; }
-python3 - "$out" "$op" <<'PY'
+python3 - "$out" "$op" "$sets" <<'PY'
 import json, sys
 ok = fail = 0
 def check(cond, what):
@@ -109,6 +114,12 @@ for mode in ("fused", "baseline"):
     f = m.get("fraction_of_dram")
     check(isinstance(f, (int, float)) and isinstance(w, (int, float)) and
           abs(f - w / dram) <= 1e-3 * f + 1e-6, f"{mode} fraction_of_dram {f} vs {w} / {dram}")
+# --weight-sets L (1 by default) echoed, and whether every set of both
+# ranks fits the last-level cache together.
+ws = int(sys.argv[3])
+check(d.get("weight_sets") == ws, f"weight_sets {d.get('weight_sets')} (want {ws})")
+fit = dp.get("llc_mib", 0) > 0 and wb * ws * d["ranks"] <= dp.get("llc_mib", 0) * 2**20
+check(d.get("weights_fit_llc") is fit, f"weights_fit_llc {d.get('weights_fit_llc')} (want {fit})")
 if "comm-only" in d["modes"]:
     m = d["modes"]["comm-only"]
     check(m.get("weight_gbps", 0) is None and m.get("fraction_of_dram", 0) is None,
