@@ -9,7 +9,11 @@
  * path the plan runs, and the other candidate path's (bench_peak.c), while
  * the other ranks wait in a barrier; each mode's fraction_of_peak is its
  * GEMM rate per GEMM core over the peak of the path that ran (int8 adds
- * fraction_of_vnni_peak, over VPDPBUSD zmm's). */
+ * fraction_of_vnni_peak, over VPDPBUSD zmm's). Rank 0 also measures its
+ * core's DRAM read rate (src/gemm/dram.h): each mode's weight GB/s (the
+ * weight bytes a rank holds per round) and fraction_of_dram. With
+ * --weight-sets L every timed call runs the next of L plans, each with its
+ * own weight (bench_sets.c), so the weights stream from DRAM. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

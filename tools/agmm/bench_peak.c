@@ -9,7 +9,8 @@
  * VNNI) whatever kernel ran: the int8 targets are stated against the VNNI
  * peak, and an AMX kernel's own peak (TDPBSSD) is ~15x higher. Each
  * instruction is timed once per process (peak.c caches), about 0.1 s
- * each. */
+ * each. The DRAM read rate (src/gemm/dram.h) is measured beside them,
+ * about 0.2 s and 256 MiB (4x the LLC if larger) while it runs. */
 #include <stdio.h>
 #include <string.h>
 
