@@ -10,18 +10,29 @@
 # peak (peak_vnni_gops_per_core: VPDPBUSD zmm, positive where the CPU has
 # avx512_vnni, 0 for other dtypes) and each mode's fraction_of_vnni_peak
 # (null where that peak is 0).
+# The DRAM read rate of one core (dram_read_gbps_per_core, positive; the
+# probe's loop, buffer and the LLC in dram_probe), the weight bytes a rank
+# holds (weight_bytes_per_rank: K (split-k ops: K / ranks) x the weights'
+# N x the dtype's size), and each mode's weight_gbps (those bytes per
+# median round, the mean one with rows per round) and fraction_of_dram
+# (weight_gbps / the DRAM rate).
+# weight_sets (--weight-sets) and weights_fit_llc echoed.
 # With --n N,N,... and --m-local-per-round: the separate and exact modes.
-# usage: bench_json.sh AGMM [--op OP [more bench options]]: "op" is checked.
+# usage: bench_json.sh AGMM [--op OP [more bench options]]: "op" is checked
+# (and --weight-sets L anywhere among the options).
 set -u
 agmm=$1
 shift
 op=ag-gemm
 [ "${1:-}" = --op ] && op=$2
+sets=1
+args=" $* "
+case $args in *" --weight-sets "*) sets=${args#* --weight-sets }; sets=${sets%% *} ;; esac
 out=$("$agmm" bench --ranks 2 --m-local 96 --k 64 --n 80 --tile-m 16 \
       --tile-n 32 --rounds 5 --warmup 1 --json "$@")
 rc=$?
 [ $rc -eq 0 ] || { echo "bench exited $rc"; echo "bench_json: 0 passed, 1 failed"; exit 1; }
-python3 - "$out" "$op" <<'PY'
+python3 - "$out" "$op" "$sets" <<'PY'
 import json, sys
 ok = fail = 0
 def check(cond, what):
@@ -83,6 +94,36 @@ for mode in ("fused", "baseline"):
         want = m["tflops"] * 1e3 / d["gemm_cores"] / vnni
         check(isinstance(f, (int, float)) and abs(f - want) <= 0.02 * want + 5e-5 * 1e3 / vnni,
               f"{mode} fraction_of_vnni_peak {f} vs tflops {m['tflops']} / {vnni}")
+dram = d.get("dram_read_gbps_per_core")
+check(isinstance(dram, (int, float)) and dram > 0, f"dram_read_gbps_per_core {dram}")
+dp = d.get("dram_probe") or {}
+check(dp.get("isa") in ("zmm", "ymm", "scalar"), f"dram_probe.isa {dp.get('isa')}")
+check(dp.get("bytes_mib", 0) >= 256 and dp.get("bytes_mib", 0) >= 4 * dp.get("llc_mib", -1),
+      f"dram_probe {dp}")
+split_k = d["op"] in ("gemm-rs", "gemm-ar")
+size = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}[d["dtype"]]
+wb = d["k"] / (d["ranks"] if split_k else 1) * sum(d.get("n_list") or [d["n"]]) * size
+check(abs(d.get("weight_bytes_per_rank", -1) - wb) <= 1, f"weight_bytes_per_rank {d.get('weight_bytes_per_rank')} (want {wb})")
+for mode in ("fused", "baseline"):
+    m = d["modes"][mode]
+    us = m["mean_us"] if "m_local_per_round" in d else m["median_us"]
+    want = wb / us * 1e-3
+    w = m.get("weight_gbps")
+    check(isinstance(w, (int, float)) and abs(w - want) <= 1e-3 * want + 1e-6,
+          f"{mode} weight_gbps {w} (want {want})")
+    f = m.get("fraction_of_dram")
+    check(isinstance(f, (int, float)) and isinstance(w, (int, float)) and
+          abs(f - w / dram) <= 1e-3 * f + 1e-6, f"{mode} fraction_of_dram {f} vs {w} / {dram}")
+# --weight-sets L (1 by default) echoed, and whether every set of both
+# ranks fits the last-level cache together.
+ws = int(sys.argv[3])
+check(d.get("weight_sets") == ws, f"weight_sets {d.get('weight_sets')} (want {ws})")
+fit = dp.get("llc_mib", 0) > 0 and wb * ws * d["ranks"] <= dp.get("llc_mib", 0) * 2**20
+check(d.get("weights_fit_llc") is fit, f"weights_fit_llc {d.get('weights_fit_llc')} (want {fit})")
+if "comm-only" in d["modes"]:
+    m = d["modes"]["comm-only"]
+    check(m.get("weight_gbps", 0) is None and m.get("fraction_of_dram", 0) is None,
+          f"comm-only reads no weight: {m.get('weight_gbps')} {m.get('fraction_of_dram')}")
 # Several weights (--n list) and rows per round: the comparison modes,
 # their ratios (of medians; exact's rounds of no rows time 0 and are left
 # out of the paired one) and the echoed lists.

@@ -186,6 +186,15 @@ rows=(
     "run -- extra                         | unexpected argument 'extra'"
     # memory: rejected by the caller's check (agmm_cli_check_memory)
     "run --m-local 3000000 --k 200000     | --m-local/--k/--n: the plan needs"
+    # bench --weight-sets L: a plan per set, within memory
+    "bench --weight-sets 0                | --weight-sets: out of range; give an integer from 1 to 64 (got '0')"
+    "bench --weight-sets 65               | --weight-sets: out of range; give an integer from 1 to 64"
+    "bench --weight-sets x                | --weight-sets:"
+    "run --weight-sets 2                  | --weight-sets: only for agmm bench"
+    "bench --weight-sets 2 --n 8,8        | --weight-sets: more than 1 only with one weight (--n N), fixed rows"
+    "bench --weight-sets 2 --m-local-per-round 4,8 | --weight-sets: more than 1 only with one weight"
+    "bench --weight-sets 2 --trace /tmp/x.json | --weight-sets: more than 1 only with one weight"
+    "bench --weight-sets 64 --m-local 8 --k 200000 --n 200000 | --m-local/--k/--n/--weight-sets: the plans need"
 )
 # The default core split cannot fit when there are more ranks than cores
 # (bench refuses; run warns and goes on).

@@ -9,7 +9,11 @@
  * path the plan runs, and the other candidate path's (bench_peak.c), while
  * the other ranks wait in a barrier; each mode's fraction_of_peak is its
  * GEMM rate per GEMM core over the peak of the path that ran (int8 adds
- * fraction_of_vnni_peak, over VPDPBUSD zmm's). */
+ * fraction_of_vnni_peak, over VPDPBUSD zmm's). Rank 0 also measures its
+ * core's DRAM read rate (src/gemm/dram.h): each mode's weight GB/s (the
+ * weight bytes a rank holds per round) and fraction_of_dram. With
+ * --weight-sets L every timed call runs the next of L plans, each with its
+ * own weight (bench_sets.c), so the weights stream from DRAM. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +22,7 @@
 #include "agmm_ext.h"
 #include "bench_cmp.h"
 #include "bench_peak.h"
+#include "bench_sets.h"
 #include "progress.h"
 #include "report.h"
 #include "tool.h"
@@ -77,7 +82,8 @@ static const struct {
     {"exact", AGMM_BENCH_FUSED, 2, 1},
 };
 
-static agmm_bench_cmp_t g_cmp; /* this rank's comparison plans */
+static agmm_bench_cmp_t g_cmp;   /* this rank's comparison plans */
+static agmm_bench_sets_t g_sets; /* --weight-sets: a plan per set */
 
 /* One timed round of mode m in bench round `round` (its rows): the slowest
  * rank's seconds, 0 for an exact round without rows, or < 0. */
@@ -87,6 +93,7 @@ static double timed_round(agmm_tool_rank_t *t, int m, int round)
     double *all = malloc(sizeof(double) * (size_t)P);
     if (!all) return -1;
     double slowest = -1;
+    if (modes[m].part != 2) agmm_bench_sets_next(t, &g_sets);
     agmm_run_args_t args;
     agmm_tool_round_args(t, (agmm_schedule_t)modes[m].what, round, &args);
     if (agmm_world_barrier(t->world, 0) == AGMM_OK) {
@@ -132,6 +139,55 @@ static double fraction_of_peak(int m, double flop, double median_us,
         return 0;
     double gflops_per_core = flop / median_us * 1e-3 / gemm_cores;
     return gflops_per_core / peak;
+}
+
+/* The weight bytes one rank holds and reads (at least once) per round:
+ * its K (split-k ops: K / ranks) x the sum of the weights' N, in the
+ * dtype. What a decode round cannot read faster than the DRAM allows. */
+static double weight_bytes(const agmm_cli_t *cli)
+{
+    return agmm_tool_flop_per_rank(cli) / (2.0 * (double)cli->m_total) *
+           (double)agmm_dtype_size(cli->dtype);
+}
+
+/* The ranks on this host (they share its last-level cache). */
+static int ranks_here(const agmm_cli_t *cli)
+{
+    return cli->ranks_here > 0 ? cli->ranks_here
+           : cli->ranks > 0    ? cli->ranks
+                               : 1;
+}
+
+/* 1 when every weight set of the ranks on this host fits the LLC together:
+ * the rounds then read their weights from the cache, not DRAM. */
+static int weights_fit_llc(const agmm_cli_t *cli, double llc_mib)
+{
+    double all = weight_bytes(cli) * cli->weight_sets * ranks_here(cli);
+    return llc_mib > 0 && all <= llc_mib * (1 << 20);
+}
+
+/* The sets that stream from DRAM: together twice the LLC; 0 when that
+ * takes more than the option allows. */
+static int sets_for_dram(const agmm_cli_t *cli, double llc_mib)
+{
+    double one = weight_bytes(cli) * ranks_here(cli);
+    double l = one > 0 ? ceil(2.0 * llc_mib * (1 << 20) / one) : 1;
+    return l < 2 ? 2 : l > AGMM_CLI_MAX_WEIGHT_SETS ? 0 : (int)l;
+}
+
+/* Mode m's weight read rate (GB/s: weight_bytes per round), 0 for
+ * comm-only (it reads no weight). */
+static double weight_gbps(const agmm_cli_t *cli, int m, double us)
+{
+    if (m == M_COMM_ONLY || !(us > 0) || cli->m_total <= 0) return 0;
+    return weight_bytes(cli) / us * 1e-3;
+}
+
+/* The same over one core's DRAM read rate (0 where unknown). */
+static double fraction_of_dram(const agmm_cli_t *cli, int m, double us,
+                               double dram_gbps)
+{
+    return dram_gbps > 0 ? weight_gbps(cli, m, us) / dram_gbps : 0;
 }
 
 /* Ratios between modes, 0 where a mode was not timed. */
@@ -221,6 +277,10 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
     agmm_tool_json_gemm(t->plan);
     printf(",\"rounds\":%d", cli->rounds);
     agmm_bench_peak_json(pk);
+    printf(",\"weight_bytes_per_rank\":%.0f,\"weight_sets\":%d,"
+           "\"weights_fit_llc\":%s",
+           weight_bytes(cli), cli->weight_sets,
+           weights_fit_llc(cli, pk->llc_mib) ? "true" : "false");
     printf(",\"modes\":{");
     int first = 1;
     for (int m = 0; m < NMODES; m++) {
@@ -237,6 +297,10 @@ static void print_json(const agmm_tool_rank_t *t, agmm_world_t *world,
         json_ratio("fraction_of_vnni_peak",
                    fraction_of_peak(m, flop, rate_us(cli, &st[m]),
                                     cli->gemm_cores, pk->vnni_gops));
+        json_ratio("weight_gbps", weight_gbps(cli, m, rate_us(cli, &st[m])));
+        json_ratio(
+            "fraction_of_dram",
+            fraction_of_dram(cli, m, rate_us(cli, &st[m]), pk->dram_gbps));
         printf(",\"samples_us\":[");
         for (int i = 0; i < cli->rounds; i++)
             printf("%s%.3f", i ? "," : "", samples[m][i]);
@@ -307,15 +371,39 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
                        const agmm_bench_peak_t *pk, double comm_ms)
 {
     const agmm_cli_t *cli = t->cli;
-    printf("%-10s %10s %10s %10s %10s %10s %16s %8s\n", "mode", "min_ms",
-           "median_ms", "mean_ms", "max_ms", "stdev_ms", "rate per rank",
-           "of_peak");
+    printf("weights: %.2f MiB per rank, read once or more per round; %d "
+           "set%s, one per timed call in turn\n",
+           weight_bytes(cli) / (1 << 20), cli->weight_sets,
+           cli->weight_sets == 1 ? "" : "s");
+    if (weights_fit_llc(cli, pk->llc_mib)) {
+        char hint[64] = "no --weight-sets streams this size from DRAM";
+        int l = sets_for_dram(cli, pk->llc_mib);
+        if (l > 0)
+            snprintf(hint, sizeof hint, "--weight-sets %d streams from DRAM",
+                     l);
+        printf("weights: %d set%s x %d rank%s = %.1f MiB fit the %.0f MiB "
+               "last-level cache: rounds read the cache, not DRAM (%s)\n",
+               cli->weight_sets, cli->weight_sets == 1 ? "" : "s",
+               ranks_here(cli), ranks_here(cli) == 1 ? "" : "s",
+               weight_bytes(cli) * cli->weight_sets * ranks_here(cli) /
+                   (1 << 20),
+               pk->llc_mib, hint);
+    }
+    printf("%-10s %10s %10s %10s %10s %10s %16s %8s %11s %8s\n", "mode",
+           "min_ms", "median_ms", "mean_ms", "max_ms", "stdev_ms",
+           "rate per rank", "of_peak", "weight GB/s", "of_dram");
     for (int m = 0; m < NMODES; m++) {
         if (!on[m]) continue;
         char frac[16] = "-"; /* comm-only runs no GEMM */
         double f = fraction_of_peak(m, flop, rate_us(cli, &st[m]),
                                     cli->gemm_cores, pk->gflops);
         if (f > 0) snprintf(frac, sizeof frac, "%.3f", f);
+        char wgb[16] = "-", fdram[16] = "-";
+        double w = weight_gbps(cli, m, rate_us(cli, &st[m]));
+        double fd =
+            fraction_of_dram(cli, m, rate_us(cli, &st[m]), pk->dram_gbps);
+        if (w > 0) snprintf(wgb, sizeof wgb, "%.2f", w);
+        if (fd > 0) snprintf(fdram, sizeof fdram, "%.3f", fd);
         char rate[32];
         if (m == M_COMM_ONLY)
             snprintf(rate, sizeof rate, "%.2f GB/s",
@@ -327,10 +415,10 @@ static void print_text(const agmm_tool_rank_t *t, const stats_t *st,
             snprintf(rate, sizeof rate, "%.1f %s",
                      flop / rate_us(cli, &st[m]) * 1e-3,
                      cli->dtype == AGMM_DTYPE_INT8 ? "GOP/s" : "GFLOP/s");
-        printf("%-10s %10.3f %10.3f %10.3f %10.3f %10.3f %16s %8s\n",
+        printf("%-10s %10.3f %10.3f %10.3f %10.3f %10.3f %16s %8s %11s %8s\n",
                modes[m].name, st[m].min * 1e-3, st[m].median * 1e-3,
                st[m].mean * 1e-3, st[m].max * 1e-3, st[m].stdev * 1e-3, rate,
-               frac);
+               frac, wgb, fdram);
     }
     text_ratio("fused / baseline", r.fused_over_baseline,
                pr.fused_over_baseline);
@@ -371,6 +459,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     double *us[NMODES] = {0};
     int on[NMODES];
     if (rc == 0) rc = agmm_bench_cmp_setup(&t, &g_cmp);
+    if (rc == 0) rc = agmm_bench_sets_setup(&t, &g_sets);
     for (int m = 0; m < NMODES; m++) {
         on[m] = (cli->bench_modes & modes[m].flag) != 0;
         if (modes[m].part == 2)
@@ -383,6 +472,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     if (rc != 0) {
         for (int m = 0; m < NMODES; m++)
             free(us[m]);
+        agmm_bench_sets_teardown(&t, &g_sets);
         agmm_bench_cmp_teardown(&g_cmp);
         agmm_tool_teardown(&t);
         return rc;
@@ -435,6 +525,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
         else if (comm_ms == 0 || sec * 1e3 < comm_ms)
             comm_ms = sec * 1e3;
     }
+    t.plan = g_sets.plan[0]; /* auto's decision: the first set's plan */
     agmm_schedule_info_t ai;
     if (rc == 0 && agmm_plan_schedule_info(t.plan, &ai) != AGMM_OK) rc = 1;
     /* Stopped by SIGINT/SIGTERM (the launcher aborted the world): the text
@@ -486,6 +577,7 @@ int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli)
     for (int m = 0; m < NMODES; m++)
         free(us[m]);
     if (rc == 0) {
+        agmm_bench_sets_teardown(&t, &g_sets);
         agmm_bench_cmp_teardown(&g_cmp);
         agmm_tool_teardown(&t);
     }

@@ -9,11 +9,13 @@
  * VNNI) whatever kernel ran: the int8 targets are stated against the VNNI
  * peak, and an AMX kernel's own peak (TDPBSSD) is ~15x higher. Each
  * instruction is timed once per process (peak.c caches), about 0.1 s
- * each. */
+ * each. The DRAM read rate (src/gemm/dram.h) is measured beside them,
+ * about 0.2 s and 256 MiB (4x the LLC if larger) while it runs. */
 #include <stdio.h>
 #include <string.h>
 
 #include "bench_peak.h"
+#include "gemm/dram.h"
 #include "gemm/peak.h"
 
 /* Rank 0 times the probes between two barriers: the other ranks wait in
@@ -48,6 +50,10 @@ int agmm_bench_peak_measure(agmm_tool_rank_t *t, agmm_bench_peak_t *pk)
         }
         if (t->cli->dtype == AGMM_DTYPE_INT8)
             pk->vnni_gops = agmm_peak_kernel_gflops(AGMM_PEAK_K_VNNI_ZMM);
+        pk->dram_gbps = agmm_dram_read_gbps();
+        pk->dram_isa = agmm_dram_probe_isa();
+        pk->dram_probe_mib = (double)agmm_dram_probe_bytes() / (1 << 20);
+        pk->llc_mib = (double)agmm_dram_llc_bytes() / (1 << 20);
     }
     return agmm_world_barrier(t->world, 0) == AGMM_OK ? 0 : 1;
 }
@@ -71,6 +77,11 @@ void agmm_bench_peak_text(const agmm_bench_peak_t *pk, agmm_dtype_t dtype)
         printf("; %s %.1f GOP/s", agmm_peak_kernel_instr(AGMM_PEAK_K_VNNI_ZMM),
                pk->vnni_gops);
     printf("; measured on rank 0; of_peak = GEMM rate per GEMM core / peak\n");
+    printf("dram: %.1f GB/s read per core (a %s read loop over %.0f MiB, the "
+           "largest cache %.0f MiB; measured on rank 0); weight GB/s = weight "
+           "bytes a rank holds / round, of_dram = that / the DRAM rate\n",
+           pk->dram_gbps, pk->dram_isa ? pk->dram_isa : "none",
+           pk->dram_probe_mib, pk->llc_mib);
 }
 
 void agmm_bench_peak_json(const agmm_bench_peak_t *pk)
@@ -84,4 +95,8 @@ void agmm_bench_peak_json(const agmm_bench_peak_t *pk)
                i ? "," : "", agmm_gemm_path_name(pk->each[i].path),
                pk->each[i].instr ? pk->each[i].instr : "", pk->each[i].gflops);
     printf("],\"peak_vnni_gops_per_core\":%.3f", pk->vnni_gops);
+    printf(",\"dram_read_gbps_per_core\":%.3f,\"dram_probe\":{\"isa\":\"%s\","
+           "\"bytes_mib\":%.1f,\"llc_mib\":%.1f}",
+           pk->dram_gbps, pk->dram_isa ? pk->dram_isa : "", pk->dram_probe_mib,
+           pk->llc_mib);
 }

@@ -26,6 +26,11 @@ typedef struct agmm_bench_peak {
      * stated against whatever kernel ran (AMX here); 0 for another dtype
      * or a CPU without VNNI. */
     double vnni_gops;
+    /* One core's DRAM read rate (src/gemm/dram.h), GB/s: what a round's
+     * weight bytes are set against (fraction_of_dram). */
+    double dram_gbps;
+    const char *dram_isa;           /* the read loop: "zmm", "ymm", "scalar" */
+    double dram_probe_mib, llc_mib; /* the buffer it read; the LLC */
 } agmm_bench_peak_t;
 
 /* Collective: rank 0 times the peaks (src/gemm/peak.h) between two
@@ -34,7 +39,7 @@ int agmm_bench_peak_measure(agmm_tool_rank_t *t, agmm_bench_peak_t *pk);
 /* The text header line ("peak: ..."), with its newline. */
 void agmm_bench_peak_text(const agmm_bench_peak_t *pk, agmm_dtype_t dtype);
 /* The JSON members ,"peak_gflops_per_core",... ,"peaks":[...],
- * "peak_vnni_gops_per_core". */
+ * "peak_vnni_gops_per_core", "dram_read_gbps_per_core", "dram_probe". */
 void agmm_bench_peak_json(const agmm_bench_peak_t *pk);
 
 #endif

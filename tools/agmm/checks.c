@@ -197,6 +197,14 @@ static int check_weights_and_rows(agmm_cli_t *cli, FILE *err)
         cli->n_sum += cli->n_list[i];
     }
     cli->n = cli->n_list[0];
+    if (cli->weight_sets > 1 &&
+        (cli->n_count > 1 || cli->rows_per_round_count > 0 || cli->trace_json ||
+         cli->trace_svg)) {
+        fprintf(err, "agmm: --weight-sets: more than 1 only with one weight "
+                     "(--n N), fixed rows (no --m-local-per-round) and no "
+                     "--trace/--trace-svg\n");
+        return 2;
+    }
     if (cli->n_count > 1 && cli->op != AGMM_OP_AG_GEMM) {
         fprintf(err,
                 "agmm: --n: several weights (a list) only with --op "

@@ -109,6 +109,9 @@ typedef struct agmm_cli {
     int schedule_set;
     /* bench: --mode (AGMM_BENCH_*; --schedule S alone means --mode S) */
     unsigned bench_modes;
+    /* bench: --weight-sets L (1..AGMM_CLI_MAX_WEIGHT_SETS): L plans with
+     * distinct weights, one per timed call in turn (bench_sets.c) */
+    int weight_sets;
     double link_gbps;       /* --link-gbps (0: no link emulation) */
     double link_latency_us; /* --link-latency-us; needs --link-gbps */
     /* cores this process may use: its CPU affinity (sched_getaffinity:
@@ -152,7 +155,8 @@ typedef struct agmm_cli {
 
 /* The upper bound of each core option (per rank): the library's limit on
  * workers per rank (agmm_plan_desc_check). */
-#define AGMM_CLI_MAX_CORES 1024
+#define AGMM_CLI_MAX_CORES       1024
+#define AGMM_CLI_MAX_WEIGHT_SETS 64 /* --weight-sets */
 
 /* Parses argv. Returns 0: run the command; 2: bad input (one line printed to
  * err: "agmm: --option: what is allowed (got 'X')"); -1: help or version was

@@ -47,8 +47,12 @@ int agmm_tool_check_memory(const agmm_cli_t *cli, FILE *err)
     agmm_tool_desc(cli, &desc);
     uint64_t plan_bytes = agmm_plan_bytes_per_rank(&desc);
     uint64_t tool_bytes = agmm_tool_bytes_per_rank(cli);
-    uint64_t need = plan_bytes + tool_bytes;
-    if (plan_bytes == 0 || tool_bytes == 0 || need < plan_bytes) need = 0;
+    /* bench --weight-sets L: L plans, each with its prepared weight. */
+    uint64_t sets = cli->weight_sets > 1 ? (uint64_t)cli->weight_sets : 1;
+    uint64_t need = plan_bytes * sets + tool_bytes;
+    if (plan_bytes == 0 || tool_bytes == 0 || plan_bytes > UINT64_MAX / sets ||
+        need < plan_bytes * sets)
+        need = 0;
     return agmm_cli_check_memory(cli, need, err);
 }
 

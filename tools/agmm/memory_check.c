@@ -53,8 +53,10 @@ int agmm_cli_check_memory(const agmm_cli_t *cli, uint64_t bytes_per_rank,
         fmt_bytes(nb, sizeof nb, need);
     fmt_bytes(ab, sizeof ab, avail);
     fprintf(err,
-            "agmm: --m-local/--k/--n: the plan needs %s on %d %s but only %s "
-            "is available\n",
+            "agmm: --m-local/--k/--n%s: the plan%s need%s %s on %d %s but "
+            "only %s is available\n",
+            cli->weight_sets > 1 ? "/--weight-sets" : "",
+            cli->weight_sets > 1 ? "s" : "", cli->weight_sets > 1 ? "" : "s",
             nb, ranks, ranks == 1 ? "rank" : "ranks", ab);
     return 2;
 }

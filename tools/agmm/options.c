@@ -356,6 +356,12 @@ const opt_row_t opt_table[] = {
      .dmax = 86400, .unit = "seconds", .ddef = 60, .cmds = OPT_FOR_ALL, .section = SEC_RUN,
      .label = "--timeout SECONDS",
      .help = "per-wait timeout, > {min} and <= {max} (default {def})"},
+    {.name = "weight-sets", .kind = OPTK_INT, .field = F(weight_sets), NOSET, .min = 1,
+     .max = AGMM_CLI_MAX_WEIGHT_SETS, .def = {1, 1}, .cmds = OPT_FOR_BENCH,
+     .section = SEC_RUN, .label = "--weight-sets L",
+     .help = "L distinct weights (a plan each), used in turn, one\n"
+            "per timed call, so rounds read their weight from DRAM\n"
+            "as a model's layers do; {min} to {max} (default {def})"},
     {.name = "rounds", .kind = OPTK_INT, .field = F(rounds), NOSET, .min = 1,
      .max = CLI_MAX_COUNT, .def = {1, 20}, .cmds = OPT_FOR_ALL, .section = SEC_RUN,
      .label = "--rounds R", .help = "rounds, >= {min} (default {def})"},
