@@ -91,8 +91,8 @@ dnnl_status_t agmm_dn_md_strides(agmm_dn_md_t *md, int ndims,
 {
     dnnl_status_t st = md_new(md);
     if (st != dnnl_success) return st;
-    return md_done(md, dnnl_memory_desc_init_by_strides(*md, ndims, dims, dt,
-                                                        strides));
+    return md_done(
+        md, dnnl_memory_desc_init_by_strides(*md, ndims, dims, dt, strides));
 }
 
 dnnl_status_t agmm_dn_md_clone(agmm_dn_md_t *md, agmm_dn_cmd_t from)

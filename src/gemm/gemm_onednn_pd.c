@@ -1,23 +1,25 @@
 /* The oneDNN engine's building blocks (gemm_onednn_pd.h): the CPU engine
  * (what it can do: gemm_onednn_probe.c), the OpenMP guard, and the matmul
  * primitive descriptors with the GEMM attributes (engine.h) in oneDNN 2.6
- * terms: accumulate  a sum post-op, scale 1 (oneDNN adds C_old to the finished
- *               fp32 accumulator: checked bit for bit at k = 4096, fp32 and
- *               bf16, by tests/unit/test_gemm_attr.c);
- *   bias        the matmul's bias (f32, 1 x ncols);
+ * terms (3.x the same through gemm_onednn_compat.c; where 3.x differs, it
+ * says so): accumulate  a sum post-op, scale 1 (oneDNN adds C_old to the
+ * finished fp32 accumulator: checked bit for bit at k = 4096, fp32 and bf16, by
+ * tests/unit/test_gemm_attr.c); bias        the matmul's bias (f32, 1 x ncols);
  *   act         an eltwise post-op after the sum (relu, gelu_tanh,
  *               gelu_erf, swish with alpha 1 for SiLU);
  *   c_dtype     the dst md's dtype (bf16 / f16 where oneDNN has it:
  *               an unimplemented descriptor is refused naming it);
  *   w_scale     runtime output scales, mask 1 << 1 (per column), passed
- *               at each run. oneDNN 2.6 applies them to accumulator +
- *               bias, i.e. w_scale * (acc + bias), not the attr's
- *               w_scale * acc + bias: w_scale with bias is refused.
+ *               at each run (3.x: weight scales given at execution). oneDNN
+ *               2.6 applies them to accumulator + bias, i.e. w_scale *
+ *               (acc + bias), not the attr's w_scale * acc + bias: w_scale
+ *               with bias is refused (on 3.x too, one rule for both).
  *   bias, act and c_dtype are refused where only the reference kernel
  *               (ref:*) would run them (refuse_ref), like a missing one;
  *   a_scale     (per row) has no oneDNN 2.6 matmul attribute that keeps
- *               the fast kernels (a binary post-op falls back to ref:any):
- *               refused but with INT8.
+ *               the fast kernels (a binary post-op falls back to ref:any),
+ *               and 3.7.2's matmul has no per-row source scales: refused
+ *               but with INT8.
  * INT8 maps none of them: its primitives are a plain s8 (or u8) x s8 ->
  * s32 into the worker's scratch, dense A (oneDNN 2.6 picks its brgemm
  * int8 kernels only for a dense A: with lda > k it is gemm:jit), and
@@ -107,12 +109,12 @@ agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
     if (a->a_scale && !int8)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "gemm: onednn: a_scale (per-row scales of A) is "
-                          "not supported: oneDNN 2.6's matmul has no such "
-                          "attribute");
+                          "not supported: oneDNN's matmul has no such "
+                          "attribute that keeps its fast kernels");
     if (a->w_scale && a->bias && !int8)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "gemm: onednn: w_scale with bias is not supported: "
-                          "oneDNN 2.6 scales acc + bias, not acc alone");
+                          "oneDNN 2.x scales acc + bias, not acc alone");
     if ((a->a_dtype == AGMM_DTYPE_FP16 && !agmm_dn_f16_native()) ||
         (a->a_dtype == AGMM_DTYPE_BF16 && !agmm_dn_bf16_native()))
         return agmm_error(AGMM_ERR_UNSUPPORTED,
