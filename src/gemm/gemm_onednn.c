@@ -40,7 +40,6 @@
  * (user-managed: the caller's per-worker scratch), their own stream and
  * memory objects (made per call: small host objects, no primitive).
  */
-#include <dnnl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -64,13 +63,13 @@ typedef struct {
 struct agmm_dn_prep {
     agmm_dn_cfg_t cfg;
     const agmm_dn_prep_t *base; /* the share given to prepare, or NULL */
-    dnnl_memory_desc_t w_md;    /* the prepared weight's layout */
+    agmm_dn_md_t w_md;          /* the prepared weight's layout (the base's) */
     dnnl_memory_t w_mem;    /* the prepared weight (the base's with share) */
     dnnl_memory_t w_hi_mem; /* cfg.s8_split: the high half (w_mem: low) */
     void *w_buf, *w_hi_buf; /* their memory (make_weight); not a base's */
     dnnl_memory_t bias_mem, scale_mem; /* when the attr has them (same) */
-    agmm_dn_s8_t *s8; /* INT8: its bias, scales, compensation; else NULL */
-    dnnl_memory_desc_t wsrc_md;
+    agmm_dn_s8_t *s8;     /* INT8: its bias, scales, compensation; else NULL */
+    agmm_dn_md_t wsrc_md; /* the user's weight layout; owner only */
     dnnl_primitive_t reorder; /* user layout (wsrc_md) -> w_md; owner only */
     uint64_t owned;           /* weight bytes owned (0 with a base) */
     size_t scratch;           /* max scratchpad bytes over the primitives */
@@ -100,7 +99,7 @@ static agmm_status_t add_prim(agmm_dn_prep_t *p, int64_t m)
                           "gemm: oneDNN: more than %d row counts", MAX_PRIMS);
     int saved = agmm_dn_one_omp_thread();
     dnnl_primitive_desc_t pd;
-    agmm_status_t st = agmm_dn_matmul_pd(&p->cfg, m, &p->w_md, &pd);
+    agmm_status_t st = agmm_dn_matmul_pd(&p->cfg, m, p->w_md, &pd);
     if (st == AGMM_OK) {
         size_t bytes = agmm_dn_pd_scratch(pd);
         if (bytes > p->scratch) p->scratch = bytes;
@@ -136,6 +135,8 @@ void agmm_dn_destroy(agmm_dn_prep_t *p)
         agmm_free(p->w_hi_buf);
         if (p->bias_mem) dnnl_memory_destroy(p->bias_mem);
         if (p->scale_mem) dnnl_memory_destroy(p->scale_mem);
+        agmm_dn_md_destroy(p->w_md);
+        agmm_dn_md_destroy(p->wsrc_md);
     }
     agmm_dn_s8_destroy(p->s8);
     pthread_mutex_destroy(&p->lock);
@@ -151,33 +152,33 @@ static agmm_status_t make_weight(agmm_dn_prep_t *p)
     dnnl_engine_t eng = agmm_dn_engine();
     /* On agmm_alloc's memory (huge pages: into oneDNN's own, 144 of a 45
      * MB weight's first reorder's 151 ms were 4 KiB page faults). */
-    size_t bytes = dnnl_memory_desc_get_size(&p->w_md);
+    size_t bytes = dnnl_memory_desc_get_size(p->w_md);
     for (int hi = 0; hi <= (p->cfg.s8_split != 0); hi++) {
         void **buf = hi ? &p->w_hi_buf : &p->w_buf;
         dnnl_memory_t *mem = hi ? &p->w_hi_mem : &p->w_mem;
         if (!(*buf = agmm_alloc(bytes)))
             return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
-        DN(dnnl_memory_create(mem, &p->w_md, eng, *buf), "weight memory");
+        DN(dnnl_memory_create(mem, p->w_md, eng, *buf), "weight memory");
     }
-    dnnl_memory_desc_t vmd;
-    if (p->cfg.attr.bias && !p->s8) {
-        AGMM_CHECK(agmm_dn_vec_md(&p->cfg, 1, &vmd));
-        DN(dnnl_memory_create(&p->bias_mem, &vmd, eng, DNNL_MEMORY_ALLOCATE),
-           "bias memory");
-    }
-    if (p->cfg.attr.w_scale && !p->s8) {
-        AGMM_CHECK(agmm_dn_vec_md(&p->cfg, 0, &vmd));
-        DN(dnnl_memory_create(&p->scale_mem, &vmd, eng, DNNL_MEMORY_ALLOCATE),
-           "scale memory");
+    for (int scale = 0; scale < 2; scale++) {
+        if (p->s8 || !(scale ? p->cfg.attr.w_scale : p->cfg.attr.bias))
+            continue;
+        agmm_dn_md_t vmd;
+        AGMM_CHECK(agmm_dn_vec_md(&p->cfg, !scale, &vmd));
+        dnnl_status_t st =
+            dnnl_memory_create(scale ? &p->scale_mem : &p->bias_mem, vmd, eng,
+                               DNNL_MEMORY_ALLOCATE);
+        agmm_dn_md_destroy(vmd);
+        DN(st, scale ? "scale memory" : "bias memory");
     }
     p->owned = bytes * (p->w_hi_mem ? 2 : 1) + agmm_dn_vec_bytes(&p->cfg) +
                agmm_dn_s8_weight_extra(&p->cfg);
     dnnl_dims_t dims = {s->k, s->ncols};
     dnnl_dims_t str = {agmm_dn_dense_source(&p->cfg) ? s->ncols : s->ldw, 1};
-    DN(dnnl_memory_desc_init_by_strides(&p->wsrc_md, 2, dims, p->cfg.dt, str),
+    DN(agmm_dn_md_strides(&p->wsrc_md, 2, dims, p->cfg.dt, str),
        "weight source desc");
     dnnl_primitive_desc_t pd;
-    DN(dnnl_reorder_primitive_desc_create(&pd, &p->wsrc_md, eng, &p->w_md, eng,
+    DN(dnnl_reorder_primitive_desc_create(&pd, p->wsrc_md, eng, p->w_md, eng,
                                           NULL),
        "weight reorder descriptor");
     dnnl_status_t st = dnnl_primitive_create(&p->reorder, pd);
@@ -256,7 +257,7 @@ static dnnl_status_t reorder_into(agmm_dn_prep_t *p, const void *w,
     dnnl_engine_t eng = agmm_dn_engine();
     dnnl_memory_t src = NULL;
     dnnl_stream_t stream = NULL;
-    dnnl_status_t st = dnnl_memory_create(&src, &p->wsrc_md, eng, (void *)w);
+    dnnl_status_t st = dnnl_memory_create(&src, p->wsrc_md, eng, (void *)w);
     if (st == dnnl_success)
         st = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags);
     if (st == dnnl_success) {
@@ -327,7 +328,7 @@ static agmm_status_t run_prim(agmm_dn_prep_t *p, dnnl_primitive_t prim,
     const_dnnl_primitive_desc_t pd;
     DN(dnnl_primitive_get_primitive_desc(prim, &pd), "primitive query");
     dnnl_engine_t eng = agmm_dn_engine();
-    const dnnl_memory_desc_t *sp_md =
+    agmm_dn_cmd_t sp_md =
         dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     int saved = agmm_dn_one_omp_thread();
     dnnl_memory_t am = NULL, cm = NULL, sm = NULL;
@@ -351,8 +352,7 @@ static agmm_status_t run_prim(agmm_dn_prep_t *p, dnnl_primitive_t prim,
         if (p->bias_mem)
             args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->bias_mem};
         if (p->scale_mem)
-            args[n++] =
-                (dnnl_exec_arg_t){DNNL_ARG_ATTR_OUTPUT_SCALES, p->scale_mem};
+            args[n++] = (dnnl_exec_arg_t){AGMM_DN_ARG_W_SCALE, p->scale_mem};
         st = dnnl_primitive_execute(prim, stream, n, args);
     }
     if (st == dnnl_success) st = dnnl_stream_wait(stream);

@@ -1,23 +1,25 @@
 /* The oneDNN engine's building blocks (gemm_onednn_pd.h): the CPU engine
  * (what it can do: gemm_onednn_probe.c), the OpenMP guard, and the matmul
  * primitive descriptors with the GEMM attributes (engine.h) in oneDNN 2.6
- * terms: accumulate  a sum post-op, scale 1 (oneDNN adds C_old to the finished
- *               fp32 accumulator: checked bit for bit at k = 4096, fp32 and
- *               bf16, by tests/unit/test_gemm_attr.c);
- *   bias        the matmul's bias (f32, 1 x ncols);
+ * terms (3.x the same through gemm_onednn_compat.c; where 3.x differs, it
+ * says so): accumulate  a sum post-op, scale 1 (oneDNN adds C_old to the
+ * finished fp32 accumulator: checked bit for bit at k = 4096, fp32 and bf16, by
+ * tests/unit/test_gemm_attr.c); bias        the matmul's bias (f32, 1 x ncols);
  *   act         an eltwise post-op after the sum (relu, gelu_tanh,
  *               gelu_erf, swish with alpha 1 for SiLU);
  *   c_dtype     the dst md's dtype (bf16 / f16 where oneDNN has it:
  *               an unimplemented descriptor is refused naming it);
  *   w_scale     runtime output scales, mask 1 << 1 (per column), passed
- *               at each run. oneDNN 2.6 applies them to accumulator +
- *               bias, i.e. w_scale * (acc + bias), not the attr's
- *               w_scale * acc + bias: w_scale with bias is refused.
+ *               at each run (3.x: weight scales given at execution). oneDNN
+ *               2.6 applies them to accumulator + bias, i.e. w_scale *
+ *               (acc + bias), not the attr's w_scale * acc + bias: w_scale
+ *               with bias is refused (on 3.x too, one rule for both).
  *   bias, act and c_dtype are refused where only the reference kernel
  *               (ref:*) would run them (refuse_ref), like a missing one;
  *   a_scale     (per row) has no oneDNN 2.6 matmul attribute that keeps
- *               the fast kernels (a binary post-op falls back to ref:any):
- *               refused but with INT8.
+ *               the fast kernels (a binary post-op falls back to ref:any),
+ *               and 3.7.2's matmul has no per-row source scales: refused
+ *               but with INT8.
  * INT8 maps none of them: its primitives are a plain s8 (or u8) x s8 ->
  * s32 into the worker's scratch, dense A (oneDNN 2.6 picks its brgemm
  * int8 kernels only for a dense A: with lda > k it is gemm:jit), and
@@ -107,12 +109,12 @@ agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
     if (a->a_scale && !int8)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "gemm: onednn: a_scale (per-row scales of A) is "
-                          "not supported: oneDNN 2.6's matmul has no such "
-                          "attribute");
+                          "not supported: oneDNN's matmul has no such "
+                          "attribute that keeps its fast kernels");
     if (a->w_scale && a->bias && !int8)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "gemm: onednn: w_scale with bias is not supported: "
-                          "oneDNN 2.6 scales acc + bias, not acc alone");
+                          "oneDNN 2.x scales acc + bias, not acc alone");
     if ((a->a_dtype == AGMM_DTYPE_FP16 && !agmm_dn_f16_native()) ||
         (a->a_dtype == AGMM_DTYPE_BF16 && !agmm_dn_bf16_native()))
         return agmm_error(AGMM_ERR_UNSUPPORTED,
@@ -157,11 +159,11 @@ static void describe(const agmm_dn_cfg_t *cfg, char *buf, size_t size)
 }
 
 agmm_status_t agmm_dn_vec_md(const agmm_dn_cfg_t *cfg, int as_row,
-                             dnnl_memory_desc_t *md)
+                             agmm_dn_md_t *md)
 {
     dnnl_dims_t row = {1, cfg->shape.ncols}, vec = {cfg->shape.ncols};
-    DN(as_row ? dnnl_memory_desc_init_by_tag(md, 2, row, dnnl_f32, dnnl_ab)
-              : dnnl_memory_desc_init_by_tag(md, 1, vec, dnnl_f32, dnnl_a),
+    DN(as_row ? agmm_dn_md_tag(md, 2, row, dnnl_f32, dnnl_ab)
+              : agmm_dn_md_tag(md, 1, vec, dnnl_f32, dnnl_a),
        "bias/scale desc");
     return AGMM_OK;
 }
@@ -180,20 +182,16 @@ static dnnl_status_t make_attr(const agmm_dn_cfg_t *cfg,
     dnnl_status_t st = dnnl_primitive_attr_set_scratchpad_mode(
         attr, dnnl_scratchpad_mode_user);
     if (a->a_dtype == AGMM_DTYPE_INT8) return st; /* the s32 pass does all */
-    if (st == dnnl_success && a->w_scale) {
-        float rt = DNNL_RUNTIME_F32_VAL; /* given at each run */
-        st = dnnl_primitive_attr_set_output_scales(attr, 1, 1 << 1, &rt);
-    }
+    if (st == dnnl_success && a->w_scale) st = agmm_dn_attr_w_scale(attr);
     if (st != dnnl_success || (!a->accumulate && a->act == AGMM_GEMM_ACT_NONE))
         return st;
     dnnl_post_ops_t po;
     if ((st = dnnl_post_ops_create(&po)) != dnnl_success) return st;
-    if (a->accumulate) st = dnnl_post_ops_append_sum(po, 1.0f);
+    if (a->accumulate) st = agmm_dn_po_sum(po);
     if (st == dnnl_success && a->act != AGMM_GEMM_ACT_NONE)
         /* alpha: relu's negative slope 0; swish's beta-less x*sigmoid(x) */
-        st = dnnl_post_ops_append_eltwise(
-            po, 1.0f, algs[a->act], a->act == AGMM_GEMM_ACT_SILU ? 1.0f : 0.0f,
-            0.0f);
+        st = agmm_dn_po_eltwise(
+            po, algs[a->act], a->act == AGMM_GEMM_ACT_SILU ? 1.0f : 0.0f, 0.0f);
     if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
     dnnl_post_ops_destroy(po);
     return st;
@@ -230,53 +228,60 @@ static agmm_status_t refuse_ref(const agmm_dn_cfg_t *cfg,
 }
 
 static agmm_status_t one_pd(const agmm_dn_cfg_t *cfg, int64_t m,
-                            const dnnl_memory_desc_t *wmd,
-                            dnnl_primitive_desc_t *pd)
+                            agmm_dn_cmd_t wmd, dnnl_primitive_desc_t *pd)
 {
     const agmm_gemm_shape_t *s = &cfg->shape;
     dnnl_engine_t eng = agmm_dn_engine();
     if (!eng) return AGMM_ERR_SYSTEM;
-    dnnl_memory_desc_t a_md, w_md, c_md, b_md;
+    agmm_dn_md_t a_md = NULL, w_md = NULL, c_md = NULL, b_md = NULL;
+    dnnl_primitive_attr_t attr = NULL;
     dnnl_dims_t a_dims = {m, s->k}, a_str = {cfg->lda, 1};
     dnnl_dims_t w_dims = {s->k, s->ncols};
     dnnl_dims_t c_dims = {m, s->ncols}, c_str = {cfg->ldc, 1};
     int bias = cfg->attr.bias && cfg->attr.a_dtype != AGMM_DTYPE_INT8;
-    DN(dnnl_memory_desc_init_by_strides(&a_md, 2, a_dims, cfg->a_dt, a_str),
-       "A desc");
-    DN(dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims, cfg->c_dt, c_str),
-       "C desc");
-    if (wmd)
-        w_md = *wmd;
-    else
-        DN(dnnl_memory_desc_init_by_tag(&w_md, 2, w_dims, cfg->dt,
-                                        dnnl_format_tag_any),
-           "W desc");
-    if (bias) AGMM_CHECK(agmm_dn_vec_md(cfg, 1, &b_md));
-    dnnl_matmul_desc_t md;
-    DN(dnnl_matmul_desc_init(&md, &a_md, &w_md, bias ? &b_md : NULL, &c_md),
-       "matmul desc");
-    dnnl_primitive_attr_t attr;
-    DN(dnnl_primitive_attr_create(&attr), "attr");
-    dnnl_status_t st = make_attr(cfg, attr);
-    if (st == dnnl_success)
-        st = dnnl_primitive_desc_create(pd, &md, attr, eng, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    if (st == dnnl_unimplemented) {
-        char what[160];
-        describe(cfg, what, sizeof what);
+    const char *what = "A desc";
+    dnnl_status_t st = agmm_dn_md_strides(&a_md, 2, a_dims, cfg->a_dt, a_str);
+    if (st == dnnl_success) {
+        what = "C desc";
+        st = agmm_dn_md_strides(&c_md, 2, c_dims, cfg->c_dt, c_str);
+    }
+    if (st == dnnl_success && !wmd) {
+        what = "W desc";
+        st = agmm_dn_md_tag(&w_md, 2, w_dims, cfg->dt, dnnl_format_tag_any);
+    }
+    agmm_status_t ret = AGMM_OK;
+    if (st == dnnl_success && bias) ret = agmm_dn_vec_md(cfg, 1, &b_md);
+    if (st == dnnl_success && ret == AGMM_OK) {
+        what = "attr";
+        st = dnnl_primitive_attr_create(&attr);
+    }
+    if (st == dnnl_success && ret == AGMM_OK) {
+        what = "matmul primitive descriptor";
+        st = make_attr(cfg, attr);
+        if (st == dnnl_success)
+            st = agmm_dn_matmul_pd_create(pd, eng, a_md, wmd ? wmd : w_md,
+                                          bias ? b_md : NULL, c_md, attr);
+    }
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    agmm_dn_md_destroy(a_md);
+    agmm_dn_md_destroy(w_md);
+    agmm_dn_md_destroy(c_md);
+    agmm_dn_md_destroy(b_md);
+    if (ret != AGMM_OK) return ret;
+    if (st == dnnl_unimplemented && attr) {
+        char desc[160];
+        describe(cfg, desc, sizeof desc);
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "gemm: onednn: no matmul implementation for %s "
                           "(this oneDNN, this CPU)",
-                          what);
+                          desc);
     }
-    if (st != dnnl_success)
-        return agmm_dn_fail(st, "matmul primitive descriptor");
+    if (st != dnnl_success) return agmm_dn_fail(st, what);
     return refuse_ref(cfg, pd);
 }
 
 agmm_status_t agmm_dn_matmul_pd(const agmm_dn_cfg_t *cfg, int64_t m,
-                                const dnnl_memory_desc_t *layout,
-                                dnnl_primitive_desc_t *pd)
+                                agmm_dn_cmd_t layout, dnnl_primitive_desc_t *pd)
 {
     AGMM_CHECK(one_pd(cfg, m, NULL, pd));
     if (!layout || dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(
@@ -291,19 +296,21 @@ agmm_status_t agmm_dn_matmul_pd(const agmm_dn_cfg_t *cfg, int64_t m,
 
 size_t agmm_dn_pd_scratch(const_dnnl_primitive_desc_t pd)
 {
-    const dnnl_memory_desc_t *sp =
+    agmm_dn_cmd_t sp =
         dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     return sp ? dnnl_memory_desc_get_size(sp) : 0;
 }
 
 /* The weight layout: what oneDNN picks for the most rows. */
 agmm_status_t agmm_dn_choose_layout(const agmm_dn_cfg_t *cfg, int64_t m,
-                                    dnnl_memory_desc_t *w_md)
+                                    agmm_dn_md_t *w_md)
 {
     dnnl_primitive_desc_t pd;
     AGMM_CHECK(agmm_dn_matmul_pd(cfg, m, NULL, &pd));
-    *w_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    dnnl_status_t st = agmm_dn_md_clone(
+        w_md, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
     dnnl_primitive_desc_destroy(pd);
+    DN(st, "weight layout");
     return AGMM_OK;
 }
 
@@ -347,24 +354,26 @@ agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
                           "gemm: onednn: no row counts to prepare");
     int dense = agmm_dn_use_dense(&cfg);
     int saved = agmm_dn_one_omp_thread();
-    dnnl_memory_desc_t w_md;
+    agmm_dn_md_t w_md = NULL;
     size_t scratch = 0;
     agmm_status_t st = agmm_dn_choose_layout(&cfg, agmm_dn_most_rows(s), &w_md);
     for (int i = 0; i < s->nrows && st == AGMM_OK; i++) {
         if (agmm_dn_is_dup(s, i)) continue;
         dnnl_primitive_desc_t pd;
-        st = agmm_dn_matmul_pd(&cfg, s->rows[i], &w_md, &pd);
+        st = agmm_dn_matmul_pd(&cfg, s->rows[i], w_md, &pd);
         if (st != AGMM_OK) break;
         scratch = AGMM_MAX(scratch, agmm_dn_pd_scratch(pd));
         dnnl_primitive_desc_destroy(pd);
     }
     agmm_dn_restore_omp(saved);
+    size_t w_size = w_md ? dnnl_memory_desc_get_size(w_md) : 0;
+    agmm_dn_md_destroy(w_md);
     AGMM_CHECK(st);
     int64_t mmax = agmm_dn_most_rows(s);
-    *weight_bytes =
-        share ? 0
-              : dnnl_memory_desc_get_size(&w_md) * (cfg.s8_split ? 2 : 1) +
-                    agmm_dn_vec_bytes(&cfg) + agmm_dn_s8_weight_extra(&cfg);
+    *weight_bytes = share ? 0
+                          : w_size * (cfg.s8_split ? 2 : 1) +
+                                agmm_dn_vec_bytes(&cfg) +
+                                agmm_dn_s8_weight_extra(&cfg);
     if (a->a_dtype == AGMM_DTYPE_INT8)
         *scratch_bytes =
             agmm_dn_align64(scratch) + agmm_dn_s8_scratch(&cfg, mmax);

@@ -4,9 +4,8 @@
 #ifndef AGMM_GEMM_ONEDNN_PD_H
 #define AGMM_GEMM_ONEDNN_PD_H
 
-#include <dnnl.h>
-
 #include "gemm/engine.h"
+#include "gemm/gemm_onednn_compat.h"
 
 /* What every primitive descriptor of a prepared weight is built from. */
 typedef struct {
@@ -72,20 +71,21 @@ agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
  * with it forced. Call at one OpenMP thread. An unimplemented combination
  * is refused (UNSUPPORTED) naming the attributes. */
 agmm_status_t agmm_dn_matmul_pd(const agmm_dn_cfg_t *cfg, int64_t m,
-                                const dnnl_memory_desc_t *layout,
+                                agmm_dn_cmd_t layout,
                                 dnnl_primitive_desc_t *pd);
 
-/* The memory desc of the per-column bias (1 x ncols) and of the
- * w_scale vector (ncols), both f32. */
+/* The memory desc (owned: agmm_dn_md_destroy) of the per-column bias
+ * (1 x ncols) and of the w_scale vector (ncols), both f32. */
 agmm_status_t agmm_dn_vec_md(const agmm_dn_cfg_t *cfg, int as_row,
-                             dnnl_memory_desc_t *md);
+                             agmm_dn_md_t *md);
 
 /* Sizes and layout, shared by estimate and prepare. */
 size_t
 agmm_dn_pd_scratch(const_dnnl_primitive_desc_t pd); /* scratchpad bytes */
-/* The weight layout: what oneDNN picks for m rows (the most prepared). */
+/* The weight layout: what oneDNN picks for m rows (the most prepared);
+ * owned (agmm_dn_md_destroy). */
 agmm_status_t agmm_dn_choose_layout(const agmm_dn_cfg_t *cfg, int64_t m,
-                                    dnnl_memory_desc_t *w_md);
+                                    agmm_dn_md_t *w_md);
 int64_t agmm_dn_most_rows(const agmm_gemm_shape_t *s);
 /* Is rows[i] <= 0 or a repeat of an earlier one? */
 int agmm_dn_is_dup(const agmm_gemm_shape_t *s, int i);

@@ -50,20 +50,22 @@ static char g_s8_why[160];
  * other than the reference one? */
 static int has_fast_matmul(dnnl_engine_t eng, dnnl_data_type_t dt)
 {
-    dnnl_memory_desc_t a, w, c;
+    agmm_dn_md_t a = NULL, w = NULL, c = NULL;
     dnnl_dims_t ad = {16, 64}, wd = {64, 64};
-    dnnl_matmul_desc_t md;
-    dnnl_primitive_desc_t pd;
-    if (dnnl_memory_desc_init_by_tag(&a, 2, ad, dt, dnnl_ab) ||
-        dnnl_memory_desc_init_by_tag(&w, 2, wd, dt, dnnl_format_tag_any) ||
-        dnnl_memory_desc_init_by_tag(&c, 2, ad, dnnl_f32, dnnl_ab) ||
-        dnnl_matmul_desc_init(&md, &a, &w, NULL, &c) ||
-        dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL))
-        return 0;
-    const char *impl = NULL;
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    int fast = impl && strncmp(impl, "ref", 3) != 0;
-    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_desc_t pd = NULL;
+    int fast = 0;
+    if (!agmm_dn_md_tag(&a, 2, ad, dt, dnnl_ab) &&
+        !agmm_dn_md_tag(&w, 2, wd, dt, dnnl_format_tag_any) &&
+        !agmm_dn_md_tag(&c, 2, ad, dnnl_f32, dnnl_ab) &&
+        !agmm_dn_matmul_pd_create(&pd, eng, a, w, NULL, c, NULL)) {
+        const char *impl = NULL;
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+        fast = impl && strncmp(impl, "ref", 3) != 0;
+        dnnl_primitive_desc_destroy(pd);
+    }
+    agmm_dn_md_destroy(a);
+    agmm_dn_md_destroy(w);
+    agmm_dn_md_destroy(c);
     return fast;
 }
 
@@ -98,9 +100,8 @@ static int run_matmul(dnnl_engine_t eng, dnnl_data_type_t a_dt,
                       int64_t K, int64_t N, void *a, void *w, void *c, int sum,
                       char *impl, size_t impl_size)
 {
-    dnnl_memory_desc_t a_md, w_md, wu_md, c_md;
+    agmm_dn_md_t a_md = NULL, w_md = NULL, wu_md = NULL, c_md = NULL;
     dnnl_dims_t ad = {M, K}, wd = {K, N}, cd = {M, N};
-    dnnl_matmul_desc_t md;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL, rpd = NULL;
@@ -108,27 +109,26 @@ static int run_matmul(dnnl_engine_t eng, dnnl_data_type_t a_dt,
     dnnl_memory_t am = NULL, wm = NULL, wum = NULL, cm = NULL;
     dnnl_stream_t stream = NULL;
     int ok = -1;
-    if (dnnl_memory_desc_init_by_tag(&a_md, 2, ad, a_dt, dnnl_ab) ||
-        dnnl_memory_desc_init_by_tag(&w_md, 2, wd, w_dt, dnnl_format_tag_any) ||
-        dnnl_memory_desc_init_by_tag(&wu_md, 2, wd, w_dt, dnnl_ab) ||
-        dnnl_memory_desc_init_by_tag(&c_md, 2, cd, c_dt, dnnl_ab) ||
-        dnnl_matmul_desc_init(&md, &a_md, &w_md, NULL, &c_md) ||
+    if (agmm_dn_md_tag(&a_md, 2, ad, a_dt, dnnl_ab) ||
+        agmm_dn_md_tag(&w_md, 2, wd, w_dt, dnnl_format_tag_any) ||
+        agmm_dn_md_tag(&wu_md, 2, wd, w_dt, dnnl_ab) ||
+        agmm_dn_md_tag(&c_md, 2, cd, c_dt, dnnl_ab) ||
         dnnl_primitive_attr_create(&attr) || dnnl_post_ops_create(&po) ||
-        (sum && dnnl_post_ops_append_sum(po, 1.0f)) ||
+        (sum && agmm_dn_po_sum(po)) ||
         dnnl_primitive_attr_set_post_ops(attr, po) ||
-        dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL))
+        agmm_dn_matmul_pd_create(&pd, eng, a_md, w_md, NULL, c_md, attr))
         goto out;
     const char *name = NULL;
     dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name);
     snprintf(impl, impl_size, "%s", name ? name : "unknown");
-    const dnnl_memory_desc_t *wq =
+    agmm_dn_cmd_t wq =
         dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     if (!wq || dnnl_primitive_create(&prim, pd) ||
-        dnnl_memory_create(&am, &a_md, eng, a) ||
-        dnnl_memory_create(&wum, &wu_md, eng, w) ||
+        dnnl_memory_create(&am, a_md, eng, a) ||
+        dnnl_memory_create(&wum, wu_md, eng, w) ||
         dnnl_memory_create(&wm, wq, eng, DNNL_MEMORY_ALLOCATE) ||
-        dnnl_memory_create(&cm, &c_md, eng, c) ||
-        dnnl_reorder_primitive_desc_create(&rpd, &wu_md, eng, wq, eng, NULL) ||
+        dnnl_memory_create(&cm, c_md, eng, c) ||
+        dnnl_reorder_primitive_desc_create(&rpd, wu_md, eng, wq, eng, NULL) ||
         dnnl_primitive_create(&reorder, rpd) ||
         dnnl_stream_create(&stream, eng, dnnl_stream_default_flags))
         goto out;
@@ -152,6 +152,10 @@ out:
     if (wm) dnnl_memory_destroy(wm);
     if (wum) dnnl_memory_destroy(wum);
     if (cm) dnnl_memory_destroy(cm);
+    agmm_dn_md_destroy(a_md);
+    agmm_dn_md_destroy(w_md);
+    agmm_dn_md_destroy(wu_md);
+    agmm_dn_md_destroy(c_md);
     return ok;
 }
 

@@ -18,11 +18,15 @@
  *      128 * sum_k W[k,j] with u8 (the same exact sum as s8 x s8, so the
  *      same bits), then the fixed fp32 order of engine.h: * w_scale[j],
  *      * a_scale[i], + bias, + C_old (accumulate), act, to c_dtype.
- * Why the sums go through memory rather than oneDNN scaling them: its
+ * Why the sums go through memory rather than oneDNN scaling them: 2.6's
  * per-column output scales must be given when a primitive is made, and
  * the scales come later (load), while runtime scales
  * (DNNL_RUNTIME_F32_VAL) make oneDNN 2.6 leave its brgemm kernels for
  * gemm:jit or ref_int8:any (measured: 10-100x slower at k = n = 1024).
+ * 3.x takes scales at execution, but 3.7.2's CPU matmul has source scales
+ * per tensor only (not agmm's per row), applies them as acc * (a * w)
+ * rather than the order below, and was not faster than this path
+ * (docs/design.md, W8A8 int8): the same path on both versions.
  * Every int32 in this is exact for k <= AGMM_INT8_MAX_K = 65536 (|u8 sum|
  * <= 255 * 128 * k < 2^31, -128 included), which agmm_dn_config enforces.
  *

@@ -53,6 +53,10 @@ peak = d.get("peak_gflops_per_core")
 check(isinstance(peak, (int, float)) and peak > 0, f"peak_gflops_per_core {peak}")
 check(isinstance(d.get("peak_instr"), str) and d["peak_instr"] != "", "peak_instr named")
 g = d["gemm"]
+import os  # the oneDNN CMake configured (tests/CMakeLists.txt), when set
+want_ver = os.environ.get("AGMM_TEST_ONEDNN_VERSION", "")
+if want_ver and g["engine"] == "onednn":
+    check(g["version"] == want_ver, f"gemm.version {g['version']} vs configured oneDNN {want_ver}")
 check(g.get("epilogue_isa") in ("x86-64-v4", "x86-64-v3", "x86-64"), f"gemm.epilogue_isa {g.get('epilogue_isa')}")
 check(d.get("peak_path") == g["path"], f"peak_path {d.get('peak_path')} vs gemm.path {g['path']}")
 peaks = d.get("peaks") or []

@@ -180,6 +180,11 @@ static int check_run(const data_t *d, const case_t *cs,
             float old = d->c32[i * s->ldc + j];
             if (i >= m || j >= s->ncols) { /* untouched */
                 bad = memcmp(&got, &old, 4) != 0;
+                if (bad)
+                    fprintf(stderr,
+                            "  %s: row %lld col %lld (not C's): %.9g, was "
+                            "%.9g\n",
+                            what, (long long)i, (long long)j, got, old);
                 continue;
             }
             double acc = 0, mag = 0;
