@@ -1,6 +1,7 @@
 """torch.ops.agmm: the schemas, and each op's CPU kernel (_torch_fp,
-_torch_int8), Autograd kernel (the fp ops: _torch_autograd) and Meta
-kernel (shapes and dtypes only, no communication: FakeTensor tracing).
+_torch_int8, _torch_colpar), Autograd kernel (the fp ops: _torch_autograd)
+and fake kernel (shapes and dtypes only, no communication: FakeTensor and
+torch.compile's tracing; register_fake on torch 2, the Meta key on 1.13).
 """
 import os
 
@@ -206,11 +207,18 @@ KERNELS = {
     "fused_all_gather_scaled_matmul": (_scaled_ag_impl, None, _scaled_ag_meta),
     "fused_scaled_matmul_reduce_scatter": (_scaled_rs_impl, None, _scaled_rs_meta),
 }
+# The fake kernels: torch.library.register_fake where torch has it (2.4+:
+# FakeTensor and torch.compile's tracing call it, and it serves the Meta
+# key too), else (1.13) the Meta key itself, which FakeTensor calls.
+_register_fake = getattr(torch.library, "register_fake", None)
 _lib_def = torch.library.Library("agmm", "DEF")
 for _name, _schema in SCHEMAS.items():
     _lib_def.define(_schema)
     _cpu, _autograd, _meta = KERNELS[_name]
     _lib_def.impl(_name, _cpu, "CPU")
-    _lib_def.impl(_name, _meta, "Meta")
+    if _register_fake is not None:
+        _register_fake("agmm::" + _name, _meta, lib=_lib_def)
+    else:
+        _lib_def.impl(_name, _meta, "Meta")
     if _autograd is not None:
         _lib_def.impl(_name, _autograd, "Autograd")

@@ -104,6 +104,10 @@ from . import _torch_plain
 from ._torch_autograd import _needs_grad
 
 REGISTERED_OP = True  # torch.ops.agmm.fused_all_gather_matmul exists
+# torch.ops.symm_mem.fused_all_gather_matmul / fused_matmul_reduce_scatter
+# run agmm's CPU kernels, where torch defines them (torch 2.6: _torch_symm).
+from . import _torch_symm  # noqa: E402
+SYMM_MEM_CPU = _torch_symm.register()
 
 
 def _name(group_name):
@@ -245,4 +249,5 @@ __all__ = ["fused_all_gather_matmul", "fused_matmul_reduce_scatter",
            "silu_and_mul", "column_parallel_matmul",
            "fused_scaled_matmul_reduce_scatter", "register_group",
            "unregister_group", "group_plans", "plan_op_available",
-           "ACTIVATIONS", "PLAN_CACHE_SIZE", "DEFAULT_GROUP", "REGISTERED_OP"]
+           "ACTIVATIONS", "PLAN_CACHE_SIZE", "DEFAULT_GROUP", "REGISTERED_OP",
+           "SYMM_MEM_CPU"]
