@@ -175,22 +175,59 @@ class AllGatherMatmul(torch.autograd.Function):
 def _ag_traced_backward(ctx, group, A_g, Bs, gzs, dt):
     """AllGatherMatmul's backward in torch ops and torch.ops.agmm.* only
     (traceable: torch.compile's AOTAutograd, FakeTensor): dA_shard from
-    fused_matmul_reduce_scatter (every rank's shard the same size, as the
-    fake kernels take them), the dB local matmuls."""
+    backward_round "ag" (a fused_matmul_reduce_scatter; every rank's shard
+    the same size, as the fake kernels take them), the dB local matmuls."""
     nw = len(Bs)
     gds = [g.to(dt) for g in gzs]
     dA = None
     if ctx.needs_input_grad[1]:
         gz = gds[0] if nw == 1 else torch.cat(gds, 1)
-        W = torch.cat([B.t() for B in Bs], 0).contiguous()  # [sum n_i, k]
-        dA = torch.ops.agmm.fused_matmul_reduce_scatter(
-            gz, W, "sum", 0, group, out_dtype=ctx.a_dtype)
+        (dA,) = torch.ops.agmm.backward_round(gz, Bs, "ag", group, ctx.a_dtype)
     At = A_g.t() if any(ctx.needs_input_grad[2:2 + nw]) else None
     dBs = [(At @ gds[i]).to(dt) if ctx.needs_input_grad[2 + i] else None
            for i in range(nw)]
     dbs = [gz.sum(0, dtype=torch.float32) if want else None
            for gz, want in zip(gzs, ctx.bias_grad)]
     return (None, dA, *dBs, *dbs)
+
+
+def backward_round(gz, Bs, kind, group_name, out_dtype):
+    """torch.ops.agmm.backward_round's CPU kernel: the round of a traced
+    backward against the weights' B^T kept per weight version
+    (_torch_groups._bwd_weight), so that a compiled backward finds the
+    same plan every step (a B^T made in the graph would be a new tensor,
+    and a new plan, each step). kind "ag": [my rows of sum_r gz_r @ W_r]
+    (fused_matmul_reduce_scatter, W = the B_i^T stacked); "rs": [gather(gz),
+    gather(gz) @ B^T] (fused_all_gather_matmul); "cp": [sum_r gz_r @ W_r]
+    (fused_matmul_all_reduce). Outputs in out_dtype."""
+    from . import torch as at  # (agmm.torch imports this module)
+    W = _bwd_weight(_group(group_name), list(Bs))
+    if kind == "ag":
+        return [at.fused_matmul_reduce_scatter(gz, W, group_name=group_name,
+                                               out_dtype=out_dtype)]
+    if kind == "rs":
+        g_all, (d,) = at.fused_all_gather_matmul(gz, [W], group_name=group_name,
+                                                 return_A=True, out_dtype=out_dtype)
+        return [g_all, d]
+    if kind == "cp":
+        return [at.fused_matmul_all_reduce(gz, W, group_name=group_name,
+                                           out_dtype=out_dtype)]
+    raise ValueError("backward_round: kind %r" % (kind,))
+
+
+def backward_round_fake(gz, Bs, kind, group_name, out_dtype):
+    from ._torch_fp import row_split
+    from ._torch_ops import meta_world
+    from ._torch_epilogue import out_dtype as _out_dtype
+    out_dtype = _out_dtype(out_dtype)  # (a ScalarType code on torch 1.13)
+    P, rank = meta_world(group_name)
+    rows, k = int(gz.shape[0]), int(Bs[0].shape[0])
+    if kind == "ag":
+        return [gz.new_empty((row_split(rows, P)[rank], k), dtype=out_dtype)]
+    if kind == "rs":
+        return [gz.new_empty((rows * P, int(gz.shape[1]))),
+                gz.new_empty((rows * P, k), dtype=out_dtype)]
+    return [gz.new_empty((rows, k), dtype=out_dtype)]
 
 
 class _ReduceBase(torch.autograd.Function):
@@ -257,16 +294,16 @@ class MatmulReduceScatter(_ReduceBase):
 
 def _rs_traced_backward(ctx, group, A, B, gzm, dd, dt):
     """MatmulReduceScatter's backward in torch ops and torch.ops.agmm.*
-    only (traceable): one fused_all_gather_matmul of dZ with B^T (every
+    only (traceable): backward_round "rs", one fused_all_gather_matmul of
+    dZ with B^T (every
     rank's k_local the same, as one round needs: no padding, which would
     take an all-gather of the k's), dB local."""
     n = int(B.shape[1])
     want_A, want_B = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
     dA = dB = None
     if want_A or want_B:
-        gz_all, (dA2,) = torch.ops.agmm.fused_all_gather_matmul(
-            gzm.reshape(-1, n).to(dt), [B.t().contiguous()], 0, group,
-            return_A=True, out_dtypes=[A.dtype])
+        gz_all, dA2 = torch.ops.agmm.backward_round(
+            gzm.reshape(-1, n).to(dt), [B], "rs", group, A.dtype)
         am = A if dd == 0 else A.movedim(dd, 0)
         if want_A:
             dA = dA2.reshape(list(am.shape))

@@ -121,7 +121,8 @@ class ColumnParallelMatmul(torch.autograd.Function):
 def _traced_backward(ctx, A, Bs, gys):
     """The backward in torch ops and torch.ops.agmm.* only (traceable:
     torch.compile's AOTAutograd, FakeTensor): the same products, dA's
-    all-reduce by fused_matmul_all_reduce, B^T stacked anew each call."""
+    all-reduce by backward_round "cp" (fused_matmul_all_reduce against the
+    B_i^T stacked and kept per weight version)."""
     dt = Bs[0].dtype
     k = int(A.shape[-1])
     lead = list(A.shape[:-1])
@@ -130,9 +131,9 @@ def _traced_backward(ctx, A, Bs, gys):
                     for gy, n in zip(gys, ns)], -1).reshape(-1, sum(ns))
     dA = None
     if ctx.needs_input_grad[1]:
-        W = torch.cat([B.t() for B in Bs], 0).contiguous()
-        dA = torch.ops.agmm.fused_matmul_all_reduce(
-            gz, W, "sum", ctx.group, out_dtype=A.dtype).view(A.shape)
+        (dA,) = torch.ops.agmm.backward_round(gz, list(Bs), "cp", ctx.group,
+                                              A.dtype)
+        dA = dA.view(A.shape)
     At = A.reshape(-1, k).t()
     dBs, c0 = [], 0
     for i, n in enumerate(ns):

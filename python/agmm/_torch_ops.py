@@ -10,7 +10,8 @@ import torch
 from .errors import InvalidArgument
 from ._torch_dispatch import plain_cpu
 from ._torch_autograd import (AllGatherMatmul, MatmulAllReduce, MatmulReduceScatter,
-                              below_autograd, _needs_grad)
+                              backward_round, backward_round_fake, below_autograd,
+                              _needs_grad)
 from ._torch_epilogue import activation_name, default_out, out_dtype
 from ._torch_fp import (_dim, _per_weight, ag_kernel, ar_kernel, row_split,
                         rs_kernel)
@@ -33,6 +34,9 @@ SCHEMAS = {
         "str group_name, *, " + _EPI + ") -> Tensor",
     "column_parallel_matmul":
         "column_parallel_matmul(Tensor A, Tensor[] Bs, str group_name) -> Tensor[]",
+    "backward_round":
+        "backward_round(Tensor gz, Tensor[] Bs, str kind, str group_name, "
+        "ScalarType out_dtype) -> Tensor[]",
     "fused_all_gather_scaled_matmul":
         "fused_all_gather_scaled_matmul(Tensor A_shard, Tensor[] Bs, "
         "Tensor A_scale, Tensor[] B_scales, int gather_dim, str group_name, "
@@ -204,6 +208,7 @@ KERNELS = {
     "fused_matmul_reduce_scatter": (rs_kernel, _rs_autograd, _rs_meta),
     "fused_matmul_all_reduce": (ar_kernel, _ar_autograd, _ar_meta),
     "column_parallel_matmul": (cp_kernel, cp_autograd, cp_meta),
+    "backward_round": (backward_round, None, backward_round_fake),
     "fused_all_gather_scaled_matmul": (_scaled_ag_impl, None, _scaled_ag_meta),
     "fused_scaled_matmul_reduce_scatter": (_scaled_rs_impl, None, _scaled_rs_meta),
 }

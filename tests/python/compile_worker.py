@@ -5,7 +5,7 @@ fused_matmul_all_reduce), forward (no grad) and forward + backward, with
 the backends named, against the same module run eagerly. Asserts: no
 graph break (fullgraph, and Dynamo's graph-break counter stays 0), agmm's
 ops in Dynamo's graph as torch.ops.agmm.* calls, outputs and gradients
-equal to eager's within bf16 rounding. Prints "RANK r OK".
+equal to eager's within bf16 rounding, no plan made after the first call. Prints "RANK r OK".
 """
 import json
 import os
@@ -73,10 +73,17 @@ def case(world, mode, backend, grad, h, i, m):
     fn, seen = recording(backend)
     compiled = torch.compile(compiled_mod, backend=fn, fullgraph=True)
     want = run(eager)
-    for rep in range(2):  # the second call: the compiled graph again
+    from agmm._torch_groups import _groups
+    made = []
+    for rep in range(3):  # then the compiled graphs again
+        s0 = _groups["tp"].serial
         for p in compiled_mod.parameters():
             p.grad = None
         got = run(compiled)
+        made.append(_groups["tp"].serial - s0)
+    # The compiled rounds (forward and backward) keep their plans: none
+    # made after the first call.
+    assert made[1:] == [0, 0], (mode, backend, grad, "plans made per call", made)
     breaks = sum(counters["graph_break"].values())
     assert breaks == 0, (mode, backend, dict(counters["graph_break"]))
     ops = {"sp": ["agmm.fused_all_gather_matmul", "agmm.fused_matmul_reduce_scatter"],
