@@ -14,6 +14,8 @@ ops with group_name None). The results are agmm's ops' (A's dtype, the
 gathered A always returned, as torch's); no autograd (torch's ops have
 none either).
 """
+import importlib
+
 import torch
 
 from .errors import InvalidArgument
@@ -53,7 +55,8 @@ def register():
     if REGISTERED:
         return True
     try:
-        import torch.distributed._symmetric_memory  # noqa: F401 (defines them)
+        # importing it defines the ops
+        importlib.import_module("torch.distributed._symmetric_memory")
     except Exception:  # torch 1.13, or no torch.distributed
         return False
     ns = torch.ops.symm_mem

@@ -78,7 +78,9 @@ _torch_fp.lib_epilogue), and
 have autograd (_torch_autograd) and Meta kernels (_torch_ops: shapes only,
 for FakeTensor tracing). The files: _torch_groups (groups, plan caches),
 _torch_fp / _torch_int8 (CPU kernels), _torch_epilogue, _torch_autograd,
-_torch_ops (schemas and registration).
+_torch_ops (schemas and registration), _torch_dispatch (the direct path's
+probe, and torch.compile: every call then a torch.ops.agmm.* node),
+_torch_symm (agmm's CPU kernels under torch.ops.symm_mem.*, torch 2.6).
 
 column_parallel_matmul(A, Bs, group_name=None) -> [A @ B_i] is plain
 tensor parallelism's column-parallel GEMMs on an input every rank holds

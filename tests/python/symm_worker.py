@@ -5,8 +5,6 @@ collectives; the default group's name resolved to agmm's default world, a
 registered group's name to its world, an unknown group refused by name.
 Prints "RANK r OK".
 """
-import sys
-
 import torch
 import torch.distributed as dist
 
