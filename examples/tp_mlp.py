@@ -26,6 +26,8 @@ Run it (PYTHONPATH=build/python):
   /usr/bin/python3 examples/tp_mlp.py --ranks 2            # starts 2 ranks
   build/agmm launch -n 2 -- /usr/bin/python3 examples/tp_mlp.py
                                       # ranks started by agmm launch (or torchrun)
+  ... examples/tp_mlp.py --compile inductor   # torch.compile(fullgraph=True)
+                                      # of the module (torch >= 2)
 Each rank prints its max errors and "rank r: ok"; exit 0 when every check
 of every rank passed.
 """
@@ -127,6 +129,8 @@ def check(world, args, mode):
     X = torch.randn(m * P, h, generator=g).to(dt)   # every rank's rows
     G = torch.randn(m * P, h, generator=g)          # d(loss)/d(out)
     mlp = TPMLP(h, i, me, P, mode=mode, dtype=dt, full=full)
+    if args.compile:  # agmm's ops stay whole in the graph: no graph break
+        mlp = torch.compile(mlp, backend=args.compile, fullgraph=True)
     rows = slice(me * m, (me + 1) * m)
     x = (X[rows] if mode == "sp" else X).clone().requires_grad_(True)
     out = mlp(x)
@@ -135,6 +139,7 @@ def check(world, args, mode):
     ref, (rx, rwg, rwu, rwd) = reference(X, full, dt)
     (ref * G).sum().backward()
     lo, hi = split(i, P)[me]
+    mlp = getattr(mlp, "_orig_mod", mlp)  # the compiled module's parameters
     errors = {
         "out": err(out, ref[rows] if mode == "sp" else ref),
         "d w_gate": err(mlp.w_gate.grad, rwg.grad[:, lo:hi]),
@@ -178,7 +183,13 @@ def main():
     p.add_argument("--modes", default="sp,tp", help="sp, tp or sp,tp")
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     p.add_argument("--timeout", type=float, default=60)
+    p.add_argument("--compile", choices=["aot_eager", "inductor"],
+                   help="run the module under torch.compile(fullgraph=True) "
+                   "with this backend (torch >= 2)")
     args = p.parse_args()
+    if args.compile and not hasattr(torch, "compile"):
+        p.error("--compile: this torch (%s) has no torch.compile (torch >= 2)"
+                % torch.__version__)
     for mode in args.modes.split(","):
         if mode not in ("sp", "tp"):
             p.error("--modes: %r (allowed: sp, tp, or both: sp,tp)" % mode)

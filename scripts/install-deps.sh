@@ -29,7 +29,13 @@ for g in $groups; do
                procps git) ;;
     python)
         pkgs+=(python3 python3-numpy python3-torch python3-pytest
-               python3-dev python3-pip python3-setuptools python3-wheel python3-venv) ;;
+               python3-dev python3-pip python3-setuptools python3-wheel python3-venv)
+        # torch.compile's inductor compiles C++ against torch's headers
+        # (torch/include links to /usr/include/ATen...): torch 2 only.
+        case ${VERSION_CODENAME:-} in
+        bookworm) ;;
+        *) pkgs+=(libtorch-dev) ;;
+        esac ;;
     tests)
         pkgs+=(iproute2 nftables valgrind) ;;
     browser)

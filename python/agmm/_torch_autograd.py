@@ -38,6 +38,7 @@ from ._buffers import scratch_copy, scratch_torch
 from ._torch_epilogue import apply_epilogue, epilogue_backward
 from ._torch_fp import _allgather_ints, reduce_core
 from ._torch_groups import _DT, _bwd_weight, _group, as_rows, reduce_key
+from ._torch_dispatch import plain_cpu
 from ._torch_local import local_mm
 
 
@@ -95,7 +96,8 @@ class AllGatherMatmul(torch.autograd.Function):
         plain = all(a is None for a in acts)
         A_g, zs = below_autograd(torch.ops.agmm.fused_all_gather_matmul, a2, Bs, 0,
                                  group, return_A=need_A, biases=biases,
-                                 out_dtypes=list(dts) if plain else None)
+                                 out_dtypes=list(dts) if plain else
+                                 [torch.float32] * nw)
         ys = zs if plain else [apply_epilogue(z, None, a, d)
                                for z, a, d in zip(zs, acts, dts)]
         ctx.info = info
@@ -120,6 +122,8 @@ class AllGatherMatmul(torch.autograd.Function):
         gzs = _grad_z([z if z is not None else y for z, y in zip(zs, ys)],
                       gys, acts, ys)
         dt = Bs[0].dtype
+        if not plain_cpu(list(saved) + list(gys)):
+            return _ag_traced_backward(ctx, group, A_g, Bs, gzs, dt)
         # Each dZ_i converted to the weights' dtype once, for both GEMMs:
         # with several weights straight into its columns of the reduce-
         # scatter's A ([rows, sum n_i], no cat; warm scratch memory).
@@ -168,6 +172,64 @@ class AllGatherMatmul(torch.autograd.Function):
         return (None, dA, *dBs, *dbs)
 
 
+def _ag_traced_backward(ctx, group, A_g, Bs, gzs, dt):
+    """AllGatherMatmul's backward in torch ops and torch.ops.agmm.* only
+    (traceable: torch.compile's AOTAutograd, FakeTensor): dA_shard from
+    backward_round "ag" (a fused_matmul_reduce_scatter; every rank's shard
+    the same size, as the fake kernels take them), the dB local matmuls."""
+    nw = len(Bs)
+    gds = [g.to(dt) for g in gzs]
+    dA = None
+    if ctx.needs_input_grad[1]:
+        gz = gds[0] if nw == 1 else torch.cat(gds, 1)
+        (dA,) = torch.ops.agmm.backward_round(gz, Bs, "ag", group, ctx.a_dtype)
+    At = A_g.t() if any(ctx.needs_input_grad[2:2 + nw]) else None
+    dBs = [(At @ gds[i]).to(dt) if ctx.needs_input_grad[2 + i] else None
+           for i in range(nw)]
+    dbs = [gz.sum(0, dtype=torch.float32) if want else None
+           for gz, want in zip(gzs, ctx.bias_grad)]
+    return (None, dA, *dBs, *dbs)
+
+
+def backward_round(gz, Bs, kind, group_name, out_dtype):
+    """torch.ops.agmm.backward_round's CPU kernel: the round of a traced
+    backward against the weights' B^T kept per weight version
+    (_torch_groups._bwd_weight), so that a compiled backward finds the
+    same plan every step (a B^T made in the graph would be a new tensor,
+    and a new plan, each step). kind "ag": [my rows of sum_r gz_r @ W_r]
+    (fused_matmul_reduce_scatter, W = the B_i^T stacked); "rs": [gather(gz),
+    gather(gz) @ B^T] (fused_all_gather_matmul); "cp": [sum_r gz_r @ W_r]
+    (fused_matmul_all_reduce). Outputs in out_dtype."""
+    from . import torch as at  # (agmm.torch imports this module)
+    W = _bwd_weight(_group(group_name), list(Bs))
+    if kind == "ag":
+        return [at.fused_matmul_reduce_scatter(gz, W, group_name=group_name,
+                                               out_dtype=out_dtype)]
+    if kind == "rs":
+        g_all, (d,) = at.fused_all_gather_matmul(gz, [W], group_name=group_name,
+                                                 return_A=True, out_dtype=out_dtype)
+        return [g_all, d]
+    if kind == "cp":
+        return [at.fused_matmul_all_reduce(gz, W, group_name=group_name,
+                                           out_dtype=out_dtype)]
+    raise ValueError("backward_round: kind %r" % (kind,))
+
+
+def backward_round_fake(gz, Bs, kind, group_name, out_dtype):
+    from ._torch_fp import row_split
+    from ._torch_ops import meta_world
+    from ._torch_epilogue import out_dtype as _out_dtype
+    out_dtype = _out_dtype(out_dtype)  # (a ScalarType code on torch 1.13)
+    P, rank = meta_world(group_name)
+    rows, k = int(gz.shape[0]), int(Bs[0].shape[0])
+    if kind == "ag":
+        return [gz.new_empty((row_split(rows, P)[rank], k), dtype=out_dtype)]
+    if kind == "rs":
+        return [gz.new_empty((rows * P, int(gz.shape[1]))),
+                gz.new_empty((rows * P, k), dtype=out_dtype)]
+    return [gz.new_empty((rows, k), dtype=out_dtype)]
+
+
 class _ReduceBase(torch.autograd.Function):
     """Shared by the reduce-scatter and the all-reduce: forward runs
     `ctx.op(A, B, bias)`, the rest of the arguments in info."""
@@ -189,7 +251,8 @@ class MatmulReduceScatter(_ReduceBase):
         group, scatter_dim = info[0], info[1]
         return _ReduceBase._forward(
             ctx, lambda a, b, bb: torch.ops.agmm.fused_matmul_reduce_scatter(
-                a, b, "sum", scatter_dim, group, bias=bb), info, A, B, bias)
+                a, b, "sum", scatter_dim, group, bias=bb,
+                out_dtype=torch.float32), info, A, B, bias)
 
     @staticmethod
     def backward(ctx, gy):
@@ -202,6 +265,8 @@ class MatmulReduceScatter(_ReduceBase):
         gzm = gz if dd == 0 else gz.movedim(dd, 0)
         n = int(B.shape[1])
         dt = B.dtype
+        if not plain_cpu([A, B, z, y, gy]):
+            return _rs_traced_backward(ctx, group, A, B, gzm, dd, dt)
         g = _group(group)
         k = int(A.shape[-1])
         # One ag-gemm round has one column count: with uneven k_local the
@@ -213,7 +278,7 @@ class MatmulReduceScatter(_ReduceBase):
         if want_A or want_B:
             # dA in A's dtype straight from the round (the plan's own
             # epilogue: one rounding of the float32 product, as .to()).
-            out = [A.dtype] if A.dtype != torch.float32 else None
+            out = [A.dtype]
             gz_all, (dA2,) = torch.ops.agmm.fused_all_gather_matmul(
                 scratch_copy("rs-bwd-dz", gzm.reshape(-1, n), dt), [Bt], 0, group,
                 return_A=True, out_dtypes=out)
@@ -227,13 +292,36 @@ class MatmulReduceScatter(_ReduceBase):
         return None, dA, dB, db
 
 
+def _rs_traced_backward(ctx, group, A, B, gzm, dd, dt):
+    """MatmulReduceScatter's backward in torch ops and torch.ops.agmm.*
+    only (traceable): backward_round "rs", one fused_all_gather_matmul of
+    dZ with B^T (every
+    rank's k_local the same, as one round needs: no padding, which would
+    take an all-gather of the k's), dB local."""
+    n = int(B.shape[1])
+    want_A, want_B = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+    dA = dB = None
+    if want_A or want_B:
+        gz_all, dA2 = torch.ops.agmm.backward_round(
+            gzm.reshape(-1, n).to(dt), [B], "rs", group, A.dtype)
+        am = A if dd == 0 else A.movedim(dd, 0)
+        if want_A:
+            dA = dA2.reshape(list(am.shape))
+            dA = dA if dd == 0 else dA.movedim(0, dd)
+        if want_B:
+            dB = (as_rows(am).t() @ gz_all).to(dt)
+    db = gzm.reshape(-1, n).sum(0) if ctx.bias_grad else None
+    return None, dA, dB, db
+
+
 class MatmulAllReduce(_ReduceBase):
     @staticmethod
     def forward(ctx, info, A, B, bias):
         group = info[0]
         return _ReduceBase._forward(
             ctx, lambda a, b, bb: torch.ops.agmm.fused_matmul_all_reduce(
-                a, b, "sum", group, bias=bb), info, A, B, bias)
+                a, b, "sum", group, bias=bb, out_dtype=torch.float32),
+            info, A, B, bias)
 
     @staticmethod
     def backward(ctx, gy):
@@ -243,6 +331,12 @@ class MatmulAllReduce(_ReduceBase):
         n = int(B.shape[1])
         gz2 = gz.reshape(-1, n)
         dt = B.dtype
+        if not plain_cpu([A, B, z, y, gy]):  # traceable: torch's matmuls
+            g2 = gz2.to(dt)
+            dA = (g2 @ B.t()).view(list(A.shape)).to(A.dtype) \
+                if ctx.needs_input_grad[1] else None
+            dB = (as_rows(A).t() @ g2).to(dt) if ctx.needs_input_grad[2] else None
+            return None, dA, dB, (gz2.sum(0) if ctx.bias_grad else None)
         # B^T contiguous, kept per weight (_bwd_weight) for the local GEMM.
         dA = _mm(gz2, _bwd_weight(_group(group), [B]), dt).view(
             list(A.shape)).to(A.dtype) if ctx.needs_input_grad[1] else None

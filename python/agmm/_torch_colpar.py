@@ -36,15 +36,21 @@ from ._buffers import scratch_copy, scratch_torch
 from .errors import InvalidArgument
 from ._torch_groups import _bwd_weight, _group
 from ._torch_local import local_mm
-from ._torch_ops import _plain_cpu
+from ._torch_dispatch import compiling, plain_cpu as _plain_cpu
 
 
 def _all_reduce_matmul(gz, W, group, out_dtype):
-    """fused_matmul_all_reduce(gz, W) in out_dtype (None: float32): the
+    """fused_matmul_all_reduce(gz, W) in out_dtype (None: gz's dtype): the
     plain call for plain CPU tensors, else the registered op (a FakeTensor
     reaches its Meta kernel)."""
     from . import torch as at  # agmm.torch imports this module
     return at.fused_matmul_all_reduce(gz, W, group_name=group, out_dtype=out_dtype)
+
+
+def _params_plain(ts):
+    """_plain_cpu with nn.Parameters taken as the plain tensors they hold."""
+    return _plain_cpu([t.detach() if isinstance(t, torch.nn.Parameter) else t
+                       for t in ts])
 
 
 class ColumnParallelMatmul(torch.autograd.Function):
@@ -52,11 +58,19 @@ class ColumnParallelMatmul(torch.autograd.Function):
     def forward(ctx, group, A, *Bs):
         ctx.group = group
         ctx.save_for_backward(A, *Bs)
-        return tuple(_local(A, Bs))
+        if _params_plain([A] + list(Bs)):
+            return tuple(_local(A, Bs))
+        # Traced (FakeTensor, torch.compile's AOTAutograd): the op itself,
+        # one node of the graph.
+        from ._torch_autograd import below_autograd
+        return tuple(below_autograd(torch.ops.agmm.column_parallel_matmul, A,
+                                    list(Bs), group))
 
     @staticmethod
     def backward(ctx, *gys):
         A, *Bs = ctx.saved_tensors
+        if not _params_plain([A] + list(Bs) + [g for g in gys if g is not None]):
+            return _traced_backward(ctx, A, Bs, gys)
         dt = Bs[0].dtype
         k = int(A.shape[-1])
         rows = 1
@@ -88,9 +102,7 @@ class ColumnParallelMatmul(torch.autograd.Function):
         elif ctx.needs_input_grad[1]:
             # [sum n_i, k]; a rank without columns adds nothing (k = 0)
             W = _bwd_weight(_group(ctx.group), list(Bs))
-            dA = _all_reduce_matmul(
-                gz, W, ctx.group,
-                None if A.dtype == torch.float32 else A.dtype).view(A.shape)
+            dA = _all_reduce_matmul(gz, W, ctx.group, A.dtype).view(A.shape)
             if dA.dtype != A.dtype:
                 dA = dA.to(A.dtype)
         want = [i for i in range(len(Bs)) if ctx.needs_input_grad[2 + i]]
@@ -106,6 +118,62 @@ class ColumnParallelMatmul(torch.autograd.Function):
         return (None, dA, *dBs)
 
 
+def _traced_backward(ctx, A, Bs, gys):
+    """The backward in torch ops and torch.ops.agmm.* only (traceable:
+    torch.compile's AOTAutograd, FakeTensor): the same products, dA's
+    all-reduce by backward_round "cp" (fused_matmul_all_reduce against the
+    B_i^T stacked and kept per weight version)."""
+    dt = Bs[0].dtype
+    k = int(A.shape[-1])
+    lead = list(A.shape[:-1])
+    ns = [int(B.shape[1]) for B in Bs]
+    gz = torch.cat([(gy if gy is not None else A.new_zeros(lead + [n])).to(dt)
+                    for gy, n in zip(gys, ns)], -1).reshape(-1, sum(ns))
+    dA = None
+    if ctx.needs_input_grad[1]:
+        (dA,) = torch.ops.agmm.backward_round(gz, list(Bs), "cp", ctx.group,
+                                              A.dtype)
+        dA = dA.view(A.shape)
+    At = A.reshape(-1, k).t()
+    dBs, c0 = [], 0
+    for i, n in enumerate(ns):
+        dBs.append((At @ gz[:, c0:c0 + n]).to(dt) if ctx.needs_input_grad[2 + i]
+                   else None)
+        c0 += n
+    return (None, dA, *dBs)
+
+
+def cp_kernel(A, Bs, group_name):
+    """torch.ops.agmm.column_parallel_matmul's CPU kernel: the local
+    GEMMs (no communication)."""
+    _check(A, list(Bs))
+    return _local(A, list(Bs))
+
+
+def cp_meta(A, Bs, group_name):
+    lead = list(A.shape[:-1])
+    return [A.new_empty(lead + [int(B.shape[1])]) for B in Bs]
+
+
+def cp_autograd(A, Bs, group_name):
+    """The op's Autograd kernel: the Function when a gradient is wanted,
+    else the op below autograd (the CPU or the fake kernel)."""
+    from ._torch_autograd import below_autograd
+    Bs = list(Bs)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in [A] + Bs):
+        return list(ColumnParallelMatmul.apply(group_name, A, *Bs))
+    return below_autograd(torch.ops.agmm.column_parallel_matmul, A, Bs,
+                          group_name)
+
+
+def _check(A, Bs):
+    for i, B in enumerate(Bs):
+        if B.dim() != 2 or int(B.shape[0]) != int(A.shape[-1]) or B.dtype != A.dtype:
+            raise InvalidArgument(
+                "Bs[%d]: %s %s (expected [k=%d, n] %s: A's last dimension and "
+                "dtype)" % (i, list(B.shape), B.dtype, int(A.shape[-1]), A.dtype))
+
+
 def _local(A, Bs):
     """[A @ B_i], each [..., n_i] in A's dtype (local_mm on A's rows; torch's
     matmul for tensors that are not plain CPU ones, a FakeTensor while
@@ -116,8 +184,7 @@ def _local(A, Bs):
     if A.numel() == 0:  # no rows or no k (reshape(-1, 0) is ambiguous)
         return [A.new_zeros(lead + [int(B.shape[1])]) for B in Bs]
     a2 = A.reshape(-1, k)
-    if not _plain_cpu([t.detach() if isinstance(t, torch.nn.Parameter) else t
-                       for t in [A] + list(Bs)]):
+    if not _params_plain([A] + list(Bs)):
         return [(a2 @ B).view(lead + [int(B.shape[1])]) for B in Bs]
     outs = local_mm(a2, list(Bs), A.dtype, keep=True)
     return [c.view(lead + [int(B.shape[1])]) for c, B in zip(outs, Bs)]
@@ -129,11 +196,9 @@ def column_parallel_matmul(A, Bs, group_name):
     Bs = list(Bs)
     if not Bs:
         return []
-    for i, B in enumerate(Bs):
-        if B.dim() != 2 or int(B.shape[0]) != int(A.shape[-1]) or B.dtype != A.dtype:
-            raise InvalidArgument(
-                "Bs[%d]: %s %s (expected [k=%d, n] %s: A's last dimension and "
-                "dtype)" % (i, list(B.shape), B.dtype, int(A.shape[-1]), A.dtype))
+    if compiling():  # one node of torch.compile's graph
+        return torch.ops.agmm.column_parallel_matmul(A, Bs, group_name)
+    _check(A, Bs)
     if not (torch.is_grad_enabled() and
             any(t.requires_grad for t in [A] + Bs)):
         return _local(A, Bs)

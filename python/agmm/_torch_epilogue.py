@@ -37,10 +37,11 @@ def activation_name(act, what="activation"):
     return act
 
 
-def out_dtype(dt, what="out_dtype"):
-    """The output dtype (None: float32, agmm's own output)."""
+def out_dtype(dt, what="out_dtype", default=torch.float32):
+    """The output dtype (None: `default`; the ops pass default_out(A): A's
+    dtype, as torch.ops.symm_mem's ops and A @ B have it)."""
     if dt is None:
-        return torch.float32
+        return default
     if isinstance(dt, int) and not isinstance(dt, bool):
         dt = SCALAR_TYPES.get(dt, dt)
     if dt not in OUT_DTYPES:
@@ -48,6 +49,13 @@ def out_dtype(dt, what="out_dtype"):
                               "output, torch.bfloat16 or torch.float16, "
                               "converted after the round)" % (what, dt))
     return dt
+
+
+def default_out(A):
+    """An op's output dtype when out_dtype is None: A's (float32, bfloat16
+    or float16), else float32 (A is then refused by the op's own check)."""
+    dt = getattr(A, "dtype", None)
+    return dt if dt in OUT_DTYPES else torch.float32
 
 
 def check_bias(bias, n, what="bias"):
@@ -123,4 +131,4 @@ def epilogue_backward(z, grad_y, activation):
 
 __all__ = ["apply_epilogue", "apply_epilogue_", "epilogue_backward",
            "activation_name",
-           "out_dtype", "check_bias", "ACTIVATIONS"]
+           "out_dtype", "default_out", "check_bias", "ACTIVATIONS"]

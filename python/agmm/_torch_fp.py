@@ -12,7 +12,8 @@ import torch
 
 from . import _lib
 from .errors import InvalidArgument, Unsupported
-from ._torch_epilogue import apply_epilogue, activation_name, check_bias, out_dtype
+from ._torch_epilogue import (apply_epilogue, activation_name, check_bias, default_out,
+                              out_dtype)
 from ._torch_groups import (_DT, as_rows, _group, _cached_plan, _reduce_plan, ag_key,
                             check_tensor, reduce_key)
 
@@ -141,14 +142,14 @@ def ag_views(x, total, lead, gd):
     return x if gd == 0 else x.movedim(0, gd)
 
 
-def ag_epilogue(Bs, biases, activations, out_dtypes):
+def ag_epilogue(Bs, biases, activations, out_dtypes, default=torch.float32):
     """Each weight's checked epilogue: (biases, activations, dtypes), one
-    of each per weight."""
+    of each per weight (a dtype None: `default`, the op's A's dtype)."""
     nw = len(Bs)
     biases = _per_weight(biases, nw, "biases")
     acts = [activation_name(a, "activations[%d]" % i)
             for i, a in enumerate(_per_weight(activations, nw, "activations"))]
-    dts = [out_dtype(d, "out_dtypes[%d]" % i)
+    dts = [out_dtype(d, "out_dtypes[%d]" % i, default)
            for i, d in enumerate(_per_weight(out_dtypes, nw, "out_dtypes"))]
     for i, (B, b) in enumerate(zip(Bs, biases)):
         check_bias(b, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
@@ -175,10 +176,11 @@ def lib_epilogue(biases, acts, dts):
     return tuple(a or "none" for a in acts), _OUT_NAMES[dts[0]]
 
 
-def reduce_epilogue(B, bias, activation, dtype):
-    """The checked epilogue of a reduce call: (bias, activation, dtype)."""
+def reduce_epilogue(B, bias, activation, dtype, A=None):
+    """The checked epilogue of a reduce call: (bias, activation, dtype; None:
+    A's dtype)."""
     act = activation_name(activation)
-    dt = out_dtype(dtype)
+    dt = out_dtype(dtype, default=default_out(A))
     check_bias(bias, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
                else -1)
     return bias, act, dt
@@ -187,7 +189,8 @@ def reduce_epilogue(B, bias, activation, dtype):
 def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
               activations=None, out_dtypes=None):
     Bs = list(Bs)
-    biases, acts, dts = ag_epilogue(Bs, biases, activations, out_dtypes)
+    biases, acts, dts = ag_epilogue(Bs, biases, activations, out_dtypes,
+                                    default_out(A_shard))
     epi = lib_epilogue(biases, acts, dts)
     g = _group(group_name)
     gd, a2, lead, m_local, slices, serials = ag_shapes(g, A_shard, Bs, gather_dim,
@@ -290,7 +293,7 @@ def row_split(rows, P):
 
 def rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias=None,
               activation=None, out_dtype=None):
-    bias, act, out_dtype = reduce_epilogue(B, bias, activation, out_dtype)
+    bias, act, out_dtype = reduce_epilogue(B, bias, activation, out_dtype, A)
     g = _group(group_name)
     dd, a2, lead, k_local, rps, serials = reduce_shapes(
         g, "gemm-rs", A, B, reduce_op, scatter_dim, "fused_matmul_reduce_scatter")
@@ -304,7 +307,7 @@ def rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias=None,
 
 def ar_kernel(A, B, reduce_op, group_name, bias=None, activation=None,
               out_dtype=None):
-    bias, act, out_dtype = reduce_epilogue(B, bias, activation, out_dtype)
+    bias, act, out_dtype = reduce_epilogue(B, bias, activation, out_dtype, A)
     g = _group(group_name)
     _, a2, lead, k_local, rps, serials = reduce_shapes(
         g, "gemm-ar", A, B, reduce_op, None, "fused_matmul_all_reduce")

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from ._buffers import empty_torch
+from ._torch_dispatch import compiling
 
 BLOCK = 1 << 17  # float32 elements per block buffer (512 KiB)
 
@@ -128,7 +129,7 @@ def silu_and_mul(gate, up):
     """(silu(gate.float()) * up.float()).to(gate.dtype), differentiable,
     the same values bit for bit, with no whole-size float32 temporary
     (see the module's text). gate and up: tensors of one shape and dtype."""
-    if not _plain(gate, up):
+    if compiling() or not _plain(gate, up):  # traced: the expression
         return _expression(gate, up)
     if torch.is_grad_enabled() and (gate.requires_grad or up.requires_grad):
         return _SiluAndMul.apply(gate, up)

@@ -1,17 +1,21 @@
 """torch.ops.agmm: the schemas, and each op's CPU kernel (_torch_fp,
-_torch_int8), Autograd kernel (the fp ops: _torch_autograd) and Meta
-kernel (shapes and dtypes only, no communication: FakeTensor tracing).
+_torch_int8, _torch_colpar), Autograd kernel (the fp ops: _torch_autograd)
+and fake kernel (shapes and dtypes only, no communication: FakeTensor and
+torch.compile's tracing; register_fake on torch 2, the Meta key on 1.13).
 """
 import os
 
 import torch
 
 from .errors import InvalidArgument
+from ._torch_dispatch import plain_cpu
 from ._torch_autograd import (AllGatherMatmul, MatmulAllReduce, MatmulReduceScatter,
-                              below_autograd, _needs_grad)
-from ._torch_epilogue import activation_name, out_dtype
+                              backward_round, backward_round_fake, below_autograd,
+                              _needs_grad)
+from ._torch_epilogue import activation_name, default_out, out_dtype
 from ._torch_fp import (_dim, _per_weight, ag_kernel, ar_kernel, row_split,
                         rs_kernel)
+from ._torch_colpar import cp_autograd, cp_kernel, cp_meta
 from ._torch_groups import DEFAULT_GROUP, _groups
 from ._torch_int8 import _out_dtypes, _scaled_ag_impl, _scaled_rs_impl
 
@@ -28,6 +32,11 @@ SCHEMAS = {
     "fused_matmul_all_reduce":
         "fused_matmul_all_reduce(Tensor A, Tensor B, str reduce_op, "
         "str group_name, *, " + _EPI + ") -> Tensor",
+    "column_parallel_matmul":
+        "column_parallel_matmul(Tensor A, Tensor[] Bs, str group_name) -> Tensor[]",
+    "backward_round":
+        "backward_round(Tensor gz, Tensor[] Bs, str kind, str group_name, "
+        "ScalarType out_dtype) -> Tensor[]",
     "fused_all_gather_scaled_matmul":
         "fused_all_gather_scaled_matmul(Tensor A_shard, Tensor[] Bs, "
         "Tensor A_scale, Tensor[] B_scales, int gather_dim, str group_name, "
@@ -40,37 +49,7 @@ SCHEMAS = {
 
 
 # ------------------------------------------------------------ Autograd
-_PLAIN_KEYS = torch._C._dispatch_keys(torch.empty(0))
-_NO_KEY = torch._C.DispatchKey.Undefined
-_PYTHON_KEY = torch._C.DispatchKey.Python
-_Tensor = torch.Tensor
-_keys = torch._C._dispatch_keys
-_stack_len = torch._C._len_torch_dispatch_stack
-_tls_include = torch._C._dispatch_tls_local_include_set
-_tracing = torch.jit.is_tracing
-
-
-def _plain_cpu(tensors):
-    """Whether the kernel below the Autograd kernel is the op's CPU kernel
-    for these arguments: each tensor a plain CPU tensor (not a subclass, a
-    FakeTensor or a tensor with other dispatch keys), no dispatch mode on,
-    no Python key in this thread's dispatch, not tracing. The Autograd
-    kernels then call the CPU kernel directly, not through the dispatcher
-    a second time (its argument parsing both ways is part of the op's cost
-    per call at tiny shapes, docs/performance.md); anything
-    else goes below autograd through the dispatcher (FakeTensor: the Meta
-    kernel). agmm.torch's functions call the Autograd kernels directly on
-    the same condition (no dispatcher at all), passing plain=True (the
-    dispatcher passes the schema's arguments only: plain None, checked).
-    About 7 us for two tensors."""
-    if _stack_len() or _tracing() or _tls_include().has(_PYTHON_KEY):
-        return False
-    for t in tensors:
-        if t is not None and (type(t) is not _Tensor or not t.is_cpu or
-                              (_keys(t) - _PLAIN_KEYS).highestPriorityTypeId()
-                              != _NO_KEY):
-            return False
-    return True
+_plain_cpu = plain_cpu  # (the name tests and callers know)
 
 
 def _ag_autograd(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
@@ -88,7 +67,7 @@ def _ag_autograd(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None
                               out_dtypes=out_dtypes)
     acts = tuple(activation_name(a, "activations[%d]" % i) for i, a in
                  enumerate(_per_weight(activations, nw, "activations")))
-    dts = tuple(out_dtype(d, "out_dtypes[%d]" % i) for i, d in
+    dts = tuple(out_dtype(d, "out_dtypes[%d]" % i, default_out(A_shard)) for i, d in
                 enumerate(_per_weight(out_dtypes, nw, "out_dtypes")))
     # gather_dim first and the other leading dims folded into rows, by
     # differentiable views: the Function sees 2-D rows.
@@ -126,7 +105,7 @@ def _rs_autograd(A, B, reduce_op, scatter_dim, group_name, bias=None,
                               activation=activation, out_dtype=out_dtype)
     return MatmulReduceScatter.apply(
         (group_name, int(scatter_dim), activation_name(activation),
-         _out(out_dtype)), A, B, bias)
+         _out(out_dtype, A)), A, B, bias)
 
 
 def _ar_autograd(A, B, reduce_op, group_name, bias=None, activation=None,
@@ -139,11 +118,11 @@ def _ar_autograd(A, B, reduce_op, group_name, bias=None, activation=None,
                               reduce_op, group_name, bias=bias,
                               activation=activation, out_dtype=out_dtype)
     return MatmulAllReduce.apply(
-        (group_name, activation_name(activation), _out(out_dtype)), A, B, bias)
+        (group_name, activation_name(activation), _out(out_dtype, A)), A, B, bias)
 
 
-def _out(dt):
-    return out_dtype(dt)
+def _out(dt, A):
+    return out_dtype(dt, default=default_out(A))
 
 
 # ---------------------------------------------------------------- Meta
@@ -180,7 +159,8 @@ def _ag_meta(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
              activations=None, out_dtypes=None):
     Bs = list(Bs)
     a_shape, c_shapes = _ag_meta_shapes(A_shard, Bs, gather_dim, group_name)
-    dts = [out_dtype(d) for d in _per_weight(out_dtypes, len(Bs), "out_dtypes")]
+    dts = [out_dtype(d, default=default_out(A_shard))
+           for d in _per_weight(out_dtypes, len(Bs), "out_dtypes")]
     A_g = A_shard.new_empty(a_shape) if return_A else None
     return A_g, [A_shard.new_empty(s, dtype=d) for s, d in zip(c_shapes, dts)]
 
@@ -197,13 +177,13 @@ def _reduce_meta_shape(A, B, dim, group_name):
 def _rs_meta(A, B, reduce_op, scatter_dim, group_name, bias=None,
              activation=None, out_dtype=None):
     return A.new_empty(_reduce_meta_shape(A, B, scatter_dim, group_name),
-                       dtype=_out(out_dtype))
+                       dtype=_out(out_dtype, A))
 
 
 def _ar_meta(A, B, reduce_op, group_name, bias=None, activation=None,
              out_dtype=None):
     return A.new_empty(_reduce_meta_shape(A, B, None, group_name),
-                       dtype=_out(out_dtype))
+                       dtype=_out(out_dtype, A))
 
 
 def _scaled_ag_meta(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
@@ -227,14 +207,23 @@ KERNELS = {
     "fused_all_gather_matmul": (ag_kernel, _ag_autograd, _ag_meta),
     "fused_matmul_reduce_scatter": (rs_kernel, _rs_autograd, _rs_meta),
     "fused_matmul_all_reduce": (ar_kernel, _ar_autograd, _ar_meta),
+    "column_parallel_matmul": (cp_kernel, cp_autograd, cp_meta),
+    "backward_round": (backward_round, None, backward_round_fake),
     "fused_all_gather_scaled_matmul": (_scaled_ag_impl, None, _scaled_ag_meta),
     "fused_scaled_matmul_reduce_scatter": (_scaled_rs_impl, None, _scaled_rs_meta),
 }
+# The fake kernels: torch.library.register_fake where torch has it (2.4+:
+# FakeTensor and torch.compile's tracing call it, and it serves the Meta
+# key too), else (1.13) the Meta key itself, which FakeTensor calls.
+_register_fake = getattr(torch.library, "register_fake", None)
 _lib_def = torch.library.Library("agmm", "DEF")
 for _name, _schema in SCHEMAS.items():
     _lib_def.define(_schema)
     _cpu, _autograd, _meta = KERNELS[_name]
     _lib_def.impl(_name, _cpu, "CPU")
-    _lib_def.impl(_name, _meta, "Meta")
+    if _register_fake is not None:
+        _register_fake("agmm::" + _name, _meta, lib=_lib_def)
+    else:
+        _lib_def.impl(_name, _meta, "Meta")
     if _autograd is not None:
         _lib_def.impl(_name, _autograd, "Autograd")

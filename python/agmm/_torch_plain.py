@@ -32,7 +32,7 @@ import torch
 _OUT_DT = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 from ._lib import SCHEDULES
-from ._torch_epilogue import apply_epilogue_
+from ._torch_epilogue import apply_epilogue_, default_out
 from ._torch_fp import (_MAX_LEAD, ag_agree, ag_check, ag_epilogue, ag_run,
                         ag_views, lib_epilogue, reduce_agree, reduce_check,
                         reduce_core, reduce_epilogue, row_split)
@@ -103,7 +103,8 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
     biases, activations, out_dtypes) for a plain CPU tensor A_shard and a
     list Bs (the caller checked: _torch_ops._plain_cpu)."""
     epi = None if biases is None and activations is None and out_dtypes is None \
-        else ag_epilogue(Bs, biases, activations, out_dtypes)
+        and getattr(A_shard, "dtype", None) == torch.float32 \
+        else ag_epilogue(Bs, biases, activations, out_dtypes, default_out(A_shard))
     # The plan's own epilogue where it can apply it (ag_kernel's choice).
     lib = None if epi is None else lib_epilogue(*epi)
     if lib is not None:
@@ -227,7 +228,7 @@ def rs_plain(A, B, reduce_op, scatter_dim, group_name, bias=None,
              activation=None, out_dtype=None):
     """_torch_fp.rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias,
     activation, out_dtype)."""
-    epi = reduce_epilogue(B, bias, activation, out_dtype)
+    epi = reduce_epilogue(B, bias, activation, out_dtype, A)
     c, lead, rps, dd = _reduce_plain("gemm-rs", "fused_matmul_reduce_scatter",
                                      A, B, reduce_op, scatter_dim, group_name,
                                      epi)
@@ -241,7 +242,7 @@ def ar_plain(A, B, reduce_op, group_name, bias=None, activation=None,
              out_dtype=None):
     """_torch_fp.ar_kernel(A, B, reduce_op, group_name, bias, activation,
     out_dtype)."""
-    epi = reduce_epilogue(B, bias, activation, out_dtype)
+    epi = reduce_epilogue(B, bias, activation, out_dtype, A)
     c, lead, _, _ = _reduce_plain("gemm-ar", "fused_matmul_all_reduce", A, B,
                                   reduce_op, None, group_name, epi)
     return c if len(lead) == 1 else c.view(lead + [int(B.shape[1])])

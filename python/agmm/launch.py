@@ -3,7 +3,10 @@
 AGMM_RANK/AGMM_WORLD_SIZE/AGMM_JOB and torchrun's RANK, LOCAL_RANK,
 WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1 and MASTER_PORT, a
 port the OS has just found free (so a rank may host a torch.distributed
-store there: `init_process_group(init_method="env://")`).
+store there: `init_process_group(init_method="env://")`), and USE_LIBUV=0
+unless the environment sets it (torch 2.4+ asks its store for libuv by
+default, and a torch built without it, as Debian 13's, fails the
+rendezvous; the store without libuv works on every torch).
 
     import sys, agmm.launch
     if "RANK" not in os.environ:              # not started by a launcher
@@ -80,6 +83,7 @@ def spawn(nranks, argv, env=None, grace_s=2.0, timeout_s=None, job=None):
                      AGMM_JOB=job, RANK=str(r), LOCAL_RANK=str(r),
                      WORLD_SIZE=str(nranks), LOCAL_WORLD_SIZE=str(nranks),
                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+            e.setdefault("USE_LIBUV", "0")
             procs.append(subprocess.Popen(argv, env=e,
                                           preexec_fn=_die_with_parent))
         status = 0

@@ -11,7 +11,8 @@ The signature and results follow torch.ops.symm_mem.fused_all_gather_matmul
 across the group's ranks (in rank order, as torch.cat(all_gather(A_shard),
 gather_dim)), each B_i [k, n_i] multiplies it, and the op returns
 (A_gathered or None, [C_i]). Differences, all by design:
-  - C_i is float32 (agmm accumulates and stores fp32) whatever A's dtype;
+  - none in C_i's dtype: A's, as torch's (agmm accumulates in fp32 and
+    rounds once; out_dtype=torch.float32 keeps the sums);
   - shards may differ in size along gather_dim (agmm allows uneven shards;
     torch requires equal ones): each call all-gathers every rank's shape (a
     few bytes, one small collective), which also turns a shape mismatch
@@ -69,14 +70,17 @@ The layer's other ops (issue 23), with torch's argument names:
   fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None) -> C
       (gemm-ar: C = sum_r A_r @ B_r [M, ..., n] on every rank)
 The fp ops take bias=None, activation=None ("relu", "gelu-tanh",
-"gelu-erf", "silu") and out_dtype=None (float32; bfloat16, float16),
+"gelu-erf", "silu") and out_dtype=None (A's dtype; float32, bfloat16,
+float16),
 applied once to the final result (_torch_epilogue.apply_epilogue; the
 all-gather op's by its plan inside the round where it can:
 _torch_fp.lib_epilogue), and
 have autograd (_torch_autograd) and Meta kernels (_torch_ops: shapes only,
 for FakeTensor tracing). The files: _torch_groups (groups, plan caches),
 _torch_fp / _torch_int8 (CPU kernels), _torch_epilogue, _torch_autograd,
-_torch_ops (schemas and registration).
+_torch_ops (schemas and registration), _torch_dispatch (the direct path's
+probe, and torch.compile: every call then a torch.ops.agmm.* node),
+_torch_symm (agmm's CPU kernels under torch.ops.symm_mem.*, torch 2.6).
 
 column_parallel_matmul(A, Bs, group_name=None) -> [A @ B_i] is plain
 tensor parallelism's column-parallel GEMMs on an input every rank holds
@@ -104,6 +108,10 @@ from . import _torch_plain
 from ._torch_autograd import _needs_grad
 
 REGISTERED_OP = True  # torch.ops.agmm.fused_all_gather_matmul exists
+# torch.ops.symm_mem.fused_all_gather_matmul / fused_matmul_reduce_scatter
+# run agmm's CPU kernels, where torch defines them (torch 2.6: _torch_symm).
+from . import _torch_symm  # noqa: E402
+SYMM_MEM_CPU = _torch_symm.register()
 
 
 def _name(group_name):
@@ -124,7 +132,7 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
                             out_dtype=None):
     """(A_gathered or None, [C_i]) with A_gathered = cat of every rank's
     A_shard along gather_dim and C_i = act_i(A_gathered @ Bs[i] + bias_i)
-    (float32, or out_dtype_i). bias, activation and out_dtype: one value
+    (A's dtype, or out_dtype_i). bias, activation and out_dtype: one value
     for every weight or a list of one per weight (None: none; a bias is
     [n_i]). Runs torch.ops.agmm.fused_all_gather_matmul (differentiable
     in A_shard, Bs and the biases); group_name None: the default group (the
@@ -160,7 +168,7 @@ def fused_matmul_reduce_scatter(A, B, reduce_op="sum", scatter_dim=0,
     r's slice of the inner dimension), B_r [k_local[r], n], bias [n] added
     once to the reduced rows. Rows are split as agmm_k_split splits them
     (equal when the ranks divide them, as torch requires; else the first
-    ones one more). float32, or out_dtype. Calls
+    ones one more). A's dtype, or out_dtype. Calls
     torch.ops.agmm.fused_matmul_reduce_scatter (differentiable)."""
     args = (A, B, str(reduce_op), int(scatter_dim), _name(group_name))
     kw = dict(bias=bias, activation=activation, out_dtype=out_dtype)
@@ -174,8 +182,8 @@ def fused_matmul_reduce_scatter(A, B, reduce_op="sum", scatter_dim=0,
 def fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None, bias=None,
                             activation=None, out_dtype=None):
     """GEMM + all-reduce (agmm's op "gemm-ar"): act(sum_r A_r @ B_r + bias)
-    [..., n] on every rank, A_r [..., k_local[r]], B_r [k_local[r], n].
-    Runs torch.ops.agmm.fused_matmul_all_reduce (differentiable; the
+    [..., n] on every rank, A_r [..., k_local[r]], B_r [k_local[r], n],
+    in A's dtype or out_dtype. Runs torch.ops.agmm.fused_matmul_all_reduce (differentiable; the
     backward takes grad_out to be the same on every rank). Raises
     agmm.Unsupported when this agmm has no op "gemm-ar"
     (plan_op_available("gemm-ar"))."""
@@ -245,4 +253,5 @@ __all__ = ["fused_all_gather_matmul", "fused_matmul_reduce_scatter",
            "silu_and_mul", "column_parallel_matmul",
            "fused_scaled_matmul_reduce_scatter", "register_group",
            "unregister_group", "group_plans", "plan_op_available",
-           "ACTIVATIONS", "PLAN_CACHE_SIZE", "DEFAULT_GROUP", "REGISTERED_OP"]
+           "ACTIVATIONS", "PLAN_CACHE_SIZE", "DEFAULT_GROUP", "REGISTERED_OP",
+           "SYMM_MEM_CPU"]

@@ -36,9 +36,15 @@ ENV = dict(os.environ, AGMM_TEST_TAG=TAG)
 ENV.pop("HWLOC_SYNTHETIC", None)
 ENV.pop("HWLOC_XMLFILE", None)
 ENV.pop("OMP_NUM_THREADS", None)
+ENV.pop("USE_LIBUV", None)
 fails = []
 passed = [0]
 NCPU = len(os.sched_getaffinity(0))
+
+
+# The one line agmm launch says when it sets USE_LIBUV=0 for the ranks.
+LIBUV = ("agmm launch: USE_LIBUV=0 for the ranks (torch.distributed's store "
+         "without libuv; set USE_LIBUV to choose)")
 
 
 def check(ok, what):
@@ -92,7 +98,7 @@ def nothing_left(what):
 
 def exit_codes():
     rc, out, err = launch(["-n", "2", "--", "true"])
-    check(rc == 0 and err == "", "true: rc %d err %r" % (rc, err))
+    check(rc == 0 and err == LIBUV + "\n", "true: rc %d err %r" % (rc, err))
     rc, out, err = launch(["-n", "3", "--bind", "none", "--",
                            "sh", "-c", "[ $RANK = 1 ] && exit 3; sleep 30"])
     check(rc == 3 and "agmm launch: rank 1 exited with status 3; stopping the "
@@ -152,14 +158,14 @@ def tag_output():
     check(rc == 0 and lines == ["[rank 0] out0", "[rank 0] tail0",
                                 "[rank 1] out1", "[rank 1] tail1"],
           "tag-output stdout: %r" % out)
-    check(sorted(err.splitlines()) == ["[rank 0] err0", "[rank 1] err1"],
+    check(sorted(err.splitlines()) == ["[rank 0] err0", "[rank 1] err1", LIBUV],
           "tag-output stderr: %r" % err)
 
 
 def environment():
     names = ["AGMM_RANK", "AGMM_WORLD_SIZE", "AGMM_JOB", "RANK", "LOCAL_RANK",
              "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-             "AGMM_BIND_CPUS", "OMP_NUM_THREADS"]
+             "AGMM_BIND_CPUS", "OMP_NUM_THREADS", "USE_LIBUV"]
     script = "echo " + " ".join("$" + n for n in names)
     rc, out, err = launch(["-n", "2", "--job", "envjob", "--tag-output", "--",
                            "sh", "-c", script])
@@ -176,11 +182,17 @@ def environment():
         check(e.get("AGMM_JOB") == "envjob", "rank %d: job %s" % (r, e))
         check(e.get("MASTER_ADDR") == "127.0.0.1", "MASTER_ADDR %s" % e)
         check(e.get("MASTER_PORT", "").isdigit(), "MASTER_PORT %s" % e)
+        check(e.get("USE_LIBUV") == "0", "USE_LIBUV %s" % e)
         if NCPU >= 2:
             check(e.get("AGMM_BIND_CPUS") == str(r) and
                   e.get("OMP_NUM_THREADS") == "1", "rank %d bound: %s" % (r, e))
     if len(got) == 2:
         check(got[0]["MASTER_PORT"] == got[1]["MASTER_PORT"], "one port")
+    # The user's USE_LIBUV is kept, and nothing said about it.
+    rc, out, err = launch(["-n", "1", "--", "sh", "-c", "echo $USE_LIBUV"],
+                          env=dict(ENV, USE_LIBUV="1"))
+    check(rc == 0 and out.strip() == "1" and "USE_LIBUV" not in err,
+          "the user's USE_LIBUV: %r %r" % (out, err))
     env = dict(ENV, OMP_NUM_THREADS="7")
     rc, out, err = launch(["-n", "1", "--", "sh", "-c", "echo $OMP_NUM_THREADS"],
                           env=env)

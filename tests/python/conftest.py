@@ -1,6 +1,8 @@
 """Start a world of Python ranks for a test: N independent processes, each
 with its own environment as torchrun sets it (RANK, WORLD_SIZE,
-LOCAL_RANK, MASTER_ADDR, MASTER_PORT: agmm_world_from_env joins them),
+LOCAL_RANK, MASTER_ADDR, MASTER_PORT: agmm_world_from_env joins them;
+USE_LIBUV=0 as agmm launch sets it, for the gloo references on a torch
+built without libuv),
 or, with AGMM_PY_LAUNCH=mpi or a libagmm.so without agmm_world_join,
 under mpirun. Each rank runs rank_worker.py (or the `worker` given); a world passes when every
 rank exits 0 having printed "RANK r OK". Every world is bounded by a
@@ -49,6 +51,7 @@ def run_world(nranks, scenario, args, timeout=120, worker=WORKER):
                                  "OMPI_", "PMIX_"))
             and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
                           "MASTER_PORT")}
+    base.setdefault("USE_LIBUV", "0")
     procs = []
     if mode == "join":
         for r in range(nranks):

@@ -17,7 +17,7 @@ r = int(os.environ["RANK"])
 path = os.path.join(sys.argv[1], "rank%d" % r)
 with open(path + ".tmp", "w") as f:
     json.dump({k: os.environ[k] for k in os.environ
-               if k.startswith(("AGMM_", "RANK", "WORLD", "LOCAL", "MASTER"))}
+               if k.startswith(("AGMM_", "RANK", "WORLD", "LOCAL", "MASTER", "USE_LIBUV"))}
               | {"pid": os.getpid()}, f)
 os.rename(path + ".tmp", path)
 # Every rank's file before anyone fails: a rank ended before it wrote its
@@ -70,6 +70,14 @@ def test_every_rank_gets_its_variables(tmp_path):
         assert e["RANK"] == e["AGMM_RANK"] == e["LOCAL_RANK"] == str(r)
         assert e["WORLD_SIZE"] == e["AGMM_WORLD_SIZE"] == "3"
         assert e["LOCAL_WORLD_SIZE"] == "3" and e["MASTER_ADDR"] == "127.0.0.1"
+        # torch.distributed's store without libuv (Debian 13's torch has none)
+        assert e["USE_LIBUV"] == "0"
+
+
+def test_the_users_use_libuv_is_kept(tmp_path):
+    st, ranks = _run(tmp_path, "ok", nranks=1,
+                     env=dict(os.environ, USE_LIBUV="1"))
+    assert st == 0 and ranks[0]["USE_LIBUV"] == "1"
 
 
 @pytest.mark.parametrize("how,status", [("exit", 3), ("kill", 128 + 9)])

@@ -134,11 +134,11 @@ def test_meta_kernels_under_fake_tensors(monkeypatch):
         w1 = torch.empty(32, 16, dtype=torch.bfloat16, requires_grad=True)
         w2 = torch.empty(32, 8, dtype=torch.bfloat16)
         A, (c1, c2) = at.fused_all_gather_matmul(a, [w1, w2], gather_dim=1,
-                                                 out_dtype=[None, torch.bfloat16])
+                                                 out_dtype=[None, torch.float32])
         assert isinstance(c1, FakeTensor)
         assert A.shape == (6, 20, 32) and A.dtype == torch.bfloat16
-        assert c1.shape == (6, 20, 16) and c1.dtype == torch.float32
-        assert c2.shape == (6, 20, 8) and c2.dtype == torch.bfloat16
+        assert c1.shape == (6, 20, 16) and c1.dtype == torch.bfloat16  # A's
+        assert c2.shape == (6, 20, 8) and c2.dtype == torch.float32
         assert c1.grad_fn is not None  # the autograd kernel ran on fakes
         A, cs = at.fused_all_gather_matmul(a, [w2], return_A=False)
         assert A is None and cs[0].shape == (24, 5, 8)
@@ -147,13 +147,15 @@ def test_meta_kernels_under_fake_tensors(monkeypatch):
         # 10 rows over 4 ranks: 3, 3, 2, 2; rank 3 gets 2.
         c = at.fused_matmul_reduce_scatter(x, w.requires_grad_(True),
                                            activation="silu")
-        assert c.shape == (2, 3, 12) and c.dtype == torch.float32
+        assert c.shape == (2, 3, 12) and c.dtype == torch.float16
         assert c.grad_fn is not None
         c = at.fused_matmul_reduce_scatter(x, w, scatter_dim=1,
                                            out_dtype=torch.bfloat16)
         assert c.shape == (10, 0, 12) and c.dtype == torch.bfloat16
         c = at.fused_matmul_all_reduce(x, w, bias=torch.empty(12))
-        assert c.shape == (10, 3, 12) and c.dtype == torch.float32
+        assert c.shape == (10, 3, 12) and c.dtype == torch.float16
+        c = at.fused_matmul_all_reduce(x, w, out_dtype=torch.float32)
+        assert c.dtype == torch.float32
         xr = torch.empty(4, 32, dtype=torch.bfloat16, requires_grad=True)
         c1, c2 = at.column_parallel_matmul(
             xr, [torch.empty(32, 16, dtype=torch.bfloat16),

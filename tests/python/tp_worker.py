@@ -171,7 +171,8 @@ def case_ag(P, me, c, dtype, tol):
         z = full @ y[1 + i]
         if y[1 + nw + i] is not None:
             z = z + y[1 + nw + i]
-        refs.append(ACT[acts[i]](z.float()))
+        # A's dtype, as the op's default (and torch's) output
+        refs.append(ACT[acts[i]](z.float()).to(dtype))
     for C, R in zip(Cs, refs):
         close(C, R.detach(), tol, "ag forward")
     loss = sum((R * G).sum() for R, G in zip(refs, Gs))
@@ -201,7 +202,7 @@ def case_rs(P, me, c, dtype, tol):
         z = GReduceScatter.apply(part, rows if sd == 0 else [2 * r for r in rows])
         if sd:
             z = z.view(rows[me], 2, n).movedim(0, 1)
-        R = ACT[c["act"]](z + b.float() if b is not None else z)
+        R = ACT[c["act"]](z + b.float() if b is not None else z).to(dtype)
         close(C, R, tol, "rs plain forward")
         return
     x = leaves(A, B, b)
@@ -215,7 +216,7 @@ def case_rs(P, me, c, dtype, tol):
         part = (y[0] @ y[1]).float().movedim(1, 0).reshape(-1, n)
         z = GReduceScatter.apply(part, [2 * r for r in rows])
         z = z.view(rows[me], 2, n).movedim(0, 1)
-    R = ACT[c["act"]](z + y[2].float() if y[2] is not None else z)
+    R = ACT[c["act"]](z + y[2].float() if y[2] is not None else z).to(dtype)
     close(C, R.detach(), tol, "rs forward")
     check_all(got, grads(R, G, y), tol, ["dA", "dB", "dbias"])
 
@@ -233,7 +234,7 @@ def case_ar(P, me, c, dtype, tol):
             C = at.fused_matmul_all_reduce(A, B, group_name="tp", bias=b,
                                            activation=c["act"])
         z = GAllReduce.apply((A @ B).float())
-        R = ACT[c["act"]](z + b.float() if b is not None else z)
+        R = ACT[c["act"]](z + b.float() if b is not None else z).to(dtype)
         close(C, R, tol, "ar plain forward")
         return
     x = leaves(A, B, b)
@@ -242,7 +243,7 @@ def case_ar(P, me, c, dtype, tol):
     got = grads(C, G, x)
     y = leaves(A, B, b)
     z = GAllReduce.apply((y[0] @ y[1]).float())
-    R = ACT[c["act"]](z + y[2].float() if y[2] is not None else z)
+    R = ACT[c["act"]](z + y[2].float() if y[2] is not None else z).to(dtype)
     close(C, R.detach(), tol, "ar forward")
     check_all(got, grads(R, G, y), tol, ["dA", "dB", "dbias"])
 
@@ -358,14 +359,14 @@ def scenario_steps(world, args):
             G = rnd(200 + step * P + me, (m, h), torch.float32)
             _, (g, u) = at.fused_all_gather_matmul(
                 x, [mine[0], mine[1]], group_name="tp", return_A=False,
-                activation=["silu", None])
+                activation=["silu", None], out_dtype=torch.float32)
             out = at.fused_matmul_reduce_scatter((g * u).to(dtype), mine[2],
                                                  group_name="tp")
             got = grads(out, G, mine)
             full = GAllGather.apply(x, rows)
             act = (ACT["silu"]((full @ ref[0]).float()) *
                    (full @ ref[1]).float()).to(dtype)
-            R = GReduceScatter.apply((act @ ref[2]).float(), rows)
+            R = GReduceScatter.apply((act @ ref[2]).float(), rows).to(dtype)
             close(out, R.detach(), tol, "step %d forward" % step)
             want = grads(R, G, ref)
             check_all(got, want, tol, ["dW_gate", "dW_up", "dW_down"])

@@ -2,9 +2,12 @@
  * world variables (agmm_world_from_env reads AGMM_RANK, AGMM_WORLD_SIZE,
  * AGMM_JOB first), torchrun's (RANK, LOCAL_RANK, WORLD_SIZE,
  * LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT: torch.distributed's env://
- * rendezvous), and for a bound rank its CPUs (AGMM_BIND_CPUS, which the
- * library's joined ranks pin their workers to: src/place/bind.c) and
- * OMP_NUM_THREADS (its CPU count, unless the user set it). */
+ * rendezvous; USE_LIBUV=0 unless the user set it: a torch built without
+ * libuv, as Debian 13's 2.6, fails that rendezvous otherwise, and torch's
+ * store without libuv works on every torch), and for a bound rank its
+ * CPUs (AGMM_BIND_CPUS, which the library's joined ranks pin their
+ * workers to: src/place/bind.c) and OMP_NUM_THREADS (its CPU count,
+ * unless the user set it). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -34,6 +37,7 @@ int agmm_launch_env(const agmm_launch_job_t *j, int r, char **env, int max,
     PUT("LOCAL_WORLD_SIZE=%d", j->nranks);
     PUT("MASTER_ADDR=127.0.0.1");
     PUT("MASTER_PORT=%d", j->master_port);
+    if (!getenv("USE_LIBUV")) PUT("USE_LIBUV=0");
     if (j->place.bound) {
         char cpus[4200];
         agmm_cpuset_format(&j->place.rank[r].cpus, cpus, sizeof cpus);

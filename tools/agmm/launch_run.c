@@ -162,6 +162,10 @@ int agmm_launch_run(agmm_launch_job_t *j, int nnodes)
     fflush(stdout);
     fflush(stderr);
 
+    if (!getenv("USE_LIBUV"))
+        fprintf(stderr, "agmm launch: USE_LIBUV=0 for the ranks "
+                        "(torch.distributed's store without libuv; set "
+                        "USE_LIBUV to choose)\n");
     pid_t self = getpid();
     int running = 0, code = 0, start_failed = 0;
     end_t ended = END_NONE;
