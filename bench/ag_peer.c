@@ -216,7 +216,7 @@ static void report(const opts_t *o, int P, const ag_engine_t *e,
         json_stats("round", &tot);
         printf(",");
         json_stats(comm, &gat);
-        printf(",\"gflops_per_core\":%.3f,\"check\":{\"entries\":%d,"
+        printf(",\"gflops_per_core\":%.6g,\"check\":{\"entries\":%d,"
                "\"max_abs_diff\":%.6g,\"max_rel_diff\":%.6g,\"bound\":%.6g,"
                "\"pass\":%s}}\n",
                gflops, NCHECK, chk[0], chk[1], bound, pass ? "true" : "false");
