@@ -35,5 +35,10 @@ if(AGMM_FUZZ)
   if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "AGMM_FUZZ needs clang (CC=clang cmake ...)")
   endif()
+  # The coverage hooks live in the sanitizer runtimes: without one, every
+  # executable of the build fails to link (__sanitizer_cov_*).
+  if(NOT AGMM_SANITIZE)
+    message(FATAL_ERROR "AGMM_FUZZ needs a sanitizer: add -DAGMM_SANITIZE=address,undefined")
+  endif()
   add_compile_options(-fsanitize=fuzzer-no-link)
 endif()

@@ -146,6 +146,10 @@ static agmm_status_t ob_sizes(const agmm_gemm_shape_t *s,
                               int64_t *chunk, uint64_t *wbytes,
                               uint64_t *sbytes)
 {
+    /* Defined on every path, the error returns included. */
+    *chunk = 0;
+    *wbytes = 0;
+    *sbytes = 0;
     AGMM_CHECK(agmm_gemm_check("openblas", s, a, share ? &share->shape : NULL,
                                share ? &share->attr : NULL));
     if (a->a_dtype == AGMM_DTYPE_INT8)

@@ -172,7 +172,9 @@ agmm_status_t agmm_signal_wait_late(agmm_world_t *w,
         double left = deadline - (double)now * 1e-9;
         if (left < 0) {
             char waited[96], late[200] = "", self[100] = "", exp[96];
-            char msg[480];
+            /* room for all four parts at their longest, and the words */
+            char msg[sizeof waited + sizeof late + sizeof self + sizeof exp +
+                     32];
             describe(what, waited, sizeof waited);
             expected(what, at_least, seen, exp, sizeof exp);
             if (late_fn) late_fn(w, late, sizeof late);

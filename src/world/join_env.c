@@ -59,8 +59,9 @@ static void torch_job(const char *addr, const char *port, const char *run,
                  *c == '-';
         if (!ok) *c = '_';
     }
-    if (strlen(full) <= AGMM_SEG_JOB_MAX) {
-        snprintf(job, AGMM_SEG_JOB_MAX + 1, "%s", full);
+    size_t n = strlen(full);
+    if (n <= AGMM_SEG_JOB_MAX) {
+        memcpy(job, full, n + 1);
         return;
     }
     snprintf(job, AGMM_SEG_JOB_MAX + 1, "%.31s-%016llx", full,
