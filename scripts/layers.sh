@@ -73,7 +73,7 @@ bases_all = [""] + sorted(d for d in folders
 # Bare names that are not the repository's files: the reader's own program
 # in README's and docs/install.md's examples, the module cmake --install
 # generates, a system header.
-NOT_OURS = {"prog.c", "args.c", "_libpath.py", "cblas.h"}
+NOT_OURS = {"prog.c", "args.c", "_libpath.py", "cblas.h", "dnnl.h", "dnnl_version.h"}
 names = {os.path.basename(f) for f in files}
 BARE = re.compile(r"(?<![\w./:~$<>@*-])([\w-][\w.-]*\.(?:c|h|md|py|sh))"
                   r"(?![\w/-])")
