@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Per-process state. Worker threads may record errors concurrently; the
  * message buffer is per thread so a message is never torn, and the shared
@@ -45,6 +46,24 @@ const char *agmm_thread_error(void)
     return thread_msg;
 }
 
+void agmm_log_line(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    if ((size_t)n >= sizeof line) line[len - 1] = '\n'; /* cut, still a line */
+    /* One write: a pipe takes up to PIPE_BUF (4096) bytes whole. */
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(STDERR_FILENO, line + off, len - off);
+        if (w <= 0) return;
+        off += (size_t)w;
+    }
+}
+
 static void record(int print, const char *prefix, const char *fmt, va_list ap)
 {
     /* Format into a local buffer first: an argument may be this thread's
@@ -61,12 +80,12 @@ static void record(int print, const char *prefix, const char *fmt, va_list ap)
         pthread_mutex_unlock(&last_lock);
     }
     if (!print || log_quiet) return;
-    /* One fprintf call per line so lines from threads don't interleave. */
+    /* One write per line so lines from threads and ranks don't interleave. */
     if (log_rank >= 0)
-        fprintf(stderr, "agmm: rank %d: %s%s\n", log_rank, prefix ? prefix : "",
-                thread_msg);
+        agmm_log_line("agmm: rank %d: %s%s\n", log_rank, prefix ? prefix : "",
+                      thread_msg);
     else
-        fprintf(stderr, "agmm: %s%s\n", prefix ? prefix : "", thread_msg);
+        agmm_log_line("agmm: %s%s\n", prefix ? prefix : "", thread_msg);
 }
 
 agmm_status_t agmm_error(agmm_status_t status, const char *fmt, ...)

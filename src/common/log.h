@@ -37,6 +37,11 @@ agmm_status_t agmm_error_quiet(agmm_status_t status, const char *fmt, ...)
 /* The last failure recorded by the calling thread. */
 const char *agmm_thread_error(void);
 void agmm_warn(const char *fmt, ...) AGMM_PRINTF(1, 2);
+/* Print one line (the caller's format ends it) to stderr in one write(2),
+ * up to 1 KiB: glibc 2.37+ writes an unbuffered stderr's fprintf in pieces
+ * of 128 bytes, and under OpenMPI 5's launcher the pieces of several ranks'
+ * lines interleave. Every line a rank prints goes through here. */
+void agmm_log_line(const char *fmt, ...) AGMM_PRINTF(1, 2);
 
 /* Propagate a failed status without logging it again. */
 #define AGMM_CHECK(expr)                                                       \

@@ -307,7 +307,7 @@ void agmm_mpi_node_report(agmm_world_t *w, mpi_state_t *s)
     mpi_node_t *n = &s->node;
 #define LD(x)                                                                  \
     (unsigned long long)atomic_load_explicit(&n->x, memory_order_relaxed)
-    fprintf(stderr,
+    agmm_log_line(
             "agmm: rank %d: counters: %d ranks on this host, %d hosts; shm: "
             "%llu tile puts, %llu bytes, %llu signals; mpi: %llu tile puts, "
             "%llu bytes, %llu signals; relay %s: %llu tiles forwarded, %llu "
