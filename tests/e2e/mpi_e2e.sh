@@ -36,6 +36,18 @@ bad() {
 # stderr is empty but for the OpenBLAS kernel advice (agmm_blas_advice),
 # which the OpenBLAS engine says at most once a job (rank 0) where the
 # BLAS runs an old kernel for this CPU.
+# The launcher's own messages, searched with its line wrapping undone:
+# OpenMPI 5's prterun wraps "... exited on" / "signal 9 (Killed)." at 72
+# columns where OpenMPI 4's mpirun printed one line.
+# Every process below pid $1, children before grandchildren.
+descendants() {
+    local p
+    for p in $(pgrep -P "$1"); do
+        echo "$p"
+        descendants "$p"
+    done
+}
+launcher_says() { tr '\n' ' ' <"$TMP/err" | tr -s ' ' | grep -qE -- "$1"; }
 quiet_err() {
     [ "$(grep -c 'warning: OpenBLAS runs its .* kernel' "$TMP/err")" -le 1 ] &&
         [ "$(grep -vc 'warning: OpenBLAS runs its .* kernel' "$TMP/err")" -eq 0 ]
@@ -248,8 +260,11 @@ for case in KILL STOP KILL:relay STOP:relay; do
         >"$TMP/out" 2>"$TMP/err" </dev/null &
     MP=$!
     for _ in $(seq 300); do [ "$(wc -l <"$TMP/out")" -ge 3 ] && break; sleep 0.1; done
-    launcher=$(pgrep -P "$MP" -x mpirun) # $MP is timeout(1)
-    victim=$(pgrep -P "${launcher:-0}" -x agmm | sed -n 2p)
+    # The ranks are the launcher's children (OpenMPI 4's mpirun) or its
+    # child's (OpenMPI 5's mpirun runs prterun): any agmm below $MP.
+    victim=$(for p in $(descendants "$MP"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = agmm ] && echo "$p"
+    done | sed -n 2p)
     start=$(date +%s)
     [ -n "$victim" ] && kill -"$sig" "$victim"
     wait "$MP"
@@ -260,7 +275,7 @@ for case in KILL STOP KILL:relay STOP:relay; do
     want="exited on signal 9"
     [ "$sig" = STOP ] && want="timed out"
     if [ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le "$LIMIT" ] &&
-        grep -q "$want" "$TMP/err" && ! grep -qE '^agmm: rank [0-9]+: *$' "$TMP/err"; then
+        launcher_says "$want" && ! grep -qE '^agmm: rank [0-9]+: *$' "$TMP/err"; then
         ok
     else
         bad "rank sent SIG$sig ($case): exit $rc after ${took}s, want non-zero within $LIMIT s and '$want'"
@@ -289,7 +304,7 @@ for sched in fused baseline; do
         --timeout 3 --op $op --schedule $sched >"$TMP/out" 2>"$TMP/err" </dev/null
     rc=$?
     took=$(($(date +%s) - start))
-    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le "$LIMIT" ] && grep -qE -- "$want" "$TMP/err" &&
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le "$LIMIT" ] && launcher_says "$want" &&
         { [ "$mode" = error ] || grep -q "agmm: rank 1: AGMM_FAULT: $mode before put 18" "$TMP/err"; }; then
         ok
     else
@@ -319,7 +334,7 @@ for row in "${faults[@]}"; do
         --timeout 3 --schedule fused >"$TMP/out" 2>"$TMP/err" </dev/null
     rc=$?
     took=$(($(date +%s) - start))
-    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le "$LIMIT" ] && grep -qE -- "$want" "$TMP/err" &&
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le "$LIMIT" ] && launcher_says "$want" &&
         { [ "$mode" = error ] || grep -q "agmm: rank 2: AGMM_FAULT: $mode before put 18" "$TMP/err"; } &&
         { [ "$mode" != hang ] || ! grep -q "agmm: rank 2: timed out" "$TMP/err" ||
           grep -q "agmm: rank 2: timed out.*progress thread has been stuck for" "$TMP/err"; }; then
