@@ -123,6 +123,11 @@ def test_forked_child_joins_its_own_world():
     if pid == 0:  # the child: its own world, a correct product, then out
         code = 1
         try:
+            # GNU OpenMP is not fork-safe: once the parent's pool has run
+            # (torch 2.6's bf16 conversions above go parallel), the child's
+            # first parallel region of torch's hangs. Torch's own DataLoader
+            # workers set one thread for this reason; so does this child.
+            torch.set_num_threads(1)
             (out,) = L.local_mm(x, [y], torch.bfloat16)
             ok, _ = _close_enough(out, x, y, torch.bfloat16)
             code = 0 if ok and L._state["world"] is not parent else 3
@@ -164,6 +169,7 @@ def test_nothing_left_behind():
 
 
 def _mp_child(q):
+    torch.set_num_threads(1)  # libgomp after fork: see the test above
     x = torch.randn(256, 256).bfloat16()
     (y,) = L.local_mm(x, [x], torch.bfloat16)
     q.put((os.getpid(), L._state["world"] is not None,
