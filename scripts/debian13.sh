@@ -7,7 +7,6 @@
 #        scripts/debian13.sh run CMD ARGS...  one command inside the root,
 #                                         in this tree (same path), with
 #                                         AGMM_BUILD_DIR=build-debian13
-DEBIAN12_ONLY='e2e_mpi_netns_hosts|e2e_mpi_net_faults|e2e_faults_end_run_naming_rank|e2e_stress_every_round_passes|e2e_trace_svg_screenshot'
 #        scripts/debian13.sh shell        an interactive shell there
 #        scripts/debian13.sh setup        make (or check) the root only
 #
