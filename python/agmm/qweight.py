@@ -445,8 +445,11 @@ def _weight_float32(w):
         raise InvalidArgument("w: shape %s (k and n must be >= 1)"
                               % (tuple(w.shape),))
     if w.dtype == np.float64:
-        # Rounded to float32 first: the quantizer computes in float32.
+        # Rounded to float32 first: the quantizer computes in float32 (a
+        # value beyond its range becomes inf, refused by name after).
         _first_nonfinite(w, "w")
+        with np.errstate(over="ignore"):
+            return np.ascontiguousarray(w, dtype=np.float32)
     return np.ascontiguousarray(w, dtype=np.float32)
 
 
@@ -455,7 +458,8 @@ def quantize_weight(w, bits=4, group_size=128, symmetric=True):
     agmm's layout, not nn.Linear.weight's [n, k]; pass `linear.weight.t()`
     for that). w: a NumPy float32 or float16 array (or uint16 bf16 bits),
     or a CPU torch float tensor. bits 4 or 8; group_size 32, 64, 128, k,
-    or None / -1 for all of k; symmetric (no zero points) or not. The
+    or None / -1 for all of k; symmetric (no zero points) or not. (float64
+    is accepted too, rounded to float32 first.) The
     arithmetic is in the module doc: float32, in that order, rint half to
     even, as the C quantizer. Non-finite values raise InvalidArgument
     naming the first (row, column)."""
