@@ -153,7 +153,8 @@ class QuantizedWeight:
     tensors; scales float32, float16 or bfloat16, stored as float32,
     exactly; k defaults to q's rows, twice them for int4) and checks them:
     dtypes, shapes, finite scales, int4 zeros <= 15, an odd k's padding
-    nibbles 0. The arrays are kept, not copied, when they are already the
+    nibbles 0 (a symmetric int8 -128 is accepted: exact, as in int8 plans;
+    quantize_weight never makes it). The arrays are kept, not copied, when they are already the
     layout's NumPy dtype. quantize_weight, from_gptq and from_awq make one.
     """
 
