@@ -19,6 +19,8 @@ says which BLAS kernel runs and, when it is an old one for this CPU, what
 to set. W8A8: dtype="int8" plans take int8 A and W with float32 scales
 (or float ones, quantized by agmm.quantize, the library's agmm_quantize);
 agmm.int8_available() says whether this build's engine runs them.
+Quantized weights (int4/int8 with group scales, agmm.quantize_weight,
+agmm.QuantizedWeight.from_gptq / from_awq): agmm.qweight.
 """
 from dataclasses import dataclass
 from typing import Optional
@@ -29,6 +31,7 @@ from .errors import (Aborted, BadState, CheckFailed, Error, InvalidArgument,
                      Mismatch, OutOfMemory, SystemCallError, Timeout, TooLarge,
                      TransportError, Unsupported)
 from .plan import GemmInfo, Plan, ScheduleInfo
+from .qweight import QuantizedWeight, quantize_weight
 from .quant import quantize
 from .trace import Trace, TraceSummary
 from .world import World
@@ -41,7 +44,7 @@ __all__ = [
     "Mismatch", "BadState", "Unsupported", "TransportError", "CheckFailed",
     "bf16_from_float32", "bf16_to_float32", "library_path", "cleanup",
     "gemm_path_available", "int8_available", "quantize", "BlasInfo",
-    "blas_info", "Trace", "TraceSummary", "__version__",
+    "blas_info", "QuantizedWeight", "quantize_weight", "Trace", "TraceSummary", "__version__",
 ]
 
 
