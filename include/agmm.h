@@ -167,6 +167,27 @@ agmm_status_t agmm_quantize(const void *x, agmm_dtype_t dtype, int64_t rows,
                             int64_t cols, int64_t ld, agmm_quant_axis_t axis,
                             int8_t *q, float *scales);
 
+/* Weight quantization to int4 or int8 with group scales (W4A16, W8A16),
+ * in the plain layout docs/design.md ("Quantized weights") describes. w
+ * is [k, n] fp32 row-major (k rows); each group of `group` rows (32, 64,
+ * 128, or 0 or k for all of k; the last group may be partial) and each
+ * column gets a scale, scales[ceil(k/group)][n]. symmetric: s = max|w| /
+ * 7 (bits 4) or / 127 (bits 8), q = round(w / s) in -8..7 / -127..127;
+ * asymmetric (zeros[ceil(k/group)][n]): s = (max - min) / 15 or / 255
+ * over the group and 0, zero = round(-min / s), q = round(w / s) + zero
+ * in 0..15 / 0..255. round() is to nearest, ties to even. value = (q -
+ * zero) * s. q: bits 8, int8_t [k][n] (symmetric) or uint8_t [k][n];
+ * bits 4, uint8_t [(k+1)/2][n], two rows per byte along k, the even row
+ * in the low nibble (signed nibbles when symmetric), a padding nibble 0
+ * when k is odd. A group with s = 0 (all zero) has q = 0 and zero 0.
+ * AGMM_ERR_INVALID_ARG for a non-finite value (naming its row and
+ * column, nothing written), bits other than 4 or 8, a bad group, a bad
+ * shape or a null pointer (zeros may be NULL when symmetric). Local, any
+ * thread; the caller's rounding mode is kept. */
+agmm_status_t agmm_quantize_weight(const float *w, int64_t k, int64_t n,
+                                   int bits, int64_t group, int symmetric,
+                                   void *q, float *scales, uint8_t *zeros);
+
 typedef enum agmm_weights {
     AGMM_WEIGHTS_SHARED = 0,   /* the same W on every rank */
     AGMM_WEIGHTS_PER_RANK = 1, /* rank r has its own W_r (column shard) */

@@ -1,0 +1,33 @@
+/*
+ * The oracle of the weight-quantized GEMM (gemm/wq/wq.h): the weight read
+ * from the plain layout (independently of agmm_wq_pack), each value
+ * dequantized exactly, products summed in double; and the bound any fp32
+ * kernel must stay within.
+ */
+#ifndef AGMM_CHECK_WQ_REF_H
+#define AGMM_CHECK_WQ_REF_H
+
+#include <stdint.h>
+
+#include "gemm/wq/wq.h"
+
+/* value(kk, j) = (q - zero) * scale of the plain layout, exactly (a
+ * double holds it: at most 9 bits of q - zero times a 24-bit scale). */
+double agmm_wq_ref_value(const agmm_wq_desc_t *d, int64_t kk, int64_t j);
+
+/* c[i][j] = sum_kk a[i][kk] * value(kk, j) in double, for i < m, j < n
+ * (a row-major fp32, stride lda: bf16 / fp16 A converted first, exactly;
+ * c stride ldc). With bound non-NULL (stride ldc), bound[i][j] is what
+ * |kernel - c| may be for an fp32 kernel that sums each group's products
+ * in any order, takes the zero term out of the group (acc - zero * sum of
+ * a) and adds the groups' scaled sums:
+ *   gamma(G + groups + 4) * sum_kk |a[i][kk]| * |scale| * (|u| + |zu|)
+ * with gamma(n) = n 2^-24 / (1 - n 2^-24), and u, zu the stored value and
+ * zero of wq_internal.h's packed layout (int4 symmetric: q + 8 and 8;
+ * int8 symmetric: q and 0; asymmetric: q and zero). With out_bf16, the
+ * bf16 rounding of C is added (2^-8 |c| + the bound, relative). */
+void agmm_wq_ref(const agmm_wq_desc_t *d, int64_t m, const float *a,
+                 int64_t lda, double *c, double *bound, int64_t ldc,
+                 int out_bf16);
+
+#endif /* AGMM_CHECK_WQ_REF_H */

@@ -1,0 +1,212 @@
+/* agmm_wq_gemm (wq.h): the arguments, the rows of A in fp32 (the
+ * scratch), the walk over panels and row blocks, the stores into C; and
+ * which kernel variant runs (CPU features, AGMM_WQ_KERNEL).
+ *
+ * Order of work: for each 32-row chunk of A (one chunk when M <= 32: the
+ * decode case), for each panel of 16 columns in [n0, n1), for each block
+ * of up to 4 rows, the kernel: the panel is streamed from DRAM by the
+ * first block and re-read from L1/L2 by the others. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "gemm/convert.h"
+#include "gemm/wq/wq_internal.h"
+
+#define CHUNK_ROWS 32
+
+static const char *const names[AGMM_WQ_KERNEL_COUNT] = {"portable", "avx2",
+                                                        "avx512"};
+
+const char *agmm_wq_kernel_kind_name(agmm_wq_kernel_t kind)
+{
+    return (unsigned)kind < AGMM_WQ_KERNEL_COUNT ? names[kind] : NULL;
+}
+
+int agmm_wq_kernel_supported(agmm_wq_kernel_t kind)
+{
+    switch (kind) {
+    case AGMM_WQ_KERNEL_PORTABLE:
+        return 1;
+#if defined(__x86_64__)
+    case AGMM_WQ_KERNEL_AVX2:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case AGMM_WQ_KERNEL_AVX512:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw");
+#endif
+    default:
+        return 0;
+    }
+}
+
+static agmm_wq_kernel_t chosen = AGMM_WQ_KERNEL_PORTABLE;
+static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
+
+static void choose(void)
+{
+    for (int k = AGMM_WQ_KERNEL_COUNT - 1; k >= 0; k--)
+        if (agmm_wq_kernel_supported((agmm_wq_kernel_t)k)) {
+            chosen = (agmm_wq_kernel_t)k;
+            break;
+        }
+    const char *env = getenv("AGMM_WQ_KERNEL");
+    if (!env || !*env) return;
+    for (int k = 0; k < AGMM_WQ_KERNEL_COUNT; k++)
+        if (strcmp(env, names[k]) == 0) {
+            if (agmm_wq_kernel_supported((agmm_wq_kernel_t)k))
+                chosen = (agmm_wq_kernel_t)k;
+            else
+                agmm_warn("AGMM_WQ_KERNEL=%s: this CPU cannot run it, "
+                          "using %s",
+                          env, names[chosen]);
+            return;
+        }
+    agmm_warn("AGMM_WQ_KERNEL=%s: not portable, avx2 or avx512, using %s", env,
+              names[chosen]);
+}
+
+agmm_wq_kernel_t agmm_wq_kernel(void)
+{
+    pthread_once(&chosen_once, choose);
+    return chosen;
+}
+
+const char *agmm_wq_kernel_name(void)
+{
+    return names[agmm_wq_kernel()];
+}
+
+static agmm_wq_panel_fn panel_fn(agmm_wq_kernel_t kind)
+{
+#if defined(__x86_64__)
+    if (kind == AGMM_WQ_KERNEL_AVX512) return agmm_wq_panel_avx512;
+    if (kind == AGMM_WQ_KERNEL_AVX2) return agmm_wq_panel_avx2;
+#endif
+    (void)kind;
+    return agmm_wq_panel_portable;
+}
+
+static agmm_status_t gemm_check(const agmm_wq_t *w, int64_t m, const void *a,
+                                agmm_dtype_t a_dtype, int64_t lda,
+                                const void *c, agmm_dtype_t c_dtype,
+                                int64_t ldc, int64_t n0, int64_t n1)
+{
+    if (!w || m < 0 || n0 < 0 || n1 < n0 || n1 > w->n)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "agmm_wq_gemm: bad weight, m %lld or columns "
+                          "[%lld, %lld)",
+                          (long long)m, (long long)n0, (long long)n1);
+    if (a_dtype != AGMM_DTYPE_FP32 && a_dtype != AGMM_DTYPE_BF16 &&
+        a_dtype != AGMM_DTYPE_FP16)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "agmm_wq_gemm: A's dtype %s (fp32, bf16 or fp16)",
+                          agmm_dtype_name(a_dtype));
+    if (c_dtype != AGMM_DTYPE_FP32 && c_dtype != AGMM_DTYPE_BF16)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "agmm_wq_gemm: C's dtype %s (fp32 or bf16)",
+                          agmm_dtype_name(c_dtype));
+    if (m > 0 && n1 > n0 && (!a || !c || lda < w->k || ldc < n1))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "agmm_wq_gemm: A %p (lda %lld) or C %p (ldc %lld) "
+                          "for k %lld, n1 %lld",
+                          a, (long long)lda, c, (long long)ldc, (long long)w->k,
+                          (long long)n1);
+    return AGMM_OK;
+}
+
+/* Rows r0..r0+rows-1 of A into the scratch layout (wq_internal.h), and
+ * each group's fp32 sum. */
+static void load_rows(const agmm_wq_t *w, const void *a, agmm_dtype_t dt,
+                      int64_t lda, int64_t r0, int rows, float *as, int64_t kp,
+                      float *asum)
+{
+    size_t es = agmm_dtype_size(dt);
+    memset(as, 0, (size_t)rows * (size_t)kp * sizeof(float));
+    for (int r = 0; r < rows; r++)
+        for (int64_t g = 0; g < w->ng; g++) {
+            int64_t k0 = g * w->group;
+            int64_t len = k0 + w->group < w->k ? w->group : w->k - k0;
+            float *dst = as + r * kp + g * w->gq * 4;
+            agmm_convert_to_f32(
+                dt, (const char *)a + ((r0 + r) * lda + k0) * (int64_t)es, dst,
+                (size_t)len);
+            float s = 0;
+            for (int64_t i = 0; i < len; i++)
+                s += dst[i];
+            asum[r * w->ng + g] = s;
+        }
+}
+
+static void store(const float *out, int rows, void *c, agmm_dtype_t dt,
+                  int64_t ldc, int64_t r0, int64_t j0, int64_t c0, int64_t c1)
+{
+    for (int r = 0; r < rows; r++)
+        for (int64_t j = c0; j < c1; j++) {
+            float v = out[r * AGMM_WQ_NP + (j - j0)];
+            if (dt == AGMM_DTYPE_FP32)
+                ((float *)c)[(r0 + r) * ldc + j] = v;
+            else
+                ((uint16_t *)c)[(r0 + r) * ldc + j] =
+                    agmm_f32_to_bf16_inline(v);
+        }
+}
+
+agmm_status_t agmm_wq_gemm_with(agmm_wq_kernel_t kind, const agmm_wq_t *w,
+                                int64_t m, const void *a, agmm_dtype_t a_dtype,
+                                int64_t lda, void *c, agmm_dtype_t c_dtype,
+                                int64_t ldc, int64_t n0, int64_t n1)
+{
+    AGMM_CHECK(gemm_check(w, m, a, a_dtype, lda, c, c_dtype, ldc, n0, n1));
+    if (!agmm_wq_kernel_supported(kind))
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "agmm_wq_gemm: kernel %s is not supported here",
+                          agmm_wq_kernel_kind_name(kind)
+                              ? agmm_wq_kernel_kind_name(kind)
+                              : "(invalid)");
+    if (m == 0 || n0 == n1) return AGMM_OK;
+    agmm_wq_panel_fn fn = panel_fn(kind);
+    int64_t kp = w->ng * w->gq * 4;
+    int chunk = m < CHUNK_ROWS ? (int)m : CHUNK_ROWS;
+    float *as = aligned_alloc(
+        64, ((size_t)chunk * (size_t)kp * sizeof(float) + 63) / 64 * 64);
+    float *asum = malloc((size_t)chunk * (size_t)w->ng * sizeof(float));
+    if (!as || !asum) {
+        free(as);
+        free(asum);
+        return agmm_error(AGMM_ERR_NO_MEMORY,
+                          "agmm_wq_gemm: no memory for %d rows of k %lld",
+                          chunk, (long long)w->k);
+    }
+    float out[AGMM_WQ_RB * AGMM_WQ_NP];
+    for (int64_t r0 = 0; r0 < m; r0 += chunk) {
+        int rows = m - r0 < chunk ? (int)(m - r0) : chunk;
+        load_rows(w, a, a_dtype, lda, r0, rows, as, kp, asum);
+        for (int64_t p = n0 / AGMM_WQ_NP; p * AGMM_WQ_NP < n1; p++) {
+            const uint8_t *panel = w->data + (size_t)p * w->panel_bytes;
+            int64_t j0 = p * AGMM_WQ_NP;
+            int64_t c0 = j0 > n0 ? j0 : n0;
+            int64_t c1 = j0 + AGMM_WQ_NP < n1 ? j0 + AGMM_WQ_NP : n1;
+            for (int rb = 0; rb < rows; rb += AGMM_WQ_RB) {
+                int nr = rows - rb < AGMM_WQ_RB ? rows - rb : AGMM_WQ_RB;
+                fn(w, panel, nr, as + rb * kp, kp, asum + rb * w->ng, out);
+                store(out, nr, c, c_dtype, ldc, r0 + rb, j0, c0, c1);
+            }
+        }
+    }
+    free(as);
+    free(asum);
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_wq_gemm(const agmm_wq_t *w, int64_t m, const void *a,
+                           agmm_dtype_t a_dtype, int64_t lda, void *c,
+                           agmm_dtype_t c_dtype, int64_t ldc, int64_t n0,
+                           int64_t n1)
+{
+    return agmm_wq_gemm_with(agmm_wq_kernel(), w, m, a, a_dtype, lda, c,
+                             c_dtype, ldc, n0, n1);
+}

@@ -1,0 +1,161 @@
+/* agmm_wq_pack / agmm_wq_free (wq.h): the plain layout copied once into
+ * the packed one (wq_internal.h). Single-threaded; the packed weight is
+ * owned by the caller until agmm_wq_free. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "gemm/convert.h"
+#include "gemm/wq/wq_internal.h"
+
+static agmm_status_t pack_check(const agmm_wq_desc_t *d)
+{
+    if (!d || !d->q || !d->scales || (!d->symmetric && !d->zeros))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "agmm_wq_pack: a null description, values, scales "
+                          "or (asymmetric) zero points");
+    if (d->k < 1 || d->n < 1 || d->k > ((int64_t)1 << 40) / d->n)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "agmm_wq_pack: bad shape k %lld n %lld",
+                          (long long)d->k, (long long)d->n);
+    if (d->bits != 4 && d->bits != 8)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "agmm_wq_pack: bits %d (4 or 8)", d->bits);
+    int64_t g = d->group;
+    if (g != 0 && g != 32 && g != 64 && g != 128 && g != d->k)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "agmm_wq_pack: group %lld (32, 64, 128, or 0 or k)",
+                          (long long)g);
+    return AGMM_OK;
+}
+
+static float scale_at(const agmm_wq_desc_t *d, int64_t idx)
+{
+    if (d->scales_bf16)
+        return agmm_bf16_to_f32(((const uint16_t *)d->scales)[idx]);
+    return ((const float *)d->scales)[idx];
+}
+
+/* The stored u of (row, col) (wq_internal.h). */
+static uint8_t u_at(const agmm_wq_desc_t *d, int64_t row, int64_t col)
+{
+    const uint8_t *q = d->q;
+    if (d->bits == 8) return q[row * d->n + col];
+    uint8_t b = q[(row / 2) * d->n + col];
+    uint8_t nib = row % 2 ? (uint8_t)(b >> 4) : (uint8_t)(b & 0xfu);
+    return d->symmetric ? (uint8_t)(nib ^ 8u) : nib;
+}
+
+/* Check the scales and zero points of group g, every column. */
+static agmm_status_t group_check(const agmm_wq_desc_t *d, int64_t g)
+{
+    for (int64_t j = 0; j < d->n; j++) {
+        float s = scale_at(d, g * d->n + j);
+        if (!isfinite(s))
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "agmm_wq_pack: scale[%lld][%lld] = %g is not "
+                              "finite",
+                              (long long)g, (long long)j, (double)s);
+        if (!d->symmetric && d->bits == 4 && d->zeros[g * d->n + j] > 15)
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "agmm_wq_pack: zero[%lld][%lld] = %d is not an "
+                              "int4 (0..15)",
+                              (long long)g, (long long)j,
+                              d->zeros[g * d->n + j]);
+    }
+    return AGMM_OK;
+}
+
+static void pack_group(const agmm_wq_desc_t *d, const struct agmm_wq *w,
+                       int64_t p, int64_t g, uint8_t *dst)
+{
+    float s[AGMM_WQ_NP], z[AGMM_WQ_NP];
+    for (int j = 0; j < AGMM_WQ_NP; j++) {
+        int64_t col = p * AGMM_WQ_NP + j;
+        s[j] = col < d->n ? scale_at(d, g * d->n + col) : 0.0f;
+        z[j] = col >= d->n     ? 0.0f
+               : !d->symmetric ? (float)d->zeros[g * d->n + col]
+               : d->bits == 4  ? 8.0f
+                               : 0.0f;
+    }
+    memcpy(dst, s, sizeof s);
+    memcpy(dst + sizeof s, z, sizeof z);
+    dst += sizeof s + sizeof z;
+    int64_t r0 = g * w->group, r1 = r0 + w->group < w->k ? r0 + w->group : w->k;
+    int64_t quads = agmm_wq_quads(w, g);
+    memset(dst, 0, (size_t)quads * w->quad_bytes);
+    for (int64_t qd = 0; qd < quads; qd++, dst += w->quad_bytes)
+        for (int i = 0; i < 4; i++) {
+            int64_t row = r0 + qd * 4 + i;
+            if (row >= r1) break;
+            for (int j = 0; j < AGMM_WQ_NP; j++) {
+                int64_t col = p * AGMM_WQ_NP + j;
+                if (col >= d->n) break;
+                uint8_t u = u_at(d, row, col);
+                if (d->bits == 8)
+                    dst[16 * i + j] = u;
+                else
+                    dst[16 * (i / 2) + j] |= (uint8_t)(i % 2 ? u << 4 : u);
+            }
+        }
+}
+
+agmm_status_t agmm_wq_pack(const agmm_wq_desc_t *d, agmm_wq_t **out)
+{
+    if (!out)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "agmm_wq_pack: out is NULL");
+    *out = NULL;
+    AGMM_CHECK(pack_check(d));
+    struct agmm_wq *w = calloc(1, sizeof *w);
+    if (!w) return agmm_error(AGMM_ERR_NO_MEMORY, "agmm_wq_pack: no memory");
+    w->k = d->k;
+    w->n = d->n;
+    w->group = d->group == 0 ? d->k : d->group;
+    w->bits = d->bits;
+    w->symmetric = d->symmetric != 0;
+    w->has_zero = d->bits == 4 || !d->symmetric;
+    w->ng = (w->k + w->group - 1) / w->group;
+    w->gq = (w->group + 3) / 4;
+    w->panels = (w->n + AGMM_WQ_NP - 1) / AGMM_WQ_NP;
+    w->quad_bytes = d->bits == 4 ? 32 : 64;
+    size_t head = 2 * AGMM_WQ_NP * sizeof(float), bytes = 0;
+    for (int64_t g = 0; g < w->ng; g++) {
+        agmm_status_t st = group_check(d, g);
+        if (st != AGMM_OK) {
+            free(w);
+            return st;
+        }
+        bytes += head + (size_t)agmm_wq_quads(w, g) * w->quad_bytes;
+    }
+    w->panel_bytes = (bytes + 63) / 64 * 64;
+    size_t total = w->panel_bytes * (size_t)w->panels;
+    w->data = aligned_alloc(64, total);
+    if (!w->data) {
+        free(w);
+        return agmm_error(AGMM_ERR_NO_MEMORY,
+                          "agmm_wq_pack: no memory for %zu bytes", total);
+    }
+    for (int64_t p = 0; p < w->panels; p++) {
+        uint8_t *dst = w->data + (size_t)p * w->panel_bytes;
+        memset(dst + bytes, 0, w->panel_bytes - bytes);
+        for (int64_t g = 0; g < w->ng; g++) {
+            pack_group(d, w, p, g, dst);
+            dst += head + (size_t)agmm_wq_quads(w, g) * w->quad_bytes;
+        }
+    }
+    *out = w;
+    return AGMM_OK;
+}
+
+void agmm_wq_free(agmm_wq_t *w)
+{
+    if (!w) return;
+    free(w->data);
+    free(w);
+}
+
+size_t agmm_wq_bytes(const agmm_wq_t *w)
+{
+    return w ? w->panel_bytes * (size_t)w->panels : 0;
+}

@@ -1,0 +1,106 @@
+/*
+ * Weight-quantized GEMM (W4A16, W8A16): int4 / int8 weights with group
+ * scales, multiplied by fp32 / bf16 / fp16 activations, fp32 accumulation.
+ * Kernels written in agmm (docs/design.md, "Quantized weights").
+ *
+ * The plain layout (what agmm_quantize_weight in agmm.h writes, what
+ * agmm_wq_pack reads) of a weight W [k, n], k rows of n columns:
+ *   - int8: q is int8_t [k][n] (symmetric, -128..127; the quantizer makes
+ *     -127..127) or uint8_t [k][n] (asymmetric, 0..255, with zero points);
+ *   - int4: two values per byte along k, low nibble first: q is
+ *     uint8_t [(k+1)/2][n]; byte (kk/2, j) holds row kk in its low nibble
+ *     when kk is even and row kk+1 in its high nibble (a padding nibble 0
+ *     when k is odd). Symmetric nibbles are signed -8..7 (two's
+ *     complement), asymmetric ones unsigned 0..15;
+ *   - scales: [ceil(k/G)][n], fp32, or bf16 (uint16_t bits);
+ *   - zeros (asymmetric only): uint8_t [ceil(k/G)][n];
+ *   - G, the group (rows of k sharing a scale): 32, 64, 128, or k (0 in
+ *     the API means "all of k"); the last group may be partial;
+ *   - value(kk, j) = (q(kk, j) - zero(kk/G, j)) * scale(kk/G, j), zero 0
+ *     when symmetric.
+ *
+ * agmm_wq_pack copies it once into agmm's own layout (wq_internal.h):
+ * column panels of 16 columns x k, each group's scales (and zero points)
+ * before its rows, so a kernel streams one panel front to back. The
+ * kernels never write a dequantized copy of the weight: nibbles and bytes
+ * are unpacked in registers. Each call streams the weight columns it is
+ * given once whatever the number of rows M (rows are done in blocks that
+ * re-read a panel from L1/L2); M > 32 (prefill) is done 32 rows at a
+ * time, i.e. ceil(M / 32) passes over the weight.
+ *
+ * Threads: a packed weight is read-only after agmm_wq_pack; any number of
+ * threads may call agmm_wq_gemm on it at once (e.g. each on its own column
+ * range [n0, n1)). Each call allocates its own scratch (the rows of A in
+ * fp32, M x k floats) and frees it. The caller owns A, C and the weight.
+ */
+#ifndef AGMM_GEMM_WQ_H
+#define AGMM_GEMM_WQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agmm.h"
+
+/* A packed weight (opaque; wq_internal.h). */
+typedef struct agmm_wq agmm_wq_t;
+
+/* The plain layout's description, for agmm_wq_pack. */
+typedef struct agmm_wq_desc {
+    int64_t k, n;         /* W is [k, n] */
+    int bits;             /* 4 or 8 */
+    int64_t group;        /* 32, 64, 128, or 0 (= k) */
+    int symmetric;        /* 1: no zero points */
+    const void *q;        /* the values (layout above) */
+    const void *scales;   /* [ceil(k/G)][n] */
+    int scales_bf16;      /* 1: scales are bf16 bits (uint16_t) */
+    const uint8_t *zeros; /* [ceil(k/G)][n] when !symmetric, else NULL */
+} agmm_wq_desc_t;
+
+/* Copy a weight in the plain layout into a new packed weight (*out).
+ * AGMM_ERR_INVALID_ARG for a bad description (sizes, bits, group, a null
+ * pointer, a zero point out of range), AGMM_ERR_NO_MEMORY; both logged.
+ * The description's arrays are not kept. */
+agmm_status_t agmm_wq_pack(const agmm_wq_desc_t *d, agmm_wq_t **out);
+/* Free a packed weight (NULL is fine). No call may be using it. */
+void agmm_wq_free(agmm_wq_t *w);
+/* The packed weight's size in bytes (what a call streams for all n). */
+size_t agmm_wq_bytes(const agmm_wq_t *w);
+
+/* C[m, n0:n1] = A[m, k] x dequant(W)[:, n0:n1], overwriting C's columns
+ * n0..n1-1 (C's column j is c + j, not c + j - n0). A is row-major with
+ * row stride lda (elements), dtype FP32, BF16 or FP16; C is row-major
+ * with row stride ldc, dtype FP32 or BF16 (rounded once, to nearest
+ * even). Accumulation in fp32. 0 <= n0 <= n1 <= n; m >= 0 (m = 0 or
+ * n0 = n1 does nothing). AGMM_ERR_INVALID_ARG (logged) for bad arguments,
+ * AGMM_ERR_NO_MEMORY for the scratch. */
+agmm_status_t agmm_wq_gemm(const agmm_wq_t *w, int64_t m, const void *a,
+                           agmm_dtype_t a_dtype, int64_t lda, void *c,
+                           agmm_dtype_t c_dtype, int64_t ldc, int64_t n0,
+                           int64_t n1);
+
+/* The kernel variants, best last. */
+typedef enum agmm_wq_kernel {
+    AGMM_WQ_KERNEL_PORTABLE = 0, /* C, any CPU */
+    AGMM_WQ_KERNEL_AVX2 = 1,     /* AVX2 + FMA */
+    AGMM_WQ_KERNEL_AVX512 = 2,   /* AVX-512F (and BW) */
+    AGMM_WQ_KERNEL_COUNT
+} agmm_wq_kernel_t;
+
+/* Can this CPU run the variant? (The portable one always.) */
+int agmm_wq_kernel_supported(agmm_wq_kernel_t kind);
+/* The variant calls use: AGMM_WQ_KERNEL (portable, avx2, avx512) when set
+ * and supported, else the best this CPU runs; chosen at the first call
+ * (an unknown or unsupported name is warned about once and ignored). */
+agmm_wq_kernel_t agmm_wq_kernel(void);
+/* Its name: "portable", "avx2" or "avx512". */
+const char *agmm_wq_kernel_name(void);
+/* The name of a variant (NULL for an invalid one). */
+const char *agmm_wq_kernel_kind_name(agmm_wq_kernel_t kind);
+/* agmm_wq_gemm with a given variant (tests, benchmarks):
+ * AGMM_ERR_UNSUPPORTED (logged) when this CPU cannot run it. */
+agmm_status_t agmm_wq_gemm_with(agmm_wq_kernel_t kind, const agmm_wq_t *w,
+                                int64_t m, const void *a, agmm_dtype_t a_dtype,
+                                int64_t lda, void *c, agmm_dtype_t c_dtype,
+                                int64_t ldc, int64_t n0, int64_t n1);
+
+#endif /* AGMM_GEMM_WQ_H */

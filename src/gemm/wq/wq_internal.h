@@ -1,0 +1,77 @@
+/*
+ * The packed layout of agmm_wq_t and the kernel interface, shared by the
+ * files of src/gemm/wq/ only (wq.h is what the rest of agmm includes).
+ *
+ * Packed layout: the columns in panels of AGMM_WQ_NP = 16 (the last one
+ * padded with columns of scale 0), each panel `panel_bytes` long
+ * (a multiple of 64), one after the other from `data` (64-byte aligned).
+ * A panel holds the groups in order; a group block is
+ *   float scale[16]   the columns' scales (bf16 scales widened, exact),
+ *   float zero[16]    the value subtracted from the stored u (below),
+ *   then quads(g) quads of 4 rows of k:
+ *     int4: 32 bytes; byte j (0..15) holds rows 4q+0 (low nibble) and
+ *           4q+1 (high) of column j, byte 16 + j rows 4q+2 and 4q+3;
+ *     int8: 64 bytes; byte 16 i + j holds row 4q+i of column j.
+ * The stored u: int4 symmetric u = q + 8 (0..15, zero 8), int4 and int8
+ * asymmetric u = q (zero = the zero point), int8 symmetric u = q as
+ * int8_t (zero 0). Rows past a group's end (its last quad) hold u = 0.
+ * A group has quads(g) = ceil(rows(g) / 4) quads, rows(g) = G but for
+ * the last; in the rows of A the kernels read (agmm_wq_gemm's scratch),
+ * group g starts at g * 4 * gq (gq = ceil(G / 4)), padded with zeros.
+ *
+ * What a kernel computes for group g, row r and column j:
+ *   acc_g = sum_i a[r][i] * u_i (fp32), then
+ *   out += scale_j * (acc_g - zero_j * asum[r][g])   (zero_j = 0: no term)
+ * with asum[r][g] the fp32 sum of a[r] over the group's rows: the zero
+ * point is taken out of the inner loop (check/wq_ref.h's bound covers it).
+ */
+#ifndef AGMM_GEMM_WQ_INTERNAL_H
+#define AGMM_GEMM_WQ_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gemm/wq/wq.h"
+
+#define AGMM_WQ_NP 16 /* columns per panel */
+#define AGMM_WQ_RB 4  /* rows a kernel call does at most */
+
+struct agmm_wq {
+    int64_t k, n, group; /* group: the effective G (k when 0 was given) */
+    int bits, symmetric;
+    int has_zero;       /* a zero term (int4, or asymmetric) */
+    int64_t ng;         /* groups: ceil(k / group) */
+    int64_t gq;         /* quads of a full group: ceil(group / 4) */
+    int64_t panels;     /* ceil(n / 16) */
+    size_t quad_bytes;  /* 32 (int4) or 64 (int8) */
+    size_t panel_bytes; /* one panel, a multiple of 64 */
+    uint8_t *data;      /* panels x panel_bytes, 64-byte aligned; owned */
+};
+
+/* The quads of group g. */
+static inline int64_t agmm_wq_quads(const struct agmm_wq *w, int64_t g)
+{
+    int64_t rows = g + 1 < w->ng ? w->group : w->k - g * w->group;
+    return (rows + 3) / 4;
+}
+
+/* One panel against `rows` (1..AGMM_WQ_RB) rows of A:
+ * a: the rows in the scratch layout (row stride lda), asum: [rows][ng],
+ * out: [rows][16], overwritten. */
+typedef void (*agmm_wq_panel_fn)(const struct agmm_wq *w, const uint8_t *panel,
+                                 int rows, const float *a, int64_t lda,
+                                 const float *asum, float *out);
+
+void agmm_wq_panel_portable(const struct agmm_wq *w, const uint8_t *panel,
+                            int rows, const float *a, int64_t lda,
+                            const float *asum, float *out);
+#if defined(__x86_64__)
+void agmm_wq_panel_avx2(const struct agmm_wq *w, const uint8_t *panel, int rows,
+                        const float *a, int64_t lda, const float *asum,
+                        float *out);
+void agmm_wq_panel_avx512(const struct agmm_wq *w, const uint8_t *panel,
+                          int rows, const float *a, int64_t lda,
+                          const float *asum, float *out);
+#endif
+
+#endif /* AGMM_GEMM_WQ_INTERNAL_H */

@@ -1,0 +1,314 @@
+/* The weight-quantized GEMM (src/gemm/wq/wq.h) against its oracle
+ * (src/check/wq_ref.h), for every kernel variant this CPU runs:
+ *   - hand values, exactly: integer A, power-of-two scales, nibbles -8 and
+ *     +7, zero points 0 and 15, a last partial group, k odd, n not a
+ *     multiple of 16, M = 0, 1, 2, 3, 4, 5, 31, 32, 33, a column range,
+ *     lda > k and ldc > n, C's other columns untouched;
+ *   - random weights through agmm_quantize_weight, random shapes, A in
+ *     fp32, bf16 and fp16, C in fp32 and bf16, fp32 and bf16 scales,
+ *     within the oracle's bound;
+ *   - bad arguments refused.
+ * With the argument "env": the variant AGMM_WQ_KERNEL names is the one
+ * agmm_wq_kernel_name() reports, and agmm_wq_gemm runs it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "check/wq_ref.h"
+#include "common/log.h"
+#include "gemm/convert.h"
+#include "gemm/wq/wq.h"
+#include "test_data.h"
+
+#define SENTINEL 12345.0f
+
+typedef struct weight {
+    agmm_wq_desc_t d;
+    uint8_t *q, *zeros;
+    void *scales;
+} weight_t;
+
+static void weight_free(weight_t *w)
+{
+    free(w->q);
+    free(w->zeros);
+    free(w->scales);
+}
+
+/* A hand weight (exact products): see the file comment. */
+static weight_t hand_weight(int64_t k, int64_t n, int bits, int sym,
+                            int64_t group)
+{
+    weight_t w = {0};
+    int64_t G = group ? group : k, ng = (k + G - 1) / G;
+    int64_t rows = bits == 4 ? (k + 1) / 2 : k;
+    w.q = calloc((size_t)(rows * n), 1);
+    w.zeros = sym ? NULL : malloc((size_t)(ng * n));
+    float *s = malloc(sizeof(float) * (size_t)(ng * n));
+    for (int64_t g = 0; g < ng; g++)
+        for (int64_t j = 0; j < n; j++) {
+            s[g * n + j] = ldexpf(1.0f, (int)((g + j) % 3) - 1);
+            if (!sym)
+                w.zeros[g * n + j] =
+                    bits == 4 ? ((g + j) % 2 ? 15 : 0) : (uint8_t)(g * 77 + j);
+        }
+    for (int64_t kk = 0; kk < k; kk++)
+        for (int64_t j = 0; j < n; j++) {
+            if (bits == 8) {
+                w.q[kk * n + j] = (uint8_t)(kk * 37 + j * 11);
+                continue;
+            }
+            int v = (int)((kk * 3 + j * 5) % 16); /* nibbles 0..15 */
+            uint8_t *b = &w.q[(kk / 2) * n + j];
+            *b |= (uint8_t)(kk % 2 ? v << 4 : v); /* sym: -8..7 */
+        }
+    w.scales = s;
+    w.d = (agmm_wq_desc_t){k, n, bits, group, sym, w.q, s, 0, w.zeros};
+    return w;
+}
+
+/* A random weight through the quantizer (scales bf16 when asked). */
+static weight_t random_weight(int64_t k, int64_t n, int bits, int sym,
+                              int64_t group, int scales_bf16, int id)
+{
+    weight_t w = {0};
+    int64_t G = group ? group : k, ng = (k + G - 1) / G;
+    float *f = test_values(id, k * n);
+    w.q = malloc((size_t)(k * n));
+    w.zeros = sym ? NULL : malloc((size_t)(ng * n));
+    float *s = malloc(sizeof(float) * (size_t)(ng * n));
+    CHECK(agmm_quantize_weight(f, k, n, bits, group, sym, w.q, s, w.zeros) ==
+              AGMM_OK,
+          "quantize k %lld n %lld", (long long)k, (long long)n);
+    if (scales_bf16) {
+        uint16_t *h = (uint16_t *)s; /* in place: each read before written */
+        for (int64_t i = 0; i < ng * n; i++)
+            h[i] = agmm_f32_to_bf16(s[i]);
+    }
+    free(f);
+    w.scales = s;
+    w.d =
+        (agmm_wq_desc_t){k, n, bits, group, sym, w.q, s, scales_bf16, w.zeros};
+    return w;
+}
+
+/* A (m x k, stride lda) in dtype dt from fp32 values, and those values as
+ * the kernel sees them (exact: rounded to dt and back). */
+static void *make_a(agmm_dtype_t dt, int64_t m, int64_t k, int64_t lda,
+                    int hand, int id, float *exact)
+{
+    size_t es = agmm_dtype_size(dt);
+    (void)k; /* the padding columns up to lda are filled too */
+    void *a = malloc(es * (size_t)(m * lda + 1));
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 0; kk < lda; kk++) {
+            float v = hand ? (float)((i * 7 + kk * 3) % 9 - 4)
+                           : test_value(id, i * lda + kk);
+            agmm_convert_from_f32(dt, &v, (char *)a + es * (i * lda + kk), 1);
+            agmm_convert_to_f32(dt, (char *)a + es * (i * lda + kk),
+                                &exact[i * lda + kk], 1);
+        }
+    return a;
+}
+
+/* One case for every variant: C's columns [n0, n1) against the oracle
+ * (exact when `exact`, else within the bound), the others untouched. */
+static void run_case(const weight_t *wt, int64_t m, agmm_dtype_t adt,
+                     agmm_dtype_t cdt, int64_t n0, int64_t n1, int hand, int id)
+{
+    const agmm_wq_desc_t *d = &wt->d;
+    int64_t k = d->k, n = d->n, lda = k + 3, ldc = n + 2;
+    agmm_wq_t *w = NULL;
+    CHECK(agmm_wq_pack(d, &w) == AGMM_OK, "pack");
+    if (!w) return;
+    float *ax = malloc(sizeof(float) * (size_t)(m * lda + 1));
+    void *a = make_a(adt, m, k, lda, hand, id, ax);
+    double *ref = malloc(sizeof(double) * (size_t)(m * ldc + 1));
+    double *bnd = malloc(sizeof(double) * (size_t)(m * ldc + 1));
+    agmm_wq_ref(d, m, ax, lda, ref, bnd, ldc, cdt == AGMM_DTYPE_BF16);
+    float *c = malloc(sizeof(float) * (size_t)(m * ldc + 1));
+    for (int kind = 0; kind < AGMM_WQ_KERNEL_COUNT; kind++) {
+        if (!agmm_wq_kernel_supported((agmm_wq_kernel_t)kind)) continue;
+        const char *name = agmm_wq_kernel_kind_name((agmm_wq_kernel_t)kind);
+        for (int64_t i = 0; i < m * ldc; i++) {
+            if (cdt == AGMM_DTYPE_FP32)
+                c[i] = SENTINEL;
+            else
+                ((uint16_t *)c)[i] = agmm_f32_to_bf16(SENTINEL);
+        }
+        CHECK(agmm_wq_gemm_with((agmm_wq_kernel_t)kind, w, m, a, adt, lda, c,
+                                cdt, ldc, n0, n1) == AGMM_OK,
+              "%s gemm", name);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                float got =
+                    cdt == AGMM_DTYPE_FP32
+                        ? c[i * ldc + j]
+                        : agmm_bf16_to_f32(((uint16_t *)c)[i * ldc + j]);
+                double want =
+                    j >= n0 && j < n1 ? ref[i * ldc + j]
+                    : cdt == AGMM_DTYPE_FP32
+                        ? SENTINEL
+                        : agmm_bf16_to_f32(agmm_f32_to_bf16(SENTINEL));
+                double tol = j >= n0 && j < n1 && !hand ? bnd[i * ldc + j] : 0;
+                if (hand && cdt == AGMM_DTYPE_BF16 && j >= n0 && j < n1)
+                    want = agmm_bf16_to_f32(agmm_f32_to_bf16((float)want));
+                if (fabs(got - want) > tol && bad++ < 3)
+                    CHECK(0,
+                          "%s bits %d sym %d G %lld k %lld n %lld m %lld "
+                          "[%lld,%lld) a %s c %s: C[%lld][%lld] = %.9g, "
+                          "want %.9g (bound %.3g)",
+                          name, d->bits, d->symmetric, (long long)d->group,
+                          (long long)k, (long long)n, (long long)m,
+                          (long long)n0, (long long)n1, agmm_dtype_name(adt),
+                          agmm_dtype_name(cdt), (long long)i, (long long)j,
+                          (double)got, want, tol);
+            }
+        CHECK(bad == 0, "%lld wrong elements", (long long)bad);
+    }
+    free(c);
+    free(ref);
+    free(bnd);
+    free(a);
+    free(ax);
+    agmm_wq_free(w);
+}
+
+static void hand_cases(void)
+{
+    static const int64_t ms[] = {0, 1, 2, 3, 4, 5, 31, 32, 33};
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int sym = 0; sym < 2; sym++) {
+            weight_t w = hand_weight(37, 19, bits, sym, 32);
+            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+                run_case(&w, ms[mi], AGMM_DTYPE_FP32, AGMM_DTYPE_FP32, 0, 19, 1,
+                         0);
+                run_case(&w, ms[mi], AGMM_DTYPE_BF16, AGMM_DTYPE_FP32, 3, 18, 1,
+                         0);
+            }
+            run_case(&w, 5, AGMM_DTYPE_FP16, AGMM_DTYPE_BF16, 16, 19, 1, 0);
+            run_case(&w, 5, AGMM_DTYPE_FP32, AGMM_DTYPE_FP32, 7, 7, 1, 0);
+            weight_free(&w);
+            /* G = all of k (k odd), and G = 128 > k. */
+            w = hand_weight(37, 19, bits, sym, 0);
+            run_case(&w, 4, AGMM_DTYPE_FP32, AGMM_DTYPE_FP32, 0, 19, 1, 0);
+            weight_free(&w);
+            w = hand_weight(37, 19, bits, sym, 128);
+            run_case(&w, 4, AGMM_DTYPE_FP32, AGMM_DTYPE_FP32, 0, 19, 1, 0);
+            weight_free(&w);
+        }
+}
+
+static void random_cases(void)
+{
+    static const int64_t ks[] = {1, 7, 64, 100, 129, 256, 300};
+    static const int64_t ns[] = {1, 16, 17, 45};
+    static const int64_t ms[] = {1, 8, 33};
+    static const int64_t gs[] = {0, 32, 64, 128};
+    static const agmm_dtype_t adts[] = {AGMM_DTYPE_FP32, AGMM_DTYPE_BF16,
+                                        AGMM_DTYPE_FP16};
+    int id = 100;
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (int bits = 4; bits <= 8; bits += 4)
+                for (int sym = 0; sym < 2; sym++)
+                    for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++) {
+                        id++;
+                        weight_t w = random_weight(ks[ki], ns[ni], bits, sym,
+                                                   gs[gi], id % 3 == 0, id);
+                        int64_t n = ns[ni];
+                        int64_t n0 = id % 4 == 1 ? n / 3 : 0;
+                        int64_t n1 = id % 4 == 2 ? n - n / 4 : n;
+                        run_case(&w, ms[id % 3], adts[id % 3],
+                                 id % 5 == 0 ? AGMM_DTYPE_BF16
+                                             : AGMM_DTYPE_FP32,
+                                 n0, n1, 0, id);
+                        weight_free(&w);
+                    }
+}
+
+static void refusals(void)
+{
+    agmm_log_set_quiet(1);
+    weight_t wt = hand_weight(37, 19, 4, 1, 32);
+    agmm_wq_t *w = NULL;
+    float a[40] = {0}, c[40];
+    CHECK(agmm_wq_pack(&wt.d, &w) == AGMM_OK, "pack");
+    CHECK(agmm_wq_gemm(w, 1, a, AGMM_DTYPE_FP32, 37, c, AGMM_DTYPE_FP32, 19, 0,
+                       20) == AGMM_ERR_INVALID_ARG,
+          "n1 > n");
+    CHECK(agmm_wq_gemm(w, 1, a, AGMM_DTYPE_INT8, 37, c, AGMM_DTYPE_FP32, 19, 0,
+                       19) == AGMM_ERR_INVALID_ARG,
+          "A int8");
+    CHECK(agmm_wq_gemm(w, 1, a, AGMM_DTYPE_FP32, 36, c, AGMM_DTYPE_FP32, 19, 0,
+                       19) == AGMM_ERR_INVALID_ARG,
+          "lda < k");
+    CHECK(agmm_wq_gemm(w, 1, a, AGMM_DTYPE_FP32, 37, c, AGMM_DTYPE_FP16, 19, 0,
+                       19) == AGMM_ERR_INVALID_ARG,
+          "C fp16");
+    CHECK(agmm_wq_gemm_with(AGMM_WQ_KERNEL_COUNT, w, 1, a, AGMM_DTYPE_FP32, 37,
+                            c, AGMM_DTYPE_FP32, 19, 0,
+                            19) == AGMM_ERR_UNSUPPORTED,
+          "no such kernel");
+    agmm_wq_free(w);
+    agmm_wq_desc_t d = wt.d;
+    d.bits = 2;
+    CHECK(agmm_wq_pack(&d, &w) == AGMM_ERR_INVALID_ARG && !w, "bits 2");
+    d = wt.d;
+    d.group = 16;
+    CHECK(agmm_wq_pack(&d, &w) == AGMM_ERR_INVALID_ARG && !w, "group 16");
+    d = wt.d;
+    uint8_t zeros[19 * 2];
+    memset(zeros, 16, sizeof zeros);
+    d.symmetric = 0;
+    d.zeros = zeros;
+    CHECK(agmm_wq_pack(&d, &w) == AGMM_ERR_INVALID_ARG && !w, "int4 zero 16");
+    float *s = wt.scales;
+    s[3] = INFINITY;
+    CHECK(agmm_wq_pack(&wt.d, &w) == AGMM_ERR_INVALID_ARG && !w, "inf scale");
+    CHECK(strstr(agmm_last_error(), "scale[0][3]") != NULL, "%s",
+          agmm_last_error());
+    weight_free(&wt);
+    agmm_log_set_quiet(0);
+}
+
+static int env_mode(void)
+{
+    const char *want = getenv("AGMM_WQ_KERNEL");
+    CHECK(want && strcmp(agmm_wq_kernel_name(), want) == 0,
+          "AGMM_WQ_KERNEL=%s, kernel %s", want ? want : "(unset)",
+          agmm_wq_kernel_name());
+    weight_t w = hand_weight(37, 19, 4, 0, 32);
+    agmm_wq_t *p = NULL;
+    CHECK(agmm_wq_pack(&w.d, &p) == AGMM_OK, "pack");
+    float a[37], c[19], ax[37];
+    void *ab = make_a(AGMM_DTYPE_FP32, 1, 37, 37, 1, 0, ax);
+    memcpy(a, ab, sizeof a);
+    free(ab);
+    double ref[19];
+    agmm_wq_ref(&w.d, 1, ax, 37, ref, NULL, 19, 0);
+    CHECK(agmm_wq_gemm(p, 1, a, AGMM_DTYPE_FP32, 37, c, AGMM_DTYPE_FP32, 19, 0,
+                       19) == AGMM_OK,
+          "gemm");
+    for (int j = 0; j < 19; j++)
+        CHECK(c[j] == ref[j], "C[%d] = %g, want %g", j, (double)c[j], ref[j]);
+    agmm_wq_free(p);
+    weight_free(&w);
+    CHECK_DONE("test_wq_gemm env");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "env") == 0) return env_mode();
+    for (int k = 0; k < AGMM_WQ_KERNEL_COUNT; k++)
+        printf("kernel %s: %s\n", agmm_wq_kernel_kind_name((agmm_wq_kernel_t)k),
+               agmm_wq_kernel_supported((agmm_wq_kernel_t)k) ? "runs"
+                                                             : "not on this "
+                                                               "CPU");
+    hand_cases();
+    random_cases();
+    refusals();
+    CHECK_DONE("test_wq_gemm");
+}
