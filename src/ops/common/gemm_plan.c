@@ -58,13 +58,27 @@ static int row_counts(const agmm_plan_t *p, int64_t *rows)
     return n;
 }
 
-/* The row counts, in a buffer the caller frees (NULL: out of memory). */
+/* The row counts, in a buffer the caller frees (NULL: out of memory).
+ * With a gated weight, also each count's remainder of tile_m: a gated
+ * segment's call of m rows runs as tile_m-row chunks (gemm_pass). */
 static int64_t *all_row_counts(const agmm_plan_t *p, int *n)
 {
     int P = p->nranks, G = p->desc.gemm_workers;
-    int64_t *rows = agmm_alloc(sizeof *rows * (size_t)(2 * P + G + 1 + P * G));
-    if (rows) *n = row_counts(p, rows);
+    int most = 2 * P + G + 1 + P * G;
+    int64_t *rows = agmm_alloc(sizeof *rows * (size_t)(2 * most));
+    if (!rows) return NULL;
+    *n = row_counts(p, rows);
+    for (int i = 0, n0 = *n; p->glu && i < n0; i++)
+        add_count(rows, n, rows[i] % p->desc.tile_m);
     return rows;
+}
+
+/* Rows per call of a pass segment: gated, tile_m (its fp32 scratch one
+ * tile of gate and up rows, never [rows, 2i]); else the plan's pass_rows. */
+static int64_t pass_step(const agmm_plan_t *p, int glu, int64_t m)
+{
+    if (glu) return AGMM_MIN(p->desc.tile_m, p->pass_rows);
+    return p->pass_rows > 0 ? p->pass_rows : m; /* > 0 when booked */
 }
 
 /* The segments of column group cg: blocks [b0, b1) of the weights side by
@@ -193,7 +207,7 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
      * where the engine refuses it (quietly: a refusal is an answer here),
      * the plain call and a pass. */
     agmm_plan_t *w = (agmm_plan_t *)p; /* the segments' flags to fill */
-    int64_t pass_cols = 0, most = 0;
+    int64_t pass_cols = 0, glu_cols = 0, most = 0;
     for (int i = 0; i < nrows; i++)
         most = AGMM_MAX(most, rows[i]);
     for (int i = 0; i < nsegs(p) && st == AGMM_OK; i++) {
@@ -203,7 +217,7 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
         sg->pass = 0;
         if (seg_glu(p, sg)) { /* no engine pairs the columns: always a pass */
             sg->pass = 1;
-            pass_cols = AGMM_MAX(pass_cols, shape.ncols);
+            glu_cols = AGMM_MAX(glu_cols, shape.ncols);
         } else if (epi_in_gemm(p)) {
             agmm_gemm_attr_t attr;
             seg_attr(p, sg, 0, 1, &attr);
@@ -232,8 +246,11 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
     size_t cl = AGMM_CACHE_LINE;
     *scratch = (*scratch + cl - 1) / cl * cl;
     w->pass_off = (size_t)*scratch;
-    w->pass_rows = pass_cols > 0 ? most : 0;
-    uint64_t pass = (uint64_t)w->pass_rows * (uint64_t)pass_cols * 4;
+    w->pass_rows = pass_cols > 0 || glu_cols > 0 ? most : 0;
+    int64_t glu_rows = AGMM_MIN(most, p->desc.tile_m);
+    uint64_t pass = AGMM_MAX((uint64_t)most * (uint64_t)pass_cols,
+                             (uint64_t)glu_rows * (uint64_t)glu_cols) *
+                    4;
     *scratch += (pass + cl - 1) / cl * cl;
     return st;
 }
@@ -360,8 +377,7 @@ void agmm_plan_engine_free(agmm_plan_t *p)
 }
 
 /* A pass segment's m rows: the plain call into the worker's pass buffer
- * (pass_rows rows at a time), then the epilogue into c (row stride ldc,
- * out_dtype). */
+ * (pass_step rows at a time), then the epilogue into c (stride ldc). */
 static agmm_status_t gemm_pass(agmm_plan_t *p, const agmm_gemm_seg_t *sg, int g,
                                int64_t m, const void *a, const float *a_scale,
                                unsigned char *c, int64_t ldc)
@@ -378,7 +394,7 @@ static agmm_status_t gemm_pass(agmm_plan_t *p, const agmm_gemm_seg_t *sg, int g,
         (float *)(void *)((unsigned char *)p->scratch[g] + p->pass_off);
     const float *bias =
         p->bias ? p->bias + agmm_plan_col_off(p, sg->w) + sg->c0 : NULL;
-    int64_t step = p->pass_rows > 0 ? p->pass_rows : m; /* > 0 when booked */
+    int64_t step = pass_step(p, glu, m);
     for (int64_t i = 0; i < m; i += step) {
         int64_t mm = AGMM_MIN(step, m - i);
         AGMM_CHECK(p->engine->run(

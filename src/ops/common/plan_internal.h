@@ -166,7 +166,7 @@ struct agmm_plan {
     /* Segments whose epilogue the engine refused (or would run with
      * oneDNN's reference kernel: gemm_plan.c) compute fp32 into each
      * worker's scratch at pass_off (pass_rows rows of the segment's
-     * columns at most per engine call), then agmm_gemm_epilogue writes C. */
+     * columns at most per engine call; gated: tile_m), then the pass. */
     size_t pass_off;
     int64_t pass_rows;
     float *g32; /* [M_max, k_gemm] fp32 rows (only when !native) */
