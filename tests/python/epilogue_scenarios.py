@@ -130,4 +130,51 @@ def _one(world, op, kl, act, out, bias, kind, m, k, n, M, P, me):
                 op, act, out, bias, kind, rnd))
 
 
-SCENARIOS = {"epilogue": scenario_epilogue}
+def scenario_glu(world, args):
+    """The gated activations (silu-mul, gelu-tanh-mul): W [k, 2i] = [gate |
+    up], C [M, i] = act(A @ W_gate + b_gate) * (A @ W_up + b_up), against
+    torch's F.silu(x @ Wg) * (x @ Wu) in float64; both schedules, bias
+    on/off, fp32 and bf16 C; odd n and gemm-rs refused."""
+    import torch
+    import torch.nn.functional as F
+    P, me = world.size, world.rank
+    m, k, i = args["m_local"], args["k"], args["i"]
+    n = 2 * i
+    acts = {"silu-mul": F.silu,
+            "gelu-tanh-mul": lambda z: F.gelu(z, approximate="tanh")}
+    a_all = [_ints(100 + r, (m[r], k)) for r in range(P)]
+    w = _ints(200, (k, n), -2, 3)
+    x = torch.from_numpy(np.concatenate(a_all)).double() / 4
+    wt = torch.from_numpy(w).double() / 4
+    b = torch.from_numpy(
+        (np.random.default_rng(7).standard_normal(n) * 0.5).astype(np.float32))
+    for act, fn in acts.items():
+        for out in ("fp32", "bf16"):
+            for bias in (False, True):
+                with world.plan(m_local=m, k=k, n=n, dtype="bf16", tile_m=4,
+                                tile_n=8, bias=bias, activation=act,
+                                out_dtype=out) as plan:
+                    assert plan.c_shape == (sum(m), i), plan.c_shape
+                    plan.set_weight((torch.from_numpy(w) / 4).to(torch.bfloat16))
+                    if bias:
+                        plan.set_bias(b)
+                    a = (torch.from_numpy(a_all[me]) / 4).to(torch.bfloat16)
+                    bd = b.double() if bias else torch.zeros(n, dtype=torch.float64)
+                    ref = (fn(x @ wt[:, :i] + bd[:i]) *
+                           (x @ wt[:, i:] + bd[i:])).numpy()
+                    for sched in ("fused", "baseline"):
+                        c = plan.run(a, schedule=sched)
+                        assert tuple(c.shape) == (sum(m), i), c.shape
+                        _close(_as32(c, out), ref, out, "%s %s bias %s %s" % (
+                            act, out, bias, sched))
+    for bad, what in ((dict(n=n + 1), "even"), (dict(n=n, op="gemm-rs"),
+                                                 "ag-gemm")):
+        try:
+            world.plan(m_local=m, k=k, dtype="bf16", activation="silu-mul", **bad)
+        except agmm.Error as e:
+            assert what in str(e), str(e)
+        else:
+            raise AssertionError("a gated plan with %r was taken" % bad)
+
+
+SCENARIOS = {"epilogue": scenario_epilogue, "glu": scenario_glu}
