@@ -20,7 +20,7 @@
 #include "gemm/epilogue.h"
 #include "test_data.h"
 
-enum { K = 48, I = 37, N = 2 * I, M = 32, PMAX = 2 };
+enum { K = 48, I = 37, N = 2 * I, M = 31, PMAX = 2 };
 
 static double silu(double x)
 {
@@ -106,7 +106,7 @@ typedef struct cfg {
     agmm_dtype_t dtype;
 } cfg_t;
 
-static const int64_t m_two[PMAX] = {19, 13}, m_one[1] = {M};
+static const int64_t m_two[PMAX] = {19, 12}, m_one[1] = {M};
 
 static const int64_t *m_local(const cfg_t *cf)
 {
@@ -209,6 +209,10 @@ static int one(agmm_world_t *w, const cfg_t *cf, const inputs_t *in,
     size_t es = agmm_dtype_size(out);
     unsigned char *c = malloc(es * M * I + 16);
     int bad = 0;
+    /* Every row count a round calls was prepared (a gated call's tile_m
+     * chunks and their remainders): no primitive is made in a round. */
+    agmm_gemm_info_t gi0, gi1;
+    if (agmm_plan_gemm_info(plan, &gi0) != AGMM_OK) bad = 18;
     for (int round = 0; round < 2 && !bad; round++) {
         if (bias && agmm_plan_set_bias(plan, 0, b) != AGMM_OK) bad = 12;
         memset(c, 0xff, es * M * I + 16);
@@ -255,6 +259,10 @@ static int one(agmm_world_t *w, const cfg_t *cf, const inputs_t *in,
         for (int j = 0; j < N; j++) /* round 1: a new bias */
             b[j] = -2 * b[j] + 0.25f;
     }
+    if (!bad && (agmm_plan_gemm_info(plan, &gi1) != AGMM_OK ||
+                 gi1.primitives_created != gi0.primitives_created ||
+                 strcmp(gi1.epilogue, "pass")))
+        bad = 18;
     if (agmm_plan_destroy(plan) != AGMM_OK && !bad) bad = 17;
     free(b), free(ref), free(pre), free(got), free(c);
     return bad;
@@ -340,7 +348,8 @@ int main(void)
                 CHECK(st == AGMM_OK && code == 0,
                       "%d rank(s), %s, %s: exit code %d (1: the reference; "
                       "100 + what: 10-11 plan or weight, 12-13 bias or run, "
-                      "14 wrote past C's i columns, 16 off the reference; "
+                      "14 wrote past C's i columns, 16 off the reference, 18 a "
+                      "primitive made in a round or not a pass; "
                       "20-23 the refusals)",
                       np, agmm_gemm_engine_name(cf.engine),
                       agmm_dtype_name(cf.dtype), code);
