@@ -177,4 +177,72 @@ def scenario_glu(world, args):
             raise AssertionError("a gated plan with %r was taken" % bad)
 
 
-SCENARIOS = {"epilogue": scenario_epilogue, "glu": scenario_glu}
+def scenario_glu_torch(world, args):
+    """agmm.torch.fused_all_gather_matmul(..., activation="silu_mul"): C
+    [M, i] = F.silu(x @ Wg + bg) * (x @ Wu + bu), against torch in float64
+    in inference (the plan's epilogue; with a bias, after the round) and
+    with autograd (dA, dW, db against torch's own backward); the reduce
+    ops refuse it."""
+    import torch
+    import torch.nn.functional as F
+    import agmm.torch as at
+    P, me = world.size, world.rank
+    m, k, i = args["m"], args["k"], args["i"]
+    x_all = [torch.from_numpy(_ints(100 + r, (m, k))) / 4 for r in range(P)]
+    w = torch.from_numpy(_ints(200, (k, 2 * i), -2, 3)) / 4
+    b = torch.from_numpy(
+        (np.random.default_rng(7).standard_normal(2 * i) * 0.5).astype(np.float32))
+    G = torch.from_numpy(_ints(300, (P * m, i))) / 8  # dLoss/dC, every row
+    at.register_group("glu", world)
+    try:
+        for name, fn in (("silu_mul", F.silu), ("gelu-tanh-mul",
+                                                lambda z: F.gelu(z, approximate="tanh"))):
+            for bias in (None, b):
+                xf = torch.cat(x_all).double().requires_grad_(True)
+                wf = w.double().requires_grad_(True)
+                bf = (bias.double() if bias is not None else
+                      torch.zeros(2 * i, dtype=torch.float64)).requires_grad_(True)
+                z = xf @ wf + bf
+                ref = fn(z[:, :i]) * z[:, i:]
+                ref.backward(G.double())
+                what = "%s bias %s" % (name, bias is not None)
+                # inference: the plan's epilogue (no bias) or after the round
+                with torch.no_grad():
+                    _, (c,) = at.fused_all_gather_matmul(
+                        x_all[me], [w], group_name="glu", return_A=False,
+                        bias=bias, activation=name, out_dtype=torch.float32)
+                assert tuple(c.shape) == (P * m, i), (what, c.shape)
+                _close(c.numpy(), ref.detach().numpy(), "fp32", what)
+                # autograd: every rank's C is the whole [M, i] with the same
+                # G, so this rank's dA rows are the reduce-scatter's sum of P
+                # equal parts (P x the reference's); dW and db are its own
+                # (the gathered A's), the reference's
+                xr = x_all[me].clone().requires_grad_(True)
+                wr = w.clone().requires_grad_(True)
+                br = bias.clone().requires_grad_(True) if bias is not None else None
+                _, (c,) = at.fused_all_gather_matmul(
+                    xr, [wr], group_name="glu", return_A=False, bias=br,
+                    activation=name, out_dtype=torch.float32)
+                _close(c.detach().numpy(), ref.detach().numpy(), "fp32", what + " fwd")
+                c.backward(G)
+                _close(xr.grad.numpy(), P * xf.grad[me * m:(me + 1) * m].numpy(),
+                       "fp32", what + " dA")
+                _close(wr.grad.numpy(), wf.grad.numpy(), "fp32", what + " dW")
+                if bias is not None:
+                    _close(br.grad.numpy(), bf.grad.numpy(), "fp32", what + " db")
+        for op in (lambda: at.fused_matmul_reduce_scatter(
+                       x_all[me], w, group_name="glu", activation="silu_mul"),
+                   lambda: at.fused_matmul_all_reduce(
+                       x_all[me], w, group_name="glu", activation="silu-mul")):
+            try:
+                op()
+            except agmm.InvalidArgument as e:
+                assert "gated" in str(e), str(e)
+            else:
+                raise AssertionError("a reduce op took a gated activation")
+    finally:
+        at.unregister_group("glu")
+
+
+SCENARIOS = {"epilogue": scenario_epilogue, "glu": scenario_glu,
+             "glu_torch": scenario_glu_torch}
