@@ -436,17 +436,30 @@ const char *agmm_op_name(agmm_op_t op);
  *   RELU       max(x, 0)
  *   GELU_TANH  0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  *   GELU_ERF   0.5 x (1 + erf(x / sqrt(2)))
- *   SILU       x / (1 + exp(-x)) */
+ *   SILU       x / (1 + exp(-x))
+ * The gated ones (the MLP's gate and up projections in one call) take a
+ * weight of n = 2 * i columns laid out [gate | up]: its first i columns
+ * are the gate's, the next i the up projection's (bias likewise: [n] =
+ * [gate's i | up's i]); C has i columns, each
+ *   C[:, j] = act(A @ W[:, j] + bias[j]) * (A @ W[:, i + j] + bias[i + j])
+ * in fp32 (act SILU or GELU_TANH above; one fp32 rounding of the product),
+ * rounded once to out_dtype. n must be even. AG_GEMM (and one-rank calls
+ * of it) only: GEMM_RS and GEMM_AR refuse them (their epilogue needs the
+ * reduced sum of both halves first).
+ *   SILU_MUL       silu(gate) * up        (SwiGLU)
+ *   GELU_TANH_MUL  gelu_tanh(gate) * up   (GeGLU) */
 typedef enum agmm_activation {
     AGMM_ACT_NONE = 0,
     AGMM_ACT_RELU = 1,
     AGMM_ACT_GELU_TANH = 2,
     AGMM_ACT_GELU_ERF = 3,
     AGMM_ACT_SILU = 4,
+    AGMM_ACT_SILU_MUL = 5,
+    AGMM_ACT_GELU_TANH_MUL = 6,
 } agmm_activation_t;
 
-/* "none", "relu", "gelu-tanh", "gelu-erf", "silu" ("invalid" for anything
- * else). */
+/* "none", "relu", "gelu-tanh", "gelu-erf", "silu", "silu-mul",
+ * "gelu-tanh-mul" ("invalid" for anything else). */
 const char *agmm_activation_name(agmm_activation_t act);
 
 /* What one plan computes and how. Zero-initialise with agmm_plan_desc_init()
@@ -455,9 +468,10 @@ typedef struct agmm_plan_desc {
     int nranks;             /* must equal the world size */
     const int64_t *m_local; /* nranks row counts (each >= 0, sum >= 1) */
     int64_t k;              /* >= 1 */
-    int64_t n;              /* >= 1 */
+    int64_t n;              /* >= 1; a gated activation: 2 * C's columns */
     int64_t tile_m;         /* >= 1: rows per tile (last tile may be short) */
-    int64_t tile_n;         /* >= 1: columns per work item */
+    int64_t tile_n;         /* >= 1: columns of C per work item (gated:
+                               each with its gate and up column of W) */
     agmm_dtype_t dtype;     /* of A and W; C's is out_dtype */
     agmm_weights_t weights;
     int comm_workers; /* >= 0; 0: GEMM workers issue the puts */
@@ -746,7 +760,8 @@ agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *plan,
 int64_t agmm_plan_rows(const agmm_plan_t *plan);
 int64_t agmm_plan_row_offset(const agmm_plan_t *plan, int r);
 /* The plan's weights (1 for a plan of one weight) and the columns of
- * weight i; -1 for a NULL or destroyed plan or i out of range. */
+ * weight i (of W: a gated activation's C has half as many); -1 for a NULL
+ * or destroyed plan or i out of range. */
 int agmm_plan_weights(const agmm_plan_t *plan);
 int64_t agmm_plan_cols(const agmm_plan_t *plan, int i);
 

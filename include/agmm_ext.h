@@ -56,17 +56,26 @@ agmm_status_t agmm_reference_rs(int nranks, const void *const *a,
 /* A plan's epilogue (agmm_plan_desc_t: bias, activation) on a reference
  * result: c ([rows, n] fp32: a reference product or sum) becomes
  * act(c + bias[j]) computed in double, rounded once to fp32 (bias NULL:
- * none; AGMM_ACT_NONE: just the bias). It does not round to the plan's
- * out_dtype: a check allows half an ulp of it on top (the agmm tool's
- * allowance, docs/cli.md). Plain libm in double, sharing nothing with the
- * engines' fp32 epilogue. Local. */
+ * none; AGMM_ACT_NONE: just the bias). A gated activation (SILU_MUL,
+ * GELU_TANH_MUL; n even, [gate | up] halves of h = n / 2 columns) packs
+ * the result into c's first rows * h floats, row stride h:
+ *   c[i*h + j] = gate_act(c[i,j] + bias[j]) * (c[i,h+j] + bias[h+j]).
+ * It does not round to the plan's out_dtype: a check allows half an ulp
+ * of it on top (the agmm tool's allowance, docs/cli.md). Plain libm in
+ * double, sharing nothing with the engines' fp32 epilogue. Local. */
 agmm_status_t agmm_reference_epilogue(int64_t rows, int64_t n,
                                       const float *bias, agmm_activation_t act,
                                       float *c);
 /* The largest |slope| of the activation over the reals (none and relu 1,
  * gelu-tanh and gelu-erf 1.129, silu 1.0998, rounded up): how much an
- * error before it can grow through it; 0 for an invalid value. */
+ * error before it can grow through it; a gated one's is its gate
+ * activation's (silu-mul 1.0998, gelu-tanh-mul 1.129); 0 for an invalid
+ * value. */
 double agmm_activation_max_slope(agmm_activation_t act);
+/* A gated activation's activation of the gate: AGMM_ACT_SILU for
+ * SILU_MUL, AGMM_ACT_GELU_TANH for GELU_TANH_MUL; AGMM_ACT_NONE for any
+ * other value (not gated). */
+agmm_activation_t agmm_activation_gate(agmm_activation_t act);
 
 /* The int8 (W8A8) oracles: the same operations on int8 values with fp32
  * scales (AGMM_DTYPE_INT8), as plain loops sharing nothing with the

@@ -86,7 +86,9 @@ OPS = {"ag-gemm": 0, "gemm-rs": 1, "gemm-ar": 2}
 SCALES = {"channel": 0, "tensor": 1}            # agmm_scale_t (int8 plans)
 QUANT_AXES = {"rows": 0, "cols": 1, "tensor": 2}  # agmm_quant_axis_t
 ACTIVATIONS = {"none": 0, "relu": 1, "gelu-tanh": 2, "gelu-erf": 3,
-               "silu": 4}                     # agmm_activation_t
+               "silu": 4, "silu-mul": 5,
+               "gelu-tanh-mul": 6}            # agmm_activation_t
+GATED = ("silu-mul", "gelu-tanh-mul")  # W [gate | up] of n, C of n / 2
 
 
 class PlanDescC(_c.Structure):

@@ -73,7 +73,8 @@ def _grad_z(zs, gys, acts, ys):
     none, the output gradient itself in its own dtype (its consumers
     convert it once, into the GEMMs' dtype)."""
     return [(gy if a is None else epilogue_backward(z, gy, a))
-            if gy is not None else torch.zeros_like(y, dtype=torch.float32)
+            if gy is not None else  # a gated z is twice y's width
+            torch.zeros_like(z if z is not None else y, dtype=torch.float32)
             for z, gy, a, y in zip(zs, gys, acts, ys)]
 
 

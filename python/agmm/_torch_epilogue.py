@@ -20,6 +20,22 @@ ACTIVATIONS = {
     "gelu-erf": torch.nn.functional.gelu,
     "silu": torch.nn.functional.silu,
 }
+
+
+def _gated(fn):
+    """A gated activation of z [..., 2i] = [gate | up] (agmm.h): fn(gate) *
+    up, [..., i] (differentiable: autograd gives both halves' gradient)."""
+    def gated(z):
+        i = int(z.shape[-1]) // 2
+        return fn(z[..., :i]) * z[..., i:]
+    return gated
+
+
+# The gated ones (all-gather op only): a weight of n = 2i columns [gate |
+# up] gives C of i columns (agmm_plan_desc_t's AGMM_ACT_SILU_MUL, ...).
+GATED = {"silu-mul": _gated(ACTIVATIONS["silu"]),
+         "gelu-tanh-mul": _gated(ACTIVATIONS["gelu-tanh"])}
+ACTIVATIONS.update(GATED)
 # torch's ScalarType codes, as a ScalarType?[] argument reaches a kernel.
 SCALAR_TYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32,
                 4: torch.int64, 5: torch.float16, 6: torch.float32,
@@ -31,9 +47,27 @@ def activation_name(act, what="activation"):
     """None for no activation (None or ""), else a name of ACTIVATIONS."""
     if act is None or act == "":
         return None
+    if isinstance(act, str) and act.replace("_", "-") in GATED:
+        act = act.replace("_", "-")  # "silu_mul" as torch spells names
     if act not in ACTIVATIONS:
         raise InvalidArgument("%s: %r (allowed: None, %s)"
                               % (what, act, ", ".join(ACTIVATIONS)))
+    return act
+
+
+def c_cols(n, act):
+    """C's columns for a weight of n: n // 2 with a gated activation."""
+    return n // 2 if act in GATED else n
+
+
+def not_gated(act, op):
+    """act, refused (InvalidArgument) if gated: a reduce op's epilogue runs
+    on the reduced sum, which both halves would need first."""
+    if act in GATED:
+        raise InvalidArgument("activation: %r on %s (a gated activation is "
+                              "for the all-gather op, fused_all_gather_matmul: "
+                              "here both halves would need the reduced sum "
+                              "first)" % (act, op))
     return act
 
 
@@ -130,5 +164,5 @@ def epilogue_backward(z, grad_y, activation):
 
 
 __all__ = ["apply_epilogue", "apply_epilogue_", "epilogue_backward",
-           "activation_name",
+           "activation_name", "c_cols", "not_gated", "GATED",
            "out_dtype", "default_out", "check_bias", "ACTIVATIONS"]

@@ -13,6 +13,7 @@ import torch
 from . import _lib
 from .errors import InvalidArgument, Unsupported
 from ._torch_epilogue import (apply_epilogue, activation_name, check_bias, default_out,
+                              not_gated,
                               out_dtype)
 from ._torch_groups import (_DT, as_rows, _group, _cached_plan, _reduce_plan, ag_key,
                             check_tensor, reduce_key)
@@ -179,7 +180,7 @@ def lib_epilogue(biases, acts, dts):
 def reduce_epilogue(B, bias, activation, dtype, A=None):
     """The checked epilogue of a reduce call: (bias, activation, dtype; None:
     A's dtype)."""
-    act = activation_name(activation)
+    act = not_gated(activation_name(activation), "a reduce op")
     dt = out_dtype(dtype, default=default_out(A))
     check_bias(bias, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
                else -1)

@@ -12,7 +12,7 @@ from ._torch_dispatch import plain_cpu
 from ._torch_autograd import (AllGatherMatmul, MatmulAllReduce, MatmulReduceScatter,
                               backward_round, backward_round_fake, below_autograd,
                               _needs_grad)
-from ._torch_epilogue import activation_name, default_out, out_dtype
+from ._torch_epilogue import activation_name, c_cols, default_out, not_gated, out_dtype
 from ._torch_fp import (_dim, _per_weight, ag_kernel, ar_kernel, row_split,
                         rs_kernel)
 from ._torch_colpar import cp_autograd, cp_kernel, cp_meta
@@ -104,7 +104,8 @@ def _rs_autograd(A, B, reduce_op, scatter_dim, group_name, bias=None,
                               reduce_op, scatter_dim, group_name, bias=bias,
                               activation=activation, out_dtype=out_dtype)
     return MatmulReduceScatter.apply(
-        (group_name, int(scatter_dim), activation_name(activation),
+        (group_name, int(scatter_dim),
+         not_gated(activation_name(activation), "fused_matmul_reduce_scatter"),
          _out(out_dtype, A)), A, B, bias)
 
 
@@ -118,7 +119,8 @@ def _ar_autograd(A, B, reduce_op, group_name, bias=None, activation=None,
                               reduce_op, group_name, bias=bias,
                               activation=activation, out_dtype=out_dtype)
     return MatmulAllReduce.apply(
-        (group_name, activation_name(activation), _out(out_dtype, A)), A, B, bias)
+        (group_name, not_gated(activation_name(activation), "fused_matmul_all_reduce"),
+         _out(out_dtype, A)), A, B, bias)
 
 
 def _out(dt, A):
@@ -159,6 +161,9 @@ def _ag_meta(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
              activations=None, out_dtypes=None):
     Bs = list(Bs)
     a_shape, c_shapes = _ag_meta_shapes(A_shard, Bs, gather_dim, group_name)
+    acts = [activation_name(a) for a in _per_weight(activations, len(Bs),
+                                                      "activations")]
+    c_shapes = [s[:-1] + [c_cols(s[-1], a)] for s, a in zip(c_shapes, acts)]
     dts = [out_dtype(d, default=default_out(A_shard))
            for d in _per_weight(out_dtypes, len(Bs), "out_dtypes")]
     A_g = A_shard.new_empty(a_shape) if return_A else None

@@ -152,7 +152,8 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
         _set_weights(e, Bs)
         plan = e.plan
     if m.sched is not None and a2.numel() and a2.is_contiguous():
-        Cs = [torch.empty((m.M, ni), dtype=m.out) for ni in ns]
+        Cs = [torch.empty((m.M, ni), dtype=m.out)  # gated: half of W's
+              for ni in plan.c_cols]
         A_g = torch.empty((m.M, k), dtype=a2.dtype) if return_A else None
         if m.m_rows is None and A_g is None and len(Cs) == 1:
             plan._run_tensor(a2, Cs[0], m.sched)

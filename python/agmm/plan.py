@@ -65,7 +65,10 @@ class Plan:
               reduction); False (the default): none
     activation "none" (the default), "relu", "gelu-tanh", "gelu-erf",
               "silu": applied after the bias, in fp32; or a list, one per
-              weight (a gate and an up projection: ["silu", "none"])
+              weight (a gate and an up projection: ["silu", "none"]).
+              Gated (ag-gemm): "silu-mul", "gelu-tanh-mul": the weight's n
+              columns are [gate | up] halves (bias likewise), C has n / 2
+              columns, act(A @ W_gate + b_gate) * (A @ W_up + b_up)
     out_dtype "fp32" (the default), "bf16" or "fp16" (or a numpy/torch
               dtype): C's dtype, rounded once after the activation; bf16
               from NumPy is a uint16 array of the raw bits
@@ -122,6 +125,11 @@ class Plan:
             d.activations = ctypes.cast(self._acts, ctypes.POINTER(ctypes.c_int))
         else:
             d.activation = _name(activation, _lib.ACTIVATIONS, "activation")
+        acts = self.activation if isinstance(self.activation, list) else \
+            [self.activation] * len(self.n_list)
+        # C's columns per weight: a gated one's half of W's.
+        self.c_cols = [ni // 2 if a in _lib.GATED else ni
+                       for a, ni in zip(acts, self.n_list)]
         self.out_dtype = dtype_name(out_dtype)
         if self.out_dtype == "int8":
             raise InvalidArgument("out_dtype: 'int8' (allowed: fp32, bf16, "
@@ -174,7 +182,7 @@ class Plan:
             self.k_local = None
             self.a_shape = (self.m_local[self.rank], self.k)
             self.w_shape = (self.k, self.n)
-            self.c_shape = (M, self.n)
+            self.c_shape = (M, self.c_cols[0])
         self._run = _lib.fn.agmm_plan_run
         world._plans.append(self)
 
@@ -387,7 +395,7 @@ class Plan:
         c_rows = rows[self.rank] if self.op == "gemm-rs" else M
         cs = [_buffers.output(o, (c_rows, ni), a, "out" if nw == 1 else
                               "out[%d]" % i, self.out_dtype)
-              for i, (o, ni) in enumerate(zip(outs, self.n_list))]
+              for i, (o, ni) in enumerate(zip(outs, self.c_cols))]
         g = gs = None
         if a_gathered is not None:
             g_out = None if a_gathered is True else a_gathered

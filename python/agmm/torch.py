@@ -70,8 +70,10 @@ The layer's other ops (issue 23), with torch's argument names:
   fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None) -> C
       (gemm-ar: C = sum_r A_r @ B_r [M, ..., n] on every rank)
 The fp ops take bias=None, activation=None ("relu", "gelu-tanh",
-"gelu-erf", "silu") and out_dtype=None (A's dtype; float32, bfloat16,
-float16),
+"gelu-erf", "silu"; on the all-gather op also the gated "silu-mul" or
+"silu_mul" and "gelu-tanh-mul": B [k, 2i] = [gate | up], C [..., i] =
+act(gate) * up, differentiable) and out_dtype=None (A's dtype; float32,
+bfloat16, float16),
 applied once to the final result (_torch_epilogue.apply_epilogue; the
 all-gather op's by its plan inside the round where it can:
 _torch_fp.lib_epilogue), and

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agmm_ext.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "gemm/convert.h"
@@ -143,6 +144,9 @@ static double act_f64(agmm_activation_t act, double x)
         return 0.5 * x * (1 + erf(x / sqrt(2.0)));
     case AGMM_ACT_SILU:
         return x / (1 + exp(-x));
+    case AGMM_ACT_SILU_MUL:      /* gated: on the gate (reference_glu) */
+    case AGMM_ACT_GELU_TANH_MUL: /* never called with these */
+        break;
     }
     return x;
 }
@@ -157,9 +161,28 @@ double agmm_activation_max_slope(agmm_activation_t act)
     case AGMM_ACT_GELU_ERF:
         return 1.129;
     case AGMM_ACT_SILU: /* at x ~ 2.4 */
+    case AGMM_ACT_SILU_MUL:
         return 1.0998;
+    case AGMM_ACT_GELU_TANH_MUL:
+        return 1.129;
     }
     return 0;
+}
+
+/* The gated epilogue of agmm_reference_epilogue: [rows, 2h] into the
+ * first rows * h floats of c, in order (row i's results land at or before
+ * where its gate values were read, and after every value of rows < i). */
+static void reference_glu(int64_t rows, int64_t h, const float *bias,
+                          agmm_activation_t gate, float *c)
+{
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < h; j++) {
+            const float *v = c + (size_t)i * (size_t)(2 * h);
+            double g = (double)v[j] + (bias ? (double)bias[j] : 0.0);
+            double u = (double)v[h + j] + (bias ? (double)bias[h + j] : 0.0);
+            c[(size_t)i * (size_t)h + (size_t)j] =
+                (float)(act_f64(gate, g) * u);
+        }
 }
 
 agmm_status_t agmm_reference_epilogue(int64_t rows, int64_t n,
@@ -170,6 +193,16 @@ agmm_status_t agmm_reference_epilogue(int64_t rows, int64_t n,
         agmm_activation_max_slope(act) == 0)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "reference_epilogue: invalid argument");
+    agmm_activation_t gate = agmm_activation_gate(act);
+    if (gate != AGMM_ACT_NONE) {
+        if (n % 2)
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "reference_epilogue: n = %lld with %s (allowed: "
+                              "even, [gate | up])",
+                              (long long)n, agmm_activation_name(act));
+        reference_glu(rows, n / 2, bias, gate, c);
+        return AGMM_OK;
+    }
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < n; j++) {
             float *v = c + (size_t)i * (size_t)n + (size_t)j;

@@ -403,3 +403,68 @@ void agmm_gemm_epilogue_s32(const agmm_gemm_attr_t *attr, int64_t m,
         }
     }
 }
+
+/* One block of nb columns of one row of the gated pass (epilogue.h,
+ * agmm_gemm_epilogue_glu): act a literal at each call (glu_rows), so the
+ * loops vectorize as activate()'s do. */
+static inline __attribute__((always_inline)) void
+glu_block(agmm_gemm_act_t act, float *x, int64_t nb, const float *g,
+          const float *u, const float *bg, const float *bu)
+{
+    for (int64_t j = 0; j < nb; j++)
+        x[j] = bg ? g[j] + bg[j] : g[j];
+    for (int64_t j = 0; j < nb; j++)
+        x[j] = act_one(act, x[j]);
+    if (bu)
+        for (int64_t j = 0; j < nb; j++)
+            x[j] = x[j] * (u[j] + bu[j]);
+    else
+        for (int64_t j = 0; j < nb; j++)
+            x[j] = x[j] * u[j];
+}
+
+AGMM_EPI_CLONES
+static void glu_rows(const agmm_gemm_attr_t *attr, int64_t m, int64_t ncols,
+                     const float *acc, int64_t ldacc, const float *bg,
+                     const float *bu, void *c, int64_t ldc)
+{
+    size_t es = agmm_dtype_size(attr->c_dtype);
+    float x[BLK];
+    for (int64_t i = 0; i < m; i++) {
+        const float *g = acc + (size_t)i * (size_t)ldacc, *u = g + ncols;
+        unsigned char *crow = (unsigned char *)c + (size_t)i * (size_t)ldc * es;
+        for (int64_t j0 = 0; j0 < ncols; j0 += BLK) {
+            int64_t nb = AGMM_MIN((int64_t)BLK, ncols - j0);
+            const float *b0 = bg ? bg + j0 : NULL, *b1 = bu ? bu + j0 : NULL;
+            switch (attr->act) {
+#define AGMM_EPI_GLU(a)                                                        \
+    case a:                                                                    \
+        glu_block(a, x, nb, g + j0, u + j0, b0, b1);                           \
+        break;
+                AGMM_EPI_GLU(AGMM_GEMM_ACT_NONE)
+                AGMM_EPI_GLU(AGMM_GEMM_ACT_RELU)
+                AGMM_EPI_GLU(AGMM_GEMM_ACT_SILU)
+                AGMM_EPI_GLU(AGMM_GEMM_ACT_GELU_TANH)
+                AGMM_EPI_GLU(AGMM_GEMM_ACT_GELU_ERF)
+#undef AGMM_EPI_GLU
+            }
+            if (attr->c_dtype == AGMM_DTYPE_BF16) { /* a loop that vectorizes */
+                uint16_t *d = (uint16_t *)(void *)crow + j0;
+                for (int64_t j = 0; j < nb; j++)
+                    d[j] = agmm_f32_to_bf16_inline(x[j]);
+            } else {
+                agmm_convert_from_f32(attr->c_dtype, x, crow + (size_t)j0 * es,
+                                      (size_t)nb);
+            }
+        }
+    }
+}
+
+void agmm_gemm_epilogue_glu(const agmm_gemm_attr_t *attr, int64_t m,
+                            int64_t ncols, const float *acc, int64_t ldacc,
+                            const float *bias_gate, const float *bias_up,
+                            void *c, int64_t ldc)
+{
+    if (m <= 0 || ncols <= 0) return;
+    glu_rows(attr, m, ncols, acc, ldacc, bias_gate, bias_up, c, ldc);
+}

@@ -45,4 +45,19 @@ void agmm_gemm_epilogue_s32(const agmm_gemm_attr_t *attr, int64_t m,
                             int64_t ld_a_scale, const float *w_scale,
                             const float *bias, void *c, int64_t ldc);
 
+/* The gated pass (agmm.h: AGMM_ACT_SILU_MUL, GELU_TANH_MUL): for i < m,
+ * j < ncols, with g = acc[i*ldacc + j] and u = acc[i*ldacc + ncols + j]
+ * (each row's gate sums, then its up sums: fp32, already scaled, e.g. an
+ * engine call over the paired columns), each step one fp32 operation:
+ *   g = g + bias_gate[j]   (when given)
+ *   g = act(g)             (attr->act: the gate's activation)
+ *   u = u + bias_up[j]     (when given)
+ *   C[i,j] = g * u, rounded once to attr->c_dtype (c's row stride ldc).
+ * attr's accumulate and scales are not used (the sums come scaled). acc
+ * is only read and must not overlap c. */
+void agmm_gemm_epilogue_glu(const agmm_gemm_attr_t *attr, int64_t m,
+                            int64_t ncols, const float *acc, int64_t ldacc,
+                            const float *bias_gate, const float *bias_up,
+                            void *c, int64_t ldc);
+
 #endif /* AGMM_GEMM_EPILOGUE_H */

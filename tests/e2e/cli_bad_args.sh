@@ -83,7 +83,10 @@ rows=(
     "run --dtype fp64                     | --dtype: one of fp16, bf16, fp32"
     "run --dtype FP16                     | --dtype:"
     # the epilogue
-    "run --activation gelu                | --activation: one of none, relu, gelu-tanh, gelu-erf, silu (got 'gelu')"
+    "run --activation gelu                | --activation: one of none, relu, gelu-tanh, gelu-erf, silu, silu-mul, gelu-tanh-mul (got 'gelu')"
+    "run --activation silu-mul --n 33     | --n: 33 with --activation silu-mul (allowed: even"
+    "run --op gemm-rs --activation silu-mul | --activation silu-mul: only with --op ag-gemm"
+    "run --op gemm-ar --activation gelu-tanh-mul | --activation gelu-tanh-mul: only with --op ag-gemm"
     "bench --activation                   | --activation: missing value"
     "run --out-dtype int8                 | --out-dtype: one of fp32, bf16, fp16 (got 'int8')"
     "run --out-dtype FP32                 | --out-dtype: one of fp32, bf16, fp16"

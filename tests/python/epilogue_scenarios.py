@@ -130,4 +130,119 @@ def _one(world, op, kl, act, out, bias, kind, m, k, n, M, P, me):
                 op, act, out, bias, kind, rnd))
 
 
-SCENARIOS = {"epilogue": scenario_epilogue}
+def scenario_glu(world, args):
+    """The gated activations (silu-mul, gelu-tanh-mul): W [k, 2i] = [gate |
+    up], C [M, i] = act(A @ W_gate + b_gate) * (A @ W_up + b_up), against
+    torch's F.silu(x @ Wg) * (x @ Wu) in float64; both schedules, bias
+    on/off, fp32 and bf16 C; odd n and gemm-rs refused."""
+    import torch
+    import torch.nn.functional as F
+    P, me = world.size, world.rank
+    m, k, i = args["m_local"], args["k"], args["i"]
+    n = 2 * i
+    acts = {"silu-mul": F.silu,
+            "gelu-tanh-mul": lambda z: F.gelu(z, approximate="tanh")}
+    a_all = [_ints(100 + r, (m[r], k)) for r in range(P)]
+    w = _ints(200, (k, n), -2, 3)
+    x = torch.from_numpy(np.concatenate(a_all)).double() / 4
+    wt = torch.from_numpy(w).double() / 4
+    b = torch.from_numpy(
+        (np.random.default_rng(7).standard_normal(n) * 0.5).astype(np.float32))
+    for act, fn in acts.items():
+        for out in ("fp32", "bf16"):
+            for bias in (False, True):
+                with world.plan(m_local=m, k=k, n=n, dtype="bf16", tile_m=4,
+                                tile_n=8, bias=bias, activation=act,
+                                out_dtype=out) as plan:
+                    assert plan.c_shape == (sum(m), i), plan.c_shape
+                    plan.set_weight((torch.from_numpy(w) / 4).to(torch.bfloat16))
+                    if bias:
+                        plan.set_bias(b)
+                    a = (torch.from_numpy(a_all[me]) / 4).to(torch.bfloat16)
+                    bd = b.double() if bias else torch.zeros(n, dtype=torch.float64)
+                    ref = (fn(x @ wt[:, :i] + bd[:i]) *
+                           (x @ wt[:, i:] + bd[i:])).numpy()
+                    for sched in ("fused", "baseline"):
+                        c = plan.run(a, schedule=sched)
+                        assert tuple(c.shape) == (sum(m), i), c.shape
+                        _close(_as32(c, out), ref, out, "%s %s bias %s %s" % (
+                            act, out, bias, sched))
+    for bad, what in ((dict(n=n + 1), "even"), (dict(n=n, op="gemm-rs"),
+                                                 "ag-gemm")):
+        try:
+            world.plan(m_local=m, k=k, dtype="bf16", activation="silu-mul", **bad)
+        except agmm.Error as e:
+            assert what in str(e), str(e)
+        else:
+            raise AssertionError("a gated plan with %r was taken" % bad)
+
+
+def scenario_glu_torch(world, args):
+    """agmm.torch.fused_all_gather_matmul(..., activation="silu_mul"): C
+    [M, i] = F.silu(x @ Wg + bg) * (x @ Wu + bu), against torch in float64
+    in inference (the plan's epilogue; with a bias, after the round) and
+    with autograd (dA, dW, db against torch's own backward); the reduce
+    ops refuse it."""
+    import torch
+    import torch.nn.functional as F
+    import agmm.torch as at
+    P, me = world.size, world.rank
+    m, k, i = args["m"], args["k"], args["i"]
+    x_all = [torch.from_numpy(_ints(100 + r, (m, k))) / 4 for r in range(P)]
+    w = torch.from_numpy(_ints(200, (k, 2 * i), -2, 3)) / 4
+    b = torch.from_numpy(
+        (np.random.default_rng(7).standard_normal(2 * i) * 0.5).astype(np.float32))
+    G = torch.from_numpy(_ints(300, (P * m, i))) / 8  # dLoss/dC, every row
+    at.register_group("glu", world)
+    try:
+        for name, fn in (("silu_mul", F.silu), ("gelu-tanh-mul",
+                                                lambda z: F.gelu(z, approximate="tanh"))):
+            for bias in (None, b):
+                xf = torch.cat(x_all).double().requires_grad_(True)
+                wf = w.double().requires_grad_(True)
+                bf = (bias.double() if bias is not None else
+                      torch.zeros(2 * i, dtype=torch.float64)).requires_grad_(True)
+                z = xf @ wf + bf
+                ref = fn(z[:, :i]) * z[:, i:]
+                ref.backward(G.double())
+                what = "%s bias %s" % (name, bias is not None)
+                # inference: the plan's epilogue (no bias) or after the round
+                with torch.no_grad():
+                    _, (c,) = at.fused_all_gather_matmul(
+                        x_all[me], [w], group_name="glu", return_A=False,
+                        bias=bias, activation=name, out_dtype=torch.float32)
+                assert tuple(c.shape) == (P * m, i), (what, c.shape)
+                _close(c.numpy(), ref.detach().numpy(), "fp32", what)
+                # autograd: every rank's C is the whole [M, i] with the same
+                # G, so this rank's dA rows are the reduce-scatter's sum of P
+                # equal parts (P x the reference's); dW and db are its own
+                # (the gathered A's), the reference's
+                xr = x_all[me].clone().requires_grad_(True)
+                wr = w.clone().requires_grad_(True)
+                br = bias.clone().requires_grad_(True) if bias is not None else None
+                _, (c,) = at.fused_all_gather_matmul(
+                    xr, [wr], group_name="glu", return_A=False, bias=br,
+                    activation=name, out_dtype=torch.float32)
+                _close(c.detach().numpy(), ref.detach().numpy(), "fp32", what + " fwd")
+                c.backward(G)
+                _close(xr.grad.numpy(), P * xf.grad[me * m:(me + 1) * m].numpy(),
+                       "fp32", what + " dA")
+                _close(wr.grad.numpy(), wf.grad.numpy(), "fp32", what + " dW")
+                if bias is not None:
+                    _close(br.grad.numpy(), bf.grad.numpy(), "fp32", what + " db")
+        for op in (lambda: at.fused_matmul_reduce_scatter(
+                       x_all[me], w, group_name="glu", activation="silu_mul"),
+                   lambda: at.fused_matmul_all_reduce(
+                       x_all[me], w, group_name="glu", activation="silu-mul")):
+            try:
+                op()
+            except agmm.InvalidArgument as e:
+                assert "gated" in str(e), str(e)
+            else:
+                raise AssertionError("a reduce op took a gated activation")
+    finally:
+        at.unregister_group("glu")
+
+
+SCENARIOS = {"epilogue": scenario_epilogue, "glu": scenario_glu,
+             "glu_torch": scenario_glu_torch}

@@ -30,3 +30,17 @@ def test_activation_names_and_default_out_dtype():
 def test_epilogue_against_numpy(nranks):
     m_local = [9, 6][:nranks]
     run_world(nranks, "epilogue", dict(m_local=m_local, k=20, n=24, torch=True))
+
+
+@pytest.mark.parametrize("nranks", [1, 2])
+def test_gated_activation_against_torch(nranks):
+    """silu-mul / gelu-tanh-mul: W [gate | up] of 2i columns, C of i."""
+    run_world(nranks, "glu", dict(m_local=[9, 6][:nranks], k=20, i=13,
+                                  torch=True))
+
+
+@pytest.mark.parametrize("nranks", [1, 2])
+def test_gated_activation_torch_op_and_autograd(nranks):
+    """agmm.torch.fused_all_gather_matmul(activation="silu_mul"): forward
+    and gradients against torch's F.silu(x @ Wg) * (x @ Wu)."""
+    run_world(nranks, "glu_torch", dict(m=7, k=20, i=13, torch=True))

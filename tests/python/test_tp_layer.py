@@ -142,6 +142,10 @@ def test_meta_kernels_under_fake_tensors(monkeypatch):
         assert c1.grad_fn is not None  # the autograd kernel ran on fakes
         A, cs = at.fused_all_gather_matmul(a, [w2], return_A=False)
         assert A is None and cs[0].shape == (24, 5, 8)
+        # gated: B [32, 16] = [gate | up] gives C of 8 columns
+        A, (cg,) = at.fused_all_gather_matmul(a, [w1], return_A=False,
+                                              activation="silu_mul")
+        assert cg.shape == (24, 5, 8) and cg.grad_fn is not None
         x = torch.empty(10, 3, 32, dtype=torch.float16)
         w = torch.empty(32, 12, dtype=torch.float16)
         # 10 rows over 4 ranks: 3, 3, 2, 2; rank 3 gets 2.

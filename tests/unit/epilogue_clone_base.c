@@ -5,4 +5,5 @@
 #define agmm_gemm_epilogue     base_gemm_epilogue
 #define agmm_gemm_epilogue_s32 base_gemm_epilogue_s32
 #define agmm_gemm_epilogue_isa base_gemm_epilogue_isa
+#define agmm_gemm_epilogue_glu base_gemm_epilogue_glu
 #include "gemm/epilogue.c"

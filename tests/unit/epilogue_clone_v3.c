@@ -13,4 +13,5 @@
 #define agmm_gemm_epilogue     v3_gemm_epilogue
 #define agmm_gemm_epilogue_s32 v3_gemm_epilogue_s32
 #define agmm_gemm_epilogue_isa v3_gemm_epilogue_isa
+#define agmm_gemm_epilogue_glu v3_gemm_epilogue_glu
 #include "gemm/epilogue.c"

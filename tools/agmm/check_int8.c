@@ -60,8 +60,8 @@ typedef struct counts {
  * mag). NaN fails. */
 static void compare(const agmm_cli_t *cli, const float *c, const float *ref,
                     const float *raw, const float *pre, const float *mag,
-                    double rel, double abs_, int64_t total, counts_t *n,
-                    agmm_int8_check_t *q)
+                    double rel, double abs_, int64_t total, int64_t nc,
+                    counts_t *n, agmm_int8_check_t *q)
 {
     for (int64_t i = 0; i < total; i++) {
         double d = fabs((double)c[i] - (double)ref[i]);
@@ -69,7 +69,11 @@ static void compare(const agmm_cli_t *cli, const float *c, const float *ref,
                    : raw ? fabs((double)raw[i])
                          : fabs((double)ref[i]);
         double bound = rel * m + abs_;
-        if (pre) bound = agmm_tool_epi_bound(cli, bound, pre[i], ref[i]);
+        if (pre && raw && !mag)
+            bound =
+                agmm_tool_epi_bound_at(cli, rel, abs_, raw, pre, ref, i, nc);
+        else if (pre)
+            bound = agmm_tool_epi_bound(cli, bound, pre[i], ref[i]);
         if (!(d <= bound)) {
             if (n->first_bad < 0) n->first_bad = i;
             n->mismatches++;
@@ -159,7 +163,7 @@ static int check_rs(const agmm_tool_rank_t *t, int round, counts_t *cnt,
     if (rc == 0) {
         const float *c = agmm_tool_out_f32(t, 0, rows * n);
         compare(cli, c, ref, NULL, pre, mag, (double)(P + 3) * 0x1p-24, 0,
-                rows * n, cnt, q);
+                rows * n, n, cnt, q);
         quant_error(c, c32, rows * n, q);
     }
     for (int p = 0; p < P; p++) {
@@ -266,18 +270,19 @@ int agmm_tool_check_int8(const agmm_tool_rank_t *t, int round,
                 rc = 1;
                 break;
             }
-            const float *c = agmm_tool_out_f32(t, i, M * n);
+            int64_t nc = agmm_tool_c_cols(cli, n);
+            const float *c = agmm_tool_out_f32(t, i, M * nc);
             int64_t before = cnt.mismatches;
             counts_t one = {cnt.max_abs_diff, 0, -1};
             compare(cli, c, ref, raw, pre, NULL, AGMM_INT8_AG_ULPS * 0x1p-24,
-                    AGMM_INT8_AG_ABS, M * n, &one, q);
+                    AGMM_INT8_AG_ABS, M * nc, nc, &one, q);
             cnt.max_abs_diff = one.max_abs_diff;
             if (one.mismatches && !before) {
                 cnt.first_bad = one.first_bad;
                 *bad_weight = i;
             }
             cnt.mismatches += one.mismatches;
-            quant_error(c, c32, M * n, q);
+            quant_error(c, c32, M * nc, q);
         }
         if (rc == 0 && t->gathered) check_gathered(t, sh, sc, rows, &cnt);
         for (int p = 0; p < P; p++) {

@@ -298,7 +298,7 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
                 agmm_dtype_name(cli->dtype));
         return 2;
     }
-    if (check_weights_and_rows(cli, err)) return 2;
+    if (check_weights_and_rows(cli, err) || opt_check_gated(cli, err)) return 2;
     /* --m-local against --ranks */
     if (cli->m_local_count > 1 && cli->m_local_count != cli->ranks) {
         fprintf(err,

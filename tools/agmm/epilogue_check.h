@@ -13,10 +13,10 @@ int agmm_tool_has_epilogue(const agmm_cli_t *cli);
 
 /* Weight i's reference ref ([rows, n] fp32, the product or sum) becomes
  * the epilogue's result (agmm_reference_epilogue with t's bias of weight
- * i and the activation); raw (may be NULL) receives ref as it was (the
- * product, whose size the bound before the epilogue is relative to) and
- * pre (may be NULL) ref + bias, the value before the activation. Returns
- * 0 or 1. */
+ * i and the activation; a gated one packs it into [rows, n / 2]); raw
+ * (may be NULL) receives ref as it was (the product, whose size the bound
+ * before the epilogue is relative to) and pre (may be NULL) ref + bias,
+ * the value before the activation (both [rows, n]). Returns 0 or 1. */
 int agmm_tool_ref_epilogue(const agmm_tool_rank_t *t, int i, int64_t rows,
                            int64_t n, float *ref, float *raw, float *pre);
 
@@ -34,6 +34,15 @@ int agmm_tool_ref_epilogue(const agmm_tool_rank_t *t, int i, int64_t rows,
  * smallest subnormal step (2^-25, else 1e-30). */
 double agmm_tool_epi_bound(const agmm_cli_t *cli, double before, double pre,
                            double ref);
+
+/* The bound of element e of a [rows, nc] C (nc: agmm_tool_c_cols) after
+ * agmm_tool_ref_epilogue, the product's own bound being rel * |raw| +
+ * abs_: agmm_tool_epi_bound of raw[e], pre[e], ref[e]; with a gated
+ * activation, raw and pre are [rows, 2 nc] ([gate | up] rows) and the
+ * bound combines the gate's and the up's (epilogue_check.c, glu_bound). */
+double agmm_tool_epi_bound_at(const agmm_cli_t *cli, double rel, double abs_,
+                              const float *raw, const float *pre,
+                              const float *ref, int64_t e, int64_t nc);
 
 /* Weight i's output of this round as fp32 (count elements): t->cs[i]
  * itself with an fp32 C, else converted exactly into t->c32s[i]. */

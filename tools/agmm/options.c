@@ -61,10 +61,14 @@ static const opt_choice_t k_out_dtypes[] = {{"fp32", AGMM_DTYPE_FP32},
                                             {"bf16", AGMM_DTYPE_BF16},
                                             {"fp16", AGMM_DTYPE_FP16},
                                             {NULL, 0}};
-static const opt_choice_t k_acts[] = {
-    {"none", AGMM_ACT_NONE},           {"relu", AGMM_ACT_RELU},
-    {"gelu-tanh", AGMM_ACT_GELU_TANH}, {"gelu-erf", AGMM_ACT_GELU_ERF},
-    {"silu", AGMM_ACT_SILU},           {NULL, 0}};
+static const opt_choice_t k_acts[] = {{"none", AGMM_ACT_NONE},
+                                      {"relu", AGMM_ACT_RELU},
+                                      {"gelu-tanh", AGMM_ACT_GELU_TANH},
+                                      {"gelu-erf", AGMM_ACT_GELU_ERF},
+                                      {"silu", AGMM_ACT_SILU},
+                                      {"silu-mul", AGMM_ACT_SILU_MUL},
+                                      {"gelu-tanh-mul", AGMM_ACT_GELU_TANH_MUL},
+                                      {NULL, 0}};
 static const opt_choice_t k_transports[] = {{"shm", 0}, {"mpi", 1}, {NULL, 0}};
 /* agmm model: the modelled machine's transport, and the relay. */
 static const opt_choice_t k_model_transports[] = {{"shm", AGMM_MODEL_SHM},
@@ -185,7 +189,9 @@ const opt_row_t opt_table[] = {
      .choices = k_acts, LIB(activation), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
      .label = "--activation F",
      .help = "{choices}:\n"
-             "the activation after the bias, in fp32 (default {def})"},
+             "the activation after the bias, in fp32 (default {def});\n"
+             "the -mul ones are gated (ag-gemm): W's n columns are\n"
+             "[gate | up] halves, C has n/2: act(gate) * up"},
     {.name = "out-dtype", .kind = OPTK_CHOICE, .field = F(out_dtype), NOSET,
      .choices = k_out_dtypes, LIB(out_dtype), .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM,
      .label = "--out-dtype T",

@@ -157,6 +157,10 @@ int opt_check_schedule_mode(agmm_cli_t *cli, FILE *err, int mode_given);
  * (int8; dtype_checks.c): 0 or 2 after one error line. */
 int opt_check_dtype(const agmm_cli_t *cli, FILE *err);
 
+/* --activation silu-mul / gelu-tanh-mul against --op and --n
+ * (gated_checks.c): 0 or 2 after one error line. */
+int opt_check_gated(const agmm_cli_t *cli, FILE *err);
+
 /* The cross-option checks after all options were read (checks.c):
  * returns 0 or 2 after one error line; warnings do not fail. */
 int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here);

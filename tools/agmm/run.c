@@ -40,13 +40,13 @@ static uint64_t c_hash(const void *c, int64_t elems, size_t esize)
     return h;
 }
 
-/* max diff, mismatches and the first bad index of c against ref. With an
- * epilogue (epilogue_check.h), raw is the reference product (allclose's
- * bound is taken of it) and pre the value before the activation, else
- * both NULL. */
+/* max diff, mismatches and the first bad index of c against ref ([total /
+ * nc, nc]). With an epilogue (epilogue_check.h), raw is the reference
+ * product (allclose's bound is taken of it) and pre the value before the
+ * activation, else both NULL. */
 static void compare(const agmm_cli_t *cli, const float *c, const float *ref,
                     const float *raw, const float *pre, int64_t total,
-                    round_result_t *res)
+                    int64_t nc, round_result_t *res)
 {
     res->max_abs_diff = 0;
     res->mismatches = 0;
@@ -54,8 +54,7 @@ static void compare(const agmm_cli_t *cli, const float *c, const float *ref,
     for (int64_t i = 0; i < total; i++) {
         double d = fabs((double)c[i] - (double)ref[i]);
         double bound =
-            pre ? agmm_tool_epi_bound(cli, ATOL + RTOL * fabs((double)raw[i]),
-                                      pre[i], ref[i])
+            pre ? agmm_tool_epi_bound_at(cli, RTOL, ATOL, raw, pre, ref, i, nc)
                 : ATOL + RTOL * fabs((double)ref[i]);
         if (!(d <= bound)) { /* NaN fails */
             if (res->first_bad < 0) res->first_bad = i;
@@ -104,7 +103,7 @@ static int check_round_rs(agmm_tool_rank_t *t, int round, round_result_t *res)
         rc = agmm_tool_ref_epilogue(t, 0, rows, cli->n, ref, raw, pre);
     if (rc == 0)
         compare(cli, agmm_tool_out_f32(t, 0, rows * cli->n), ref, raw, pre,
-                rows * cli->n, res);
+                rows * cli->n, cli->n, res);
     else
         fprintf(stderr, "agmm: rank %d: could not compute the reference\n",
                 t->rank);
@@ -173,7 +172,8 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
             rc = 1;
             break;
         }
-        compare(cli, agmm_tool_out_f32(t, i, M * n), ref, raw, pre, M * n,
+        int64_t nc = agmm_tool_c_cols(cli, n);
+        compare(cli, agmm_tool_out_f32(t, i, M * nc), ref, raw, pre, M * nc, nc,
                 &one);
         if (one.max_abs_diff > res->max_abs_diff ||
             one.max_abs_diff != one.max_abs_diff)
@@ -435,20 +435,23 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
             int64_t i = all[p].first_bad, row0 = 0, mrs = 0, rows_p = 0;
             if (cli->op == AGMM_OP_GEMM_RS) /* rank p's rows of the round */
                 agmm_tool_round_rs_rows(cli, round, p, &mrs, &row0, &rows_p);
-            int64_t n = cli->n; /* several weights: the first that differs */
+            int64_t n = agmm_tool_c_cols(cli, cli->n); /* several weights:
+                                                        * the first that
+                                                        * differs */
             if (cli->n_count > 1) {
-                n = cli->n_list[all[p].bad_weight];
+                n = agmm_tool_c_cols(cli, cli->n_list[all[p].bad_weight]);
                 printf("  rank %d, weight %d:", p, all[p].bad_weight);
             } else {
                 printf("  rank %d:", p);
             }
-            printf(
-                " %lld of %lld outputs differ; first at row %lld, column "
-                "%lld\n",
-                (long long)all[p].mismatches,
-                (long long)((cli->op == AGMM_OP_GEMM_RS ? rows_p : m_round) *
-                            (cli->op == AGMM_OP_GEMM_RS ? cli->n : cli->n_sum)),
-                (long long)(row0 + i / n), (long long)(i % n));
+            printf(" %lld of %lld outputs differ; first at row %lld, column "
+                   "%lld\n",
+                   (long long)all[p].mismatches,
+                   (long long)((cli->op == AGMM_OP_GEMM_RS ? rows_p : m_round) *
+                               agmm_tool_c_cols(cli, cli->op == AGMM_OP_GEMM_RS
+                                                         ? cli->n
+                                                         : cli->n_sum)),
+                   (long long)(row0 + i / n), (long long)(i % n));
         }
     }
     agmm_progress_clear(&pg);

@@ -145,6 +145,11 @@ int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r)
     return cli->op == AGMM_OP_GEMM_RS ? cli->m_local[r] : cli->m_total;
 }
 
+int64_t agmm_tool_c_cols(const agmm_cli_t *cli, int64_t n)
+{
+    return agmm_activation_gate(cli->activation) != AGMM_ACT_NONE ? n / 2 : n;
+}
+
 int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r)
 {
     /* gemm-rs, gemm-ar: every rank has its own W_r */
@@ -253,7 +258,8 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
     for (int i = 0; i < nw; i++) {
         int64_t n = nw > 1 ? cli->n_list[i] : cli->n;
         size_t kn = (size_t)agmm_tool_k_part(cli, t->rank) * (size_t)n;
-        size_t cn = (size_t)agmm_tool_c_rows(cli, t->rank) * (size_t)n;
+        size_t cn = (size_t)agmm_tool_c_rows(cli, t->rank) *
+                    (size_t)agmm_tool_c_cols(cli, n);
         t->ws[i] = malloc(kn * es + 1);
         t->cs[i] = malloc(cn * agmm_dtype_size(cli->out_dtype) + 1);
         int c16 = cli->out_dtype != AGMM_DTYPE_FP32;

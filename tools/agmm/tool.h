@@ -41,6 +41,9 @@ int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r);
 double agmm_tool_flop_per_rank(const agmm_cli_t *cli);
 int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r);
 int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r);
+/* C's columns for a weight of n columns: n, or n / 2 with a gated
+ * activation (agmm.h: [gate | up] halves of W make one column of C). */
+int64_t agmm_tool_c_cols(const agmm_cli_t *cli, int64_t n);
 int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r);
 /* int8: the rows of rank r's A (ag-gemm m_local[r], gemm-rs/-ar M), its A
  * scales (per row: those rows; --a-scale tensor: 1), weight i's scales

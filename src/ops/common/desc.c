@@ -77,8 +77,19 @@ const char *agmm_activation_name(agmm_activation_t act)
         return "gelu-erf";
     case AGMM_ACT_SILU:
         return "silu";
+    case AGMM_ACT_SILU_MUL:
+        return "silu-mul";
+    case AGMM_ACT_GELU_TANH_MUL:
+        return "gelu-tanh-mul";
     }
     return "invalid";
+}
+
+agmm_activation_t agmm_activation_gate(agmm_activation_t act)
+{
+    return act == AGMM_ACT_SILU_MUL        ? AGMM_ACT_SILU
+           : act == AGMM_ACT_GELU_TANH_MUL ? AGMM_ACT_GELU_TANH
+                                           : AGMM_ACT_NONE;
 }
 
 int agmm_desc_weights(const agmm_plan_desc_t *d)
@@ -89,6 +100,31 @@ int agmm_desc_weights(const agmm_plan_desc_t *d)
 agmm_activation_t agmm_desc_activation(const agmm_plan_desc_t *d, int i)
 {
     return d->activations ? d->activations[i] : d->activation;
+}
+
+/* A gated activation (agmm.h): a weight of [gate | up] halves (an even
+ * column count), on an operation whose GEMM calls carry the epilogue (the
+ * halves of one output column meet in one call's tile). */
+static agmm_status_t check_gated(const agmm_plan_desc_t *d)
+{
+    const agmm_operation_t *op = agmm_operation(d->op);
+    for (int i = 0; i < agmm_desc_weights(d); i++) {
+        agmm_activation_t act = agmm_desc_activation(d, i);
+        int64_t n = d->n_list ? d->n_list[i] : d->n;
+        if (agmm_activation_gate(act) == AGMM_ACT_NONE) continue;
+        if (op && !op->epilogue_in_gemm)
+            return agmm_error(AGMM_ERR_UNSUPPORTED,
+                              "plan: activation %s with %s (allowed with "
+                              "ag-gemm only: the gate and up halves need the "
+                              "reduced sum first)",
+                              agmm_activation_name(act), op->name);
+        if (n % 2)
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "plan: activation %s with n = %lld (allowed: "
+                              "even, [gate | up] halves)",
+                              agmm_activation_name(act), (long long)n);
+    }
+    return AGMM_OK;
 }
 
 /* The epilogue's fields: an activation (or one per weight), a C dtype of
@@ -108,14 +144,17 @@ static agmm_status_t check_epilogue(const agmm_plan_desc_t *d)
                        ? agmm_error(AGMM_ERR_INVALID_ARG,
                                     "plan: activations[%d] %d is not valid "
                                     "(allowed: none, relu, gelu-tanh, "
-                                    "gelu-erf, silu)",
+                                    "gelu-erf, silu, silu-mul, "
+                                    "gelu-tanh-mul)",
                                     i, (int)act)
                        : agmm_error(AGMM_ERR_INVALID_ARG,
                                     "plan: activation %d is not valid "
                                     "(allowed: none, relu, gelu-tanh, "
-                                    "gelu-erf, silu)",
+                                    "gelu-erf, silu, silu-mul, "
+                                    "gelu-tanh-mul)",
                                     (int)act);
     }
+    AGMM_CHECK(check_gated(d));
     if (d->out_dtype != AGMM_DTYPE_FP32 && d->out_dtype != AGMM_DTYPE_BF16 &&
         d->out_dtype != AGMM_DTYPE_FP16)
         return agmm_error(AGMM_ERR_INVALID_ARG,

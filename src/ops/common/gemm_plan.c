@@ -58,13 +58,27 @@ static int row_counts(const agmm_plan_t *p, int64_t *rows)
     return n;
 }
 
-/* The row counts, in a buffer the caller frees (NULL: out of memory). */
+/* The row counts, in a buffer the caller frees (NULL: out of memory).
+ * With a gated weight, also each count's remainder of tile_m: a gated
+ * segment's call of m rows runs as tile_m-row chunks (gemm_pass). */
 static int64_t *all_row_counts(const agmm_plan_t *p, int *n)
 {
     int P = p->nranks, G = p->desc.gemm_workers;
-    int64_t *rows = agmm_alloc(sizeof *rows * (size_t)(2 * P + G + 1 + P * G));
-    if (rows) *n = row_counts(p, rows);
+    int most = 2 * P + G + 1 + P * G;
+    int64_t *rows = agmm_alloc(sizeof *rows * (size_t)(2 * most));
+    if (!rows) return NULL;
+    *n = row_counts(p, rows);
+    for (int i = 0, n0 = *n; p->glu && i < n0; i++)
+        add_count(rows, n, rows[i] % p->desc.tile_m);
     return rows;
+}
+
+/* Rows per call of a pass segment: gated, tile_m (its fp32 scratch one
+ * tile of gate and up rows, never [rows, 2i]); else the plan's pass_rows. */
+static int64_t pass_step(const agmm_plan_t *p, int glu, int64_t m)
+{
+    if (glu) return AGMM_MIN(p->desc.tile_m, p->pass_rows);
+    return p->pass_rows > 0 ? p->pass_rows : m; /* > 0 when booked */
 }
 
 /* The segments of column group cg: blocks [b0, b1) of the weights side by
@@ -85,7 +99,8 @@ static int group_segments(const agmm_plan_t *p, int cg, agmm_gemm_seg_t *seg)
             seg[n].j0 = j0;
             seg[n].j1 = j1;
             seg[n].c0 = (j0 - p->blk_off[i]) * tn;
-            seg[n].c1 = AGMM_MIN((j1 - p->blk_off[i]) * tn, p->n_w[i]);
+            seg[n].c1 =
+                AGMM_MIN((j1 - p->blk_off[i]) * tn, agmm_plan_out_cols(p, i));
         }
         n++;
     }
@@ -103,6 +118,13 @@ int agmm_plan_segments(const agmm_plan_t *p, agmm_gemm_seg_t *seg, int *seg_off)
     return n;
 }
 
+/* Is segment sg's weight gated (its columns of C pair W's gate and up
+ * columns: plan_internal.h)? */
+static int seg_glu(const agmm_plan_t *p, const agmm_gemm_seg_t *sg)
+{
+    return p->glu >> sg->w & 1u;
+}
+
 /* What segment sg is prepared for: its shape, and the attributes of its
  * plain call (A in the engine's input dtype, W in the user's, C fp32) or,
  * with `acc`, of its accumulating call (C += A @ W). */
@@ -116,6 +138,11 @@ static void seg_shape(const agmm_plan_t *p, const agmm_gemm_seg_t *sg,
     shape->ld_a_scale = p->scale_off ? (int64_t)(p->row_bytes / 4) : 1;
     shape->ncols = sg->c1 - sg->c0;
     shape->ldw = shape->ldc = p->n_w[sg->w];
+    if (seg_glu(p, sg)) { /* gate and up columns, packed side by side */
+        shape->ncols *= 2;
+        shape->ldw = shape->ncols;
+        shape->ldc = agmm_plan_out_cols(p, sg->w);
+    }
     shape->rows = rows;
     shape->nrows = nrows;
 }
@@ -147,10 +174,11 @@ static void seg_attr(const agmm_plan_t *p, const agmm_gemm_seg_t *sg, int acc,
 }
 
 /* The shape a pass segment's plain call is prepared for: C dense (its
- * columns only) in the worker's pass buffer. */
+ * columns only: a gated one's gate then up columns) in the worker's pass
+ * buffer. */
 static void pass_shape(const agmm_gemm_seg_t *sg, agmm_gemm_shape_t *shape)
 {
-    if (sg->pass) shape->ldc = sg->c1 - sg->c0;
+    if (sg->pass) shape->ldc = shape->ncols;
 }
 
 /* An empty inner part makes no engine call (the partial is zero), so
@@ -179,7 +207,7 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
      * where the engine refuses it (quietly: a refusal is an answer here),
      * the plain call and a pass. */
     agmm_plan_t *w = (agmm_plan_t *)p; /* the segments' flags to fill */
-    int64_t pass_cols = 0, most = 0;
+    int64_t pass_cols = 0, glu_cols = 0, most = 0;
     for (int i = 0; i < nrows; i++)
         most = AGMM_MAX(most, rows[i]);
     for (int i = 0; i < nsegs(p) && st == AGMM_OK; i++) {
@@ -187,7 +215,10 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
         agmm_gemm_seg_t *sg = &w->seg[i];
         seg_shape(p, sg, rows, nrows, &shape);
         sg->pass = 0;
-        if (epi_in_gemm(p)) {
+        if (seg_glu(p, sg)) { /* no engine pairs the columns: always a pass */
+            sg->pass = 1;
+            glu_cols = AGMM_MAX(glu_cols, shape.ncols);
+        } else if (epi_in_gemm(p)) {
             agmm_gemm_attr_t attr;
             seg_attr(p, sg, 0, 1, &attr);
             uint64_t wb = 0, sc = 0;
@@ -215,8 +246,11 @@ agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
     size_t cl = AGMM_CACHE_LINE;
     *scratch = (*scratch + cl - 1) / cl * cl;
     w->pass_off = (size_t)*scratch;
-    w->pass_rows = pass_cols > 0 ? most : 0;
-    uint64_t pass = (uint64_t)w->pass_rows * (uint64_t)pass_cols * 4;
+    w->pass_rows = pass_cols > 0 || glu_cols > 0 ? most : 0;
+    int64_t glu_rows = AGMM_MIN(most, p->desc.tile_m);
+    uint64_t pass = AGMM_MAX((uint64_t)most * (uint64_t)pass_cols,
+                             (uint64_t)glu_rows * (uint64_t)glu_cols) *
+                    4;
     *scratch += (pass + cl - 1) / cl * cl;
     return st;
 }
@@ -258,12 +292,49 @@ agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p)
     return st;
 }
 
+/* A gated segment's weight: W's gate columns [c0, c1) and up columns
+ * [h + c0, h + c1) side by side in one [k, 2 (c1 - c0)] matrix (and their
+ * scales likewise), as seg_shape prepared it, loaded through a copy. */
+static agmm_status_t load_glu(agmm_plan_t *p, const agmm_gemm_seg_t *sg,
+                              const void *w, const float *w_scale)
+{
+    size_t es = agmm_dtype_size(p->desc.dtype);
+    int64_t nc = sg->c1 - sg->c0, h = agmm_plan_out_cols(p, sg->w);
+    int64_t ldw = p->n_w[sg->w], k = p->k_gemm;
+    unsigned char *pk = agmm_alloc((size_t)k * (size_t)(2 * nc) * es + 1);
+    float *sc = w_scale ? agmm_alloc(sizeof *sc * (size_t)(2 * nc)) : NULL;
+    if (!pk || (w_scale && !sc)) {
+        agmm_free(pk);
+        agmm_free(sc);
+        return agmm_error(AGMM_ERR_NO_MEMORY, "set_weight: out of memory");
+    }
+    for (int64_t r = 0; r < k; r++) {
+        const unsigned char *row =
+            (const unsigned char *)w + (size_t)r * (size_t)ldw * es;
+        unsigned char *dst = pk + (size_t)r * (size_t)(2 * nc) * es;
+        memcpy(dst, row + (size_t)sg->c0 * es, (size_t)nc * es);
+        memcpy(dst + (size_t)nc * es, row + (size_t)(h + sg->c0) * es,
+               (size_t)nc * es);
+    }
+    if (sc) {
+        memcpy(sc, w_scale + sg->c0, sizeof *sc * (size_t)nc);
+        memcpy(sc + nc, w_scale + h + sg->c0, sizeof *sc * (size_t)nc);
+    }
+    agmm_gemm_operand_t op = {pk, NULL, sc};
+    agmm_status_t st = p->engine->load(sg->prep, &op);
+    agmm_free(pk);
+    agmm_free(sc);
+    return st;
+}
+
 agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w,
                                       const float *w_scale)
 {
     size_t es = agmm_dtype_size(p->desc.dtype);
     for (int j = 0; j < nsegs(p); j++)
-        if (p->seg[j].w == i) {
+        if (p->seg[j].w == i && seg_glu(p, &p->seg[j])) {
+            AGMM_CHECK(load_glu(p, &p->seg[j], w, w_scale));
+        } else if (p->seg[j].w == i) {
             const agmm_gemm_seg_t *sg = &p->seg[j];
             agmm_gemm_operand_t op = {(const unsigned char *)w +
                                           (size_t)sg->c0 * es,
@@ -306,8 +377,7 @@ void agmm_plan_engine_free(agmm_plan_t *p)
 }
 
 /* A pass segment's m rows: the plain call into the worker's pass buffer
- * (pass_rows rows at a time), then the epilogue into c (row stride ldc,
- * out_dtype). */
+ * (pass_step rows at a time), then the epilogue into c (stride ldc). */
 static agmm_status_t gemm_pass(agmm_plan_t *p, const agmm_gemm_seg_t *sg, int g,
                                int64_t m, const void *a, const float *a_scale,
                                unsigned char *c, int64_t ldc)
@@ -316,20 +386,27 @@ static agmm_status_t gemm_pass(agmm_plan_t *p, const agmm_gemm_seg_t *sg, int g,
     agmm_gemm_attr_init(&attr, AGMM_DTYPE_FP32, AGMM_DTYPE_FP32);
     epi_attr(p, sg->w, &attr);
     int64_t nc = sg->c1 - sg->c0;
+    int glu = seg_glu(p, sg);
+    int64_t ldb = glu ? 2 * nc : nc, h = agmm_plan_out_cols(p, sg->w);
     size_t lda = agmm_plan_gemm_row_bytes(p);
     size_t lds = p->scale_off ? p->row_bytes / 4 : 1; /* seg_shape's */
     float *buf =
         (float *)(void *)((unsigned char *)p->scratch[g] + p->pass_off);
     const float *bias =
         p->bias ? p->bias + agmm_plan_col_off(p, sg->w) + sg->c0 : NULL;
-    int64_t step = p->pass_rows > 0 ? p->pass_rows : m; /* > 0 when booked */
+    int64_t step = pass_step(p, glu, m);
     for (int64_t i = 0; i < m; i += step) {
         int64_t mm = AGMM_MIN(step, m - i);
         AGMM_CHECK(p->engine->run(
             sg->prep, mm, (const unsigned char *)a + (size_t)i * lda,
             a_scale ? a_scale + (size_t)i * lds : NULL, buf, p->scratch[g]));
-        agmm_gemm_epilogue(&attr, mm, nc, buf, nc, NULL, 0, NULL, bias,
-                           c + (size_t)i * (size_t)ldc * p->out_esize, ldc);
+        unsigned char *ci = c + (size_t)i * (size_t)ldc * p->out_esize;
+        if (glu) /* the bias: [gate's h | up's h] */
+            agmm_gemm_epilogue_glu(&attr, mm, nc, buf, ldb, bias,
+                                   bias ? bias + h : NULL, ci, ldc);
+        else
+            agmm_gemm_epilogue(&attr, mm, nc, buf, nc, NULL, 0, NULL, bias, ci,
+                               ldc);
     }
     return AGMM_OK;
 }
@@ -345,7 +422,7 @@ static agmm_status_t gemm_segs(agmm_plan_t *p, const agmm_worker_share_t *s,
     size_t es = epi_in_gemm(p) ? p->out_esize : sizeof(float);
     for (int j = p->seg_off[s->cg]; j < p->seg_off[s->cg + 1]; j++) {
         const agmm_gemm_seg_t *sg = &p->seg[j];
-        int64_t ldc = p->n_w[sg->w];
+        int64_t ldc = agmm_plan_out_cols(p, sg->w);
         unsigned char *cw = (unsigned char *)c[sg->w] +
                             ((size_t)r0 * (size_t)ldc + (size_t)sg->c0) * es;
         if (sg->pass && !acc)

@@ -41,8 +41,12 @@ agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
     p->nranks = P;
     p->nw = agmm_desc_weights(d);
     int64_t col_blocks = 0;
-    for (int i = 0; i < p->nw; i++)
-        col_blocks += AGMM_DIV_UP(d->n_list ? d->n_list[i] : d->n, d->tile_n);
+    for (int i = 0; i < p->nw; i++) { /* C's columns (gated: half of W's) */
+        int64_t n = d->n_list ? d->n_list[i] : d->n;
+        if (agmm_activation_gate(agmm_desc_activation(d, i)) != AGMM_ACT_NONE)
+            n /= 2;
+        col_blocks += AGMM_DIV_UP(n, d->tile_n);
+    }
     p->ngroups = (int)AGMM_MIN((int64_t)G, col_blocks);
     size_t bytes = layout_bytes(P, p->nw, p->ngroups, G);
     unsigned char *at = p->layout = agmm_alloc(bytes);
@@ -73,9 +77,13 @@ agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
         p->max_tiles = AGMM_MAX(p->max_tiles, p->tiles[r]);
         p->k_part[r] = p->op->k_part(d, r);
     }
+    p->glu = 0;
     for (int i = 0; i < p->nw; i++) {
         p->n_w[i] = d->n_list ? d->n_list[i] : d->n;
-        p->blk_off[i + 1] = p->blk_off[i] + AGMM_DIV_UP(p->n_w[i], d->tile_n);
+        agmm_activation_t act = agmm_desc_activation(d, i);
+        if (agmm_activation_gate(act) != AGMM_ACT_NONE) p->glu |= 1u << i;
+        p->blk_off[i + 1] =
+            p->blk_off[i] + AGMM_DIV_UP(agmm_plan_out_cols(p, i), d->tile_n);
     }
     p->desc = *d;
     p->desc.m_local = p->m_max;
@@ -110,8 +118,10 @@ agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
                    "the activations' values");
     p->epilogue = d->bias || d->out_dtype != AGMM_DTYPE_FP32;
     for (int i = 0; i < p->nw; i++) {
-        p->act[i] = (agmm_gemm_act_t)agmm_desc_activation(d, i);
-        p->epilogue |= p->act[i] != AGMM_GEMM_ACT_NONE;
+        agmm_activation_t act = agmm_desc_activation(d, i);
+        if (p->glu >> i & 1u) act = agmm_activation_gate(act);
+        p->act[i] = (agmm_gemm_act_t)act;
+        p->epilogue |= act != AGMM_ACT_NONE;
     }
     p->out_esize = agmm_dtype_size(d->out_dtype);
     p->tile_cells = p->op->tile_cells(p);

@@ -98,9 +98,12 @@ struct agmm_plan {
     int64_t total_tiles;
     int64_t max_rows;  /* max m_max over ranks */
     int64_t max_tiles; /* max tiles_max over ranks */
-    /* Columns: the weights' columns side by side, each weight in whole
-     * column blocks of tile_n (weight i has blocks [blk_off[i],
-     * blk_off[i + 1])); worker shares split these blocks. */
+    /* Columns: the weights' columns of C side by side, each weight in
+     * whole column blocks of tile_n (weight i has blocks [blk_off[i],
+     * blk_off[i + 1])); worker shares split these blocks. A gated weight
+     * (bit i of glu) has n_w[i] columns of W, [gate | up], and n_w[i] / 2
+     * of C (agmm_plan_out_cols): its block of C columns [c0, c1) is the
+     * GEMM of W's columns [c0, c1) and [h + c0, h + c1) (gemm_plan.c). */
     int nw;             /* weights (1 unless desc.n_list) */
     int64_t *n_w;       /* [nw] columns of each weight */
     int64_t *blk_off;   /* [nw + 1] */
@@ -155,6 +158,7 @@ struct agmm_plan {
      * weight i's at bias + agmm_plan_col_off(p, i) (booked when desc.bias,
      * filled by agmm_plan_set_bias; bit i of bias_set: weight i's given). */
     agmm_gemm_act_t act[AGMM_MAX_WEIGHTS]; /* by weight */
+    uint32_t glu; /* bit i: weight i's is gated, act[i] its gate's */
     size_t out_esize;
     int epilogue;
     float *bias;
@@ -162,7 +166,7 @@ struct agmm_plan {
     /* Segments whose epilogue the engine refused (or would run with
      * oneDNN's reference kernel: gemm_plan.c) compute fp32 into each
      * worker's scratch at pass_off (pass_rows rows of the segment's
-     * columns at most per engine call), then agmm_gemm_epilogue writes C. */
+     * columns at most per engine call; gated: tile_m), then the pass. */
     size_t pass_off;
     int64_t pass_rows;
     float *g32; /* [M_max, k_gemm] fp32 rows (only when !native) */
@@ -345,6 +349,12 @@ static inline int64_t agmm_plan_col_off(const agmm_plan_t *p, int i)
     for (int j = 0; j < i; j++)
         off += p->n_w[j];
     return off;
+}
+
+/* Weight i's columns of C: n_w[i], or half of it for a gated weight. */
+static inline int64_t agmm_plan_out_cols(const agmm_plan_t *p, int i)
+{
+    return p->glu >> i & 1u ? p->n_w[i] / 2 : p->n_w[i];
 }
 
 /* (epilogue_rows.c) The plan's epilogue as a pass over finished fp32 rows,
