@@ -26,16 +26,17 @@ does the same, bit for bit), per group of G rows and per column j:
 
   symmetric:  scale = max|w| / 7 (int4) or / 127 (int8);
               q = clamp(rint(w / scale), -8, 7) or (-127, 127)
-  asymmetric: scale = (max - min) / 15 (or / 255); when max == min,
-              |max| / 15 (or / 255);
-              zero = clamp(rint(-min / scale), 0, 15 or 255);
+  asymmetric: lo = min(min w, 0), hi = max(max w, 0) (0 stays in the
+              range, as GPTQ's quantizer keeps it: a constant group is
+              not lost);
+              scale = (hi - lo) / 15 (or / 255);
+              zero = clamp(rint(-lo / scale), 0, 15 or 255);
               q = clamp(rint(w / scale) + zero, 0, 15 or 255)
 
 with rint rounding half to even; a scale of 0 (a group of zeros) gives q 0
-and zero 0. A symmetric group's error is at most scale / 2 per element, an
-asymmetric one's too when the group holds values of both signs (and 0); a
-group all of one sign has its zero clamped to 0 or 15, and values beyond
-15 * scale from 0 are clamped (as AWQ's quantizer does).
+and zero 0. Every element's error is at most scale / 2 (plus the float32
+quotient's rounding). tests/python/test_qweight.py checks these bits
+against the C quantizer's (agmm_quantize_weight) on the same input.
 """
 from collections import namedtuple
 
@@ -486,12 +487,10 @@ def quantize_weight(w, bits=4, group_size=128, symmetric=True):
             qout = pack_int4(qi) if bits == 4 else qi
             return QuantizedWeight(qout, scales, None, bits, g, k)
         top = f32(15 if bits == 4 else 255)
-        mx = wg.max(axis=1)
-        mn = wg.min(axis=1)
-        rng = (mx - mn).astype(f32)
-        scales = np.where(rng > 0, rng, np.abs(mx)).astype(f32) / top
-        scales = scales.astype(f32)
-        zero = np.clip(np.rint(-mn / scales), f32(0), top)
+        hi = np.maximum(wg.max(axis=1), f32(0))
+        lo = np.minimum(wg.min(axis=1), f32(0))
+        scales = ((hi - lo).astype(f32) / top).astype(f32)
+        zero = np.clip(np.rint(-lo / scales), f32(0), top)
         zero = np.where(scales == 0, f32(0), zero).astype(f32)
         s = _group_rows(scales, g, k)
         z = _group_rows(zero, g, k)

@@ -140,8 +140,8 @@ def scalar_quantize(w, bits, g, symmetric):
                 z = 0
             else:
                 top, lo = (15 if bits == 4 else 255), 0
-                mx, mn = max(col), min(col)
-                s = f(f(mx - mn) / f(top)) if mx > mn else f(abs(mx) / f(top))
+                mx, mn = max(max(col), f(0)), min(min(col), f(0))
+                s = f(f(mx - mn) / f(top))
                 z = 0 if s == 0 else int(min(max(np.rint(f(-mn) / s), 0), top))
             scales[gi, j], zeros[gi, j] = s, z
             for i, x in enumerate(col):
@@ -173,6 +173,42 @@ def test_quantizer_is_the_documented_arithmetic(bits, symmetric, k, gs):
     # A constant group comes back within scale / 2 (here exactly -0.75 to
     # float32 rounding of the scale).
     assert np.allclose(got.dequantize(np.float64)[:, 3], -0.75, rtol=1e-6)
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("k,gs", [(201, 32), (128, 64), (77, None), (256, 128)])
+def test_quantizer_matches_the_c_quantizer_bit_for_bit(bits, symmetric, k, gs):
+    """agmm.quantize_weight and agmm_quantize_weight (src/gemm/wq) are two
+    implementations of one documented arithmetic: same q bytes, scales and
+    zero points on the same input (both signs, one-signed columns,
+    constant and zero groups, a partial last group, odd k)."""
+    from agmm import _lib
+    if not _lib.fn.has("agmm_quantize_weight"):
+        pytest.fail("libagmm has no agmm_quantize_weight")
+    rng = np.random.default_rng(k * 3 + bits)
+    n = 19
+    w = (rng.standard_normal((k, n)) * rng.uniform(1e-3, 30, n)).astype(
+        np.float32)
+    w[:, 0] = np.abs(w[:, 0])      # all positive: zero point 0
+    w[:, 1] = -np.abs(w[:, 1])     # all negative: zero point at the top
+    w[:, 2] = 0.3125               # constant groups
+    w[:, 3] = 0                    # zero groups
+    w[5, 4] = 1e-30                # a tiny value among large ones
+    py = quantize_weight(w, bits=bits, group_size=gs, symmetric=symmetric)
+    g = 0 if gs is None else gs
+    ng = py.scales.shape[0]
+    qc = np.zeros_like(py.q)
+    sc = np.zeros((ng, n), np.float32)
+    zc = np.zeros((ng, n), np.uint8)
+    st = _lib.fn.agmm_quantize_weight(
+        w.ctypes.data, k, n, bits, g, 1 if symmetric else 0, qc.ctypes.data,
+        sc.ctypes.data, None if symmetric else zc.ctypes.data)
+    assert st == 0, _lib.text(_lib.fn.agmm_last_error())
+    np.testing.assert_array_equal(py.scales, sc)
+    np.testing.assert_array_equal(py.q.view(np.uint8), qc.view(np.uint8))
+    if not symmetric:
+        np.testing.assert_array_equal(py.zeros, zc)
 
 
 def test_ties_round_to_even():
