@@ -90,7 +90,7 @@ agmm_status_t agmm_fault_before_put_slow(int rank)
             pause();
     if (n == fault_after && fault_mode != FAULT_ERROR)
         agmm_log_line("agmm: rank %d: AGMM_FAULT: %s before put %lld\n", rank,
-                mode_names[fault_mode], n + 1);
+                      mode_names[fault_mode], n + 1);
     switch (fault_mode) {
     case FAULT_HANG: /* stop publishing anything, for good */
         for (;;)

@@ -308,12 +308,12 @@ void agmm_mpi_node_report(agmm_world_t *w, mpi_state_t *s)
 #define LD(x)                                                                  \
     (unsigned long long)atomic_load_explicit(&n->x, memory_order_relaxed)
     agmm_log_line(
-            "agmm: rank %d: counters: %d ranks on this host, %d hosts; shm: "
-            "%llu tile puts, %llu bytes, %llu signals; mpi: %llu tile puts, "
-            "%llu bytes, %llu signals; relay %s: %llu tiles forwarded, %llu "
-            "bytes\n",
-            w->rank, n->size, n->hosts, LD(shm_puts), LD(shm_bytes),
-            LD(shm_signals), LD(mpi_puts), LD(mpi_bytes), LD(mpi_signals),
-            n->relay ? "on" : "off", LD(fwd_puts), LD(fwd_bytes));
+        "agmm: rank %d: counters: %d ranks on this host, %d hosts; shm: "
+        "%llu tile puts, %llu bytes, %llu signals; mpi: %llu tile puts, "
+        "%llu bytes, %llu signals; relay %s: %llu tiles forwarded, %llu "
+        "bytes\n",
+        w->rank, n->size, n->hosts, LD(shm_puts), LD(shm_bytes),
+        LD(shm_signals), LD(mpi_puts), LD(mpi_bytes), LD(mpi_signals),
+        n->relay ? "on" : "off", LD(fwd_puts), LD(fwd_bytes));
 #undef LD
 }
