@@ -151,7 +151,7 @@ int main(int argc, char **argv)
     at[1].bias = 1;
     at[1].act = act;
     at[1].c_dtype = out;
-    agmm_gemm_operand_t wop[2] = {{w, NULL, NULL}, {w, bias, NULL}};
+    agmm_gemm_operand_t wop[2] = {{.w = w}, {.w = w, .bias = bias}};
     agmm_gemm_prep_t *prep[2] = {NULL, NULL};
     void *scratch[2] = {NULL, NULL};
     for (int p = 0; p < 2; p++) {

@@ -94,7 +94,7 @@ int main(int argc, char **argv)
     }
     agmm_gemm_attr_t attr;
     agmm_gemm_attr_init(&attr, in, dt);
-    agmm_gemm_operand_t wop = {w, NULL, NULL};
+    agmm_gemm_operand_t wop = {.w = w, .bias = NULL, .w_scale = NULL};
     agmm_gemm_shape_t shape = {.k = K,
                                .ncols = N,
                                .ldw = N,

@@ -119,7 +119,8 @@ int main(int argc, char **argv)
                             q,
                             scales,
                             0,
-                            fm->symmetric ? NULL : zeros};
+                            fm->symmetric ? NULL : zeros,
+                            0};
         agmm_wq_t *sets[MAX_SETS];
         int nsets = 0;
         size_t bytes = 0;

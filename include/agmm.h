@@ -188,6 +188,19 @@ agmm_status_t agmm_quantize_weight(const float *w, int64_t k, int64_t n,
                                    int bits, int64_t group, int symmetric,
                                    void *q, float *scales, uint8_t *zeros);
 
+/* The element type of a plan's weights (agmm_plan_desc_t.weight_dtype).
+ * SAME: W in the plan's dtype, as A (the default). INT8, INT4: W quantized
+ * with group scales in the plain layout agmm_quantize_weight writes,
+ * given with agmm_plan_set_weight_quantized, multiplied by fp32 / bf16 /
+ * fp16 A in agmm's weight-quantized kernels (W8A16, W4A16). */
+typedef enum agmm_wdtype {
+    AGMM_WDTYPE_SAME = 0,
+    AGMM_WDTYPE_INT8 = 1,
+    AGMM_WDTYPE_INT4 = 2,
+} agmm_wdtype_t;
+/* "same", "int8", "int4" ("invalid" for anything else). */
+const char *agmm_wdtype_name(agmm_wdtype_t w);
+
 typedef enum agmm_weights {
     AGMM_WEIGHTS_SHARED = 0,   /* the same W on every rank */
     AGMM_WEIGHTS_PER_RANK = 1, /* rank r has its own W_r (column shard) */
@@ -199,9 +212,14 @@ typedef enum agmm_gemm_engine_kind {
     AGMM_GEMM_ENGINE_AUTO = 0,
     AGMM_GEMM_ENGINE_ONEDNN = 1,   /* oneDNN matmul, weight reordered once */
     AGMM_GEMM_ENGINE_OPENBLAS = 2, /* CBLAS sgemm on fp32 copies */
+    /* agmm's own int4 / int8 weight kernels (src/gemm/wq): the engine of
+     * every plan with a quantized weight (agmm_plan_desc_t.weight_dtype),
+     * which AUTO (or WQ itself) resolves to there; a plan of a plain
+     * weight refuses it, a quantized plan refuses ONEDNN and OPENBLAS. */
+    AGMM_GEMM_ENGINE_WQ = 3,
 } agmm_gemm_engine_kind_t;
 
-/* "auto", "onednn", "openblas" ("invalid" for anything else). */
+/* "auto", "onednn", "openblas", "wq" ("invalid" for anything else). */
 const char *agmm_gemm_engine_name(agmm_gemm_engine_kind_t kind);
 
 /* How the engine multiplies a 16-bit dtype (docs/performance.md, "GEMM
@@ -532,6 +550,23 @@ typedef struct agmm_plan_desc {
      * a gate and an up projection from one gather (SiLU on one, none on
      * the other); `activation` must then be AGMM_ACT_NONE. */
     const agmm_activation_t *activations;
+    /* Quantized weights (docs/design.md, "Quantized weights in plans").
+     * weight_dtype: AGMM_WDTYPE_SAME (0, the default: W in `dtype`, set
+     * with agmm_plan_set_weight*), or INT8 / INT4: every weight given with
+     * agmm_plan_set_weight_quantized in the plain layout of
+     * agmm_quantize_weight, run by the WQ engine (gemm_engine AUTO or WQ).
+     * Allowed with dtype fp32, bf16 or fp16 (int8 A is the W8A8 path), any
+     * out_dtype, bias and activation but the gated ones, every operation.
+     * group_size: rows of k sharing a scale, 32, 64, 128, or 0 (= all of
+     * the rank's k: GEMM_RS / GEMM_AR, each rank's own part); with
+     * GEMM_RS / GEMM_AR and a group of 32..128, every rank's k part but
+     * the last rank's must be a multiple of it (groups never straddle the
+     * k split: a weight quantized whole is cut into the ranks' parts at
+     * group boundaries). weight_zero_point: 0 symmetric (no zero points),
+     * 1 asymmetric (uint8 zero points). Both ignored with SAME. */
+    agmm_wdtype_t weight_dtype;
+    int64_t group_size;
+    int weight_zero_point;
 } agmm_plan_desc_t;
 
 /* Most weights per plan (agmm_plan_desc_t.n_weights). */
@@ -593,6 +628,23 @@ agmm_status_t agmm_plan_set_weight_i(agmm_plan_t *plan, int i, const void *w);
 agmm_status_t agmm_plan_set_weight_scaled(agmm_plan_t *plan, int i,
                                           const int8_t *w,
                                           const float *w_scale);
+
+/* Local. A quantized plan's weight i (desc.weight_dtype INT8 or INT4):
+ * the plain layout agmm_quantize_weight writes, of the weight
+ * agmm_plan_set_weight_i would take ([k, n_i]; GEMM_RS, GEMM_AR: this
+ * rank's [k_local[rank], n], its groups counted from its own row 0):
+ *   q       INT8: int8_t [k][n] (symmetric) or uint8_t [k][n]
+ *           (asymmetric); INT4: uint8_t [(k+1)/2][n], two rows per byte;
+ *   scales  fp32 [ceil(k/G)][n] (G = desc.group_size, 0: k), finite;
+ *   zeros   uint8_t [ceil(k/G)][n] when desc.weight_zero_point, else
+ *           NULL (ignored).
+ * Packed once into the kernels' layout (none of the arrays is kept); call
+ * it before the first run and whenever the weight changes. The plain
+ * set_weight calls refuse a quantized plan, and this one refuses the
+ * others (AGMM_ERR_INVALID_ARG, naming the call). */
+agmm_status_t agmm_plan_set_weight_quantized(agmm_plan_t *plan, int i,
+                                             const void *q, const void *scales,
+                                             const uint8_t *zeros);
 
 /* Local. Weight i's bias (0 <= i < n_weights): [n_i] fp32 values, each
  * finite, copied into the plan (the caller's array is not kept). Only for
@@ -699,10 +751,13 @@ agmm_status_t agmm_plan_destroy(agmm_plan_t *plan);
 
 /* The GEMM engine a plan runs, for reports. */
 typedef struct agmm_gemm_info {
-    agmm_gemm_engine_kind_t engine; /* ONEDNN or OPENBLAS (AUTO resolved) */
-    const char *name;               /* "onednn", "openblas" */
+    agmm_gemm_engine_kind_t engine; /* ONEDNN, OPENBLAS or WQ (AUTO
+                                       resolved) */
+    const char *name;               /* "onednn", "openblas", "wq" */
     const char *version;            /* the library's, e.g. "2.6.3" */
-    char impl[128]; /* the kernel it picked, e.g. "brg:avx512_core_bf16" */
+    /* The kernel it picked, e.g. "brg:avx512_core_bf16"; WQ: "wq:<variant>
+     * int4|int8 g<G>|gk sym|asym" (agmm_wq_kernel_name's variant). */
+    char impl[128];
     /* 1 in every world (forked or MPI): agmm sets the engine and the BLAS
      * to one thread per call; its workers are the parallelism. */
     int threads_per_call;

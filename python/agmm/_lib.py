@@ -79,7 +79,8 @@ STATUS = {name: i for i, name in enumerate(STATUS_NAMES)}
 
 DTYPES = {"fp16": 0, "bf16": 1, "fp32": 2, "int8": 3}
 WEIGHTS = {"shared": 0, "per-rank": 1}
-ENGINES = {"auto": 0, "onednn": 1, "openblas": 2}
+ENGINES = {"auto": 0, "onednn": 1, "openblas": 2, "wq": 3}
+WDTYPES = {"same": 0, "int8": 1, "int4": 2}     # agmm_wdtype_t
 PATHS = {"auto": 0, "native": 1, "f32": 2}
 SCHEDULES = {"fused": 0, "baseline": 1, "auto": 2}
 OPS = {"ag-gemm": 0, "gemm-rs": 1, "gemm-ar": 2}
@@ -117,6 +118,9 @@ class PlanDescC(_c.Structure):
         ("out_dtype", c_int),   # C's dtype (agmm_plan_desc_init: fp32),
         ("bias", c_int),        # a per-column bias (agmm_plan_set_bias)
         ("activations", _c.POINTER(c_int)),  # one per weight, or NULL
+        ("weight_dtype", c_int),       # agmm_wdtype_t (quantized weights)
+        ("group_size", c_int64),
+        ("weight_zero_point", c_int),
     ]
 
 

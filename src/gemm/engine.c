@@ -57,8 +57,17 @@ const agmm_gemm_engine_t *agmm_gemm_engine_get(agmm_gemm_engine_kind_t kind)
 #endif
     case AGMM_GEMM_ENGINE_OPENBLAS:
         return &agmm_gemm_engine_openblas;
+    case AGMM_GEMM_ENGINE_WQ:
+        return &agmm_gemm_engine_wq;
     }
     return NULL;
+}
+
+const agmm_gemm_engine_t *agmm_gemm_engine_of_desc(const agmm_plan_desc_t *d)
+{
+    return d->weight_dtype != AGMM_WDTYPE_SAME
+               ? agmm_gemm_engine_get(AGMM_GEMM_ENGINE_WQ)
+               : agmm_gemm_engine_get(d->gemm_engine);
 }
 
 const char *agmm_gemm_engine_name(agmm_gemm_engine_kind_t kind)
@@ -70,6 +79,8 @@ const char *agmm_gemm_engine_name(agmm_gemm_engine_kind_t kind)
         return "onednn";
     case AGMM_GEMM_ENGINE_OPENBLAS:
         return "openblas";
+    case AGMM_GEMM_ENGINE_WQ:
+        return "wq";
     }
     return "invalid";
 }
@@ -135,6 +146,15 @@ agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
                           "gemm: %s: a_dtype %s must be fp32 or w_dtype (%s)",
                           engine, agmm_dtype_name(a->a_dtype),
                           agmm_dtype_name(a->w_dtype));
+    if (a->wq_bits != 0 && a->wq_bits != 4 && a->wq_bits != 8)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "gemm: %s: wq_bits %d (allowed: 0, 4, 8)", engine,
+                          a->wq_bits);
+    if (a->wq_bits && strcmp(engine, "wq"))
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "gemm: %s: a quantized weight (int%d) runs on the wq "
+                          "engine only",
+                          engine, a->wq_bits);
     if (!strcmp(agmm_gemm_act_name(a->act), "invalid"))
         return agmm_error(AGMM_ERR_INVALID_ARG, "gemm: %s: act %d is not valid",
                           engine, (int)a->act);
@@ -147,13 +167,16 @@ agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
                           engine, (long long)s->k, (long long)s->ncols,
                           (long long)s->ldw, (long long)s->lda,
                           (long long)s->ldc, (long long)s->ld_a_scale);
-    if (ss && (ss->k != s->k || ss->ncols != s->ncols || ss->ldw != s->ldw ||
-               sa->w_dtype != a->w_dtype || sa->a_dtype != a->a_dtype ||
-               !sa->bias != !a->bias || !sa->w_scale != !a->w_scale ||
-               (int8 && !sa->s8_as_u8 != !a->s8_as_u8)))
+    if (ss &&
+        (ss->k != s->k || ss->ncols != s->ncols || ss->ldw != s->ldw ||
+         sa->w_dtype != a->w_dtype || sa->a_dtype != a->a_dtype ||
+         !sa->bias != !a->bias || !sa->w_scale != !a->w_scale ||
+         (int8 && !sa->s8_as_u8 != !a->s8_as_u8) || sa->wq_bits != a->wq_bits ||
+         sa->wq_group != a->wq_group || !sa->wq_asym != !a->wq_asym))
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: %s: share: the shared prep's k, ncols, ldw, "
-                          "dtypes, bias, w_scale or s8_as_u8 differ",
+                          "dtypes, bias, w_scale, s8_as_u8 or quantization "
+                          "differ",
                           engine);
     return AGMM_OK;
 }

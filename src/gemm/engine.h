@@ -27,12 +27,14 @@
  * Errors are logged once, where they are detected (agmm_error).
  *
  * Engines: gemm_onednn.c + gemm_onednn_pd.c (when built with AGMM_ONEDNN),
- * gemm_openblas.c (with epilogue.c for the attributes). The test oracles
- * are apart from them: check/gemm_ref.c is plain double-accumulating
- * loops; check/reference.c (agmm_reference, the all-gather-GEMM oracle of
- * `agmm run` and the tests) shares one thing with the OpenBLAS engine, the
- * CBLAS sgemm (agmm_gemm_f32), called once on the whole fp32-converted
- * problem: no tiles, no column ranges, no attributes, no engine code.
+ * gemm_openblas.c (with epilogue.c for the attributes), wq/engine.c
+ * (agmm's int4 / int8 weight kernels, gemm/wq: quantized weights only). The
+ * test oracles are apart from them: check/gemm_ref.c is plain
+ * double-accumulating loops; check/reference.c (agmm_reference, the
+ * all-gather-GEMM oracle of `agmm run` and the tests) shares one thing with the
+ * OpenBLAS engine, the CBLAS sgemm (agmm_gemm_f32), called once on the whole
+ * fp32-converted problem: no tiles, no column ranges, no attributes, no engine
+ * code.
  */
 #ifndef AGMM_GEMM_ENGINE_H
 #define AGMM_GEMM_ENGINE_H
@@ -94,6 +96,15 @@ typedef struct agmm_gemm_attr {
      * same exact int32 sums, so the same bits in C; they differ in speed
      * only (which kernel the CPU has: VNNI's VPDPBUSD is u8 x s8). */
     int s8_as_u8;
+    /* A quantized weight (W8A16 / W4A16: the wq engine, wq/engine.c; every
+     * other engine refuses one, agmm_gemm_check): wq_bits 4 or 8 (0: W in
+     * w_dtype, everything above), its group (32, 64, 128, or 0 = k) and
+     * wq_asym (1: uint8 zero points). load then takes the plain layout
+     * (gemm/wq/wq.h) in the operand's w, wq_scales and wq_zeros; w_dtype
+     * is the plan's A dtype (not read). */
+    int wq_bits;
+    int64_t wq_group;
+    int wq_asym;
 } agmm_gemm_attr_t;
 /* Zero everything, then the two dtypes and c_dtype = FP32. */
 void agmm_gemm_attr_init(agmm_gemm_attr_t *attr, agmm_dtype_t a_dtype,
@@ -105,6 +116,12 @@ typedef struct agmm_gemm_operand {
                           stride shape.ldw */
     const float *bias; /* [ncols] when attr.bias, else NULL */
     const float *w_scale; /* [ncols] when attr.w_scale, else NULL */
+    /* attr.wq_bits: w is the plain layout's q (one byte per column per row,
+     * int4: per pair of rows) at the range's first column; wq_scales (fp32)
+     * and wq_zeros (attr.wq_asym, else NULL) are its [ceil(k/G)] rows at
+     * the same column; all three of row stride shape.ldw. */
+    const float *wq_scales;
+    const uint8_t *wq_zeros;
 } agmm_gemm_operand_t;
 
 /* What a prepared weight serves (the dtypes are in the attr). */
@@ -124,7 +141,7 @@ typedef struct agmm_gemm_shape {
 } agmm_gemm_shape_t;
 
 typedef struct agmm_gemm_engine {
-    const char *name; /* "onednn", "openblas" */
+    const char *name; /* "onednn", "openblas", "wq" */
     agmm_gemm_engine_kind_t kind;
     /* 1 when a call over one tile costs what the same rows cost inside one
      * big call (no per-call packing of the weight): the fused schedule then
@@ -205,6 +222,10 @@ agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
  * when it is not built in. */
 const agmm_gemm_engine_t *agmm_gemm_engine_get(agmm_gemm_engine_kind_t kind);
 
+/* The engine a plan description runs: WQ for a quantized weight
+ * (desc.weight_dtype != SAME), else desc.gemm_engine's (NULL: not built). */
+const agmm_gemm_engine_t *agmm_gemm_engine_of_desc(const agmm_plan_desc_t *d);
+
 /* Primitives (or other engine objects costing a creation) made so far in
  * this process, over every engine: constant while rounds run. */
 uint64_t agmm_gemm_engine_created(void);
@@ -225,6 +246,7 @@ void agmm_gemm_engine_set_parts(int64_t cols, int64_t buf_rows);
 void agmm_gemm_force_int8_split(int on);
 
 extern const agmm_gemm_engine_t agmm_gemm_engine_openblas;
+extern const agmm_gemm_engine_t agmm_gemm_engine_wq;
 #ifdef AGMM_HAVE_ONEDNN
 extern const agmm_gemm_engine_t agmm_gemm_engine_onednn;
 #endif

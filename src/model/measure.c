@@ -100,7 +100,8 @@ static agmm_status_t bench_open(gemm_bench_t *b, const agmm_gemm_engine_t *e,
     for (int64_t i = 0; i < most; i++)
         b->ones[i] = 1.0f;
     agmm_status_t st = e->prepare(&shape, attr, NULL, &b->prep);
-    agmm_gemm_operand_t op = {b->w, NULL, attr->w_scale ? b->ones : NULL};
+    agmm_gemm_operand_t op = {
+        .w = b->w, .bias = NULL, .w_scale = attr->w_scale ? b->ones : NULL};
     if (st == AGMM_OK) st = e->load(b->prep, &op);
     if (st == AGMM_OK && e->scratch_bytes(b->prep) > 0 &&
         !(b->scratch = agmm_alloc(e->scratch_bytes(b->prep))))
@@ -359,6 +360,11 @@ agmm_status_t agmm_model_measure_info(agmm_model_machine_t *m,
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "model: measure: machine or description is NULL");
     AGMM_CHECK(agmm_plan_desc_check(d));
+    if (d->weight_dtype != AGMM_WDTYPE_SAME)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "model: measure: weight_dtype %s: quantized weights "
+                          "are not modelled",
+                          agmm_wdtype_name(d->weight_dtype));
     const agmm_gemm_engine_t *e = agmm_gemm_engine_get(d->gemm_engine);
     if (!e)
         return agmm_error(AGMM_ERR_UNSUPPORTED,

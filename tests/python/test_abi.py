@@ -29,6 +29,7 @@ for table, prefix in ((_lib.DTYPES, "AGMM_DTYPE_"), (_lib.WEIGHTS, "AGMM_WEIGHTS
                       (_lib.SCHEDULES, "AGMM_SCHEDULE_"), (_lib.OPS, "AGMM_OP_"),
                       (_lib.PATHS, "AGMM_GEMM_PATH_"), (_lib.SCALES, "AGMM_SCALE_"),
                       (_lib.QUANT_AXES, "AGMM_QUANT_"),
+                      (_lib.WDTYPES, "AGMM_WDTYPE_"),
                       (_lib.ACTIVATIONS, "AGMM_ACT_")):
     for name, value in table.items():
         ENUMS[prefix + name.upper().replace("-", "_")] = value

@@ -263,8 +263,9 @@ static void test_case(const agmm_gemm_engine_t *e, agmm_dtype_t dt,
           (unsigned long long)ew, (unsigned long long)es,
           (unsigned long long)e->weight_bytes(prep), e->scratch_bytes(prep));
     data_make(&d, at.a_dtype, at.c_dtype, (uint64_t)sh->k * 131 + (uint64_t)dt);
-    agmm_gemm_operand_t op = {d.w, cs->bias ? d.bias : NULL,
-                              cs->w_scale ? d.ws : NULL};
+    agmm_gemm_operand_t op = {.w = d.w,
+                              .bias = cs->bias ? d.bias : NULL,
+                              .w_scale = cs->w_scale ? d.ws : NULL};
     CHECK(e->load(prep, &op) == AGMM_OK, "%s: load: %s", what,
           agmm_last_error());
     size_t sb = e->scratch_bytes(prep);
@@ -314,7 +315,7 @@ static void test_accumulate_bits(const agmm_gemm_engine_t *e, agmm_dtype_t dt,
     float *p = calloc(M * LDC, 4), *c = malloc(M * LDC * 4), *p0 = NULL;
     for (int load = 0; load < 2; load++) {
         data_make(&d, plain.a_dtype, AGMM_DTYPE_FP32, 7 + (uint64_t)load);
-        agmm_gemm_operand_t op = {d.w, NULL, NULL};
+        agmm_gemm_operand_t op = {.w = d.w, .bias = NULL, .w_scale = NULL};
         CHECK(e->load(base, &op) == AGMM_OK, "%s: load", e->name);
         CHECK(e->load(sh, &op) == AGMM_ERR_BAD_STATE,
               "%s: load on a shared prep must be refused", e->name);
@@ -408,8 +409,9 @@ static void test_load_bias(const agmm_gemm_engine_t *e, agmm_dtype_t dt)
         ones[j] = 1;
     }
     agmm_gemm_prep_t *p = NULL, *sh = NULL, *plain = NULL;
-    agmm_gemm_operand_t op = {int8 ? (const void *)w8 : (const void *)w32, b1,
-                              int8 ? ones : NULL};
+    agmm_gemm_operand_t op = {.w = int8 ? (const void *)w8 : (const void *)w32,
+                              .bias = b1,
+                              .w_scale = int8 ? ones : NULL};
     const void *a = int8 ? (const void *)a8 : (const void *)a32;
     agmm_status_t st = e->prepare(&shape, &at, NULL, &p);
     if (st == AGMM_ERR_UNSUPPORTED) return; /* int8 on OpenBLAS */

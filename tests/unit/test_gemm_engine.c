@@ -114,8 +114,10 @@ static void test_engine(const agmm_gemm_engine_t *e, agmm_dtype_t dt)
               (unsigned long long)est_s,
               (unsigned long long)e->weight_bytes(prep),
               e->scratch_bytes(prep));
-        agmm_gemm_operand_t wop = {(const unsigned char *)w + (size_t)c0 * es,
-                                   NULL, NULL};
+        agmm_gemm_operand_t wop = {.w = (const unsigned char *)w +
+                                        (size_t)c0 * es,
+                                   .bias = NULL,
+                                   .w_scale = NULL};
         st = e->load(prep, &wop);
         CHECK(st == AGMM_OK, "%s: load: %s", e->name, agmm_last_error());
         CHECK(strlen(e->impl(prep)) > 0, "%s: no impl string", e->name);

@@ -269,7 +269,8 @@ static void test_case(const agmm_gemm_engine_t *e, const case_t *cs)
         if (cs->k == 67 && !cs->window && !cs->accumulate)
             printf("int8 %s x s8 k=%lld ncols=%lld: %s\n", u8 ? "u8" : "s8",
                    (long long)cs->k, (long long)cs->ncols, e->impl(prep));
-        agmm_gemm_operand_t op = {in.w + C0, in.bias + C0, in.w_scale + C0};
+        agmm_gemm_operand_t op = {
+            .w = in.w + C0, .bias = in.bias + C0, .w_scale = in.w_scale + C0};
         CHECK(e->load(prep, &op) == AGMM_OK, "%s: load: %s", what,
               agmm_last_error());
         void *scratch = aligned_alloc(64, (es + 63) / 64 * 64 + 64);
@@ -365,7 +366,7 @@ static void test_rs_engine(const agmm_gemm_engine_t *e)
         case_t cs = {kl[r], N, 0, r, 0, 0, AGMM_DTYPE_FP32, 0};
         attr_of(&cs, r, &at);
         agmm_gemm_shape_t sh = {kl[r], N, N, kl[r], N, rows, 1, 0};
-        agmm_gemm_operand_t op = {w[r], NULL, ws[r]};
+        agmm_gemm_operand_t op = {.w = w[r], .bias = NULL, .w_scale = ws[r]};
         CHECK(e->prepare(&sh, &at, NULL, &p[r]) == AGMM_OK &&
                   e->load(p[r], &op) == AGMM_OK,
               "rs rank %d: %s", r, agmm_last_error());

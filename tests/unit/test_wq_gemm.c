@@ -64,7 +64,7 @@ static weight_t hand_weight(int64_t k, int64_t n, int bits, int sym,
             *b |= (uint8_t)(kk % 2 ? v << 4 : v); /* sym: -8..7 */
         }
     w.scales = s;
-    w.d = (agmm_wq_desc_t){k, n, bits, group, sym, w.q, s, 0, w.zeros};
+    w.d = (agmm_wq_desc_t){k, n, bits, group, sym, w.q, s, 0, w.zeros, 0};
     return w;
 }
 
@@ -88,8 +88,8 @@ static weight_t random_weight(int64_t k, int64_t n, int bits, int sym,
     }
     free(f);
     w.scales = s;
-    w.d =
-        (agmm_wq_desc_t){k, n, bits, group, sym, w.q, s, scales_bf16, w.zeros};
+    w.d = (agmm_wq_desc_t){k,   n, bits,        group,   sym,
+                           w.q, s, scales_bf16, w.zeros, 0};
     return w;
 }
 

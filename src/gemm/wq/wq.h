@@ -54,6 +54,10 @@ typedef struct agmm_wq_desc {
     const void *scales;   /* [ceil(k/G)][n] */
     int scales_bf16;      /* 1: scales are bf16 bits (uint16_t) */
     const uint8_t *zeros; /* [ceil(k/G)][n] when !symmetric, else NULL */
+    /* The row stride (elements) of q, scales and zeros: 0 is n; more
+     * reads columns 0..n-1 of a wider weight (a plan's column range:
+     * q, scales and zeros then point at its first column). */
+    int64_t ld;
 } agmm_wq_desc_t;
 
 /* Copy a weight in the plain layout into a new packed weight (*out).
@@ -61,6 +65,19 @@ typedef struct agmm_wq_desc {
  * pointer, a zero point out of range), AGMM_ERR_NO_MEMORY; both logged.
  * The description's arrays are not kept. */
 agmm_status_t agmm_wq_pack(const agmm_wq_desc_t *d, agmm_wq_t **out);
+/* The two steps of agmm_wq_pack, for a GEMM engine whose memory is
+ * taken when the plan is made and whose weight is loaded later
+ * (gemm/wq/engine.c): agmm_wq_alloc makes a packed weight of that geometry
+ * (group 0: k), its bytes zero (AGMM_ERR_INVALID_ARG for a bad geometry,
+ * AGMM_ERR_NO_MEMORY; logged); agmm_wq_repack packs d into it (d's k, n,
+ * bits, group and symmetric must be w's: AGMM_ERR_INVALID_ARG otherwise,
+ * as for a bad description; nothing is allocated). A failed repack leaves
+ * w's values undefined. agmm_wq_packed_bytes: what agmm_wq_bytes of such
+ * a weight will be (0 for a bad geometry), without allocating. */
+agmm_status_t agmm_wq_alloc(int64_t k, int64_t n, int bits, int64_t group,
+                            int symmetric, agmm_wq_t **out);
+agmm_status_t agmm_wq_repack(agmm_wq_t *w, const agmm_wq_desc_t *d);
+size_t agmm_wq_packed_bytes(int64_t k, int64_t n, int bits, int64_t group);
 /* Free a packed weight (NULL is fine). No call may be using it. */
 void agmm_wq_free(agmm_wq_t *w);
 /* The packed weight's size in bytes (what a call streams for all n). */

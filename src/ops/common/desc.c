@@ -127,6 +127,90 @@ static agmm_status_t check_gated(const agmm_plan_desc_t *d)
     return AGMM_OK;
 }
 
+const char *agmm_wdtype_name(agmm_wdtype_t w)
+{
+    switch (w) {
+    case AGMM_WDTYPE_SAME:
+        return "same";
+    case AGMM_WDTYPE_INT8:
+        return "int8";
+    case AGMM_WDTYPE_INT4:
+        return "int4";
+    }
+    return "invalid";
+}
+
+/* A quantized weight (weight_dtype, group_size, weight_zero_point): what
+ * the wq engine runs, and nothing else. After the operation's own checks
+ * (the k split is valid). */
+static agmm_status_t check_wq(const agmm_plan_desc_t *d)
+{
+    agmm_wdtype_t wd = d->weight_dtype;
+    if (!strcmp(agmm_wdtype_name(wd), "invalid"))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: weight_dtype %d is not valid (allowed: same, "
+                          "int8, int4)",
+                          (int)wd);
+    if (wd == AGMM_WDTYPE_SAME) {
+        if (d->gemm_engine == AGMM_GEMM_ENGINE_WQ)
+            return agmm_error(AGMM_ERR_UNSUPPORTED,
+                              "plan: gemm_engine wq with weight_dtype same "
+                              "(the wq engine runs quantized weights only; "
+                              "allowed here: auto, onednn, openblas)");
+        return AGMM_OK; /* group_size, weight_zero_point ignored */
+    }
+    const char *name = agmm_wdtype_name(wd);
+    int64_t g = d->group_size;
+    if (g != 0 && g != 32 && g != 64 && g != 128)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: group_size %lld (allowed: 32, 64, 128, or 0 "
+                          "for all of k)",
+                          (long long)g);
+    if (d->weight_zero_point != 0 && d->weight_zero_point != 1)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: weight_zero_point %d (allowed: 0 symmetric, "
+                          "1 asymmetric)",
+                          d->weight_zero_point);
+    if (d->dtype == AGMM_DTYPE_INT8)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "plan: weight_dtype %s with dtype int8 (allowed: "
+                          "fp32, bf16, fp16; int8 A runs int8 W as W8A8, "
+                          "weight_dtype same)",
+                          name);
+    if (d->gemm_engine != AGMM_GEMM_ENGINE_AUTO &&
+        d->gemm_engine != AGMM_GEMM_ENGINE_WQ)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "plan: gemm_engine %s with weight_dtype %s (a "
+                          "quantized weight runs on the wq engine; allowed: "
+                          "auto, wq)",
+                          agmm_gemm_engine_name(d->gemm_engine), name);
+    for (int i = 0; i < agmm_desc_weights(d); i++) {
+        agmm_activation_t act = agmm_desc_activation(d, i);
+        if (agmm_activation_gate(act) != AGMM_ACT_NONE)
+            return agmm_error(AGMM_ERR_UNSUPPORTED,
+                              "plan: activation %s with weight_dtype %s (not "
+                              "implemented: the gated pair of columns is not "
+                              "cut from a quantized weight; allowed: none, "
+                              "relu, gelu-tanh, gelu-erf, silu)",
+                              agmm_activation_name(act), name);
+    }
+    /* GEMM_RS, GEMM_AR: each rank's weight is its k part; a group must not
+     * straddle the split (every part but the last a multiple of G). */
+    const agmm_operation_t *op = agmm_operation(d->op);
+    for (int r = 0; g > 0 && op && r + 1 < d->nranks; r++) {
+        int64_t kp = op->k_part(d, r);
+        if (kp != d->k && kp % g != 0)
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "plan: group_size %lld with %s: rank %d's k part "
+                              "is %lld (allowed: every rank's k part but the "
+                              "last's a multiple of group_size, so no group "
+                              "straddles the k split; or group_size 0, one "
+                              "group per rank's part; see k_local)",
+                              (long long)g, op->name, r, (long long)kp);
+    }
+    return AGMM_OK;
+}
+
 /* The epilogue's fields: an activation (or one per weight), a C dtype of
  * fp32/bf16/fp16. After check_weights (the count of activations). */
 static agmm_status_t check_epilogue(const agmm_plan_desc_t *d)
@@ -227,6 +311,7 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
         return agmm_error(AGMM_ERR_INVALID_ARG, "plan: op %d is not valid",
                           (int)d->op);
     if (op->check_desc) AGMM_CHECK(op->check_desc(d));
+    AGMM_CHECK(check_wq(d));
     if (d->weights != AGMM_WEIGHTS_SHARED &&
         d->weights != AGMM_WEIGHTS_PER_RANK)
         return agmm_error(AGMM_ERR_INVALID_ARG, "plan: weights %d is not valid",
@@ -240,7 +325,7 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
                    : agmm_error(AGMM_ERR_INVALID_ARG,
                                 "plan: gemm_engine %d is not valid",
                                 (int)d->gemm_engine);
-    AGMM_CHECK(agmm_path_check(d, agmm_gemm_engine_get(d->gemm_engine)));
+    AGMM_CHECK(agmm_path_check(d, agmm_gemm_engine_of_desc(d)));
     if (d->comm_workers < 0 || d->comm_workers > 1024)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "plan: comm_workers %d (allowed 0..1024)",
@@ -290,7 +375,7 @@ uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d)
     MIX(d->weights);
     /* The engine that actually runs (AUTO resolved): ranks built
      * differently must not silently compute with different engines. */
-    MIX(agmm_gemm_engine_get(d->gemm_engine)->kind);
+    MIX(agmm_gemm_engine_of_desc(d)->kind);
     MIX(d->op);
     MIX(d->gemm_path);
     /* The epilogue: one activation hashes as before activations (the
@@ -306,6 +391,11 @@ uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d)
     if (d->dtype == AGMM_DTYPE_INT8) { /* the layouts of the scales */
         MIX(d->a_scale);
         MIX(d->w_scale);
+    }
+    if (d->weight_dtype != AGMM_WDTYPE_SAME) { /* the quantization */
+        MIX(d->weight_dtype);
+        MIX(d->group_size);
+        MIX(d->weight_zero_point != 0);
     }
     const agmm_operation_t *op = agmm_operation(d->op);
     for (int r = 0; op && r < d->nranks; r++)

@@ -15,7 +15,6 @@
  *   - whatever else the operation's schedules call (its row_counts, op.h).
  * An engine without cheap tile calls (OpenBLAS) takes any row count, and
  * the fused schedule coalesces arrived tiles for it. */
-#include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -170,6 +169,10 @@ static void seg_attr(const agmm_plan_t *p, const agmm_gemm_seg_t *sg, int acc,
     attr->accumulate = acc;
     attr->a_scale = attr->w_scale = p->int8; /* W8A8: both always */
     attr->s8_as_u8 = p->int8 && p->int8_u8;
+    agmm_wdtype_t wd = p->desc.weight_dtype; /* quantized: the wq engine */
+    attr->wq_bits = wd == AGMM_WDTYPE_INT8 ? 8 : wd == AGMM_WDTYPE_INT4 ? 4 : 0;
+    attr->wq_group = attr->wq_bits ? p->desc.group_size : 0;
+    attr->wq_asym = attr->wq_bits && p->desc.weight_zero_point;
     if (epi) epi_attr(p, sg->w, attr);
 }
 
@@ -320,25 +323,49 @@ static agmm_status_t load_glu(agmm_plan_t *p, const agmm_gemm_seg_t *sg,
         memcpy(sc, w_scale + sg->c0, sizeof *sc * (size_t)nc);
         memcpy(sc + nc, w_scale + h + sg->c0, sizeof *sc * (size_t)nc);
     }
-    agmm_gemm_operand_t op = {pk, NULL, sc};
+    agmm_gemm_operand_t op = {.w = pk, .bias = NULL, .w_scale = sc};
     agmm_status_t st = p->engine->load(sg->prep, &op);
     agmm_free(pk);
     agmm_free(sc);
     return st;
 }
 
-agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w,
-                                      const float *w_scale)
+/* A quantized weight i's plain layout into its segments: one byte per
+ * column in each row of q (int4: each pair of rows), scales and zeros,
+ * so a segment's columns start at c0 in all three, row stride n_w[i]
+ * (seg_shape's ldw). */
+static agmm_status_t load_wq(agmm_plan_t *p, int i, const void *q,
+                             const float *scales, const uint8_t *zeros)
 {
+    for (int j = 0; j < nsegs(p); j++) {
+        const agmm_gemm_seg_t *sg = &p->seg[j];
+        if (sg->w != i) continue;
+        agmm_gemm_operand_t op = {.w = (const uint8_t *)q + sg->c0,
+                                  .wq_scales = scales + sg->c0,
+                                  .wq_zeros = zeros ? zeros + sg->c0 : NULL};
+        if (epi_in_gemm(p) && !sg->pass && p->bias)
+            op.bias = p->bias + agmm_plan_col_off(p, i) + sg->c0;
+        AGMM_CHECK(p->engine->load(sg->prep, &op));
+    }
+    return AGMM_OK;
+}
+
+agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w,
+                                      const float *w_scale,
+                                      const uint8_t *zeros)
+{
+    if (p->desc.weight_dtype != AGMM_WDTYPE_SAME)
+        return load_wq(p, i, w, w_scale, zeros);
     size_t es = agmm_dtype_size(p->desc.dtype);
     for (int j = 0; j < nsegs(p); j++)
         if (p->seg[j].w == i && seg_glu(p, &p->seg[j])) {
             AGMM_CHECK(load_glu(p, &p->seg[j], w, w_scale));
         } else if (p->seg[j].w == i) {
             const agmm_gemm_seg_t *sg = &p->seg[j];
-            agmm_gemm_operand_t op = {(const unsigned char *)w +
-                                          (size_t)sg->c0 * es,
-                                      NULL, w_scale ? w_scale + sg->c0 : NULL};
+            agmm_gemm_operand_t op = {
+                .w = (const unsigned char *)w + (size_t)sg->c0 * es,
+                .bias = NULL,
+                .w_scale = w_scale ? w_scale + sg->c0 : NULL};
             /* The plan's bias as it is now (zero until set_bias). */
             if (epi_in_gemm(p) && !sg->pass && p->bias)
                 op.bias = p->bias + agmm_plan_col_off(p, i) + sg->c0;
@@ -455,46 +482,4 @@ agmm_status_t agmm_plan_gemm_acc(agmm_plan_t *p, const agmm_worker_share_t *s,
 {
     void *cs[1] = {c};
     return gemm_segs(p, s, r0, m, a, a_scale, cs, 1);
-}
-
-agmm_status_t agmm_plan_gemm_info(const agmm_plan_t *p, agmm_gemm_info_t *info)
-{
-    if (!p || !info)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "gemm_info: NULL argument");
-    if (!agmm_plan_is_live(p))
-        return agmm_error(AGMM_ERR_BAD_STATE,
-                          "gemm_info: the plan was destroyed or never made");
-    memset(info, 0, sizeof *info);
-    info->engine = p->engine->kind;
-    info->name = p->engine->name;
-    info->version = p->engine->version();
-    snprintf(info->impl, sizeof info->impl, "%s",
-             p->ngroups > 0 && p->seg[0].prep ? p->engine->impl(p->seg[0].prep)
-                                              : "");
-    info->threads_per_call =
-        p->engine->kind == AGMM_GEMM_ENGINE_OPENBLAS ? agmm_blas_threads() : 1;
-    info->primitives_created = agmm_gemm_engine_created();
-    info->path = p->path;
-    info->chosen_by = p->choice.by ? p->choice.by : "forced";
-    info->candidates = p->choice.n;
-    info->int8_variant = !p->int8 ? NULL : p->int8_u8 ? "u8s8" : "s8s8";
-    for (int i = 0; i < p->choice.n; i++) {
-        info->candidate[i].path =
-            i && !p->int8 ? AGMM_GEMM_PATH_F32 : AGMM_GEMM_PATH_NATIVE;
-        info->candidate[i].round_us = p->choice.round_us[i];
-        info->candidate[i].gflops = p->choice.gflops[i];
-        snprintf(info->candidate[i].impl, sizeof info->candidate[i].impl, "%s",
-                 p->choice.impl[i]);
-    }
-    info->choose_ms = p->choice.ms;
-    int pass = 0;
-    for (int j = 0; j < nsegs(p); j++)
-        pass += p->seg[j].pass;
-    info->epilogue = !p->epilogue       ? "none"
-                     : !epi_in_gemm(p)  ? "pass"
-                     : pass == nsegs(p) ? "pass"
-                     : pass > 0         ? "mixed"
-                                        : "engine";
-    info->epilogue_isa = agmm_gemm_epilogue_isa();
-    return AGMM_OK;
 }

@@ -222,7 +222,8 @@ static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
             ? e->prepare(&shape, &attr, NULL, &x.prep)
             : agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory for the GEMM "
                                              "path probe");
-    agmm_gemm_operand_t op = {w, NULL, int8 ? ones : NULL};
+    agmm_gemm_operand_t op = {
+        .w = w, .bias = NULL, .w_scale = int8 ? ones : NULL};
     if (st == AGMM_OK) st = e->load(x.prep, &op);
     if (st == AGMM_OK && e->scratch_bytes(x.prep) > 0 &&
         !(x.scratch = agmm_alloc(e->scratch_bytes(x.prep))))
@@ -310,6 +311,16 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
     if (int8 && d->gemm_path != AGMM_GEMM_PATH_AUTO) {
         c->by = "forced";
         p->path = AGMM_GEMM_PATH_NATIVE;
+        return AGMM_OK;
+    }
+    /* A quantized weight: the wq kernels read the dtype itself (they
+     * widen A's rows to fp32 in their own scratch), so AUTO is native, not
+     * measured (every rank has the same description: no allgather). */
+    if (d->weight_dtype != AGMM_WDTYPE_SAME &&
+        d->gemm_path == AGMM_GEMM_PATH_AUTO) {
+        c->by = "only";
+        p->path = d->dtype == AGMM_DTYPE_FP32 ? AGMM_GEMM_PATH_F32
+                                              : AGMM_GEMM_PATH_NATIVE;
         return AGMM_OK;
     }
     if (d->gemm_path != AGMM_GEMM_PATH_AUTO || d->dtype == AGMM_DTYPE_FP32) {

@@ -225,6 +225,12 @@ static agmm_status_t set_weight(agmm_plan_t *p, int i, const void *wt,
                           "set_weight: weight %d (the plan has %d: allowed "
                           "0..%d)",
                           i, p->nw, p->nw - 1);
+    if (p->desc.weight_dtype != AGMM_WDTYPE_SAME)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "%s: the plan's weight_dtype is %s "
+                          "(agmm_plan_set_weight_quantized)",
+                          w_scale ? "set_weight_scaled" : "set_weight",
+                          agmm_wdtype_name(p->desc.weight_dtype));
     if (p->int8 && !w_scale)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "set_weight: an int8 plan's weight needs its scales "
@@ -256,9 +262,49 @@ static agmm_status_t set_weight(agmm_plan_t *p, int i, const void *wt,
     }
     /* A failed load leaves no half-loaded weight in use. */
     p->weight_set &= ~(1u << i);
-    agmm_status_t st = agmm_plan_engine_load_i(p, i, wt, w_scale);
+    agmm_status_t st = agmm_plan_engine_load_i(p, i, wt, w_scale, NULL);
     if (st == AGMM_OK) p->weight_set |= 1u << i;
     agmm_free(cols);
+    return st;
+}
+
+/* A quantized plan's weight i (agmm.h). */
+static agmm_status_t set_weight_wq(agmm_plan_t *p, int i, const void *q,
+                                   const float *scales, const uint8_t *zeros)
+{
+    int asym = p->desc.weight_zero_point != 0;
+    if (p->desc.weight_dtype == AGMM_WDTYPE_SAME)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "set_weight_quantized: the plan's weight_dtype is "
+                          "same (agmm_plan_set_weight%s)",
+                          p->int8 ? "_scaled" : "");
+    if (i < 0 || i >= p->nw)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "set_weight_quantized: weight %d (the plan has %d: "
+                          "allowed 0..%d)",
+                          i, p->nw, p->nw - 1);
+    if (asym && !zeros)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "set_weight_quantized: zeros is NULL (the plan's "
+                          "weight_zero_point is 1: asymmetric)");
+    p->weight_set &= ~(1u << i);
+    agmm_status_t st =
+        agmm_plan_engine_load_i(p, i, q, scales, asym ? zeros : NULL);
+    if (st == AGMM_OK) p->weight_set |= 1u << i;
+    return st;
+}
+
+agmm_status_t agmm_plan_set_weight_quantized(agmm_plan_t *p, int i,
+                                             const void *q, const void *scales,
+                                             const uint8_t *zeros)
+{
+    if (!p || !q || !scales)
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "set_weight_quantized: NULL argument (plan, q or "
+                          "scales)");
+    AGMM_CHECK(agmm_plan_enter(p, "set_weight_quantized"));
+    agmm_status_t st = set_weight_wq(p, i, q, (const float *)scales, zeros);
+    agmm_plan_leave(p);
     return st;
 }
 

@@ -34,7 +34,7 @@ agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
 {
     int P = d->nranks, G = d->gemm_workers;
     p->op = agmm_operation(d->op);
-    p->engine = agmm_gemm_engine_get(d->gemm_engine);
+    p->engine = agmm_gemm_engine_of_desc(d);
     if (!p->op || !p->engine) /* desc_check refused them already */
         return agmm_error(AGMM_ERR_INVALID_ARG, "plan: invalid op or engine");
     p->rank = rank;
@@ -200,7 +200,8 @@ static uint64_t rank_total(const agmm_plan_desc_t *d, int r, int with_engine)
             /* AUTO may take either path (int8: either variant of its one
              * path): the most of them. */
             int both = d->gemm_path == AGMM_GEMM_PATH_AUTO && sk.native &&
-                       d->dtype != AGMM_DTYPE_FP32;
+                       d->dtype != AGMM_DTYPE_FP32 &&
+                       d->weight_dtype == AGMM_WDTYPE_SAME; /* path.c */
             for (int f32 = 0; f32 <= both; f32++) {
                 if (f32 && sk.int8)
                     sk.int8_u8 = 1;

@@ -281,9 +281,11 @@ int agmm_plan_segments(const agmm_plan_t *p, agmm_gemm_seg_t *seg,
 agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
                                         uint64_t *scratch);
 agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p);
-/* Weight i; w_scale: INT8's [n_i] per-column scales, else NULL. */
+/* Weight i; w_scale: INT8's [n_i] per-column scales, else NULL. A
+ * quantized plan's: w, w_scale, zeros its plain layout's q, scales, zeros. */
 agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w,
-                                      const float *w_scale);
+                                      const float *w_scale,
+                                      const uint8_t *zeros);
 /* Weight i's bias (p->bias) into the segments whose engine call adds it
  * (engine load_bias), after agmm_plan_set_bias copied it. */
 agmm_status_t agmm_plan_engine_load_bias(agmm_plan_t *p, int i);
@@ -313,9 +315,8 @@ agmm_status_t agmm_plan_gemm_acc(agmm_plan_t *p,
                                  const struct agmm_worker_share *s, int64_t r0,
                                  int64_t m, const void *a, const float *a_scale,
                                  float *c);
-/* Bytes from one row to the next of the rows the engine reads: the
- * window's rows when it reads them in place (native), else the fp32 rows
- * of g32. */
+/* Bytes between the rows the engine reads: the window's rows when read in
+ * place (native), else g32's fp32 rows. */
 static inline size_t agmm_plan_gemm_row_bytes(const agmm_plan_t *p)
 {
     return p->native ? p->row_bytes : (size_t)p->k_gemm * p->gemm_esize;
