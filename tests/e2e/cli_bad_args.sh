@@ -96,6 +96,15 @@ rows=(
     "bench --weights both                 | --weights: one of shared, per-rank"
     "run --gemm-path fp32                 | --gemm-path: one of auto, native, f32 (got 'fp32')"
     # int8 (W8A8): the scale layouts only with --dtype int8, int8 only on oneDNN
+    # quantized weights (--weight-dtype int8|int4)
+    "run --weight-dtype int2              | --weight-dtype: one of same, int8, int4 (got 'int2')"
+    "run --weight-dtype int4 --group-size 48 | --group-size: one of 128, 64, 32, 0 (got '48')"
+    "run --group-size 32                  | --group-size: only with --weight-dtype int8 or int4"
+    "run --zero-point                     | --zero-point: only with --weight-dtype int8 or int4"
+    "run --weight-dtype int4 --dtype int8 | --weight-dtype int4: with --dtype fp32, bf16 or fp16"
+    "run --weight-dtype int8 --gemm-engine openblas | --gemm-engine openblas: a quantized weight runs on agmm's wq kernels"
+    "run --weight-dtype int4 --activation silu-mul | --activation silu-mul: not with --weight-dtype int4"
+    "run --weight-dtype int4 --op gemm-rs --ranks 2 --k 1000 --group-size 32 --k-local 40,960 | --group-size 32: rank 0's k part is 40"
     "run --a-scale tensor                 | --a-scale: only with --dtype int8 (int8 A's scales: row or tensor; --dtype is fp16)"
     "run --dtype fp16 --a-scale row       | --a-scale: only with --dtype int8"
     "bench --dtype bf16 --w-scale tensor  | --w-scale: only with --dtype int8 (int8 W's scales: col or tensor; --dtype is bf16)"

@@ -27,7 +27,12 @@ static int fill_set(agmm_tool_rank_t *t, int s)
     int64_t id = agmm_tool_w_id_i(cli, t->rank, 0);
     int64_t k = agmm_tool_k_part(cli, t->rank), n = cli->n;
     agmm_status_t st =
-        cli->dtype == AGMM_DTYPE_INT8
+        agmm_tool_wq_bits(cli)
+            ? agmm_inputs_fill_wq(seed, AGMM_STREAM_W, id, k, n,
+                                  agmm_tool_wq_bits(cli), cli->group_size,
+                                  cli->zero_point, t->ws[0], t->w_scales[0],
+                                  t->w_zeros[0])
+        : cli->dtype == AGMM_DTYPE_INT8
             ? agmm_inputs_fill_int8(seed, AGMM_STREAM_W, id, k, n,
                                     cli->w_scale == AGMM_SCALE_TENSOR
                                         ? AGMM_QUANT_TENSOR

@@ -283,9 +283,11 @@ int opt_validate(agmm_cli_t *cli, FILE *err, int world_size, int ranks_here)
             "transport (not with MPI)\n");
         return 2;
     }
-    if (opt_check_dtype(cli, err)) return 2;
-    if (!agmm_gemm_path_available(cli->gemm_engine, cli->dtype,
-                                  cli->gemm_path)) {
+    if (opt_check_wq(cli, err) || opt_check_dtype(cli, err)) return 2;
+    if (!agmm_gemm_path_available(cli->weight_dtype != AGMM_WDTYPE_SAME
+                                      ? AGMM_GEMM_ENGINE_WQ
+                                      : cli->gemm_engine,
+                                  cli->dtype, cli->gemm_path)) {
         fprintf(err,
                 "agmm: --gemm-path %s: the %s engine has no native %s kernel "
                 "on this CPU (allowed here: auto, f32)\n",

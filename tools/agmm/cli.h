@@ -86,6 +86,12 @@ typedef struct agmm_cli {
      * (CHANNEL: per row of A / per column of W); only with --dtype int8 */
     agmm_scale_t a_scale, w_scale;
     int a_scale_set, w_scale_set; /* given explicitly */
+    /* --weight-dtype same|int8|int4 (quantized W: made in fp32, quantized
+     * with agmm_quantize_weight, run by the wq engine), --group-size
+     * 0|32|64|128 (0: all of the rank's k), --zero-point (asymmetric) */
+    agmm_wdtype_t weight_dtype;
+    int group_size, group_size_set;
+    int zero_point;
     /* --comm-cores, --gemm-cores; by default (agmm_cli_resolve_cores) the
      * library's agmm_default_workers: comm 1 if 2 x ranks <= usable cores
      * else 0, GEMM max(1, usable / ranks - comm) */

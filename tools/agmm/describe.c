@@ -116,6 +116,16 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     }
     char dt[80]; /* int8: "int8 (A scales per row, W per column)" */
     snprintf(dt, sizeof dt, "%s", agmm_dtype_name(cli->dtype));
+    if (agmm_tool_wq_bits(cli) && cli->group_size > 0)
+        snprintf(dt, sizeof dt, "%s (W %s, groups of %d%s)",
+                 agmm_dtype_name(cli->dtype),
+                 agmm_wdtype_name(cli->weight_dtype), cli->group_size,
+                 cli->zero_point ? ", zero points" : "");
+    else if (agmm_tool_wq_bits(cli))
+        snprintf(dt, sizeof dt, "%s (W %s, one group per k%s)",
+                 agmm_dtype_name(cli->dtype),
+                 agmm_wdtype_name(cli->weight_dtype),
+                 cli->zero_point ? ", zero points" : "");
     if (cli->dtype == AGMM_DTYPE_INT8)
         snprintf(dt, sizeof dt, "int8 (A scales per %s, W per %s)",
                  cli->a_scale == AGMM_SCALE_TENSOR ? "shard" : "row",

@@ -36,6 +36,34 @@ agmm_status_t agmm_inputs_fill(uint64_t seed, int kind, int64_t id,
     return st;
 }
 
+agmm_status_t agmm_inputs_fill_wq(uint64_t seed, int kind, int64_t id,
+                                  int64_t rows, int64_t cols, int bits,
+                                  int64_t group, int asym, void *q,
+                                  float *scales, uint8_t *zeros)
+{
+    if (rows == 0 || cols == 0) return AGMM_OK;
+    float *f = malloc((size_t)rows * (size_t)cols * sizeof(float));
+    if (!f) return AGMM_ERR_NO_MEMORY;
+    agmm_status_t st =
+        agmm_inputs_fill(seed, kind, id, AGMM_DTYPE_FP32, f, rows * cols);
+    if (st == AGMM_OK)
+        st = agmm_quantize_weight(f, rows, cols, bits, group, !asym, q, scales,
+                                  asym ? zeros : NULL);
+    free(f);
+    return st;
+}
+
+size_t agmm_inputs_wq_bytes(int64_t rows, int64_t cols, int bits)
+{
+    return (size_t)(bits == 8 ? rows : (rows + 1) / 2) * (size_t)cols;
+}
+
+int64_t agmm_inputs_wq_groups(int64_t rows, int64_t cols, int64_t group)
+{
+    int64_t g = group > 0 ? group : rows;
+    return rows > 0 ? (rows + g - 1) / g * cols : 0;
+}
+
 agmm_status_t agmm_inputs_fill_int8(uint64_t seed, int kind, int64_t id,
                                     int64_t rows, int64_t cols,
                                     agmm_quant_axis_t axis, int8_t *q,

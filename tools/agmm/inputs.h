@@ -24,4 +24,18 @@ agmm_status_t agmm_inputs_fill_int8(uint64_t seed, int kind, int64_t id,
                                     agmm_quant_axis_t axis, int8_t *q,
                                     float *scales);
 
+/* A quantized weight (--weight-dtype int8|int4): the [rows, cols] fp32
+ * values agmm_inputs_fill makes for stream (seed, kind, id), quantized by
+ * agmm_quantize_weight (bits 8 or 4, group 0|32|64|128, symmetric unless
+ * asym) into the plain layout: q, scales [ceil(rows/G)][cols] and, when
+ * asym, zeros (else untouched). rows 0: nothing written. */
+agmm_status_t agmm_inputs_fill_wq(uint64_t seed, int kind, int64_t id,
+                                  int64_t rows, int64_t cols, int bits,
+                                  int64_t group, int asym, void *q,
+                                  float *scales, uint8_t *zeros);
+/* Bytes of q and elements of scales (and zeros) of such a weight (rows 0:
+ * 0 and 0). */
+size_t agmm_inputs_wq_bytes(int64_t rows, int64_t cols, int bits);
+int64_t agmm_inputs_wq_groups(int64_t rows, int64_t cols, int64_t group);
+
 #endif

@@ -23,6 +23,7 @@ _Static_assert(sizeof(agmm_op_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_gemm_path_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_scale_t) == sizeof(int), "enum field size");
 _Static_assert(sizeof(agmm_activation_t) == sizeof(int), "enum field size");
+_Static_assert(sizeof(agmm_wdtype_t) == sizeof(int), "enum field size");
 
 #define CLI_MAX_COUNT INT_MAX /* --rounds, --warmup */
 
@@ -36,6 +37,14 @@ static const opt_choice_t k_a_scales[] = {
     {"row", AGMM_SCALE_CHANNEL}, {"tensor", AGMM_SCALE_TENSOR}, {NULL, 0}};
 static const opt_choice_t k_w_scales[] = {
     {"col", AGMM_SCALE_CHANNEL}, {"tensor", AGMM_SCALE_TENSOR}, {NULL, 0}};
+/* Quantized weights: the element type and the group (rows of k per scale;
+ * 0: all of the rank's k). */
+static const opt_choice_t k_wdtypes[] = {{"same", AGMM_WDTYPE_SAME},
+                                         {"int8", AGMM_WDTYPE_INT8},
+                                         {"int4", AGMM_WDTYPE_INT4},
+                                         {NULL, 0}};
+static const opt_choice_t k_groups[] = {
+    {"128", 128}, {"64", 64}, {"32", 32}, {"0", 0}, {NULL, 0}};
 static const opt_choice_t k_engines[] = {
     {"onednn", AGMM_GEMM_ENGINE_ONEDNN},
     {"openblas", AGMM_GEMM_ENGINE_OPENBLAS},
@@ -207,6 +216,20 @@ const opt_row_t opt_table[] = {
      .label = "--w-scale S",
      .help = "int8: W's scales, {choices}: one per column (output\n"
              "channel) or one per weight (default {def})"},
+    {.name = "weight-dtype", .kind = OPTK_CHOICE, .field = F(weight_dtype), NOSET,
+     .choices = k_wdtypes, LIB(weight_dtype), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .label = "--weight-dtype T",
+     .help = "{choices}: W's dtype (default {def}:\n"
+             "--dtype's); int8/int4: made in fp32, quantized with\n"
+             "group scales, run by agmm's own int4/int8 kernels"},
+    {.name = "group-size", .kind = OPTK_CHOICE, .field = F(group_size),
+     .set_field = F(group_size_set), .choices = k_groups, .def = {128, 128},
+     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--group-size G",
+     .help = "{choices}: rows of k per scale of a\n"
+             "quantized W (default {def}; 0: all of the rank's k)"},
+    {.name = "zero-point", .kind = OPTK_FLAG, .field = F(zero_point), NOSET, .flag_value = 1,
+     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .help = "a quantized W is asymmetric (uint8 zero points)"},
     {.name = "gemm-engine", .kind = OPTK_CHOICE, .field = F(gemm_engine), NOSET,
      .choices = k_engines, .accept = engine_built_in, LIB(gemm_engine), .cmds = OPT_FOR_PROBLEM,
      .section = SEC_PROBLEM, .label = "--gemm-engine E",

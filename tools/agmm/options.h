@@ -160,6 +160,9 @@ int opt_check_dtype(const agmm_cli_t *cli, FILE *err);
 /* --activation silu-mul / gelu-tanh-mul against --op and --n
  * (gated_checks.c): 0 or 2 after one error line. */
 int opt_check_gated(const agmm_cli_t *cli, FILE *err);
+/* --weight-dtype, --group-size, --zero-point against the rest (wq_checks.c):
+ * one line and 2, or 0. */
+int opt_check_wq(const agmm_cli_t *cli, FILE *err);
 
 /* The cross-option checks after all options were read (checks.c):
  * returns 0 or 2 after one error line; warnings do not fail. */

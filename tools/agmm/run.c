@@ -1,7 +1,8 @@
 /* `agmm run`: run the operation (--schedule, default auto) for --rounds rounds
  * with new inputs every round and check every rank's output of every round
  * against the reference (allclose rtol 1e-2, atol 1e-2; int8: against the
- * exact int8 oracles within a few fp32 roundings, check_int8.c); gemm-ar:
+ * exact int8 oracles within a few fp32 roundings, check_int8.c; a
+ * quantized weight: against the exactly dequantized one, check_wq.c); gemm-ar:
  * also that every rank's C (the round's rows: --m-local-per-round) is the
  * same bytes (a hash compared over the ranks). */
 #include <math.h>
@@ -11,6 +12,7 @@
 
 #include "agmm_ext.h"
 #include "check_int8.h"
+#include "check_wq.h"
 #include "epilogue_check.h"
 #include "inputs.h"
 #include "progress.h"
@@ -130,6 +132,10 @@ static int check_round(agmm_tool_rank_t *t, int round, round_result_t *res,
 {
     const agmm_cli_t *cli = t->cli;
     *bad_weight = 0;
+    if (agmm_tool_wq_bits(cli))
+        return agmm_tool_check_wq(t, round, &res->max_abs_diff,
+                                  &res->mismatches, &res->first_bad, bad_weight,
+                                  &res->q.worst);
     if (cli->dtype == AGMM_DTYPE_INT8)
         return agmm_tool_check_int8(t, round, &res->max_abs_diff,
                                     &res->mismatches, &res->first_bad,
@@ -390,6 +396,11 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
                         bad_rank < 0 ? "true" : "false");
             if (cli->check && cli->dtype == AGMM_DTYPE_INT8)
                 json_int8(rj, cli, &q);
+            if (cli->check && agmm_tool_wq_bits(cli))
+                fprintf(rj,
+                        ",\"bound\":\"|c-ref|<=%s\",\"worst_diff_over_bound\":"
+                        "%.6g",
+                        AGMM_WQ_BOUND_TEXT, q.worst);
             fprintf(rj, "}");
             continue;
         }
@@ -414,6 +425,19 @@ int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli)
         }
         if (cli->dtype == AGMM_DTYPE_INT8)
             text_int8(cli, maxdiff, &q, same_c && differs < 0, bad_rank < 0);
+        else if (agmm_tool_wq_bits(cli))
+            printf("; check: max |diff| %.3g over %d %s against the "
+                   "dequantized %s weight, |c - ref| <= %s%s (worst "
+                   "|diff|/bound %.3g)%s %s\n",
+                   maxdiff, P, P == 1 ? "rank" : "ranks",
+                   agmm_wdtype_name(cli->weight_dtype), AGMM_WQ_BOUND_TEXT,
+                   agmm_tool_has_epilogue(cli)
+                       ? " before the epilogue, + its allowance"
+                       : "",
+                   q.worst,
+                   same_c && differs < 0 ? ", C the same bytes on every rank"
+                                         : "",
+                   bad_rank < 0 ? "PASS" : "FAIL");
         else
             printf("; check: max |diff| %.3g over %d %s, allclose(rtol=%g, "
                    "atol=%g)%s%s %s\n",

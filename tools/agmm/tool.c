@@ -43,6 +43,9 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->bias = cli->bias;
     d->activation = cli->activation;
     d->out_dtype = cli->out_dtype;
+    d->weight_dtype = cli->weight_dtype;
+    d->group_size = agmm_tool_wq_bits(cli) ? cli->group_size : 0;
+    d->weight_zero_point = agmm_tool_wq_bits(cli) ? cli->zero_point : 0;
     d->k_local =
         agmm_tool_split_k(cli) && cli->k_local_count > 0 ? cli->k_local : NULL;
 }
@@ -265,11 +268,15 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
         int c16 = cli->out_dtype != AGMM_DTYPE_FP32;
         if (c16) t->c32s[i] = malloc(cn * sizeof(float) + 1);
         if (cli->bias) t->biases[i] = malloc((size_t)n * sizeof(float) + 1);
-        if (int8)
-            t->w_scales[i] =
-                malloc((size_t)agmm_tool_w_scales(cli, i) * sizeof(float) + 1);
-        if (!t->ws[i] || !t->cs[i] || (int8 && !t->w_scales[i]) ||
-            (c16 && !t->c32s[i]) || (cli->bias && !t->biases[i])) {
+        int64_t kp = agmm_tool_k_part(cli, t->rank);
+        int wq = agmm_tool_wq_bits(cli), zp = wq && cli->zero_point;
+        int64_t ns = wq ? agmm_inputs_wq_groups(kp, n, cli->group_size)
+                        : agmm_tool_w_scales(cli, i);
+        if (int8 || wq) t->w_scales[i] = malloc((size_t)ns * sizeof(float) + 1);
+        if (zp) t->w_zeros[i] = malloc((size_t)ns + 1);
+        if (!t->ws[i] || !t->cs[i] || ((int8 || wq) && !t->w_scales[i]) ||
+            (zp && !t->w_zeros[i]) || (c16 && !t->c32s[i]) ||
+            (cli->bias && !t->biases[i])) {
             fprintf(stderr, "agmm: rank %d: out of memory for the inputs\n",
                     t->rank);
             return 1;
@@ -280,14 +287,17 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
                              t->biases[i], n) != AGMM_OK)
             return 1;
         agmm_status_t st =
-            int8 ? agmm_inputs_fill_int8(cli->seed, AGMM_STREAM_W, id,
-                                         agmm_tool_k_part(cli, t->rank), n,
-                                         cli->w_scale == AGMM_SCALE_TENSOR
-                                             ? AGMM_QUANT_TENSOR
-                                             : AGMM_QUANT_COLS,
-                                         t->ws[i], t->w_scales[i])
-                 : agmm_inputs_fill(cli->seed, AGMM_STREAM_W, id, cli->dtype,
-                                    t->ws[i], (int64_t)kn);
+            wq ? agmm_inputs_fill_wq(cli->seed, AGMM_STREAM_W, id, kp, n, wq,
+                                     cli->group_size, zp, t->ws[i],
+                                     t->w_scales[i], t->w_zeros[i])
+            : int8 ? agmm_inputs_fill_int8(cli->seed, AGMM_STREAM_W, id,
+                                           agmm_tool_k_part(cli, t->rank), n,
+                                           cli->w_scale == AGMM_SCALE_TENSOR
+                                               ? AGMM_QUANT_TENSOR
+                                               : AGMM_QUANT_COLS,
+                                           t->ws[i], t->w_scales[i])
+                   : agmm_inputs_fill(cli->seed, AGMM_STREAM_W, id, cli->dtype,
+                                      t->ws[i], (int64_t)kn);
         if (st != AGMM_OK || agmm_tool_set_weight(t, t->plan, i, i) != AGMM_OK)
             return 1;
     }
@@ -321,6 +331,9 @@ agmm_status_t agmm_tool_set_weight(const agmm_tool_rank_t *t, agmm_plan_t *plan,
     if (t->cli->dtype == AGMM_DTYPE_INT8)
         return agmm_plan_set_weight_scaled(plan, plan_i, t->ws[i],
                                            t->w_scales[i]);
+    if (agmm_tool_wq_bits(t->cli))
+        return agmm_plan_set_weight_quantized(plan, plan_i, t->ws[i],
+                                              t->w_scales[i], t->w_zeros[i]);
     return agmm_plan_set_weight_i(plan, plan_i, t->ws[i]);
 }
 
@@ -357,6 +370,7 @@ void agmm_tool_teardown(agmm_tool_rank_t *t)
     free(t->gathered_scale);
     for (int i = 0; i < AGMM_MAX_WEIGHTS; i++) {
         free(t->w_scales[i]);
+        free(t->w_zeros[i]);
         free(t->ws[i]);
         free(t->cs[i]);
         free(t->c32s[i]);

@@ -28,6 +28,14 @@ int agmm_tool_stopped(void);
 void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *desc);
 /* Does the operation reduce partials over a split of k (gemm-rs, gemm-ar:
  * each rank has [M, K_r] of A and its own W_r)? */
+/* The bits of a quantized weight (--weight-dtype int8: 8, int4: 4), or 0. */
+static inline int agmm_tool_wq_bits(const agmm_cli_t *cli)
+{
+    return cli->weight_dtype == AGMM_WDTYPE_INT8   ? 8
+           : cli->weight_dtype == AGMM_WDTYPE_INT4 ? 4
+                                                   : 0;
+}
+
 static inline int agmm_tool_split_k(const agmm_cli_t *cli)
 {
     return cli->op == AGMM_OP_GEMM_RS || cli->op == AGMM_OP_GEMM_AR;
@@ -96,6 +104,10 @@ typedef struct agmm_tool_rank {
     float *a_scale;
     float *w_scales[AGMM_MAX_WEIGHTS];
     float *gathered_scale;
+    /* --weight-dtype int8|int4: ws[i] holds weight i's plain layout's q,
+     * w_scales[i] its group scales, w_zeros[i] its zero points
+     * (--zero-point, else NULL) (inputs.h: agmm_inputs_fill_wq). */
+    uint8_t *w_zeros[AGMM_MAX_WEIGHTS];
     agmm_trace_t *trace; /* --trace / --trace-svg, else NULL */
     char *trace_json;    /* rank 0, --json: the "trace" member, or NULL */
 } agmm_tool_rank_t;
