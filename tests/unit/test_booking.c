@@ -43,6 +43,7 @@ typedef struct cfg {
     agmm_gemm_path_t path;
     int gemm_workers;
     int comm_workers;
+    agmm_wdtype_t wdtype; /* a quantized weight: the wq engine */
 } cfg_t;
 
 static void make_desc(const cfg_t *c, agmm_plan_desc_t *d, int64_t *n_list)
@@ -67,6 +68,9 @@ static void make_desc(const cfg_t *c, agmm_plan_desc_t *d, int64_t *n_list)
         d->n_list = n_list;
     }
     if (c->op != AGMM_OP_AG_GEMM && c->s.kl[0] >= 0) d->k_local = c->s.kl;
+    d->weight_dtype = c->wdtype; /* groups of 32 where no k split cuts one */
+    d->group_size = c->op == AGMM_OP_AG_GEMM ? 32 : 0;
+    d->weight_zero_point = c->wdtype == AGMM_WDTYPE_INT4;
 }
 
 /* What the booking of rank r's plan on `path` adds up to. */
@@ -116,7 +120,12 @@ static int rank_main(agmm_world_t *w, void *arg)
     for (int q = 0; q < c->s.P; q++)
         if (all[q] > most) most = all[q];
     uint64_t est = agmm_plan_bytes_per_rank(&d);
-    if (c->path == AGMM_GEMM_PATH_AUTO) { /* the larger; the chosen one */
+    if (c->path == AGMM_GEMM_PATH_AUTO && c->wdtype != AGMM_WDTYPE_SAME) {
+        /* quantized: auto is native, measured nothing (path.c) */
+        if (code == 0 && est != estimate_on(&d, AGMM_GEMM_PATH_NATIVE))
+            code = 17;
+    } else if (c->path ==
+               AGMM_GEMM_PATH_AUTO) { /* the larger; the chosen one */
         uint64_t nat = estimate_on(&d, AGMM_GEMM_PATH_NATIVE);
         uint64_t f32 = estimate_on(&d, AGMM_GEMM_PATH_F32);
         if (code == 0 && est != (nat > f32 ? nat : f32)) code = 17;
@@ -227,6 +236,23 @@ int main(void)
             run_config(&c, si);
             configs++;
         }
-    CHECK(configs >= (int8_here ? 48 : 40), "%d configurations ran", configs);
+    /* Quantized weights (the wq engine: its packed ranges, bias copies and
+     * the pass scratch): each shape, every operation, int4 and int8. */
+    for (int si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++)
+        for (int op = 0; op < 3; op++) {
+            cfg_t c = {
+                .s = shapes[si],
+                .op = (agmm_op_t)op,
+                .dtype = dtypes[(si + op) % 3],
+                .engine = AGMM_GEMM_ENGINE_AUTO,
+                .path = op == 2 ? AGMM_GEMM_PATH_F32 : AGMM_GEMM_PATH_AUTO,
+                .gemm_workers = 1 + 2 * (si % 2),
+                .comm_workers = si % 2,
+                .wdtype = (si + op) % 2 ? AGMM_WDTYPE_INT4 : AGMM_WDTYPE_INT8};
+            if (c.op != AGMM_OP_AG_GEMM) c.s.nw = 1;
+            run_config(&c, si);
+            configs++;
+        }
+    CHECK(configs >= (int8_here ? 60 : 52), "%d configurations ran", configs);
     CHECK_DONE("test_booking");
 }
