@@ -263,6 +263,8 @@ _PROTOS = {
                                      c_int64, c_int, c_void_p, c_void_p,
                                      c_void_p]),
     "agmm_plan_set_weight_scaled": (c_int, [P, c_int, c_void_p, c_void_p]),
+    "agmm_plan_set_weight_quantized": (c_int, [P, c_int, c_void_p, c_void_p,
+                                               c_void_p]),
     "agmm_plan_set_bias": (c_int, [P, c_int, c_void_p]),
     "agmm_activation_name": (c_char_p, [c_int]),
     "agmm_blas_name": (c_char_p, []),

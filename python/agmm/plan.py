@@ -72,6 +72,11 @@ class Plan:
     out_dtype "fp32" (the default), "bf16" or "fp16" (or a numpy/torch
               dtype): C's dtype, rounded once after the activation; bf16
               from NumPy is a uint16 array of the raw bits
+    weight_dtype "same" (the default: W in dtype), "int8" or "int4": a
+              quantized weight (agmm.QuantizedWeight, or float weights
+              quantized by set_weight) run by agmm's own kernels (the "wq"
+              engine); with group_size (32, 64, 128 (the default), or None /
+              -1: all of the rank's k) and zero_point (True: asymmetric)
     tile_m, tile_n, comm_workers, gemm_workers, gemm_engine ("auto",
     "onednn", "openblas"), timeout (seconds per wait), k_local: as in
     agmm_plan_desc_t; None keeps agmm_plan_desc_init's default, except the
@@ -82,7 +87,8 @@ class Plan:
                  weights="shared", tile_m=None, tile_n=None, comm_workers=None,
                  gemm_workers=None, gemm_engine="auto", timeout=None,
                  k_local=None, gemm_path="auto", a_scale=None, w_scale=None,
-                 bias=False, activation="none", out_dtype="fp32"):
+                 bias=False, activation="none", out_dtype="fp32",
+                 weight_dtype="same", group_size=128, zero_point=False):
         self._h = None
         self.world = world
         P = world.size
@@ -164,6 +170,14 @@ class Plan:
         if k_local is not None:
             self._klocal = (ctypes.c_int64 * P)(*int_list(k_local, P, "k_local"))
             d.k_local = ctypes.cast(self._klocal, ctypes.POINTER(ctypes.c_int64))
+        self.weight_dtype = weight_dtype
+        d.weight_dtype = _name(weight_dtype, _lib.WDTYPES, "weight_dtype")
+        if weight_dtype != "same":
+            self.group_size = None if group_size in (None, -1) else \
+                int(group_size)
+            self.zero_point = bool(zero_point)
+            d.group_size = self.group_size or 0
+            d.weight_zero_point = int(self.zero_point)
         self._desc = desc
         h = ctypes.c_void_p()
         check(_lib.fn.agmm_plan_create(world.handle, ctypes.byref(desc),
@@ -233,6 +247,12 @@ class Plan:
                                   % (i, len(self.n_list)))
         shape = (self.w_shape[0], self.n_list[i])
         what = "weight" if i == 0 else "weight %d" % i
+        if self.weight_dtype != "same":
+            if scale is not None:
+                raise InvalidArgument("scale: given to a quantized plan (the "
+                                      "scales are the QuantizedWeight's)")
+            self._set_weight_quantized(w, i, shape, what)
+            return
         if self.dtype == "int8":
             self._set_weight_int8(w, i, scale, shape, what)
             return
@@ -246,6 +266,30 @@ class Plan:
             st = _lib.fn.agmm_plan_set_weight_i(self.handle, i, ptr)
         check(st, "set_weight")
         del keep
+
+    def _set_weight_quantized(self, w, i, shape, what):
+        """A quantized plan's weight i: an agmm.QuantizedWeight of the plan's
+        bits, group and symmetry and of `shape`, or float weights quantized
+        here (agmm.quantize_weight)."""
+        from .qweight import QuantizedWeight, quantize_weight
+        bits = 8 if self.weight_dtype == "int8" else 4
+        if not isinstance(w, QuantizedWeight):
+            w = quantize_weight(w, bits=bits, group_size=self.group_size,
+                                symmetric=not self.zero_point)
+        g = self.group_size if self.group_size else shape[0]
+        got = (w.bits, w.k, w.n, w.group_size, w.symmetric)
+        want = (bits, shape[0], shape[1], g, not self.zero_point)
+        if got != want:
+            raise InvalidArgument(
+                "%s: a QuantizedWeight of bits %d, [%d, %d], group %d, "
+                "symmetric %s (the plan's: bits %d, [%d, %d], group %d, "
+                "symmetric %s)" % ((what,) + got + want))
+        f = _lib.fn.agmm_plan_set_weight_quantized
+        if f is None:
+            raise missing("agmm_plan_set_weight_quantized")
+        z = w.zeros.ctypes.data if w.zeros is not None else None
+        check(f(self.handle, i, w.q.ctypes.data, w.scales.ctypes.data, z),
+              "set_weight")
 
     def _set_weight_int8(self, w, i, scale, shape, what):
         f = _lib.fn.agmm_plan_set_weight_scaled

@@ -329,6 +329,8 @@ from int8_scenarios import SCENARIOS as _INT8  # noqa: E402
 from epilogue_scenarios import SCENARIOS as _EPILOGUE  # noqa: E402
 SCENARIOS.update(_INT8)
 SCENARIOS.update(_EPILOGUE)
+from wq_scenarios import SCENARIOS as _WQ  # noqa: E402
+SCENARIOS.update(_WQ)
 
 
 def main():

@@ -597,3 +597,20 @@ def test_repr_and_exports():
     assert "nbytes=%d" % w.nbytes in r
     assert w.nbytes == 39 * 24 + 3 * 24 * 4
     assert "QuantizedWeight" in agmm.__all__ and "quantize_weight" in agmm.__all__
+
+
+# Plans with quantized weights (issue 48): every operation at 1 and 2
+# ranks, int4 and int8, symmetric and with zero points, groups 32 / 128 /
+# all of k (wq_scenarios.py, run by rank_worker.py).
+@pytest.mark.parametrize("nranks", [1, 2])
+@pytest.mark.parametrize("op,bits,zp,gs", [
+    ("ag-gemm", 4, False, 32), ("ag-gemm", 8, True, None),
+    ("gemm-rs", 4, True, 32), ("gemm-ar", 8, False, None)])
+def test_plans_take_quantized_weights(nranks, op, bits, zp, gs):
+    from conftest import run_world
+    args = dict(op=op, bits=bits, zp=zp, group_size=gs,
+                m_local=[9, 4][:nranks], k=96 if op == "ag-gemm" else 100,
+                n=40)
+    if op != "ag-gemm":
+        args["k_local"] = [64, 36] if nranks == 2 else [100]
+    run_world(nranks, "wq", args)
