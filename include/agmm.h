@@ -496,7 +496,8 @@ typedef struct agmm_plan_desc {
     int gemm_workers; /* >= 1 */
     double timeout_s; /* per wait; <= 0: the world's default */
     /* AUTO (0, the default), ONEDNN or OPENBLAS; one not built in makes
-     * the plan fail with AGMM_ERR_UNSUPPORTED. */
+     * the plan fail with AGMM_ERR_UNSUPPORTED. A quantized weight
+     * (weight_dtype) runs on WQ: AUTO or WQ then, the others refused. */
     agmm_gemm_engine_kind_t gemm_engine;
     /* AGMM_OP_AG_GEMM (0, the default), AGMM_OP_GEMM_RS or AGMM_OP_GEMM_AR. */
     agmm_op_t op;
