@@ -323,6 +323,17 @@ static int call_refusals(agmm_world_t *w, const cfg_t *cf)
         (agmm_plan_set_weight_quantized(plan, 1, pb.part[0].q, pb.part[0].s,
                                         pb.part[0].z) != AGMM_ERR_INVALID_ARG))
         bad = 34;
+    /* A non-finite scale, named as the caller indexes it (group 1, column
+     * 3: where there is a second group). */
+    int two = cf->q.group > 0 && KAG > cf->q.group;
+    float keep = two ? pb.part[0].s[N + 3] : 0;
+    if (two) pb.part[0].s[N + 3] = NAN;
+    if (!bad && two &&
+        (agmm_plan_set_weight_quantized(plan, 0, pb.part[0].q, pb.part[0].s,
+                                        pb.part[0].z) != AGMM_ERR_INVALID_ARG ||
+         !strstr(agmm_last_error(), "scales[1][3]")))
+        bad = 37;
+    if (two) pb.part[0].s[N + 3] = keep;
     if (plan) agmm_plan_destroy(plan);
     plan = NULL;
     d.weight_dtype = AGMM_WDTYPE_SAME;
@@ -470,7 +481,7 @@ int main(void)
                       "%s, %d rank(s), int%d g%lld %s: exit code %d (100 + "
                       "what: 10 inputs, 11-13 plan, weight, bias, 14 "
                       "gemm_info, 15 bytes held != booked, 16 run, 17 wrote "
-                      "past C, 18-19 off the oracle (fused, baseline), 30-36 "
+                      "past C, 18-19 off the oracle (fused, baseline), 30-37 "
                       "the call refusals)",
                       agmm_op_name(ops[o]), np, quants[qi].bits,
                       (long long)quants[qi].group,

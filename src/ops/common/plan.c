@@ -287,6 +287,24 @@ static agmm_status_t set_weight_wq(agmm_plan_t *p, int i, const void *q,
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "set_weight_quantized: zeros is NULL (the plan's "
                           "weight_zero_point is 1: asymmetric)");
+    /* The whole weight's scales and zero points, named as the caller
+     * indexes them (the engine sees each column range apart). */
+    int64_t n = p->n_w[i], k = p->k_gemm, G = p->desc.group_size;
+    int64_t ng = k > 0 ? (k + (G > 0 ? G : k) - 1) / (G > 0 ? G : k) : 0;
+    int int4 = p->desc.weight_dtype == AGMM_WDTYPE_INT4;
+    for (int64_t e = 0; e < ng * n; e++) {
+        if (!(scales[e] >= -FLT_MAX && scales[e] <= FLT_MAX))
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "set_weight_quantized: scales[%lld][%lld] = %g "
+                              "(allowed: finite)",
+                              (long long)(e / n), (long long)(e % n),
+                              (double)scales[e]);
+        if (asym && int4 && zeros[e] > 15)
+            return agmm_error(AGMM_ERR_INVALID_ARG,
+                              "set_weight_quantized: zeros[%lld][%lld] = %d "
+                              "(allowed with int4: 0..15)",
+                              (long long)(e / n), (long long)(e % n), zeros[e]);
+    }
     p->weight_set &= ~(1u << i);
     agmm_status_t st =
         agmm_plan_engine_load_i(p, i, q, scales, asym ? zeros : NULL);
