@@ -51,7 +51,7 @@ int opt_check_wq(const agmm_cli_t *cli, FILE *err)
          agmm_tool_split_k(cli) && cli->group_size > 0 && r + 1 < cli->ranks;
          r++) {
         int64_t kp = agmm_tool_k_part(cli, r);
-        if (kp % cli->group_size) {
+        if (kp != cli->k && kp % cli->group_size) {
             fprintf(err,
                     "agmm: --group-size %d: rank %d's k part is %" PRId64
                     " (allowed: every rank's part but the last a multiple of "
