@@ -168,6 +168,39 @@ static void run_case(const weight_t *wt, int64_t m, agmm_dtype_t adt,
             }
         CHECK(bad == 0, "%lld wrong elements", (long long)bad);
     }
+    /* The caller's scratch (of 3 rows: any m done 3 at a time) gives
+     * agmm_wq_gemm's bits, and so does a weight packed in two steps
+     * (agmm_wq_alloc, then agmm_wq_repack). */
+    size_t cb = sizeof(float) * (size_t)(m * ldc + 1);
+    float *c1 = malloc(cb), *c2 = malloc(cb);
+    memset(c1, 0, cb);
+    memset(c2, 0, cb);
+    size_t sb = agmm_wq_scratch_bytes(k, d->group, 3);
+    void *scratch = aligned_alloc(64, (sb + 63) / 64 * 64);
+    CHECK(agmm_wq_gemm(w, m, a, adt, lda, c1, cdt, ldc, n0, n1) == AGMM_OK &&
+              agmm_wq_gemm_scratch(w, m, a, adt, lda, c2, cdt, ldc, n0, n1,
+                                   scratch, 3) == AGMM_OK &&
+              !memcmp(c1, c2, cb),
+          "agmm_wq_gemm_scratch differs from agmm_wq_gemm (k %lld m %lld)",
+          (long long)k, (long long)m);
+    agmm_wq_t *w2 = NULL;
+    CHECK(agmm_wq_alloc(k, n, d->bits, d->group, d->symmetric, &w2) ==
+                  AGMM_OK &&
+              agmm_wq_repack(w2, d) == AGMM_OK &&
+              agmm_wq_bytes(w2) ==
+                  agmm_wq_packed_bytes(k, n, d->bits, d->group) &&
+              agmm_wq_bytes(w2) == agmm_wq_bytes(w),
+          "alloc + repack");
+    memset(c2, 0, cb);
+    CHECK(w2 &&
+              agmm_wq_gemm(w2, m, a, adt, lda, c2, cdt, ldc, n0, n1) ==
+                  AGMM_OK &&
+              !memcmp(c1, c2, cb),
+          "a weight packed by alloc + repack computes otherwise");
+    agmm_wq_free(w2);
+    free(scratch);
+    free(c1);
+    free(c2);
     free(c);
     free(ref);
     free(bnd);

@@ -20,9 +20,10 @@
  * accumulate in place on C; with accumulate or a bf16 / fp16 C the
  * product goes to the worker's scratch (CHUNK rows at a time) and the
  * pass adds (C_old once, to the finished product) and converts into C.
- * A's and W's int8 scales (a_scale, w_scale) are refused. The kernel
- * allocates its own A scratch per call (wq.h: M x k fp32), which the
- * estimate does not count (it is not held between calls).
+ * A's and W's int8 scales (a_scale, w_scale) are refused. The kernel's
+ * own scratch (A's rows widened to fp32 with their group sums, for up to
+ * 32 rows: agmm_wq_scratch_bytes) is the first part of the worker's
+ * scratch, the pass's product the second: a call allocates nothing.
  *
  * cheap_tile_calls = 0: each call streams the range's whole packed
  * weight whatever its rows (up to 32 rows in one pass), so per-tile calls
@@ -48,7 +49,9 @@ struct agmm_gemm_prep {
     agmm_wq_t *w;                 /* the packed range (the base's with one) */
     float *bias;                  /* [ncols] when attr.bias */
     int64_t chunk;                /* rows per call through the scratch */
-    size_t scratch;               /* chunk x ncols fp32 when used */
+    int64_t krows;                /* rows the kernel's scratch holds */
+    size_t kscratch;              /* its bytes (agmm_wq_scratch_bytes) */
+    size_t scratch;               /* kscratch + chunk x ncols fp32 (pass) */
     uint64_t owned;               /* weight bytes owned (0 with a base) */
     char impl[64];
 };
@@ -82,10 +85,11 @@ static int via_scratch(const agmm_gemm_attr_t *a)
 static agmm_status_t wq_sizes(const agmm_gemm_shape_t *s,
                               const agmm_gemm_attr_t *a,
                               const agmm_gemm_prep_t *share, int shared,
-                              int64_t *chunk, uint64_t *wbytes,
-                              uint64_t *sbytes)
+                              int64_t *chunk, int64_t *krows, uint64_t *kbytes,
+                              uint64_t *wbytes, uint64_t *sbytes)
 {
-    *chunk = 0;
+    *chunk = *krows = 0;
+    *kbytes = 0;
     *wbytes = 0;
     *sbytes = 0;
     AGMM_CHECK(agmm_gemm_check("wq", s, a, share ? &share->shape : NULL,
@@ -112,9 +116,11 @@ static agmm_status_t wq_sizes(const agmm_gemm_shape_t *s,
     for (int i = 0; i < s->nrows; i++)
         mmax = AGMM_MAX(mmax, s->rows[i]);
     *chunk = mmax > 0 ? AGMM_MIN(mmax, (int64_t)CHUNK) : CHUNK;
+    *krows = AGMM_MIN(*chunk, (int64_t)32); /* the kernel's row chunk */
+    *kbytes = agmm_wq_scratch_bytes(s->k, a->wq_group, *krows);
     uint64_t vec = (uint64_t)s->ncols * sizeof(float);
     *wbytes = shared ? 0 : (uint64_t)packed + (a->bias ? vec : 0);
-    *sbytes = via_scratch(a) ? (uint64_t)*chunk * vec : 0;
+    *sbytes = *kbytes + (via_scratch(a) ? (uint64_t)*chunk * vec : 0);
     return AGMM_OK;
 }
 
@@ -122,8 +128,9 @@ static agmm_status_t wq_estimate(const agmm_gemm_shape_t *s,
                                  const agmm_gemm_attr_t *a, int share,
                                  uint64_t *wbytes, uint64_t *sbytes)
 {
-    int64_t chunk;
-    return wq_sizes(s, a, NULL, share, &chunk, wbytes, sbytes);
+    int64_t chunk, krows;
+    uint64_t kbytes;
+    return wq_sizes(s, a, NULL, share, &chunk, &krows, &kbytes, wbytes, sbytes);
 }
 
 static void wq_destroy(agmm_gemm_prep_t *p)
@@ -141,9 +148,10 @@ static agmm_status_t wq_prepare(const agmm_gemm_shape_t *s,
                                 const agmm_gemm_prep_t *share,
                                 agmm_gemm_prep_t **out)
 {
-    int64_t chunk;
-    uint64_t wbytes, sbytes;
-    AGMM_CHECK(wq_sizes(s, a, share, share != NULL, &chunk, &wbytes, &sbytes));
+    int64_t chunk, krows;
+    uint64_t kbytes, wbytes, sbytes;
+    AGMM_CHECK(wq_sizes(s, a, share, share != NULL, &chunk, &krows, &kbytes,
+                        &wbytes, &sbytes));
     agmm_gemm_prep_t *p = agmm_alloc(sizeof *p);
     if (!p) return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
     p->shape = *s;
@@ -151,6 +159,8 @@ static agmm_status_t wq_prepare(const agmm_gemm_shape_t *s,
     p->shape.nrows = 0;
     p->attr = *a;
     p->chunk = chunk;
+    p->krows = krows;
+    p->kscratch = (size_t)kbytes;
     p->scratch = (size_t)sbytes;
     p->owned = wbytes;
     char g[24];
@@ -233,8 +243,9 @@ static agmm_status_t wq_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     const agmm_gemm_attr_t *at = &p->attr;
     if (m <= 0) return AGMM_OK;
     if (!via_scratch(at)) { /* into C, then the pass in place if any */
-        AGMM_CHECK(agmm_wq_gemm(p->w, m, a, at->a_dtype, s->lda, c,
-                                AGMM_DTYPE_FP32, s->ldc, 0, s->ncols));
+        AGMM_CHECK(agmm_wq_gemm_scratch(p->w, m, a, at->a_dtype, s->lda, c,
+                                        AGMM_DTYPE_FP32, s->ldc, 0, s->ncols,
+                                        scratch, p->krows));
         if (p->bias || at->act != AGMM_GEMM_ACT_NONE)
             agmm_gemm_epilogue(at, m, s->ncols, c, s->ldc, NULL, 0, NULL,
                                p->bias, c, s->ldc);
@@ -242,14 +253,15 @@ static agmm_status_t wq_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     }
     size_t aes = agmm_dtype_size(at->a_dtype);
     size_t ces = agmm_dtype_size(at->c_dtype);
+    float *prod = (float *)(void *)((unsigned char *)scratch + p->kscratch);
     for (int64_t r0 = 0; r0 < m; r0 += p->chunk) {
         int64_t mc = AGMM_MIN(p->chunk, m - r0);
-        AGMM_CHECK(agmm_wq_gemm(
+        AGMM_CHECK(agmm_wq_gemm_scratch(
             p->w, mc, (const unsigned char *)a + (size_t)(r0 * s->lda) * aes,
-            at->a_dtype, s->lda, scratch, AGMM_DTYPE_FP32, s->ncols, 0,
-            s->ncols));
+            at->a_dtype, s->lda, prod, AGMM_DTYPE_FP32, s->ncols, 0, s->ncols,
+            scratch, p->krows));
         agmm_gemm_epilogue(
-            at, mc, s->ncols, scratch, s->ncols, NULL, 0, NULL, p->bias,
+            at, mc, s->ncols, prod, s->ncols, NULL, 0, NULL, p->bias,
             (unsigned char *)c + (size_t)(r0 * s->ldc) * ces, s->ldc);
     }
     return AGMM_OK;

@@ -155,10 +155,32 @@ static void store(const float *out, int rows, void *c, agmm_dtype_t dt,
         }
 }
 
-agmm_status_t agmm_wq_gemm_with(agmm_wq_kernel_t kind, const agmm_wq_t *w,
-                                int64_t m, const void *a, agmm_dtype_t a_dtype,
-                                int64_t lda, void *c, agmm_dtype_t c_dtype,
-                                int64_t ldc, int64_t n0, int64_t n1)
+/* The bytes of the fp32 rows of `chunk` rows (kp floats each, padded to
+ * 64) and of their group sums (ng floats each, padded to 64). */
+static size_t rows_bytes(int64_t chunk, int64_t kp)
+{
+    return ((size_t)chunk * (size_t)kp * sizeof(float) + 63) / 64 * 64;
+}
+static size_t sums_bytes(int64_t chunk, int64_t ng)
+{
+    return ((size_t)chunk * (size_t)ng * sizeof(float) + 63) / 64 * 64;
+}
+
+size_t agmm_wq_scratch_bytes(int64_t k, int64_t group, int64_t rows)
+{
+    if (k < 1 || rows < 1) return 0;
+    int64_t g = group > 0 ? group : k, ng = (k + g - 1) / g;
+    int64_t chunk = rows < CHUNK_ROWS ? rows : CHUNK_ROWS;
+    return rows_bytes(chunk, ng * ((g + 3) / 4) * 4) + sums_bytes(chunk, ng);
+}
+
+/* The call on the scratch of `srows` rows (agmm_wq_scratch_bytes' layout:
+ * the rows, then their sums), or, scratch NULL, on its own allocation. */
+static agmm_status_t gemm_run(agmm_wq_kernel_t kind, const agmm_wq_t *w,
+                              int64_t m, const void *a, agmm_dtype_t a_dtype,
+                              int64_t lda, void *c, agmm_dtype_t c_dtype,
+                              int64_t ldc, int64_t n0, int64_t n1,
+                              void *scratch, int64_t srows)
 {
     AGMM_CHECK(gemm_check(w, m, a, a_dtype, lda, c, c_dtype, ldc, n0, n1));
     if (!agmm_wq_kernel_supported(kind))
@@ -170,10 +192,17 @@ agmm_status_t agmm_wq_gemm_with(agmm_wq_kernel_t kind, const agmm_wq_t *w,
     if (m == 0 || n0 == n1) return AGMM_OK;
     agmm_wq_panel_fn fn = panel_fn(kind);
     int64_t kp = w->ng * w->gq * 4;
-    int chunk = m < CHUNK_ROWS ? (int)m : CHUNK_ROWS;
-    float *as = aligned_alloc(
-        64, ((size_t)chunk * (size_t)kp * sizeof(float) + 63) / 64 * 64);
-    float *asum = malloc((size_t)chunk * (size_t)w->ng * sizeof(float));
+    int64_t most = scratch ? srows : m; /* rows the scratch holds */
+    int chunk = most < CHUNK_ROWS ? (int)most : CHUNK_ROWS;
+    float *as, *asum;
+    if (scratch) {
+        as = scratch;
+        asum =
+            (float *)(void *)((unsigned char *)scratch + rows_bytes(chunk, kp));
+    } else {
+        as = aligned_alloc(64, rows_bytes(chunk, kp));
+        asum = malloc(sums_bytes(chunk, w->ng));
+    }
     if (!as || !asum) {
         free(as);
         free(asum);
@@ -197,9 +226,35 @@ agmm_status_t agmm_wq_gemm_with(agmm_wq_kernel_t kind, const agmm_wq_t *w,
             }
         }
     }
-    free(as);
-    free(asum);
+    if (!scratch) {
+        free(as);
+        free(asum);
+    }
     return AGMM_OK;
+}
+
+agmm_status_t agmm_wq_gemm_with(agmm_wq_kernel_t kind, const agmm_wq_t *w,
+                                int64_t m, const void *a, agmm_dtype_t a_dtype,
+                                int64_t lda, void *c, agmm_dtype_t c_dtype,
+                                int64_t ldc, int64_t n0, int64_t n1)
+{
+    return gemm_run(kind, w, m, a, a_dtype, lda, c, c_dtype, ldc, n0, n1, NULL,
+                    0);
+}
+
+agmm_status_t agmm_wq_gemm_scratch(const agmm_wq_t *w, int64_t m, const void *a,
+                                   agmm_dtype_t a_dtype, int64_t lda, void *c,
+                                   agmm_dtype_t c_dtype, int64_t ldc,
+                                   int64_t n0, int64_t n1, void *scratch,
+                                   int64_t scratch_rows)
+{
+    if (!scratch || scratch_rows < 1 || ((uintptr_t)scratch & 63))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "agmm_wq_gemm_scratch: scratch %p of %lld rows "
+                          "(allowed: 64-byte aligned, >= 1 row)",
+                          scratch, (long long)scratch_rows);
+    return gemm_run(agmm_wq_kernel(), w, m, a, a_dtype, lda, c, c_dtype, ldc,
+                    n0, n1, scratch, scratch_rows);
 }
 
 agmm_status_t agmm_wq_gemm(const agmm_wq_t *w, int64_t m, const void *a,

@@ -95,6 +95,20 @@ agmm_status_t agmm_wq_gemm(const agmm_wq_t *w, int64_t m, const void *a,
                            agmm_dtype_t c_dtype, int64_t ldc, int64_t n0,
                            int64_t n1);
 
+/* agmm_wq_gemm on the caller's scratch instead of an allocation per call
+ * (a GEMM engine's per-worker scratch: wq/engine.c): scratch is 64-byte
+ * aligned, agmm_wq_scratch_bytes(k, group, scratch_rows) bytes (k and
+ * group: the weight's, group 0 = k), used by this call only; any m (done
+ * min(scratch_rows, 32) rows at a time). The same results as agmm_wq_gemm,
+ * bit for bit. AGMM_ERR_INVALID_ARG (logged) for a NULL or misaligned
+ * scratch or scratch_rows < 1. agmm_wq_scratch_bytes: 0 for k or rows < 1. */
+size_t agmm_wq_scratch_bytes(int64_t k, int64_t group, int64_t rows);
+agmm_status_t agmm_wq_gemm_scratch(const agmm_wq_t *w, int64_t m, const void *a,
+                                   agmm_dtype_t a_dtype, int64_t lda, void *c,
+                                   agmm_dtype_t c_dtype, int64_t ldc,
+                                   int64_t n0, int64_t n1, void *scratch,
+                                   int64_t scratch_rows);
+
 /* The kernel variants, best last. */
 typedef enum agmm_wq_kernel {
     AGMM_WQ_KERNEL_PORTABLE = 0, /* C, any CPU */
