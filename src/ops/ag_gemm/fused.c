@@ -180,9 +180,11 @@ static agmm_status_t gemm_share_at_once(agmm_round_t *x,
 {
     agmm_plan_t *p = x->p;
     /* Rows of adjacent sources are contiguous in g32, and in the window
-     * when local rows are copied there (engines with cheap calls). */
-    int cheap = p->engine->cheap_tile_calls;
-    int merge = !p->native || cheap;
+     * when local rows are copied there: done whenever the rows are read in
+     * place (native), so a run of rows is one call whatever the engine (an
+     * engine that streams its whole weight per call, wq, then reads it
+     * once per round instead of once per source). */
+    int cheap = p->native, merge = 1;
     int64_t r0 = 0, r1 = 0; /* the pending block of output rows */
     int64_t w1 = 0;         /* its end in window / g32 rows */
     int bsrc = 0;           /* its source, -1 once it spans several */
