@@ -557,7 +557,8 @@ typedef struct agmm_plan_desc {
      * agmm_plan_set_weight_quantized in the plain layout of
      * agmm_quantize_weight, run by the WQ engine (gemm_engine AUTO or WQ).
      * Allowed with dtype fp32, bf16 or fp16 (int8 A is the W8A8 path), any
-     * out_dtype, bias and activation but the gated ones, every operation.
+     * out_dtype, bias and activation (gated ones too, with ag-gemm),
+     * every operation.
      * group_size: rows of k sharing a scale, 32, 64, 128, or 0 (= all of
      * the rank's k: GEMM_RS / GEMM_AR, each rank's own part); with
      * GEMM_RS / GEMM_AR and a group of 32..128, every rank's k part but

@@ -103,7 +103,6 @@ rows=(
     "run --zero-point                     | --zero-point: only with --weight-dtype int8 or int4"
     "run --weight-dtype int4 --dtype int8 | --weight-dtype int4: with --dtype fp32, bf16 or fp16"
     "run --weight-dtype int8 --gemm-engine openblas | --gemm-engine openblas: a quantized weight runs on agmm's wq kernels"
-    "run --weight-dtype int4 --activation silu-mul | --activation silu-mul: not with --weight-dtype int4"
     "run --weight-dtype int4 --op gemm-rs --ranks 2 --k 1000 --group-size 32 --k-local 40,960 | --group-size 32: rank 0's k part is 40"
     "run --a-scale tensor                 | --a-scale: only with --dtype int8 (int8 A's scales: row or tensor; --dtype is fp16)"
     "run --dtype fp16 --a-scale row       | --a-scale: only with --dtype int8"

@@ -8,7 +8,9 @@
  * and gemm-ar split k = 296 as {256, 40} and {128, 0, 168}: an empty k
  * part, parts at group boundaries), fp32, bf16 and fp16 A, rows 1, 8 and
  * 33 with an empty shard on rank 1 and uneven ones, both schedules, plain
- * fp32 C and bias + silu + bf16 C; each element of C within the bound of
+ * fp32 C, bias + silu + bf16 C and (ag-gemm) bias + silu-mul + bf16 C
+ * (the gate and up columns paired from the plain layout); each element
+ * of C within the bound of
  * check/wq_ref.h (the dequantized weight exactly, the sums in double)
  * widened for the reduction, the epilogue and the bf16 rounding, against
  * a reference computed here from the plain layout the ranks were given.
@@ -196,35 +198,65 @@ static void *rank_a(const cfg_t *cf, const problem_t *pb, int r)
     return out;
 }
 
-/* C (rows [r0, r0 + rows) of the whole, out dtype) against the reference. */
+/* Row i's column j of A @ W in double, and the bound's sum (S). */
+static double dot(const problem_t *pb, int64_t i, int64_t j, double *S)
+{
+    const float *ai = pb->a + i * pb->k;
+    double pre = 0;
+    *S = 0;
+    for (int64_t kk = 0; kk < pb->k; kk++) {
+        pre += (double)ai[kk] * pb->wq[kk * N + j];
+        *S += fabs((double)ai[kk]) * pb->mag[kk * N + j];
+    }
+    return pre;
+}
+
+/* The gated epilogue's value (silu(g + bg) * (u + bu), W's columns j and
+ * N/2 + j) and its bound (each half's, through the product), bf16 C. */
+static double glu_ref(const problem_t *pb, int64_t i, int64_t j, double gamma,
+                      double *e)
+{
+    double Sg, Su, h = N / 2;
+    double g = dot(pb, i, j, &Sg) + pb->bias[j];
+    double u = dot(pb, i, (int64_t)h + j, &Su) + pb->bias[(int64_t)h + j];
+    double eg = gamma * Sg + 0x1p-24 * fabs(g);
+    double eu = gamma * Su + 0x1p-24 * fabs(u);
+    double sg = g / (1 + exp(-g)), y = sg * u;
+    double slope = agmm_activation_max_slope(AGMM_ACT_SILU);
+    *e = slope * eg * (fabs(u) + eu) + fabs(sg) * eu +
+         8 * 0x1p-24 * (1 + fabs(sg)) * (fabs(u) + eu) + 2 * 0x1p-24 * fabs(y) +
+         0x1p-8 * fabs(y);
+    return y;
+}
+
+/* C (rows [r0, r0 + rows) of the whole, out dtype) against the reference:
+ * epi 0 A @ W, 1 silu(A @ W + b) in bf16, 2 the gated silu-mul in bf16. */
 static int compare(const cfg_t *cf, const problem_t *pb, int epi, const void *c,
                    int64_t r0, int64_t rows, int rank)
 {
     agmm_dtype_t out = epi ? AGMM_DTYPE_BF16 : AGMM_DTYPE_FP32;
-    float *got = malloc(sizeof(float) * (size_t)(rows * N + 1));
+    int64_t nc = epi == 2 ? N / 2 : N;
+    float *got = malloc(sizeof(float) * (size_t)(rows * nc + 1));
     if (!got) return 1;
-    agmm_convert_to_fp32(out, c, got, (size_t)(rows * N));
+    agmm_convert_to_fp32(out, c, got, (size_t)(rows * nc));
     int64_t k = pb->k, G = cf->q.group ? cf->q.group : k;
     double n = 2.0 * (double)(G > k ? G : k) + 16 + cf->nranks;
     double gamma = n * 0x1p-24 / (1 - n * 0x1p-24);
     double slope = epi ? agmm_activation_max_slope(AGMM_ACT_SILU) : 1;
     int bad = 0;
     for (int64_t i = 0; i < rows && !bad; i++)
-        for (int64_t j = 0; j < N && !bad; j++) {
-            const float *ai = pb->a + (r0 + i) * k;
-            double pre = 0, S = 0;
-            for (int64_t kk = 0; kk < k; kk++) {
-                pre += (double)ai[kk] * pb->wq[kk * N + j];
-                S += fabs((double)ai[kk]) * pb->mag[kk * N + j];
-            }
+        for (int64_t j = 0; j < nc && !bad; j++) {
+            double S, pre = dot(pb, r0 + i, j, &S);
             double x = pre, e = gamma * S;
-            if (epi) {
+            if (epi == 2) {
+                x = glu_ref(pb, r0 + i, j, gamma, &e);
+            } else if (epi) {
                 x = pre + pb->bias[j];
                 e += 0x1p-24 * fabs(x);
                 x = x / (1 + exp(-x)); /* silu */
                 e = slope * e + 8 * 0x1p-24 * (1 + fabs(x)) + 0x1p-8 * fabs(x);
             }
-            double g = got[i * N + j];
+            double g = got[i * nc + j];
             if (!(fabs(g - x) <= e)) {
                 fprintf(stderr,
                         "rank %d: C[%lld,%lld] = %.9g, want %.9g (bound "
@@ -246,7 +278,8 @@ static int set_weight(const cfg_t *cf, const problem_t *pb, agmm_plan_t *p,
 }
 
 /* One plan: rows per shard from `rows`, epi 0 plain fp32 C, 1 bias +
- * silu + bf16 C; both schedules. */
+ * silu + bf16 C, 2 (ag-gemm) bias + silu-mul + bf16 C (W's N columns
+ * [gate | up], C's N/2); both schedules. */
 static int one(agmm_world_t *w, const cfg_t *cf, int64_t rows, int epi)
 {
     int r = agmm_world_rank(w);
@@ -256,7 +289,7 @@ static int one(agmm_world_t *w, const cfg_t *cf, int64_t rows, int epi)
     fill_desc(cf, &pb, &d);
     if (epi) {
         d.bias = 1;
-        d.activation = AGMM_ACT_SILU;
+        d.activation = epi == 2 ? AGMM_ACT_SILU_MUL : AGMM_ACT_SILU;
         d.out_dtype = AGMM_DTYPE_BF16;
     }
     agmm_plan_t *plan = NULL;
@@ -281,14 +314,15 @@ static int one(agmm_world_t *w, const cfg_t *cf, int64_t rows, int epi)
     int rs = cf->op == AGMM_OP_GEMM_RS;
     int64_t crows = rs ? pb.m[r] : pb.M, r0 = rs ? pb.off[r] : 0;
     size_t es = epi ? 2 : 4;
+    size_t cells = (size_t)(crows * (epi == 2 ? N / 2 : N));
     void *a = rank_a(cf, &pb, r);
-    unsigned char *c = malloc(es * (size_t)(crows * N) + 16);
+    unsigned char *c = malloc(es * cells + 16);
     for (int s = 0; s < 2 && !bad; s++) {
-        memset(c, 0xff, es * (size_t)(crows * N) + 16);
+        memset(c, 0xff, es * cells + 16);
         agmm_schedule_t sch = s ? AGMM_SCHEDULE_BASELINE : AGMM_SCHEDULE_FUSED;
         if (agmm_plan_run(plan, sch, a, c) != AGMM_OK) bad = 16;
         for (int e = 0; e < 16 && !bad; e++)
-            if (c[es * (size_t)(crows * N) + (size_t)e] != 0xff) bad = 17;
+            if (c[es * cells + (size_t)e] != 0xff) bad = 17;
         if (!bad && compare(cf, &pb, epi, c, r0, crows, r)) bad = 18 + s;
     }
     if (plan && agmm_plan_destroy(plan) != AGMM_OK && !bad) bad = 20;
@@ -352,8 +386,9 @@ static int rank_main(agmm_world_t *w, void *arg)
 {
     const cfg_t *cf = arg;
     static const int64_t rows[3] = {1, 8, 33};
+    int epis = cf->op == AGMM_OP_AG_GEMM ? 3 : 2; /* gated: ag-gemm only */
     for (int ri = 0; ri < 3; ri++)
-        for (int epi = 0; epi < 2; epi++) {
+        for (int epi = 0; epi < epis; epi++) {
             int e = one(w, cf, rows[ri], epi);
             if (e) {
                 fprintf(stderr,
@@ -363,7 +398,10 @@ static int rank_main(agmm_world_t *w, void *arg)
                         cf->q.bits, (long long)cf->q.group,
                         cf->q.asym ? "asym" : "sym",
                         agmm_dtype_name(cf->q.dtype), (long long)rows[ri],
-                        epi ? "bias+silu+bf16" : "fp32", e);
+                        epi == 2 ? "bias+silu-mul+bf16"
+                        : epi    ? "bias+silu+bf16"
+                                 : "fp32",
+                        e);
                 return 100 + e;
             }
         }
@@ -400,7 +438,6 @@ static void desc_refusals(void)
         {"weight_zero_point 2", "weight_zero_point", AGMM_ERR_INVALID_ARG},
         {"int8 A", "dtype int8", AGMM_ERR_UNSUPPORTED},
         {"openblas", "gemm_engine openblas", AGMM_ERR_UNSUPPORTED},
-        {"silu-mul", "silu-mul", AGMM_ERR_UNSUPPORTED},
         {"k split", "group_size 32", AGMM_ERR_INVALID_ARG},
         {"wq engine, plain W", "gemm_engine wq", AGMM_ERR_UNSUPPORTED},
     };
@@ -423,14 +460,11 @@ static void desc_refusals(void)
             d.gemm_engine = AGMM_GEMM_ENGINE_OPENBLAS;
             break;
         case 5:
-            d.activation = AGMM_ACT_SILU_MUL;
-            break;
-        case 6:
             d.op = AGMM_OP_GEMM_RS;
             d.nranks = 3;
             d.k_local = kl; /* rank 0's 40 straddles a group of 32 */
             break;
-        case 7:
+        case 6:
             d.weight_dtype = AGMM_WDTYPE_SAME;
             d.gemm_engine = AGMM_GEMM_ENGINE_WQ;
             break;
@@ -441,6 +475,12 @@ static void desc_refusals(void)
               cases[i].what, agmm_status_str(st), agmm_last_error(),
               agmm_status_str(cases[i].want), cases[i].names);
     }
+    /* A gated activation is fine (ag-gemm: the gate and up columns are
+     * paired from the plain layout); gemm-rs refuses it as for any W. */
+    d = base;
+    d.activation = AGMM_ACT_SILU_MUL;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_OK, "int4 silu-mul: %s",
+          agmm_last_error());
     /* The same split at group boundaries, and G = 0, are fine. */
     d = base;
     d.op = AGMM_OP_GEMM_RS;

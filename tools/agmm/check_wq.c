@@ -167,13 +167,15 @@ int agmm_tool_check_wq(const agmm_tool_rank_t *t, int round,
             ref[e] = (float)sum;
             before[e] = gamma * S + 0x1p-24 * fabs(sum) + 1e-30;
         }
-        if (rc == 0 && epi)
+        if (rc == 0 && epi) /* gated: ref packed into [rows, n / 2] */
             rc = agmm_tool_ref_epilogue(t, i, rows, n, ref, raw, pre);
-        const float *c = rc == 0 ? agmm_tool_out_f32(t, i, rows * n) : NULL;
-        for (int64_t e = 0; rc == 0 && e < rows * n; e++) {
+        int64_t nc = agmm_tool_c_cols(cli, n);
+        const float *c = rc == 0 ? agmm_tool_out_f32(t, i, rows * nc) : NULL;
+        for (int64_t e = 0; rc == 0 && e < rows * nc; e++) {
             double d = fabs((double)c[e] - (double)ref[e]);
-            double b = epi ? agmm_tool_epi_bound(cli, before[e], pre[e], ref[e])
-                           : before[e];
+            double b =
+                epi ? agmm_tool_epi_bound_each(cli, before, pre, ref, e, nc)
+                    : before[e];
             if (!(d <= b)) { /* NaN fails */
                 if (*mismatches == 0) {
                     *first_bad = e;

@@ -78,6 +78,16 @@ double agmm_tool_epi_bound_at(const agmm_cli_t *cli, double rel, double abs_,
                      rel * fabs((double)raw[u]) + abs_, pre[g], pre[u], ref[e]);
 }
 
+double agmm_tool_epi_bound_each(const agmm_cli_t *cli, const double *before,
+                                const float *pre, const float *ref, int64_t e,
+                                int64_t nc)
+{
+    if (agmm_activation_gate(cli->activation) == AGMM_ACT_NONE)
+        return agmm_tool_epi_bound(cli, before[e], pre[e], ref[e]);
+    int64_t g = e / nc * 2 * nc + e % nc, u = g + nc;
+    return glu_bound(cli, before[g], before[u], pre[g], pre[u], ref[e]);
+}
+
 const float *agmm_tool_out_f32(const agmm_tool_rank_t *t, int i, int64_t count)
 {
     if (t->cli->out_dtype == AGMM_DTYPE_FP32) return t->cs[i];

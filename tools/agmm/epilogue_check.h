@@ -44,6 +44,12 @@ double agmm_tool_epi_bound_at(const agmm_cli_t *cli, double rel, double abs_,
                               const float *raw, const float *pre,
                               const float *ref, int64_t e, int64_t nc);
 
+/* The same with each element's own bound before the epilogue: before
+ * [rows, n] (n = 2 nc with a gated activation, else nc), absolute. */
+double agmm_tool_epi_bound_each(const agmm_cli_t *cli, const double *before,
+                                const float *pre, const float *ref, int64_t e,
+                                int64_t nc);
+
 /* Weight i's output of this round as fp32 (count elements): t->cs[i]
  * itself with an fp32 C, else converted exactly into t->c32s[i]. */
 const float *agmm_tool_out_f32(const agmm_tool_rank_t *t, int i, int64_t count);

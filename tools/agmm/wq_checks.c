@@ -39,13 +39,6 @@ int opt_check_wq(const agmm_cli_t *cli, FILE *err)
                 agmm_gemm_engine_name(cli->gemm_engine), wd);
         return 2;
     }
-    if (agmm_activation_gate(cli->activation) != AGMM_ACT_NONE) {
-        fprintf(err,
-                "agmm: --activation %s: not with --weight-dtype %s (allowed: "
-                "none, relu, gelu-tanh, gelu-erf, silu)\n",
-                agmm_activation_name(cli->activation), wd);
-        return 2;
-    }
     /* gemm-rs, gemm-ar: no group straddles the k split. */
     for (int r = 0;
          agmm_tool_split_k(cli) && cli->group_size > 0 && r + 1 < cli->ranks;

@@ -184,16 +184,6 @@ static agmm_status_t check_wq(const agmm_plan_desc_t *d)
                           "quantized weight runs on the wq engine; allowed: "
                           "auto, wq)",
                           agmm_gemm_engine_name(d->gemm_engine), name);
-    for (int i = 0; i < agmm_desc_weights(d); i++) {
-        agmm_activation_t act = agmm_desc_activation(d, i);
-        if (agmm_activation_gate(act) != AGMM_ACT_NONE)
-            return agmm_error(AGMM_ERR_UNSUPPORTED,
-                              "plan: activation %s with weight_dtype %s (not "
-                              "implemented: the gated pair of columns is not "
-                              "cut from a quantized weight; allowed: none, "
-                              "relu, gelu-tanh, gelu-erf, silu)",
-                              agmm_activation_name(act), name);
-    }
     /* GEMM_RS, GEMM_AR: each rank's weight is its k part; a group must not
      * straddle the split (every part but the last a multiple of G). */
     const agmm_operation_t *op = agmm_operation(d->op);
