@@ -109,11 +109,26 @@ case " $engines " in
     )
     ;;
 esac
+# Quantized weights (W4A16 / W8A16: agmm's wq engine, whatever engines are
+# built): every op, shards and k parts uneven, rows per call, a gated
+# activation, zero points; each round checked against the dequantized
+# weight. The k parts are multiples of the group (no group straddles the
+# k split).
+runs+=(
+    "3 | --m-local 33,0,9 --k 160 --n 48 --tile-m 8 --tile-n 16 --weight-dtype int4 --group-size 32 --m-local-per-round 33,0,1,9 --rounds 4 --dtype bf16"
+    "2 | --m-local 5,12 --k 128 --n 64 --tile-m 4 --weight-dtype int8 --zero-point --group-size 0 --bias --activation silu-mul --out-dtype bf16 --rounds 3"
+    "3 | --op gemm-rs --m-local 7,0,12 --k 160 --k-local 64,32,64 --n 48 --tile-m 4 --tile-n 16 --weight-dtype int4 --zero-point --group-size 32 --rounds 3"
+    "2 | --op gemm-ar --m-local 9,14 --k 256 --n 40 --tile-m 4 --weight-dtype int4 --group-size 128 --bias --activation relu --out-dtype fp16 --rounds 3"
+)
 for row in "${runs[@]}"; do
   for engine in $engines; do
     case "$row" in *"--dtype int8"*) [ "$engine" = onednn ] || continue ;; esac
     np=${row%%|*}
     args="${row#*|} --gemm-engine $engine"
+    case "$row" in *--weight-dtype*) # the wq engine whatever is built: once
+        [ "$engine" = "${engines%% *}" ] || continue
+        args="${row#*|} --gemm-engine auto" ;;
+    esac
     # shellcheck disable=SC2086
     mpi $np run $args --oversubscribe --timeout 30
     rounds=$(echo "$args" | sed -n 's/.*--rounds \([0-9]*\).*/\1/p')
@@ -158,6 +173,8 @@ engine1=${engines%% *}
 case " $engines " in
 *" onednn "*) relay_runs+=("4 | 2 | --m-local 40,0,17,9 --k 50 --n 40 --tile-m 5 --dtype int8 --gemm-engine onednn --rounds 3") ;;
 esac
+# int4 rows relayed (the weight stays local: the same tiles as bf16's)
+relay_runs+=("4 | 2 | --m-local 30,0,17,9 --k 128 --n 48 --tile-m 4 --weight-dtype int4 --group-size 64 --gemm-engine auto --m-local-per-round 0,30,5,1,17 --rounds 5 --dtype bf16")
 for row in "${relay_runs[@]}"; do
     np=${row%%|*}
     rest=${row#*|}
