@@ -196,6 +196,13 @@ def column_parallel_matmul(A, Bs, group_name):
     Bs = list(Bs)
     if not Bs:
         return []
+    from .qweight import QuantizedWeight
+    for i, B in enumerate(Bs):
+        if isinstance(B, QuantizedWeight):
+            raise InvalidArgument(
+                "Bs[%d]: a QuantizedWeight (column_parallel_matmul takes weight "
+                "tensors; quantized weights run in fused_all_gather_matmul, "
+                "fused_matmul_reduce_scatter and fused_matmul_all_reduce)" % i)
     if compiling():  # one node of torch.compile's graph
         return torch.ops.agmm.column_parallel_matmul(A, Bs, group_name)
     _check(A, Bs)

@@ -1,0 +1,401 @@
+"""agmm.torch's fp ops with agmm.QuantizedWeight weights (issue 48 item 5):
+fused_all_gather_matmul, fused_matmul_reduce_scatter and
+fused_matmul_all_reduce take a QuantizedWeight (int4 or int8, grouped
+scales, in agmm's plain layout: python/agmm/qweight.py) wherever they take
+a weight tensor B, and run agmm's own weight kernels (the "wq" engine).
+
+  forward   the group's plan is made with the weights' format (weight_dtype
+            "int4"/"int8", group_size, zero_point), cached as the tensor
+            plans are (per shapes, dtype and epilogue, and per format) and
+            made for the very QuantizedWeight objects; their parts are set
+            once, when the plan is made for them: a QuantizedWeight is not
+            versioned, so one changed in place (its NumPy arrays written)
+            is not seen: make a new one. The ranks exchange their weights'
+            format with the call's shapes and must agree on it. A's dtype
+            float16, bfloat16 or float32 (an int8 A is W8A8's, the scaled
+            ops'). Several weights of one all-gather call share one plan,
+            so one format: every one a QuantizedWeight of the same bits,
+            group and symmetry.
+  autograd  the input's gradient (and the bias's), no gradient for the
+            weight (it is not a tensor). dA is computed as the fp ops'
+            backward computes it, with B the weight dequantized
+            (QuantizedWeight.dequantize: float32, one rounding of the
+            exact value, then A's dtype), held transposed per group
+            beside the fp ops' B^T (_torch_groups bwd_weights: at most
+            PLAN_CACHE_SIZE entries; k * n * A's element size bytes per
+            weight, made at the first backward that needs it).
+  tracing   none: the registered ops (torch.ops.agmm.*) take tensors, and
+            a QuantizedWeight is not one; under torch.compile, FakeTensor,
+            a dispatch mode or torch.jit tracing a call with one raises
+            agmm.Unsupported. Eager only.
+"""
+import torch
+
+from .errors import InvalidArgument, Unsupported
+from .qweight import QuantizedWeight
+from ._torch_dispatch import plain_cpu
+from ._torch_epilogue import (activation_name, apply_epilogue, check_bias, default_out,
+                              epilogue_backward, not_gated)
+from ._torch_epilogue import out_dtype as _out_dt
+from ._torch_fp import (_MAX_LEAD, _allgather_ints, _dim, _fp_tensor, _per_weight,
+                        ag_agree, ag_run, ag_views, lib_epilogue, plan_op_available,
+                        reduce_agree, reduce_core, row_split)
+from . import _lib
+from ._torch_groups import (_DT, PLAN_CACHE_SIZE, _cached_plan, _group, _reduce_plan,
+                            ag_key, as_rows, reduce_key)
+
+
+def is_qweight(x):
+    return isinstance(x, QuantizedWeight)
+
+
+# ------------------------------------------------------------ checks
+def _eager(tensors, what):
+    """A QuantizedWeight runs on plain CPU tensors only (module doc)."""
+    if not plain_cpu(tensors):
+        raise Unsupported(
+            "%s: a QuantizedWeight runs eagerly only (plain CPU tensors; not "
+            "under torch.compile, FakeTensor, a dispatch mode or tracing: "
+            "torch.ops.agmm.* take tensors)" % what)
+
+
+def _check_a(A, what):
+    if isinstance(A, torch.Tensor) and A.dtype == torch.int8:
+        raise InvalidArgument(
+            "%s: torch.int8 with a QuantizedWeight (weight-only quantization "
+            "takes float16, bfloat16 or float32 activations; int8 activations "
+            "are W8A8's: the scaled ops)" % what)
+    _fp_tensor(A, what)
+
+
+def _fmt(q):
+    """A QuantizedWeight's format, exchanged between the ranks: (bits, G,
+    1 if G is all of the weight's k, 1 if asymmetric)."""
+    return (int(q.bits), int(q.group_size), int(q.group_size == q.k),
+            int(not q.symmetric))
+
+
+def _fmt_text(f):
+    return "bits %d, group %s, %s" % (
+        f[0], "all of k" if f[2] else f[1], "asymmetric" if f[3] else "symmetric")
+
+
+def _check_weights(Qs, k, what, a_what):
+    """Every weight a QuantizedWeight of k rows, one format: the format."""
+    for i, q in enumerate(Qs):
+        name = "%s[%d]" % (what, i) if len(Qs) > 1 or what == "Bs" else what
+        if not is_qweight(q):
+            desc = ("a tensor %s %s" % (list(q.shape), q.dtype)) \
+                if isinstance(q, torch.Tensor) else "a %s" % type(q).__name__
+            raise InvalidArgument(
+                "%s: %s among QuantizedWeights (a call's weights share one "
+                "plan, one format: quantize every one alike)" % (name, desc))
+        if q.k != k:
+            raise InvalidArgument(
+                "%s: a QuantizedWeight of k %d (%s's last dimension is %d)"
+                % (name, q.k, a_what, k))
+        if _fmt(q) != _fmt(Qs[0]):
+            raise InvalidArgument(
+                "%s: a QuantizedWeight of %s (%s[0]'s: %s; a call's weights "
+                "share one plan, one format)"
+                % (name, _fmt_text(_fmt(q)), what, _fmt_text(_fmt(Qs[0]))))
+    return _fmt(Qs[0])
+
+
+def _agreed_format(g, fmts, mine, what):
+    """The plan's quantized arguments from every rank's format (_fmt):
+    the same bits and symmetry, and one group: every rank's all of its k
+    (group_size None), or one G (a rank whose G is all of its k too when
+    that k is G). InvalidArgument naming `what` otherwise."""
+    explicit = {f[1] for f in fmts if not f[2]}
+    ok = all(f[0] == mine[0] and f[3] == mine[3] for f in fmts)
+    group = None
+    if ok and explicit:
+        group = explicit.pop()
+        ok = not explicit and all(f[1] == group for f in fmts)
+    if not ok:
+        r = next(i for i, f in enumerate(fmts) if f != mine)
+        raise InvalidArgument(
+            "%s: rank %d's QuantizedWeight is %s, rank %d's %s (ranks must "
+            "agree on the weight format)" % (what, r, _fmt_text(fmts[r]),
+                                             g.world.rank, _fmt_text(mine)))
+    return dict(weight_dtype="int%d" % mine[0], group_size=group,
+                zero_point=bool(mine[3]))
+
+
+# ------------------------------------------------ all-gather + matmul
+def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
+              activations=None, out_dtypes=None):
+    """_torch_fp.ag_kernel with QuantizedWeights Qs."""
+    _check_a(A_shard, "A_shard")
+    gd = _dim(gather_dim, A_shard.dim(), "gather_dim")
+    if len(Qs) < 1:
+        raise InvalidArgument("Bs: an empty list (at least one weight)")
+    k = int(A_shard.shape[-1])
+    fmt = _check_weights(Qs, k, "Bs", "A_shard")
+    nw = len(Qs)
+    biases = _per_weight(biases, nw, "biases")
+    acts = [activation_name(a, "activations[%d]" % i)
+            for i, a in enumerate(_per_weight(activations, nw, "activations"))]
+    dts = [_out_dt(d, "out_dtypes[%d]" % i, default_out(A_shard))
+           for i, d in enumerate(_per_weight(out_dtypes, nw, "out_dtypes"))]
+    for i, (q, b) in enumerate(zip(Qs, biases)):
+        check_bias(b, q.n, "biases[%d]" % i)
+    epi = lib_epilogue(biases, acts, dts)
+    g = _group(group_name)
+    code, dtype = _DT[A_shard.dtype]
+    ns = [int(q.n) for q in Qs]
+    a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
+    lead = [int(s) for s in a.shape[:-1]]
+    a2 = a.reshape(-1, k)
+    rps = 1
+    for s in lead[1:]:
+        rps *= s
+    key = ag_key(k, ns, dtype, ("wq",) + fmt, epi)
+    serial = g.lookup(key, Qs)
+    # ag_shapes' fields with the format before the serial.
+    mine = [lead[0], rps, k, code, nw] + ns + list(fmt) + [serial]
+    everyone = _allgather_ints(g.world, mine)
+    wq = _agreed_format(g, [tuple(o[-5:-1]) for o in everyone], fmt, "Bs")
+    ag_agree(g, everyone, mine)
+    m_local = [o[0] * rps for o in everyone]
+    plan, m_rows = _cached_plan(g, [o[-1] for o in everyone], m_local, k, ns,
+                                dtype, Qs, key=key, epi=epi, wq=wq)
+    A_g, Cs = ag_run(g, plan, m_rows, a2, return_A)
+    total = sum(o[0] for o in everyone)
+    if epi is None:
+        Cs = [apply_epilogue(c, b, a_, d) for c, b, a_, d in zip(Cs, biases, acts, dts)]
+    Cs = [ag_views(c, total, lead, gd) for c in Cs]
+    if return_A:
+        A_g = ag_views(A_g, total, lead, gd)
+    return A_g, Cs
+
+
+def _bwd_qweight(g, Qs, dt, cols=None):
+    """cat([W_i^T]) [sum n_i, k] in dt (cols > k: zero columns up to cols),
+    W_i the QuantizedWeight's dequantized values (float32, then dt), kept
+    per group beside _torch_groups._bwd_weight's B^T (the same list, the
+    same bound: PLAN_CACHE_SIZE) per the very objects, dt and cols."""
+    tag = ("wq", dt)
+    for i, item in enumerate(g.bwd_weights):
+        refs, ver, c, w = item
+        if ver == tag and c == cols and len(refs) == len(Qs) and \
+                all(r() is q for r, q in zip(refs, Qs)):
+            g.bwd_weights.append(g.bwd_weights.pop(i))
+            return w
+    import weakref
+    w = torch.cat([q.dequantize(torch.float32).t() for q in Qs], 0).to(dt)
+    if cols is not None and cols > w.shape[1]:
+        w = torch.nn.functional.pad(w, (0, cols - int(w.shape[1])))
+    w = w.contiguous()
+    g.bwd_weights.append([[weakref.ref(q) for q in Qs], tag, cols, w])
+    if len(g.bwd_weights) > PLAN_CACHE_SIZE:
+        g.bwd_weights.pop(0)
+    return w
+
+
+class AllGatherMatmulQ(torch.autograd.Function):
+    """AllGatherMatmul (_torch_autograd) with QuantizedWeights: dA_shard =
+    my rows of sum_r dZ_r @ W_r^T (one gemm-rs round against the
+    dequantized W^T), the biases' gradients, none for the weights."""
+
+    @staticmethod
+    def forward(ctx, info, a2, *biases):
+        group, return_A, Qs, acts, dts = info
+        nw = len(Qs)
+        plain = all(a is None for a in acts)
+        A_g, zs = ag_kernel(a2, Qs, 0, group, return_A, list(biases), None,
+                            list(dts) if plain else [torch.float32] * nw)
+        ys = zs if plain else [apply_epilogue(z, None, a, d)
+                               for z, a, d in zip(zs, acts, dts)]
+        ctx.info = info
+        ctx.bias_grad = [b is not None and b.requires_grad for b in biases]
+        ctx.save_for_backward(*[z if a is not None else None
+                                for z, a in zip(zs, acts)])
+        ctx.rows = int(a2.shape[0])
+        ctx.M = int(ys[0].shape[0])  # the gathered rows
+        ctx.a_dtype = a2.dtype
+        if A_g is not None:
+            ctx.mark_non_differentiable(A_g)
+        return (A_g, *ys)
+
+    @staticmethod
+    def backward(ctx, _gA, *gys):
+        group, _, Qs, acts, _ = ctx.info
+        zs = ctx.saved_tensors
+        dt = ctx.a_dtype
+        gzs = [epilogue_backward(z, gy, a) if gy is not None else
+               torch.zeros((ctx.M, int(q.n)))
+               for z, gy, a, q in zip(zs, gys, acts, Qs)]
+        dA = None
+        if ctx.needs_input_grad[1]:
+            g = _group(group)
+            W = _bwd_qweight(g, Qs, dt)  # [sum n_i, k]
+            gz = torch.cat([t.to(dt) for t in gzs], 1) if len(gzs) > 1 \
+                else gzs[0].to(dt)
+            gz = gz.contiguous()
+            nsum = int(W.shape[0])
+            serial = g.lookup(reduce_key("gemm-rs", [int(gz.shape[0])], nsum,
+                                         int(W.shape[1]), _DT[dt][1]), [W])
+            everyone = _allgather_ints(g.world, [ctx.rows, nsum, serial])
+            dA = reduce_core(g, [o[2] for o in everyone], "gemm-rs", gz, W,
+                             [o[0] for o in everyone],
+                             [o[1] for o in everyone]).to(dt)
+        dbs = [gz.sum(0, dtype=torch.float32) if want else None
+               for gz, want in zip(gzs, ctx.bias_grad)]
+        return (None, dA, *dbs)
+
+
+def fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A=True,
+                            bias=None, activation=None, out_dtype=None):
+    """agmm.torch.fused_all_gather_matmul with QuantizedWeights Bs."""
+    Bs = list(Bs)
+    nw = len(Bs)
+    biases = [bias] * nw if isinstance(bias, torch.Tensor) or bias is None \
+        else list(bias)
+    _check_a(A_shard, "A_shard")
+    _eager([A_shard] + biases, "Bs")
+    need = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in [A_shard] + biases)
+    if not need:
+        return ag_kernel(A_shard, Bs, gather_dim, group_name, return_A,
+                         None if bias is None else biases, activation, out_dtype)
+    k = int(A_shard.shape[-1])
+    _check_weights(Bs, k, "Bs", "A_shard")
+    acts = tuple(activation_name(a, "activations[%d]" % i)
+                 for i, a in enumerate(_per_weight(activation, nw, "activation")))
+    dts = tuple(_out_dt(d, "out_dtypes[%d]" % i, default_out(A_shard))
+                for i, d in enumerate(_per_weight(out_dtype, nw, "out_dtype")))
+    nd = A_shard.dim()
+    gd = _dim(gather_dim, nd, "gather_dim")
+    a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
+    lead = [int(s) for s in a.shape[:-1]]
+    out = AllGatherMatmulQ.apply((group_name, return_A, tuple(Bs), acts, dts),
+                                 a.reshape(-1, k), *biases)
+    A_g, ys = out[0], list(out[1:])
+    rps = 1
+    for s in lead[1:]:
+        rps *= s
+    total = int(ys[0].shape[0]) // max(1, rps)
+    return ((ag_views(A_g, total, lead, gd) if A_g is not None else None),
+            [ag_views(y, total, lead, gd) for y in ys])
+
+
+# ------------------------------------------ matmul + reduce-scatter/all-reduce
+def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
+                  activation=None, dtype=None):
+    """_torch_fp.rs_kernel / ar_kernel with a QuantizedWeight Q (op
+    "gemm-rs": dim the scatter dimension; "gemm-ar": dim None)."""
+    if reduce_op != "sum":
+        raise InvalidArgument("reduce_op: %r (allowed: \"sum\")" % (reduce_op,))
+    if not plan_op_available(op):
+        raise Unsupported("%s: this agmm (%s) has no plan op %r" % (what, _lib.path, op))
+    _check_a(A, "A")
+    act = not_gated(activation_name(activation), what)
+    dt = _out_dt(dtype, default=default_out(A))
+    nd = A.dim()
+    dd = _dim(dim, nd, "scatter_dim") if dim is not None else 0
+    if nd - 1 > _MAX_LEAD:
+        raise InvalidArgument("A: %d dimensions (at most %d)" % (nd, _MAX_LEAD + 1))
+    k_mine = int(A.shape[-1])
+    fmt = _check_weights([Q], k_mine, "B", "A")
+    n = int(Q.n)
+    check_bias(bias, n)
+    g = _group(group_name)
+    a = A if dd == 0 else A.movedim(dd, 0)
+    lead = [int(d) for d in a.shape[:-1]]
+    total = 1
+    for d in lead:
+        total *= d
+    code, dtname = _DT[A.dtype]
+    key = reduce_key(op, [total], k_mine, n, dtname, ("wq",) + fmt)
+    L = _MAX_LEAD + 3
+    mine = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + [n, code, k_mine] + \
+        list(fmt) + [g.lookup(key, [Q])]
+    everyone = _allgather_ints(g.world, mine)
+    reduce_agree(g, everyone, mine, what)
+    wq = _agreed_format(g, [tuple(o[L + 1:L + 5]) for o in everyone], fmt, "B")
+    rps = 1
+    for d in lead[1:]:
+        rps *= d
+    P = g.world.size
+    split = row_split(lead[0], P)
+    m_local = [s * rps for s in split] if op == "gemm-rs" \
+        else row_split(lead[0] * rps, P)
+    plan = _reduce_plan(g, [o[-1] for o in everyone], op, m_local,
+                        [o[L] for o in everyone], Q, dtname, key=key, wq=wq)
+    c = plan.run(as_rows(a), schedule=g.options.get("schedule", "auto"))
+    c = apply_epilogue(c, bias, act, dt)
+    if op == "gemm-ar":
+        return c.view(lead + [n])
+    c = c.view([split[g.world.rank]] + lead[1:] + [n])
+    return c if dd == 0 else c.movedim(0, dd)
+
+
+class _ReduceQ(torch.autograd.Function):
+    """MatmulReduceScatter / MatmulAllReduce (_torch_autograd) with a
+    QuantizedWeight: dA from the dequantized W^T (reduce-scatter: one
+    ag-gemm round of dZ with it, padded to the largest k_local;
+    all-reduce: local), the bias's gradient, none for the weight."""
+
+    @staticmethod
+    def forward(ctx, info, A, bias):
+        op, what, Q, dim, group, act, dt = info
+        z = reduce_kernel(op, what, A, Q, "sum", dim, group, bias, None,
+                          torch.float32)
+        ctx.info = info
+        ctx.bias_grad = bias is not None and bias.requires_grad
+        ctx.a_shape = list(A.shape)
+        ctx.a_dtype = A.dtype
+        ctx.save_for_backward(z if act is not None else None)
+        return apply_epilogue(z, None, act, dt)
+
+    @staticmethod
+    def backward(ctx, gy):
+        op, _, Q, dim, group, act, _ = ctx.info
+        (z,) = ctx.saved_tensors
+        gz = epilogue_backward(z, gy, act)
+        n = int(Q.n)
+        dt = ctx.a_dtype
+        dA = None
+        if ctx.needs_input_grad[1]:
+            g = _group(group)
+            k = ctx.a_shape[-1]
+            if op == "gemm-ar":
+                from ._torch_local import local_mm
+                dA = local_mm(gz.reshape(-1, n), [_bwd_qweight(g, [Q], dt)],
+                              dt)[0].view(ctx.a_shape)
+            else:
+                from . import torch as at  # (agmm.torch imports this module)
+                nd = len(ctx.a_shape)
+                dd = dim + nd if dim < 0 else dim
+                gzm = gz if dd == 0 else gz.movedim(dd, 0)
+                kmax = max(o[0] for o in _allgather_ints(g.world, [k]))
+                Wt = _bwd_qweight(g, [Q], dt, kmax)  # [n, kmax]
+                _, (dA2,) = at.fused_all_gather_matmul(
+                    gzm.reshape(-1, n).to(dt).contiguous(), [Wt], 0, group,
+                    return_A=False, out_dtype=dt)
+                am_shape = [int(s) for s in gzm.shape[:-1]]
+                am_shape[0] = -1
+                dA = dA2[:, :k].reshape(am_shape + [k])
+                dA = dA if dd == 0 else dA.movedim(0, dd)
+                dA = dA.contiguous()
+        db = gz.reshape(-1, n).sum(0) if ctx.bias_grad else None
+        return None, dA, db
+
+
+def fused_matmul_reduce(op, what, A, B, reduce_op, dim, group_name, bias=None,
+                        activation=None, out_dtype=None):
+    """agmm.torch.fused_matmul_reduce_scatter (op "gemm-rs", dim the
+    scatter dimension) or fused_matmul_all_reduce ("gemm-ar", dim None)
+    with a QuantizedWeight B."""
+    _check_a(A, "A")
+    _eager([A, bias], "B")
+    if not (torch.is_grad_enabled() and
+            any(t is not None and t.requires_grad for t in (A, bias))) \
+            or reduce_op != "sum":
+        return reduce_kernel(op, what, A, B, reduce_op, dim, group_name, bias,
+                             activation, out_dtype)
+    act = not_gated(activation_name(activation), what)
+    dt = _out_dt(out_dtype, default=default_out(A))
+    return _ReduceQ.apply((op, what, B, dim, group_name, act, dt), A, bias)
