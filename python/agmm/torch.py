@@ -84,6 +84,11 @@ _torch_ops (schemas and registration), _torch_dispatch (the direct path's
 probe, and torch.compile: every call then a torch.ops.agmm.* node),
 _torch_symm (agmm's CPU kernels under torch.ops.symm_mem.*, torch 2.6).
 
+An agmm.QuantizedWeight (int4/int8, grouped scales) may stand for any
+weight of the three fp ops (the all-gather op: every weight of the call,
+one format): agmm's weight kernels, the input's and bias's gradients from
+the dequantized weight, none for the weight; eager only (_torch_wq).
+
 column_parallel_matmul(A, Bs, group_name=None) -> [A @ B_i] is plain
 tensor parallelism's column-parallel GEMMs on an input every rank holds
 whole: local in the forward; its backward all-reduces the input's
