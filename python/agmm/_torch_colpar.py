@@ -197,12 +197,9 @@ def column_parallel_matmul(A, Bs, group_name):
     if not Bs:
         return []
     from .qweight import QuantizedWeight
-    for i, B in enumerate(Bs):
-        if isinstance(B, QuantizedWeight):
-            raise InvalidArgument(
-                "Bs[%d]: a QuantizedWeight (column_parallel_matmul takes weight "
-                "tensors; quantized weights run in fused_all_gather_matmul, "
-                "fused_matmul_reduce_scatter and fused_matmul_all_reduce)" % i)
+    if any(isinstance(B, QuantizedWeight) for B in Bs):
+        from . import _torch_wq  # agmm.QuantizedWeights: eager, _torch_wq
+        return _torch_wq.column_parallel_matmul(A, Bs, group_name)
     if compiling():  # one node of torch.compile's graph
         return torch.ops.agmm.column_parallel_matmul(A, Bs, group_name)
     _check(A, Bs)

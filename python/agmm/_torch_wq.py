@@ -399,3 +399,103 @@ def fused_matmul_reduce(op, what, A, B, reduce_op, dim, group_name, bias=None,
     act = not_gated(activation_name(activation), what)
     dt = _out_dt(out_dtype, default=default_out(A))
     return _ReduceQ.apply((op, what, B, dim, group_name, act, dt), A, bias)
+
+
+# --------------------------------------------- column-parallel (local) GEMMs
+LOCAL_PLANS = 4
+_local_plans = []  # [key, [weakrefs to the QuantizedWeights], plan], LRU last
+
+
+def _local_plan(m, k, Qs, dtname, fmt):
+    """This process's one-rank plan (_torch_local._world) for up to
+    _capacity(m) rows of [m, k] @ the QuantizedWeights Qs, made for these
+    very objects (their parts set once, when it is made); at most
+    LOCAL_PLANS kept. Local: nothing collective."""
+    from ._torch_groups import _capacity
+    from ._torch_local import _world
+    import weakref
+    cap = _capacity(m)
+    key = (k, tuple(int(q.n) for q in Qs), dtname, fmt)
+    for i, (kk, refs, p) in enumerate(_local_plans):
+        if kk == key and len(refs) == len(Qs) and \
+                all(r() is q for r, q in zip(refs, Qs)) and p.m_local[0] >= m \
+                and not p.closed:
+            _local_plans.append(_local_plans.pop(i))
+            return p
+    world = _world()
+    p = world.plan([cap], k, list(key[1]), dtype=dtname, out_dtype=dtname,
+                   comm_workers=0, gemm_workers=max(1, torch.get_num_threads()),
+                   weight_dtype="int%d" % fmt[0],
+                   group_size=None if fmt[2] else fmt[1], zero_point=bool(fmt[3]))
+    p.set_weights(list(Qs))
+    # a plan of fewer rows for the same weights is replaced
+    for i in range(len(_local_plans) - 1, -1, -1):
+        kk, refs, old = _local_plans[i]
+        if kk == key and all(r() is q for r, q in zip(refs, Qs)):
+            _local_plans.pop(i)[2].close()
+    _local_plans.append((key, [weakref.ref(q) for q in Qs], p))
+    while len(_local_plans) > LOCAL_PLANS:
+        _local_plans.pop(0)[2].close()
+    return p
+
+
+def _local(A, Qs, fmt):
+    """[A @ W_i] on this rank, each [..., n_i] in A's dtype: agmm's weight
+    kernels on a one-rank plan (_local_plan)."""
+    k = int(A.shape[-1])
+    lead = [int(s) for s in A.shape[:-1]]
+    a2 = as_rows(A)
+    m = int(a2.shape[0])
+    if m == 0:
+        return [A.new_zeros(lead + [int(q.n)]) for q in Qs]
+    p = _local_plan(m, k, Qs, _DT[A.dtype][1], fmt)
+    a2 = a2.contiguous()
+    outs = [torch.empty((m, int(q.n)), dtype=A.dtype) for q in Qs]
+    p.run(a2, out=outs if len(outs) > 1 else outs[0], schedule="fused",
+          m_rows=[m])
+    return [c.view(lead + [int(q.n)]) for c, q in zip(outs, Qs)]
+
+
+class ColumnParallelMatmulQ(torch.autograd.Function):
+    """ColumnParallelMatmul (_torch_colpar) with QuantizedWeights: dA = sum
+    over ranks of sum_i dC_i @ W_i^T in one gemm-ar round against the
+    dequantized W_i^T stacked; no gradient for the weights."""
+
+    @staticmethod
+    def forward(ctx, info, A):
+        group, Qs, fmt = info
+        ctx.info = info
+        ctx.a_shape = list(A.shape)
+        ctx.a_dtype = A.dtype
+        return tuple(_local(A, Qs, fmt))
+
+    @staticmethod
+    def backward(ctx, *gys):
+        group, Qs, _ = ctx.info
+        dt = ctx.a_dtype
+        rows = 1
+        for s in ctx.a_shape[:-1]:
+            rows *= s
+        if rows == 0:  # A is the same on every rank: every rank is here
+            return None, torch.zeros(ctx.a_shape, dtype=dt)
+        gz = torch.cat([(gy if gy is not None else
+                         torch.zeros(ctx.a_shape[:-1] + [int(q.n)], dtype=dt))
+                        .reshape(rows, int(q.n)).to(dt)
+                        for gy, q in zip(gys, Qs)], 1).contiguous()
+        from . import torch as at  # (agmm.torch imports this module)
+        W = _bwd_qweight(_group(group), list(Qs), dt)  # [sum n_i, k]
+        dA = at.fused_matmul_all_reduce(gz, W, group_name=group, out_dtype=dt)
+        return None, dA.view(ctx.a_shape)
+
+
+def column_parallel_matmul(A, Qs, group_name):
+    """agmm.torch.column_parallel_matmul with QuantizedWeights Qs: the
+    forward local (agmm's weight kernels on a one-rank plan, at every row
+    count), the backward's dA all-reduced as for tensors."""
+    Qs = list(Qs)
+    _check_a(A, "A")
+    _eager([A], "Bs")
+    fmt = _check_weights(Qs, int(A.shape[-1]), "Bs", "A")
+    if torch.is_grad_enabled() and A.requires_grad:
+        return list(ColumnParallelMatmulQ.apply((group_name, tuple(Qs), fmt), A))
+    return _local(A, Qs, fmt)

@@ -9,6 +9,6 @@ import pytest
 from conftest import run_world
 
 
-@pytest.mark.parametrize("part", ["ag", "gemm-rs", "gemm-ar", "misc"])
+@pytest.mark.parametrize("part", ["ag", "gemm-rs", "gemm-ar", "colpar", "misc"])
 def test_torch_ops_take_quantized_weights(part):
     run_world(2, "torch_wq", dict(part=part, torch=True), timeout=300)

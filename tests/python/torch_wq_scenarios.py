@@ -147,6 +147,39 @@ def _reduce(world, op, dtname, fmt, M, grad, k_local=(64, 48), n=24):
                                    n, dt), what + " dA")
 
 
+def _colpar(world, dtname, fmt, m, grad, k=80, ns=(24, 16)):
+    """column_parallel_matmul: A the same on every rank, rank r's weights
+    its own columns; C_i local, dA all-reduced."""
+    P, me = world.size, world.rank
+    dt = DT[dtname]
+    bits, gs, sym = fmt
+    qs = [[_qw(500 + 10 * r + i, k, n, bits, gs, sym) for i, n in enumerate(ns)]
+          for r in range(P)]
+    ws = [[torch.from_numpy(q.dequantize(np.float64)) for q in qr] for qr in qs]
+    A = _acts(70 + m, m, k, dt)
+    a = A.clone().requires_grad_(grad)
+    Cs = at.column_parallel_matmul(a, qs[me], group_name="tp")
+    what = "colpar %s %s rows %d" % (dtname, fmt, m)
+    a64 = A.double()
+    for i, C in enumerate(Cs):
+        assert C.dtype == dt and C.requires_grad == grad, (what, C.dtype)
+        ref = a64 @ ws[me][i]
+        _check(C, ref, _fwd_bound(a64, [qs[me][i]], ref, 1, dt), what + " C%d" % i)
+    if not grad:
+        return
+    gys = [[_acts(800 + 10 * r + i, m, n, dt) for i, n in enumerate(ns)]
+           for r in range(P)]
+    torch.autograd.backward(Cs, gys[me])
+    a64 = A.double().requires_grad_(True)
+    sum(((a64 @ w) * g.double()).sum() for wr, gr in zip(ws, gys)
+        for w, g in zip(wr, gr)).backward()
+    ref = a64.grad
+    gz = torch.cat([g.double() for gr in gys for g in gr], 1)
+    wcat = torch.cat([w for wr in ws for w in wr], 1)
+    assert a.grad is not None and a.grad.dtype == dt, what
+    _check(a.grad, ref, _bwd_bound(gz, wcat, ref, sum(ns) * P, dt), what + " dA")
+
+
 def _refused(fn, exc, *words):
     try:
         fn()
@@ -180,8 +213,11 @@ def _refusals(world):
     _refused(lambda: at.fused_matmul_all_reduce(ar.to(torch.int8), qr,
                                                 group_name="tp"),
              agmm.InvalidArgument, "A:", "int8")
-    _refused(lambda: at.column_parallel_matmul(a, [q], group_name="tp"),
-             agmm.InvalidArgument, "Bs[0]", "QuantizedWeight")
+    _refused(lambda: at.column_parallel_matmul(a, [q, torch.ones(80, 8)],
+                                               group_name="tp"),
+             agmm.InvalidArgument, "Bs[1]", "tensor")
+    _refused(lambda: at.column_parallel_matmul(a[:, :64], [q], group_name="tp"),
+             agmm.InvalidArgument, "Bs[0]", "k 80", "64")
     # under FakeTensor (tracing): eager only, said in one line
     try:
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -259,6 +295,12 @@ def scenario_torch_wq(world, args):
                             _reduce(world, part, dtname, tuple(fmt), M, grad)
             # uneven k parts (the backward pads W^T to the largest)
             _reduce(world, part, "fp32", (4, 32, True), 7, True, k_local=(32, 72))
+        elif part == "colpar":
+            for dtname in ("bf16", "fp32"):
+                for fmt in FORMATS:
+                    for m in (1, 33, 0):
+                        for grad in (False, True):
+                            _colpar(world, dtname, tuple(fmt), m, grad)
         elif part == "misc":
             _refusals(world)
             _caching(world)
