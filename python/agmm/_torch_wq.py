@@ -402,40 +402,39 @@ def fused_matmul_reduce(op, what, A, B, reduce_op, dim, group_name, bias=None,
 
 
 # --------------------------------------------- column-parallel (local) GEMMs
-LOCAL_PLANS = 4
-_local_plans = []  # [key, [weakrefs to the QuantizedWeights], plan], LRU last
+# (ids of the QuantizedWeights, shape key) -> ([weak references], plan): a
+# plan lives as long as its weights do (closed at the next miss after one
+# of them is gone), so a deep model's layers, each called in turn, never
+# make a plan again (a bounded LRU would repack every weight on every call
+# once the layers outnumber it).
+_local_plans = {}
 
 
 def _local_plan(m, k, Qs, dtname, fmt):
     """This process's one-rank plan (_torch_local._world) for up to
     _capacity(m) rows of [m, k] @ the QuantizedWeights Qs, made for these
-    very objects (their parts set once, when it is made); at most
-    LOCAL_PLANS kept. Local: nothing collective."""
+    very objects (their parts set once, when it is made), replaced by a
+    larger one when a call needs more rows. Local: nothing collective."""
     from ._torch_groups import _capacity
     from ._torch_local import _world
     import weakref
-    cap = _capacity(m)
-    key = (k, tuple(int(q.n) for q in Qs), dtname, fmt)
-    for i, (kk, refs, p) in enumerate(_local_plans):
-        if kk == key and len(refs) == len(Qs) and \
-                all(r() is q for r, q in zip(refs, Qs)) and p.m_local[0] >= m \
-                and not p.closed:
-            _local_plans.append(_local_plans.pop(i))
+    key = (tuple(id(q) for q in Qs), k, tuple(int(q.n) for q in Qs), dtname, fmt)
+    got = _local_plans.get(key)
+    if got is not None:
+        refs, p = got
+        if all(r() is q for r, q in zip(refs, Qs)) and not p.closed and \
+                p.m_local[0] >= m:
             return p
+    for kk in [kk for kk, (refs, p) in _local_plans.items()
+               if kk == key or any(r() is None for r in refs)]:
+        _local_plans.pop(kk)[1].close()
     world = _world()
-    p = world.plan([cap], k, list(key[1]), dtype=dtname, out_dtype=dtname,
+    p = world.plan([_capacity(m)], k, list(key[2]), dtype=dtname, out_dtype=dtname,
                    comm_workers=0, gemm_workers=max(1, torch.get_num_threads()),
                    weight_dtype="int%d" % fmt[0],
                    group_size=None if fmt[2] else fmt[1], zero_point=bool(fmt[3]))
     p.set_weights(list(Qs))
-    # a plan of fewer rows for the same weights is replaced
-    for i in range(len(_local_plans) - 1, -1, -1):
-        kk, refs, old = _local_plans[i]
-        if kk == key and all(r() is q for r, q in zip(refs, Qs)):
-            _local_plans.pop(i)[2].close()
-    _local_plans.append((key, [weakref.ref(q) for q in Qs], p))
-    while len(_local_plans) > LOCAL_PLANS:
-        _local_plans.pop(0)[2].close()
+    _local_plans[key] = ([weakref.ref(q) for q in Qs], p)
     return p
 
 
