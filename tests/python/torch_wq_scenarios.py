@@ -293,6 +293,74 @@ def _gated(world):
     _check(a.grad, ref, 1e-4 * (1 + ref.abs()), "gated dA")
 
 
+def _epilogues(world):
+    """3-D A gathered along dim 1, a bias with its gradient, an activation,
+    out_dtype float32 from bf16 A; the reduce-scatter with bias and
+    gelu-tanh; against float64 autograd (fp32: 1e-4 relative, smooth
+    activations only)."""
+    P, me = world.size, world.rank
+    k, n = 64, 16
+    qs = [_qw(700 + r, k, n, 8, 32, False) for r in range(P)]
+    ws = [torch.from_numpy(q.dequantize(np.float64)) for q in qs]
+    m = [3, 2] + [1] * (P - 2)
+    shards = [_acts(710 + r, 2 * m[r], k, torch.float32).view(2, m[r], k)
+              for r in range(P)]
+    bs = [torch.from_numpy(np.random.default_rng(720 + r).standard_normal(n)
+                           .astype(np.float32)) for r in range(P)]
+    a = shards[me].clone().requires_grad_(True)
+    b = bs[me].clone().requires_grad_(True)
+    _, (C,) = at.fused_all_gather_matmul(a, [qs[me]], gather_dim=1, group_name="tp",
+                                         bias=b, activation="gelu-tanh")
+    a64 = torch.cat(shards, 1).double().requires_grad_(True)
+    b64 = [x.double().requires_grad_(True) for x in bs]
+    gelu = lambda z: torch.nn.functional.gelu(z, approximate="tanh")  # noqa: E731
+    outs = [gelu(a64 @ w + bb) for w, bb in zip(ws, b64)]
+    _check(C, outs[me].detach(), 1e-4 * (1 + outs[me].detach().abs()), "ag 3-D C")
+    gys = [_acts(730 + r, 2 * sum(m), n, torch.float32).view(2, sum(m), n)
+           for r in range(P)]
+    C.backward(gys[me])
+    sum((o * g.double()).sum() for o, g in zip(outs, gys)).backward()
+    off = sum(m[:me])
+    ref = a64.grad[:, off:off + m[me]]
+    _check(a.grad, ref, 1e-4 * (1 + ref.abs()), "ag 3-D dA")
+    _check(b.grad, b64[me].grad, 1e-4 * (1 + b64[me].grad.abs()), "ag db")
+    # bf16 A, float32 out
+    _, (C,) = at.fused_all_gather_matmul(shards[me].to(torch.bfloat16), [qs[me]],
+                                         gather_dim=1, group_name="tp",
+                                         out_dtype=torch.float32)
+    assert C.dtype == torch.float32
+    full = torch.cat(shards, 1).to(torch.bfloat16).double()
+    ref = full @ ws[me]
+    _check(C, ref, _fwd_bound(full.reshape(-1, k), [qs[me]],
+                              ref.reshape(-1, n), 1, torch.float32).view(ref.shape),
+           "ag out float32")
+    # reduce-scatter: bias + gelu-tanh, A [M, k_local]
+    kl = [32] * P
+    qr = [_qw(740 + r, kl[r], n, 4, 32, True) for r in range(P)]
+    wr = torch.cat([torch.from_numpy(q.dequantize(np.float64)) for q in qr])
+    M = 5
+    A_full = _acts(750, M, sum(kl), torch.float32)
+    a = A_full[:, 32 * me:32 * me + 32].clone().requires_grad_(True)
+    b = bs[0].clone().requires_grad_(True)
+    C = at.fused_matmul_reduce_scatter(a, qr[me], group_name="tp", bias=b,
+                                       activation="gelu-tanh")
+    split = [M // P + (r < M % P) for r in range(P)]
+    rows = slice(sum(split[:me]), sum(split[:me + 1]))
+    a64 = A_full.double().requires_grad_(True)
+    b64 = bs[0].double().requires_grad_(True)
+    y64 = gelu(a64 @ wr + b64)
+    _check(C, y64[rows].detach(), 1e-4 * (1 + y64[rows].detach().abs()), "rs C")
+    gy = _acts(760, M, n, torch.float32)
+    C.backward(gy[rows])
+    (y64[rows] * gy[rows].double()).sum().backward()  # this rank's rows' loss
+    # dA: every rank's rows' gradients flow to every rank's k part
+    a64b = A_full.double().requires_grad_(True)
+    (gelu(a64b @ wr + bs[0].double()) * gy.double()).sum().backward()
+    ref = a64b.grad[:, 32 * me:32 * me + 32]
+    _check(a.grad, ref, 1e-4 * (1 + ref.abs()), "rs dA")
+    _check(b.grad, b64.grad, 1e-4 * (1 + b64.grad.abs()), "rs db (this rank's rows)")
+
+
 def scenario_torch_wq(world, args):
     at.register_group("tp", world)
     try:
@@ -319,6 +387,7 @@ def scenario_torch_wq(world, args):
                             _colpar(world, dtname, tuple(fmt), m, grad)
         elif part == "misc":
             _refusals(world)
+            _epilogues(world)
             _caching(world)
             _gated(world)
     finally:
