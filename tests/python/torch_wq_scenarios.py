@@ -361,6 +361,42 @@ def _epilogues(world):
     _check(b.grad, b64.grad, 1e-4 * (1 + b64.grad.abs()), "rs db (this rank's rows)")
 
 
+def _two_weights(world):
+    """Two QuantizedWeights in one all-gather call (one plan, one round),
+    return_A False; the gradient with both outputs used, and with only the
+    first (the second's gradient None: zeros)."""
+    P, me = world.size, world.rank
+    k, ns = 96, (24, 40)
+    qs = [[_qw(800 + 10 * r + i, k, n, 4, 32, False) for i, n in enumerate(ns)]
+          for r in range(P)]
+    ws = [[torch.from_numpy(q.dequantize(np.float64)) for q in qr] for qr in qs]
+    m = [4, 7] + [2] * (P - 2)
+    shards = [_acts(820 + r, m[r], k, torch.float32) for r in range(P)]
+    for both in (True, False):
+        a = shards[me].clone().requires_grad_(True)
+        A_g, Cs = at.fused_all_gather_matmul(a, qs[me], group_name="tp",
+                                             return_A=False)
+        assert A_g is None and len(Cs) == 2
+        a64 = torch.cat(shards).double().requires_grad_(True)
+        outs = [[a64 @ w for w in wr] for wr in ws]
+        for i, C in enumerate(Cs):
+            ref = outs[me][i].detach()
+            _check(C, ref, _fwd_bound(a64.detach(), [qs[me][i]], ref, 1,
+                                      torch.float32), "two weights C%d" % i)
+        gys = [[_acts(840 + 10 * r + i, sum(m), n, torch.float32)
+                for i, n in enumerate(ns)] for r in range(P)]
+        used = 2 if both else 1
+        torch.autograd.backward(Cs[:used], gys[me][:used])
+        sum((o * g.double()).sum() for orr, gr in zip(outs, gys)
+            for o, g in list(zip(orr, gr))[:used]).backward()
+        off = sum(m[:me])
+        ref = a64.grad[off:off + m[me]]
+        gz = torch.cat([g.double() for gr in gys for g in gr[:used]], 1)[off:off + m[me]]
+        wcat = torch.cat([w for wr in ws for w in wr[:used]], 1)
+        _check(a.grad, ref, _bwd_bound(gz, wcat, ref, sum(ns) * P, torch.float32),
+               "two weights dA (%d used)" % used)
+
+
 def scenario_torch_wq(world, args):
     at.register_group("tp", world)
     try:
@@ -388,6 +424,7 @@ def scenario_torch_wq(world, args):
         elif part == "misc":
             _refusals(world)
             _epilogues(world)
+            _two_weights(world)
             _caching(world)
             _gated(world)
     finally:
