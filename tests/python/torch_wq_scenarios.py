@@ -250,6 +250,43 @@ def _caching(world):
     q2 = _qw(100, 80, 24, 4, 32, True)  # the same values, another object
     _, (c4,) = at.fused_all_gather_matmul(a, [q2], group_name="tp")
     assert torch.equal(c4, c1) and at.group_plans("tp")[-1] is not first
+    # repeated calls (the memo of checks and of the previous plan) with
+    # weights and rows changing, every rank's rows its own
+    P, me = world.size, world.rank
+    q3 = _qw(101, 80, 24, 4, 32, True)  # other values
+    for i, rows in enumerate([2, 2, 5, 5, 1, 1, 3]):
+        qi = (q, q3)[(i // 2) % 2]
+        shards = [_acts(1000 + 10 * i + r, rows + r, 80, torch.float32)
+                  for r in range(P)]
+        full = torch.cat(shards).double()
+        _, (c,) = at.fused_all_gather_matmul(shards[me], [qi], group_name="tp",
+                                             return_A=False)
+        ref = full @ torch.from_numpy(qi.dequantize(np.float64))
+        _check(c, ref, _fwd_bound(full, [qi], ref, 1, torch.float32),
+               "repeated call %d" % i)
+    # the reduce ops likewise: weights and rows changing between calls
+    kl = 32
+    qa, qb = (_qw(1100 + me, kl, 24, 8, None, False),
+              _qw(1200 + me, kl, 24, 8, None, False))
+    for op in ("gemm-rs", "gemm-ar"):
+        for i, M in enumerate([4, 4, 4, 7, 7, 1, 1]):
+            qs = [_qw((1100 if i % 3 != 2 else 1200) + r, kl, 24, 8, None, False)
+                  for r in range(P)]
+            qi = qa if i % 3 != 2 else qb
+            A_full = _acts(1300 + M, M, kl * P, torch.float32)
+            ak = A_full[:, kl * me:kl * me + kl].contiguous()
+            w64 = torch.cat([torch.from_numpy(x.dequantize(np.float64)) for x in qs])
+            if op == "gemm-rs":
+                c = at.fused_matmul_reduce_scatter(ak, qi, group_name="tp")
+                split = [M // P + (r < M % P) for r in range(P)]
+                rows = slice(sum(split[:me]), sum(split[:me + 1]))
+            else:
+                c = at.fused_matmul_all_reduce(ak, qi, group_name="tp")
+                rows = slice(0, M)
+            a64 = A_full.double()[rows]
+            ref = a64 @ w64
+            _check(c, ref, _fwd_bound(a64, qs, ref, P, torch.float32),
+                   "%s repeated call %d" % (op, i))
     # column_parallel_matmul's local plans: one per weights, kept while
     # they live (6 layers in turn: no plan made in the second pass), a
     # plan of a weight gone closed at the next new plan.
