@@ -196,6 +196,10 @@ def column_parallel_matmul(A, Bs, group_name):
     Bs = list(Bs)
     if not Bs:
         return []
+    from .qweight import QuantizedWeight
+    if any(isinstance(B, QuantizedWeight) for B in Bs):
+        from . import _torch_wq  # agmm.QuantizedWeights: eager, _torch_wq
+        return _torch_wq.column_parallel_matmul(A, Bs, group_name)
     if compiling():  # one node of torch.compile's graph
         return torch.ops.agmm.column_parallel_matmul(A, Bs, group_name)
     _check(A, Bs)

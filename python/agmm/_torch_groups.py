@@ -193,7 +193,13 @@ def _capacity(rows):
 def _set_weights(e, Bs, B_scales=None):
     """Local: set the entry's weights again when a B (or, int8, its scale)
     changed in place (its version counter moved) or the scale is another
-    tensor."""
+    tensor. agmm.QuantizedWeights (no version counter: NumPy parts) are set
+    once, when the entry is made for them (_torch_wq)."""
+    if not isinstance(Bs[0], torch.Tensor):
+        if e.wkey is None:
+            e.plan.set_weights(list(Bs))
+            e.wkey = "wq"
+        return
     wkey = _weights_key(Bs) + (_weights_key(B_scales) if B_scales is not None
                                else ())
     if e.wkey != wkey:
@@ -210,7 +216,7 @@ def ag_key(k, ns, dtype, modes=None, epi=None):
 
 
 def _cached_plan(g, serials, m_local, k, ns, dtype, Bs, B_scales=None, modes=None,
-                 key=None, epi=None):
+                 key=None, epi=None, wq=None):
     """(plan, m_rows) for this call of an all-gather op: the plan every
     rank hit (serials: every rank's g.lookup(ag_key(...), Bs)), else a new
     one (collective), and the rows to pass (None: the plan's own). With
@@ -220,7 +226,8 @@ def _cached_plan(g, serials, m_local, k, ns, dtype, Bs, B_scales=None, modes=Non
     (a_scale, w_scale) of the plan, `key` the one looked up (with this
     rank's scale layouts, known before the all-gather). epi: the plan's
     own epilogue (_torch_fp.lib_epilogue: activations, out dtype), or
-    None."""
+    None. wq: a quantized plan's arguments (weight_dtype, group_size,
+    zero_point; _torch_wq), the Bs agmm.QuantizedWeights."""
     key = ag_key(k, ns, dtype, modes, epi) if key is None else key
     e = g.agreed(serials)
     grown = [_capacity(r) for r in m_local]
@@ -230,6 +237,8 @@ def _cached_plan(g, serials, m_local, k, ns, dtype, Bs, B_scales=None, modes=Non
         e = None
     if e is None:
         extra = {} if modes is None else {"a_scale": modes[0], "w_scale": modes[1]}
+        if wq is not None:
+            extra = dict(wq)
         if epi is not None:
             extra.update(activation=list(epi[0]), out_dtype=epi[1])
         e = g.make(key, Bs, m_local=grown, k=k, n=ns if len(ns) > 1 else ns[0],
@@ -245,15 +254,16 @@ def reduce_key(op, rows, k_mine, n, dtype, modes=None):
 
 
 def _reduce_plan(g, serials, op, m_local, k_local, B, dtype, B_scale=None,
-                 modes=None, key=None):
+                 modes=None, key=None, wq=None):
     """The plan of op "gemm-rs" or "gemm-ar" every rank hit (serials: every
     rank's g.lookup(reduce_key(...), [B])), else a new one for these rows
     (m_local: the rows of C each rank gets; "gemm-ar": their split of M),
     inner split k_local and weight B ([k_local[rank], n]); the weight is
     set again when B changed in place. The library has no per-call rows
     for these ops: a plan per shape. int8: B_scale, `modes` and `key` as
-    for _cached_plan."""
+    for _cached_plan; wq and a QuantizedWeight B as there."""
     e = g.agreed(serials)
+    n = int(B.shape[1]) if isinstance(B, torch.Tensor) else int(B.n)
     if e is not None and (e.plan.m_local != list(m_local) or
                           getattr(e.plan, "k_local", None) not in (None,
                                                                    list(k_local))):
@@ -262,12 +272,13 @@ def _reduce_plan(g, serials, op, m_local, k_local, B, dtype, B_scale=None,
                                 k_local))
     if e is None:
         extra = {} if modes is None else {"a_scale": modes[0], "w_scale": modes[1]}
+        if wq is not None:
+            extra = dict(wq)
         rows = [int(r) for r in m_local]
         if key is None:
-            key = reduce_key(op, [sum(rows)], int(B.shape[0]), int(B.shape[1]),
-                             dtype, modes)
+            key = reduce_key(op, [sum(rows)], int(B.shape[0]), n, dtype, modes)
         e = g.make(key, [B],
-                   m_local=rows, k=sum(k_local), n=int(B.shape[1]), dtype=dtype,
+                   m_local=rows, k=sum(k_local), n=n, dtype=dtype,
                    op=op, k_local=list(k_local), **extra)
     _set_weights(e, [B], None if B_scale is None else [B_scale])
     return e.plan

@@ -84,6 +84,11 @@ _torch_ops (schemas and registration), _torch_dispatch (the direct path's
 probe, and torch.compile: every call then a torch.ops.agmm.* node),
 _torch_symm (agmm's CPU kernels under torch.ops.symm_mem.*, torch 2.6).
 
+An agmm.QuantizedWeight (int4/int8, grouped scales) may stand for any
+weight of the three fp ops (the all-gather op: every weight of the call,
+one format): agmm's weight kernels, the input's and bias's gradients from
+the dequantized weight, none for the weight; eager only (_torch_wq).
+
 column_parallel_matmul(A, Bs, group_name=None) -> [A @ B_i] is plain
 tensor parallelism's column-parallel GEMMs on an input every rank holds
 whole: local in the forward; its backward all-reduces the input's
@@ -108,6 +113,8 @@ from ._torch_int8 import _out_dtype, _out_dtypes
 from . import _torch_ops  # noqa: F401 (registers torch.ops.agmm.*)
 from . import _torch_plain
 from ._torch_autograd import _needs_grad
+from . import _torch_wq
+from .qweight import QuantizedWeight as _QW
 
 REGISTERED_OP = True  # torch.ops.agmm.fused_all_gather_matmul exists
 # torch.ops.symm_mem.fused_all_gather_matmul / fused_matmul_reduce_scatter
@@ -145,6 +152,10 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
         if _torch_ops._plain_cpu(ts) and not _needs_grad(ts):
             return _torch_plain.ag_plain(A_shard, Bs, int(gather_dim),
                                          _name(group_name), return_A)
+    if any(isinstance(B, _QW) for B in Bs):  # agmm.QuantizedWeights: _torch_wq
+        return _torch_wq.fused_all_gather_matmul(
+            A_shard, Bs, int(gather_dim), _name(group_name), return_A, bias,
+            activation, out_dtype)
     nw = len(Bs)
     if isinstance(bias, torch.Tensor):
         bias = [bias] * nw
@@ -178,6 +189,9 @@ def fused_matmul_reduce_scatter(A, B, reduce_op="sum", scatter_dim=0,
         if not _needs_grad([A, B, bias]):  # inference: _torch_plain.py
             return _torch_plain.rs_plain(*args, **kw)
         return _torch_ops._rs_autograd(*args, plain=True, **kw)
+    if isinstance(B, _QW):  # an agmm.QuantizedWeight: _torch_wq
+        return _torch_wq.fused_matmul_reduce(
+            "gemm-rs", "fused_matmul_reduce_scatter", A, B, *args[2:], **kw)
     return torch.ops.agmm.fused_matmul_reduce_scatter(*args, **kw)
 
 
@@ -195,6 +209,10 @@ def fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None, bias=None,
         if not _needs_grad([A, B, bias]) and plan_op_available("gemm-ar"):
             return _torch_plain.ar_plain(*args, **kw)
         return _torch_ops._ar_autograd(*args, plain=True, **kw)
+    if isinstance(B, _QW):  # an agmm.QuantizedWeight: _torch_wq
+        return _torch_wq.fused_matmul_reduce(
+            "gemm-ar", "fused_matmul_all_reduce", A, B, args[2], None, args[3],
+            **kw)
     return torch.ops.agmm.fused_matmul_all_reduce(*args, **kw)
 
 

@@ -333,6 +333,14 @@ from wq_scenarios import SCENARIOS as _WQ  # noqa: E402
 SCENARIOS.update(_WQ)
 
 
+def _torch_wq(world, args):  # imports torch: only when run
+    from torch_wq_scenarios import scenario_torch_wq
+    scenario_torch_wq(world, args)
+
+
+SCENARIOS["torch_wq"] = _torch_wq
+
+
 def main():
     scenario, args = sys.argv[1], json.loads(sys.argv[2])
     if args.get("torch"):  # tensors are recognised once torch is imported

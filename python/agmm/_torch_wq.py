@@ -1,0 +1,620 @@
+"""agmm.torch's fp ops with agmm.QuantizedWeight weights (issue 48 item 5):
+fused_all_gather_matmul, fused_matmul_reduce_scatter and
+fused_matmul_all_reduce take a QuantizedWeight (int4 or int8, grouped
+scales, in agmm's plain layout: python/agmm/qweight.py) wherever they take
+a weight tensor B, and run agmm's own weight kernels (the "wq" engine).
+
+  forward   the group's plan is made with the weights' format (weight_dtype
+            "int4"/"int8", group_size, zero_point), cached as the tensor
+            plans are (per shapes, dtype and epilogue, and per format) and
+            made for the very QuantizedWeight objects; their parts are set
+            once, when the plan is made for them: a QuantizedWeight is not
+            versioned, so one changed in place (its NumPy arrays written)
+            is not seen: make a new one. The ranks exchange their weights'
+            format with the call's shapes and must agree on it. A's dtype
+            float16, bfloat16 or float32 (an int8 A is W8A8's, the scaled
+            ops'). Several weights of one all-gather call share one plan,
+            so one format: every one a QuantizedWeight of the same bits,
+            group and symmetry.
+  autograd  the input's gradient (and the bias's), no gradient for the
+            weight (it is not a tensor). dA is computed as the fp ops'
+            backward computes it, with B the weight dequantized
+            (QuantizedWeight.dequantize: float32, one rounding of the
+            exact value, then A's dtype), held transposed per group
+            beside the fp ops' B^T (_torch_groups bwd_weights: at most
+            PLAN_CACHE_SIZE entries; k * n * A's element size bytes per
+            weight, made at the first backward that needs it).
+  tracing   none: the registered ops (torch.ops.agmm.*) take tensors, and
+            a QuantizedWeight is not one; under torch.compile, FakeTensor,
+            a dispatch mode or torch.jit tracing a call with one raises
+            agmm.Unsupported. Eager only.
+"""
+import torch
+
+from .errors import InvalidArgument, Unsupported
+from .qweight import QuantizedWeight
+from ._torch_dispatch import plain_cpu
+from ._torch_epilogue import (activation_name, apply_epilogue, check_bias, default_out,
+                              epilogue_backward, not_gated)
+from ._torch_epilogue import out_dtype as _out_dt
+from ._torch_fp import (_MAX_LEAD, _allgather_ints, _dim, _fp_tensor, _per_weight,
+                        ag_agree, ag_run, ag_views, lib_epilogue, plan_op_available,
+                        reduce_agree, reduce_core, row_split)
+from . import _lib
+from ._torch_groups import (_DT, PLAN_CACHE_SIZE, _cached_plan, _group, _reduce_plan,
+                            ag_key, as_rows, reduce_key)
+
+
+def is_qweight(x):
+    return isinstance(x, QuantizedWeight)
+
+
+# ------------------------------------------------------------ checks
+def _eager(tensors, what):
+    """A QuantizedWeight runs on plain CPU tensors only (module doc)."""
+    if not plain_cpu(tensors):
+        raise Unsupported(
+            "%s: a QuantizedWeight runs eagerly only (plain CPU tensors; not "
+            "under torch.compile, FakeTensor, a dispatch mode or tracing: "
+            "torch.ops.agmm.* take tensors)" % what)
+
+
+def _check_a(A, what):
+    if isinstance(A, torch.Tensor) and A.dtype == torch.int8:
+        raise InvalidArgument(
+            "%s: torch.int8 with a QuantizedWeight (weight-only quantization "
+            "takes float16, bfloat16 or float32 activations; int8 activations "
+            "are W8A8's: the scaled ops)" % what)
+    _fp_tensor(A, what)
+
+
+def _fmt(q):
+    """A QuantizedWeight's format, exchanged between the ranks: (bits, G,
+    1 if G is all of the weight's k, 1 if asymmetric)."""
+    return (int(q.bits), int(q.group_size), int(q.group_size == q.k),
+            int(not q.symmetric))
+
+
+def _fmt_text(f):
+    return "bits %d, group %s, %s" % (
+        f[0], "all of k" if f[2] else f[1], "asymmetric" if f[3] else "symmetric")
+
+
+def _check_weights(Qs, k, what, a_what):
+    """Every weight a QuantizedWeight of k rows, one format: the format."""
+    for i, q in enumerate(Qs):
+        name = "%s[%d]" % (what, i) if len(Qs) > 1 or what == "Bs" else what
+        if not is_qweight(q):
+            desc = ("a tensor %s %s" % (list(q.shape), q.dtype)) \
+                if isinstance(q, torch.Tensor) else "a %s" % type(q).__name__
+            raise InvalidArgument(
+                "%s: %s among QuantizedWeights (a call's weights share one "
+                "plan, one format: quantize every one alike)" % (name, desc))
+        if q.k != k:
+            raise InvalidArgument(
+                "%s: a QuantizedWeight of k %d (%s's last dimension is %d)"
+                % (name, q.k, a_what, k))
+        if _fmt(q) != _fmt(Qs[0]):
+            raise InvalidArgument(
+                "%s: a QuantizedWeight of %s (%s[0]'s: %s; a call's weights "
+                "share one plan, one format)"
+                % (name, _fmt_text(_fmt(q)), what, _fmt_text(_fmt(Qs[0]))))
+    return _fmt(Qs[0])
+
+
+def _agreed_format(g, fmts, mine, what):
+    """The plan's quantized arguments from every rank's format (_fmt):
+    the same bits and symmetry, and one group: every rank's all of its k
+    (group_size None), or one G (a rank whose G is all of its k too when
+    that k is G). InvalidArgument naming `what` otherwise."""
+    explicit = {f[1] for f in fmts if not f[2]}
+    ok = all(f[0] == mine[0] and f[3] == mine[3] for f in fmts)
+    group = None
+    if ok and explicit:
+        group = explicit.pop()
+        ok = not explicit and all(f[1] == group for f in fmts)
+    if not ok:
+        r = next(i for i, f in enumerate(fmts) if f != mine)
+        raise InvalidArgument(
+            "%s: rank %d's QuantizedWeight is %s, rank %d's %s (ranks must "
+            "agree on the weight format)" % (what, r, _fmt_text(fmts[r]),
+                                             g.world.rank, _fmt_text(mine)))
+    return dict(weight_dtype="int%d" % mine[0], group_size=group,
+                zero_point=bool(mine[3]))
+
+
+# ------------------------------------------------ all-gather + matmul
+class _AgMemo:
+    """This rank's previous all-gather call with QuantizedWeights in a group
+    (as _torch_plain._Memo for tensors): the arguments its checks passed
+    for (`args`, weak references to the weights: QuantizedWeights have no
+    version to compare), what they derived, and the shape all-gather's
+    bytes with the plan entry they led to."""
+    __slots__ = ("args", "refs", "st", "buf", "fixed", "key", "dims", "epi",
+                 "sched", "out", "raw", "entry", "m_rows", "rows_c", "M", "total")
+
+
+def _hashable(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
+              activations=None, out_dtypes=None):
+    """_torch_fp.ag_kernel with QuantizedWeights Qs. A call with the
+    arguments of this rank's previous one in the group (no bias) skips the
+    checks, and one whose shape all-gather repeats the previous bytes while
+    that plan is still the group's most recently used skips the plan
+    lookup (_torch_plain.py's reasoning: every rank received the same
+    bytes and holds the same cache)."""
+    import ctypes
+    import struct
+    from ._lib import SCHEDULES
+    g = _group(group_name)
+    m = args = None
+    if (biases is None or all(b is None for b in biases)) and \
+            isinstance(A_shard, torch.Tensor):
+        shape = tuple(A_shard.shape)
+        nd = len(shape)
+        gdn = gather_dim + nd if gather_dim < 0 else gather_dim
+        if 0 <= gdn < nd - 1:  # else the checks below refuse it
+            args = (shape[:gdn] + shape[gdn + 1:], A_shard.dtype, gdn,
+                    bool(return_A), _hashable(activations), _hashable(out_dtypes))
+            m = g.memo.get("ag-wq")
+            if m is None or m.args != args or len(m.refs) != len(Qs) or \
+                    not all(r() is q for r, q in zip(m.refs, Qs)):
+                m = None
+    if m is None:
+        _check_a(A_shard, "A_shard")
+        gd = _dim(gather_dim, A_shard.dim(), "gather_dim")
+        if len(Qs) < 1:
+            raise InvalidArgument("Bs: an empty list (at least one weight)")
+        k = int(A_shard.shape[-1])
+        fmt = _check_weights(Qs, k, "Bs", "A_shard")
+        nw = len(Qs)
+        biases = _per_weight(biases, nw, "biases")
+        acts = [activation_name(a, "activations[%d]" % i)
+                for i, a in enumerate(_per_weight(activations, nw, "activations"))]
+        dts = [_out_dt(d, "out_dtypes[%d]" % i, default_out(A_shard))
+               for i, d in enumerate(_per_weight(out_dtypes, nw, "out_dtypes"))]
+        for i, (q, b) in enumerate(zip(Qs, biases)):
+            check_bias(b, q.n, "biases[%d]" % i)
+        lib = lib_epilogue(biases, acts, dts)
+        code, dtype = _DT[A_shard.dtype]
+        ns = [int(q.n) for q in Qs]
+        rest = [int(s) for i, s in enumerate(A_shard.shape[:-1]) if i != gd]
+        rps = 1
+        for s in rest:
+            rps *= s
+        import weakref
+        mm = _AgMemo()
+        mm.args = args  # None: not kept (a bias, or no tensor A)
+        mm.refs = [weakref.ref(q) for q in Qs]
+        # ag_shapes' fields with the format before the serial
+        mm.fixed = [rps, k, code, nw] + ns + list(fmt)
+        mm.st = struct.Struct("<%dq" % (len(mm.fixed) + 2))
+        mm.buf = ctypes.create_string_buffer(mm.st.size * g.world.size)
+        mm.key = ag_key(k, ns, dtype, ("wq",) + fmt, lib)
+        mm.dims = (gd, k, ns, dtype, rest, fmt)
+        mm.epi = None if lib is not None else (biases, acts, dts)
+        mm.out = torch.float32 if lib is None else \
+            {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[lib[1]]
+        mm.sched = SCHEDULES.get(g.options.get("schedule", "auto"))
+        mm.raw = mm.entry = None
+        if mm.args is not None:
+            g.memo["ag-wq"] = mm
+        m = mm
+        m_lib = lib
+    else:
+        m_lib = m.key[-1]
+    gd, k, ns, dtype, rest, fmt = m.dims
+    a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
+    a2 = a.reshape(-1, k)
+    rows = int(a.shape[0])
+    serial = g.lookup(m.key, Qs)
+    raw = g.world.allgather_raw(m.st.pack(rows, *m.fixed, serial), m.buf)
+    e = m.entry
+    if raw == m.raw and e is not None and g.plans and g.plans[-1] is e:
+        plan = e.plan
+    else:
+        sz = m.st.size
+        everyone = [m.st.unpack_from(raw, r * sz) for r in range(g.world.size)]
+        mine = [rows] + m.fixed + [serial]
+        wq = _agreed_format(g, [tuple(o[-5:-1]) for o in everyone], fmt, "Bs")
+        ag_agree(g, everyone, mine)
+        m_local = [o[0] * m.fixed[0] for o in everyone]
+        plan, m_rows = _cached_plan(g, [o[-1] for o in everyone], m_local, k, ns,
+                                    dtype, Qs, key=m.key, epi=m_lib, wq=wq)
+        m.raw, m.entry, m.m_rows, m.M = raw, g.plans[-1], m_rows, sum(m_local)
+        m.rows_c = None if m_rows is None else \
+            (ctypes.c_int64 * len(m_rows))(*m_rows)
+        m.total = sum(o[0] for o in everyone)
+    if m.sched is not None and a2.numel() and a2.is_contiguous() and all(ns):
+        Cs = [torch.empty((m.M, ni), dtype=m.out) for ni in plan.c_cols]
+        A_g = torch.empty((m.M, k), dtype=a2.dtype) if return_A else None
+        if m.m_rows is None and A_g is None and len(Cs) == 1:
+            plan._run_tensor(a2, Cs[0], m.sched)
+        else:
+            plan._run_args_tensor(a2, Cs, m.sched, m.rows_c, A_g)
+    else:
+        A_g, Cs = ag_run(g, plan, m.m_rows, a2, return_A)
+    if m.epi is not None:
+        Cs = [apply_epilogue(c, b, a_, d) for c, b, a_, d in zip(Cs, *m.epi)]
+    if gd == 0 and not rest:
+        return A_g, Cs
+    lead = [m.total] + rest
+    return (ag_views(A_g, m.total, lead, gd) if return_A else None,
+            [ag_views(c, m.total, lead, gd) for c in Cs])
+
+
+def _bwd_qweight(g, Qs, dt, cols=None):
+    """cat([W_i^T]) [sum n_i, k] in dt (cols > k: zero columns up to cols),
+    W_i the QuantizedWeight's dequantized values (float32, then dt), kept
+    per group beside _torch_groups._bwd_weight's B^T (the same list, the
+    same bound: PLAN_CACHE_SIZE) per the very objects, dt and cols."""
+    tag = ("wq", dt)
+    for i, item in enumerate(g.bwd_weights):
+        refs, ver, c, w = item
+        if ver == tag and c == cols and len(refs) == len(Qs) and \
+                all(r() is q for r, q in zip(refs, Qs)):
+            g.bwd_weights.append(g.bwd_weights.pop(i))
+            return w
+    import weakref
+    w = torch.cat([q.dequantize(torch.float32).t() for q in Qs], 0).to(dt)
+    if cols is not None and cols > w.shape[1]:
+        w = torch.nn.functional.pad(w, (0, cols - int(w.shape[1])))
+    w = w.contiguous()
+    g.bwd_weights.append([[weakref.ref(q) for q in Qs], tag, cols, w])
+    if len(g.bwd_weights) > PLAN_CACHE_SIZE:
+        g.bwd_weights.pop(0)
+    return w
+
+
+class AllGatherMatmulQ(torch.autograd.Function):
+    """AllGatherMatmul (_torch_autograd) with QuantizedWeights: dA_shard =
+    my rows of sum_r dZ_r @ W_r^T (one gemm-rs round against the
+    dequantized W^T), the biases' gradients, none for the weights."""
+
+    @staticmethod
+    def forward(ctx, info, a2, *biases):
+        group, return_A, Qs, acts, dts = info
+        nw = len(Qs)
+        plain = all(a is None for a in acts)
+        A_g, zs = ag_kernel(a2, Qs, 0, group, return_A, list(biases), None,
+                            list(dts) if plain else [torch.float32] * nw)
+        ys = zs if plain else [apply_epilogue(z, None, a, d)
+                               for z, a, d in zip(zs, acts, dts)]
+        ctx.info = info
+        ctx.bias_grad = [b is not None and b.requires_grad for b in biases]
+        ctx.save_for_backward(*[z if a is not None else None
+                                for z, a in zip(zs, acts)])
+        ctx.rows = int(a2.shape[0])
+        ctx.M = int(ys[0].shape[0])  # the gathered rows
+        ctx.a_dtype = a2.dtype
+        if A_g is not None:
+            ctx.mark_non_differentiable(A_g)
+        return (A_g, *ys)
+
+    @staticmethod
+    def backward(ctx, _gA, *gys):
+        group, _, Qs, acts, _ = ctx.info
+        zs = ctx.saved_tensors
+        dt = ctx.a_dtype
+        gzs = [epilogue_backward(z, gy, a) if gy is not None else
+               torch.zeros((ctx.M, int(q.n)))
+               for z, gy, a, q in zip(zs, gys, acts, Qs)]
+        dA = None
+        if ctx.needs_input_grad[1]:
+            g = _group(group)
+            W = _bwd_qweight(g, Qs, dt)  # [sum n_i, k]
+            gz = torch.cat([t.to(dt) for t in gzs], 1) if len(gzs) > 1 \
+                else gzs[0].to(dt)
+            gz = gz.contiguous()
+            nsum = int(W.shape[0])
+            serial = g.lookup(reduce_key("gemm-rs", [int(gz.shape[0])], nsum,
+                                         int(W.shape[1]), _DT[dt][1]), [W])
+            everyone = _allgather_ints(g.world, [ctx.rows, nsum, serial])
+            dA = reduce_core(g, [o[2] for o in everyone], "gemm-rs", gz, W,
+                             [o[0] for o in everyone],
+                             [o[1] for o in everyone]).to(dt)
+        dbs = [gz.sum(0, dtype=torch.float32) if want else None
+               for gz, want in zip(gzs, ctx.bias_grad)]
+        return (None, dA, *dbs)
+
+
+def fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A=True,
+                            bias=None, activation=None, out_dtype=None):
+    """agmm.torch.fused_all_gather_matmul with QuantizedWeights Bs."""
+    Bs = list(Bs)
+    nw = len(Bs)
+    biases = [bias] * nw if isinstance(bias, torch.Tensor) or bias is None \
+        else list(bias)
+    _check_a(A_shard, "A_shard")
+    _eager([A_shard] + biases, "Bs")
+    need = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in [A_shard] + biases)
+    if not need:
+        return ag_kernel(A_shard, Bs, gather_dim, group_name, return_A,
+                         None if bias is None else biases, activation, out_dtype)
+    k = int(A_shard.shape[-1])
+    _check_weights(Bs, k, "Bs", "A_shard")
+    acts = tuple(activation_name(a, "activations[%d]" % i)
+                 for i, a in enumerate(_per_weight(activation, nw, "activation")))
+    dts = tuple(_out_dt(d, "out_dtypes[%d]" % i, default_out(A_shard))
+                for i, d in enumerate(_per_weight(out_dtype, nw, "out_dtype")))
+    nd = A_shard.dim()
+    gd = _dim(gather_dim, nd, "gather_dim")
+    a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
+    lead = [int(s) for s in a.shape[:-1]]
+    out = AllGatherMatmulQ.apply((group_name, return_A, tuple(Bs), acts, dts),
+                                 a.reshape(-1, k), *biases)
+    A_g, ys = out[0], list(out[1:])
+    rps = 1
+    for s in lead[1:]:
+        rps *= s
+    total = int(ys[0].shape[0]) // max(1, rps)
+    return ((ag_views(A_g, total, lead, gd) if A_g is not None else None),
+            [ag_views(y, total, lead, gd) for y in ys])
+
+
+# ------------------------------------------ matmul + reduce-scatter/all-reduce
+class _RedMemo:
+    """This rank's previous reduce call of `op` with a QuantizedWeight in a
+    group (as _AgMemo)."""
+    __slots__ = ("args", "ref", "st", "buf", "fixed", "key", "dims", "sched",
+                 "raw", "entry", "split")
+
+
+def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
+                  activation=None, dtype=None):
+    """_torch_fp.rs_kernel / ar_kernel with a QuantizedWeight Q (op
+    "gemm-rs": dim the scatter dimension; "gemm-ar": dim None). Repeated
+    calls skip the checks and the plan lookup as ag_kernel's do."""
+    import ctypes
+    import struct
+    import weakref
+    from ._lib import SCHEDULES
+    g = _group(group_name)
+    args = m = None
+    if bias is None and isinstance(A, torch.Tensor):
+        args = (tuple(A.shape), A.dtype, dim, reduce_op, _hashable(activation), dtype)
+        m = g.memo.get(op + "-wq")
+        if m is None or m.args != args or m.ref() is not Q:
+            m = None
+    if m is None:
+        if reduce_op != "sum":
+            raise InvalidArgument("reduce_op: %r (allowed: \"sum\")" % (reduce_op,))
+        if not plan_op_available(op):
+            raise Unsupported("%s: this agmm (%s) has no plan op %r"
+                              % (what, _lib.path, op))
+        _check_a(A, "A")
+        act = not_gated(activation_name(activation), what)
+        dt = _out_dt(dtype, default=default_out(A))
+        nd = A.dim()
+        dd = _dim(dim, nd, "scatter_dim") if dim is not None else 0
+        if nd - 1 > _MAX_LEAD:
+            raise InvalidArgument("A: %d dimensions (at most %d)"
+                                  % (nd, _MAX_LEAD + 1))
+        k_mine = int(A.shape[-1])
+        fmt = _check_weights([Q], k_mine, "B", "A")
+        n = int(Q.n)
+        check_bias(bias, n)
+        lead = [int(d) for d in (A if dd == 0 else A.movedim(dd, 0)).shape[:-1]]
+        total = 1
+        for d in lead:
+            total *= d
+        rps = 1
+        for d in lead[1:]:
+            rps *= d
+        code, dtname = _DT[A.dtype]
+        m = _RedMemo()
+        m.args, m.ref = args, weakref.ref(Q)
+        m.key = reduce_key(op, [total], k_mine, n, dtname, ("wq",) + fmt)
+        # reduce_shapes' fields, then the format
+        m.fixed = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + \
+            [n, code, k_mine] + list(fmt)
+        m.st = struct.Struct("<%dq" % (len(m.fixed) + 1))
+        m.buf = ctypes.create_string_buffer(m.st.size * g.world.size)
+        m.dims = (dd, lead, rps, n, dtname, fmt, act, dt)
+        m.sched = SCHEDULES.get(g.options.get("schedule", "auto")) if n else None
+        m.raw = m.entry = None
+        m.split = row_split(lead[0], g.world.size)
+        if args is not None:
+            g.memo[op + "-wq"] = m
+    dd, lead, rps, n, dtname, fmt, act, dt = m.dims
+    a2 = as_rows(A if dd == 0 else A.movedim(dd, 0))
+    mine = m.fixed + [g.lookup(m.key, [Q])]
+    raw = g.world.allgather_raw(m.st.pack(*mine), m.buf)
+    e = m.entry
+    if raw == m.raw and e is not None and g.plans and g.plans[-1] is e:
+        plan = e.plan
+        c = torch.empty(plan.c_shape)
+        if m.sched is not None and c.numel() and a2.numel() and a2.is_contiguous():
+            plan._run_tensor(a2, c, m.sched)
+        else:
+            c = plan.run(a2, out=c, schedule=g.options.get("schedule", "auto"))
+    else:
+        L = _MAX_LEAD + 3
+        sz = m.st.size
+        everyone = [m.st.unpack_from(raw, r * sz) for r in range(g.world.size)]
+        reduce_agree(g, everyone, mine, what)
+        wq = _agreed_format(g, [tuple(o[L + 1:L + 5]) for o in everyone], fmt, "B")
+        P = g.world.size
+        m_local = [s * rps for s in m.split] if op == "gemm-rs" \
+            else row_split(lead[0] * rps, P)
+        plan = _reduce_plan(g, [o[-1] for o in everyone], op, m_local,
+                            [o[L] for o in everyone], Q, dtname, key=m.key, wq=wq)
+        m.raw, m.entry = raw, g.plans[-1]
+        c = plan.run(a2, schedule=g.options.get("schedule", "auto"))
+    c = apply_epilogue(c, bias, act, dt)
+    if op == "gemm-ar":
+        return c.view(lead + [n])
+    c = c.view([m.split[g.world.rank]] + lead[1:] + [n])
+    return c if dd == 0 else c.movedim(0, dd)
+
+
+class _ReduceQ(torch.autograd.Function):
+    """MatmulReduceScatter / MatmulAllReduce (_torch_autograd) with a
+    QuantizedWeight: dA from the dequantized W^T (reduce-scatter: one
+    ag-gemm round of dZ with it, padded to the largest k_local;
+    all-reduce: local), the bias's gradient, none for the weight."""
+
+    @staticmethod
+    def forward(ctx, info, A, bias):
+        op, what, Q, dim, group, act, dt = info
+        z = reduce_kernel(op, what, A, Q, "sum", dim, group, bias, None,
+                          torch.float32)
+        ctx.info = info
+        ctx.bias_grad = bias is not None and bias.requires_grad
+        ctx.a_shape = list(A.shape)
+        ctx.a_dtype = A.dtype
+        ctx.save_for_backward(z if act is not None else None)
+        return apply_epilogue(z, None, act, dt)
+
+    @staticmethod
+    def backward(ctx, gy):
+        op, _, Q, dim, group, act, _ = ctx.info
+        (z,) = ctx.saved_tensors
+        gz = epilogue_backward(z, gy, act)
+        n = int(Q.n)
+        dt = ctx.a_dtype
+        dA = None
+        if ctx.needs_input_grad[1]:
+            g = _group(group)
+            k = ctx.a_shape[-1]
+            if op == "gemm-ar":
+                from ._torch_local import local_mm
+                dA = local_mm(gz.reshape(-1, n), [_bwd_qweight(g, [Q], dt)],
+                              dt)[0].view(ctx.a_shape)
+            else:
+                from . import torch as at  # (agmm.torch imports this module)
+                nd = len(ctx.a_shape)
+                dd = dim + nd if dim < 0 else dim
+                gzm = gz if dd == 0 else gz.movedim(dd, 0)
+                kmax = max(o[0] for o in _allgather_ints(g.world, [k]))
+                Wt = _bwd_qweight(g, [Q], dt, kmax)  # [n, kmax]
+                _, (dA2,) = at.fused_all_gather_matmul(
+                    gzm.reshape(-1, n).to(dt).contiguous(), [Wt], 0, group,
+                    return_A=False, out_dtype=dt)
+                am_shape = [int(s) for s in gzm.shape[:-1]]
+                am_shape[0] = -1
+                dA = dA2[:, :k].reshape(am_shape + [k])
+                dA = dA if dd == 0 else dA.movedim(0, dd)
+                dA = dA.contiguous()
+        db = gz.reshape(-1, n).sum(0) if ctx.bias_grad else None
+        return None, dA, db
+
+
+def fused_matmul_reduce(op, what, A, B, reduce_op, dim, group_name, bias=None,
+                        activation=None, out_dtype=None):
+    """agmm.torch.fused_matmul_reduce_scatter (op "gemm-rs", dim the
+    scatter dimension) or fused_matmul_all_reduce ("gemm-ar", dim None)
+    with a QuantizedWeight B."""
+    _check_a(A, "A")
+    _eager([A, bias], "B")
+    if not (torch.is_grad_enabled() and
+            any(t is not None and t.requires_grad for t in (A, bias))) \
+            or reduce_op != "sum":
+        return reduce_kernel(op, what, A, B, reduce_op, dim, group_name, bias,
+                             activation, out_dtype)
+    act = not_gated(activation_name(activation), what)
+    dt = _out_dt(out_dtype, default=default_out(A))
+    return _ReduceQ.apply((op, what, B, dim, group_name, act, dt), A, bias)
+
+
+# --------------------------------------------- column-parallel (local) GEMMs
+# (ids of the QuantizedWeights, shape key) -> ([weak references], plan): a
+# plan lives as long as its weights do (closed at the next miss after one
+# of them is gone), so a deep model's layers, each called in turn, never
+# make a plan again (a bounded LRU would repack every weight on every call
+# once the layers outnumber it).
+_local_plans = {}
+
+
+def _local_plan(m, k, Qs, dtname, fmt):
+    """This process's one-rank plan (_torch_local._world) for up to
+    _capacity(m) rows of [m, k] @ the QuantizedWeights Qs, made for these
+    very objects (their parts set once, when it is made), replaced by a
+    larger one when a call needs more rows. Local: nothing collective."""
+    from ._torch_groups import _capacity
+    from ._torch_local import _world
+    import weakref
+    key = (tuple(id(q) for q in Qs), k, tuple(int(q.n) for q in Qs), dtname, fmt)
+    got = _local_plans.get(key)
+    if got is not None:
+        refs, p = got
+        if all(r() is q for r, q in zip(refs, Qs)) and not p.closed and \
+                p.m_local[0] >= m:
+            return p
+    for kk in [kk for kk, (refs, p) in _local_plans.items()
+               if kk == key or any(r() is None for r in refs)]:
+        _local_plans.pop(kk)[1].close()
+    world = _world()
+    p = world.plan([_capacity(m)], k, list(key[2]), dtype=dtname, out_dtype=dtname,
+                   comm_workers=0, gemm_workers=max(1, torch.get_num_threads()),
+                   weight_dtype="int%d" % fmt[0],
+                   group_size=None if fmt[2] else fmt[1], zero_point=bool(fmt[3]))
+    p.set_weights(list(Qs))
+    _local_plans[key] = ([weakref.ref(q) for q in Qs], p)
+    return p
+
+
+def _local(A, Qs, fmt):
+    """[A @ W_i] on this rank, each [..., n_i] in A's dtype: agmm's weight
+    kernels on a one-rank plan (_local_plan)."""
+    k = int(A.shape[-1])
+    lead = [int(s) for s in A.shape[:-1]]
+    a2 = as_rows(A)
+    m = int(a2.shape[0])
+    if m == 0:
+        return [A.new_zeros(lead + [int(q.n)]) for q in Qs]
+    p = _local_plan(m, k, Qs, _DT[A.dtype][1], fmt)
+    a2 = a2.contiguous()
+    outs = [torch.empty((m, int(q.n)), dtype=A.dtype) for q in Qs]
+    p.run(a2, out=outs if len(outs) > 1 else outs[0], schedule="fused",
+          m_rows=[m])
+    return [c.view(lead + [int(q.n)]) for c, q in zip(outs, Qs)]
+
+
+class ColumnParallelMatmulQ(torch.autograd.Function):
+    """ColumnParallelMatmul (_torch_colpar) with QuantizedWeights: dA = sum
+    over ranks of sum_i dC_i @ W_i^T in one gemm-ar round against the
+    dequantized W_i^T stacked; no gradient for the weights."""
+
+    @staticmethod
+    def forward(ctx, info, A):
+        group, Qs, fmt = info
+        ctx.info = info
+        ctx.a_shape = list(A.shape)
+        ctx.a_dtype = A.dtype
+        return tuple(_local(A, Qs, fmt))
+
+    @staticmethod
+    def backward(ctx, *gys):
+        group, Qs, _ = ctx.info
+        dt = ctx.a_dtype
+        rows = 1
+        for s in ctx.a_shape[:-1]:
+            rows *= s
+        if rows == 0:  # A is the same on every rank: every rank is here
+            return None, torch.zeros(ctx.a_shape, dtype=dt)
+        gz = torch.cat([(gy if gy is not None else
+                         torch.zeros(ctx.a_shape[:-1] + [int(q.n)], dtype=dt))
+                        .reshape(rows, int(q.n)).to(dt)
+                        for gy, q in zip(gys, Qs)], 1).contiguous()
+        from . import torch as at  # (agmm.torch imports this module)
+        W = _bwd_qweight(_group(group), list(Qs), dt)  # [sum n_i, k]
+        dA = at.fused_matmul_all_reduce(gz, W, group_name=group, out_dtype=dt)
+        return None, dA.view(ctx.a_shape)
+
+
+def column_parallel_matmul(A, Qs, group_name):
+    """agmm.torch.column_parallel_matmul with QuantizedWeights Qs: the
+    forward local (agmm's weight kernels on a one-rank plan, at every row
+    count), the backward's dA all-reduced as for tensors."""
+    Qs = list(Qs)
+    _check_a(A, "A")
+    _eager([A], "Bs")
+    fmt = _check_weights(Qs, int(A.shape[-1]), "Bs", "A")
+    if torch.is_grad_enabled() and A.requires_grad:
+        return list(ColumnParallelMatmulQ.apply((group_name, tuple(Qs), fmt), A))
+    return _local(A, Qs, fmt)
