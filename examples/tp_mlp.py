@@ -22,10 +22,19 @@ those rows of W_down ([i, h]); i is split as agmm_k_split splits (the
 first i % P ranks one more; the "sp" form needs i a multiple of the
 ranks: every rank's gate/up GEMM of the one gather has as many columns).
 
+Weights (--weights): bf16/fp32 tensors (the default: --dtype), or int8 /
+int4 agmm.QuantizedWeights (W8A16 / W4A16, symmetric, a scale per group
+of 128 rows of k, or per rank's whole k part where 128 does not divide
+it: a group may not straddle the split of k across ranks), run by agmm's
+own weight kernels in every op. Quantized weights are inference weights:
+they get no gradient (x's still does), run eagerly (no --compile), and
+the check's reference is the MLP with the exactly dequantized weights.
+
 Run it (PYTHONPATH=build/python):
   /usr/bin/python3 examples/tp_mlp.py --ranks 2            # starts 2 ranks
   build/agmm launch -n 2 -- /usr/bin/python3 examples/tp_mlp.py
                                       # ranks started by agmm launch (or torchrun)
+  ... examples/tp_mlp.py --weights int4 --dtype bf16  # W4A16 weights
   ... examples/tp_mlp.py --compile inductor   # torch.compile(fullgraph=True)
                                       # of the module (torch >= 2)
 Each rank prints its max errors and "rank r: ok"; exit 0 when every check
@@ -44,6 +53,7 @@ import agmm.torch as at
 
 # (torch 1.13 has no float16 matmul on the CPU for the reference.)
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+WEIGHTS = {"dense": None, "int8": 8, "int4": 4}  # --weights: bits
 
 
 def split(n, P):
@@ -57,7 +67,7 @@ class TPMLP(torch.nn.Module):
     (slices of full weights given, else random)."""
 
     def __init__(self, hidden, inter, rank, size, mode="sp", group_name="tp",
-                 dtype=torch.bfloat16, full=None):
+                 dtype=torch.bfloat16, full=None, weights="dense"):
         super().__init__()
         if mode not in ("sp", "tp"):
             raise ValueError("mode: %r (allowed: sp, tp)" % (mode,))
@@ -73,12 +83,21 @@ class TPMLP(torch.nn.Module):
                     torch.randn(hidden, inter, generator=g) / hidden ** 0.5,
                     torch.randn(inter, hidden, generator=g) / inter ** 0.5]
         wg, wu, wd = full
+        self.dtype = dtype
+        if weights not in WEIGHTS:
+            raise ValueError("weights: %r (allowed: %s)"
+                             % (weights, ", ".join(WEIGHTS)))
+        if WEIGHTS[weights]:
+            # Inference weights: plain attributes, not Parameters.
+            self.w_gate, self.w_up, self.w_down = quantized_shard(
+                full, rank, size, WEIGHTS[weights])
+            return
         self.w_gate = torch.nn.Parameter(wg[:, lo:hi].to(dtype).contiguous())
         self.w_up = torch.nn.Parameter(wu[:, lo:hi].to(dtype).contiguous())
         self.w_down = torch.nn.Parameter(wd[lo:hi].to(dtype).contiguous())
 
     def forward(self, x):
-        dt = self.w_gate.dtype
+        dt = self.dtype
         if self.mode == "sp":
             # x: this rank's rows [m_r, h]; one gather, two GEMMs.
             # In inference the op's outputs are in the weights' dtype, with
@@ -88,8 +107,9 @@ class TPMLP(torch.nn.Module):
             # torch's own layer keeps them) and silu_and_mul rounds the
             # float32 product once, as the expression in reference() does.
             infer = not (torch.is_grad_enabled() and
-                         (x.requires_grad or self.w_gate.requires_grad or
-                          self.w_up.requires_grad))
+                         (x.requires_grad or
+                          getattr(self.w_gate, "requires_grad", False) or
+                          getattr(self.w_up, "requires_grad", False)))
             _, (gate, up) = at.fused_all_gather_matmul(
                 x, [self.w_gate, self.w_up], group_name=self.group,
                 return_A=False, activation=["silu", None] if infer else None,
@@ -102,6 +122,36 @@ class TPMLP(torch.nn.Module):
                                              group_name=self.group)
         act = at.silu_and_mul(gate, up)
         return at.fused_matmul_all_reduce(act, self.w_down, group_name=self.group)
+
+
+def group_for(k_parts):
+    """128 when it divides every rank's k part but the last (no group
+    straddles the split), else None: each rank's whole part."""
+    return 128 if all(k % 128 == 0 for k in k_parts[:-1]) else None
+
+
+def quantized_shard(full, rank, size, bits):
+    """This rank's w_gate, w_up [h, i_r] and w_down [i_r, h] as
+    agmm.QuantizedWeights (symmetric; groups along k: h for gate and up,
+    the rank's i_r for down)."""
+    wg, wu, wd = full
+    parts = split(wg.shape[1], size)
+    lo, hi = parts[rank]
+    h = wg.shape[0]
+    g_in = 128 if h % 128 == 0 else None   # gate, up: all of h on a rank
+    g_down = group_for([b - a for a, b in parts])
+    return (agmm.quantize_weight(wg[:, lo:hi].float(), bits=bits, group_size=g_in),
+            agmm.quantize_weight(wu[:, lo:hi].float(), bits=bits, group_size=g_in),
+            agmm.quantize_weight(wd[lo:hi].float(), bits=bits, group_size=g_down))
+
+
+def dequantized_full(full, size, bits):
+    """The full weights every rank's QuantizedWeights stand for, exactly
+    dequantized (float32; each rank's shard quantized as it quantizes it)."""
+    shards = [quantized_shard(full, r, size, bits) for r in range(size)]
+    deq = [[torch.from_numpy(q.dequantize()) for q in sh] for sh in shards]
+    return [torch.cat([d[0] for d in deq], 1), torch.cat([d[1] for d in deq], 1),
+            torch.cat([d[2] for d in deq], 0)]
 
 
 def reference(x, full, dtype):
@@ -128,7 +178,9 @@ def check(world, args, mode):
             torch.randn(i, h, generator=g) / i ** 0.5]
     X = torch.randn(m * P, h, generator=g).to(dt)   # every rank's rows
     G = torch.randn(m * P, h, generator=g)          # d(loss)/d(out)
-    mlp = TPMLP(h, i, me, P, mode=mode, dtype=dt, full=full)
+    bits = WEIGHTS[args.weights]
+    mlp = TPMLP(h, i, me, P, mode=mode, dtype=dt, full=full,
+                weights=args.weights)
     if args.compile:  # agmm's ops stay whole in the graph: no graph break
         mlp = torch.compile(mlp, backend=args.compile, fullgraph=True)
     rows = slice(me * m, (me + 1) * m)
@@ -136,16 +188,19 @@ def check(world, args, mode):
     out = mlp(x)
     (out * (G[rows] if mode == "sp" else G)).sum().backward()
 
-    ref, (rx, rwg, rwu, rwd) = reference(X, full, dt)
+    # Quantized: the reference multiplies by the exactly dequantized weights.
+    ref, (rx, rwg, rwu, rwd) = reference(
+        X, dequantized_full(full, P, bits) if bits else full, dt)
     (ref * G).sum().backward()
     lo, hi = split(i, P)[me]
     mlp = getattr(mlp, "_orig_mod", mlp)  # the compiled module's parameters
-    errors = {
-        "out": err(out, ref[rows] if mode == "sp" else ref),
-        "d w_gate": err(mlp.w_gate.grad, rwg.grad[:, lo:hi]),
-        "d w_up": err(mlp.w_up.grad, rwu.grad[:, lo:hi]),
-        "d w_down": err(mlp.w_down.grad, rwd.grad[lo:hi]),
-    }
+    errors = {"out": err(out, ref[rows] if mode == "sp" else ref)}
+    if not bits:  # quantized weights get no gradient
+        errors.update({
+            "d w_gate": err(mlp.w_gate.grad, rwg.grad[:, lo:hi]),
+            "d w_up": err(mlp.w_up.grad, rwu.grad[:, lo:hi]),
+            "d w_down": err(mlp.w_down.grad, rwd.grad[lo:hi]),
+        })
     errors["d x"] = err(x.grad, rx.grad[rows] if mode == "sp" else rx.grad)
     bad = {k: v for k, v in errors.items() if not v <= tol}
     print("rank %d %s: %s" % (me, mode, ", ".join("%s %.2g" % kv for kv in
@@ -181,6 +236,8 @@ def main():
     p.add_argument("--tokens", type=int, default=64, help="rows of x per rank")
     p.add_argument("--dtype", choices=sorted(DTYPES), default="fp32")
     p.add_argument("--modes", default="sp,tp", help="sp, tp or sp,tp")
+    p.add_argument("--weights", choices=list(WEIGHTS), default="dense",
+                   help="dense (--dtype), or int8 / int4 QuantizedWeights")
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     p.add_argument("--timeout", type=float, default=60)
     p.add_argument("--compile", choices=["aot_eager", "inductor"],
@@ -190,6 +247,9 @@ def main():
     if args.compile and not hasattr(torch, "compile"):
         p.error("--compile: this torch (%s) has no torch.compile (torch >= 2)"
                 % torch.__version__)
+    if args.compile and args.weights != "dense":
+        p.error("--compile: with --weights %s (QuantizedWeights run eagerly "
+                "only; allowed: --weights dense)" % args.weights)
     for mode in args.modes.split(","):
         if mode not in ("sp", "tp"):
             p.error("--modes: %r (allowed: sp, tp, or both: sp,tp)" % mode)
