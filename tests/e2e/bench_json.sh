@@ -106,7 +106,13 @@ check(dp.get("bytes_mib", 0) >= 256 and dp.get("bytes_mib", 0) >= 4 * dp.get("ll
       f"dram_probe {dp}")
 split_k = d["op"] in ("gemm-rs", "gemm-ar")
 size = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}[d["dtype"]]
-wb = d["k"] / (d["ranks"] if split_k else 1) * sum(d.get("n_list") or [d["n"]]) * size
+k_rank = d["k"] / (d["ranks"] if split_k else 1)
+n_sum = sum(d.get("n_list") or [d["n"]])
+wb = k_rank * n_sum * size
+if d.get("weight_dtype", "same") != "same":  # the plain layout's bytes
+    g = d["group_size"] or k_rank
+    wb = k_rank * n_sum * (0.5 if d["weight_dtype"] == "int4" else 1) + \
+        -(-k_rank // g) * n_sum * (5 if d["zero_point"] else 4)
 check(abs(d.get("weight_bytes_per_rank", -1) - wb) <= 1, f"weight_bytes_per_rank {d.get('weight_bytes_per_rank')} (want {wb})")
 for mode in ("fused", "baseline"):
     m = d["modes"][mode]

@@ -143,11 +143,21 @@ static double fraction_of_peak(int m, double flop, double median_us,
 
 /* The weight bytes one rank holds and reads (at least once) per round:
  * its K (split-k ops: K / ranks) x the sum of the weights' N, in the
- * dtype. What a decode round cannot read faster than the DRAM allows. */
+ * dtype; quantized (--weight-dtype), the plain layout's bytes: 1 or 1/2
+ * a value, and per group of G rows of each column an fp32 scale (and a
+ * uint8 zero point with --zero-point; G 0: one group of the rank's K).
+ * What a decode round cannot read faster than the DRAM allows. */
 static double weight_bytes(const agmm_cli_t *cli)
 {
-    return agmm_tool_flop_per_rank(cli) / (2.0 * (double)cli->m_total) *
-           (double)agmm_dtype_size(cli->dtype);
+    double kn = agmm_tool_flop_per_rank(cli) / (2.0 * (double)cli->m_total);
+    if (cli->weight_dtype == AGMM_WDTYPE_SAME)
+        return kn * (double)agmm_dtype_size(cli->dtype);
+    double k = (double)cli->k;
+    if (agmm_tool_split_k(cli)) k /= (double)cli->ranks;
+    double g = cli->group_size > 0 ? (double)cli->group_size : k;
+    double value = cli->weight_dtype == AGMM_WDTYPE_INT4 ? 0.5 : 1.0;
+    double per_group = 4.0 + (cli->zero_point ? 1.0 : 0.0);
+    return kn * value + kn / k * ceil(k / g) * per_group;
 }
 
 /* The ranks on this host (they share its last-level cache). */
