@@ -41,6 +41,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "gemm/peak_amx.h"
@@ -317,7 +318,10 @@ agmm_peak_kernel_t agmm_peak_kernel_for(agmm_dtype_t dtype,
             isa = AGMM_PEAK_AVX512_BF16;
         return agmm_peak_kernel_isa(AGMM_DTYPE_INT8, isa);
     }
-    if (dtype != AGMM_DTYPE_BF16 || path == AGMM_GEMM_PATH_F32)
+    /* agmm's weight kernels (impl "wq:..."): rows widened to fp32, the
+     * weight dequantized in registers, fp32 FMA whatever the A dtype. */
+    if (dtype != AGMM_DTYPE_BF16 || path == AGMM_GEMM_PATH_F32 ||
+        (impl && strncmp(impl, "wq:", 3) == 0))
         return agmm_peak_kernel_isa(AGMM_DTYPE_FP32, isa);
     /* Native bf16: the tiles only for a kernel that names them. */
     if (!names_amx(impl) && isa > AGMM_PEAK_AVX512_BF16)

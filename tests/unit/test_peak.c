@@ -141,6 +141,11 @@ static void test_rule(void)
          AGMM_PEAK_K_SCALAR},
         {AGMM_DTYPE_FP16, AGMM_GEMM_PATH_NATIVE, "brg:avx512_core_amx_fp16",
          AGMM_PEAK_AMX_BF16, AGMM_PEAK_K_FMA_ZMM},
+        /* agmm's weight kernels: fp32 FMA whatever the A dtype */
+        {AGMM_DTYPE_BF16, AGMM_GEMM_PATH_NATIVE, "wq:avx512 int4 g128 sym",
+         AGMM_PEAK_AMX_BF16, AGMM_PEAK_K_FMA_ZMM},
+        {AGMM_DTYPE_FP16, AGMM_GEMM_PATH_NATIVE, "wq:avx2 int8 g32 asym",
+         AGMM_PEAK_AVX2_FMA, AGMM_PEAK_K_FMA_YMM},
         /* invalid */
         {(agmm_dtype_t)7, AGMM_GEMM_PATH_F32, "", AGMM_PEAK_AMX_BF16,
          AGMM_PEAK_K_NONE},
