@@ -198,8 +198,8 @@ def column_parallel_matmul(A, Bs, group_name):
         return []
     from .qweight import QuantizedWeight
     if any(isinstance(B, QuantizedWeight) for B in Bs):
-        from . import _torch_wq  # agmm.QuantizedWeights: eager, _torch_wq
-        return _torch_wq.column_parallel_matmul(A, Bs, group_name)
+        from . import _torch_wq_colpar  # agmm.QuantizedWeights: eager
+        return _torch_wq_colpar.column_parallel_matmul(A, Bs, group_name)
     if compiling():  # one node of torch.compile's graph
         return torch.ops.agmm.column_parallel_matmul(A, Bs, group_name)
     _check(A, Bs)

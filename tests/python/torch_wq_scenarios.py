@@ -290,15 +290,15 @@ def _caching(world):
     # column_parallel_matmul's local plans: one per weights, kept while
     # they live (6 layers in turn: no plan made in the second pass), a
     # plan of a weight gone closed at the next new plan.
-    from agmm import _torch_wq
+    from agmm import _torch_wq_colpar
     layers = [_qw(600 + i, 80, 24, 4, 32, True) for i in range(6)]
     outs = [at.column_parallel_matmul(a, [q_], group_name="tp")[0] for q_ in layers]
-    plans = dict(_torch_wq._local_plans)
+    plans = dict(_torch_wq_colpar._local_plans)
     again = [at.column_parallel_matmul(a, [q_], group_name="tp")[0] for q_ in layers]
     assert all(torch.equal(x, y) for x, y in zip(outs, again))
-    assert {k_: v[1] for k_, v in _torch_wq._local_plans.items()} == \
+    assert {k_: v[1] for k_, v in _torch_wq_colpar._local_plans.items()} == \
         {k_: v[1] for k_, v in plans.items()}
-    gone = _torch_wq._local_plans[next(k_ for k_ in plans
+    gone = _torch_wq_colpar._local_plans[next(k_ for k_ in plans
                                         if k_[0] == (id(layers[0]),))][1]
     del layers[0]
     at.column_parallel_matmul(a, [q2], group_name="tp")  # a new plan
