@@ -538,6 +538,7 @@ SCENARIOS = {"grads": scenario_grads, "trace": scenario_trace,
 
 
 def main():
+    import faulthandler; faulthandler.dump_traceback_later(20, exit=True)
     scenario, args = sys.argv[1], json.loads(sys.argv[2])
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="env://",
@@ -547,9 +548,23 @@ def main():
         with agmm.World.from_env(timeout=args.get("timeout", 30)) as world:
             SCENARIOS[scenario](world, args)
             world.barrier()
-            print("RANK %d OK" % world.rank, flush=True)
-    finally:
+            rank = world.rank
+    except BaseException:
         dist.destroy_process_group()
+        raise
+    # torch 2.6's gloo (Debian 13): destroy_process_group hangs about one
+    # run in 20 on one rank, with the other rank alive and waiting, after
+    # every collective has returned (seen in python_tp_layer). This worker
+    # checks agmm, not gloo's teardown: it closes agmm's worlds itself (the
+    # with above; the local GEMMs' one-rank world and any other by their
+    # exit hooks, run here) and leaves by os._exit, skipping the group's.
+    import multiprocessing.util
+    from agmm.world import _close_open_worlds
+    multiprocessing.util._run_finalizers(0)
+    _close_open_worlds()
+    print("RANK %d OK" % rank, flush=True)
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
