@@ -5,6 +5,7 @@
  *
  * usage: sanitizer_canary address|leak|undefined|thread */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,11 +46,20 @@ static int signed_overflow(agmm_world_t *w, void *arg)
     return 0;
 }
 
-static int racy;
+/* The planted race: both threads write `racy` many times while both are
+ * surely running. One unordered pair of writes is enough in theory, yet
+ * CI's TSan stage once saw both ranks exit 0 with a single pair (not
+ * reproduced in 500 runs here, loaded or idle). The relaxed flag makes the
+ * loops overlap in time without ordering them (relaxed atomics give TSan no
+ * happens-before). */
+static volatile int racy;
+static atomic_int racer_started;
 static void *racer(void *arg)
 {
     (void)arg;
-    racy++;
+    atomic_store_explicit(&racer_started, 1, memory_order_relaxed);
+    for (int i = 0; i < 100000; i++)
+        racy++;
     return NULL;
 }
 
@@ -58,8 +68,12 @@ static int data_race(agmm_world_t *w, void *arg)
     (void)w;
     (void)arg;
     pthread_t t;
-    pthread_create(&t, NULL, racer, NULL);
-    racy++;
+    /* No thread, no planted bug: exit 0 so the canary fails, not passes. */
+    if (pthread_create(&t, NULL, racer, NULL) != 0) return 0;
+    while (!atomic_load_explicit(&racer_started, memory_order_relaxed)) {
+    }
+    for (int i = 0; i < 100000; i++)
+        racy++;
     pthread_join(t, NULL);
     return 0;
 }
