@@ -1,5 +1,5 @@
 /* The all-reduce of a decode round's partials between two ranks, two ways
- * (docs/performance.md, "A round's system calls"): is issue 23's one-hop
+ * (docs/history/, "A round's system calls"): is issue 23's one-hop
  * variant worth a protocol change?
  *
  *   two steps (agmm's fused gemm-ar): each rank puts the peer's half of

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The int8 (W8A8) targets of issue 22 in one sitting (docs/performance.md,
+"""The int8 (W8A8) targets of issue 22 in one sitting (docs/history/,
 "int8 (W8A8)"):
 
     bench/int8.py [--build DIR] [--sets N] [--mpirun CMD] -- BENCH ARGS...

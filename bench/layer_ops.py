@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The operation targets of issues 23 and 24 in one sitting
-(docs/performance.md, "The tensor-parallel layer"):
+(docs/history/, "The tensor-parallel layer"):
 
     bench/layer_ops.py [--build DIR] [--sets N] [--mpirun CMD] [--epilogue] [--bind] -- BENCH ARGS...
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """agmm.torch's local GEMMs (python/agmm/_torch_local.py: the backward's
 weight gradients through a one-rank agmm plan) against torch's matmul, side
-by side (docs/performance.md, "Zen 4 again"):
+by side (docs/history/, "Zen 4 again"):
 
     PYTHONPATH=build/python bench/local_gemm.py [--procs P] [--reps N]
         [--dtype bf16|fp16] [--shape MxKxN[,N...]]... [--rows M1,M2,...]

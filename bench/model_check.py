@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The performance model against runs (issue 25, item 3; docs/performance.md,
+"""The performance model against runs (issue 25, item 3; docs/history/,
 "A model of a round (issue 25)"):
 
     bench/model_check.py [--build DIR | --agmm PATH] [--quick] [--only a,b,c,d] [--shape small|seed] [--rounds R] [--warmup W] [--json]
@@ -233,7 +233,7 @@ def predict(o, c, b):
         return d
     raw = run_model(meas["rates"])
     # GEMM calibrated: the rates scaled so that the model's GEMM alone
-    # takes what the run's gemm-only round took (docs/performance.md)
+    # takes what the run's gemm-only round took (docs/history/)
     g = gemm_only_ms(o, c, b)
     cal = 1.0
     if g and not o.no_calibrate and raw["fused"]["gemm_ms"] > 0:
@@ -365,7 +365,7 @@ def parse(argv):
     ap = argparse.ArgumentParser(
         prog="bench/model_check.py",
         description="agmm's performance model against runs "
-                    "(docs/performance.md)")
+                    "(docs/history/)")
     ap.add_argument("--build", default="build")
     ap.add_argument("--agmm", help="the agmm binary (default BUILD/agmm)")
     ap.add_argument("--quick", action="store_true")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The performance model's projection to 1024 ranks (issue 25, item 4;
-docs/performance.md, "A model of a round (issue 25)"):
+docs/history/, "A model of a round (issue 25)"):
 
     bench/model_project.py [--build DIR | --agmm PATH] [--quick] [--json] [--ops OPS] [--ranks LIST] [--per-host LIST] [--gbps LIST] [--shapes seed,decode] [--gemm-rates ROWS:GF,...] [--measure]
 
@@ -45,7 +45,7 @@ import bench_common
 # 256-column weight slice, 512 at <= 32 rows; best of 3): `agmm bench
 # --ranks 1 --m-local R --tile-m R --k 4096 --n 4096 --dtype bf16 --rounds
 # 1 --warmup 0 --mode fused --json`, gemm.candidates[native].gflops, on
-# the Xeon family 6 model 207 of docs/performance.md, 2026-12-02 01:07 UTC
+# the Xeon family 6 model 207 of docs/history/, 2026-12-02 01:07 UTC
 # (load 10: another tenant's build; AMX rates swing 2x on that host).
 DEFAULT_RATES = "1:13,8:165,16:250,32:225,64:310,128:755,256:670,512:590"
 SHAPES = {"seed": 2048, "decode": None}  # m_local (decode: --decode-rows)
@@ -73,7 +73,7 @@ def parse(argv):
     ap = argparse.ArgumentParser(
         prog="bench/model_project.py",
         description="agmm's performance model projected to 1024 ranks "
-                    "(docs/performance.md)")
+                    "(docs/history/)")
     ap.add_argument("--build", default="build")
     ap.add_argument("--agmm", help="the agmm binary (default BUILD/agmm)")
     ap.add_argument("--quick", action="store_true")

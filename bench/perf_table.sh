@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Reproduces the table of docs/performance.md: every figure there comes from
-# one of the commands below (printed as they run), and the raw output lands
-# in OUT_DIR. Run from a build directory or pass it:
+# Reproduces the first tables of agmm against its gather-then-GEMM peer
+# (docs/performance.md, "The first Zen 5 VM"; the sitting in full in
+# docs/history/2026-11-29-operations-engines-paths.md, "Results"): every
+# figure there comes from one of the commands below (printed as they run),
+# and the raw output lands in OUT_DIR. Run from a build directory or pass it:
 #
 #   bench/perf_table.sh [BUILD_DIR [OUT_DIR [ROUNDS]]]   (build, perf-out, 5)
 #

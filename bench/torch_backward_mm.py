@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The matmuls of a plain-TP layer's backward as torch's autograd makes
-them, alone on one thread (docs/performance.md, "Plain TP's dx
+them, alone on one thread (docs/history/, "Plain TP's dx
 all-reduced"): for x [rows, h], a column-parallel weight w [h, i_r] and
 the output gradient g [rows, i_r]:
 

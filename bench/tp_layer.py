@@ -35,7 +35,7 @@ what jemalloc or tcmalloc give PyTorch users) instead of glibc's default
 (fresh pages from the kernel for every tensor over 32 MiB, touched anew:
 on a VM that can cost 11 us a 4 KiB page, more than the elementwise op
 itself). Both modules run under the same setting; agmm's own outputs are
-advised for huge pages under either (docs/performance.md, "Zen 5").
+advised for huge pages under either (docs/history/, "Zen 5").
 """
 import argparse
 import json

@@ -14,7 +14,7 @@
  * Nothing here runs a round, forks or opens a window, except
  * agmm_model_measure(), which times this machine's GEMM engine and copies
  * (briefly, as the path choice does) to fill a description. See
- * docs/model.md for the model and docs/performance.md for its check
+ * docs/model.md for the model and docs/history/ for its check
  * against runs.
  *
  * Thread safety: every function is reentrant (no global state).

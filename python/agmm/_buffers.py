@@ -80,7 +80,7 @@ def empty_torch(shape, dtype):
 def contiguous_torch(x):
     """x itself when C-contiguous, else its copy into an empty_torch
     tensor: torch's own .contiguous() gets fresh memory touched in 4 KiB
-    pages (a 45 MB copy took 130 ms on the VMs of docs/performance.md,
+    pages (a 45 MB copy took 130 ms on the VMs of docs/history/,
     "Zen 5"; into an advised tensor 16-25 ms)."""
     if x.is_contiguous():
         return x
@@ -98,7 +98,7 @@ def scratch_torch(role, shape, dtype, like):
     by a GEMM and dropped): the memory of this role's previous tensor on
     this thread when it is large enough, else a new empty_torch tensor
     kept for the next call. Warm memory is what it buys: a fresh 45 MB
-    tensor's first touch cost 90-230 ms on the VMs of docs/performance.md
+    tensor's first touch cost 90-230 ms on the VMs of docs/history/
     ("Zen 5"), with or without huge pages, a copy into warm memory 5 ms.
     One tensor per (role, dtype) and thread, the largest so far, until
     free_scratch() (agmm.torch.unregister_group calls it): the caller is

@@ -30,7 +30,7 @@ def plain_cpu(tensors):
     torch.compile). The Autograd kernels then call the CPU kernel
     directly, not through the dispatcher a second time (its argument
     parsing both ways is part of the op's cost per call at tiny shapes,
-    docs/performance.md); anything else goes below autograd through the
+    docs/history/); anything else goes below autograd through the
     dispatcher (FakeTensor: the fake/Meta kernel). agmm.torch's functions
     call the Autograd kernels directly on the same condition (no
     dispatcher at all), passing plain=True (the dispatcher passes the

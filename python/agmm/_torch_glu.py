@@ -8,7 +8,7 @@ silu, up.float(), the product, the conversion) and as many in the
 backward (autograd's ToCopy, Mul and Silu backwards), each a fresh
 allocation. With glibc's default allocator every tensor over 32 MiB is
 a fresh mmap whose pages are touched anew; on the VMs of
-docs/performance.md ("Zen 5") a 4 KiB page costs about 11 us, so that
+docs/history/ ("Zen 5") a 4 KiB page costs about 11 us, so that
 page touching, not the arithmetic, was most of the layer's time outside
 the GEMMs (aten::mul 293 ms a call at 4096 x 5504, bench/tp_layer.py's
 prefill forward + backward). Here the same kernels run block by block

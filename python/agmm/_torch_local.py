@@ -7,7 +7,7 @@ and picks at creation (oneDNN's brgemm as agmm calls it ran the layer's
 weight-gradient shapes 2-10% faster than torch 1.13's own bf16 matmul on
 a Zen 4 core, bit for bit the same values; on an AMX core one call ran
 645-699 GF/s where torch's matmul ran 450-510, in an earlier sitting:
-docs/performance.md, "Zen 4 again" and "on AMX, model 167").
+docs/history/, "Zen 4 again" and "on AMX, model 167").
 
 Each process joins its own one-rank world once (job agmm-local-<pid>, a
 shared-memory control segment of this process only, removed when the
@@ -76,7 +76,7 @@ def _torch_mm(x, ys, dtype):
     4096 x 8 x 5504), and each product written into an output advised as
     agmm's are (empty_torch): a fresh 45 MB tensor's first touch in 4 KiB
     pages cost 120 of a 128 ms product there, on the VMs of
-    docs/performance.md ("Zen 5")."""
+    docs/history/ ("Zen 5")."""
     if dtype == torch.float16:
         xf = x.float()
         return [(xf @ y.float()).to(dtype) for y in ys]

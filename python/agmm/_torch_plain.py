@@ -2,7 +2,7 @@
 needed (the calls of inference; a decode step makes them every step).
 They return what the CPU kernels of _torch_fp.py return, raise the same
 errors and make the same collective decisions, with less Python per call
-(docs/performance.md, "The op's own cost"):
+(docs/history/, "The op's own cost"):
 
   - a call with the arguments of this rank's previous call of the op in
     the group (A's shape but for the gathered dimension, its dtype, the

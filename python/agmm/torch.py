@@ -30,7 +30,7 @@ dispatcher, by the plain call of _torch_plain.py when no input needs a
 gradient (the CPU kernel's results and errors, with less Python per call:
 it reuses what the previous call with the same arguments checked and
 found) or else by calling the op's Autograd kernel itself
-(docs/performance.md, "The op's own cost"); otherwise through
+(docs/history/, "The op's own cost"); otherwise through
 torch.ops.agmm.*, so FakeTensor and tracing see the op.
 
 Plans are cached per group, per (k, [n_i], dtype) and per weights

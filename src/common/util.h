@@ -30,7 +30,7 @@ int agmm_add_ok(int64_t a, int64_t b, int64_t *out);
  * weight) is aligned to AGMM_HUGE_ALIGN and advised MADV_HUGEPAGE before
  * it is zeroed (unless the environment sets AGMM_HUGEPAGES=0): its first
  * touch then faults 2 MiB pages instead of 4 KiB ones: a plan's creation
- * at the seed shape went from 245-298 to 50-52 ms (docs/performance.md,
+ * at the seed shape went from 245-298 to 50-52 ms (docs/history/,
  * "Plans in huge pages"). The GEMMs reading it ran no faster. */
 #define AGMM_HUGE_MIN   ((size_t)4 << 20)
 #define AGMM_HUGE_ALIGN ((size_t)2 << 20)

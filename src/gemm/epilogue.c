@@ -39,7 +39,7 @@ float agmm_gemm_act_f32(agmm_gemm_act_t act, float x)
  * each, where GCC builds the clones below (x86-64-v3 and v4 make each one
  * instruction, the baseline calls libm's, exact too, so every clone still
  * gets the same bits; SiLU's pass took 0.27 instead of 0.37-0.45 ns an
- * element on Zen 5: docs/performance.md, "SiLU's exp in FMA steps") or
+ * element on Zen 5: docs/history/, "SiLU's exp in FMA steps") or
  * FMA is native. An x86 build without clones and without FMA (clang,
  * sanitizers) has one SSE version, where libm's fmaf per step took SiLU
  * from 1.5 to 13 ns an element: a multiply and an add there, the same
@@ -110,7 +110,7 @@ static inline __attribute__((always_inline)) float act_one(agmm_gemm_act_t act,
 }
 
 /* x[0..n) = act(x), one loop per activation (a switch per element would
- * keep the loop scalar). Measured: docs/performance.md, "The epilogue's
+ * keep the loop scalar). Measured: docs/history/, "The epilogue's
  * cost". */
 static inline __attribute__((always_inline)) void activate(agmm_gemm_act_t act,
                                                            float *x, int64_t n)
@@ -151,7 +151,7 @@ static float old_value(agmm_dtype_t dt, const void *row, int64_t j)
  * DQ, CD) and for x86-64-v3 (AVX2 with FMA) as well as the baseline
  * x86-64, the loader picking one for the CPU (GCC's target_clones, an
  * ifunc): the baseline's 4-lane SSE loops left SiLU at 3.2 ns an element
- * on a Zen 4 core, most of an epilogue's cost (docs/performance.md, "The
+ * on a Zen 4 core, most of an epilogue's cost (docs/history/, "The
  * epilogue's cost"); with AVX-512F alone GCC narrowed fp32 to bf16 in
  * 256-bit AVX2 operations (pack, permute, blend: 0.17 ns an element on
  * Zen 5, 0.085 with BW and VL: "The epilogue's clones, and the epilogue
@@ -241,7 +241,7 @@ static void finish(const agmm_gemm_attr_t *attr, float *x, int64_t nb,
  * element is loaded once, goes through finish()'s steps in registers (the
  * same operations in the same order: the same bits) and is stored once
  * (bf16: through an L1 block of floats); finish() makes a pass over its
- * block per step (measured: docs/performance.md, "The epilogue pass in
+ * block per step (measured: docs/history/, "The epilogue pass in
  * one loop"; bench/epilogue_pass.c). act, has_bias and out are literals
  * at every call (fused_rows), so each combination is its own loop without
  * a branch. OUT_F32_INPLACE: acc == c (epilogue.h allows

@@ -7,7 +7,7 @@
  * about half the rate of the same work in 256-column parts visited column
  * part first (the part's weight, k x 256, stays in L2 while every row
  * passes; the wide call streams the whole weight again per row block).
- * Measured side by side in one process (docs/performance.md, "Wide
+ * Measured side by side in one process (docs/history/, "Wide
  * column ranges"): 2048 x 4096 x 11008 bf16, one 2048-row call 543 ms,
  * in 256-column parts 389 ms. So a range of at least 2 x PART_COLS columns
  * whose part gets an AMX implementation is split (int8 never: its own pass,

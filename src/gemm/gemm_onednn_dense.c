@@ -43,7 +43,7 @@ static int amx_impl(const agmm_dn_cfg_t *cfg, int64_t m)
  *           (ldc = ncols), copied in and out around them.
  * And a plain call on a strided C: oneDNN 2.6 has brgemm matmuls for a
  * dense C only; a strided one falls back to gemm:jit. On an AMX machine
- * (docs/performance.md) that loses the tiles: one rank, two GEMM workers
+ * (docs/history/) that loses the tiles: one rank, two GEMM workers
  * (each a column half, ldc = 2 ncols), 2048 x 4096 x 4096 bf16, fused
  * median 291 ms on gemm:jit, 154 ms on brg:avx512_core_amx_bf16 through
  * the dense buffer; fp32's brgemm (brg:avx512_core) through it was slower

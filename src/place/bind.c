@@ -153,7 +153,7 @@ void agmm_bind_self(int i, agmm_bind_saved_t *saved)
     CPU_SET(cpu, &set);
     /* Already there (a rank of one CPU: its process was bound to it), so
      * nothing to change or restore: two system calls fewer a round, each
-     * 1-1.5 us on a paravirtualized guest (docs/performance.md, "A
+     * 1-1.5 us on a paravirtualized guest (docs/history/, "A
      * round's system calls"). */
     if (CPU_EQUAL(&old, &set)) return;
     if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) return;

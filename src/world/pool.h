@@ -3,7 +3,7 @@
  * A round with n workers runs worker 0 on the calling thread and workers
  * 1..n-1 on other threads. Starting and joining a thread for each of them
  * every round cost 51 us a thread on a paravirtualized guest, more than a
- * whole decode round's exchange (docs/performance.md, "A round's system
+ * whole decode round's exchange (docs/history/, "A round's system
  * calls"), so the threads are made once per process, on first need, and
  * wait between rounds: they spin for 50 us (the next round of a loop of
  * rounds is usually there by then), then sleep in futex(2) until the

@@ -12,7 +12,10 @@ in `build/agmm run`). Output shown in a block (`agmm run: 2 ranks ...`,
 `agmm: --m-local: ...`) is not a command: the word after `agmm` must be
 `run`, `bench`, `model`, `--help`, `-h` or `--version`. Scripts the docs show
 (tests/e2e/*.sh, bench/*.sh, scripts/*.sh) are tests or measurements
-themselves and are not run here.
+themselves and are not run here. docs/history/ is not read, on purpose
+(the glob below takes docs/*.md only): it is the dated record of what was
+measured, whose commands ran on the tool of their day and are kept as they
+ran; docs/performance.md has the current figures with runnable commands.
 
 Every command must exit 0. A refused command (exit 2) or any other failure
 fails this test: fix the doc or the tool.
@@ -85,6 +88,7 @@ SUBCOMMANDS = ("run", "bench", "model", "--help", "-h", "--version")
 
 def commands(src):
     """(file:line, text) of every command in the docs' code blocks."""
+    # docs/*.md, not docs/history/ (a record: see the docstring).
     files = [os.path.join(src, "README.md")] + sorted(
         glob.glob(os.path.join(src, "docs", "*.md")))
     out = []

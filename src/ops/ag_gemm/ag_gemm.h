@@ -14,7 +14,7 @@
  * core oneDNN's long calls run slower than the same rows in tiles (4096 x
  * 4096 x 5504 bf16 in 128-row calls: 0.948 of one call's time; 512-row
  * calls 0.908), and on an AMX core the row count made no difference
- * (645-699 GF/s from 128 to 4096): docs/performance.md, "Zen 4 again".
+ * (645-699 GF/s from 128 to 4096): docs/history/, "Zen 4 again".
  * model/ag.c has the same number. */
 enum { AGMM_AG_WHOLE_ROWS = 512 };
 

@@ -144,7 +144,7 @@ static int share_arrived(agmm_round_t *x, const agmm_worker_share_t *s)
  * posting as much is likely to finish about as fast. Waiting that long (a
  * copy's time, not a GEMM's) for one GEMM call over the whole share beats
  * splitting it into calls that each pack the weight again (measured in
- * docs/performance.md, decode-like shape). 0 ns: just look. */
+ * docs/history/, decode-like shape). 0 ns: just look. */
 static int share_arrives_within(agmm_round_t *x, const agmm_worker_share_t *s,
                                 uint64_t ns)
 {

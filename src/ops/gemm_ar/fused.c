@@ -81,7 +81,7 @@ static agmm_status_t send_absent(const void *ar)
  * (every G-th), before its puts' quiet: the copies overlap the wire's
  * last bytes (the own reduced tiles still crossing it) instead of
  * following them (on the emulated link 0.25 ms a round: "The link
- * case's last half millisecond", docs/performance.md). */
+ * case's last half millisecond", docs/history/). */
 static agmm_status_t copy_share(const void *ctx, int worker)
 {
     const agmm_ar_round_t *ar = ctx;

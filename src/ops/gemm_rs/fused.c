@@ -85,7 +85,7 @@ static int own_in_c(const agmm_round_t *x)
  * partial first and add every peer's after their GEMM: rank 1 neither
  * copies source 0 into c before its GEMM nor waits for it there, and its
  * last addition carries the epilogue row by row, as rank 0's does (else a
- * pass of its own over the tile: docs/performance.md, "Rank 1's own
+ * pass of its own over the tile: docs/history/, "Rank 1's own
  * partial first"). */
 static int sums_before_gemm(const agmm_plan_t *p)
 {
@@ -139,7 +139,7 @@ static agmm_status_t gemm_tiles(agmm_round_t *x, const agmm_worker_share_t *s,
  * than the computing one moves the bytes: a comm worker, the link
  * emulator's delivery thread, or MPI. On shared memory without either,
  * the GEMM worker's put is its own copy into the peer's window, so a tile
- * call cannot hide anything behind it (measured, docs/performance.md). */
+ * call cannot hide anything behind it (measured, docs/history/). */
 static int puts_overlap(const agmm_round_t *x)
 {
     agmm_world_t *w = x->p->world;
@@ -234,8 +234,8 @@ agmm_status_t agmm_rs_fused_gemm(agmm_worker_t *self, agmm_round_t *x,
      * sends its reduced tiles: then it is one call per tile too, each
      * sent as soon as it is computed and reduced, instead of all after
      * one call over the block (on a slow link the wire then idled for the
-     * whole own block: docs/performance.md, "The link target").
-     * Measured: docs/performance.md, "GEMM + reduce-scatter". With few
+     * whole own block: docs/history/, "The link target").
+     * Measured: docs/history/, "GEMM + reduce-scatter". With few
      * rows per owner (agmm_rs_whole_call) one call over every block
      * first, as the baseline's: then the tiles are handed on in the same
      * order, the own one summed from `part` like any source. */

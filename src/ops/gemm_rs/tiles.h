@@ -179,7 +179,7 @@ agmm_status_t agmm_rs_gemm_call(agmm_round_t *x, const agmm_worker_share_t *s);
  * too, instead of one call per owner's block: a call of few rows streams
  * the whole weight for little arithmetic, so P calls read it P times
  * (measured at 8 rows per owner, K_r = 2048, N = 4096, bf16: fused 1.87x
- * the baseline with a call per block; docs/performance.md, "The
+ * the baseline with a call per block; docs/history/, "The
  * tensor-parallel layer"). */
 enum { AGMM_RS_WHOLE_ROWS = 64 };
 
