@@ -17,7 +17,12 @@
 #      a folder directly in it (`shm/shm.c` is src/transport/shm/shm.c,
 #      `ag_gemm/rows.c` src/ops/ag_gemm/rows.c), or from the naming file's
 #      own folder or one above it. A bare file name (`joined.c`) must be
-#      the name of a tracked file, but for the few in NOT_OURS below.
+#      the name of a tracked file, but for the few in NOT_OURS below;
+#   5. docs/design.md's folder table (the rows `| \`folder\` | ... |` after
+#      its `| folder | what it does |` header) has a row for every folder
+#      of src/, include/, tools/ and python/ holding tracked files, and
+#      names in backquotes each such file: in its folder's row as
+#      `name.c`, or in a parent folder's row as `sub/name.c`.
 # Prints the folder edges (with -v) and exits non-zero on a broken rule.
 set -euo pipefail
 cd "$(dirname "$0")/../src"
@@ -135,6 +140,37 @@ for f in named:
             if p not in names and p not in NOT_OURS:
                 at = line + chunk.count("\n", 0, m.start())
                 report(f, f"{f}:{at}: {p} is no tracked file's name")
+
+# Rule 5: the folder table names every folder and file of the code.
+design = "docs/design.md"
+if design in files:
+    lines = open(design, encoding="utf-8").read().split("\n")
+    head = "| folder | what it does |"
+    rows = {}
+    if head in lines:
+        i = lines.index(head) + 2
+        while i < len(lines) and lines[i].startswith("|"):
+            m = re.match(r"\| `([^`]+)` \|", lines[i])
+            if m:
+                rows[m.group(1)] = lines[i]
+            i += 1
+    else:
+        report(design, f"{design}: no folder table ({head})")
+    code = sorted(f for f in files
+                  if f.startswith(("src/", "include/", "tools/", "python/")))
+    for d in sorted({os.path.dirname(f) for f in code}):
+        if d not in rows:
+            report(design, f"{design}: the folder table has no row for {d}")
+    for f in code:
+        d, b = os.path.dirname(f), os.path.basename(f)
+        named = f"`{b}`" in rows.get(d, "")
+        p = os.path.dirname(d)
+        while p and not named:
+            named = f"`{os.path.relpath(f, p)}`" in rows.get(p, "")
+            p = os.path.dirname(p)
+        if not named and d in rows:
+            report(design, f"{design}: the folder table's row for {d} does "
+                   f"not name {b}")
 sys.exit(1 if bad else 0)
 PY
 ); then
