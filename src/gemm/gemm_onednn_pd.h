@@ -1,6 +1,9 @@
-/* Internal to the oneDNN engine (gemm_onednn.c, gemm_onednn_pd.c): the
- * CPU engine, the OpenMP thread-count guard and the matmul primitive
- * descriptors with the GEMM attributes (engine.h) mapped onto oneDNN's. */
+/* Internal to the oneDNN engine (the gemm_onednn*.c files of src/gemm/,
+ * and gemm_onednn.h and gemm_onednn_s8.h, which build on it): the CPU
+ * engine and what it can do (gemm_onednn_probe.c), the OpenMP thread-count
+ * guard, the matmul primitive descriptors with the GEMM attributes
+ * (engine.h) mapped onto oneDNN's, the layout and size estimates, and the
+ * dense buffer of a strided C (gemm_onednn_dense.c). */
 #ifndef AGMM_GEMM_ONEDNN_PD_H
 #define AGMM_GEMM_ONEDNN_PD_H
 

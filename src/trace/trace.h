@@ -5,8 +5,11 @@
  * Threads and ownership:
  *   - one buffer per worker thread of the rank (GEMM workers first, then
  *     comm workers: the buffer index is the "lane"). A buffer is written
- *     only by the thread running that worker in the current round; rounds
- *     are separated by thread create/join, so no two threads ever write one
+ *     only by the thread running that worker in the current round (worker
+ *     0 on the round's calling thread, the others on the rank's threads
+ *     kept between rounds, world/pool.h, or on threads of their own when
+ *     the pool is busy); a round ends when every worker has returned, its
+ *     writes visible as after a join, so no two threads ever write one
  *     buffer at once. It is read only after recording stopped (gather).
  *   - a worker thread finds its buffer through the thread-local pointer
  *     agmm_trace_self, set by agmm_trace_thread() at the start of each

@@ -4,14 +4,14 @@
  *
  * ops/common/ holds what an operation is built from and never names one:
  * plan lifecycle (plan.c), descriptions (desc.c), the epilogue pass of
- * finished rows (epilogue_rows.c), the public default
- * splits of k and of cores (split.c), the memory booking (book.c,
- * plan_book.c), the engine side of a plan (gemm_plan.c), the round driver
- * and its steps (run.c, round.c), workers and the work partition
- * (workers.c, schedule.c), conversion claims (claims.c),
- * AGMM_SCHEDULE_AUTO (auto.c) and the trace hookup (plan_trace.c). An
- * operation is a folder of its own (ops/ag_gemm/, ops/gemm_rs/) with one
- * agmm_operation_t (op.h), listed in ops/list.c. */
+ * finished rows (epilogue_rows.c), the default splits of k and of cores
+ * (split.c), the memory booking (book.c, plan_book.c), the engine side
+ * of a plan (gemm_plan.c, gemm_load.c, gemm_info.c), the GEMM path
+ * (path.c), int8 A staged with its scales (stage.c), the round driver and
+ * its steps (run.c, round.c), workers and the work partition (workers.c,
+ * schedule.c), conversion claims (claims.c), AGMM_SCHEDULE_AUTO (auto.c)
+ * and the trace hookup (plan_trace.c). Each operation is a folder of ops/
+ * (ag_gemm/, gemm_rs/, gemm_ar/), one agmm_operation_t (op.h) in list.c. */
 #ifndef AGMM_OPS_PLAN_INTERNAL_H
 #define AGMM_OPS_PLAN_INTERNAL_H
 
