@@ -310,7 +310,7 @@ class AllGatherMatmulQ(torch.autograd.Function):
                 else gzs[0].to(dt)
             gz = gz.contiguous()
             nsum = int(W.shape[0])
-            serial = g.lookup(reduce_key("gemm-rs", [int(gz.shape[0])], nsum,
+            serial = g.lookup(reduce_key("gemm-rs", (), nsum,
                                          int(W.shape[1]), _DT[dt][1]), [W])
             everyone = _allgather_ints(g.world, [ctx.rows, nsum, serial])
             dA = reduce_core(g, [o[2] for o in everyone], "gemm-rs", gz, W,
