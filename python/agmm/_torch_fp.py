@@ -207,17 +207,19 @@ def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
 
 
 # ------------------------------------------ matmul + reduce-scatter/all-reduce
-def reduce_core(g, serials, op, a2, B, m_local, k_local):
+def reduce_core(g, serials, op, a2, B, m_local, k_local, key=None, out=None):
     """One round of op "gemm-rs" (this rank's m_local[rank] rows of
     sum_r A_r @ B_r) or "gemm-ar" (all sum(m_local) rows), float32, on
     the group's plan taking its rows per call (_reduce_plan's per_call).
-    serials: every rank's g.lookup(reduce_key(op, (), ...), [B])."""
+    serials: every rank's g.lookup(reduce_key(op, (), ...), [B]), or
+    with `key` (looked up instead) and `out` (the plan's out dtype name,
+    C in it: _torch_plain's) those."""
     if not plan_op_available(op):
         raise Unsupported("%s: this agmm (%s) has no plan op %r (it has %s)"
                           % ("fused_matmul_all_reduce" if op == "gemm-ar" else op,
                              _lib.path, op, ", ".join(_lib.OPS)))
     plan, m_rows = _reduce_plan(g, serials, op, m_local, k_local, B,
-                                _DT[B.dtype][1], per_call=True)
+                                _DT[B.dtype][1], key=key, per_call=True, out=out)
     return plan.run(a2, schedule=g.options.get("schedule", "auto"), m_rows=m_rows)
 
 

@@ -264,7 +264,7 @@ def split_rows(rows, P):
 
 
 def _reduce_plan(g, serials, op, m_local, k_local, B, dtype, B_scale=None,
-                 modes=None, key=None, wq=None, per_call=False):
+                 modes=None, key=None, wq=None, per_call=False, out=None):
     """The plan of op "gemm-rs" or "gemm-ar" every rank hit (serials: every
     rank's g.lookup(reduce_key(...), [B])), else a new one for these rows
     (m_local: the rows of C each rank gets; "gemm-ar": their split of M),
@@ -277,7 +277,9 @@ def _reduce_plan(g, serials, op, m_local, k_local, B, dtype, B_scale=None,
     m_rows; the key made with rows ()), made for each rank's rows rounded
     up to a power of two (_capacity) and replaced by a larger one when a
     call needs more, as _cached_plan's: a decode step's changing rows
-    reuse one plan. Returns (plan, m_rows: None or the rows to pass)."""
+    reuse one plan. Returns (plan, m_rows: None or the rows to pass).
+    out: the plan's out dtype ("bf16", "fp16"; None: float32), part of
+    the caller's key."""
     e = g.agreed(serials)
     n = int(B.shape[1]) if isinstance(B, torch.Tensor) else int(B.n)
     grown = None
@@ -300,6 +302,8 @@ def _reduce_plan(g, serials, op, m_local, k_local, B, dtype, B_scale=None,
         extra = {} if modes is None else {"a_scale": modes[0], "w_scale": modes[1]}
         if wq is not None:
             extra = dict(wq)
+        if out is not None:
+            extra["out_dtype"] = out
         rows = [int(r) for r in m_local]
         if key is None:
             key = reduce_key(op, () if per_call else [sum(rows)],

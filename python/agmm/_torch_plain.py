@@ -30,6 +30,7 @@ import weakref
 import torch
 
 _OUT_DT = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+_OUT_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 from ._lib import SCHEDULES
 from ._torch_epilogue import apply_epilogue_, default_out
@@ -41,6 +42,11 @@ from ._torch_groups import _DT, as_rows, _cached_plan, _group, _set_weights, ag_
 
 
 _Q = struct.Struct("<q")
+# A's dtype -> the plan epilogue (lib_epilogue's) of nw weights without a
+# bias, an activation or an out dtype.
+_LIB_OUT = {torch.float32: lambda nw: None,
+            torch.bfloat16: lambda nw: (("none",) * nw, "bf16"),
+            torch.float16: lambda nw: (("none",) * nw, "fp16")}
 
 
 class _Memo:
@@ -66,30 +72,41 @@ class _Memo:
         record; a decode step's rows change every call) and the entry is
         still the group's most recently used, with every rank's rows; else
         (None, None). The caller checks the rows against the plan."""
-        e, old = self.entry, self.raw
-        if e is None or not g.plans or g.plans[-1] is not e or old is None:
-            return None, None
-        if raw == old:
-            return e, self.rows
-        size = self.fmt.size
-        end = off + 8
-        for b in range(0, len(raw), size):
-            if raw[b:b + off] != old[b:b + off] or \
-                    raw[b + end:b + size] != old[b + end:b + size]:
-                return None, None
-        return e, [_Q.unpack_from(raw, b + off)[0]
-                   for b in range(0, len(raw), size)]
+        rows = rows_hit(g, self, raw, self.fmt.size, off)
+        return (None, None) if rows is None else (self.entry, rows)
 
     def rows_c(self, rows):
-        """A ctypes int64 array of `rows` (kept: a decode step's few row
-        counts come back)."""
-        key = tuple(rows)
-        arr = self.arrays.get(key)
-        if arr is None:
-            if len(self.arrays) > 64:
-                self.arrays.clear()
-            arr = self.arrays[key] = (ctypes.c_int64 * len(rows))(*rows)
-        return arr
+        return rows_array(self.arrays, rows)
+
+
+def rows_hit(g, m, raw, size, off):
+    """_Memo.hit's test for any memo m with .entry, .raw (the bytes of the
+    call that found the entry) and .rows (their rows): every rank's rows
+    (the int64 at byte `off` of each `size`-byte record of `raw`), or
+    None."""
+    e, old = m.entry, m.raw
+    if e is None or not g.plans or g.plans[-1] is not e or old is None:
+        return None
+    if raw == old:
+        return m.rows
+    end = off + 8
+    for b in range(0, len(raw), size):
+        if raw[b:b + off] != old[b:b + off] or \
+                raw[b + end:b + size] != old[b + end:b + size]:
+            return None
+    return [_Q.unpack_from(raw, b + off)[0] for b in range(0, len(raw), size)]
+
+
+def rows_array(arrays, rows):
+    """A ctypes int64 array of `rows`, kept in the dict `arrays` (a decode
+    step's few row counts come back)."""
+    key = tuple(rows)
+    arr = arrays.get(key)
+    if arr is None:
+        if len(arrays) > 64:
+            arrays.clear()
+        arr = arrays[key] = (ctypes.c_int64 * len(rows))(*rows)
+    return arr
 
 
 def _memo(g, op, args, Bs):
@@ -128,13 +145,18 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
     """_torch_fp.ag_kernel(A_shard, Bs, gather_dim, group_name, return_A,
     biases, activations, out_dtypes) for a plain CPU tensor A_shard and a
     list Bs (the caller checked: _torch_ops._plain_cpu)."""
-    epi = None if biases is None and activations is None and out_dtypes is None \
-        and getattr(A_shard, "dtype", None) == torch.float32 \
-        else ag_epilogue(Bs, biases, activations, out_dtypes, default_out(A_shard))
-    # The plan's own epilogue where it can apply it (ag_kernel's choice).
-    lib = None if epi is None else lib_epilogue(*epi)
-    if lib is not None:
-        epi = None
+    dt = getattr(A_shard, "dtype", None)
+    if biases is None and activations is None and out_dtypes is None and Bs \
+            and dt in _LIB_OUT:
+        # No epilogue asked for: C in A's dtype, by the plan (what
+        # ag_epilogue and lib_epilogue decide for these arguments).
+        epi, lib = None, _LIB_OUT[dt](len(Bs))
+    else:
+        epi = ag_epilogue(Bs, biases, activations, out_dtypes, default_out(A_shard))
+        # The plan's own epilogue where it can apply it (ag_kernel's choice).
+        lib = lib_epilogue(*epi)
+        if lib is not None:
+            epi = None
     g = _group(group_name)
     m, known = _memo(g, "ag", _ag_args(A_shard, gather_dim) + (lib,), Bs)
     if not known:
@@ -229,7 +251,10 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
     (_torch_groups._reduce_plan's per_call): a call that differs from the
     previous one in its rows only reuses its checks and its plan."""
     g = _group(group_name)
-    m, known = _memo(g, op, _reduce_args(A, reduce_op, dim), [B])
+    # C in a 16-bit out dtype without bias or activation: the plan's own
+    # rounding (the same values as apply_epilogue_'s), no pass after.
+    lib = _OUT_NAMES.get(epi[2]) if epi[0] is None and epi[1] is None else None
+    m, known = _memo(g, op, _reduce_args(A, reduce_op, dim) + (lib,), [B])
     if not known:
         dd = reduce_check(A, B, reduce_op, dim)
         k_mine = int(A.shape[-1])
@@ -241,7 +266,8 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
         m.fmt = struct.Struct("<%dq" % (_MAX_LEAD + 5))
         m.buf = ctypes.create_string_buffer(m.fmt.size * g.world.size)
         m.fixed = lead[1:] + [0] * (_MAX_LEAD - len(lead)) + [n, code, k_mine]
-        m.key = reduce_key(op, (), k_mine, n, dtype)
+        m.key = reduce_key(op, (), k_mine, n, dtype) + ((lib,) if lib else ())
+        m.out = torch.float32 if lib is None else _OUT_DT[lib]
         rps = 1
         for d in lead[1:]:
             rps *= d
@@ -269,12 +295,13 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
         m_local = [s * rps for s in row_split(rows, P)] if op == "gemm-rs" \
             else row_split(rows * rps, P)
         c = reduce_core(g, [o[-1] for o in everyone], op, a2, B, m_local,
-                        [o[_MAX_LEAD + 3] for o in everyone])
+                        [o[_MAX_LEAD + 3] for o in everyone], m.key, lib)
         m.raw, m.entry, m.rows = raw, g.plans[-1], [o[1] for o in everyone]
-        return apply_epilogue_(c, *epi), lead, rps, dd
+        return (c if lib else apply_epilogue_(c, *epi)), lead, rps, dd
     _set_weights(e, [B])
     plan = e.plan
-    c = torch.empty((m_local[g.world.rank] if op == "gemm-rs" else rows * rps, n))
+    c = torch.empty((m_local[g.world.rank] if op == "gemm-rs" else rows * rps, n),
+                    dtype=m.out)
     m_rows = None if m_local == plan.m_local else m_local
     if m.sched is not None and c.numel() and a2.numel() and a2.is_contiguous():
         if m_rows is None:
@@ -284,7 +311,7 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
     else:
         c = plan.run(a2, out=c, schedule=g.options.get("schedule", "auto"),
                      m_rows=m_rows)
-    return apply_epilogue_(c, *epi), lead, rps, dd
+    return (c if lib else apply_epilogue_(c, *epi)), lead, rps, dd
 
 
 def rs_plain(A, B, reduce_op, scatter_dim, group_name, bias=None,

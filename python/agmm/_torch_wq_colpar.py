@@ -7,7 +7,9 @@ _torch_wq's (the fused ops' quantized path); eager only, as there.
 """
 import torch
 
+from ._lib import SCHEDULES
 from ._torch_groups import _DT, _group, as_rows
+from ._torch_plain import rows_array
 from ._torch_wq import _bwd_qweight, _check_a, _check_weights, _eager
 
 # (ids of the QuantizedWeights, shape key) -> ([weak references], plan): a
@@ -16,6 +18,8 @@ from ._torch_wq import _bwd_qweight, _check_a, _check_weights, _eager
 # make a plan again (a bounded LRU would repack every weight on every call
 # once the layers outnumber it).
 _local_plans = {}
+_arrays = {}  # rows -> ctypes array (_torch_plain.rows_array)
+_FUSED = SCHEDULES["fused"]
 
 
 def _local_plan(m, k, Qs, dtname, fmt):
@@ -58,8 +62,11 @@ def _local(A, Qs, fmt):
     p = _local_plan(m, k, Qs, _DT[A.dtype][1], fmt)
     a2 = a2.contiguous()
     outs = [torch.empty((m, int(q.n)), dtype=A.dtype) for q in Qs]
-    p.run(a2, out=outs if len(outs) > 1 else outs[0], schedule="fused",
-          m_rows=[m])
+    if all(int(q.n) for q in Qs):  # the round straight (every tensor checked)
+        p._run_args_tensor(a2, outs, _FUSED, rows_array(_arrays, [m]))
+    else:
+        p.run(a2, out=outs if len(outs) > 1 else outs[0], schedule="fused",
+              m_rows=[m])
     return [c.view(lead + [int(q.n)]) for c, q in zip(outs, Qs)]
 
 
