@@ -24,10 +24,10 @@ a weight tensor B, and run agmm's own weight kernels (the "wq" engine).
             beside the fp ops' B^T (_torch_groups bwd_weights: at most
             PLAN_CACHE_SIZE entries; k * n * A's element size bytes per
             weight, made at the first backward that needs it).
-  tracing   none: the registered ops (torch.ops.agmm.*) take tensors, and
-            a QuantizedWeight is not one; under torch.compile, FakeTensor,
-            a dispatch mode or torch.jit tracing a call with one raises
-            agmm.Unsupported. Eager only.
+  tracing   under torch.compile, FakeTensor or a dispatch mode a call
+            runs torch.ops.agmm.*_wq (_torch_wq_ops: the weights by their
+            op_id, fake kernels for the shapes), forward only: an input
+            that needs a gradient there raises agmm.Unsupported.
 """
 import torch
 
@@ -337,6 +337,11 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A=True,
     nw = len(Bs)
     biases = [bias] * nw if isinstance(bias, torch.Tensor) or bias is None \
         else list(bias)
+    if isinstance(A_shard, torch.Tensor) and not plain_cpu([A_shard] + biases):
+        # Traced (torch.compile, FakeTensor): the registered op
+        from ._torch_wq_ops import traced_ag
+        return traced_ag(A_shard, Bs, gather_dim, group_name, return_A, bias,
+                         activation, out_dtype)
     _check_a(A_shard, "A_shard")
     _eager([A_shard] + biases, "Bs")
     need = torch.is_grad_enabled() and any(
@@ -540,6 +545,11 @@ def fused_matmul_reduce(op, what, A, B, reduce_op, dim, group_name, bias=None,
     """agmm.torch.fused_matmul_reduce_scatter (op "gemm-rs", dim the
     scatter dimension) or fused_matmul_all_reduce ("gemm-ar", dim None)
     with a QuantizedWeight B."""
+    if isinstance(A, torch.Tensor) and not plain_cpu([A, bias]):
+        # Traced (torch.compile, FakeTensor): the registered op
+        from ._torch_wq_ops import traced_reduce
+        return traced_reduce(op, A, B, reduce_op, dim, group_name, bias,
+                             activation, out_dtype)
     _check_a(A, "A")
     _eager([A, bias], "B")
     if not (torch.is_grad_enabled() and

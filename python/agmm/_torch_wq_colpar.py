@@ -3,13 +3,15 @@
 engine) on this process's one-rank plan at every row count; the backward's
 dA all-reduced in one gemm-ar round against the dequantized weights, as
 for tensors. The checks, the format and the dequantized W^T are
-_torch_wq's (the fused ops' quantized path); eager only, as there.
+_torch_wq's (the fused ops' quantized path); traced, the forward is
+torch.ops.agmm.column_parallel_matmul_wq (_torch_wq_ops), as there.
 """
 import torch
 
 from ._lib import SCHEDULES
 from ._torch_groups import _DT, _group, as_rows
 from ._torch_plain import rows_array
+from ._torch_dispatch import plain_cpu
 from ._torch_wq import _bwd_qweight, _check_a, _check_weights, _eager
 
 # (ids of the QuantizedWeights, shape key) -> ([weak references], plan): a
@@ -107,6 +109,10 @@ def column_parallel_matmul(A, Qs, group_name):
     forward local (agmm's weight kernels on a one-rank plan, at every row
     count), the backward's dA all-reduced as for tensors."""
     Qs = list(Qs)
+    if isinstance(A, torch.Tensor) and not plain_cpu([A]):
+        # Traced (torch.compile, FakeTensor): the registered op
+        from ._torch_wq_ops import traced_cp
+        return traced_cp(A, Qs, group_name)
     _check_a(A, "A")
     _eager([A], "Bs")
     fmt = _check_weights(Qs, int(A.shape[-1]), "Bs", "A")
