@@ -51,15 +51,6 @@ def is_qweight(x):
 
 
 # ------------------------------------------------------------ checks
-def _eager(tensors, what):
-    """A QuantizedWeight runs on plain CPU tensors only (module doc)."""
-    if not plain_cpu(tensors):
-        raise Unsupported(
-            "%s: a QuantizedWeight runs eagerly only (plain CPU tensors; not "
-            "under torch.compile, FakeTensor, a dispatch mode or tracing: "
-            "torch.ops.agmm.* take tensors)" % what)
-
-
 def _check_a(A, what):
     if isinstance(A, torch.Tensor) and A.dtype == torch.int8:
         raise InvalidArgument(
@@ -343,7 +334,6 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A=True,
         return traced_ag(A_shard, Bs, gather_dim, group_name, return_A, bias,
                          activation, out_dtype)
     _check_a(A_shard, "A_shard")
-    _eager([A_shard] + biases, "Bs")
     need = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in [A_shard] + biases)
     if not need:
@@ -551,7 +541,6 @@ def fused_matmul_reduce(op, what, A, B, reduce_op, dim, group_name, bias=None,
         return traced_reduce(op, A, B, reduce_op, dim, group_name, bias,
                              activation, out_dtype)
     _check_a(A, "A")
-    _eager([A, bias], "B")
     if not (torch.is_grad_enabled() and
             any(t is not None and t.requires_grad for t in (A, bias))) \
             or reduce_op != "sum":

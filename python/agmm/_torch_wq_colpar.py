@@ -12,7 +12,7 @@ from ._lib import SCHEDULES
 from ._torch_groups import _DT, _group, as_rows
 from ._torch_plain import rows_array
 from ._torch_dispatch import plain_cpu
-from ._torch_wq import _bwd_qweight, _check_a, _check_weights, _eager
+from ._torch_wq import _bwd_qweight, _check_a, _check_weights
 
 # (ids of the QuantizedWeights, shape key) -> ([weak references], plan): a
 # plan lives as long as its weights do (closed at the next miss after one
@@ -114,7 +114,6 @@ def column_parallel_matmul(A, Qs, group_name):
         from ._torch_wq_ops import traced_cp
         return traced_cp(A, Qs, group_name)
     _check_a(A, "A")
-    _eager([A], "Bs")
     fmt = _check_weights(Qs, int(A.shape[-1]), "Bs", "A")
     if torch.is_grad_enabled() and A.requires_grad:
         return list(ColumnParallelMatmulQ.apply((group_name, tuple(Qs), fmt), A))
