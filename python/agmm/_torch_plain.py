@@ -182,7 +182,7 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
         g.memo["ag"] = m
     gd, k, ns, dtype, rest = m.dims
     a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
-    a2 = a.reshape(-1, k)
+    a2 = a if gd == 0 and not rest else a.reshape(-1, k)
     rows, serial = int(a.shape[0]), g.lookup(m.key, Bs)
     raw = g.world.allgather_raw(m.fmt.pack(rows, *m.fixed, serial), m.buf)
     e, slices = m.hit(g, raw)

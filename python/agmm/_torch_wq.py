@@ -201,7 +201,7 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
         m_lib = m.key[-1]
     gd, k, ns, dtype, rest, fmt = m.dims
     a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
-    a2 = a.reshape(-1, k)
+    a2 = a if gd == 0 and not rest else a.reshape(-1, k)
     rows = int(a.shape[0])
     serial = g.lookup(m.key, Qs)
     raw = g.world.allgather_raw(m.st.pack(rows, *m.fixed, serial), m.buf)
