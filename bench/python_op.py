@@ -28,7 +28,8 @@ built beforehand (column_parallel_matmul: its one-rank plan for int4, and
 torch's matmul, which it calls at these rows, for bf16). Per op the report
 gives the op's and the C round's median and p90 and the op's cost above
 the C round (the per-call difference; median, p90), the slowest rank's
-per call.
+per call, and the op's time outside its plan's run (its Python and its
+shape all-gather: the plan's run methods are timed inside each call).
 
 A round's time is the slowest rank's (every rank times its own call after
 a barrier and writes its times to a file), as agmm bench reports it.
@@ -166,6 +167,30 @@ def reference(op, W, r, out):
                    split(r))
 
 
+# The time each op call spends inside its plan's run (the round, the
+# collective waits included), so that the rest, the op's own Python, is
+# read per call apart from the waits: the plan's run methods timed
+# (outermost call only).
+from agmm import plan as _plan_mod
+inside = [0, 0]  # ns inside, depth
+
+
+def _timed(f):
+    def run(self, *a, **kw):
+        inside[1] += 1
+        t0 = time.perf_counter_ns()
+        try:
+            return f(self, *a, **kw)
+        finally:
+            inside[1] -= 1
+            if inside[1] == 0:
+                inside[0] += time.perf_counter_ns() - t0
+    return run
+
+
+for _name in ("run", "_run_args", "_run_tensor", "_run_args_tensor"):
+    if hasattr(_plan_mod.Plan, _name):
+        setattr(_plan_mod.Plan, _name, _timed(getattr(_plan_mod.Plan, _name)))
 res = {}
 for fmt in cfg["formats"]:
     for op in cfg["ops"]:
@@ -176,13 +201,15 @@ for fmt in cfg["formats"]:
         for i, r in enumerate(seq):
             fn = call(op, W, r)
             world.barrier()
+            inside[0] = 0
             t0 = time.perf_counter_ns()
             out = fn()
             t = (time.perf_counter_ns() - t0) / 1e3
+            py = t - inside[0] / 1e3
             out = out[1][0] if op == "ag" else out[0] if op == "cp" else out
             ref = reference(op, W, r, out)
             if i >= cfg["warmup"]:
-                got.append((r, t, ref))
+                got.append((r, t, ref, py))
         res["%s/%s" % (op, fmt)] = got
 with open(cfg["out"] % rank, "w") as f:
     json.dump(res, f)
@@ -213,8 +240,9 @@ def run_decode(args, port, tmp):
           "at random in %d..%d every call, %d calls (+%d warmup), schedule %s"
           % (args.k, args.n, args.rows_lo, args.rows_hi, args.rounds,
              args.warmup, args.schedule))
-    print("%-9s %21s %21s %23s" % ("op/weight", "op median  p90 (us)",
-                                    "C round median  p90", "above C median  p90"))
+    print("%-9s %21s %21s %23s %21s" % ("op/weight", "op median  p90 (us)",
+                                         "C round median  p90", "above C median  p90",
+                                         "Python median  p90"))
 
     def q(v, f):
         v = sorted(v)
@@ -224,11 +252,16 @@ def run_decode(args, port, tmp):
         op = [max(a[1], b[1]) for a, b in rows]
         ref = [max(a[2], b[2]) for a, b in rows]
         above = [o - c for o, c in zip(op, ref)]
+        py = [max(a[3], b[3]) for a, b in rows]
         name = "torch mm" if key == "cp/bf16" else "C round"
-        print("%-9s %10.1f %10.1f %10.1f %10.1f %11.1f %11.1f%s"
+        print("%-9s %10.1f %10.1f %10.1f %10.1f %11.1f %11.1f %10.1f %10.1f%s"
               % (key, statistics.median(op), q(op, .9), statistics.median(ref),
                  q(ref, .9), statistics.median(above), q(above, .9),
+                 statistics.median(py), q(py, .9),
                  "" if name == "C round" else "  (reference: torch's matmul)"))
+    print("above C: the op's time minus the C round's, per call; Python: the "
+          "op's time outside its plan's run, per call (its Python and its "
+          "shape all-gather); both the slowest rank's")
 
 
 def run_python(mode, args, port, tmp):
