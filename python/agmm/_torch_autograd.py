@@ -146,7 +146,7 @@ class AllGatherMatmul(torch.autograd.Function):
         if ctx.needs_input_grad[1]:
             g = _group(group)
             W = _bwd_weight(g, Bs)  # [sum n_i, k]
-            serial = g.lookup(reduce_key("gemm-rs", [int(gz.shape[0])],
+            serial = g.lookup(reduce_key("gemm-rs", (),
                                          int(W.shape[0]), int(W.shape[1]),
                                          _DT[dt][1]), [W])
             everyone = _allgather_ints(g.world, [ctx.rows, serial])

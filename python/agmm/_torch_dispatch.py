@@ -6,6 +6,8 @@ is tracing the caller, where every call goes to torch.ops.agmm.* (one
 node of the graph) and the backwards use torch ops and torch.ops.agmm.*
 only (traceable by AOTAutograd).
 """
+import weakref
+
 import torch
 
 _PLAIN_KEYS = torch._C._dispatch_keys(torch.empty(0))
@@ -42,8 +44,25 @@ def plain_cpu(tensors):
     if _stack_len() or _tracing() or _tls_include().has(_PYTHON_KEY):
         return False
     for t in tensors:
-        if t is not None and (type(t) is not _Tensor or not t.is_cpu or
-                              (_keys(t) - _PLAIN_KEYS).highestPriorityTypeId()
-                              != _NO_KEY):
+        if t is None:
+            continue
+        if type(t) is not _Tensor or not t.is_cpu:
             return False
+        r = _known.get(id(t))
+        if r is not None and r() is t:
+            continue  # its keys were plain at an earlier call (weights)
+        if (_keys(t) - _PLAIN_KEYS).highestPriorityTypeId() != _NO_KEY:
+            return False
+        if len(_known) >= _KNOWN_MAX:
+            _known.clear()
+        _known[id(t)] = _ref(t)
     return True
+
+
+# Tensors found plain (by id, with a weak reference: an id reused by a
+# new object never hits): a dense tensor's dispatch keys are fixed for its
+# life, and a layer's weights come back every call (the key set's
+# arithmetic is about 7 us a tensor). Bounded; cleared when full.
+_known = {}
+_KNOWN_MAX = 512
+_ref = weakref.ref

@@ -207,16 +207,20 @@ def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
 
 
 # ------------------------------------------ matmul + reduce-scatter/all-reduce
-def reduce_core(g, serials, op, a2, B, m_local, k_local):
+def reduce_core(g, serials, op, a2, B, m_local, k_local, key=None, out=None):
     """One round of op "gemm-rs" (this rank's m_local[rank] rows of
-    sum_r A_r @ B_r) or "gemm-ar" (all sum(m_local) rows), float32.
-    serials: every rank's g.lookup(reduce_key(...), [B])."""
+    sum_r A_r @ B_r) or "gemm-ar" (all sum(m_local) rows), float32, on
+    the group's plan taking its rows per call (_reduce_plan's per_call).
+    serials: every rank's g.lookup(reduce_key(op, (), ...), [B]), or
+    with `key` (looked up instead) and `out` (the plan's out dtype name,
+    C in it: _torch_plain's) those."""
     if not plan_op_available(op):
         raise Unsupported("%s: this agmm (%s) has no plan op %r (it has %s)"
                           % ("fused_matmul_all_reduce" if op == "gemm-ar" else op,
                              _lib.path, op, ", ".join(_lib.OPS)))
-    plan = _reduce_plan(g, serials, op, m_local, k_local, B, _DT[B.dtype][1])
-    return plan.run(a2, schedule=g.options.get("schedule", "auto"))
+    plan, m_rows = _reduce_plan(g, serials, op, m_local, k_local, B,
+                                _DT[B.dtype][1], key=key, per_call=True, out=out)
+    return plan.run(a2, schedule=g.options.get("schedule", "auto"), m_rows=m_rows)
 
 
 def reduce_shapes(g, op, A, B, reduce_op, dim, what):
@@ -229,10 +233,7 @@ def reduce_shapes(g, op, A, B, reduce_op, dim, what):
     lead = [int(d) for d in a.shape[:-1]]
     n = int(B.shape[1])
     L = _MAX_LEAD + 3  # padded: every rank sends as many bytes
-    total = 1
-    for d in lead:
-        total *= d
-    serial = g.lookup(reduce_key(op, [total], k_mine, n, _DT[A.dtype][1]), [B])
+    serial = g.lookup(reduce_key(op, (), k_mine, n, _DT[A.dtype][1]), [B])
     mine = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + \
         [n, _DT[A.dtype][0], k_mine, serial]
     everyone = _allgather_ints(g.world, mine)

@@ -62,7 +62,7 @@ class _Group:
         """Local: this rank's serial of the plan made for key and these
         tensors (-1: none); pass it through the call's all-gather to
         agreed()."""
-        for e in self.plans:
+        for e in reversed(self.plans):  # a step's plan: the last, often
             if e.made_for(key, tensors):
                 return e.serial
         return -1
@@ -168,6 +168,8 @@ def as_rows(t):
     """t [..., k] as [rows, k], rows the product of the leading dims (a
     view when contiguous). Unlike reshape(-1, k), it holds for k = 0: a
     rank of a reduce op may hold none of k (uneven shards)."""
+    if t.dim() == 2:
+        return t  # (what reshape returns for it, without its cost per call)
     rows = 1
     for d in t.shape[:-1]:
         rows *= int(d)
@@ -250,23 +252,51 @@ def _cached_plan(g, serials, m_local, k, ns, dtype, Bs, B_scales=None, modes=Non
 
 
 def reduce_key(op, rows, k_mine, n, dtype, modes=None):
+    """The cache key of a reduce plan; rows () for a plan taking its rows
+    per call (_reduce_plan's per_call: the fp and quantized ops), else
+    the call's rows (int8's plans, one per shape)."""
     return (op, tuple(rows), int(k_mine), int(n), dtype, modes)
 
 
+def split_rows(rows, P):
+    """row_split's values in Python (agmm_k_split: rows // P each, the
+    first rows % P ranks one more), for the calls' fast paths."""
+    q, r = divmod(int(rows), P)
+    return [q + 1 if i < r else q for i in range(P)]
+
+
 def _reduce_plan(g, serials, op, m_local, k_local, B, dtype, B_scale=None,
-                 modes=None, key=None, wq=None):
+                 modes=None, key=None, wq=None, per_call=False, out=None):
     """The plan of op "gemm-rs" or "gemm-ar" every rank hit (serials: every
     rank's g.lookup(reduce_key(...), [B])), else a new one for these rows
     (m_local: the rows of C each rank gets; "gemm-ar": their split of M),
     inner split k_local and weight B ([k_local[rank], n]); the weight is
     set again when B changed in place. The library has no per-call rows
     for these ops: a plan per shape. int8: B_scale, `modes` and `key` as
-    for _cached_plan; wq and a QuantizedWeight B as there."""
+    for _cached_plan; wq and a QuantizedWeight B as there.
+
+    per_call: the plan takes its rows per call (agmm_plan_run_args'
+    m_rows; the key made with rows ()), made for each rank's rows rounded
+    up to a power of two (_capacity) and replaced by a larger one when a
+    call needs more, as _cached_plan's: a decode step's changing rows
+    reuse one plan. Returns (plan, m_rows: None or the rows to pass).
+    out: the plan's out dtype ("bf16", "fp16"; None: float32), part of
+    the caller's key."""
     e = g.agreed(serials)
     n = int(B.shape[1]) if isinstance(B, torch.Tensor) else int(B.n)
-    if e is not None and (e.plan.m_local != list(m_local) or
-                          getattr(e.plan, "k_local", None) not in (None,
-                                                                   list(k_local))):
+    grown = None
+    if e is not None and per_call:
+        if getattr(e.plan, "k_local", None) not in (None, list(k_local)):
+            raise AssertionError("cached %s plan of k %s for k %s"
+                                 % (op, e.plan.k_local, k_local))
+        if any(r > cap for r, cap in zip(m_local, e.plan.m_local)):
+            grown = [max(cap, _capacity(r))
+                     for r, cap in zip(m_local, e.plan.m_local)]
+            g.drop(e)
+            e = None
+    elif e is not None and (e.plan.m_local != list(m_local) or
+                            getattr(e.plan, "k_local", None) not in (None,
+                                                                     list(k_local))):
         raise AssertionError("cached %s plan of rows %s, k %s for rows %s, k %s"
                              % (op, e.plan.m_local, e.plan.k_local, m_local,
                                 k_local))
@@ -274,14 +304,22 @@ def _reduce_plan(g, serials, op, m_local, k_local, B, dtype, B_scale=None,
         extra = {} if modes is None else {"a_scale": modes[0], "w_scale": modes[1]}
         if wq is not None:
             extra = dict(wq)
+        if out is not None:
+            extra["out_dtype"] = out
         rows = [int(r) for r in m_local]
         if key is None:
-            key = reduce_key(op, [sum(rows)], int(B.shape[0]), n, dtype, modes)
+            key = reduce_key(op, () if per_call else [sum(rows)],
+                             int(B.shape[0]), n, dtype, modes)
+        if per_call:
+            rows = grown or [_capacity(r) for r in rows]
         e = g.make(key, [B],
                    m_local=rows, k=sum(k_local), n=n, dtype=dtype,
                    op=op, k_local=list(k_local), **extra)
     _set_weights(e, [B], None if B_scale is None else [B_scale])
-    return e.plan
+    if not per_call:
+        return e.plan
+    rows = [int(r) for r in m_local]
+    return e.plan, (None if rows == e.plan.m_local else rows)
 
 
 def _bwd_weight(g, Bs, cols=None):

@@ -220,6 +220,10 @@ KERNELS = {
 # The fake kernels: torch.library.register_fake where torch has it (2.4+:
 # FakeTensor and torch.compile's tracing call it, and it serves the Meta
 # key too), else (1.13) the Meta key itself, which FakeTensor calls.
+# The QuantizedWeight ops (_torch_wq_ops: CPU and fake kernels only).
+from . import _torch_wq_ops  # noqa: E402
+SCHEMAS.update(_torch_wq_ops.SCHEMAS)
+KERNELS.update({_n: (_c, None, _f) for _n, (_c, _f) in _torch_wq_ops.KERNELS.items()})
 _register_fake = getattr(torch.library, "register_fake", None)
 _lib_def = torch.library.Library("agmm", "DEF")
 for _name, _schema in SCHEMAS.items():

@@ -30,6 +30,7 @@ import weakref
 import torch
 
 _OUT_DT = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+_OUT_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 from ._lib import SCHEDULES
 from ._torch_epilogue import apply_epilogue_, default_out
@@ -37,7 +38,15 @@ from ._torch_fp import (_MAX_LEAD, ag_agree, ag_check, ag_epilogue, ag_run,
                         ag_views, lib_epilogue, reduce_agree, reduce_check,
                         reduce_core, reduce_epilogue, row_split)
 from ._torch_groups import _DT, as_rows, _cached_plan, _group, _set_weights, ag_key, \
-    reduce_key
+    reduce_key, split_rows
+
+
+_Q = struct.Struct("<q")
+# A's dtype -> the plan epilogue (lib_epilogue's) of nw weights without a
+# bias, an activation or an out dtype.
+_LIB_OUT = {torch.float32: lambda nw: None,
+            torch.bfloat16: lambda nw: (("none",) * nw, "bf16"),
+            torch.float16: lambda nw: (("none",) * nw, "fp16")}
 
 
 class _Memo:
@@ -50,21 +59,54 @@ class _Memo:
     name, which it reports, or empty outputs), and the all-gather's bytes
     with the plan entry and rows they led to."""
     __slots__ = ("args", "refs", "versions", "fmt", "buf", "fixed", "key",
-                 "dims", "sched", "raw", "entry", "m_rows", "rows_c", "M", "total",
-                 "out")
+                 "dims", "sched", "raw", "rows", "entry", "arrays", "out")
 
     def same_args(self, args, Bs):
         return args == self.args and len(Bs) == len(self.refs) and \
             all(r() is B and B._version == v
                 for r, B, v in zip(self.refs, Bs, self.versions))
 
-    def hit(self, g, raw):
-        """The previous call's plan entry if `raw` repeats its bytes and the
-        entry is still the group's most recently used, else None."""
-        e = self.entry
-        if raw == self.raw and e is not None and g.plans and g.plans[-1] is e:
-            return e
+    def hit(self, g, raw, off=0):
+        """(entry, rows): the previous call's plan entry if `raw` repeats
+        its bytes but for each rank's rows (the field at byte `off` of its
+        record; a decode step's rows change every call) and the entry is
+        still the group's most recently used, with every rank's rows; else
+        (None, None). The caller checks the rows against the plan."""
+        rows = rows_hit(g, self, raw, self.fmt.size, off)
+        return (None, None) if rows is None else (self.entry, rows)
+
+    def rows_c(self, rows):
+        return rows_array(self.arrays, rows)
+
+
+def rows_hit(g, m, raw, size, off):
+    """_Memo.hit's test for any memo m with .entry, .raw (the bytes of the
+    call that found the entry) and .rows (their rows): every rank's rows
+    (the int64 at byte `off` of each `size`-byte record of `raw`), or
+    None."""
+    e, old = m.entry, m.raw
+    if e is None or not g.plans or g.plans[-1] is not e or old is None:
         return None
+    if raw == old:
+        return m.rows
+    end = off + 8
+    for b in range(0, len(raw), size):
+        if raw[b:b + off] != old[b:b + off] or \
+                raw[b + end:b + size] != old[b + end:b + size]:
+            return None
+    return [_Q.unpack_from(raw, b + off)[0] for b in range(0, len(raw), size)]
+
+
+def rows_array(arrays, rows):
+    """A ctypes int64 array of `rows`, kept in the dict `arrays` (a decode
+    step's few row counts come back)."""
+    key = tuple(rows)
+    arr = arrays.get(key)
+    if arr is None:
+        if len(arrays) > 64:
+            arrays.clear()
+        arr = arrays[key] = (ctypes.c_int64 * len(rows))(*rows)
+    return arr
 
 
 def _memo(g, op, args, Bs):
@@ -76,7 +118,8 @@ def _memo(g, op, args, Bs):
     m = _Memo()
     m.args, m.refs = args, [weakref.ref(B) for B in Bs]
     m.versions = [B._version for B in Bs]
-    m.raw = m.entry = None
+    m.raw = m.entry = m.rows = None
+    m.arrays = {}
     return m, False
 
 
@@ -102,13 +145,18 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
     """_torch_fp.ag_kernel(A_shard, Bs, gather_dim, group_name, return_A,
     biases, activations, out_dtypes) for a plain CPU tensor A_shard and a
     list Bs (the caller checked: _torch_ops._plain_cpu)."""
-    epi = None if biases is None and activations is None and out_dtypes is None \
-        and getattr(A_shard, "dtype", None) == torch.float32 \
-        else ag_epilogue(Bs, biases, activations, out_dtypes, default_out(A_shard))
-    # The plan's own epilogue where it can apply it (ag_kernel's choice).
-    lib = None if epi is None else lib_epilogue(*epi)
-    if lib is not None:
-        epi = None
+    dt = getattr(A_shard, "dtype", None)
+    if biases is None and activations is None and out_dtypes is None and Bs \
+            and dt in _LIB_OUT:
+        # No epilogue asked for: C in A's dtype, by the plan (what
+        # ag_epilogue and lib_epilogue decide for these arguments).
+        epi, lib = None, _LIB_OUT[dt](len(Bs))
+    else:
+        epi = ag_epilogue(Bs, biases, activations, out_dtypes, default_out(A_shard))
+        # The plan's own epilogue where it can apply it (ag_kernel's choice).
+        lib = lib_epilogue(*epi)
+        if lib is not None:
+            epi = None
     g = _group(group_name)
     m, known = _memo(g, "ag", _ag_args(A_shard, gather_dim) + (lib,), Bs)
     if not known:
@@ -134,95 +182,136 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
         g.memo["ag"] = m
     gd, k, ns, dtype, rest = m.dims
     a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
-    a2 = a.reshape(-1, k)
+    a2 = a if gd == 0 and not rest else a.reshape(-1, k)
     rows, serial = int(a.shape[0]), g.lookup(m.key, Bs)
     raw = g.world.allgather_raw(m.fmt.pack(rows, *m.fixed, serial), m.buf)
-    e = m.hit(g, raw)
+    e, slices = m.hit(g, raw)
+    if e is not None:
+        rps = m.fixed[0]
+        m_local = [s * rps for s in slices]
+        cap = e.plan.m_local
+        if not any(m_local) or any(r > c for r, c in zip(m_local, cap)):
+            e = None  # ag_agree's refusal, or a larger plan: the full path
     if e is None:
         everyone = _everyone(m, raw, g.world.size)
         ag_agree(g, everyone, [rows] + m.fixed + [serial])
-        m_local = [o[0] * m.fixed[0] for o in everyone]
+        slices = [o[0] for o in everyone]
+        m_local = [s * m.fixed[0] for s in slices]
         plan, m_rows = _cached_plan(g, [o[-1] for o in everyone], m_local, k,
                                     ns, dtype, Bs, epi=lib)
-        m.raw, m.entry, m.m_rows, m.M = raw, g.plans[-1], m_rows, sum(m_local)
-        m.rows_c = None if m_rows is None else \
-            (ctypes.c_int64 * len(m_rows))(*m_rows)
-        m.total = sum(o[0] for o in everyone)
+        m.raw, m.entry, m.rows = raw, g.plans[-1], slices
     else:
         _set_weights(e, Bs)
         plan = e.plan
+        m_rows = None if m_local == plan.m_local else m_local
+    M, total = sum(m_local), sum(slices)
     if m.sched is not None and a2.numel() and a2.is_contiguous():
-        Cs = [torch.empty((m.M, ni), dtype=m.out)  # gated: half of W's
+        Cs = [torch.empty((M, ni), dtype=m.out)  # gated: half of W's
               for ni in plan.c_cols]
-        A_g = torch.empty((m.M, k), dtype=a2.dtype) if return_A else None
-        if m.m_rows is None and A_g is None and len(Cs) == 1:
+        A_g = torch.empty((M, k), dtype=a2.dtype) if return_A else None
+        if m_rows is None and A_g is None and len(Cs) == 1:
             plan._run_tensor(a2, Cs[0], m.sched)
         else:
-            plan._run_args_tensor(a2, Cs, m.sched, m.rows_c, A_g)
+            plan._run_args_tensor(a2, Cs, m.sched,
+                                  None if m_rows is None else m.rows_c(m_rows),
+                                  A_g)
     else:
-        A_g, Cs = ag_run(g, plan, m.m_rows, a2, return_A)
+        A_g, Cs = ag_run(g, plan, m_rows, a2, return_A)
     if epi is not None:
         Cs = [apply_epilogue_(c, b, a, d) for c, b, a, d in zip(Cs, *epi)]
     if gd == 0 and not rest:  # the views would be the same
         return A_g, Cs
-    lead = [m.total] + rest
-    return (ag_views(A_g, m.total, lead, gd) if return_A else None,
-            [ag_views(c, m.total, lead, gd) for c in Cs])
+    lead = [total] + rest
+    return (ag_views(A_g, total, lead, gd) if return_A else None,
+            [ag_views(c, total, lead, gd) for c in Cs])
+
+
+def _reduce_args(A, reduce_op, dim):
+    """What the checks of a reduce call depend on: A's shape but for the
+    dimension its rows are split along (scatter_dim, or 0 for the
+    all-reduce: a decode step's rows change every call), its dtype and
+    device, reduce_op and dim."""
+    if not isinstance(A, torch.Tensor):
+        return (None, reduce_op, dim)
+    shape = A.shape
+    nd = len(shape)
+    d = 0 if dim is None else dim
+    dd = d + nd if isinstance(d, int) and d < 0 else d
+    if isinstance(dd, int) and 0 <= dd < nd - 1:
+        shape = shape[:dd] + shape[dd + 1:]
+    else:
+        shape = (shape, "whole")  # refused by the checks: never kept
+    return (shape, nd, A.dtype, A.device, reduce_op, dim)
 
 
 def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
     """(c [this call's rows of C, n], lead, rows per slice, scatter index):
     the round of the reduce kernels (rs_kernel, ar_kernel) and their
-    epilogue `epi` (reduce_epilogue's)."""
+    epilogue `epi` (reduce_epilogue's). The plan takes its rows per call
+    (_torch_groups._reduce_plan's per_call): a call that differs from the
+    previous one in its rows only reuses its checks and its plan."""
     g = _group(group_name)
-    t = isinstance(A, torch.Tensor)
-    args = (A.shape if t else None, A.dtype if t else None,
-            A.device if t else None, reduce_op, dim)
-    m, known = _memo(g, op, args, [B])
+    # C in a 16-bit out dtype without bias or activation: the plan's own
+    # rounding (the same values as apply_epilogue_'s), no pass after.
+    lib = _OUT_NAMES.get(epi[2]) if epi[0] is None and epi[1] is None else None
+    m, known = _memo(g, op, _reduce_args(A, reduce_op, dim) + (lib,), [B])
     if not known:
         dd = reduce_check(A, B, reduce_op, dim)
         k_mine = int(A.shape[-1])
         lead = [int(d) for d in (A if dd == 0 else A.movedim(dd, 0)).shape[:-1]]
         n = int(B.shape[1])
-        total = 1
-        for d in lead:
-            total *= d
         code, dtype = _DT[A.dtype]
-        # reduce_shapes' fields: dims, lead padded, n, dtype, k, serial
+        # reduce_shapes' fields: dims, lead padded, n, dtype, k, serial; the
+        # rows (lead[0]) set per call
         m.fmt = struct.Struct("<%dq" % (_MAX_LEAD + 5))
         m.buf = ctypes.create_string_buffer(m.fmt.size * g.world.size)
-        m.fixed = [len(lead)] + lead + [0] * (_MAX_LEAD - len(lead)) + \
-            [n, code, k_mine]
-        m.key = reduce_key(op, [total], k_mine, n, dtype)
+        m.fixed = lead[1:] + [0] * (_MAX_LEAD - len(lead)) + [n, code, k_mine]
+        m.key = reduce_key(op, (), k_mine, n, dtype) + ((lib,) if lib else ())
+        m.out = torch.float32 if lib is None else _OUT_DT[lib]
         rps = 1
         for d in lead[1:]:
             rps *= d
-        m.dims = (dd, k_mine, lead, rps)
+        m.dims = (dd, k_mine, len(lead), rps, n)
         m.sched = SCHEDULES.get(g.options.get("schedule", "auto")) if n else None
         g.memo[op] = m
-    dd, k_mine, lead, rps = m.dims
-    a2 = as_rows(A if dd == 0 else A.movedim(dd, 0))
-    mine = m.fixed + [g.lookup(m.key, [B])]
+    dd, k_mine, nlead, rps, n = m.dims
+    a = A if dd == 0 else A.movedim(dd, 0)
+    a2 = as_rows(a)
+    rows = int(a.shape[0])
+    mine = [nlead, rows] + m.fixed + [g.lookup(m.key, [B])]
     raw = g.world.allgather_raw(m.fmt.pack(*mine), m.buf)
-    e = m.hit(g, raw)
+    P = g.world.size
+    e, everyone_rows = m.hit(g, raw, 8)
+    if e is not None:
+        m_local = [s * rps for s in split_rows(rows, P)] if op == "gemm-rs" \
+            else split_rows(rows * rps, P)
+        if rows * rps == 0 or any(r != rows for r in everyone_rows) or \
+                any(r > c for r, c in zip(m_local, e.plan.m_local)):
+            e = None  # reduce_agree's refusal, or a larger plan: the full path
+    lead = [rows] + list(a.shape[1:-1])
     if e is None:
-        everyone = _everyone(m, raw, g.world.size)
+        everyone = _everyone(m, raw, P)
         reduce_agree(g, everyone, mine, what)
-        P = g.world.size
-        m_local = [s * rps for s in row_split(lead[0], P)] if op == "gemm-rs" \
-            else row_split(lead[0] * rps, P)
+        m_local = [s * rps for s in row_split(rows, P)] if op == "gemm-rs" \
+            else row_split(rows * rps, P)
         c = reduce_core(g, [o[-1] for o in everyone], op, a2, B, m_local,
-                        [o[_MAX_LEAD + 3] for o in everyone])
-        m.raw, m.entry = raw, g.plans[-1]
-        return apply_epilogue_(c, *epi), lead, rps, dd
+                        [o[_MAX_LEAD + 3] for o in everyone], m.key, lib)
+        m.raw, m.entry, m.rows = raw, g.plans[-1], [o[1] for o in everyone]
+        return (c if lib else apply_epilogue_(c, *epi)), lead, rps, dd
     _set_weights(e, [B])
     plan = e.plan
-    c = torch.empty(plan.c_shape)
+    c = torch.empty((m_local[g.world.rank] if op == "gemm-rs" else rows * rps, n),
+                    dtype=m.out)
+    m_rows = None if m_local == plan.m_local else m_local
     if m.sched is not None and c.numel() and a2.numel() and a2.is_contiguous():
-        plan._run_tensor(a2, c, m.sched)
+        if m_rows is None:
+            plan._run_tensor(a2, c, m.sched)
+        else:
+            plan._run_args_tensor(a2, [c], m.sched, m.rows_c(m_rows))
     else:
-        c = plan.run(a2, out=c, schedule=g.options.get("schedule", "auto"))
-    return apply_epilogue_(c, *epi), lead, rps, dd
+        c = plan.run(a2, out=c, schedule=g.options.get("schedule", "auto"),
+                     m_rows=m_rows)
+    return (c if lib else apply_epilogue_(c, *epi)), lead, rps, dd
 
 
 def rs_plain(A, B, reduce_op, scatter_dim, group_name, bias=None,

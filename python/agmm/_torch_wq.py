@@ -24,10 +24,10 @@ a weight tensor B, and run agmm's own weight kernels (the "wq" engine).
             beside the fp ops' B^T (_torch_groups bwd_weights: at most
             PLAN_CACHE_SIZE entries; k * n * A's element size bytes per
             weight, made at the first backward that needs it).
-  tracing   none: the registered ops (torch.ops.agmm.*) take tensors, and
-            a QuantizedWeight is not one; under torch.compile, FakeTensor,
-            a dispatch mode or torch.jit tracing a call with one raises
-            agmm.Unsupported. Eager only.
+  tracing   under torch.compile, FakeTensor or a dispatch mode a call
+            runs torch.ops.agmm.*_wq (_torch_wq_ops: the weights by their
+            op_id, fake kernels for the shapes), forward only: an input
+            that needs a gradient there raises agmm.Unsupported.
 """
 import torch
 
@@ -39,10 +39,11 @@ from ._torch_epilogue import (activation_name, apply_epilogue, check_bias, defau
 from ._torch_epilogue import out_dtype as _out_dt
 from ._torch_fp import (_MAX_LEAD, _allgather_ints, _dim, _fp_tensor, _per_weight,
                         ag_agree, ag_run, ag_views, lib_epilogue, plan_op_available,
-                        reduce_agree, reduce_core, row_split)
+                        reduce_agree, reduce_core)
 from . import _lib
 from ._torch_groups import (_DT, PLAN_CACHE_SIZE, _cached_plan, _group, _reduce_plan,
-                            ag_key, as_rows, reduce_key)
+                            ag_key, as_rows, reduce_key, split_rows)
+from ._torch_plain import _reduce_args, rows_array, rows_hit
 
 
 def is_qweight(x):
@@ -50,15 +51,6 @@ def is_qweight(x):
 
 
 # ------------------------------------------------------------ checks
-def _eager(tensors, what):
-    """A QuantizedWeight runs on plain CPU tensors only (module doc)."""
-    if not plain_cpu(tensors):
-        raise Unsupported(
-            "%s: a QuantizedWeight runs eagerly only (plain CPU tensors; not "
-            "under torch.compile, FakeTensor, a dispatch mode or tracing: "
-            "torch.ops.agmm.* take tensors)" % what)
-
-
 def _check_a(A, what):
     if isinstance(A, torch.Tensor) and A.dtype == torch.int8:
         raise InvalidArgument(
@@ -131,7 +123,7 @@ class _AgMemo:
     version to compare), what they derived, and the shape all-gather's
     bytes with the plan entry they led to."""
     __slots__ = ("args", "refs", "st", "buf", "fixed", "key", "dims", "epi",
-                 "sched", "out", "raw", "entry", "m_rows", "rows_c", "M", "total")
+                 "sched", "out", "raw", "entry", "rows", "arrays")
 
 
 def _hashable(v):
@@ -199,7 +191,8 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
         mm.out = torch.float32 if lib is None else \
             {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[lib[1]]
         mm.sched = SCHEDULES.get(g.options.get("schedule", "auto"))
-        mm.raw = mm.entry = None
+        mm.raw = mm.entry = mm.rows = None
+        mm.arrays = {}
         if mm.args is not None:
             g.memo["ag-wq"] = mm
         m = mm
@@ -208,42 +201,49 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
         m_lib = m.key[-1]
     gd, k, ns, dtype, rest, fmt = m.dims
     a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
-    a2 = a.reshape(-1, k)
+    a2 = a if gd == 0 and not rest else a.reshape(-1, k)
     rows = int(a.shape[0])
     serial = g.lookup(m.key, Qs)
     raw = g.world.allgather_raw(m.st.pack(rows, *m.fixed, serial), m.buf)
-    e = m.entry
-    if raw == m.raw and e is not None and g.plans and g.plans[-1] is e:
-        plan = e.plan
-    else:
+    # The previous call's plan when only the rows changed (_torch_plain's
+    # reasoning, rows_hit) and they fit in it.
+    slices = rows_hit(g, m, raw, m.st.size, 0)
+    if slices is not None:
+        m_local = [s * m.fixed[0] for s in slices]
+        plan = m.entry.plan
+        if not any(m_local) or any(r > c for r, c in zip(m_local, plan.m_local)):
+            slices = None
+        else:
+            m_rows = None if m_local == plan.m_local else m_local
+    if slices is None:
         sz = m.st.size
         everyone = [m.st.unpack_from(raw, r * sz) for r in range(g.world.size)]
         mine = [rows] + m.fixed + [serial]
         wq = _agreed_format(g, [tuple(o[-5:-1]) for o in everyone], fmt, "Bs")
         ag_agree(g, everyone, mine)
-        m_local = [o[0] * m.fixed[0] for o in everyone]
+        slices = [o[0] for o in everyone]
+        m_local = [s * m.fixed[0] for s in slices]
         plan, m_rows = _cached_plan(g, [o[-1] for o in everyone], m_local, k, ns,
                                     dtype, Qs, key=m.key, epi=m_lib, wq=wq)
-        m.raw, m.entry, m.m_rows, m.M = raw, g.plans[-1], m_rows, sum(m_local)
-        m.rows_c = None if m_rows is None else \
-            (ctypes.c_int64 * len(m_rows))(*m_rows)
-        m.total = sum(o[0] for o in everyone)
+        m.raw, m.entry, m.rows = raw, g.plans[-1], slices
+    M, total = sum(m_local), sum(slices)
     if m.sched is not None and a2.numel() and a2.is_contiguous() and all(ns):
-        Cs = [torch.empty((m.M, ni), dtype=m.out) for ni in plan.c_cols]
-        A_g = torch.empty((m.M, k), dtype=a2.dtype) if return_A else None
-        if m.m_rows is None and A_g is None and len(Cs) == 1:
+        Cs = [torch.empty((M, ni), dtype=m.out) for ni in plan.c_cols]
+        A_g = torch.empty((M, k), dtype=a2.dtype) if return_A else None
+        if m_rows is None and A_g is None and len(Cs) == 1:
             plan._run_tensor(a2, Cs[0], m.sched)
         else:
-            plan._run_args_tensor(a2, Cs, m.sched, m.rows_c, A_g)
+            plan._run_args_tensor(a2, Cs, m.sched, None if m_rows is None
+                                  else rows_array(m.arrays, m_rows), A_g)
     else:
-        A_g, Cs = ag_run(g, plan, m.m_rows, a2, return_A)
+        A_g, Cs = ag_run(g, plan, m_rows, a2, return_A)
     if m.epi is not None:
         Cs = [apply_epilogue(c, b, a_, d) for c, b, a_, d in zip(Cs, *m.epi)]
     if gd == 0 and not rest:
         return A_g, Cs
-    lead = [m.total] + rest
-    return (ag_views(A_g, m.total, lead, gd) if return_A else None,
-            [ag_views(c, m.total, lead, gd) for c in Cs])
+    lead = [total] + rest
+    return (ag_views(A_g, total, lead, gd) if return_A else None,
+            [ag_views(c, total, lead, gd) for c in Cs])
 
 
 def _bwd_qweight(g, Qs, dt, cols=None):
@@ -310,7 +310,7 @@ class AllGatherMatmulQ(torch.autograd.Function):
                 else gzs[0].to(dt)
             gz = gz.contiguous()
             nsum = int(W.shape[0])
-            serial = g.lookup(reduce_key("gemm-rs", [int(gz.shape[0])], nsum,
+            serial = g.lookup(reduce_key("gemm-rs", (), nsum,
                                          int(W.shape[1]), _DT[dt][1]), [W])
             everyone = _allgather_ints(g.world, [ctx.rows, nsum, serial])
             dA = reduce_core(g, [o[2] for o in everyone], "gemm-rs", gz, W,
@@ -328,8 +328,12 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A=True,
     nw = len(Bs)
     biases = [bias] * nw if isinstance(bias, torch.Tensor) or bias is None \
         else list(bias)
+    if isinstance(A_shard, torch.Tensor) and not plain_cpu([A_shard] + biases):
+        # Traced (torch.compile, FakeTensor): the registered op
+        from ._torch_wq_ops import traced_ag
+        return traced_ag(A_shard, Bs, gather_dim, group_name, return_A, bias,
+                         activation, out_dtype)
     _check_a(A_shard, "A_shard")
-    _eager([A_shard] + biases, "Bs")
     need = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in [A_shard] + biases)
     if not need:
@@ -361,14 +365,16 @@ class _RedMemo:
     """This rank's previous reduce call of `op` with a QuantizedWeight in a
     group (as _AgMemo)."""
     __slots__ = ("args", "ref", "st", "buf", "fixed", "key", "dims", "sched",
-                 "raw", "entry", "split")
+                 "raw", "entry", "rows", "arrays")
 
 
 def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
                   activation=None, dtype=None):
     """_torch_fp.rs_kernel / ar_kernel with a QuantizedWeight Q (op
-    "gemm-rs": dim the scatter dimension; "gemm-ar": dim None). Repeated
-    calls skip the checks and the plan lookup as ag_kernel's do."""
+    "gemm-rs": dim the scatter dimension; "gemm-ar": dim None). The plan
+    takes its rows per call (_reduce_plan's per_call); repeated calls,
+    their rows changed or not, skip the checks and the plan lookup as
+    ag_kernel's do."""
     import ctypes
     import struct
     import weakref
@@ -376,7 +382,7 @@ def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
     g = _group(group_name)
     args = m = None
     if bias is None and isinstance(A, torch.Tensor):
-        args = (tuple(A.shape), A.dtype, dim, reduce_op, _hashable(activation), dtype)
+        args = _reduce_args(A, reduce_op, dim) + (_hashable(activation), dtype)
         m = g.memo.get(op + "-wq")
         if m is None or m.args != args or m.ref() is not Q:
             m = None
@@ -399,56 +405,76 @@ def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
         n = int(Q.n)
         check_bias(bias, n)
         lead = [int(d) for d in (A if dd == 0 else A.movedim(dd, 0)).shape[:-1]]
-        total = 1
-        for d in lead:
-            total *= d
         rps = 1
         for d in lead[1:]:
             rps *= d
         code, dtname = _DT[A.dtype]
         m = _RedMemo()
         m.args, m.ref = args, weakref.ref(Q)
-        m.key = reduce_key(op, [total], k_mine, n, dtname, ("wq",) + fmt)
-        # reduce_shapes' fields, then the format
-        m.fixed = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + \
+        # C in a 16-bit dtype without bias or activation: the plan's own
+        # rounding (apply_epilogue's values), no pass after the round.
+        lib = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dt) \
+            if bias is None and act is None else None
+        m.key = reduce_key(op, (), k_mine, n, dtname, ("wq",) + fmt) + \
+            ((lib,) if lib else ())
+        # reduce_shapes' fields but the rows (lead[0], set per call), then
+        # the format
+        m.fixed = lead[1:] + [0] * (_MAX_LEAD - len(lead)) + \
             [n, code, k_mine] + list(fmt)
-        m.st = struct.Struct("<%dq" % (len(m.fixed) + 1))
+        m.st = struct.Struct("<%dq" % (len(m.fixed) + 3))
         m.buf = ctypes.create_string_buffer(m.st.size * g.world.size)
-        m.dims = (dd, lead, rps, n, dtname, fmt, act, dt)
+        m.dims = (dd, len(lead), rps, n, dtname, fmt, act, dt, lib)
         m.sched = SCHEDULES.get(g.options.get("schedule", "auto")) if n else None
-        m.raw = m.entry = None
-        m.split = row_split(lead[0], g.world.size)
+        m.raw = m.entry = m.rows = None
+        m.arrays = {}
         if args is not None:
             g.memo[op + "-wq"] = m
-    dd, lead, rps, n, dtname, fmt, act, dt = m.dims
-    a2 = as_rows(A if dd == 0 else A.movedim(dd, 0))
-    mine = m.fixed + [g.lookup(m.key, [Q])]
+    dd, nlead, rps, n, dtname, fmt, act, dt, lib = m.dims
+    a = A if dd == 0 else A.movedim(dd, 0)
+    a2 = as_rows(a)
+    rows = int(a.shape[0])
+    lead = [rows] + list(a.shape[1:-1])
+    mine = [nlead, rows] + m.fixed + [g.lookup(m.key, [Q])]
     raw = g.world.allgather_raw(m.st.pack(*mine), m.buf)
-    e = m.entry
-    if raw == m.raw and e is not None and g.plans and g.plans[-1] is e:
-        plan = e.plan
-        c = torch.empty(plan.c_shape)
+    P = g.world.size
+    split = split_rows(rows, P)
+    m_local = [s * rps for s in split] if op == "gemm-rs" \
+        else split_rows(rows * rps, P)
+    everyone_rows = rows_hit(g, m, raw, m.st.size, 8)
+    plan = None
+    if everyone_rows is not None and rows * rps and \
+            all(r == rows for r in everyone_rows):
+        plan = m.entry.plan
+        if any(r > c for r, c in zip(m_local, plan.m_local)):
+            plan = None  # a larger plan: the full path
+    if plan is not None:
+        c = torch.empty((m_local[g.world.rank] if op == "gemm-rs" else rows * rps, n),
+                        dtype=dt if lib else torch.float32)
+        m_rows = None if m_local == plan.m_local else m_local
         if m.sched is not None and c.numel() and a2.numel() and a2.is_contiguous():
-            plan._run_tensor(a2, c, m.sched)
+            if m_rows is None:
+                plan._run_tensor(a2, c, m.sched)
+            else:
+                plan._run_args_tensor(a2, [c], m.sched, rows_array(m.arrays, m_rows))
         else:
-            c = plan.run(a2, out=c, schedule=g.options.get("schedule", "auto"))
+            c = plan.run(a2, out=c, schedule=g.options.get("schedule", "auto"),
+                         m_rows=m_rows)
     else:
         L = _MAX_LEAD + 3
         sz = m.st.size
-        everyone = [m.st.unpack_from(raw, r * sz) for r in range(g.world.size)]
+        everyone = [m.st.unpack_from(raw, r * sz) for r in range(P)]
         reduce_agree(g, everyone, mine, what)
         wq = _agreed_format(g, [tuple(o[L + 1:L + 5]) for o in everyone], fmt, "B")
-        P = g.world.size
-        m_local = [s * rps for s in m.split] if op == "gemm-rs" \
-            else row_split(lead[0] * rps, P)
-        plan = _reduce_plan(g, [o[-1] for o in everyone], op, m_local,
-                            [o[L] for o in everyone], Q, dtname, key=m.key, wq=wq)
-        m.raw, m.entry = raw, g.plans[-1]
-        c = plan.run(a2, schedule=g.options.get("schedule", "auto"))
-    c = apply_epilogue(c, bias, act, dt)
+        plan, m_rows = _reduce_plan(g, [o[-1] for o in everyone], op, m_local,
+                                    [o[L] for o in everyone], Q, dtname, key=m.key,
+                                    wq=wq, per_call=True, out=lib)
+        m.raw, m.entry, m.rows = raw, g.plans[-1], [o[1] for o in everyone]
+        c = plan.run(a2, schedule=g.options.get("schedule", "auto"), m_rows=m_rows)
+    if not lib:
+        c = apply_epilogue(c, bias, act, dt)
     if op == "gemm-ar":
         return c.view(lead + [n])
-    c = c.view([m.split[g.world.rank]] + lead[1:] + [n])
+    c = c.view([split[g.world.rank]] + lead[1:] + [n])
     return c if dd == 0 else c.movedim(0, dd)
 
 
@@ -509,8 +535,12 @@ def fused_matmul_reduce(op, what, A, B, reduce_op, dim, group_name, bias=None,
     """agmm.torch.fused_matmul_reduce_scatter (op "gemm-rs", dim the
     scatter dimension) or fused_matmul_all_reduce ("gemm-ar", dim None)
     with a QuantizedWeight B."""
+    if isinstance(A, torch.Tensor) and not plain_cpu([A, bias]):
+        # Traced (torch.compile, FakeTensor): the registered op
+        from ._torch_wq_ops import traced_reduce
+        return traced_reduce(op, A, B, reduce_op, dim, group_name, bias,
+                             activation, out_dtype)
     _check_a(A, "A")
-    _eager([A, bias], "B")
     if not (torch.is_grad_enabled() and
             any(t is not None and t.requires_grad for t in (A, bias))) \
             or reduce_op != "sum":

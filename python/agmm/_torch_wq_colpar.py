@@ -3,12 +3,16 @@
 engine) on this process's one-rank plan at every row count; the backward's
 dA all-reduced in one gemm-ar round against the dequantized weights, as
 for tensors. The checks, the format and the dequantized W^T are
-_torch_wq's (the fused ops' quantized path); eager only, as there.
+_torch_wq's (the fused ops' quantized path); traced, the forward is
+torch.ops.agmm.column_parallel_matmul_wq (_torch_wq_ops), as there.
 """
 import torch
 
+from ._lib import SCHEDULES
 from ._torch_groups import _DT, _group, as_rows
-from ._torch_wq import _bwd_qweight, _check_a, _check_weights, _eager
+from ._torch_plain import rows_array
+from ._torch_dispatch import plain_cpu
+from ._torch_wq import _bwd_qweight, _check_a, _check_weights
 
 # (ids of the QuantizedWeights, shape key) -> ([weak references], plan): a
 # plan lives as long as its weights do (closed at the next miss after one
@@ -16,6 +20,8 @@ from ._torch_wq import _bwd_qweight, _check_a, _check_weights, _eager
 # make a plan again (a bounded LRU would repack every weight on every call
 # once the layers outnumber it).
 _local_plans = {}
+_arrays = {}  # rows -> ctypes array (_torch_plain.rows_array)
+_FUSED = SCHEDULES["fused"]
 
 
 def _local_plan(m, k, Qs, dtname, fmt):
@@ -58,8 +64,11 @@ def _local(A, Qs, fmt):
     p = _local_plan(m, k, Qs, _DT[A.dtype][1], fmt)
     a2 = a2.contiguous()
     outs = [torch.empty((m, int(q.n)), dtype=A.dtype) for q in Qs]
-    p.run(a2, out=outs if len(outs) > 1 else outs[0], schedule="fused",
-          m_rows=[m])
+    if all(int(q.n) for q in Qs):  # the round straight (every tensor checked)
+        p._run_args_tensor(a2, outs, _FUSED, rows_array(_arrays, [m]))
+    else:
+        p.run(a2, out=outs if len(outs) > 1 else outs[0], schedule="fused",
+              m_rows=[m])
     return [c.view(lead + [int(q.n)]) for c, q in zip(outs, Qs)]
 
 
@@ -100,8 +109,11 @@ def column_parallel_matmul(A, Qs, group_name):
     forward local (agmm's weight kernels on a one-rank plan, at every row
     count), the backward's dA all-reduced as for tensors."""
     Qs = list(Qs)
+    if isinstance(A, torch.Tensor) and not plain_cpu([A]):
+        # Traced (torch.compile, FakeTensor): the registered op
+        from ._torch_wq_ops import traced_cp
+        return traced_cp(A, Qs, group_name)
     _check_a(A, "A")
-    _eager([A], "Bs")
     fmt = _check_weights(Qs, int(A.shape[-1]), "Bs", "A")
     if torch.is_grad_enabled() and A.requires_grad:
         return list(ColumnParallelMatmulQ.apply((group_name, tuple(Qs), fmt), A))

@@ -38,6 +38,8 @@ and zero 0. Every element's error is at most scale / 2 (plus the float32
 quotient's rounding). tests/python/test_qweight.py checks these bits
 against the C quantizer's (agmm_quantize_weight) on the same input.
 """
+import itertools
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -143,6 +145,21 @@ def unpack_int4(packed, k, signed):
 
 
 # ------------------------------------------------------------- the class
+_op_ids = itertools.count(1)
+_live = weakref.WeakValueDictionary()  # op_id -> the QuantizedWeight
+
+
+def by_op_id(op_id, what="weight"):
+    """The live QuantizedWeight whose op_id is `op_id` (torch.ops.agmm.*_wq
+    take weights by it); InvalidArgument naming `what` when there is none
+    (never made, or freed since the graph was traced)."""
+    q = _live.get(int(op_id))
+    if q is None:
+        raise InvalidArgument("%s: no live agmm.QuantizedWeight has op_id %d "
+                              "(freed since the call was traced?)" % (what, op_id))
+    return q
+
+
 class QuantizedWeight:
     """A weight W [k, n] quantized to `bits` (4 or 8) in agmm's plain
     layout (module doc): `q` (NumPy; int4 packed two per byte along k),
@@ -219,6 +236,10 @@ class QuantizedWeight:
         self.bits, self.group_size, self.k, self.n = bits, g, k, n
         self.symmetric = symmetric
         self.q, self.scales, self.zeros = q, scales, zeros
+        # The number that stands for this object in torch.ops.agmm.*_wq
+        # calls (traced graphs: _torch_wq_ops), unique in the process.
+        self.op_id = next(_op_ids)
+        _live[self.op_id] = self
 
     # -- views
     @property

@@ -87,7 +87,9 @@ _torch_symm (agmm's CPU kernels under torch.ops.symm_mem.*, torch 2.6).
 An agmm.QuantizedWeight (int4/int8, grouped scales) may stand for any
 weight of the three fp ops (the all-gather op: every weight of the call,
 one format): agmm's weight kernels, the input's and bias's gradients from
-the dequantized weight, none for the weight; eager only (_torch_wq).
+the dequantized weight, none for the weight (_torch_wq); under tracing
+(torch.compile, FakeTensor) the forward is torch.ops.agmm.*_wq, which
+take the weights by their op_id and have fake kernels (_torch_wq_ops).
 
 column_parallel_matmul(A, Bs, group_name=None) -> [A @ B_i] is plain
 tensor parallelism's column-parallel GEMMs on an input every rank holds

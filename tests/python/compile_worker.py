@@ -5,7 +5,9 @@ fused_matmul_all_reduce), forward (no grad) and forward + backward, with
 the backends named, against the same module run eagerly. Asserts: no
 graph break (fullgraph, and Dynamo's graph-break counter stays 0), agmm's
 ops in Dynamo's graph as torch.ops.agmm.* calls, outputs and gradients
-equal to eager's within bf16 rounding, no plan made after the first call. Prints "RANK r OK".
+equal to eager's within bf16 rounding, no plan made after the first call;
+the forward with int4 QuantizedWeights too (torch.ops.agmm.*_wq in the
+graph). Prints "RANK r OK".
 """
 import json
 import os
@@ -43,7 +45,7 @@ def recording(backend):
     return compile_fn, seen
 
 
-def case(world, mode, backend, grad, h, i, m):
+def case(world, mode, backend, grad, h, i, m, weights="dense"):
     from torch._dynamo.utils import counters
     P, me = world.size, world.rank
     dt = torch.bfloat16
@@ -66,8 +68,9 @@ def case(world, mode, backend, grad, h, i, m):
         out.backward(gy)
         return out, x.grad, [p.grad for p in module.parameters()]
 
-    eager = TPMLP(h, i, me, P, mode=mode, dtype=dt, full=full)
-    compiled_mod = TPMLP(h, i, me, P, mode=mode, dtype=dt, full=full)
+    eager = TPMLP(h, i, me, P, mode=mode, dtype=dt, full=full, weights=weights)
+    compiled_mod = TPMLP(h, i, me, P, mode=mode, dtype=dt, full=full,
+                         weights=weights)
     torch._dynamo.reset()
     counters.clear()
     fn, seen = recording(backend)
@@ -88,8 +91,11 @@ def case(world, mode, backend, grad, h, i, m):
     assert breaks == 0, (mode, backend, dict(counters["graph_break"]))
     ops = {"sp": ["agmm.fused_all_gather_matmul", "agmm.fused_matmul_reduce_scatter"],
            "tp": ["agmm.column_parallel_matmul", "agmm.fused_matmul_all_reduce"]}[mode]
+    # QuantizedWeights: the ops that take them by op_id (_torch_wq_ops)
+    wq = "_wq" if weights != "dense" else ""
     for op in ops:
-        assert any(op in s for s in seen), (mode, backend, op, seen)
+        assert any(s.startswith(op + wq + ".") or s == op + wq for s in seen), \
+            (mode, backend, op + wq, seen)
     tol = 2e-2  # bf16: a few roundings of the same sums
     assert got[0].dtype == want[0].dtype == dt, (got[0].dtype, want[0].dtype)
     errs = {"out": err(got[0], want[0])}
@@ -97,7 +103,8 @@ def case(world, mode, backend, grad, h, i, m):
         errs["d x"] = err(got[1], want[1])
         for name, a, b in zip(["d w_gate", "d w_up", "d w_down"], got[2], want[2]):
             errs[name] = err(a, b)
-    print("rank %d %s %s %s: %s" % (me, mode, backend, "fwd+bwd" if grad else "fwd",
+    print("rank %d %s %s %s %s: %s" % (me, mode, weights, backend,
+                                       "fwd+bwd" if grad else "fwd",
                                     ", ".join("%s %.2g" % kv for kv in errs.items())),
           flush=True)
     bad = {k: v for k, v in errs.items() if not v <= tol}
@@ -113,6 +120,9 @@ def main():
             for mode in ("sp", "tp"):
                 for grad in (False, True):
                     case(world, mode, backend, grad, args["h"], args["i"], args["m"])
+                # int4 QuantizedWeights: the forward (inference) traced
+                case(world, mode, backend, False, args["h"], args["i"], args["m"],
+                     weights="int4")
         at.unregister_group("tp")
         print("RANK %d OK" % world.rank, flush=True)
 

@@ -1,7 +1,8 @@
 """torch.compile(fullgraph=True) of examples/tp_mlp.py's MLP at 2 ranks
 (compile_worker.py): both forms, forward and forward + backward, backends
 aot_eager and inductor, no graph break, agmm's ops in the graph, equal to
-eager within bf16 rounding. Registered by tests/CMakeLists.txt only where
+eager within bf16 rounding; the forward with int4 QuantizedWeights too
+(torch.ops.agmm.*_wq, fake kernels). Registered by tests/CMakeLists.txt only where
 the interpreter's torch has torch.compile (torch >= 2): Debian 13's 2.6.
 """
 import os

@@ -61,6 +61,17 @@ def test_training_steps_keep_their_plans(nranks, dtype):
               timeout=240, worker=WORKER)
 
 
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_decode_rows_change_every_call(nranks):
+    """A decode step's calls, their rows changing every call, through the
+    three fused ops with bf16 tensors (the kernels' bits) and int4
+    QuantizedWeights (the dequantized product): no plan is made once one
+    holds the largest rows, and disagreeing rows still raise on every
+    rank."""
+    assert HAS_AR, "agmm.torch.plan_op_available('gemm-ar') is False"
+    run_world(nranks, "decode", {}, timeout=240, worker=WORKER)
+
+
 @pytest.mark.parametrize("nranks,dtype", [(2, "bf16"), (3, "fp32")])
 def test_plain_calls_match_the_kernels(nranks, dtype):
     """agmm.torch's plain calls (no grad, no epilogue: _torch_plain.py) give

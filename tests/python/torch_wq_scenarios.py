@@ -218,16 +218,43 @@ def _refusals(world):
              agmm.InvalidArgument, "Bs[1]", "tensor")
     _refused(lambda: at.column_parallel_matmul(a[:, :64], [q], group_name="tp"),
              agmm.InvalidArgument, "Bs[0]", "k 80", "64")
-    # under FakeTensor (tracing): eager only, said in one line
+    # Traced (FakeTensor): torch.ops.agmm.*_wq's fake kernels give the
+    # shapes and dtypes, no communication; an input that needs a gradient
+    # is refused in one line (the gradient is eager's).
     try:
         from torch._subclasses.fake_tensor import FakeTensorMode
     except ImportError:
         FakeTensorMode = None
+    P = world.size
     if FakeTensorMode is not None:
-        with FakeTensorMode():
-            fa = torch.empty(3, 80, dtype=torch.bfloat16)
-            _refused(lambda: ag(fa, [q], group_name="tp"), agmm.Unsupported,
-                     "QuantizedWeight", "eagerly")
+        a_grad = a.clone().requires_grad_(True)
+        with FakeTensorMode() as mode:
+            fa = mode.from_tensor(a)
+            A_g, (c,) = ag(fa, [q], group_name="tp", activation="silu")
+            assert list(A_g.shape) == [3 * P, 80] and list(c.shape) == [3 * P, 24] \
+                and c.dtype == torch.bfloat16, (A_g.shape, c.shape, c.dtype)
+            fr = mode.from_tensor(_acts(2, 2 * P + 1, 64, torch.float32))
+            c = at.fused_matmul_reduce_scatter(fr, qr, group_name="tp",
+                                               out_dtype=torch.bfloat16)
+            rows = 2 + (1 if me == 0 else 0)  # 2P + 1 rows split: rank 0 one more
+            assert list(c.shape) == [rows, 24] and c.dtype == torch.bfloat16, \
+                (c.shape, c.dtype)
+            c = at.fused_matmul_all_reduce(fr, qr, group_name="tp")
+            assert list(c.shape) == [2 * P + 1, 24] and c.dtype == torch.float32
+            cs = at.column_parallel_matmul(fa, [q, q], group_name="tp")
+            assert [list(x.shape) for x in cs] == [[3, 24]] * 2
+            fg = mode.from_tensor(a_grad)
+            _refused(lambda: ag(fg, [q], group_name="tp"), agmm.Unsupported,
+                     "QuantizedWeight", "gradient")
+    # The traced graph's op on real tensors: the eager call's values.
+    _, (want,) = ag(a, [q], group_name="tp", return_A=False)
+    _, (got,) = torch.ops.agmm.fused_all_gather_matmul_wq(a, [q.op_id], 0, "tp",
+                                                          return_A=False)
+    assert torch.equal(got, want), "fused_all_gather_matmul_wq vs eager"
+    got = torch.ops.agmm.column_parallel_matmul_wq(a, [q.op_id], "tp")[0]
+    assert torch.equal(got, at.column_parallel_matmul(a, [q], group_name="tp")[0])
+    _refused(lambda: torch.ops.agmm.column_parallel_matmul_wq(a, [10 ** 9], "tp"),
+             agmm.InvalidArgument, "Bs[0]", "op_id")
 
 
 def _caching(world):

@@ -533,7 +533,98 @@ def scenario_plain(world, args):
         at.unregister_group("tp")
 
 
-SCENARIOS = {"grads": scenario_grads, "trace": scenario_trace,
+def scenario_decode(world, args):
+    """A decode step's calls (issue 48): rows that change every call (the
+    same sequence on every rank, uneven shards for the all-gather) through
+    the three fused ops, bf16 tensors bit for bit against the CPU kernels
+    and int4 QuantizedWeights against the dequantized product; once each
+    op's plan holds the largest rows, no call makes or looks up a plan
+    (the reduce ops take their rows per call, as the all-gather does); a
+    rank whose rows disagree after the fast path's hits raises
+    InvalidArgument on every rank, and the next call works."""
+    import random
+    from agmm import _torch_fp as F
+    from agmm import _torch_groups as TG
+    P, me = world.size, world.rank
+    dt = torch.bfloat16
+    at.register_group("tp", world, schedule="baseline")
+    made = [0]
+    real_make = TG._Group.make
+
+    def counted(self, *a, **kw):
+        made[0] += 1
+        return real_make(self, *a, **kw)
+    TG._Group.make = counted
+    try:
+        k, n, hi = 64, 32, 9
+        kr = 32  # each rank's k of the reduce ops
+        Wag = rnd(7, (k, n), dt)
+        Wred = rnd(8 + me, (kr, n), dt)
+        Qag = agmm.quantize_weight(Wag.float(), bits=4, group_size=32)
+        Qred = agmm.quantize_weight(Wred.float(), bits=4, group_size=32)
+        seq = [hi] + [random.Random(3).randint(1, hi) for _ in range(24)]
+        for W, quant in ((Wag, False), (Qag, True)):
+            for i, rows in enumerate(seq):
+                A = rnd(100 + i * P + me, (rows + me, k), dt)
+                _, (got,) = at.fused_all_gather_matmul(A, [W], group_name="tp",
+                                                       return_A=False)
+                if quant:  # every rank's A, made here as its rank made it
+                    full = torch.cat([rnd(100 + i * P + r, (rows + r, k), dt)
+                                      for r in range(P)], 0).float()
+                    want = full @ torch.from_numpy(Qag.dequantize())
+                    close(got.float(), want, 2e-2, "ag int4 rows %d" % rows)
+                else:
+                    _, (want,) = F.ag_kernel(A, [W], 0, "tp", False)
+                    assert torch.equal(got, want), "ag rows %d" % rows
+                if i == 0:
+                    before = made[0]
+            assert made[0] == before, \
+                "ag (%s): %d plans made for rows within the first call's" \
+                % ("int4" if quant else "bf16", made[0] - before)
+        for op, fn, kern in (("rs", at.fused_matmul_reduce_scatter, F.rs_kernel),
+                             ("ar", at.fused_matmul_all_reduce, F.ar_kernel)):
+            for W, quant in ((Wred, False), (Qred, True)):
+                for i, rows in enumerate(seq):
+                    A = rnd(200 + i * P + me, (P * rows, kr), dt)
+                    got = fn(A, W, group_name="tp")
+                    if quant:  # every rank's product, made here
+                        full = sum(
+                            rnd(200 + i * P + r, (P * rows, kr), dt).float() @
+                            torch.from_numpy(agmm.quantize_weight(
+                                rnd(8 + r, (kr, n), dt).float(), bits=4,
+                                group_size=32).dequantize())
+                            for r in range(P))
+                        if op == "rs":
+                            full = full[me * rows:(me + 1) * rows]
+                        close(got.float(), full, 2e-2, "%s int4 rows %d" % (op, rows))
+                    else:
+                        want = kern(A, W, "sum", 0, "tp") if op == "rs" else \
+                            kern(A, W, "sum", "tp")
+                        assert got.dtype == dt and torch.equal(got, want), \
+                            "%s rows %d" % (op, rows)
+                    if i == 0:
+                        before = made[0]
+                made_now = made[0] - before
+                # (the kernels' own float32 plan is another key: made once)
+                assert made_now <= (0 if quant else 1), \
+                    "%s (%s): %d plans made for rows within the first call's" \
+                    % (op, "int4" if quant else "bf16", made_now)
+                # A rank with other rows after the hits: every rank raises.
+                A = rnd(300 + me, (P * (2 + (me == P - 1)), kr), dt)
+                try:
+                    fn(A, W, group_name="tp")
+                    raise AssertionError("%s: disagreeing rows passed" % op)
+                except agmm.InvalidArgument as e:
+                    assert "ranks must agree" in str(e), str(e)
+                A = rnd(301 + me, (P * 2, kr), dt)
+                got = fn(A, W, group_name="tp")
+                assert got.shape[0] == (2 if op == "rs" else 2 * P), got.shape
+    finally:
+        TG._Group.make = real_make
+        at.unregister_group("tp")
+
+
+SCENARIOS = {"grads": scenario_grads, "trace": scenario_trace, "decode": scenario_decode,
              "steps": scenario_steps, "plain": scenario_plain}
 
 
