@@ -275,6 +275,15 @@ static void dot_cases(void)
                              n, 0, id);
                     weight_free(&w);
                 }
+    /* More than 8 rows convert quads into a buffer 32 quads at a time: a
+     * group of 75 quads (k 300 as one group) spans three chunks, the
+     * last odd; run_case's scratch of 3 rows gives the same bits. */
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int sym = 0; sym < 2; sym++) {
+            weight_t w = random_weight(300, 33, bits, sym, 0, 0, ++id);
+            run_case(&w, 17, AGMM_DTYPE_BF16, AGMM_DTYPE_FP32, 0, 33, 0, id);
+            weight_free(&w);
+        }
 }
 
 /* bf16 A with subnormal values: VDPBF16PS would read them as 0, so the

@@ -35,7 +35,7 @@
 
 #define AGMM_WQ_NP     16 /* columns per panel */
 #define AGMM_WQ_RB     4  /* rows a kernel call does at most */
-#define AGMM_WQ_RB_DOT 4  /* rows the bf16 dot kernel's call does at most */
+#define AGMM_WQ_RB_DOT 32 /* rows the bf16 dot kernel's call does at most */
 
 struct agmm_wq {
     int64_t k, n, group; /* group: the effective G (k when 0 was given) */
