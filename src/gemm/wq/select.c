@@ -9,7 +9,7 @@
  * so each call streams it from L3; from DRAM both kernels would wait on
  * the same bytes, so the one with fewer instructions is never the worse
  * there), bf16 A of 1, 2, 4 and 8 rows, each kernel once to warm up then
- * REPS times, interleaved, this thread's CPU time (as bench/wq_decode.c
+ * SEL_REPS (2) times, interleaved, this thread's CPU time (as bench/wq_decode.c
  * and the DRAM probe time themselves: another process on the core does
  * not count), the minimum kept.
  *
@@ -19,7 +19,7 @@
  * times is the smaller. A row count's estimate is the measured time of
  * the next measured count (3 rows: 4's; 5..7: 8's), above 8 rows 8's
  * scaled by rows / 8 (both kernels are then bound by their instructions,
- * and scale alike). About 20-30 ms per bits on this shared machine
+ * and scale alike). About 4-6 ms per bits on this shared machine
  * (agmm_wq_select_info reports it): paid once per process, by the first
  * plan with a weight of those bits and bf16 A.
  *
@@ -34,7 +34,7 @@
 #define SEL_K    2048
 #define SEL_N    1024
 #define SEL_G    128
-#define SEL_REPS 3
+#define SEL_REPS 2
 
 static const int64_t sel_rows[AGMM_WQ_SELECT_ROWS] = {1, 2, 4, 8};
 
