@@ -160,6 +160,12 @@ static void test_rule(void)
         {AGMM_DTYPE_BF16, (agmm_gemm_path_t)9, "amx", AGMM_PEAK_AMX_BF16,
          AGMM_PEAK_K_NONE},
     };
+    /* the opt-in W4A8 weight kernel multiplies int8 with VPDPBUSD */
+    if (agmm_peak_kernel_available(AGMM_PEAK_K_VNNI_ZMM))
+        CHECK(agmm_peak_kernel_for(AGMM_DTYPE_BF16, AGMM_GEMM_PATH_NATIVE,
+                                   "wq:avx512vnni int4 g128 sym",
+                                   AGMM_PEAK_AMX_BF16) == AGMM_PEAK_K_VNNI_ZMM,
+              "wq:avx512vnni: not VPDPBUSD");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         agmm_peak_kernel_t got = agmm_peak_kernel_for(
             cases[i].dt, cases[i].path, cases[i].impl, cases[i].isa);

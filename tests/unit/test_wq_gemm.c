@@ -136,7 +136,9 @@ static void run_case(const weight_t *wt, int64_t m, agmm_dtype_t adt,
     agmm_wq_ref(d, m, ax, lda, ref, bnd, ldc, cdt == AGMM_DTYPE_BF16);
     float *c = malloc(sizeof(float) * (size_t)(m * ldc + 1));
     for (int kind = 0; kind < AGMM_WQ_KERNEL_COUNT; kind++) {
-        if (!agmm_wq_kernel_supported((agmm_wq_kernel_t)kind)) continue;
+        if (!agmm_wq_kernel_supported((agmm_wq_kernel_t)kind) ||
+            kind == AGMM_WQ_KERNEL_AVX512_VNNI) /* W4A8: vnni_case */
+            continue;
         const char *name = agmm_wq_kernel_kind_name((agmm_wq_kernel_t)kind);
         for (int64_t i = 0; i < m * ldc; i++) {
             if (cdt == AGMM_DTYPE_FP32)
@@ -323,6 +325,87 @@ static void dot_subnormal_case(void)
     weight_free(&wt);
 }
 
+/* The opt-in W4A8 kernel: A quantized per row as the kernel does (sa =
+ * max |a| / 127, a / sa rounded to nearest even), the oracle run on those
+ * integers, times sa; within the oracle's bound times sa and one more
+ * rounding (the final product by sa). */
+static void vnni_case(const weight_t *wt, int64_t m, agmm_dtype_t adt, int id)
+{
+    const agmm_wq_desc_t *d = &wt->d;
+    int64_t k = d->k, n = d->n, lda = k + 3, ldc = n + 2;
+    agmm_wq_t *w = NULL;
+    CHECK(agmm_wq_pack(d, &w) == AGMM_OK, "pack");
+    float *ax = malloc(sizeof(float) * (size_t)(m * lda + 1));
+    float *aq = malloc(sizeof(float) * (size_t)(m * lda + 1));
+    float *sa = malloc(sizeof(float) * (size_t)(m + 1));
+    void *a = make_a(adt, m, k, lda, 0, id, ax);
+    for (int64_t i = 0; i < m; i++) {
+        float amax = 0;
+        for (int64_t kk = 0; kk < k; kk++)
+            amax =
+                fabsf(ax[i * lda + kk]) > amax ? fabsf(ax[i * lda + kk]) : amax;
+        sa[i] = amax > 0 ? amax / 127.0f : 1.0f;
+        for (int64_t kk = 0; kk < lda; kk++) {
+            float q = nearbyintf(ax[i * lda + kk] / sa[i]);
+            aq[i * lda + kk] = q > 127 ? 127 : q < -127 ? -127 : q;
+        }
+    }
+    double *ref = malloc(sizeof(double) * (size_t)(m * ldc + 1));
+    double *bnd = malloc(sizeof(double) * (size_t)(m * ldc + 1));
+    agmm_wq_ref(d, m, aq, lda, ref, bnd, ldc, 0);
+    float *c = malloc(sizeof(float) * (size_t)(m * ldc + 1));
+    CHECK(agmm_wq_gemm_with(AGMM_WQ_KERNEL_AVX512_VNNI, w, m, a, adt, lda, c,
+                            AGMM_DTYPE_FP32, ldc, 0, n) == AGMM_OK,
+          "vnni gemm");
+    int64_t bad = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double want = ref[i * ldc + j] * sa[i];
+            double tol = bnd[i * ldc + j] * sa[i] + 0x1p-23 * fabs(want);
+            if (!(fabs(c[i * ldc + j] - want) <= tol) && bad++ < 3)
+                CHECK(0,
+                      "vnni bits %d sym %d G %lld k %lld m %lld a %s: "
+                      "C[%lld][%lld] = %.9g, want %.9g (bound %.3g)",
+                      d->bits, d->symmetric, (long long)d->group, (long long)k,
+                      (long long)m, agmm_dtype_name(adt), (long long)i,
+                      (long long)j, (double)c[i * ldc + j], want, tol);
+        }
+    CHECK(bad == 0, "vnni: %lld wrong elements", (long long)bad);
+    free(c);
+    free(ref);
+    free(bnd);
+    free(a);
+    free(ax);
+    free(aq);
+    free(sa);
+    agmm_wq_free(w);
+}
+
+static void vnni_cases(void)
+{
+    if (!agmm_wq_kernel_supported(AGMM_WQ_KERNEL_AVX512_VNNI)) return;
+    static const int64_t ks[] = {7, 100, 129, 300};
+    static const int64_t ms[] = {1, 3, 8, 9, 17, 33};
+    static const int64_t gs[] = {0, 32, 128};
+    static const agmm_dtype_t adts[] = {AGMM_DTYPE_FP32, AGMM_DTYPE_BF16,
+                                        AGMM_DTYPE_FP16};
+    int id = 9000;
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+        for (int bits = 4; bits <= 8; bits += 4)
+            for (int sym = 0; sym < 2; sym++)
+                for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++) {
+                    id++;
+                    weight_t w = random_weight(ks[ki], id % 2 ? 33 : 16, bits,
+                                               sym, gs[gi], 0, id);
+                    vnni_case(&w, ms[id % 6], adts[id % 3], id);
+                    weight_free(&w);
+                }
+    /* never chosen unless named */
+    CHECK(agmm_wq_kernel() != AGMM_WQ_KERNEL_AVX512_VNNI ||
+              getenv("AGMM_WQ_KERNEL"),
+          "avx512vnni chosen by default");
+}
+
 /* agmm_wq_kernel_for against the measurement it follows. */
 static void selection(void)
 {
@@ -489,6 +572,7 @@ int main(int argc, char **argv)
     random_cases();
     dot_cases();
     dot_subnormal_case();
+    vnni_cases();
     selection();
     refusals();
     CHECK_DONE("test_wq_gemm");

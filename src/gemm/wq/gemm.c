@@ -8,6 +8,7 @@
  * decode case), for each panel of 16 columns in [n0, n1), for each block
  * of up to 4 rows, the kernel: the panel is streamed from DRAM by the
  * first block and re-read from L1/L2 by the others. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #if defined(__x86_64__)
@@ -21,8 +22,8 @@
 
 #define CHUNK_ROWS 32
 
-static const char *const names[AGMM_WQ_KERNEL_COUNT] = {"portable", "avx2",
-                                                        "avx512", "avx512bf16"};
+static const char *const names[AGMM_WQ_KERNEL_COUNT] = {
+    "portable", "avx2", "avx512", "avx512bf16", "avx512vnni"};
 
 #if defined(__x86_64__)
 /* AVX512_BF16: cpuid leaf 7, subleaf 1, EAX bit 5. */
@@ -57,6 +58,12 @@ int agmm_wq_kernel_supported(agmm_wq_kernel_t kind)
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw") && cpu_has_avx512bf16();
+    case AGMM_WQ_KERNEL_AVX512_VNNI:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vnni") &&
+               __builtin_cpu_supports("avx512vbmi");
 #endif
     default:
         return 0;
@@ -69,7 +76,8 @@ static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
 static void choose(void)
 {
-    for (int k = AGMM_WQ_KERNEL_COUNT - 1; k >= 0; k--)
+    /* avx512vnni (W4A8) changes results: only when named */
+    for (int k = AGMM_WQ_KERNEL_AVX512_BF16; k >= 0; k--)
         if (agmm_wq_kernel_supported((agmm_wq_kernel_t)k)) {
             chosen = (agmm_wq_kernel_t)k;
             break;
@@ -87,8 +95,8 @@ static void choose(void)
                           env, names[chosen]);
             return;
         }
-    agmm_warn("AGMM_WQ_KERNEL=%s: not portable, avx2, avx512 or avx512bf16, "
-              "using %s",
+    agmm_warn("AGMM_WQ_KERNEL=%s: not portable, avx2, avx512, avx512bf16 or "
+              "avx512vnni, using %s",
               env, names[chosen]);
 }
 
@@ -236,7 +244,8 @@ static size_t rows_bytes(int64_t chunk, int64_t kp)
 }
 static size_t sums_bytes(int64_t chunk, int64_t ng)
 {
-    return ((size_t)chunk * (size_t)ng * sizeof(float) + 63) / 64 * 64;
+    /* + one float a row: the W4A8 kernel's row scales */
+    return ((size_t)chunk * (size_t)(ng + 1) * sizeof(float) + 63) / 64 * 64;
 }
 
 size_t agmm_wq_scratch_bytes(int64_t k, int64_t group, int64_t rows)
@@ -245,6 +254,35 @@ size_t agmm_wq_scratch_bytes(int64_t k, int64_t group, int64_t rows)
     int64_t g = group > 0 ? group : k, ng = (k + g - 1) / g;
     int64_t chunk = rows < CHUNK_ROWS ? rows : CHUNK_ROWS;
     return rows_bytes(chunk, ng * ((g + 3) / 4) * 4) + sums_bytes(chunk, ng);
+}
+
+/* The W4A8 kernel's rows (opt-in, kern_avx512vnni.c): the fp32 rows
+ * load_rows wrote, quantized in place to int8 (row r's bytes at r x kp,
+ * over fp32 rows already read), sa[r] = max |a| / 127 (1 for a zero
+ * row), a_q = a / sa rounded to nearest even (within -127..127), and
+ * asum[r][g] replaced by the group's sum of a_q (exact). */
+static void quantize_rows(const agmm_wq_t *w, int rows, float *as, int64_t kp,
+                          float *asum, float *sa)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *src = as + r * kp;
+        float amax = 0;
+        for (int64_t i = 0; i < kp; i++)
+            amax = fabsf(src[i]) > amax ? fabsf(src[i]) : amax;
+        float s = amax > 0 ? amax / 127.0f : 1.0f;
+        sa[r] = s;
+        int8_t *dst = (int8_t *)(void *)as + r * kp;
+        for (int64_t g = 0; g < w->ng; g++) {
+            float sum = 0;
+            for (int64_t i = g * w->gq * 4; i < (g + 1) * w->gq * 4; i++) {
+                float q = nearbyintf(src[i] / s);
+                q = q > 127 ? 127 : q < -127 ? -127 : q;
+                dst[i] = (int8_t)q; /* byte i <= float i: already read */
+                sum += q;
+            }
+            asum[r * w->ng + g] = sum;
+        }
+    }
 }
 
 /* Columns [n0, n1) of `rows` rows (C's from r0) loaded in the scratch
@@ -256,9 +294,13 @@ static void panels(const agmm_wq_t *w, agmm_wq_panel_fn fn, int dot, int rows,
                    agmm_dtype_t c_dtype, int64_t ldc, int64_t r0, int64_t n0,
                    int64_t n1)
 {
+    const float *sa = NULL; /* dot == 2: the W4A8 kernel, sa after asum */
+    if (dot == 2) sa = asum + rows * w->ng;
     float out[AGMM_WQ_RB_DOT > AGMM_WQ_RB ? AGMM_WQ_RB_DOT * AGMM_WQ_NP
                                           : AGMM_WQ_RB * AGMM_WQ_NP];
-    int rb_rows = dot ? AGMM_WQ_RB_DOT : AGMM_WQ_RB;
+    int rb_rows = dot == 2 ? AGMM_WQ_RB_VNNI
+                  : dot    ? AGMM_WQ_RB_DOT
+                           : AGMM_WQ_RB;
     for (int64_t p = n0 / AGMM_WQ_NP; p * AGMM_WQ_NP < n1; p++) {
         const uint8_t *panel = w->data + (size_t)p * w->panel_bytes;
         int64_t j0 = p * AGMM_WQ_NP;
@@ -267,7 +309,11 @@ static void panels(const agmm_wq_t *w, agmm_wq_panel_fn fn, int dot, int rows,
         for (int rb = 0; rb < rows; rb += rb_rows) {
             int nr = rows - rb < rb_rows ? rows - rb : rb_rows;
 #if defined(__x86_64__)
-            if (dot)
+            if (dot == 2)
+                agmm_wq_panel_avx512vnni(
+                    w, panel, nr, (const int8_t *)(const void *)as + rb * kp,
+                    kp, asum + rb * w->ng, sa + rb, out);
+            else if (dot)
                 agmm_wq_panel_avx512bf16(
                     w, panel, nr, (const uint16_t *)(const void *)as + rb * kp,
                     kp, asum + rb * w->ng, out);
@@ -296,9 +342,11 @@ static agmm_status_t gemm_run(agmm_wq_kernel_t kind, const agmm_wq_t *w,
                               : "(invalid)");
     if (m == 0 || n0 == n1) return AGMM_OK;
     agmm_wq_panel_fn fn = panel_fn(kind);
-    int dot = 0; /* the dot kernel (else fn) */
+    int dot = 0;  /* the dot kernel (else fn) */
+    int vnni = 0; /* the W4A8 kernel */
 #if defined(__x86_64__)
     dot = kind == AGMM_WQ_KERNEL_AVX512_BF16 && a_dtype == AGMM_DTYPE_BF16;
+    vnni = kind == AGMM_WQ_KERNEL_AVX512_VNNI;
 #endif
     int64_t kp = w->ng * w->gq * 4;
     int64_t most = scratch ? srows : m; /* rows the scratch holds */
@@ -321,7 +369,11 @@ static agmm_status_t gemm_run(agmm_wq_kernel_t kind, const agmm_wq_t *w,
     }
     for (int64_t r0 = 0; r0 < m; r0 += chunk) {
         int rows = m - r0 < chunk ? (int)(m - r0) : chunk;
-        if (!dot) {
+        if (vnni) {
+            load_rows(w, a, a_dtype, lda, r0, rows, as, kp, asum);
+            quantize_rows(w, rows, as, kp, asum, asum + rows * w->ng);
+            panels(w, fn, 2, rows, as, kp, asum, c, c_dtype, ldc, r0, n0, n1);
+        } else if (!dot) {
             load_rows(w, a, a_dtype, lda, r0, rows, as, kp, asum);
             panels(w, fn, 0, rows, as, kp, asum, c, c_dtype, ldc, r0, n0, n1);
         } else if (!load_rows_bf16(w, a, lda, r0, rows, (uint16_t *)(void *)as,

@@ -117,17 +117,23 @@ typedef enum agmm_wq_kernel {
     /* AVX-512 BF16 (VDPBF16PS) for bf16 A; fp32 / fp16 A (and a chunk of
      * rows with a subnormal value) run AVX512's FMA kernel */
     AGMM_WQ_KERNEL_AVX512_BF16 = 3,
+    /* opt-in only (never chosen unless named: it changes results): W4A8,
+     * A quantized per row to int8 (scale max |a| / 127, round to nearest
+     * even), VPDPBUSD (AVX512_VNNI, and VBMI); any A dtype */
+    AGMM_WQ_KERNEL_AVX512_VNNI = 4,
     AGMM_WQ_KERNEL_COUNT
 } agmm_wq_kernel_t;
 
 /* Can this CPU run the variant? (The portable one always.) */
 int agmm_wq_kernel_supported(agmm_wq_kernel_t kind);
 /* The variant set for calls: AGMM_WQ_KERNEL (portable, avx2, avx512,
- * avx512bf16) when set and supported, else the best this CPU runs; chosen
+ * avx512bf16, avx512vnni) when set and supported, else the best this CPU
+ * runs of the first four (avx512vnni only when named); chosen
  * at the first call (an unknown or unsupported name is warned about once
- * and ignored). */
+ * and ignored). avx512vnni, when named, runs every call whatever A's dtype
+ * (W4A8: results within A's int8 quantization, not wq_ref.h's bound). */
 agmm_wq_kernel_t agmm_wq_kernel(void);
-/* Its name: "portable", "avx2", "avx512" or "avx512bf16". */
+/* Its name: "portable", "avx2", "avx512", "avx512bf16" or "avx512vnni". */
 const char *agmm_wq_kernel_name(void);
 /* The variant calls of these row counts of A (a_dtype) on a weight of
  * `bits` run: agmm_wq_kernel(), but when that is avx512bf16 (the dot

@@ -33,9 +33,10 @@
 
 #include "gemm/wq/wq.h"
 
-#define AGMM_WQ_NP     16 /* columns per panel */
-#define AGMM_WQ_RB     4  /* rows a kernel call does at most */
-#define AGMM_WQ_RB_DOT 32 /* rows the bf16 dot kernel's call does at most */
+#define AGMM_WQ_NP      16 /* columns per panel */
+#define AGMM_WQ_RB      4  /* rows a kernel call does at most */
+#define AGMM_WQ_RB_DOT  32 /* rows the bf16 dot kernel's call does at most */
+#define AGMM_WQ_RB_VNNI 8  /* rows the W4A8 kernel's call does at most */
 
 struct agmm_wq {
     int64_t k, n, group; /* group: the effective G (k when 0 was given) */
@@ -84,6 +85,13 @@ void agmm_wq_panel_avx512(const struct agmm_wq *w, const uint8_t *panel,
 void agmm_wq_panel_avx512bf16(const struct agmm_wq *w, const uint8_t *panel,
                               int rows, const uint16_t *a, int64_t lda,
                               const float *asum, float *out);
+/* The W4A8 kernel (kern_avx512vnni.c, opt-in): 1..AGMM_WQ_RB_VNNI rows
+ * of A quantized to int8 (the scratch layout's positions, row stride lda
+ * bytes), qsum [rows][ng] their groups' sums of a_q (exact), sa [rows]
+ * their scales. */
+void agmm_wq_panel_avx512vnni(const struct agmm_wq *w, const uint8_t *panel,
+                              int rows, const int8_t *a, int64_t lda,
+                              const float *qsum, const float *sa, float *out);
 #endif
 
 #endif /* AGMM_GEMM_WQ_INTERNAL_H */
