@@ -11,7 +11,9 @@
  *        agmm_wq_decode --smoke          (tiny, checks C against the
  *                                         oracle, no DRAM probe; exit 1 on
  *                                         a mismatch)
- * AGMM_WQ_KERNEL picks the kernel variant (gemm/wq/wq.h). */
+ * AGMM_WQ_KERNEL picks the kernel variant (gemm/wq/wq.h); the column
+ * "kernel" is the variant each M ran (agmm_wq_kernel_for: with the dot
+ * kernel, chosen per row count by measurement, printed first). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,8 +93,17 @@ int main(int argc, char **argv)
            "DRAM read %.2f GB/s (probe %s)\n",
            (long long)K, (long long)N, agmm_wq_kernel_name(), llc >> 20, dram,
            agmm_dram_probe_isa());
-    printf("%-15s %3s %5s %10s %10s %9s %7s\n", "format", "M", "sets",
-           "wall ms", "cpu ms", "GB/s", "of DRAM");
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int i = 0; !smoke && i < AGMM_WQ_SELECT_ROWS; i++) {
+            int64_t rows;
+            double fma, dot, took;
+            if (!agmm_wq_select_info(bits, i, &rows, &fma, &dot, &took)) break;
+            printf("select int%d M %lld: avx512 %.1f us, avx512bf16 %.1f us "
+                   "(measured in %.2f ms)\n",
+                   bits, (long long)rows, fma * 1e6, dot * 1e6, took * 1e3);
+        }
+    printf("%-15s %3s %5s %10s %10s %9s %7s  %s\n", "format", "M", "sets",
+           "wall ms", "cpu ms", "GB/s", "of DRAM", "kernel");
 
     uint64_t seed = 1;
     float *w = malloc(sizeof(float) * (size_t)(K * N));
@@ -147,9 +158,11 @@ int main(int argc, char **argv)
             double wall = (agmm_now() - t0) / calls;
             double dt = (cpu_now() - c0) / calls;
             double gbps = (double)bytes / dt / 1e9;
-            printf("%-15s %3lld %5d %10.3f %10.3f %9.2f %7.2f\n", fm->name,
+            printf("%-15s %3lld %5d %10.3f %10.3f %9.2f %7.2f  %s\n", fm->name,
                    (long long)m, nsets, wall * 1e3, dt * 1e3, gbps,
-                   dram > 0 ? gbps / dram : 0.0);
+                   dram > 0 ? gbps / dram : 0.0,
+                   agmm_wq_kernel_kind_name(
+                       agmm_wq_kernel_for(fm->bits, AGMM_DTYPE_BF16, m)));
         }
         for (int i = 0; i < nsets; i++)
             agmm_wq_free(sets[i]);

@@ -758,7 +758,9 @@ typedef struct agmm_gemm_info {
     const char *name;               /* "onednn", "openblas", "wq" */
     const char *version;            /* the library's, e.g. "2.6.3" */
     /* The kernel it picked, e.g. "brg:avx512_core_bf16"; WQ: "wq:<variant>
-     * int4|int8 g<G>|gk sym|asym" (agmm_wq_kernel_name's variant). */
+     * int4|int8 g<G>|gk sym|asym", the variant portable, avx2, avx512 (fp32
+     * FMA) or avx512bf16 (VDPBF16PS, bf16 A: chosen by measurement for the
+     * plan's row counts). */
     char impl[128];
     /* 1 in every world (forked or MPI): agmm sets the engine and the BLAS
      * to one thread per call; its workers are the parallelism. */

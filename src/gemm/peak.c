@@ -318,6 +318,20 @@ agmm_peak_kernel_t agmm_peak_kernel_for(agmm_dtype_t dtype,
             isa = AGMM_PEAK_AVX512_BF16;
         return agmm_peak_kernel_isa(AGMM_DTYPE_INT8, isa);
     }
+    /* agmm's dot weight kernel (impl "wq:avx512bf16...", used when some
+     * of the plan's row counts run it: its peak is the larger) multiplies
+     * bf16 A with VDPBF16PS. */
+    /* The opt-in W4A8 kernel ("wq:avx512vnni...") multiplies int8 with
+     * VPDPBUSD, whatever A's dtype. */
+    if (impl && strncmp(impl, "wq:avx512vnni", 13) == 0)
+        return agmm_peak_kernel_isa(AGMM_DTYPE_INT8, isa > AGMM_PEAK_AVX512_BF16
+                                                         ? AGMM_PEAK_AVX512_BF16
+                                                         : isa);
+    if (dtype == AGMM_DTYPE_BF16 && path != AGMM_GEMM_PATH_F32 && impl &&
+        strncmp(impl, "wq:avx512bf16", 13) == 0) {
+        if (isa > AGMM_PEAK_AVX512_BF16) isa = AGMM_PEAK_AVX512_BF16;
+        return agmm_peak_kernel_isa(AGMM_DTYPE_BF16, isa);
+    }
     /* agmm's weight kernels (impl "wq:..."): rows widened to fp32, the
      * weight dequantized in registers, fp32 FMA whatever the A dtype. */
     if (dtype != AGMM_DTYPE_BF16 || path == AGMM_GEMM_PATH_F32 ||

@@ -30,7 +30,9 @@
  *     fp32);
  *   - NATIVE fp16: the fp32 FMA (the probe has no fp16 instruction);
  *   - agmm's int4 / int8 weight kernels (an implementation "wq:..."), any
- *     A dtype: the fp32 FMA (they widen rows to fp32 and multiply with it);
+ *     A dtype: the fp32 FMA (they widen rows to fp32 and multiply with it),
+ *     but VDPBF16PS for the dot kernel ("wq:avx512bf16...", bf16 A, not
+ *     the f32 path), which multiplies bf16 pairs with it;
  *   - int8 (W8A8, always native): TDPBSSD when the implementation names
  *     AMX and the CPU has AMX-INT8, else VPDPBUSD zmm where there is VNNI
  *     (oneDNN's s8 x s8 kernels are built on it), else the fp32 FMA.

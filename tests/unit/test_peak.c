@@ -146,12 +146,26 @@ static void test_rule(void)
          AGMM_PEAK_AMX_BF16, AGMM_PEAK_K_FMA_ZMM},
         {AGMM_DTYPE_FP16, AGMM_GEMM_PATH_NATIVE, "wq:avx2 int8 g32 asym",
          AGMM_PEAK_AVX2_FMA, AGMM_PEAK_K_FMA_YMM},
+        /* ... but the dot kernel's, with bf16 A: VDPBF16PS (not the
+         * tiles); the f32 path keeps the FMA */
+        {AGMM_DTYPE_BF16, AGMM_GEMM_PATH_NATIVE, "wq:avx512bf16 int4 g128 sym",
+         AGMM_PEAK_AMX_BF16, AGMM_PEAK_K_DPBF16_ZMM},
+        {AGMM_DTYPE_BF16, AGMM_GEMM_PATH_AUTO, "wq:avx512bf16 int8 gk asym",
+         AGMM_PEAK_AVX512_BF16, AGMM_PEAK_K_DPBF16_ZMM},
+        {AGMM_DTYPE_BF16, AGMM_GEMM_PATH_F32, "wq:avx512bf16 int4 g32 sym",
+         AGMM_PEAK_AVX512_BF16, AGMM_PEAK_K_FMA_ZMM},
         /* invalid */
         {(agmm_dtype_t)7, AGMM_GEMM_PATH_F32, "", AGMM_PEAK_AMX_BF16,
          AGMM_PEAK_K_NONE},
         {AGMM_DTYPE_BF16, (agmm_gemm_path_t)9, "amx", AGMM_PEAK_AMX_BF16,
          AGMM_PEAK_K_NONE},
     };
+    /* the opt-in W4A8 weight kernel multiplies int8 with VPDPBUSD */
+    if (agmm_peak_kernel_available(AGMM_PEAK_K_VNNI_ZMM))
+        CHECK(agmm_peak_kernel_for(AGMM_DTYPE_BF16, AGMM_GEMM_PATH_NATIVE,
+                                   "wq:avx512vnni int4 g128 sym",
+                                   AGMM_PEAK_AMX_BF16) == AGMM_PEAK_K_VNNI_ZMM,
+              "wq:avx512vnni: not VPDPBUSD");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         agmm_peak_kernel_t got = agmm_peak_kernel_for(
             cases[i].dt, cases[i].path, cases[i].impl, cases[i].isa);

@@ -7,6 +7,13 @@
  *   - random weights through agmm_quantize_weight, random shapes, A in
  *     fp32, bf16 and fp16, C in fp32 and bf16, fp32 and bf16 scales,
  *     within the oracle's bound;
+ *   - the dot kernel (avx512bf16, bf16 A: VDPBF16PS) on hand values with
+ *     odd quad counts and M up to 17 (row blocks of 8), on random
+ *     weights at M 1..33 in every format, and on subnormal bf16 A (which
+ *     it must hand to the FMA kernel: exact results, not zeros);
+ *   - the per-row-count choice (agmm_wq_kernel_for) follows the
+ *     measurement agmm_wq_select_info reports; fp32 / fp16 A never run
+ *     the dot kernel;
  *   - bad arguments refused.
  * With the argument "env": the variant AGMM_WQ_KERNEL names is the one
  * agmm_wq_kernel_name() reports, and agmm_wq_gemm runs it. */
@@ -129,7 +136,9 @@ static void run_case(const weight_t *wt, int64_t m, agmm_dtype_t adt,
     agmm_wq_ref(d, m, ax, lda, ref, bnd, ldc, cdt == AGMM_DTYPE_BF16);
     float *c = malloc(sizeof(float) * (size_t)(m * ldc + 1));
     for (int kind = 0; kind < AGMM_WQ_KERNEL_COUNT; kind++) {
-        if (!agmm_wq_kernel_supported((agmm_wq_kernel_t)kind)) continue;
+        if (!agmm_wq_kernel_supported((agmm_wq_kernel_t)kind) ||
+            kind == AGMM_WQ_KERNEL_AVX512_VNNI) /* W4A8: vnni_case */
+            continue;
         const char *name = agmm_wq_kernel_kind_name((agmm_wq_kernel_t)kind);
         for (int64_t i = 0; i < m * ldc; i++) {
             if (cdt == AGMM_DTYPE_FP32)
@@ -230,8 +239,211 @@ static void hand_cases(void)
             weight_free(&w);
             w = hand_weight(37, 19, bits, sym, 128);
             run_case(&w, 4, AGMM_DTYPE_FP32, AGMM_DTYPE_FP32, 0, 19, 1, 0);
+            run_case(&w, 9, AGMM_DTYPE_BF16, AGMM_DTYPE_FP32, 0, 19, 1, 0);
+            weight_free(&w);
+            /* Odd quad counts for the dot kernel's two-quad steps: k 41
+             * in groups of 32 (8 quads, then 3), and as one group (11);
+             * M = 6, 7, 8, 9, 16, 17 (its row blocks are 8). */
+            static const int64_t dms[] = {6, 7, 8, 9, 16, 17};
+            for (int64_t G = 0; G <= 32; G += 32) {
+                w = hand_weight(41, 35, bits, sym, G);
+                for (size_t mi = 0; mi < sizeof dms / sizeof dms[0]; mi++)
+                    run_case(&w, dms[mi], AGMM_DTYPE_BF16,
+                             mi % 2 ? AGMM_DTYPE_BF16 : AGMM_DTYPE_FP32, 0, 35,
+                             1, 0);
+                weight_free(&w);
+            }
+        }
+}
+
+/* Random weights with bf16 A at every row count class of the dot kernel
+ * (1, 2: four chains; 3..8: two; partial blocks of 8), in every format. */
+static void dot_cases(void)
+{
+    static const int64_t ks[] = {8, 100, 129, 300};
+    static const int64_t ms[] = {1, 2, 3, 5, 8, 13, 32, 33};
+    static const int64_t gs[] = {0, 32, 128};
+    int id = 5000;
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+        for (int bits = 4; bits <= 8; bits += 4)
+            for (int sym = 0; sym < 2; sym++)
+                for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++) {
+                    id++;
+                    int64_t n = id % 2 ? 33 : 16;
+                    weight_t w = random_weight(ks[ki], n, bits, sym, gs[gi],
+                                               id % 3 == 0, id);
+                    run_case(&w, ms[id % 8], AGMM_DTYPE_BF16,
+                             id % 5 == 0 ? AGMM_DTYPE_BF16 : AGMM_DTYPE_FP32, 0,
+                             n, 0, id);
+                    weight_free(&w);
+                }
+    /* More than 8 rows convert quads into a buffer 32 quads at a time: a
+     * group of 75 quads (k 300 as one group) spans three chunks, the
+     * last odd; run_case's scratch of 3 rows gives the same bits. */
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int sym = 0; sym < 2; sym++) {
+            weight_t w = random_weight(300, 33, bits, sym, 0, 0, ++id);
+            run_case(&w, 17, AGMM_DTYPE_BF16, AGMM_DTYPE_FP32, 0, 33, 0, id);
             weight_free(&w);
         }
+}
+
+/* bf16 A with subnormal values: VDPBF16PS would read them as 0, so the
+ * dot variant must run them on the FMA kernel, which multiplies them
+ * exactly here (power-of-two scales, small integer weights). */
+static void dot_subnormal_case(void)
+{
+    if (!agmm_wq_kernel_supported(AGMM_WQ_KERNEL_AVX512_BF16)) return;
+    weight_t wt = hand_weight(37, 19, 4, 0, 32);
+    int64_t m = 3, k = 37, n = 19;
+    uint16_t a[3 * 37];
+    float ax[3 * 37];
+    for (int64_t i = 0; i < m * k; i++) {
+        /* row 0 normal, rows 1 and 2 subnormal (one chunk: all to FMA) */
+        uint16_t b =
+            i < k ? (uint16_t)(0x3f80 + i % 64) : (uint16_t)(1 + (i * 7) % 127);
+        a[i] = (uint16_t)(b | (i % 3 == 0 ? 0x8000 : 0));
+        ax[i] = agmm_bf16_to_f32(a[i]);
+    }
+    agmm_wq_t *w = NULL;
+    CHECK(agmm_wq_pack(&wt.d, &w) == AGMM_OK, "pack");
+    double ref[3 * 19];
+    agmm_wq_ref(&wt.d, m, ax, k, ref, NULL, n, 0);
+    float c[3 * 19];
+    CHECK(agmm_wq_gemm_with(AGMM_WQ_KERNEL_AVX512_BF16, w, m, a,
+                            AGMM_DTYPE_BF16, k, c, AGMM_DTYPE_FP32, n, 0,
+                            n) == AGMM_OK,
+          "dot gemm");
+    int nonzero = 0;
+    for (int64_t i = 0; i < m * n; i++) {
+        CHECK(c[i] == ref[i], "subnormal A: C[%lld][%lld] = %g, want %g",
+              (long long)(i / n), (long long)(i % n), (double)c[i], ref[i]);
+        nonzero += i >= n && ref[i] != 0;
+    }
+    CHECK(nonzero > 0, "the subnormal rows' products are all 0");
+    agmm_wq_free(w);
+    weight_free(&wt);
+}
+
+/* The opt-in W4A8 kernel: A quantized per row as the kernel does (sa =
+ * max |a| / 127, a / sa rounded to nearest even), the oracle run on those
+ * integers, times sa; within the oracle's bound times sa and one more
+ * rounding (the final product by sa). */
+static void vnni_case(const weight_t *wt, int64_t m, agmm_dtype_t adt, int id)
+{
+    const agmm_wq_desc_t *d = &wt->d;
+    int64_t k = d->k, n = d->n, lda = k + 3, ldc = n + 2;
+    agmm_wq_t *w = NULL;
+    CHECK(agmm_wq_pack(d, &w) == AGMM_OK, "pack");
+    float *ax = malloc(sizeof(float) * (size_t)(m * lda + 1));
+    float *aq = malloc(sizeof(float) * (size_t)(m * lda + 1));
+    float *sa = malloc(sizeof(float) * (size_t)(m + 1));
+    void *a = make_a(adt, m, k, lda, 0, id, ax);
+    for (int64_t i = 0; i < m; i++) {
+        float amax = 0;
+        for (int64_t kk = 0; kk < k; kk++)
+            amax =
+                fabsf(ax[i * lda + kk]) > amax ? fabsf(ax[i * lda + kk]) : amax;
+        sa[i] = amax > 0 ? amax / 127.0f : 1.0f;
+        for (int64_t kk = 0; kk < lda; kk++) {
+            float q = nearbyintf(ax[i * lda + kk] / sa[i]);
+            aq[i * lda + kk] = q > 127 ? 127 : q < -127 ? -127 : q;
+        }
+    }
+    double *ref = malloc(sizeof(double) * (size_t)(m * ldc + 1));
+    double *bnd = malloc(sizeof(double) * (size_t)(m * ldc + 1));
+    agmm_wq_ref(d, m, aq, lda, ref, bnd, ldc, 0);
+    float *c = malloc(sizeof(float) * (size_t)(m * ldc + 1));
+    CHECK(agmm_wq_gemm_with(AGMM_WQ_KERNEL_AVX512_VNNI, w, m, a, adt, lda, c,
+                            AGMM_DTYPE_FP32, ldc, 0, n) == AGMM_OK,
+          "vnni gemm");
+    int64_t bad = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double want = ref[i * ldc + j] * sa[i];
+            double tol = bnd[i * ldc + j] * sa[i] + 0x1p-23 * fabs(want);
+            if (!(fabs(c[i * ldc + j] - want) <= tol) && bad++ < 3)
+                CHECK(0,
+                      "vnni bits %d sym %d G %lld k %lld m %lld a %s: "
+                      "C[%lld][%lld] = %.9g, want %.9g (bound %.3g)",
+                      d->bits, d->symmetric, (long long)d->group, (long long)k,
+                      (long long)m, agmm_dtype_name(adt), (long long)i,
+                      (long long)j, (double)c[i * ldc + j], want, tol);
+        }
+    CHECK(bad == 0, "vnni: %lld wrong elements", (long long)bad);
+    free(c);
+    free(ref);
+    free(bnd);
+    free(a);
+    free(ax);
+    free(aq);
+    free(sa);
+    agmm_wq_free(w);
+}
+
+static void vnni_cases(void)
+{
+    if (!agmm_wq_kernel_supported(AGMM_WQ_KERNEL_AVX512_VNNI)) return;
+    static const int64_t ks[] = {7, 100, 129, 300};
+    static const int64_t ms[] = {1, 3, 8, 9, 17, 33};
+    static const int64_t gs[] = {0, 32, 128};
+    static const agmm_dtype_t adts[] = {AGMM_DTYPE_FP32, AGMM_DTYPE_BF16,
+                                        AGMM_DTYPE_FP16};
+    int id = 9000;
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+        for (int bits = 4; bits <= 8; bits += 4)
+            for (int sym = 0; sym < 2; sym++)
+                for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++) {
+                    id++;
+                    weight_t w = random_weight(ks[ki], id % 2 ? 33 : 16, bits,
+                                               sym, gs[gi], 0, id);
+                    vnni_case(&w, ms[id % 6], adts[id % 3], id);
+                    weight_free(&w);
+                }
+    /* never chosen unless named */
+    CHECK(agmm_wq_kernel() != AGMM_WQ_KERNEL_AVX512_VNNI ||
+              getenv("AGMM_WQ_KERNEL"),
+          "avx512vnni chosen by default");
+}
+
+/* agmm_wq_kernel_for against the measurement it follows. */
+static void selection(void)
+{
+    agmm_wq_kernel_t set = agmm_wq_kernel();
+    for (int bits = 4; bits <= 8; bits += 4) {
+        CHECK(agmm_wq_kernel_for(bits, AGMM_DTYPE_FP32, 1) !=
+                      AGMM_WQ_KERNEL_AVX512_BF16 &&
+                  agmm_wq_kernel_for(bits, AGMM_DTYPE_FP16, 32) !=
+                      AGMM_WQ_KERNEL_AVX512_BF16,
+              "fp32 / fp16 A on the dot kernel");
+        for (int i = 0; i < AGMM_WQ_SELECT_ROWS; i++) {
+            int64_t rows = 0;
+            double fma = 0, dot = 0, took = 0;
+            int got = agmm_wq_select_info(bits, i, &rows, &fma, &dot, &took);
+            CHECK(got == agmm_wq_kernel_supported(AGMM_WQ_KERNEL_AVX512_BF16),
+                  "select_info %d for bits %d", got, bits);
+            if (!got) continue;
+            CHECK(rows == (int64_t)1 << i && fma > 0 && dot > 0 && took > 0,
+                  "select_info bits %d #%d: rows %lld fma %g dot %g", bits, i,
+                  (long long)rows, fma, dot);
+            printf("select int%d rows %lld: fma %.1f us, dot %.1f us -> %s "
+                   "(measured in %.2f ms)\n",
+                   bits, (long long)rows, fma * 1e6, dot * 1e6,
+                   dot < fma ? "avx512bf16" : "avx512", took * 1e3);
+            if (set == AGMM_WQ_KERNEL_AVX512_BF16 && !getenv("AGMM_WQ_KERNEL"))
+                CHECK(agmm_wq_kernel_for(bits, AGMM_DTYPE_BF16, rows) ==
+                          (dot < fma ? AGMM_WQ_KERNEL_AVX512_BF16
+                                     : AGMM_WQ_KERNEL_AVX512),
+                      "bits %d rows %lld: kernel_for disagrees with the "
+                      "measurement",
+                      bits, (long long)rows);
+        }
+    }
+    CHECK(agmm_wq_select_info(4, AGMM_WQ_SELECT_ROWS, &(int64_t){0},
+                              &(double){0}, &(double){0}, &(double){0}) == 0 &&
+              agmm_wq_select_info(2, 0, &(int64_t){0}, &(double){0},
+                                  &(double){0}, &(double){0}) == 0,
+          "select_info out of range");
 }
 
 static void random_cases(void)
@@ -310,6 +522,22 @@ static void refusals(void)
 static int env_mode(void)
 {
     const char *want = getenv("AGMM_WQ_KERNEL");
+    for (int k = 0; want && k < AGMM_WQ_KERNEL_COUNT; k++)
+        if (!strcmp(want, agmm_wq_kernel_kind_name((agmm_wq_kernel_t)k)) &&
+            !agmm_wq_kernel_supported((agmm_wq_kernel_t)k)) {
+            printf("test_wq_gemm env: %s does not run here: skipped\n", want);
+            return 0;
+        }
+    /* Forced: every row count of bf16 A runs it (no measurement), and
+     * the dot variant's fp32 A runs the FMA kernel. */
+    agmm_wq_kernel_t set = agmm_wq_kernel();
+    for (int64_t rows = 1; rows <= 33; rows++)
+        CHECK(agmm_wq_kernel_for(4, AGMM_DTYPE_BF16, rows) == set &&
+                  agmm_wq_kernel_for(8, AGMM_DTYPE_FP32, rows) ==
+                      (set == AGMM_WQ_KERNEL_AVX512_BF16 ? AGMM_WQ_KERNEL_AVX512
+                                                         : set),
+              "AGMM_WQ_KERNEL=%s: %lld rows run another variant",
+              want ? want : "(unset)", (long long)rows);
     CHECK(want && strcmp(agmm_wq_kernel_name(), want) == 0,
           "AGMM_WQ_KERNEL=%s, kernel %s", want ? want : "(unset)",
           agmm_wq_kernel_name());
@@ -342,6 +570,10 @@ int main(int argc, char **argv)
                                                                "CPU");
     hand_cases();
     random_cases();
+    dot_cases();
+    dot_subnormal_case();
+    vnni_cases();
+    selection();
     refusals();
     CHECK_DONE("test_wq_gemm");
 }

@@ -13,6 +13,10 @@
  * would not share panels anyway). A prep made with `share` (gemm-rs's
  * accumulating call) runs on its base's packed weight and bias.
  *
+ * The kernel variant: one per prep, for all its calls (variant(): with
+ * AVX512_BF16 and bf16 A, the FMA or the dot kernel by select.c's
+ * measurement over the plan's row counts), named in impl.
+ *
  * A call: agmm_wq_gemm over the range's columns (fp32 / bf16 / fp16 A
  * read natively: input_dtype is the user's dtype; int8 A is refused, the
  * W8A8 path being another), then, for the attributes the kernels lack,
@@ -53,6 +57,7 @@ struct agmm_gemm_prep {
     size_t kscratch;              /* its bytes (agmm_wq_scratch_bytes) */
     size_t scratch;               /* kscratch + chunk x ncols fp32 (pass) */
     uint64_t owned;               /* weight bytes owned (0 with a base) */
+    agmm_wq_kernel_t kind;        /* the variant of every call (variant()) */
     char impl[64];
 };
 
@@ -143,6 +148,21 @@ static void wq_destroy(agmm_gemm_prep_t *p)
     agmm_free(p);
 }
 
+/* The kernel variant of the prep's calls: one for all the row counts the
+ * plan runs (agmm_wq_kernel_for_rows: with the dot kernel, the first
+ * query of a process measures, so plan creation pays for it), so a row's
+ * bits do not depend on the call it is in (fused tiles coalesced in any
+ * order, baseline, rows per round). Unknown row counts: 1 and 32. */
+static agmm_wq_kernel_t variant(const agmm_gemm_shape_t *s,
+                                const agmm_gemm_attr_t *a)
+{
+    static const int64_t dflt[2] = {1, 32};
+    if (s->nrows > 0 && s->rows)
+        return agmm_wq_kernel_for_rows(a->wq_bits, a->a_dtype, s->rows,
+                                       s->nrows);
+    return agmm_wq_kernel_for_rows(a->wq_bits, a->a_dtype, dflt, 2);
+}
+
 static agmm_status_t wq_prepare(const agmm_gemm_shape_t *s,
                                 const agmm_gemm_attr_t *a,
                                 const agmm_gemm_prep_t *share,
@@ -168,10 +188,15 @@ static agmm_status_t wq_prepare(const agmm_gemm_shape_t *s,
         snprintf(g, sizeof g, "g%lld", (long long)a->wq_group);
     else
         snprintf(g, sizeof g, "gk");
-    snprintf(p->impl, sizeof p->impl, "wq:%s int%d %s %s",
-             agmm_wq_kernel_name(), a->wq_bits, g, a->wq_asym ? "asym" : "sym");
     if (share) {
         p->base = share->base ? share->base : share;
+        p->kind = p->base->kind; /* the base's bits, added exactly */
+    } else
+        p->kind = variant(s, a);
+    snprintf(p->impl, sizeof p->impl, "wq:%s int%d %s %s",
+             agmm_wq_kernel_kind_name(p->kind), a->wq_bits, g,
+             a->wq_asym ? "asym" : "sym");
+    if (share) {
         p->w = p->base->w;
         p->bias = p->base->bias;
         *out = p;
@@ -243,9 +268,9 @@ static agmm_status_t wq_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     const agmm_gemm_attr_t *at = &p->attr;
     if (m <= 0) return AGMM_OK;
     if (!via_scratch(at)) { /* into C, then the pass in place if any */
-        AGMM_CHECK(agmm_wq_gemm_scratch(p->w, m, a, at->a_dtype, s->lda, c,
-                                        AGMM_DTYPE_FP32, s->ldc, 0, s->ncols,
-                                        scratch, p->krows));
+        AGMM_CHECK(agmm_wq_gemm_scratch_with(p->kind, p->w, m, a, at->a_dtype,
+                                             s->lda, c, AGMM_DTYPE_FP32, s->ldc,
+                                             0, s->ncols, scratch, p->krows));
         if (p->bias || at->act != AGMM_GEMM_ACT_NONE)
             agmm_gemm_epilogue(at, m, s->ncols, c, s->ldc, NULL, 0, NULL,
                                p->bias, c, s->ldc);
@@ -256,10 +281,11 @@ static agmm_status_t wq_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     float *prod = (float *)(void *)((unsigned char *)scratch + p->kscratch);
     for (int64_t r0 = 0; r0 < m; r0 += p->chunk) {
         int64_t mc = AGMM_MIN(p->chunk, m - r0);
-        AGMM_CHECK(agmm_wq_gemm_scratch(
-            p->w, mc, (const unsigned char *)a + (size_t)(r0 * s->lda) * aes,
-            at->a_dtype, s->lda, prod, AGMM_DTYPE_FP32, s->ncols, 0, s->ncols,
-            scratch, p->krows));
+        AGMM_CHECK(agmm_wq_gemm_scratch_with(
+            p->kind, p->w, mc,
+            (const unsigned char *)a + (size_t)(r0 * s->lda) * aes, at->a_dtype,
+            s->lda, prod, AGMM_DTYPE_FP32, s->ncols, 0, s->ncols, scratch,
+            p->krows));
         agmm_gemm_epilogue(
             at, mc, s->ncols, prod, s->ncols, NULL, 0, NULL, p->bias,
             (unsigned char *)c + (size_t)(r0 * s->ldc) * ces, s->ldc);

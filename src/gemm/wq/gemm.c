@@ -1,13 +1,19 @@
 /* agmm_wq_gemm (wq.h): the arguments, the rows of A in fp32 (the
- * scratch), the walk over panels and row blocks, the stores into C; and
- * which kernel variant runs (CPU features, AGMM_WQ_KERNEL).
+ * scratch; bf16 for the dot kernel), the walk over panels and row blocks,
+ * the stores into C; and which kernel variant runs (CPU features,
+ * AGMM_WQ_KERNEL, and per row count select.c's measurement between the
+ * FMA and the dot kernel).
  *
  * Order of work: for each 32-row chunk of A (one chunk when M <= 32: the
  * decode case), for each panel of 16 columns in [n0, n1), for each block
  * of up to 4 rows, the kernel: the panel is streamed from DRAM by the
  * first block and re-read from L1/L2 by the others. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <string.h>
 
 #include "common/log.h"
@@ -16,8 +22,19 @@
 
 #define CHUNK_ROWS 32
 
-static const char *const names[AGMM_WQ_KERNEL_COUNT] = {"portable", "avx2",
-                                                        "avx512"};
+static const char *const names[AGMM_WQ_KERNEL_COUNT] = {
+    "portable", "avx2", "avx512", "avx512bf16", "avx512vnni"};
+
+#if defined(__x86_64__)
+/* AVX512_BF16: cpuid leaf 7, subleaf 1, EAX bit 5. */
+static int cpu_has_avx512bf16(void)
+{
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 1, a, b, c, d);
+    return (a >> 5) & 1;
+}
+#endif
 
 const char *agmm_wq_kernel_kind_name(agmm_wq_kernel_t kind)
 {
@@ -37,6 +54,16 @@ int agmm_wq_kernel_supported(agmm_wq_kernel_t kind)
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw");
+    case AGMM_WQ_KERNEL_AVX512_BF16:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") && cpu_has_avx512bf16();
+    case AGMM_WQ_KERNEL_AVX512_VNNI:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vnni") &&
+               __builtin_cpu_supports("avx512vbmi");
 #endif
     default:
         return 0;
@@ -44,11 +71,13 @@ int agmm_wq_kernel_supported(agmm_wq_kernel_t kind)
 }
 
 static agmm_wq_kernel_t chosen = AGMM_WQ_KERNEL_PORTABLE;
+static int forced; /* AGMM_WQ_KERNEL named a variant this CPU runs */
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
 static void choose(void)
 {
-    for (int k = AGMM_WQ_KERNEL_COUNT - 1; k >= 0; k--)
+    /* avx512vnni (W4A8) changes results: only when named */
+    for (int k = AGMM_WQ_KERNEL_AVX512_BF16; k >= 0; k--)
         if (agmm_wq_kernel_supported((agmm_wq_kernel_t)k)) {
             chosen = (agmm_wq_kernel_t)k;
             break;
@@ -57,16 +86,18 @@ static void choose(void)
     if (!env || !*env) return;
     for (int k = 0; k < AGMM_WQ_KERNEL_COUNT; k++)
         if (strcmp(env, names[k]) == 0) {
-            if (agmm_wq_kernel_supported((agmm_wq_kernel_t)k))
+            if (agmm_wq_kernel_supported((agmm_wq_kernel_t)k)) {
                 chosen = (agmm_wq_kernel_t)k;
-            else
+                forced = 1;
+            } else
                 agmm_warn("AGMM_WQ_KERNEL=%s: this CPU cannot run it, "
                           "using %s",
                           env, names[chosen]);
             return;
         }
-    agmm_warn("AGMM_WQ_KERNEL=%s: not portable, avx2 or avx512, using %s", env,
-              names[chosen]);
+    agmm_warn("AGMM_WQ_KERNEL=%s: not portable, avx2, avx512, avx512bf16 or "
+              "avx512vnni, using %s",
+              env, names[chosen]);
 }
 
 agmm_wq_kernel_t agmm_wq_kernel(void)
@@ -80,10 +111,30 @@ const char *agmm_wq_kernel_name(void)
     return names[agmm_wq_kernel()];
 }
 
+agmm_wq_kernel_t agmm_wq_kernel_for(int bits, agmm_dtype_t a_dtype,
+                                    int64_t rows)
+{
+    return agmm_wq_kernel_for_rows(bits, a_dtype, &rows, 1);
+}
+
+agmm_wq_kernel_t agmm_wq_kernel_for_rows(int bits, agmm_dtype_t a_dtype,
+                                         const int64_t *rows, int nrows)
+{
+    agmm_wq_kernel_t k = agmm_wq_kernel();
+    if (k != AGMM_WQ_KERNEL_AVX512_BF16) return k;
+    /* The dot kernel multiplies bf16 A only (fp32 / fp16 rows rounded to
+     * bf16 would change results): the FMA kernel for the others. */
+    if (a_dtype != AGMM_DTYPE_BF16) return AGMM_WQ_KERNEL_AVX512;
+    if (forced) return k;
+    return agmm_wq_dot_wins(bits, rows, nrows) ? k : AGMM_WQ_KERNEL_AVX512;
+}
+
 static agmm_wq_panel_fn panel_fn(agmm_wq_kernel_t kind)
 {
 #if defined(__x86_64__)
-    if (kind == AGMM_WQ_KERNEL_AVX512) return agmm_wq_panel_avx512;
+    /* The dot variant's FMA fallback (A not bf16, or subnormal). */
+    if (kind == AGMM_WQ_KERNEL_AVX512 || kind == AGMM_WQ_KERNEL_AVX512_BF16)
+        return agmm_wq_panel_avx512;
     if (kind == AGMM_WQ_KERNEL_AVX2) return agmm_wq_panel_avx2;
 #endif
     (void)kind;
@@ -141,6 +192,36 @@ static void load_rows(const agmm_wq_t *w, const void *a, agmm_dtype_t dt,
         }
 }
 
+/* The same rows from a bf16 A for the dot kernel: bf16 in the scratch
+ * layout (the fp32 layout's element positions, kp elements a row), the
+ * same fp32 group sums as load_rows. Returns 1, the scratch then
+ * unusable, when a value is subnormal (VDPBF16PS would read it as 0). */
+static int load_rows_bf16(const agmm_wq_t *w, const uint16_t *a, int64_t lda,
+                          int64_t r0, int rows, uint16_t *as, int64_t kp,
+                          float *asum)
+{
+    memset(as, 0, (size_t)rows * (size_t)kp * sizeof(uint16_t));
+    for (int r = 0; r < rows; r++)
+        for (int64_t g = 0; g < w->ng; g++) {
+            int64_t k0 = g * w->group;
+            int64_t len = k0 + w->group < w->k ? w->group : w->k - k0;
+            const uint16_t *src = a + (r0 + r) * lda + k0;
+            uint16_t *dst = as + r * kp + g * w->gq * 4;
+            float s = 0;
+            for (int64_t i = 0; i < len; i++) {
+                uint16_t b = src[i];
+                if ((b & 0x7f80) == 0 && (b & 0x7f) != 0) return 1;
+                dst[i] = b;
+                uint32_t bits = (uint32_t)b << 16;
+                float f;
+                memcpy(&f, &bits, sizeof f);
+                s += f;
+            }
+            asum[r * w->ng + g] = s;
+        }
+    return 0;
+}
+
 static void store(const float *out, int rows, void *c, agmm_dtype_t dt,
                   int64_t ldc, int64_t r0, int64_t j0, int64_t c0, int64_t c1)
 {
@@ -163,7 +244,8 @@ static size_t rows_bytes(int64_t chunk, int64_t kp)
 }
 static size_t sums_bytes(int64_t chunk, int64_t ng)
 {
-    return ((size_t)chunk * (size_t)ng * sizeof(float) + 63) / 64 * 64;
+    /* + one float a row: the W4A8 kernel's row scales */
+    return ((size_t)chunk * (size_t)(ng + 1) * sizeof(float) + 63) / 64 * 64;
 }
 
 size_t agmm_wq_scratch_bytes(int64_t k, int64_t group, int64_t rows)
@@ -172,6 +254,75 @@ size_t agmm_wq_scratch_bytes(int64_t k, int64_t group, int64_t rows)
     int64_t g = group > 0 ? group : k, ng = (k + g - 1) / g;
     int64_t chunk = rows < CHUNK_ROWS ? rows : CHUNK_ROWS;
     return rows_bytes(chunk, ng * ((g + 3) / 4) * 4) + sums_bytes(chunk, ng);
+}
+
+/* The W4A8 kernel's rows (opt-in, kern_avx512vnni.c): the fp32 rows
+ * load_rows wrote, quantized in place to int8 (row r's bytes at r x kp,
+ * over fp32 rows already read), sa[r] = max |a| / 127 (1 for a zero
+ * row), a_q = a / sa rounded to nearest even (within -127..127), and
+ * asum[r][g] replaced by the group's sum of a_q (exact). */
+static void quantize_rows(const agmm_wq_t *w, int rows, float *as, int64_t kp,
+                          float *asum, float *sa)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *src = as + r * kp;
+        float amax = 0;
+        for (int64_t i = 0; i < kp; i++)
+            amax = fabsf(src[i]) > amax ? fabsf(src[i]) : amax;
+        float s = amax > 0 ? amax / 127.0f : 1.0f;
+        sa[r] = s;
+        int8_t *dst = (int8_t *)(void *)as + r * kp;
+        for (int64_t g = 0; g < w->ng; g++) {
+            float sum = 0;
+            for (int64_t i = g * w->gq * 4; i < (g + 1) * w->gq * 4; i++) {
+                float q = nearbyintf(src[i] / s);
+                q = q > 127 ? 127 : q < -127 ? -127 : q;
+                dst[i] = (int8_t)q; /* byte i <= float i: already read */
+                sum += q;
+            }
+            asum[r * w->ng + g] = sum;
+        }
+    }
+}
+
+/* Columns [n0, n1) of `rows` rows (C's from r0) loaded in the scratch
+ * (as, kp elements a row, and asum): on the dot kernel (bf16 rows) or fn
+ * (fp32 rows), in blocks of its rows per call. A row's bits do not depend
+ * on the block it is in (both kernels). */
+static void panels(const agmm_wq_t *w, agmm_wq_panel_fn fn, int dot, int rows,
+                   const float *as, int64_t kp, const float *asum, void *c,
+                   agmm_dtype_t c_dtype, int64_t ldc, int64_t r0, int64_t n0,
+                   int64_t n1)
+{
+    const float *sa = NULL; /* dot == 2: the W4A8 kernel, sa after asum */
+    if (dot == 2) sa = asum + rows * w->ng;
+    float out[AGMM_WQ_RB_DOT > AGMM_WQ_RB ? AGMM_WQ_RB_DOT * AGMM_WQ_NP
+                                          : AGMM_WQ_RB * AGMM_WQ_NP];
+    int rb_rows = dot == 2 ? AGMM_WQ_RB_VNNI
+                  : dot    ? AGMM_WQ_RB_DOT
+                           : AGMM_WQ_RB;
+    for (int64_t p = n0 / AGMM_WQ_NP; p * AGMM_WQ_NP < n1; p++) {
+        const uint8_t *panel = w->data + (size_t)p * w->panel_bytes;
+        int64_t j0 = p * AGMM_WQ_NP;
+        int64_t c0 = j0 > n0 ? j0 : n0;
+        int64_t c1 = j0 + AGMM_WQ_NP < n1 ? j0 + AGMM_WQ_NP : n1;
+        for (int rb = 0; rb < rows; rb += rb_rows) {
+            int nr = rows - rb < rb_rows ? rows - rb : rb_rows;
+#if defined(__x86_64__)
+            if (dot == 2)
+                agmm_wq_panel_avx512vnni(
+                    w, panel, nr, (const int8_t *)(const void *)as + rb * kp,
+                    kp, asum + rb * w->ng, sa + rb, out);
+            else if (dot)
+                agmm_wq_panel_avx512bf16(
+                    w, panel, nr, (const uint16_t *)(const void *)as + rb * kp,
+                    kp, asum + rb * w->ng, out);
+            else
+#endif
+                fn(w, panel, nr, as + rb * kp, kp, asum + rb * w->ng, out);
+            store(out, nr, c, c_dtype, ldc, r0 + rb, j0, c0, c1);
+        }
+    }
 }
 
 /* The call on the scratch of `srows` rows (agmm_wq_scratch_bytes' layout:
@@ -191,6 +342,12 @@ static agmm_status_t gemm_run(agmm_wq_kernel_t kind, const agmm_wq_t *w,
                               : "(invalid)");
     if (m == 0 || n0 == n1) return AGMM_OK;
     agmm_wq_panel_fn fn = panel_fn(kind);
+    int dot = 0;  /* the dot kernel (else fn) */
+    int vnni = 0; /* the W4A8 kernel */
+#if defined(__x86_64__)
+    dot = kind == AGMM_WQ_KERNEL_AVX512_BF16 && a_dtype == AGMM_DTYPE_BF16;
+    vnni = kind == AGMM_WQ_KERNEL_AVX512_VNNI;
+#endif
     int64_t kp = w->ng * w->gq * 4;
     int64_t most = scratch ? srows : m; /* rows the scratch holds */
     int chunk = most < CHUNK_ROWS ? (int)most : CHUNK_ROWS;
@@ -210,20 +367,28 @@ static agmm_status_t gemm_run(agmm_wq_kernel_t kind, const agmm_wq_t *w,
                           "agmm_wq_gemm: no memory for %d rows of k %lld",
                           chunk, (long long)w->k);
     }
-    float out[AGMM_WQ_RB * AGMM_WQ_NP];
     for (int64_t r0 = 0; r0 < m; r0 += chunk) {
         int rows = m - r0 < chunk ? (int)(m - r0) : chunk;
-        load_rows(w, a, a_dtype, lda, r0, rows, as, kp, asum);
-        for (int64_t p = n0 / AGMM_WQ_NP; p * AGMM_WQ_NP < n1; p++) {
-            const uint8_t *panel = w->data + (size_t)p * w->panel_bytes;
-            int64_t j0 = p * AGMM_WQ_NP;
-            int64_t c0 = j0 > n0 ? j0 : n0;
-            int64_t c1 = j0 + AGMM_WQ_NP < n1 ? j0 + AGMM_WQ_NP : n1;
-            for (int rb = 0; rb < rows; rb += AGMM_WQ_RB) {
-                int nr = rows - rb < AGMM_WQ_RB ? rows - rb : AGMM_WQ_RB;
-                fn(w, panel, nr, as + rb * kp, kp, asum + rb * w->ng, out);
-                store(out, nr, c, c_dtype, ldc, r0 + rb, j0, c0, c1);
-            }
+        if (vnni) {
+            load_rows(w, a, a_dtype, lda, r0, rows, as, kp, asum);
+            quantize_rows(w, rows, as, kp, asum, asum + rows * w->ng);
+            panels(w, fn, 2, rows, as, kp, asum, c, c_dtype, ldc, r0, n0, n1);
+        } else if (!dot) {
+            load_rows(w, a, a_dtype, lda, r0, rows, as, kp, asum);
+            panels(w, fn, 0, rows, as, kp, asum, c, c_dtype, ldc, r0, n0, n1);
+        } else if (!load_rows_bf16(w, a, lda, r0, rows, (uint16_t *)(void *)as,
+                                   kp, asum)) {
+            panels(w, fn, 1, rows, as, kp, asum, c, c_dtype, ldc, r0, n0, n1);
+        } else { /* a subnormal: row by row, such rows on the FMA kernel */
+            for (int r = 0; r < rows; r++)
+                if (load_rows_bf16(w, a, lda, r0 + r, 1, (uint16_t *)(void *)as,
+                                   kp, asum)) {
+                    load_rows(w, a, a_dtype, lda, r0 + r, 1, as, kp, asum);
+                    panels(w, fn, 0, 1, as, kp, asum, c, c_dtype, ldc, r0 + r,
+                           n0, n1);
+                } else
+                    panels(w, fn, 1, 1, as, kp, asum, c, c_dtype, ldc, r0 + r,
+                           n0, n1);
         }
     }
     if (!scratch) {
@@ -248,13 +413,23 @@ agmm_status_t agmm_wq_gemm_scratch(const agmm_wq_t *w, int64_t m, const void *a,
                                    int64_t n0, int64_t n1, void *scratch,
                                    int64_t scratch_rows)
 {
+    return agmm_wq_gemm_scratch_with(
+        agmm_wq_kernel_for(w ? w->bits : 0, a_dtype, m), w, m, a, a_dtype, lda,
+        c, c_dtype, ldc, n0, n1, scratch, scratch_rows);
+}
+
+agmm_status_t agmm_wq_gemm_scratch_with(
+    agmm_wq_kernel_t kind, const agmm_wq_t *w, int64_t m, const void *a,
+    agmm_dtype_t a_dtype, int64_t lda, void *c, agmm_dtype_t c_dtype,
+    int64_t ldc, int64_t n0, int64_t n1, void *scratch, int64_t scratch_rows)
+{
     if (!scratch || scratch_rows < 1 || ((uintptr_t)scratch & 63))
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "agmm_wq_gemm_scratch: scratch %p of %lld rows "
                           "(allowed: 64-byte aligned, >= 1 row)",
                           scratch, (long long)scratch_rows);
-    return gemm_run(agmm_wq_kernel(), w, m, a, a_dtype, lda, c, c_dtype, ldc,
-                    n0, n1, scratch, scratch_rows);
+    return gemm_run(kind, w, m, a, a_dtype, lda, c, c_dtype, ldc, n0, n1,
+                    scratch, scratch_rows);
 }
 
 agmm_status_t agmm_wq_gemm(const agmm_wq_t *w, int64_t m, const void *a,
@@ -262,6 +437,6 @@ agmm_status_t agmm_wq_gemm(const agmm_wq_t *w, int64_t m, const void *a,
                            agmm_dtype_t c_dtype, int64_t ldc, int64_t n0,
                            int64_t n1)
 {
-    return agmm_wq_gemm_with(agmm_wq_kernel(), w, m, a, a_dtype, lda, c,
-                             c_dtype, ldc, n0, n1);
+    return agmm_wq_gemm_with(agmm_wq_kernel_for(w ? w->bits : 0, a_dtype, m), w,
+                             m, a, a_dtype, lda, c, c_dtype, ldc, n0, n1);
 }

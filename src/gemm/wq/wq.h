@@ -114,17 +114,49 @@ typedef enum agmm_wq_kernel {
     AGMM_WQ_KERNEL_PORTABLE = 0, /* C, any CPU */
     AGMM_WQ_KERNEL_AVX2 = 1,     /* AVX2 + FMA */
     AGMM_WQ_KERNEL_AVX512 = 2,   /* AVX-512F (and BW) */
+    /* AVX-512 BF16 (VDPBF16PS) for bf16 A; fp32 / fp16 A (and a chunk of
+     * rows with a subnormal value) run AVX512's FMA kernel */
+    AGMM_WQ_KERNEL_AVX512_BF16 = 3,
+    /* opt-in only (never chosen unless named: it changes results): W4A8,
+     * A quantized per row to int8 (scale max |a| / 127, round to nearest
+     * even), VPDPBUSD (AVX512_VNNI, and VBMI); any A dtype */
+    AGMM_WQ_KERNEL_AVX512_VNNI = 4,
     AGMM_WQ_KERNEL_COUNT
 } agmm_wq_kernel_t;
 
 /* Can this CPU run the variant? (The portable one always.) */
 int agmm_wq_kernel_supported(agmm_wq_kernel_t kind);
-/* The variant calls use: AGMM_WQ_KERNEL (portable, avx2, avx512) when set
- * and supported, else the best this CPU runs; chosen at the first call
- * (an unknown or unsupported name is warned about once and ignored). */
+/* The variant set for calls: AGMM_WQ_KERNEL (portable, avx2, avx512,
+ * avx512bf16, avx512vnni) when set and supported, else the best this CPU
+ * runs of the first four (avx512vnni only when named); chosen
+ * at the first call (an unknown or unsupported name is warned about once
+ * and ignored). avx512vnni, when named, runs every call whatever A's dtype
+ * (W4A8: results within A's int8 quantization, not wq_ref.h's bound). */
 agmm_wq_kernel_t agmm_wq_kernel(void);
-/* Its name: "portable", "avx2" or "avx512". */
+/* Its name: "portable", "avx2", "avx512", "avx512bf16" or "avx512vnni". */
 const char *agmm_wq_kernel_name(void);
+/* The variant calls of these row counts of A (a_dtype) on a weight of
+ * `bits` run: agmm_wq_kernel(), but when that is avx512bf16 (the dot
+ * kernel) and AGMM_WQ_KERNEL did not force it, avx512 unless A is bf16
+ * and select.c's measurement (once per process and bits, at the first
+ * such query: a plan's prepare pays it) estimates the dot kernel faster
+ * over the list; avx512 for fp32 / fp16 A even when forced (the dot
+ * kernel would round A to bf16). The wq engine asks once per prepared
+ * weight with the plan's row counts and runs that variant for every call
+ * (a row's bits then do not depend on its call's size). agmm_wq_kernel_for:
+ * for one row count, what agmm_wq_gemm and agmm_wq_gemm_scratch run. */
+agmm_wq_kernel_t agmm_wq_kernel_for_rows(int bits, agmm_dtype_t a_dtype,
+                                         const int64_t *rows, int nrows);
+agmm_wq_kernel_t agmm_wq_kernel_for(int bits, agmm_dtype_t a_dtype,
+                                    int64_t rows);
+/* The measurement behind it (select.c), for benchmarks and reports: the
+ * i-th measured row count (i < AGMM_WQ_SELECT_ROWS: 1, 2, 4, 8) and the
+ * best CPU seconds of a call of the FMA and the dot kernel there, and the
+ * whole measurement's; measures if not done yet. 0 (nothing written) when
+ * i or bits is out of range or the CPU has no AVX512_BF16. */
+#define AGMM_WQ_SELECT_ROWS 4
+int agmm_wq_select_info(int bits, int i, int64_t *rows, double *fma_s,
+                        double *dot_s, double *took_s);
 /* The name of a variant (NULL for an invalid one). */
 const char *agmm_wq_kernel_kind_name(agmm_wq_kernel_t kind);
 /* agmm_wq_gemm with a given variant (tests, benchmarks):
@@ -133,5 +165,12 @@ agmm_status_t agmm_wq_gemm_with(agmm_wq_kernel_t kind, const agmm_wq_t *w,
                                 int64_t m, const void *a, agmm_dtype_t a_dtype,
                                 int64_t lda, void *c, agmm_dtype_t c_dtype,
                                 int64_t ldc, int64_t n0, int64_t n1);
+
+/* agmm_wq_gemm_scratch with a given variant (AGMM_ERR_UNSUPPORTED,
+ * logged, when this CPU cannot run it). */
+agmm_status_t agmm_wq_gemm_scratch_with(
+    agmm_wq_kernel_t kind, const agmm_wq_t *w, int64_t m, const void *a,
+    agmm_dtype_t a_dtype, int64_t lda, void *c, agmm_dtype_t c_dtype,
+    int64_t ldc, int64_t n0, int64_t n1, void *scratch, int64_t scratch_rows);
 
 #endif /* AGMM_GEMM_WQ_H */

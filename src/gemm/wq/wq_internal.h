@@ -33,8 +33,10 @@
 
 #include "gemm/wq/wq.h"
 
-#define AGMM_WQ_NP 16 /* columns per panel */
-#define AGMM_WQ_RB 4  /* rows a kernel call does at most */
+#define AGMM_WQ_NP      16 /* columns per panel */
+#define AGMM_WQ_RB      4  /* rows a kernel call does at most */
+#define AGMM_WQ_RB_DOT  32 /* rows the bf16 dot kernel's call does at most */
+#define AGMM_WQ_RB_VNNI 8  /* rows the W4A8 kernel's call does at most */
 
 struct agmm_wq {
     int64_t k, n, group; /* group: the effective G (k when 0 was given) */
@@ -65,6 +67,11 @@ typedef void (*agmm_wq_panel_fn)(const struct agmm_wq *w, const uint8_t *panel,
 void agmm_wq_panel_portable(const struct agmm_wq *w, const uint8_t *panel,
                             int rows, const float *a, int64_t lda,
                             const float *asum, float *out);
+/* 1 when the dot kernel (avx512bf16) is the faster over calls of these
+ * row counts of bf16 A on a weight of `bits`, by the measurement made
+ * once per process and bits (select.c); 0 when this CPU cannot run it. */
+int agmm_wq_dot_wins(int bits, const int64_t *rows, int nrows);
+
 #if defined(__x86_64__)
 void agmm_wq_panel_avx2(const struct agmm_wq *w, const uint8_t *panel, int rows,
                         const float *a, int64_t lda, const float *asum,
@@ -72,6 +79,19 @@ void agmm_wq_panel_avx2(const struct agmm_wq *w, const uint8_t *panel, int rows,
 void agmm_wq_panel_avx512(const struct agmm_wq *w, const uint8_t *panel,
                           int rows, const float *a, int64_t lda,
                           const float *asum, float *out);
+/* The dot kernel (kern_avx512bf16.c): as agmm_wq_panel_fn, but 1..
+ * AGMM_WQ_RB_DOT rows, and A's rows in the scratch layout are bf16 (the
+ * same element positions, row stride lda in elements), none subnormal. */
+void agmm_wq_panel_avx512bf16(const struct agmm_wq *w, const uint8_t *panel,
+                              int rows, const uint16_t *a, int64_t lda,
+                              const float *asum, float *out);
+/* The W4A8 kernel (kern_avx512vnni.c, opt-in): 1..AGMM_WQ_RB_VNNI rows
+ * of A quantized to int8 (the scratch layout's positions, row stride lda
+ * bytes), qsum [rows][ng] their groups' sums of a_q (exact), sa [rows]
+ * their scales. */
+void agmm_wq_panel_avx512vnni(const struct agmm_wq *w, const uint8_t *panel,
+                              int rows, const int8_t *a, int64_t lda,
+                              const float *qsum, const float *sa, float *out);
 #endif
 
 #endif /* AGMM_GEMM_WQ_INTERNAL_H */

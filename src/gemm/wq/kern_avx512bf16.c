@@ -1,0 +1,321 @@
+/* The AVX-512 BF16 dot kernel (wq_internal.h): one panel of 16 columns
+ * is one zmm of fp32 sums, multiplied with VDPBF16PS, which adds two
+ * products (a pair of rows of k) into each fp32 lane: half the multiply
+ * instructions of the FMA kernel (kern_avx512.c) for the same work.
+ *
+ * Operands, exact: A's rows are bf16 (the scratch holds them as bf16,
+ * copied from a bf16 A: gemm.c), the weight's stored u (0..15, 0..255 or
+ * -128..127: at most 8 significant bits) is exact in bf16, and the
+ * product of two bf16 is exact in fp32; VDPBF16PS rounds each of its two
+ * additions to fp32 (nearest even), so a group's sum is an fp32 sum of
+ * its products in some order, as wq_internal.h's "What a kernel computes"
+ * and check/wq_ref.h's bound take. The instruction reads subnormal bf16
+ * inputs as 0 and flushes subnormal results to 0: gemm.c never hands
+ * this kernel rows with a subnormal value (they go to the FMA kernel);
+ * results so small that the sums underflow are outside the bound anyway.
+ *
+ * The weight turned into bf16 pairs in registers, per quad of 4 rows:
+ *   int4: byte j of each 16-byte half holds rows 4q+0/4q+1 (or 2/3) of
+ *         column j: widened to a dword, the high nibble moved to bits
+ *         16..19 (shift, ternary logic), each 16-bit nibble looked up in a
+ *         table of bf16(0..15) (vpermw): dword j = (bf16 lo, bf16 hi), the
+ *         pair VDPBF16PS wants (low half the even row);
+ *   int8: rows 4q+i are 16 bytes each: widened and converted to fp32
+ *         (exact), whose high 16 bits are the bf16; the even row's moved
+ *         down and merged with the odd row's (shift, ternary logic).
+ * A's pair (a[4q], a[4q+1]) is one 32-bit broadcast from the scratch.
+ * Per row of A: 4 chains of sums (two quads at a time: the rows 0/1 and
+ * 2/3 pairs of the even and of the odd quad), which hide the
+ * instruction's latency at one row; the same 4 whatever the rows, so a
+ * row's bits do not depend on the rows it is computed with (a plan's
+ * fused and baseline calls, tiles coalesced in any order). Up to 4 rows
+ * at a time in registers: 16 sums, 4 weight vectors and the constants
+ * fill the 32; a call of more than 8 rows (up to AGMM_WQ_RB_DOT, 32)
+ * converts each quad once into an L1 buffer that its blocks of 4 rows
+ * read (panel_many), with the same sums in the same order. At each
+ * group's end the chains are added, the zero term taken off and the
+ * scale applied into `out` (which holds the running total: it is zeroed
+ * first). The panel is streamed front to back with a software prefetch
+ * PF_BYTES ahead, as in kern_avx512.c.
+ *
+ * Compiled for AVX-512F/BW/BF16 by function attribute; called only when
+ * the CPU has AVX512_BF16 (gemm.c: cpuid leaf 7, subleaf 1, EAX bit 5). */
+#include <string.h>
+
+#include "gemm/wq/wq_internal.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define TARGET   __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define PF_BYTES 1024
+
+typedef struct consts {
+    __m512i tab;  /* word i: bf16(i) for i = 0..15 */
+    __m512i nib;  /* 0x000f000f */
+    __m512i high; /* 0xffff0000 */
+} consts_t;
+
+/* A quad's two bf16-pair vectors: rows (4q+0, 4q+1) and (4q+2, 4q+3). */
+TARGET static inline __attribute__((always_inline)) void
+quad_pairs(const uint8_t *p, int int4, int sgn, const consts_t *k, __m512i *w01,
+           __m512i *w23)
+{
+    if (int4) {
+        __m512i d0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+        __m512i d1 =
+            _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 16)));
+        /* (d | d << 12) & 0x000f000f: low nibble in word 0, high in word 1 */
+        __m512i x0 = _mm512_ternarylogic_epi32(d0, _mm512_slli_epi32(d0, 12),
+                                               k->nib, 0xA8);
+        __m512i x1 = _mm512_ternarylogic_epi32(d1, _mm512_slli_epi32(d1, 12),
+                                               k->nib, 0xA8);
+        *w01 = _mm512_permutexvar_epi16(x0, k->tab);
+        *w23 = _mm512_permutexvar_epi16(x1, k->tab);
+        return;
+    }
+    __m512 f[4];
+    for (int i = 0; i < 4; i++) {
+        __m128i b = _mm_loadu_si128((const __m128i *)(p + 16 * i));
+        f[i] = _mm512_cvtepi32_ps(sgn ? _mm512_cvtepi8_epi32(b)
+                                      : _mm512_cvtepu8_epi32(b));
+    }
+    /* (even >> 16) | (odd & 0xffff0000) */
+    *w01 = _mm512_ternarylogic_epi32(
+        _mm512_srli_epi32(_mm512_castps_si512(f[0]), 16),
+        _mm512_castps_si512(f[1]), k->high, 0xF8);
+    *w23 = _mm512_ternarylogic_epi32(
+        _mm512_srli_epi32(_mm512_castps_si512(f[2]), 16),
+        _mm512_castps_si512(f[3]), k->high, 0xF8);
+}
+
+/* acc += the dot of A's pair at a (broadcast) with w. The broadcast is
+ * the instruction's own memory operand ({1to16}, done by the load unit),
+ * as the FMA kernel's vfmadd231ps gets from the compiler; GCC 12 does not
+ * fold _mm512_set1_epi32 into VDPBF16PS, and a separate vpbroadcastd per
+ * dot measured ~2x slower (int4, 4 rows). AT&T syntax (agmm's default). */
+TARGET static inline __attribute__((always_inline)) __m512
+dot_pair(__m512 acc, const uint16_t *a, __m512i w)
+{
+    __asm__("vdpbf16ps %2%{1to16%}, %1, %0"
+            : "+v"(acc)
+            : "v"(w), "m"(*(const uint32_t *)(const void *)a));
+    return acc;
+}
+
+TARGET static inline __attribute__((always_inline)) void
+panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
+           const uint16_t *a, int64_t lda, const float *asum, float *out)
+{
+    enum { NC = 4 }; /* chains per row */
+    consts_t k;
+    k.tab = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                             0x4170, 0x4160, 0x4150, 0x4140, 0x4130, 0x4120,
+                             0x4110, 0x4100, 0x40e0, 0x40c0, 0x40a0, 0x4080,
+                             0x4040, 0x4000, 0x3f80, 0x0000);
+    k.nib = _mm512_set1_epi32(0x000f000f);
+    k.high = _mm512_set1_epi32((int)0xffff0000u);
+    for (int r = 0; r < rows; r++)
+        _mm512_storeu_ps(out + r * AGMM_WQ_NP, _mm512_setzero_ps());
+    const uint8_t *p = panel;
+    const int int4 = w->bits == 4, sgn = w->bits == 8 && w->symmetric;
+    const size_t qb = w->quad_bytes;
+    for (int64_t g = 0; g < w->ng; g++) {
+        __m512 s = _mm512_loadu_ps((const float *)p);
+        __m512 z = _mm512_loadu_ps((const float *)p + AGMM_WQ_NP);
+        p += 2 * AGMM_WQ_NP * sizeof(float);
+        int64_t quads = agmm_wq_quads(w, g);
+        __m512 acc[4][NC];
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < NC; c++)
+                acc[r][c] = _mm512_setzero_ps();
+        const uint16_t *ag = a + g * w->gq * 4;
+        int64_t qd = 0;
+        for (; qd + 2 <= quads; qd += 2) {
+            _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
+            if (!int4) {
+                _mm_prefetch((const char *)p + PF_BYTES + 64, _MM_HINT_T0);
+            }
+            __m512i v[4];
+            quad_pairs(p, int4, sgn, &k, &v[0], &v[1]);
+            quad_pairs(p + qb, int4, sgn, &k, &v[2], &v[3]);
+            p += 2 * qb;
+            for (int r = 0; r < rows; r++) {
+                const uint16_t *ar = ag + r * lda + qd * 4;
+                for (int i = 0; i < 4; i++)
+                    acc[r][i] = dot_pair(acc[r][i], ar + 2 * i, v[i]);
+            }
+        }
+        if (qd < quads) { /* an odd last quad */
+            _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
+            __m512i v[2];
+            quad_pairs(p, int4, sgn, &k, &v[0], &v[1]);
+            p += qb;
+            for (int r = 0; r < rows; r++) {
+                const uint16_t *ar = ag + r * lda + qd * 4;
+                for (int i = 0; i < 2; i++)
+                    acc[r][i] = dot_pair(acc[r][i], ar + 2 * i, v[i]);
+            }
+        }
+        for (int r = 0; r < rows; r++) {
+            __m512 t = _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]),
+                                     _mm512_add_ps(acc[r][2], acc[r][3]));
+            if (w->has_zero)
+                t = _mm512_fnmadd_ps(z, _mm512_set1_ps(asum[r * w->ng + g]), t);
+            float *o = out + r * AGMM_WQ_NP;
+            _mm512_storeu_ps(o, _mm512_fmadd_ps(s, t, _mm512_loadu_ps(o)));
+        }
+    }
+}
+
+/* The dots of `rows` (1..4) rows over nq converted quads wv (2 vectors
+ * a quad), their 4 sums a row carried in accm: panel_rows' chains and
+ * order exactly (quads in pairs from the group's start, an odd last one
+ * into chains 0 and 1), so the bits are panel_rows'. */
+TARGET static inline __attribute__((always_inline)) void
+block_rows(const __m512i *wv, int64_t nq, const int rows, const uint16_t *ag,
+           int64_t lda, __m512 (*accm)[4])
+{
+    __m512 acc[4][4];
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < 4; c++)
+            acc[r][c] = accm[r][c];
+    int64_t q = 0;
+#pragma GCC unroll 1
+    for (; q + 2 <= nq; q += 2) {
+        /* In registers once for the block's rows: GCC would reload them
+         * for every dot, twice the loads the load unit can issue. */
+        __m512i v0 = wv[2 * q], v1 = wv[2 * q + 1], v2 = wv[2 * q + 2],
+                v3 = wv[2 * q + 3];
+        __asm__("" : "+v"(v0), "+v"(v1), "+v"(v2), "+v"(v3));
+        const __m512i v[4] = {v0, v1, v2, v3};
+        for (int r = 0; r < rows; r++) {
+            const uint16_t *ar = ag + r * lda + q * 4;
+            for (int i = 0; i < 4; i++)
+                acc[r][i] = dot_pair(acc[r][i], ar + 2 * i, v[i]);
+        }
+    }
+    if (q < nq)
+        for (int r = 0; r < rows; r++) {
+            const uint16_t *ar = ag + r * lda + q * 4;
+            for (int i = 0; i < 2; i++)
+                acc[r][i] = dot_pair(acc[r][i], ar + 2 * i, wv[2 * q + i]);
+        }
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < 4; c++)
+            accm[r][c] = acc[r][c];
+}
+
+/* More than 8 rows: each group's quads are converted once, QCHUNK at a
+ * time, into an L1 buffer (4 KiB) that every block of 4 rows then reads,
+ * instead of converting them again per block (the conversion is as many
+ * instructions as the dots of 4 rows). The sums of all rows live in accm
+ * between chunks. Same arithmetic as panel_rows, row by row. Measured
+ * (bench/wq_decode.c, K = N = 4096, shared machine): int8 at M 16 / 32
+ * 4.2-4.4 / 7.4 ms against 4.7 / 8.4-8.6 converting per block, int4 the
+ * same within noise, and int8 at M 8 slower (3.2 against 2.8-2.9 ms):
+ * hence 5..8 rows as two blocks. */
+#define QCHUNK 32 /* even: quad pairs start at the group's start */
+TARGET static void panel_many(const struct agmm_wq *w, const uint8_t *panel,
+                              int rows, const uint16_t *a, int64_t lda,
+                              const float *asum, float *out)
+{
+    _Alignas(64) __m512i wbuf[2 * QCHUNK];
+    _Alignas(64) __m512 abuf[AGMM_WQ_RB_DOT][4];
+    /* Through opaque pointers: GCC would otherwise unroll the quad loops
+     * whole and keep the buffer in registers and spills (measured 1.4x
+     * slower than per-block conversion). */
+    __m512i *wv = wbuf;
+    __m512(*accm)[4] = abuf;
+    __asm__("" : "+r"(wv), "+r"(accm));
+    consts_t k;
+    k.tab = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                             0x4170, 0x4160, 0x4150, 0x4140, 0x4130, 0x4120,
+                             0x4110, 0x4100, 0x40e0, 0x40c0, 0x40a0, 0x4080,
+                             0x4040, 0x4000, 0x3f80, 0x0000);
+    k.nib = _mm512_set1_epi32(0x000f000f);
+    k.high = _mm512_set1_epi32((int)0xffff0000u);
+    for (int r = 0; r < rows; r++)
+        _mm512_storeu_ps(out + r * AGMM_WQ_NP, _mm512_setzero_ps());
+    const uint8_t *p = panel;
+    const int int4 = w->bits == 4, sgn = w->bits == 8 && w->symmetric;
+    const size_t qb = w->quad_bytes;
+    for (int64_t g = 0; g < w->ng; g++) {
+        __m512 s = _mm512_loadu_ps((const float *)p);
+        __m512 z = _mm512_loadu_ps((const float *)p + AGMM_WQ_NP);
+        p += 2 * AGMM_WQ_NP * sizeof(float);
+        int64_t quads = agmm_wq_quads(w, g);
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < 4; c++)
+                accm[r][c] = _mm512_setzero_ps();
+        const uint16_t *ag = a + g * w->gq * 4;
+        for (int64_t q0 = 0; q0 < quads; q0 += QCHUNK) {
+            int64_t nq = quads - q0 < QCHUNK ? quads - q0 : QCHUNK;
+#pragma GCC unroll 2
+            for (int64_t q = 0; q < nq; q++) {
+                _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
+                if (!int4)
+                    _mm_prefetch((const char *)p + PF_BYTES + 32, _MM_HINT_T0);
+                quad_pairs(p, int4, sgn, &k, &wv[2 * q], &wv[2 * q + 1]);
+                p += qb;
+            }
+            for (int rb = 0; rb < rows; rb += 4) {
+                const uint16_t *ab = ag + rb * lda + q0 * 4;
+                switch (rows - rb) {
+                case 1:
+                    block_rows(wv, nq, 1, ab, lda, accm + rb);
+                    break;
+                case 2:
+                    block_rows(wv, nq, 2, ab, lda, accm + rb);
+                    break;
+                case 3:
+                    block_rows(wv, nq, 3, ab, lda, accm + rb);
+                    break;
+                default:
+                    block_rows(wv, nq, 4, ab, lda, accm + rb);
+                    break;
+                }
+            }
+        }
+        for (int r = 0; r < rows; r++) {
+            __m512 t = _mm512_add_ps(_mm512_add_ps(accm[r][0], accm[r][1]),
+                                     _mm512_add_ps(accm[r][2], accm[r][3]));
+            if (w->has_zero)
+                t = _mm512_fnmadd_ps(z, _mm512_set1_ps(asum[r * w->ng + g]), t);
+            float *o = out + r * AGMM_WQ_NP;
+            _mm512_storeu_ps(o, _mm512_fmadd_ps(s, t, _mm512_loadu_ps(o)));
+        }
+    }
+}
+
+TARGET void agmm_wq_panel_avx512bf16(const struct agmm_wq *w,
+                                     const uint8_t *panel, int rows,
+                                     const uint16_t *a, int64_t lda,
+                                     const float *asum, float *out)
+{
+    if (rows > 8) {
+        panel_many(w, panel, rows, a, lda, asum, out);
+        return;
+    }
+    if (rows > 4) { /* two blocks: measured faster than the buffer */
+        panel_rows(w, panel, 4, a, lda, asum, out);
+        agmm_wq_panel_avx512bf16(w, panel, rows - 4, a + 4 * lda, lda,
+                                 asum + 4 * w->ng, out + 4 * AGMM_WQ_NP);
+        return;
+    }
+    switch (rows) {
+    case 1:
+        panel_rows(w, panel, 1, a, lda, asum, out);
+        break;
+    case 2:
+        panel_rows(w, panel, 2, a, lda, asum, out);
+        break;
+    case 3:
+        panel_rows(w, panel, 3, a, lda, asum, out);
+        break;
+    default:
+        panel_rows(w, panel, 4, a, lda, asum, out);
+        break;
+    }
+}
+#endif

@@ -1,0 +1,153 @@
+/* The W4A8 / W8A8-in-groups kernel (wq_internal.h), opt-in only
+ * (AGMM_WQ_KERNEL=avx512vnni or agmm_wq_gemm_with): it changes results,
+ * since A is quantized per row to int8 on the fly (gemm.c: sa = max |a| /
+ * 127, a_q = round(a / sa) to nearest even), then multiplied with
+ * VPDPBUSD: 4 products u8 x s8 summed into each int32 lane, 64 per
+ * instruction, exactly (int32 sums of at most G rows: |sum| <= 4096 x 255
+ * x 127 < 2^31 for a group of up to 4096 rows, exact in fp32 below 2^24,
+ * i.e. G <= 128 whatever the values).
+ *
+ * The weight's quad (4 rows of k) becomes one vector whose dword j holds
+ * rows 4q..4q+3 of column j as bytes (vpermb, AVX512_VBMI): int4 bytes
+ * duplicated, the odd ones shifted down a nibble, masked; int8 symmetric
+ * stored values (-128..127) are moved to u + 128 (xor 0x80) for the
+ * unsigned operand, and 128 x the group's sum of a_q taken off with the
+ * zero term. A's 4 bytes are the instruction's own {1to16} broadcast.
+ * Per group and row: t = float(acc) - zero x qsum, tot += scale x t; at
+ * the end out = tot x sa (the row's scale).
+ *
+ * Up to AGMM_WQ_RB_VNNI (8) rows a call, 2 chains a row (integer sums:
+ * the order does not change the result). Compiled by function attribute;
+ * called only where the CPU has AVX512_VNNI and AVX512_VBMI (gemm.c). */
+#include "gemm/wq/wq_internal.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define TARGET   __attribute__((target("avx512f,avx512bw,avx512vnni,avx512vbmi")))
+#define PF_BYTES 1024
+
+/* acc += u8 w . s8 a[0..3] (broadcast from memory). AT&T syntax. */
+TARGET static inline __attribute__((always_inline)) __m512i
+dot4(__m512i acc, __m512i w, const int8_t *a)
+{
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0"
+            : "+v"(acc)
+            : "v"(w), "m"(*(const uint32_t *)(const void *)a));
+    return acc;
+}
+
+TARGET static inline __attribute__((always_inline)) __m512i
+quad_bytes(const uint8_t *p, int int4, int sgn, __m512i idx4, __m512i idx8)
+{
+    if (int4) {
+        __m512i x = _mm512_castsi256_si512(
+            _mm256_loadu_si256((const __m256i *)(const void *)p));
+        __m512i y = _mm512_permutexvar_epi8(idx4, x);
+        __m512i hi = _mm512_srli_epi16(y, 4);
+        /* odd bytes from hi, even from y, then the low nibble */
+        __m512i v = _mm512_ternarylogic_epi32(
+            _mm512_set1_epi32((int)0xff00ff00u), hi, y, 0xCA);
+        return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+    }
+    __m512i v = _mm512_permutexvar_epi8(
+        idx8, _mm512_loadu_si512((const void *)p));
+    return sgn ? _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)) : v;
+}
+
+TARGET static inline __attribute__((always_inline)) void
+panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
+           const int8_t *a, int64_t lda, const float *qsum, const float *sa,
+           float *out)
+{
+    /* int4: dst byte 4j + {0,1} = src j, 4j + {2,3} = src 16 + j;
+     * int8: dst byte 4j + i = src 16 i + j. */
+    _Alignas(64) uint8_t i4[64], i8[64];
+    for (int j = 0; j < 16; j++)
+        for (int i = 0; i < 4; i++) {
+            i4[4 * j + i] = (uint8_t)(i < 2 ? j : 16 + j);
+            i8[4 * j + i] = (uint8_t)(16 * i + j);
+        }
+    const __m512i idx4 = _mm512_load_si512(i4), idx8 = _mm512_load_si512(i8);
+    __m512 tot[AGMM_WQ_RB_VNNI];
+    for (int r = 0; r < rows; r++)
+        tot[r] = _mm512_setzero_ps();
+    const uint8_t *p = panel;
+    const int int4 = w->bits == 4, sgn = w->bits == 8 && w->symmetric;
+    const size_t qb = w->quad_bytes;
+    for (int64_t g = 0; g < w->ng; g++) {
+        __m512 s = _mm512_loadu_ps((const float *)p);
+        __m512 z = _mm512_loadu_ps((const float *)p + AGMM_WQ_NP);
+        if (sgn) z = _mm512_set1_ps(128.0f);
+        p += 2 * AGMM_WQ_NP * sizeof(float);
+        int64_t quads = agmm_wq_quads(w, g);
+        __m512i acc[AGMM_WQ_RB_VNNI][2];
+        for (int r = 0; r < rows; r++)
+            acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+        const int8_t *ag = a + g * w->gq * 4;
+        int64_t qd = 0;
+        for (; qd + 2 <= quads; qd += 2) {
+            _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
+            if (!int4)
+                _mm_prefetch((const char *)p + PF_BYTES + 64, _MM_HINT_T0);
+            __m512i v0 = quad_bytes(p, int4, sgn, idx4, idx8);
+            __m512i v1 = quad_bytes(p + qb, int4, sgn, idx4, idx8);
+            p += 2 * qb;
+            for (int r = 0; r < rows; r++) {
+                const int8_t *ar = ag + r * lda + qd * 4;
+                acc[r][0] = dot4(acc[r][0], v0, ar);
+                acc[r][1] = dot4(acc[r][1], v1, ar + 4);
+            }
+        }
+        if (qd < quads) {
+            __m512i v0 = quad_bytes(p, int4, sgn, idx4, idx8);
+            p += qb;
+            for (int r = 0; r < rows; r++)
+                acc[r][0] = dot4(acc[r][0], v0, ag + r * lda + qd * 4);
+        }
+        for (int r = 0; r < rows; r++) {
+            __m512 t = _mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][0], acc[r][1]));
+            if (w->has_zero || sgn)
+                t = _mm512_fnmadd_ps(z, _mm512_set1_ps(qsum[r * w->ng + g]), t);
+            tot[r] = _mm512_fmadd_ps(s, t, tot[r]);
+        }
+    }
+    for (int r = 0; r < rows; r++)
+        _mm512_storeu_ps(out + r * AGMM_WQ_NP,
+                         _mm512_mul_ps(tot[r], _mm512_set1_ps(sa[r])));
+}
+
+TARGET void agmm_wq_panel_avx512vnni(const struct agmm_wq *w,
+                                     const uint8_t *panel, int rows,
+                                     const int8_t *a, int64_t lda,
+                                     const float *qsum, const float *sa,
+                                     float *out)
+{
+    switch (rows) {
+    case 1:
+        panel_rows(w, panel, 1, a, lda, qsum, sa, out);
+        break;
+    case 2:
+        panel_rows(w, panel, 2, a, lda, qsum, sa, out);
+        break;
+    case 3:
+        panel_rows(w, panel, 3, a, lda, qsum, sa, out);
+        break;
+    case 4:
+        panel_rows(w, panel, 4, a, lda, qsum, sa, out);
+        break;
+    case 5:
+        panel_rows(w, panel, 5, a, lda, qsum, sa, out);
+        break;
+    case 6:
+        panel_rows(w, panel, 6, a, lda, qsum, sa, out);
+        break;
+    case 7:
+        panel_rows(w, panel, 7, a, lda, qsum, sa, out);
+        break;
+    default:
+        panel_rows(w, panel, 8, a, lda, qsum, sa, out);
+        break;
+    }
+}
+#endif
