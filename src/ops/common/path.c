@@ -30,6 +30,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -296,6 +297,62 @@ int agmm_path_decide(const double *round_us, int nranks)
     return worst[1] < worst[0] ? 1 : 0; /* a tie: native */
 }
 
+/* bf16w (issue 48): for a bf16 plan on the AUTO engine whose calls take
+ * at most AGMM_BF16W_AUTO_ROWS rows (decode), agmm's own bf16-weight
+ * kernel (the wq engine on an unquantized weight, gemm/wq/bf16w.h) is
+ * measured beside the engine's two paths, the same way (a slice of up to
+ * 512 columns, the best of three calls, cached per process under the wq
+ * engine's kind); every rank allgathers its predicted round time (+inf
+ * where it measured nothing: more rows a call, a failure, no candidate)
+ * and the plan moves to the wq engine (native path) when its slowest
+ * rank beats both of the engine's paths' slowest. Every rank of a bf16
+ * AUTO plan makes this allgather (the description decides, so all alike).
+ * The plan then prepares one layout of the weight, the chosen engine's.
+ * AGMM_BF16W_AUTO=0 leaves the engine's choice alone (for side by side
+ * runs). */
+#define AGMM_BF16W_AUTO_ROWS 32
+
+static agmm_status_t bf16w_choose(agmm_plan_t *p, const probe_key_t *key,
+                                  int ok, double calls)
+{
+    agmm_path_choice_t *c = &p->choice;
+    const agmm_gemm_engine_t *bw = &agmm_gemm_engine_wq_bf16;
+    const char *env = getenv("AGMM_BF16W_AUTO");
+    double mine = INFINITY, *all = agmm_alloc(sizeof mine * (size_t)p->nranks);
+    agmm_status_t st = AGMM_OK;
+    if (ok && key->k > 0 && key->rows <= AGMM_BF16W_AUTO_ROWS &&
+        !probe_override && /* the tests' measurement: the two paths only */
+        !(env && !strcmp(env, "0"))) {
+        probe_key_t kb = *key;
+        kb.engine = bw->kind;
+        probe_result_t rb = {{INFINITY, INFINITY}, {0, 0}, {0, 0}, {"", ""}};
+        if (!cache_find(&kb, &rb)) {
+            double t0 = agmm_now();
+            int64_t cols = AGMM_MIN(kb.ncols, 512);
+            st = probe_path(bw, &kb, cols, 0, &rb);
+            rb.call_us[0] *= (double)kb.ncols / (double)cols;
+            if (st == AGMM_OK) cache_add(&kb, &rb);
+            c->ms += (agmm_now() - t0) * 1e3;
+        }
+        if (st == AGMM_OK) mine = calls * rb.call_us[0];
+    }
+    agmm_status_t st2 =
+        all ? agmm_world_allgather(p->world, &mine, all, sizeof mine)
+            : agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
+    if (st == AGMM_OK) st = st2;
+    if (st == AGMM_OK && ok) {
+        double worst = 0;
+        for (int r = 0; r < p->nranks; r++)
+            worst = AGMM_MAX(worst, all[r]);
+        if (worst < AGMM_MIN(c->round_us[0], c->round_us[1])) {
+            p->engine = bw;
+            p->path = AGMM_GEMM_PATH_NATIVE;
+        }
+    }
+    agmm_free(all);
+    return st;
+}
+
 agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
                                int ok)
 {
@@ -408,5 +465,12 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
         }
     }
     agmm_free(all);
+    /* bf16w (issue 48): agmm's bf16-weight kernel as a third candidate */
+    if (d->dtype == AGMM_DTYPE_BF16 && d->weight_dtype == AGMM_WDTYPE_SAME &&
+        d->gemm_engine == AGMM_GEMM_ENGINE_AUTO) {
+        agmm_status_t st3 =
+            bf16w_choose(p, &key, ok && st == AGMM_OK && c->n == 2, calls);
+        if (st == AGMM_OK && ok) st = st3;
+    }
     return st;
 }
