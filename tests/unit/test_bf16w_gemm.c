@@ -43,11 +43,11 @@ static void one_case(agmm_bf16w_kernel_t kind, agmm_dtype_t adt, int64_t m,
     uint16_t *ab = malloc(sizeof *ab * (size_t)((m + 1) * lda));
     float *c = malloc(sizeof *c * (size_t)((m + 1) * ldc));
     for (int64_t i = 0; i < k * n; i++)
-        w[i] = agmm_f32_to_bf16(hand ? (float)((int)(unif() * 5))
-                                     : (float)unif());
+        w[i] =
+            agmm_f32_to_bf16(hand ? (float)((int)(unif() * 5)) : (float)unif());
     for (int64_t i = 0; i < (m + 1) * lda; i++) {
-        ab[i] = agmm_f32_to_bf16(hand ? (float)((int)(unif() * 5))
-                                      : (float)unif());
+        ab[i] =
+            agmm_f32_to_bf16(hand ? (float)((int)(unif() * 5)) : (float)unif());
         af[i] = adt == AGMM_DTYPE_FP32 && !hand ? (float)unif() : widen(ab[i]);
     }
     for (int64_t i = 0; i < (m + 1) * ldc; i++)
@@ -56,7 +56,8 @@ static void one_case(agmm_bf16w_kernel_t kind, agmm_dtype_t adt, int64_t m,
     agmm_status_t st = agmm_bf16w_alloc(k, n, &pw);
     if (st == AGMM_OK) st = agmm_bf16w_pack(pw, w, n);
     const void *a = adt == AGMM_DTYPE_FP32 ? (const void *)af : ab;
-    if (st == AGMM_OK) st = agmm_bf16w_gemm_with(kind, pw, m, a, adt, lda, c, ldc);
+    if (st == AGMM_OK)
+        st = agmm_bf16w_gemm_with(kind, pw, m, a, adt, lda, c, ldc);
     CHECK(st == AGMM_OK, "%s m %lld k %lld n %lld: status %d",
           agmm_bf16w_kernel_name(kind), (long long)m, (long long)k,
           (long long)n, (int)st);
@@ -74,7 +75,8 @@ static void one_case(agmm_bf16w_kernel_t kind, agmm_dtype_t adt, int64_t m,
             double bound = hand ? 0 : (double)(k + 2) * 1.2e-7 * sa + 1e-30;
             double got = c[i * ldc + j];
             if (!(fabs(got - s) <= bound) && bad++ < 5)
-                CHECK(0, "%s %s m %lld k %lld n %lld: C[%lld,%lld] %.9g, "
+                CHECK(0,
+                      "%s %s m %lld k %lld n %lld: C[%lld,%lld] %.9g, "
                       "oracle %.9g (bound %.3g)",
                       agmm_bf16w_kernel_name(kind), agmm_dtype_name(adt),
                       (long long)m, (long long)k, (long long)n, (long long)i,
@@ -125,8 +127,8 @@ static void refusals(void)
 int main(void)
 {
     static const int64_t ms[] = {0, 1, 2, 5, 6, 7, 31, 32, 33};
-    static const int64_t ks[][2] = {{1, 1}, {7, 17}, {33, 70}, {100, 64},
-                                    {255, 130}};
+    static const int64_t ks[][2] = {
+        {1, 1}, {7, 17}, {33, 70}, {100, 64}, {255, 130}};
     for (int kd = 0; kd < AGMM_BF16W_COUNT; kd++) {
         agmm_bf16w_kernel_t kind = (agmm_bf16w_kernel_t)kd;
         printf("kernel %s: %s\n", agmm_bf16w_kernel_name(kind),

@@ -18,7 +18,7 @@
 #define CHUNK_ROWS 32
 
 static const char *const names[AGMM_BF16W_COUNT] = {"portable", "avx512-fma",
-                                                     "avx512-bf16"};
+                                                    "avx512-bf16"};
 
 const char *agmm_bf16w_kernel_name(agmm_bf16w_kernel_t kind)
 {
@@ -104,8 +104,8 @@ agmm_status_t agmm_bf16w_alloc(int64_t k, int64_t n, agmm_bf16w_t **out)
     size_t bytes = agmm_bf16w_packed_bytes(k, n);
     if (bytes == 0)
         return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "bf16w: bad weight shape k %lld, n %lld", (long long)k,
-                          (long long)n);
+                          "bf16w: bad weight shape k %lld, n %lld",
+                          (long long)k, (long long)n);
     agmm_bf16w_t *w = agmm_alloc(sizeof *w);
     if (w) w->data = agmm_alloc(bytes); /* zeroed, 64-byte aligned */
     if (!w || !w->data) {

@@ -203,10 +203,10 @@ static agmm_status_t bw_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     float *prod = scratch;
     for (int64_t r0 = 0; r0 < m; r0 += p->chunk) {
         int64_t mc = AGMM_MIN(p->chunk, m - r0);
-        AGMM_CHECK(agmm_bf16w_gemm_with(
-            p->kind, p->w, mc,
-            (const unsigned char *)a + (size_t)(r0 * s->lda) * aes,
-            at->a_dtype, s->lda, prod, s->ncols));
+        AGMM_CHECK(agmm_bf16w_gemm_with(p->kind, p->w, mc,
+                                        (const unsigned char *)a +
+                                            (size_t)(r0 * s->lda) * aes,
+                                        at->a_dtype, s->lda, prod, s->ncols));
         agmm_gemm_epilogue(
             at, mc, s->ncols, prod, s->ncols, NULL, 0, NULL, p->bias,
             (unsigned char *)c + (size_t)(r0 * s->ldc) * ces, s->ldc);

@@ -68,8 +68,8 @@ T_BF16 INLINE void dp_rows(const agmm_bf16w_t *w, const uint16_t *blk,
 }
 
 T_BF16 void agmm_bf16w_block_dpbf16(const agmm_bf16w_t *w, const uint16_t *blk,
-                             int rows, const void *a, int a_f32, int64_t lda,
-                             float *out, int64_t ldo)
+                                    int rows, const void *a, int a_f32,
+                                    int64_t lda, float *out, int64_t ldo)
 {
     (void)a_f32; /* bf16 A only: bf16w.c */
     const uint16_t *ab = a;
@@ -78,10 +78,10 @@ T_BF16 void agmm_bf16w_block_dpbf16(const agmm_bf16w_t *w, const uint16_t *blk,
     case n:                                                                    \
         dp_rows(w, blk, n, ab, lda, out, ldo);                                 \
         break;
-        CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6)
+        CASE(1)
+        CASE(2) CASE(3) CASE(4) CASE(5) CASE(6)
 #undef CASE
-    default:
-        break;
+            default : break;
     }
 }
 
@@ -129,9 +129,9 @@ T_FMA INLINE void fma_rows(const agmm_bf16w_t *w, const uint16_t *blk,
             _mm512_storeu_ps(out + r * ldo + 16 * p, acc[r][p]);
 }
 
-T_FMA void agmm_bf16w_block_fma(const agmm_bf16w_t *w, const uint16_t *blk, int rows,
-                          const void *a, int a_f32, int64_t lda, float *out,
-                          int64_t ldo)
+T_FMA void agmm_bf16w_block_fma(const agmm_bf16w_t *w, const uint16_t *blk,
+                                int rows, const void *a, int a_f32, int64_t lda,
+                                float *out, int64_t ldo)
 {
     size_t es = a_f32 ? sizeof(float) : sizeof(uint16_t);
     for (int r0 = 0; r0 < rows; r0 += 3) {
@@ -139,13 +139,19 @@ T_FMA void agmm_bf16w_block_fma(const agmm_bf16w_t *w, const uint16_t *blk, int 
         float *o = out + r0 * ldo;
         int n = rows - r0 < 3 ? rows - r0 : 3;
         if (a_f32) {
-            if (n == 3) fma_rows(w, blk, 3, ar, 1, lda, o, ldo);
-            else if (n == 2) fma_rows(w, blk, 2, ar, 1, lda, o, ldo);
-            else fma_rows(w, blk, 1, ar, 1, lda, o, ldo);
+            if (n == 3)
+                fma_rows(w, blk, 3, ar, 1, lda, o, ldo);
+            else if (n == 2)
+                fma_rows(w, blk, 2, ar, 1, lda, o, ldo);
+            else
+                fma_rows(w, blk, 1, ar, 1, lda, o, ldo);
         } else {
-            if (n == 3) fma_rows(w, blk, 3, ar, 0, lda, o, ldo);
-            else if (n == 2) fma_rows(w, blk, 2, ar, 0, lda, o, ldo);
-            else fma_rows(w, blk, 1, ar, 0, lda, o, ldo);
+            if (n == 3)
+                fma_rows(w, blk, 3, ar, 0, lda, o, ldo);
+            else if (n == 2)
+                fma_rows(w, blk, 2, ar, 0, lda, o, ldo);
+            else
+                fma_rows(w, blk, 1, ar, 0, lda, o, ldo);
         }
     }
 }
