@@ -73,15 +73,27 @@ T_BF16 void agmm_bf16w_block_dpbf16(const agmm_bf16w_t *w, const uint16_t *blk,
 {
     (void)a_f32; /* bf16 A only: bf16w.c */
     const uint16_t *ab = a;
-    switch (rows) {
-#define CASE(n)                                                                \
-    case n:                                                                    \
-        dp_rows(w, blk, n, ab, lda, out, ldo);                                 \
+    switch (rows) { /* constant row counts: the sums stay in registers */
+    case 1:
+        dp_rows(w, blk, 1, ab, lda, out, ldo);
         break;
-        CASE(1)
-        CASE(2) CASE(3) CASE(4) CASE(5) CASE(6)
-#undef CASE
-            default : break;
+    case 2:
+        dp_rows(w, blk, 2, ab, lda, out, ldo);
+        break;
+    case 3:
+        dp_rows(w, blk, 3, ab, lda, out, ldo);
+        break;
+    case 4:
+        dp_rows(w, blk, 4, ab, lda, out, ldo);
+        break;
+    case 5:
+        dp_rows(w, blk, 5, ab, lda, out, ldo);
+        break;
+    case 6:
+        dp_rows(w, blk, 6, ab, lda, out, ldo);
+        break;
+    default:
+        break;
     }
 }
 
