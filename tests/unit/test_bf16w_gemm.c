@@ -100,6 +100,38 @@ static void one_case(agmm_bf16w_kernel_t kind, agmm_dtype_t adt, int64_t m,
     free(c);
 }
 
+/* The kernels' k ranges (bf16w.h): two chunks give the bits of one. */
+static void chunks(void)
+{
+    int64_t k = 77, n = 64;
+    uint16_t *w = malloc(sizeof *w * (size_t)(k * n)), a[3 * 77];
+    for (int64_t i = 0; i < k * n; i++)
+        w[i] = agmm_f32_to_bf16((float)unif());
+    for (int i = 0; i < 3 * 77; i++)
+        a[i] = agmm_f32_to_bf16((float)unif());
+    agmm_bf16w_t *pw = NULL;
+    CHECK(agmm_bf16w_alloc(k, n, &pw) == AGMM_OK &&
+              agmm_bf16w_pack(pw, w, n) == AGMM_OK,
+          "chunks: pack");
+    agmm_bf16w_block_fn fns[AGMM_BF16W_COUNT] = {agmm_bf16w_block_portable};
+#if defined(__x86_64__)
+    fns[AGMM_BF16W_AVX512_FMA] = agmm_bf16w_block_fma;
+    fns[AGMM_BF16W_AVX512_BF16] = agmm_bf16w_block_dpbf16;
+#endif
+    for (int kd = 0; pw && kd < AGMM_BF16W_COUNT; kd++) {
+        if (!fns[kd] || !agmm_bf16w_kernel_supported((agmm_bf16w_kernel_t)kd))
+            continue;
+        float one[3 * 64], two[3 * 64];
+        fns[kd](pw, pw->data, 0, pw->pairs, 3, a, 0, k, one, 64);
+        fns[kd](pw, pw->data, 0, 10, 3, a, 0, k, two, 64);
+        fns[kd](pw, pw->data, 10, pw->pairs, 3, a, 0, k, two, 64);
+        CHECK(!memcmp(one, two, sizeof one), "%s: k in two chunks differs",
+              agmm_bf16w_kernel_name((agmm_bf16w_kernel_t)kd));
+    }
+    agmm_bf16w_free(pw);
+    free(w);
+}
+
 static void refusals(void)
 {
     agmm_log_set_quiet(1);
@@ -144,6 +176,7 @@ int main(void)
                         one_case(kind, adt, ms[i], ks[j][0], ks[j][1], hand);
         }
     }
+    chunks();
     refusals();
     CHECK_DONE("test_bf16w_gemm");
 }

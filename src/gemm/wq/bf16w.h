@@ -84,22 +84,26 @@ agmm_status_t agmm_bf16w_gemm(const agmm_bf16w_t *w, int64_t m, const void *a,
                               agmm_dtype_t a_dtype, int64_t lda, float *c,
                               int64_t ldc);
 
-/* The kernels (bf16w.c calls them): rows r of A against one block,
- * out[r][64] (row stride ldo) overwritten; rows 1..AGMM_BF16W_RB. */
+/* The kernels (bf16w.c calls them): rows 1..AGMM_BF16W_RB of A (row
+ * stride lda; a points at row 0, element 0) against pair rows q0..q1-1
+ * of one block: out[r][64] (row stride ldo) = (q0 == 0 ? 0 : out) + the
+ * products of those pair rows, k ascending (so chunks of k give the
+ * bits one call over all of k gives). */
 #define AGMM_BF16W_RB 6
 typedef void (*agmm_bf16w_block_fn)(const agmm_bf16w_t *w, const uint16_t *blk,
-                                    int rows, const void *a, int a_f32,
-                                    int64_t lda, float *out, int64_t ldo);
+                                    int64_t q0, int64_t q1, int rows,
+                                    const void *a, int a_f32, int64_t lda,
+                                    float *out, int64_t ldo);
 void agmm_bf16w_block_portable(const agmm_bf16w_t *w, const uint16_t *blk,
-                               int rows, const void *a, int a_f32, int64_t lda,
-                               float *out, int64_t ldo);
+                               int64_t q0, int64_t q1, int rows, const void *a,
+                               int a_f32, int64_t lda, float *out, int64_t ldo);
 #if defined(__x86_64__)
-void agmm_bf16w_block_fma(const agmm_bf16w_t *w, const uint16_t *blk, int rows,
-                          const void *a, int a_f32, int64_t lda, float *out,
-                          int64_t ldo);
+void agmm_bf16w_block_fma(const agmm_bf16w_t *w, const uint16_t *blk,
+                          int64_t q0, int64_t q1, int rows, const void *a,
+                          int a_f32, int64_t lda, float *out, int64_t ldo);
 void agmm_bf16w_block_dpbf16(const agmm_bf16w_t *w, const uint16_t *blk,
-                             int rows, const void *a, int a_f32, int64_t lda,
-                             float *out, int64_t ldo);
+                             int64_t q0, int64_t q1, int rows, const void *a,
+                             int a_f32, int64_t lda, float *out, int64_t ldo);
 #endif
 
 #endif /* AGMM_GEMM_WQ_BF16W_H */

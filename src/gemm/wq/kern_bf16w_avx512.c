@@ -39,15 +39,17 @@ static inline int32_t pair_of(const uint16_t *ar, int64_t q, int64_t k)
 }
 
 T_BF16 INLINE void dp_rows(const agmm_bf16w_t *w, const uint16_t *blk,
-                           const int nr, const uint16_t *a, int64_t lda,
-                           float *out, int64_t ldo)
+                           int64_t q0, int64_t q1, const int nr,
+                           const uint16_t *a, int64_t lda, float *out,
+                           int64_t ldo)
 {
     __m512 acc[AGMM_BF16W_RB][4];
     for (int r = 0; r < nr; r++)
         for (int p = 0; p < 4; p++)
-            acc[r][p] = _mm512_setzero_ps();
-    const char *bp = (const char *)blk;
-    for (int64_t q = 0; q < w->pairs; q++, bp += ROWB) {
+            acc[r][p] = q0 ? _mm512_loadu_ps(out + r * ldo + 16 * p)
+                           : _mm512_setzero_ps();
+    const char *bp = (const char *)blk + q0 * ROWB;
+    for (int64_t q = q0; q < q1; q++, bp += ROWB) {
         _mm_prefetch(bp + PF_BYTES, _MM_HINT_T0);
         _mm_prefetch(bp + PF_BYTES + 64, _MM_HINT_T0);
         _mm_prefetch(bp + PF_BYTES + 128, _MM_HINT_T0);
@@ -68,29 +70,30 @@ T_BF16 INLINE void dp_rows(const agmm_bf16w_t *w, const uint16_t *blk,
 }
 
 T_BF16 void agmm_bf16w_block_dpbf16(const agmm_bf16w_t *w, const uint16_t *blk,
-                                    int rows, const void *a, int a_f32,
-                                    int64_t lda, float *out, int64_t ldo)
+                                    int64_t q0, int64_t q1, int rows,
+                                    const void *a, int a_f32, int64_t lda,
+                                    float *out, int64_t ldo)
 {
     (void)a_f32; /* bf16 A only: bf16w.c */
     const uint16_t *ab = a;
     switch (rows) { /* constant row counts: the sums stay in registers */
     case 1:
-        dp_rows(w, blk, 1, ab, lda, out, ldo);
+        dp_rows(w, blk, q0, q1, 1, ab, lda, out, ldo);
         break;
     case 2:
-        dp_rows(w, blk, 2, ab, lda, out, ldo);
+        dp_rows(w, blk, q0, q1, 2, ab, lda, out, ldo);
         break;
     case 3:
-        dp_rows(w, blk, 3, ab, lda, out, ldo);
+        dp_rows(w, blk, q0, q1, 3, ab, lda, out, ldo);
         break;
     case 4:
-        dp_rows(w, blk, 4, ab, lda, out, ldo);
+        dp_rows(w, blk, q0, q1, 4, ab, lda, out, ldo);
         break;
     case 5:
-        dp_rows(w, blk, 5, ab, lda, out, ldo);
+        dp_rows(w, blk, q0, q1, 5, ab, lda, out, ldo);
         break;
     case 6:
-        dp_rows(w, blk, 6, ab, lda, out, ldo);
+        dp_rows(w, blk, q0, q1, 6, ab, lda, out, ldo);
         break;
     default:
         break;
@@ -98,18 +101,20 @@ T_BF16 void agmm_bf16w_block_dpbf16(const agmm_bf16w_t *w, const uint16_t *blk,
 }
 
 T_FMA INLINE void fma_rows(const agmm_bf16w_t *w, const uint16_t *blk,
-                           const int nr, const void *a, const int a_f32,
-                           int64_t lda, float *out, int64_t ldo)
+                           int64_t q0, int64_t q1, const int nr, const void *a,
+                           const int a_f32, int64_t lda, float *out,
+                           int64_t ldo)
 {
     __m512 acc[3][4];
     for (int r = 0; r < nr; r++)
         for (int p = 0; p < 4; p++)
-            acc[r][p] = _mm512_setzero_ps();
+            acc[r][p] = q0 ? _mm512_loadu_ps(out + r * ldo + 16 * p)
+                           : _mm512_setzero_ps();
     const __m512i hi = _mm512_set1_epi32((int32_t)0xffff0000u);
-    const char *bp = (const char *)blk;
+    const char *bp = (const char *)blk + q0 * ROWB;
     const float *af = a;
     const uint16_t *ab = a;
-    for (int64_t q = 0; q < w->pairs; q++, bp += ROWB) {
+    for (int64_t q = q0; q < q1; q++, bp += ROWB) {
         _mm_prefetch(bp + PF_BYTES, _MM_HINT_T0);
         _mm_prefetch(bp + PF_BYTES + 64, _MM_HINT_T0);
         _mm_prefetch(bp + PF_BYTES + 128, _MM_HINT_T0);
@@ -142,8 +147,8 @@ T_FMA INLINE void fma_rows(const agmm_bf16w_t *w, const uint16_t *blk,
 }
 
 T_FMA void agmm_bf16w_block_fma(const agmm_bf16w_t *w, const uint16_t *blk,
-                                int rows, const void *a, int a_f32, int64_t lda,
-                                float *out, int64_t ldo)
+                                int64_t q0, int64_t q1, int rows, const void *a,
+                                int a_f32, int64_t lda, float *out, int64_t ldo)
 {
     size_t es = a_f32 ? sizeof(float) : sizeof(uint16_t);
     for (int r0 = 0; r0 < rows; r0 += 3) {
@@ -152,18 +157,18 @@ T_FMA void agmm_bf16w_block_fma(const agmm_bf16w_t *w, const uint16_t *blk,
         int n = rows - r0 < 3 ? rows - r0 : 3;
         if (a_f32) {
             if (n == 3)
-                fma_rows(w, blk, 3, ar, 1, lda, o, ldo);
+                fma_rows(w, blk, q0, q1, 3, ar, 1, lda, o, ldo);
             else if (n == 2)
-                fma_rows(w, blk, 2, ar, 1, lda, o, ldo);
+                fma_rows(w, blk, q0, q1, 2, ar, 1, lda, o, ldo);
             else
-                fma_rows(w, blk, 1, ar, 1, lda, o, ldo);
+                fma_rows(w, blk, q0, q1, 1, ar, 1, lda, o, ldo);
         } else {
             if (n == 3)
-                fma_rows(w, blk, 3, ar, 0, lda, o, ldo);
+                fma_rows(w, blk, q0, q1, 3, ar, 0, lda, o, ldo);
             else if (n == 2)
-                fma_rows(w, blk, 2, ar, 0, lda, o, ldo);
+                fma_rows(w, blk, q0, q1, 2, ar, 0, lda, o, ldo);
             else
-                fma_rows(w, blk, 1, ar, 0, lda, o, ldo);
+                fma_rows(w, blk, q0, q1, 1, ar, 0, lda, o, ldo);
         }
     }
 }

@@ -15,12 +15,14 @@ static float widen(uint16_t b)
 }
 
 void agmm_bf16w_block_portable(const agmm_bf16w_t *w, const uint16_t *blk,
-                               int rows, const void *a, int a_f32, int64_t lda,
-                               float *out, int64_t ldo)
+                               int64_t q0, int64_t q1, int rows, const void *a,
+                               int a_f32, int64_t lda, float *out, int64_t ldo)
 {
+    int64_t k1 = 2 * q1 < w->k ? 2 * q1 : w->k;
     for (int r = 0; r < rows; r++) {
         float acc[AGMM_BF16W_NB] = {0};
-        for (int64_t kk = 0; kk < w->k; kk++) {
+        if (q0 > 0) memcpy(acc, out + r * ldo, sizeof acc);
+        for (int64_t kk = 2 * q0; kk < k1; kk++) {
             float av = a_f32 ? ((const float *)a)[r * lda + kk]
                              : widen(((const uint16_t *)a)[r * lda + kk]);
             const uint16_t *row = blk + (kk / 2) * (AGMM_BF16W_NB * 2);
