@@ -37,6 +37,7 @@
 #include "common/util.h"
 #include "gemm/convert.h"
 #include "ops/common/book.h"
+#include "ops/common/path_probe.h"
 #include "ops/common/plan_internal.h"
 
 const char *agmm_gemm_path_name(agmm_gemm_path_t path)
@@ -106,20 +107,6 @@ agmm_status_t agmm_path_check(const agmm_plan_desc_t *d,
 
 /* ------------------------------------------------------------ the probe */
 
-typedef struct probe_key {
-    agmm_gemm_engine_kind_t engine;
-    agmm_dtype_t dtype;
-    int64_t k, ncols, rows;
-} probe_key_t;
-
-/* One rank's measurement of both paths for one key (+inf: not a path
- * here). */
-typedef struct probe_result {
-    double call_us[2], conv_us[2]; /* [native, f32] */
-    double gflops[2];
-    char impl[2][64];
-} probe_result_t;
-
 enum { CACHE = 32 };
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -128,7 +115,7 @@ static struct {
 } cache[CACHE];
 static int ncache;
 
-static int cache_find(const probe_key_t *k, probe_result_t *out)
+int agmm_path_cache_find(const probe_key_t *k, probe_result_t *out)
 {
     pthread_mutex_lock(&cache_lock);
     int found = 0;
@@ -141,7 +128,7 @@ static int cache_find(const probe_key_t *k, probe_result_t *out)
     return found;
 }
 
-static void cache_add(const probe_key_t *k, const probe_result_t *r)
+void agmm_path_cache_add(const probe_key_t *k, const probe_result_t *r)
 {
     pthread_mutex_lock(&cache_lock);
     int i = ncache < CACHE ? ncache++ : (int)(k->k % CACHE); /* full: evict */
@@ -170,13 +157,37 @@ typedef struct call_ctx {
     int64_t rows, k;
     agmm_dtype_t dt;
     void *a, *c, *scratch, *a16;
-    float *a_scale; /* INT8: [rows] */
+    float *a_scale;             /* INT8: [rows] */
+    const unsigned char *evict; /* bf16w_choose: read before each call */
+    size_t evict_bytes;
 } call_ctx_t;
 
 static agmm_status_t one_call(void *arg)
 {
     call_ctx_t *x = arg;
     return x->e->run(x->prep, x->rows, x->a, x->a_scale, x->c, x->scratch);
+}
+
+/* A call with the weight out of the caches (bf16w_choose): the best of
+ * three after one untimed, each after reading x->evict (twice the largest
+ * cache) so the slice streams from memory, as a decode step's weights do
+ * (us). */
+static double best_of_3_cold(call_ctx_t *x, agmm_status_t *st)
+{
+    double best = INFINITY;
+    volatile unsigned char sink = 0;
+    for (int i = 0; i < 4 && *st == AGMM_OK; i++) {
+        unsigned char acc = 0;
+        for (size_t j = 0; j < x->evict_bytes; j += 64)
+            acc ^= x->evict[j];
+        sink ^= acc;
+        double t0 = agmm_now();
+        *st = one_call(x);
+        double us = (agmm_now() - t0) * 1e6;
+        if (i > 0 && us < best) best = us;
+    }
+    (void)sink;
+    return best;
 }
 
 static agmm_status_t one_conversion(void *arg)
@@ -189,9 +200,10 @@ static agmm_status_t one_conversion(void *arg)
 /* Time one candidate for key k into r: 0 native, 1 f32; INT8: 0 s8 x s8,
  * 1 u8 x s8 (A shifted, with the compensation: engine.h's s8_as_u8),
  * both with unit scales. */
-static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
-                                const probe_key_t *key, int64_t cols, int f32,
-                                probe_result_t *r)
+agmm_status_t agmm_path_probe(const agmm_gemm_engine_t *e,
+                              const probe_key_t *key, int64_t cols, int f32,
+                              probe_result_t *r, const unsigned char *evict,
+                              size_t evict_bytes)
 {
     agmm_dtype_t dt = key->dtype;
     int int8 = dt == AGMM_DTYPE_INT8;
@@ -209,7 +221,8 @@ static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
                                .ldc = cols,
                                .rows = &rows,
                                .nrows = 1};
-    call_ctx_t x = {e, NULL, rows, k, dt, NULL, NULL, NULL, NULL, NULL};
+    call_ctx_t x = {e,    NULL, rows, k,    dt,    NULL,
+                    NULL, NULL, NULL, NULL, evict, evict_bytes};
     float *ones = agmm_alloc(sizeof(float) * (size_t)(AGMM_MAX(rows, cols)));
     for (int64_t i = 0; ones && i < AGMM_MAX(rows, cols); i++)
         ones[i] = 1.0f;
@@ -229,7 +242,9 @@ static agmm_status_t probe_path(const agmm_gemm_engine_t *e,
     if (st == AGMM_OK && e->scratch_bytes(x.prep) > 0 &&
         !(x.scratch = agmm_alloc(e->scratch_bytes(x.prep))))
         st = agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
-    double call = st == AGMM_OK ? best_of_3(one_call, &x, &st) : INFINITY;
+    double call = st != AGMM_OK ? INFINITY
+                  : evict       ? best_of_3_cold(&x, &st)
+                                : best_of_3(one_call, &x, &st);
     double conv =
         f32 && st == AGMM_OK ? best_of_3(one_conversion, &x, &st) : 0.0;
     if (st == AGMM_OK) {
@@ -297,60 +312,9 @@ int agmm_path_decide(const double *round_us, int nranks)
     return worst[1] < worst[0] ? 1 : 0; /* a tie: native */
 }
 
-/* bf16w (issue 48): for a bf16 plan on the AUTO engine whose calls take
- * at most AGMM_BF16W_AUTO_ROWS rows (decode), agmm's own bf16-weight
- * kernel (the wq engine on an unquantized weight, gemm/wq/bf16w.h) is
- * measured beside the engine's two paths, the same way (a slice of up to
- * 512 columns, the best of three calls, cached per process under the wq
- * engine's kind); every rank allgathers its predicted round time (+inf
- * where it measured nothing: more rows a call, a failure, no candidate)
- * and the plan moves to the wq engine (native path) when its slowest
- * rank beats both of the engine's paths' slowest. Every rank of a bf16
- * AUTO plan makes this allgather (the description decides, so all alike).
- * The plan then prepares one layout of the weight, the chosen engine's.
- * AGMM_BF16W_AUTO=0 leaves the engine's choice alone (for side by side
- * runs). */
-#define AGMM_BF16W_AUTO_ROWS 32
-
-static agmm_status_t bf16w_choose(agmm_plan_t *p, const probe_key_t *key,
-                                  int ok, double calls)
+int agmm_path_probe_overridden(void)
 {
-    agmm_path_choice_t *c = &p->choice;
-    const agmm_gemm_engine_t *bw = &agmm_gemm_engine_wq_bf16;
-    const char *env = getenv("AGMM_BF16W_AUTO");
-    double mine = INFINITY, *all = agmm_alloc(sizeof mine * (size_t)p->nranks);
-    agmm_status_t st = AGMM_OK;
-    if (ok && key->k > 0 && key->rows <= AGMM_BF16W_AUTO_ROWS &&
-        !probe_override && /* the tests' measurement: the two paths only */
-        !(env && !strcmp(env, "0"))) {
-        probe_key_t kb = *key;
-        kb.engine = bw->kind;
-        probe_result_t rb = {{INFINITY, INFINITY}, {0, 0}, {0, 0}, {"", ""}};
-        if (!cache_find(&kb, &rb)) {
-            double t0 = agmm_now();
-            int64_t cols = AGMM_MIN(kb.ncols, 512);
-            st = probe_path(bw, &kb, cols, 0, &rb);
-            rb.call_us[0] *= (double)kb.ncols / (double)cols;
-            if (st == AGMM_OK) cache_add(&kb, &rb);
-            c->ms += (agmm_now() - t0) * 1e3;
-        }
-        if (st == AGMM_OK) mine = calls * rb.call_us[0];
-    }
-    agmm_status_t st2 =
-        all ? agmm_world_allgather(p->world, &mine, all, sizeof mine)
-            : agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
-    if (st == AGMM_OK) st = st2;
-    if (st == AGMM_OK && ok) {
-        double worst = 0;
-        for (int r = 0; r < p->nranks; r++)
-            worst = AGMM_MAX(worst, all[r]);
-        if (worst < AGMM_MIN(c->round_us[0], c->round_us[1])) {
-            p->engine = bw;
-            p->path = AGMM_GEMM_PATH_NATIVE;
-        }
-    }
-    agmm_free(all);
-    return st;
+    return probe_override != NULL;
 }
 
 agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
@@ -403,7 +367,7 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
     } else if (!native) { /* still in the allgather below, as every rank */
         c->by = "only";
         res.call_us[1] = 0;
-    } else if (cache_find(&key, &res)) {
+    } else if (agmm_path_cache_find(&key, &res)) {
         c->by = "cached";
     } else {
         c->by = "measured";
@@ -412,10 +376,10 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
             st = probe_override
                      ? probe_override(p->rank, f32, &res.call_us[f32],
                                       &res.conv_us[f32])
-                     : probe_path(e, &key, cols, f32, &res);
+                     : agmm_path_probe(e, &key, cols, f32, &res, NULL, 0);
         for (int f32 = 0; f32 < 2; f32++) /* per column: to the whole width */
             res.call_us[f32] *= (double)key.ncols / (double)cols;
-        if (st == AGMM_OK && !probe_override) cache_add(&key, &res);
+        if (st == AGMM_OK && !probe_override) agmm_path_cache_add(&key, &res);
         c->ms = (agmm_now() - t0) * 1e3;
     }
     /* A path whose memory does not fit is no candidate (mine: +inf). The
@@ -468,8 +432,8 @@ agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
     /* bf16w (issue 48): agmm's bf16-weight kernel as a third candidate */
     if (d->dtype == AGMM_DTYPE_BF16 && d->weight_dtype == AGMM_WDTYPE_SAME &&
         d->gemm_engine == AGMM_GEMM_ENGINE_AUTO) {
-        agmm_status_t st3 =
-            bf16w_choose(p, &key, ok && st == AGMM_OK && c->n == 2, calls);
+        agmm_status_t st3 = agmm_path_bf16w_choose(
+            p, &key, ok && st == AGMM_OK && c->n == 2, calls);
         if (st == AGMM_OK && ok) st = st3;
     }
     return st;
