@@ -15,10 +15,12 @@
 /* bf16w (issue 48): for a bf16 plan on the AUTO engine whose calls take
  * at most AGMM_BF16W_AUTO_ROWS rows (decode), agmm's own bf16-weight
  * kernel (the wq engine on an unquantized weight, gemm/wq/bf16w.h) is
- * measured against the engine's native path with the weight streamed
- * from memory, as a decode step's are: each on a slice of up to 512
- * columns, the best of three calls each after reading twice the largest
- * cache (the paths' own probe above runs on a slice the caches hold,
+ * measured against the engine's native path with the weight where a
+ * round finds it: each on a slice of up to 512 columns, the best of three
+ * calls, each after reading twice the largest cache when the rank's
+ * weight (k x columns, bf16) outgrows that cache, so that the slice
+ * streams from memory as a decode step's weights do (the paths' own
+ * probe runs on a slice the caches hold,
  * where oneDNN's kernel was the faster at one row: 54 against 60 us for
  * 4 MiB, while from memory it reached 0.44-0.57 of the DRAM rate and
  * this kernel about 0.9). The pair is cached per process under the wq
@@ -41,7 +43,8 @@ agmm_status_t agmm_path_bf16w_choose(agmm_plan_t *p, const probe_key_t *key,
     double *all = agmm_alloc(sizeof mine * (size_t)p->nranks);
     agmm_status_t st = AGMM_OK;
     if (ok && key->k > 0 && key->rows <= AGMM_BF16W_AUTO_ROWS &&
-        !agmm_path_probe_overridden() && /* the tests' measurement: the two paths only */
+        !agmm_path_probe_overridden() && /* the tests' measurement: the two
+                                            paths only */
         !(env && !strcmp(env, "0"))) {
         probe_key_t kb = *key;
         kb.engine = bw->kind;
@@ -49,13 +52,20 @@ agmm_status_t agmm_path_bf16w_choose(agmm_plan_t *p, const probe_key_t *key,
         if (!agmm_path_cache_find(&kb, &rb)) {
             double t0 = agmm_now();
             int64_t cols = AGMM_MIN(kb.ncols, 512);
-            size_t eb = 2 * agmm_dram_llc_bytes();
-            if (eb < ((size_t)64 << 20)) eb = (size_t)64 << 20;
-            unsigned char *ev = agmm_alloc(eb);
-            if (!ev) st = agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
+            /* from memory when the rank's weight outgrows the largest
+             * cache (a round streams it), else from the caches */
+            size_t llc = agmm_dram_llc_bytes();
+            size_t eb =
+                2 * llc < ((size_t)64 << 20) ? (size_t)64 << 20 : 2 * llc;
+            if ((uint64_t)kb.k * (uint64_t)kb.ncols * 2u <= (uint64_t)llc)
+                eb = 0;
+            unsigned char *ev = eb ? agmm_alloc(eb) : NULL;
+            if (eb && !ev)
+                st = agmm_error(AGMM_ERR_NO_MEMORY, "plan: out of memory");
             /* [0]: the wq kernel, [1]: the engine's native path */
             probe_result_t r0 = rb, r1 = rb;
-            if (st == AGMM_OK) st = agmm_path_probe(bw, &kb, cols, 0, &r0, ev, eb);
+            if (st == AGMM_OK)
+                st = agmm_path_probe(bw, &kb, cols, 0, &r0, ev, eb);
             if (st == AGMM_OK)
                 st = agmm_path_probe(p->engine, key, cols, 0, &r1, ev, eb);
             agmm_free(ev);
@@ -86,4 +96,3 @@ agmm_status_t agmm_path_bf16w_choose(agmm_plan_t *p, const probe_key_t *key,
     agmm_free(all);
     return st;
 }
-

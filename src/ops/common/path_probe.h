@@ -10,7 +10,6 @@
 #include "agmm.h"
 #include "gemm/engine.h"
 
-
 typedef struct probe_key {
     agmm_gemm_engine_kind_t engine;
     agmm_dtype_t dtype;
