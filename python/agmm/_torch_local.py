@@ -38,6 +38,18 @@ weight's preparation, the Python) is paid back only by a large product
 at 256^3, 1.07 at 512^3, 1.00 at 1024^3, 0.92 at 2048^3), and a plan per
 row count would be made and evicted every step.
 
+Decode (issue 48): a bf16 product of at most DECODE_ROWS rows by a
+weight of at least DECODE_MIN_WEIGHT elements runs agmm's own bf16-weight
+kernel (the "wq" engine on an unquantized bf16 weight: VDPBF16PS where
+the CPU has it, the weight packed once and streamed once per call),
+which torch 1.13's matmul reaches a fraction of at few rows. Its plans
+are one per weight tensor set (keyed by the tensors themselves, made for
+DECODE_ROWS rows, run at the call's), so a model's layers of one shape
+never repack each other's weights; a plan lives as long as its weights
+(closed at the next miss after one of them is gone) and holds the packed
+copy of them (agmm's layout, as large as the bf16 weight). A weight
+changed in place (its version) is packed again.
+
 AGMM_LOCAL_GEMM=torch keeps every local matmul with torch (for a side by
 side comparison: bench/local_gemm.py, bench/tp_layer.py); "agmm" (or
 unset) is the default.
@@ -62,6 +74,8 @@ LOCAL_SIGHTINGS = 2
 LOCAL_SEEN = 16
 LOCAL_MIN_DIM = 256
 LOCAL_MIN_FLOP = 4e9
+DECODE_ROWS = 32
+DECODE_MIN_WEIGHT = 1 << 20
 _DTYPES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 _state = {"pid": None, "world": None, "plans": [],
@@ -161,10 +175,48 @@ def engine_available():
     return _state["onednn"]
 
 
+# (ids of the weights, k, ns) -> ([weak references], [versions], plan)
+_decode_plans = {}
+
+
+def _decode_mm(x, ys, m, k, ns):
+    """[x @ y for y in ys], bf16, m <= DECODE_ROWS rows, on agmm's
+    bf16-weight kernel: the plan of these very weight tensors (module
+    comment), their versions checked every call."""
+    key = (tuple(id(y) for y in ys), k, tuple(ns))
+    vers = [y._version for y in ys]
+    got = _decode_plans.get(key)
+    p = None
+    if got is not None:
+        refs, old, p = got
+        if p.closed or not all(r() is y for r, y in zip(refs, ys)):
+            p = None
+        elif old != vers:  # changed in place: packed again
+            for i, y in enumerate(ys):
+                p.set_weight(contiguous_torch(y), i)
+            got[1][:] = vers
+    if p is None:
+        for kk in [kk for kk, (refs, _, q) in _decode_plans.items()
+                   if kk == key or any(r() is None for r in refs)]:
+            _decode_plans.pop(kk)[2].close()
+        p = _world().plan(DECODE_ROWS, k, list(ns), dtype="bf16",
+                          out_dtype="bf16", gemm_engine="wq", comm_workers=0,
+                          gemm_workers=max(1, torch.get_num_threads()))
+        for i, y in enumerate(ys):
+            p.set_weight(contiguous_torch(y), i)
+        _decode_plans[key] = ([weakref.ref(y) for y in ys], vers, p)
+    outs = [empty_torch((m, n), torch.bfloat16) for n in ns]
+    p.run(contiguous_torch(x.to(torch.bfloat16)),
+          out=outs if len(outs) > 1 else outs[0], schedule="fused",
+          m_rows=[m])
+    return outs
+
+
 def local_mm(x, ys, dtype, keep=False):
     """[x @ y for y in ys] in dtype (the weights' dtype), each C-contiguous:
-    x [m, k] (any layout or dtype), ys [k, n_i]. Through a one-rank agmm
-    plan for 16-bit dtypes when every dimension is at least LOCAL_MIN_DIM
+    x [m, k] (any layout or dtype), ys [k, n_i]. bf16 weights kept
+    (keep) at up to DECODE_ROWS rows: agmm's bf16-weight decode kernel
+    (_decode_mm). Otherwise through a one-rank agmm plan for 16-bit dtypes when every dimension is at least LOCAL_MIN_DIM
     and the product LOCAL_MIN_FLOP flops and libagmm has oneDNN, from the
     shape's LOCAL_SIGHTINGS-th recent call on (_plan), else torch's
     matmul. keep: the ys are weights that change only by torch's
@@ -175,6 +227,10 @@ def local_mm(x, ys, dtype, keep=False):
     use = os.environ.get("AGMM_LOCAL_GEMM", "agmm")
     if use not in ("agmm", "torch"):
         raise InvalidArgument("AGMM_LOCAL_GEMM: %r (allowed: agmm, torch)" % (use,))
+    if use == "agmm" and dtype == torch.bfloat16 and 0 < m <= DECODE_ROWS \
+            and keep and all(y.dtype == dtype for y in ys) and \
+            k * min(ns) >= DECODE_MIN_WEIGHT:
+        return _decode_mm(x, ys, m, k, ns)
     name = _DTYPES.get(dtype) if use == "agmm" and engine_available() else None
     if name is None or min([m, k] + ns) < LOCAL_MIN_DIM or \
             2.0 * m * k * sum(ns) < LOCAL_MIN_FLOP:

@@ -65,9 +65,12 @@ const agmm_gemm_engine_t *agmm_gemm_engine_get(agmm_gemm_engine_kind_t kind)
 
 const agmm_gemm_engine_t *agmm_gemm_engine_of_desc(const agmm_plan_desc_t *d)
 {
-    return d->weight_dtype != AGMM_WDTYPE_SAME
-               ? agmm_gemm_engine_get(AGMM_GEMM_ENGINE_WQ)
-               : agmm_gemm_engine_get(d->gemm_engine);
+    if (d->weight_dtype != AGMM_WDTYPE_SAME)
+        return agmm_gemm_engine_get(AGMM_GEMM_ENGINE_WQ);
+    /* bf16w (issue 48): wq with an unquantized (bf16) weight is agmm's
+     * bf16-weight kernel (wq/engine_bf16w.c); desc.c allows bf16 only. */
+    if (d->gemm_engine == AGMM_GEMM_ENGINE_WQ) return &agmm_gemm_engine_wq_bf16;
+    return agmm_gemm_engine_get(d->gemm_engine);
 }
 
 const char *agmm_gemm_engine_name(agmm_gemm_engine_kind_t kind)

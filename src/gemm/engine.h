@@ -223,7 +223,8 @@ agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
 const agmm_gemm_engine_t *agmm_gemm_engine_get(agmm_gemm_engine_kind_t kind);
 
 /* The engine a plan description runs: WQ for a quantized weight
- * (desc.weight_dtype != SAME), else desc.gemm_engine's (NULL: not built). */
+ * (desc.weight_dtype != SAME), wq_bf16 for gemm_engine WQ with an
+ * unquantized weight, else desc.gemm_engine's (NULL: not built). */
 const agmm_gemm_engine_t *agmm_gemm_engine_of_desc(const agmm_plan_desc_t *d);
 
 /* Primitives (or other engine objects costing a creation) made so far in
@@ -247,6 +248,8 @@ void agmm_gemm_force_int8_split(int on);
 
 extern const agmm_gemm_engine_t agmm_gemm_engine_openblas;
 extern const agmm_gemm_engine_t agmm_gemm_engine_wq;
+/* The wq engine for an unquantized bf16 weight (wq/engine_bf16w.c). */
+extern const agmm_gemm_engine_t agmm_gemm_engine_wq_bf16;
 #ifdef AGMM_HAVE_ONEDNN
 extern const agmm_gemm_engine_t agmm_gemm_engine_onednn;
 #endif

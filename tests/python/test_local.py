@@ -317,3 +317,39 @@ def test_plan_from_the_second_sighting(monkeypatch):
     assert call(320) == [256, 288]          # 256, 288 used within 4 calls
     assert call(288) == [256, 288]
     assert call(320) == [288, 320]          # 256 unused for 4 calls: evicted
+
+
+@pytest.mark.parametrize("m", [1, 7, 32])
+def test_decode_bf16_runs_agmms_kernel(monkeypatch, m):
+    """A kept bf16 weight at decode's few rows (<= DECODE_ROWS) runs agmm's
+    bf16-weight kernel (the wq engine on a plan of these very tensors), not
+    torch's matmul: its result matches torch's float32 product within one
+    bf16 rounding; an in-place change of the weight is packed again; 33
+    rows leave the decode path."""
+    monkeypatch.setattr(L, "DECODE_MIN_WEIGHT", 0)
+    g = torch.Generator().manual_seed(40 + m)
+    k = 257  # odd: the packed layout's padding row
+    x = torch.randn(m, k, generator=g).bfloat16()
+    ws = [torch.randn(k, n, generator=g).bfloat16() for n in (70, 100)]
+    outs = L.local_mm(x, ws, torch.bfloat16, keep=True)
+    key = (tuple(id(w) for w in ws), k, (70, 100))
+    assert key in L._decode_plans, "no decode plan"
+    info = L._decode_plans[key][2].gemm_info()
+    assert info.engine == "wq" and info.impl.startswith("wq:bf16"), info
+    for out, w in zip(outs, ws):
+        assert out.dtype == torch.bfloat16 and tuple(out.shape) == (m, w.shape[1])
+        ok, err = _close_enough(out, x, w, torch.bfloat16)
+        assert ok, "error %g" % err
+        ref = (x.float() @ w.float()).bfloat16()
+        # within one bf16 ulp of torch's own (fp32-accumulated) result
+        assert (out.float() - ref.float()).abs().max().item() <= \
+            ref.float().abs().max().item() * 2 ** -7
+    with torch.no_grad():
+        ws[0].mul_(-1.0)
+    (o0, _) = L.local_mm(x, ws, torch.bfloat16, keep=True)
+    ok, err = _close_enough(o0, x, ws[0], torch.bfloat16)
+    assert ok, "after an in-place change: error %g" % err
+    x33 = torch.randn(33, k, generator=g).bfloat16()
+    before = dict(L._decode_plans)
+    L.local_mm(x33, ws, torch.bfloat16, keep=True)
+    assert L._decode_plans.keys() == before.keys()

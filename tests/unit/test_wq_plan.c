@@ -439,7 +439,7 @@ static void desc_refusals(void)
         {"int8 A", "dtype int8", AGMM_ERR_UNSUPPORTED},
         {"openblas", "gemm_engine openblas", AGMM_ERR_UNSUPPORTED},
         {"k split", "group_size 32", AGMM_ERR_INVALID_ARG},
-        {"wq engine, plain W", "gemm_engine wq", AGMM_ERR_UNSUPPORTED},
+        {"wq engine, plain fp16 W", "gemm_engine wq", AGMM_ERR_UNSUPPORTED},
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         d = base;
@@ -464,9 +464,10 @@ static void desc_refusals(void)
             d.nranks = 3;
             d.k_local = kl; /* rank 0's 40 straddles a group of 32 */
             break;
-        case 6:
+        case 6: /* a plain bf16 W is the bf16-weight kernel's (below) */
             d.weight_dtype = AGMM_WDTYPE_SAME;
             d.gemm_engine = AGMM_GEMM_ENGINE_WQ;
+            d.dtype = AGMM_DTYPE_FP16;
             break;
         }
         agmm_status_t st = agmm_plan_desc_check(&d);
@@ -475,6 +476,12 @@ static void desc_refusals(void)
               cases[i].what, agmm_status_str(st), agmm_last_error(),
               agmm_status_str(cases[i].want), cases[i].names);
     }
+    /* A plain bf16 W on the wq engine: agmm's bf16-weight kernel. */
+    d = base;
+    d.weight_dtype = AGMM_WDTYPE_SAME;
+    d.gemm_engine = AGMM_GEMM_ENGINE_WQ;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_OK, "wq engine, plain bf16 W: %s",
+          agmm_last_error());
     /* A gated activation is fine (ag-gemm: the gate and up columns are
      * paired from the plain layout); gemm-rs refuses it as for any W. */
     d = base;

@@ -48,6 +48,7 @@ static const opt_choice_t k_groups[] = {
 static const opt_choice_t k_engines[] = {
     {"onednn", AGMM_GEMM_ENGINE_ONEDNN},
     {"openblas", AGMM_GEMM_ENGINE_OPENBLAS},
+    {"wq", AGMM_GEMM_ENGINE_WQ},
     {"auto", AGMM_GEMM_ENGINE_AUTO},
     {NULL, 0}};
 static const opt_choice_t k_paths[] = {{"auto", AGMM_GEMM_PATH_AUTO},
@@ -233,8 +234,10 @@ const opt_row_t opt_table[] = {
     {.name = "gemm-engine", .kind = OPTK_CHOICE, .field = F(gemm_engine), NOSET,
      .choices = k_engines, .accept = engine_built_in, LIB(gemm_engine), .cmds = OPT_FOR_PROBLEM,
      .section = SEC_PROBLEM, .label = "--gemm-engine E",
-     .help = "{choices}: the tile GEMM library; auto is\n"
-             "onednn when built in (here: {auto_engine})"},
+     .help = "{choices}: the tile GEMM library;\n"
+             "wq: agmm's own kernels (quantized or bf16 W); auto is\n"
+             "onednn when built in (here: {auto_engine}), or wq for\n"
+             "bf16 at <= 32 rows a call where measured faster"},
     {.name = "gemm-path", .kind = OPTK_CHOICE, .field = F(gemm_path), NOSET,
      .choices = k_paths, LIB(gemm_path), .cmds = OPT_FOR_PROBLEM,
      .section = SEC_PROBLEM, .label = "--gemm-path P",

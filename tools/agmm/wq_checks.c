@@ -16,6 +16,15 @@ int opt_check_wq(const agmm_cli_t *cli, FILE *err)
 {
     const char *wd = agmm_wdtype_name(cli->weight_dtype);
     if (cli->weight_dtype == AGMM_WDTYPE_SAME) {
+        if (cli->gemm_engine == AGMM_GEMM_ENGINE_WQ &&
+            cli->dtype != AGMM_DTYPE_BF16) {
+            fprintf(err,
+                    "agmm: --gemm-engine wq: with --weight-dtype int8 or "
+                    "int4, or --dtype bf16 (agmm's bf16-weight kernel; here "
+                    "--dtype %s)\n",
+                    agmm_dtype_name(cli->dtype));
+            return 2;
+        }
         if (cli->group_size_set || cli->zero_point) {
             fprintf(err,
                     "agmm: --%s: only with --weight-dtype int8 or int4 (a "
@@ -32,10 +41,11 @@ int opt_check_wq(const agmm_cli_t *cli, FILE *err)
                 wd);
         return 2;
     }
-    if (cli->gemm_engine != AGMM_GEMM_ENGINE_AUTO) {
+    if (cli->gemm_engine != AGMM_GEMM_ENGINE_AUTO &&
+        cli->gemm_engine != AGMM_GEMM_ENGINE_WQ) {
         fprintf(err,
                 "agmm: --gemm-engine %s: a quantized weight runs on agmm's wq "
-                "kernels (allowed with --weight-dtype %s: auto)\n",
+                "kernels (allowed with --weight-dtype %s: auto, wq)\n",
                 agmm_gemm_engine_name(cli->gemm_engine), wd);
         return 2;
     }

@@ -152,11 +152,14 @@ static agmm_status_t check_wq(const agmm_plan_desc_t *d)
                           "int8, int4)",
                           (int)wd);
     if (wd == AGMM_WDTYPE_SAME) {
-        if (d->gemm_engine == AGMM_GEMM_ENGINE_WQ)
+        if (d->gemm_engine == AGMM_GEMM_ENGINE_WQ &&
+            d->dtype != AGMM_DTYPE_BF16)
             return agmm_error(AGMM_ERR_UNSUPPORTED,
                               "plan: gemm_engine wq with weight_dtype same "
-                              "(the wq engine runs quantized weights only; "
-                              "allowed here: auto, onednn, openblas)");
+                              "and dtype %s (the wq engine runs quantized "
+                              "weights, and unquantized bf16 ones; allowed "
+                              "here: auto, onednn, openblas)",
+                              agmm_dtype_name(d->dtype));
         return AGMM_OK; /* group_size, weight_zero_point ignored */
     }
     const char *name = agmm_wdtype_name(wd);
