@@ -91,8 +91,8 @@ rows=(
     "run --out-dtype int8                 | --out-dtype: one of fp32, bf16, fp16 (got 'int8')"
     "run --out-dtype FP32                 | --out-dtype: one of fp32, bf16, fp16"
     "run --bias=1                         | --bias: takes no value"
-    "run --gemm-engine mkl                | --gemm-engine: one of onednn, openblas, auto (got 'mkl')"
-    "bench --gemm-engine ''               | --gemm-engine: one of onednn, openblas, auto"
+    "run --gemm-engine mkl                | --gemm-engine: one of onednn, openblas, wq, auto (got 'mkl')"
+    "bench --gemm-engine ''               | --gemm-engine: one of onednn, openblas, wq, auto"
     "bench --weights both                 | --weights: one of shared, per-rank"
     "run --gemm-path fp32                 | --gemm-path: one of auto, native, f32 (got 'fp32')"
     # int8 (W8A8): the scale layouts only with --dtype int8, int8 only on oneDNN
