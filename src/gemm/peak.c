@@ -319,9 +319,12 @@ agmm_peak_kernel_t agmm_peak_kernel_for(agmm_dtype_t dtype,
         return agmm_peak_kernel_isa(AGMM_DTYPE_INT8, isa);
     }
     /* agmm's weight kernels (impl "wq:..."): rows widened to fp32, the
-     * weight dequantized in registers, fp32 FMA whatever the A dtype. */
+     * weight dequantized in registers, fp32 FMA whatever the A dtype;
+     * but where the impl names the prefill path's bf16 panels (the library
+     * bf16 GEMM on the dequantized weight, calls of many rows), the bf16
+     * dot's. */
     if (dtype != AGMM_DTYPE_BF16 || path == AGMM_GEMM_PATH_F32 ||
-        (impl && strncmp(impl, "wq:", 3) == 0))
+        (impl && strncmp(impl, "wq:", 3) == 0 && !strstr(impl, "bf16 panels")))
         return agmm_peak_kernel_isa(AGMM_DTYPE_FP32, isa);
     /* Native bf16: the tiles only for a kernel that names them. */
     if (!names_amx(impl) && isa > AGMM_PEAK_AVX512_BF16)

@@ -3,9 +3,14 @@
  * The rule, measured (docs/design.md, "Quantized weights"): the path costs
  * one dequantization of the range's weight per call (k x ncols values)
  * and gains the library GEMM's rate over the kernels' (oneDNN's bf16 dot
- * has twice the FMA's rate) on every row; DEFAULT_ROWS is where it
- * started to win on the measuring machine (AGMM_WQ_PREFILL_ROWS moves
- * it: 0 or "off" keeps the kernels for every call).
+ * has twice the FMA's rate) on every row. One rank, k 4096, ncols 5504,
+ * int4 g128, one call per round, ms a round (median of 5, kernels vs
+ * path; Zen 4 class, 2 shared cores): bf16 A at 32 rows 21.1 vs 21.7,
+ * 40 rows 36.2 vs 38.5, 64 rows 64.3 vs 40.7, 128 rows 102.8 vs 83.9,
+ * 256 rows 283 vs 160; fp32 A (int8, oneDNN's f32 matmul: the FMA's rate
+ * both) 64 rows 72.0 vs 71.6, 256 rows 224 vs 217. Hence 64 rows for
+ * bf16 A, 256 for fp32 A (AGMM_WQ_PREFILL_ROWS sets both: 0 or "off"
+ * keeps the kernels for every call).
  *
  * Sizes: a block of NB_BYTES of dequantized weight (k x nb, nb a multiple
  * of 16, at least 16) stays in L2 while the library multiplies MB rows
@@ -19,10 +24,10 @@
 #include "common/log.h"
 #include "common/util.h"
 
-enum { DEFAULT_ROWS = 128, MB = 256 };
+enum { ROWS_BF16 = 64, ROWS_F32 = 256, MB = 256 };
 #define NB_BYTES ((int64_t)1 << 20)
 
-static int64_t g_rows = DEFAULT_ROWS;
+static int64_t g_rows = -1; /* -1: the defaults */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void read_env(void)
@@ -37,17 +42,18 @@ static void read_env(void)
     long long v = strtoll(e, &end, 10);
     if (*end || v < 0) {
         agmm_warn("AGMM_WQ_PREFILL_ROWS=%s: not a row count (allowed: "
-                      "0 or off, or a count >= 1); using %d",
-                      e, (int)DEFAULT_ROWS);
+                  "0 or off, or a count >= 1); using the defaults",
+                  e);
         return;
     }
     g_rows = v;
 }
 
-int64_t agmm_wq_prefill_rows(void)
+int64_t agmm_wq_prefill_rows(agmm_dtype_t a_dtype)
 {
     pthread_once(&g_once, read_env);
-    return g_rows;
+    if (g_rows >= 0) return g_rows;
+    return a_dtype == AGMM_DTYPE_BF16 ? ROWS_BF16 : ROWS_F32;
 }
 
 static size_t up64(size_t b)
@@ -61,7 +67,7 @@ agmm_status_t agmm_wq_pf_make(const agmm_gemm_shape_t *s,
 {
     memset(pf, 0, sizeof *pf);
     if (lib) *lib = NULL;
-    int64_t rows = agmm_wq_prefill_rows(), mmax = 0;
+    int64_t rows = agmm_wq_prefill_rows(a->a_dtype), mmax = 0;
     for (int i = 0; i < s->nrows; i++)
         mmax = AGMM_MAX(mmax, s->rows[i]);
     if (rows <= 0 || mmax < rows) return AGMM_OK;
@@ -71,7 +77,7 @@ agmm_status_t agmm_wq_pf_make(const agmm_gemm_shape_t *s,
     int64_t es = bf16 ? 2 : 4;
     int64_t nb = NB_BYTES / (s->k * es) / 16 * 16;
     nb = AGMM_MAX(nb, (int64_t)16);
-    nb = AGMM_MIN(nb, (s->ncols + 15) / 16 * 16);
+    if (nb >= s->ncols) nb = s->ncols; /* one block */
     int64_t mb = AGMM_MIN(mmax, (int64_t)MB);
     /* The row counts: mb, and each count's remainder of mb. */
     int64_t *ms = agmm_alloc((size_t)(s->nrows + 1) * sizeof *ms);

@@ -14,7 +14,7 @@
 typedef struct agmm_wq_pf {
     int64_t rows; /* calls of at least this many rows take the path */
     int64_t mb;   /* rows per library call */
-    int64_t nb;   /* columns per dequantized block (a multiple of 16) */
+    int64_t nb;   /* columns per block: a multiple of 16, or all ncols */
     int bf16;     /* the block's dtype: bf16 (1) or fp32 */
     /* The worker's scratch: the block at 0, k x nb; the product, mb x nb
      * fp32, at prod_off; the library's scratchpad at lib_off; bytes in
@@ -22,10 +22,10 @@ typedef struct agmm_wq_pf {
     size_t prod_off, lib_off, bytes;
 } agmm_wq_pf_t;
 
-/* The prefill rows of this process: AGMM_WQ_PREFILL_ROWS when set (a
- * count >= 1, or 0 / "off": never), else the measured default
- * (prefill_rule.c). Read once. */
-int64_t agmm_wq_prefill_rows(void);
+/* The prefill rows for A of a_dtype: AGMM_WQ_PREFILL_ROWS when set (a
+ * count >= 1, or 0 / "off": never; read once), else the measured
+ * defaults (prefill_rule.c: 64 rows for bf16 A, 256 for fp32 A). */
+int64_t agmm_wq_prefill_rows(agmm_dtype_t a_dtype);
 
 /* The path for a prep of shape s and attributes a: *pf zero (no path)
  * when no row count of s reaches agmm_wq_prefill_rows() or no library

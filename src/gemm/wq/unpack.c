@@ -1,7 +1,8 @@
 /* Packed weight columns to a plain fp32 / bf16 panel (unpack.h). One
  * panel of 16 columns at a time, group by group, front to back as the
- * kernels stream it; the 16-column inner loops are what the compiler
- * vectorizes. */
+ * kernels stream it: in AVX-512 where the wq kernels run it
+ * (agmm_wq_kernel(): AGMM_WQ_KERNEL=avx2 or portable keeps the C loops),
+ * the same bits either way. */
 #include "gemm/wq/unpack.h"
 
 #include <string.h>
@@ -11,8 +12,8 @@
 
 /* One group's rows r0..r1-1 of one panel's first `nc` (<= 16) columns. */
 static void unpack_group(const struct agmm_wq *w, const uint8_t *blk,
-                         int64_t r0, int64_t r1, int nc, void *dst,
-                         int64_t ldd, int bf16)
+                         int64_t r0, int64_t r1, int nc, void *dst, int64_t ldd,
+                         int bf16)
 {
     float s[AGMM_WQ_NP], z[AGMM_WQ_NP], v[AGMM_WQ_NP];
     memcpy(s, blk, sizeof s);
@@ -47,9 +48,67 @@ static void unpack_group(const struct agmm_wq *w, const uint8_t *blk,
     }
 }
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* unpack_group in AVX-512 (F, BW): the same operations, 16 columns a
+ * vector: the bytes widened to int32, to float (exact), minus zero
+ * (exact), times scale (one rounding); bf16 by the integer round to
+ * nearest even of agmm_f32_to_bf16_inline (no NaN can arise: scales are
+ * finite), so the bits are the scalar loop's. */
+__attribute__((target("avx512f,avx512bw"))) static void
+unpack_group_avx512(const struct agmm_wq *w, const uint8_t *blk, int64_t r0,
+                    int64_t r1, int nc, void *dst, int64_t ldd, int bf16)
+{
+    __m512 s = _mm512_loadu_ps((const float *)(const void *)blk);
+    __m512 z = _mm512_loadu_ps((const float *)(const void *)blk + 16);
+    const uint8_t *q = blk + 2 * AGMM_WQ_NP * sizeof(float);
+    int signed8 = w->bits == 8 && w->symmetric;
+    __mmask16 m = (__mmask16)((1u << nc) - 1);
+    const __m512i fifteen = _mm512_set1_epi32(15);
+    const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
+    for (int64_t row = r0; row < r1; row++) {
+        int64_t i = row - r0;
+        const uint8_t *quad = q + (size_t)(i / 4) * w->quad_bytes;
+        int lane = (int)(i % 4);
+        __m512i u;
+        if (w->bits == 8) {
+            __m128i b = _mm_loadu_si128(
+                (const __m128i *)(const void *)(quad + 16 * lane));
+            u = signed8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+        } else {
+            __m128i b = _mm_loadu_si128(
+                (const __m128i *)(const void *)(quad + 16 * (lane / 2)));
+            u = _mm512_and_si512(
+                _mm512_srli_epi32(_mm512_cvtepu8_epi32(b), 4 * (lane % 2)),
+                fifteen);
+        }
+        __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(u), z), s);
+        if (bf16) {
+            __m512i x = _mm512_castps_si512(v);
+            __m512i r = _mm512_srli_epi32(
+                _mm512_add_epi32(
+                    _mm512_add_epi32(x, bias),
+                    _mm512_and_si512(_mm512_srli_epi32(x, 16), one)),
+                16);
+            _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)dst + row * ldd, m,
+                                              r);
+        } else {
+            _mm512_mask_storeu_ps((float *)dst + row * ldd, m, v);
+        }
+    }
+}
+#endif
+
 void agmm_wq_unpack(const agmm_wq_t *w, int64_t j0, int64_t nc, void *dst,
                     int64_t ldd, int bf16)
 {
+    void (*group)(const struct agmm_wq *, const uint8_t *, int64_t, int64_t,
+                  int, void *, int64_t, int) = unpack_group;
+#if defined(__x86_64__)
+    if (agmm_wq_kernel() == AGMM_WQ_KERNEL_AVX512) /* AGMM_WQ_KERNEL too */
+        group = unpack_group_avx512;
+#endif
     size_t es = bf16 ? sizeof(uint16_t) : sizeof(float);
     size_t head = 2 * AGMM_WQ_NP * sizeof(float);
     for (int64_t c = 0; c < nc; c += AGMM_WQ_NP) {
@@ -60,7 +119,7 @@ void agmm_wq_unpack(const agmm_wq_t *w, int64_t j0, int64_t nc, void *dst,
         for (int64_t g = 0; g < w->ng; g++) {
             int64_t r0 = g * w->group;
             int64_t r1 = r0 + w->group < w->k ? r0 + w->group : w->k;
-            unpack_group(w, blk, r0, r1, pc, pd, ldd, bf16);
+            group(w, blk, r0, r1, pc, pd, ldd, bf16);
             blk += head + (size_t)agmm_wq_quads(w, g) * w->quad_bytes;
         }
     }
