@@ -318,11 +318,13 @@ static int one(agmm_world_t *w, const cfg_t *cf, int64_t rows, int epi)
          (has_k && strncmp(gi.impl, "wq:", 3)) ||
          (cf->q.dtype != AGMM_DTYPE_FP32 && gi.path != AGMM_GEMM_PATH_NATIVE)))
         late = 14;
-    /* AGMM_WQ_PREFILL_ROWS=1: every call of fp32 or bf16 A takes the
-     * prefill path, and the impl names it. */
+    /* AGMM_WQ_PREFILL_ROWS=1: every call of fp32 A takes the prefill
+     * path (the CBLAS sgemm at least is always there), and the impl names
+     * it; bf16 A takes it where oneDNN or OpenBLAS's sbgemm is (not
+     * Debian 12's OpenBLAS: a build without oneDNN keeps the kernels). */
     const char *pf = getenv("AGMM_WQ_PREFILL_ROWS");
     if (!bad && !late && has_k && pf && strcmp(pf, "1") == 0 &&
-        cf->q.dtype != AGMM_DTYPE_FP16 && !strstr(gi.impl, "; prefill >= 1 "))
+        cf->q.dtype == AGMM_DTYPE_FP32 && !strstr(gi.impl, "; prefill >= 1 "))
         late = 14;
     /* A rank without a k part (no impl) sums the others' partials: it
      * allows the rounding wherever they could have taken the path. */
