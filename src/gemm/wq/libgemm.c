@@ -53,8 +53,7 @@ struct agmm_wq_lib {
 static dnnl_status_t lib_pd(const agmm_wq_lib_cfg_t *c, int64_t m, int64_t n,
                             dnnl_primitive_desc_t *pd)
 {
-    dnnl_data_type_t dt =
-        c->a_dtype == AGMM_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t dt = c->a_dtype == AGMM_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
     dnnl_dims_t a_dims = {m, c->k}, a_str = {c->lda, 1};
     dnnl_dims_t w_dims = {c->k, n}, w_str = {n, 1};
     dnnl_dims_t c_dims = {m, n}, c_str = {n, 1};
@@ -152,8 +151,7 @@ void agmm_wq_lib_destroy(agmm_wq_lib_t *l)
 }
 
 agmm_status_t agmm_wq_lib_make(const agmm_wq_lib_cfg_t *cfg,
-                               agmm_wq_lib_t **out, size_t *scratch,
-                               int *bf16)
+                               agmm_wq_lib_t **out, size_t *scratch, int *bf16)
 {
     *scratch = 0;
     *bf16 = cfg->a_dtype == AGMM_DTYPE_BF16;
@@ -272,8 +270,7 @@ static agmm_status_t onednn_run(const agmm_wq_lib_t *l, dnnl_primitive_t prim,
     if (am) dnnl_memory_destroy(am);
     agmm_dn_restore_omp(saved);
     (void)l;
-    return st == dnnl_success ? AGMM_OK
-                              : agmm_dn_fail(st, "wq prefill matmul");
+    return st == dnnl_success ? AGMM_OK : agmm_dn_fail(st, "wq prefill matmul");
 }
 #endif
 

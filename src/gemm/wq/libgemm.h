@@ -40,8 +40,7 @@ typedef struct agmm_wq_lib_cfg {
  * NOT logged, when no library GEMM fits (the caller falls back to its own
  * kernels); other errors logged. */
 agmm_status_t agmm_wq_lib_make(const agmm_wq_lib_cfg_t *cfg,
-                               agmm_wq_lib_t **out, size_t *scratch,
-                               int *bf16);
+                               agmm_wq_lib_t **out, size_t *scratch, int *bf16);
 /* Can run take m rows of panel width nc? */
 int agmm_wq_lib_has(const agmm_wq_lib_t *l, int64_t m, int64_t nc);
 /* Its name for the engine's impl string: "onednn brg:avx512_core_bf16",
