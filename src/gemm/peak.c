@@ -334,10 +334,14 @@ agmm_peak_kernel_t agmm_peak_kernel_for(agmm_dtype_t dtype,
     }
     /* agmm's weight kernels (impl "wq:..."): rows widened to fp32, the
      * weight dequantized in registers, fp32 FMA whatever the A dtype;
-     * but its bf16-weight kernel's VDPBF16PS ("wq:bf16 avx512-bf16"). */
+     * but its bf16-weight kernel's VDPBF16PS ("wq:bf16 avx512-bf16"), and
+     * where the impl names the prefill path's bf16 panels (the library
+     * bf16 GEMM on the dequantized weight, calls of many rows) the bf16
+     * dot's. */
     if (dtype != AGMM_DTYPE_BF16 || path == AGMM_GEMM_PATH_F32 ||
         (impl && strncmp(impl, "wq:", 3) == 0 &&
-         strcmp(impl, "wq:bf16 avx512-bf16") != 0))
+         strcmp(impl, "wq:bf16 avx512-bf16") != 0 &&
+         !strstr(impl, "bf16 panels")))
         return agmm_peak_kernel_isa(AGMM_DTYPE_FP32, isa);
     /* Native bf16: the tiles only for a kernel that names them. */
     if (!names_amx(impl) && isa > AGMM_PEAK_AVX512_BF16)

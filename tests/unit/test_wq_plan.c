@@ -198,15 +198,25 @@ static void *rank_a(const cfg_t *cf, const problem_t *pb, int r)
     return out;
 }
 
-/* Row i's column j of A @ W in double, and the bound's sum (S). */
+/* The plan's weight rounding over the bound's gamma: where its engine
+ * multiplies bf16 panels of the dequantized weight (the wq engine's
+ * prefill path, "bf16 panels" in its impl), each value is rounded to bf16
+ * once more, (2^-8 + 2^-23) |a| |w| a term; else 0. Set per plan (one()),
+ * and by compare() for its gamma. AGMM_WQ_PREFILL_ROWS=1 (the test
+ * unit_wq_plans_prefill_path) makes every call take the path. */
+static double g_wround, g_gamma = 1;
+
+/* Row i's column j of A @ W in double, and the bound's sum (S: gamma S
+ * is the bound, the weight rounding's term included). */
 static double dot(const problem_t *pb, int64_t i, int64_t j, double *S)
 {
     const float *ai = pb->a + i * pb->k;
-    double pre = 0;
+    double pre = 0, wr = g_wround / g_gamma;
     *S = 0;
     for (int64_t kk = 0; kk < pb->k; kk++) {
         pre += (double)ai[kk] * pb->wq[kk * N + j];
-        *S += fabs((double)ai[kk]) * pb->mag[kk * N + j];
+        *S += fabs((double)ai[kk]) *
+              (pb->mag[kk * N + j] + wr * fabs(pb->wq[kk * N + j]));
     }
     return pre;
 }
@@ -242,6 +252,7 @@ static int compare(const cfg_t *cf, const problem_t *pb, int epi, const void *c,
     int64_t k = pb->k, G = cf->q.group ? cf->q.group : k;
     double n = 2.0 * (double)(G > k ? G : k) + 16 + cf->nranks;
     double gamma = n * 0x1p-24 / (1 - n * 0x1p-24);
+    g_gamma = gamma;
     double slope = epi ? agmm_activation_max_slope(AGMM_ACT_SILU) : 1;
     int bad = 0;
     for (int64_t i = 0; i < rows && !bad; i++)
@@ -307,6 +318,20 @@ static int one(agmm_world_t *w, const cfg_t *cf, int64_t rows, int epi)
          (has_k && strncmp(gi.impl, "wq:", 3)) ||
          (cf->q.dtype != AGMM_DTYPE_FP32 && gi.path != AGMM_GEMM_PATH_NATIVE)))
         late = 14;
+    /* AGMM_WQ_PREFILL_ROWS=1: every call of fp32 A takes the prefill
+     * path (the CBLAS sgemm at least is always there), and the impl names
+     * it; bf16 A takes it where oneDNN or OpenBLAS's sbgemm is (not
+     * Debian 12's OpenBLAS: a build without oneDNN keeps the kernels). */
+    const char *pf = getenv("AGMM_WQ_PREFILL_ROWS");
+    if (!bad && !late && has_k && pf && strcmp(pf, "1") == 0 &&
+        cf->q.dtype == AGMM_DTYPE_FP32 && !strstr(gi.impl, "; prefill >= 1 "))
+        late = 14;
+    /* A rank without a k part (no impl) sums the others' partials: it
+     * allows the rounding wherever they could have taken the path. */
+    g_wround = !bad && (strstr(gi.impl, "bf16 panels") ||
+                        (!has_k && cf->q.dtype == AGMM_DTYPE_BF16))
+                   ? 0x1p-8 + 0x1p-23
+                   : 0;
     /* One rank: what it holds is what the description books. */
     if (!bad && cf->nranks == 1 &&
         agmm_plan_bytes_held(plan) != agmm_plan_bytes_per_rank(&d))

@@ -127,6 +127,20 @@ static float *round_a(const agmm_tool_rank_t *t, int round, int64_t *M)
     return a;
 }
 
+/* The bf16 rounding of the weight's values where the plan's GEMM
+ * multiplies bf16 panels of them (check_wq.h), else 0. A rank without a
+ * k part (gemm-rs, gemm-ar: no "wq:" impl) sums the others' partials: it
+ * allows the rounding wherever A is bf16. */
+static double panel_rounding(const agmm_tool_rank_t *t)
+{
+    agmm_gemm_info_t g;
+    if (!t->plan || agmm_plan_gemm_info(t->plan, &g) != AGMM_OK) return 0;
+    int bf16 =
+        strstr(g.impl, "bf16 panels") != NULL ||
+        (strncmp(g.impl, "wq:", 3) != 0 && t->cli->dtype == AGMM_DTYPE_BF16);
+    return bf16 ? 0x1p-8 + 0x1p-23 : 0;
+}
+
 int agmm_tool_check_wq(const agmm_tool_rank_t *t, int round,
                        double *max_abs_diff, int64_t *mismatches,
                        int64_t *first_bad, int *bad_weight, double *worst)
@@ -147,6 +161,7 @@ int agmm_tool_check_wq(const agmm_tool_rank_t *t, int round,
     int64_t K = cli->k, G = cli->group_size > 0 ? cli->group_size : K;
     double nn = 2.0 * (double)(G > K ? G : K) + 16 + cli->ranks;
     double gamma = nn * 0x1p-24 / (1 - nn * 0x1p-24);
+    double wround = panel_rounding(t);
     for (int i = 0; i < nw && rc == 0; i++) {
         int64_t n = nw > 1 ? cli->n_list[i] : cli->n;
         size_t cells = (size_t)(rows * n) + 1;
@@ -159,13 +174,14 @@ int agmm_tool_check_wq(const agmm_tool_rank_t *t, int round,
              ref_weight(t, i, n, &r);
         for (int64_t e = 0; rc == 0 && e < rows * n; e++) {
             const float *ai = a + (row0 + e / n) * K;
-            double sum = 0, S = 0;
+            double sum = 0, S = 0, W = 0;
             for (int64_t kk = 0; kk < K; kk++) {
                 sum += (double)ai[kk] * r.w[kk * n + e % n];
                 S += fabs((double)ai[kk]) * r.mag[kk * n + e % n];
+                W += fabs((double)ai[kk] * r.w[kk * n + e % n]);
             }
             ref[e] = (float)sum;
-            before[e] = gamma * S + 0x1p-24 * fabs(sum) + 1e-30;
+            before[e] = gamma * S + wround * W + 0x1p-24 * fabs(sum) + 1e-30;
         }
         if (rc == 0 && epi) /* gated: ref packed into [rows, n / 2] */
             rc = agmm_tool_ref_epilogue(t, i, rows, n, ref, raw, pre);

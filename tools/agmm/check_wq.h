@@ -8,7 +8,11 @@
  * group sums, zero term and scaling, wq_ref.h's bound, with gemm-rs's and
  * gemm-ar's P fp32 partials summed; s, q, z each element's scale, stored
  * value and zero point; 2^-24 |ref|: the reference's own rounding to
- * fp32), plus the epilogue's allowance (epilogue_check.h) on top. */
+ * fp32), plus the epilogue's allowance (epilogue_check.h) on top; and
+ * when the plan's GEMM multiplies bf16 panels of the dequantized weight
+ * (the wq engine's prefill path: its impl says "bf16 panels"), each
+ * weight value rounded to bf16 once more: + (2^-8 + 2^-23) sum_k |a| |s|
+ * |q - z|. */
 #ifndef AGMM_TOOL_CHECK_WQ_H
 #define AGMM_TOOL_CHECK_WQ_H
 
@@ -16,7 +20,8 @@
 
 /* The bound in words, for the check line and the JSON. */
 #define AGMM_WQ_BOUND_TEXT                                                     \
-    "gamma(2max(G,K)+16+P)*sum|a||s|(|q-z|+2|z|+16)+2^-24|ref|"
+    "gamma(2max(G,K)+16+P)*sum|a||s|(|q-z|+2|z|+16)+2^-24|ref|"                \
+    "[+(2^-8+2^-23)*sum|a||s||q-z| with bf16 panels]"
 
 /* This rank's outputs of round `round` (every weight; gemm-rs: its rows).
  * Fills *max_abs_diff, *mismatches, *first_bad (flat index; gemm-rs: into

@@ -41,6 +41,9 @@
 #include "common/util.h"
 #include "gemm/engine.h"
 #include "gemm/epilogue.h"
+#include "gemm/wq/libgemm.h"
+#include "gemm/wq/prefill_rule.h"
+#include "gemm/wq/unpack.h"
 #include "gemm/wq/wq.h"
 
 /* Rows per kernel call when the product goes through the scratch. */
@@ -57,8 +60,10 @@ struct agmm_gemm_prep {
     size_t kscratch;              /* its bytes (agmm_wq_scratch_bytes) */
     size_t scratch;               /* kscratch + chunk x ncols fp32 (pass) */
     uint64_t owned;               /* weight bytes owned (0 with a base) */
-    agmm_wq_kernel_t kind;        /* the variant of every call (variant()) */
-    char impl[64];
+    agmm_wq_kernel_t kind;        /* the variant of every kernel call */
+    agmm_wq_pf_t pf;              /* the prefill path's sizes */
+    agmm_wq_lib_t *lib;           /* its library GEMM, or NULL: none */
+    char impl[192];
 };
 
 static const char *wq_version(void)
@@ -91,7 +96,8 @@ static agmm_status_t wq_sizes(const agmm_gemm_shape_t *s,
                               const agmm_gemm_attr_t *a,
                               const agmm_gemm_prep_t *share, int shared,
                               int64_t *chunk, int64_t *krows, uint64_t *kbytes,
-                              uint64_t *wbytes, uint64_t *sbytes)
+                              uint64_t *wbytes, uint64_t *sbytes,
+                              agmm_wq_pf_t *pf, agmm_wq_lib_t **lib)
 {
     *chunk = *krows = 0;
     *kbytes = 0;
@@ -126,6 +132,8 @@ static agmm_status_t wq_sizes(const agmm_gemm_shape_t *s,
     uint64_t vec = (uint64_t)s->ncols * sizeof(float);
     *wbytes = shared ? 0 : (uint64_t)packed + (a->bias ? vec : 0);
     *sbytes = *kbytes + (via_scratch(a) ? (uint64_t)*chunk * vec : 0);
+    AGMM_CHECK(agmm_wq_pf_make(s, a, pf, lib));
+    if (pf->bytes > *sbytes) *sbytes = pf->bytes;
     return AGMM_OK;
 }
 
@@ -135,12 +143,15 @@ static agmm_status_t wq_estimate(const agmm_gemm_shape_t *s,
 {
     int64_t chunk, krows;
     uint64_t kbytes;
-    return wq_sizes(s, a, NULL, share, &chunk, &krows, &kbytes, wbytes, sbytes);
+    agmm_wq_pf_t pf;
+    return wq_sizes(s, a, NULL, share, &chunk, &krows, &kbytes, wbytes, sbytes,
+                    &pf, NULL);
 }
 
 static void wq_destroy(agmm_gemm_prep_t *p)
 {
     if (!p) return;
+    agmm_wq_lib_destroy(p->lib);
     if (!p->base) {
         agmm_wq_free(p->w);
         agmm_free(p->bias);
@@ -170,10 +181,17 @@ static agmm_status_t wq_prepare(const agmm_gemm_shape_t *s,
 {
     int64_t chunk, krows;
     uint64_t kbytes, wbytes, sbytes;
+    agmm_wq_pf_t pf;
+    agmm_wq_lib_t *lib = NULL;
     AGMM_CHECK(wq_sizes(s, a, share, share != NULL, &chunk, &krows, &kbytes,
-                        &wbytes, &sbytes));
+                        &wbytes, &sbytes, &pf, &lib));
     agmm_gemm_prep_t *p = agmm_alloc(sizeof *p);
-    if (!p) return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
+    if (!p) {
+        agmm_wq_lib_destroy(lib);
+        return agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");
+    }
+    p->pf = pf;
+    p->lib = lib;
     p->shape = *s;
     p->shape.rows = NULL;
     p->shape.nrows = 0;
@@ -193,9 +211,14 @@ static agmm_status_t wq_prepare(const agmm_gemm_shape_t *s,
         p->kind = p->base->kind; /* the base's bits, added exactly */
     } else
         p->kind = variant(s, a);
-    snprintf(p->impl, sizeof p->impl, "wq:%s int%d %s %s",
-             agmm_wq_kernel_kind_name(p->kind), a->wq_bits, g,
-             a->wq_asym ? "asym" : "sym");
+    int len = snprintf(p->impl, sizeof p->impl, "wq:%s int%d %s %s",
+                       agmm_wq_kernel_kind_name(p->kind), a->wq_bits, g,
+                       a->wq_asym ? "asym" : "sym");
+    if (lib && len > 0 && (size_t)len < sizeof p->impl)
+        snprintf(p->impl + len, sizeof p->impl - (size_t)len,
+                 "; prefill >= %lld rows: %s on %s panels of %lld cols",
+                 (long long)pf.rows, agmm_wq_lib_name(lib),
+                 pf.bf16 ? "bf16" : "fp32", (long long)pf.nb);
     if (share) {
         p->w = p->base->w;
         p->bias = p->base->bias;
@@ -260,10 +283,10 @@ static agmm_status_t wq_load_bias(agmm_gemm_prep_t *p, const float *bias)
     return AGMM_OK;
 }
 
-static agmm_status_t wq_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
-                            const float *a_scale, void *c, void *scratch)
+/* agmm's own kernels for m rows. */
+static agmm_status_t run_kernels(agmm_gemm_prep_t *p, int64_t m, const void *a,
+                                 void *c, void *scratch)
 {
-    (void)a_scale; /* refused at prepare */
     const agmm_gemm_shape_t *s = &p->shape;
     const agmm_gemm_attr_t *at = &p->attr;
     if (m <= 0) return AGMM_OK;
@@ -291,6 +314,58 @@ static agmm_status_t wq_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
             (unsigned char *)c + (size_t)(r0 * s->ldc) * ces, s->ldc);
     }
     return AGMM_OK;
+}
+
+/* The prefill path (prefill_rule.h): each block of nb columns dequantized
+ * once into the scratch, then the library GEMM on mb rows at a time into
+ * the product buffer and the pass into C; rows the library has no
+ * primitive for (a remainder of mb not given to prepare) go to the
+ * kernels. */
+static agmm_status_t run_prefill(agmm_gemm_prep_t *p, int64_t m, const void *a,
+                                 void *c, void *scratch)
+{
+    const agmm_gemm_shape_t *s = &p->shape;
+    const agmm_gemm_attr_t *at = &p->attr;
+    const agmm_wq_pf_t *pf = &p->pf;
+    size_t aes = agmm_dtype_size(at->a_dtype);
+    size_t ces = agmm_dtype_size(at->c_dtype);
+    int64_t mlib = m / pf->mb * pf->mb, rem = m - mlib;
+    int64_t nlast = s->ncols % pf->nb ? s->ncols % pf->nb : pf->nb;
+    if (rem > 0 && agmm_wq_lib_has(p->lib, rem, pf->nb) &&
+        agmm_wq_lib_has(p->lib, rem, nlast))
+        mlib = m;
+    unsigned char *base = scratch;
+    void *wbuf = base;
+    float *prod = (float *)(void *)(base + pf->prod_off);
+    void *lscratch = base + pf->lib_off;
+    for (int64_t j0 = 0; j0 < s->ncols; j0 += pf->nb) {
+        int64_t nc = AGMM_MIN(pf->nb, s->ncols - j0);
+        agmm_wq_unpack(p->w, j0, nc, wbuf, nc, pf->bf16);
+        for (int64_t r0 = 0; r0 < mlib; r0 += pf->mb) {
+            int64_t mc = AGMM_MIN(pf->mb, mlib - r0);
+            AGMM_CHECK(agmm_wq_lib_run(p->lib, mc, nc,
+                                       (const unsigned char *)a +
+                                           (size_t)(r0 * s->lda) * aes,
+                                       wbuf, prod, lscratch));
+            agmm_gemm_epilogue(
+                at, mc, nc, prod, nc, NULL, 0, NULL,
+                p->bias ? p->bias + j0 : NULL,
+                (unsigned char *)c + (size_t)(r0 * s->ldc + j0) * ces, s->ldc);
+        }
+    }
+    if (mlib == m) return AGMM_OK;
+    return run_kernels(
+        p, m - mlib, (const unsigned char *)a + (size_t)(mlib * s->lda) * aes,
+        (unsigned char *)c + (size_t)(mlib * s->ldc) * ces, scratch);
+}
+
+static agmm_status_t wq_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
+                            const float *a_scale, void *c, void *scratch)
+{
+    (void)a_scale; /* refused at prepare */
+    if (m <= 0) return AGMM_OK;
+    if (p->lib && m >= p->pf.rows) return run_prefill(p, m, a, c, scratch);
+    return run_kernels(p, m, a, c, scratch);
 }
 
 static size_t wq_scratch_bytes(const agmm_gemm_prep_t *p)
