@@ -50,8 +50,8 @@ quad_bytes(const uint8_t *p, int int4, int sgn, __m512i idx4, __m512i idx8)
             _mm512_set1_epi32((int)0xff00ff00u), hi, y, 0xCA);
         return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
     }
-    __m512i v = _mm512_permutexvar_epi8(
-        idx8, _mm512_loadu_si512((const void *)p));
+    __m512i v =
+        _mm512_permutexvar_epi8(idx8, _mm512_loadu_si512((const void *)p));
     return sgn ? _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)) : v;
 }
 
@@ -106,7 +106,8 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
                 acc[r][0] = dot4(acc[r][0], v0, ag + r * lda + qd * 4);
         }
         for (int r = 0; r < rows; r++) {
-            __m512 t = _mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][0], acc[r][1]));
+            __m512 t =
+                _mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][0], acc[r][1]));
             if (w->has_zero || sgn)
                 t = _mm512_fnmadd_ps(z, _mm512_set1_ps(qsum[r * w->ng + g]), t);
             tot[r] = _mm512_fmadd_ps(s, t, tot[r]);
