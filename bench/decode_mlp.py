@@ -18,9 +18,11 @@ its own step after a barrier). The floor of a layer is
       FLOPs per rank / the peak of the instruction the kernel multiplies with)
 both measured by `agmm bench --json` on this machine before the ranks
 start (dram_read_gbps_per_core: a read loop over 8x the L3 on one core;
-peak_gflops_per_core: VFMADD231PS, which agmm's weight kernels and the
-fp32 path multiply with; bf16 tensors on oneDNN use VDPBF16PS where the
-CPU has it: the bench prints each peak it measured). The report: per
+the peaks of VFMADD231PS and VDPBF16PS; the floor takes the faster for
+every format: bf16 multiplies with VDPBF16PS where the CPU has it, and
+agmm's int4 / int8 kernels do for bf16 rows where their measurement picks
+the dot kernel, else the FMA, whose own floor is then higher: the bench
+prints each peak it measured). The report: per
 format and B, the median layer time [min-max], the weight MB per rank,
 the GB/s that makes, the floor and the fraction of it, and each format's
 time over bf16's. Formats alternate rep by rep blocks (--pairs) so drift
@@ -136,7 +138,6 @@ def run_rank(args):
 
 
 def report(results, args, dram, peaks):
-    fma = dict(peaks).get("VFMADD231PS zmm") or max(g for _, g in peaks)
     print("decode MLP, plain TP: h %d, i %d, %d ranks, %d layers, bf16 x, "
           "one core per rank" % (args.hidden, args.inter, args.ranks, args.layers))
     print("measured per core: DRAM read %.1f GB/s; peaks %s" % (
@@ -147,8 +148,12 @@ def report(results, args, dram, peaks):
     base = {r["rows"]: r["median_ms"] for r in results if r["weights"] == "bf16"}
     for r in results:
         mb = r["weight_bytes_per_rank"] / 1e6
-        # bf16 tensors: oneDNN's bf16 dot where measured, else fp32 FMA.
-        peak = max(g for _, g in peaks) if r["weights"] == "bf16" else fma
+        # The fastest instruction measured (VDPBF16PS where the CPU has it)
+        # for every format: bf16 runs oneDNN's or agmm's bf16 dot, and the
+        # int4 / int8 weight kernels take VDPBF16PS for bf16 rows where
+        # their per-process measurement says it is faster (else the FMA:
+        # the floor is then below that kernel's own, never above).
+        peak = max(g for _, g in peaks)
         floor = max(r["weight_bytes_per_rank"] / (dram * 1e9),
                     r["flops_per_rank"] / (peak * 1e9)) * 1e3
         r.update(floor_ms=floor, of_floor=floor / r["median_ms"],
