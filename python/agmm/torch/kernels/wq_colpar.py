@@ -3,16 +3,17 @@
 engine) on this process's one-rank plan at every row count; the backward's
 dA all-reduced in one gemm-ar round against the dequantized weights, as
 for tensors. The checks, the format and the dequantized W^T are
-_torch_wq's (the fused ops' quantized path); traced, the forward is
-torch.ops.agmm.column_parallel_matmul_wq (_torch_wq_ops), as there.
+kernels/wq.py's (the fused ops' quantized path); traced, the forward is
+torch.ops.agmm.column_parallel_matmul_wq (library/wq_ops.py), as there.
 """
 import torch
 
-from ._lib import SCHEDULES
-from ._torch_groups import _DT, _group, as_rows
-from ._torch_plain import rows_array
-from ._torch_dispatch import plain_cpu
-from ._torch_wq import _bwd_qweight, _check_a, _check_weights
+from ..._lib import SCHEDULES
+from ..distributed.groups import DT, as_rows, get_group
+from .calls import all_reduce_round
+from .plain import rows_array
+from .dispatch import plain_cpu
+from .wq import _bwd_qweight, check_a, check_weights
 
 # (ids of the QuantizedWeights, shape key) -> ([weak references], plan): a
 # plan lives as long as its weights do (closed at the next miss after one
@@ -20,17 +21,17 @@ from ._torch_wq import _bwd_qweight, _check_a, _check_weights
 # make a plan again (a bounded LRU would repack every weight on every call
 # once the layers outnumber it).
 _local_plans = {}
-_arrays = {}  # rows -> ctypes array (_torch_plain.rows_array)
+_arrays = {}  # rows -> ctypes array (kernels/plain.py's rows_array)
 _FUSED = SCHEDULES["fused"]
 
 
 def _local_plan(m, k, Qs, dtname, fmt):
-    """This process's one-rank plan (_torch_local._world) for up to
-    _capacity(m) rows of [m, k] @ the QuantizedWeights Qs, made for these
+    """This process's one-rank plan (kernels/local.py's _world) for up to
+    capacity(m) rows of [m, k] @ the QuantizedWeights Qs, made for these
     very objects (their parts set once, when it is made), replaced by a
     larger one when a call needs more rows. Local: nothing collective."""
-    from ._torch_groups import _capacity
-    from ._torch_local import _world
+    from ..distributed.plan_cache import capacity
+    from .local import _world
     import weakref
     key = (tuple(id(q) for q in Qs), k, tuple(int(q.n) for q in Qs), dtname, fmt)
     got = _local_plans.get(key)
@@ -43,7 +44,7 @@ def _local_plan(m, k, Qs, dtname, fmt):
                if kk == key or any(r() is None for r in refs)]:
         _local_plans.pop(kk)[1].close()
     world = _world()
-    p = world.plan([_capacity(m)], k, list(key[2]), dtype=dtname, out_dtype=dtname,
+    p = world.plan([capacity(m)], k, list(key[2]), dtype=dtname, out_dtype=dtname,
                    comm_workers=0, gemm_workers=max(1, torch.get_num_threads()),
                    weight_dtype="int%d" % fmt[0],
                    group_size=None if fmt[2] else fmt[1], zero_point=bool(fmt[3]))
@@ -52,7 +53,7 @@ def _local_plan(m, k, Qs, dtname, fmt):
     return p
 
 
-def _local(A, Qs, fmt):
+def local_matmul(A, Qs, fmt):
     """[A @ W_i] on this rank, each [..., n_i] in A's dtype: agmm's weight
     kernels on a one-rank plan (_local_plan)."""
     k = int(A.shape[-1])
@@ -61,7 +62,7 @@ def _local(A, Qs, fmt):
     m = int(a2.shape[0])
     if m == 0:
         return [A.new_zeros(lead + [int(q.n)]) for q in Qs]
-    p = _local_plan(m, k, Qs, _DT[A.dtype][1], fmt)
+    p = _local_plan(m, k, Qs, DT[A.dtype][1], fmt)
     a2 = a2.contiguous()
     outs = [torch.empty((m, int(q.n)), dtype=A.dtype) for q in Qs]
     if all(int(q.n) for q in Qs):  # the round straight (every tensor checked)
@@ -73,7 +74,7 @@ def _local(A, Qs, fmt):
 
 
 class ColumnParallelMatmulQ(torch.autograd.Function):
-    """ColumnParallelMatmul (_torch_colpar) with QuantizedWeights: dA = sum
+    """ColumnParallelMatmul (autograd/colpar.py) with QuantizedWeights: dA = sum
     over ranks of sum_i dC_i @ W_i^T in one gemm-ar round against the
     dequantized W_i^T stacked; no gradient for the weights."""
 
@@ -83,7 +84,7 @@ class ColumnParallelMatmulQ(torch.autograd.Function):
         ctx.info = info
         ctx.a_shape = list(A.shape)
         ctx.a_dtype = A.dtype
-        return tuple(_local(A, Qs, fmt))
+        return tuple(local_matmul(A, Qs, fmt))
 
     @staticmethod
     def backward(ctx, *gys):
@@ -98,9 +99,8 @@ class ColumnParallelMatmulQ(torch.autograd.Function):
                          torch.zeros(ctx.a_shape[:-1] + [int(q.n)], dtype=dt))
                         .reshape(rows, int(q.n)).to(dt)
                         for gy, q in zip(gys, Qs)], 1).contiguous()
-        from . import torch as at  # (agmm.torch imports this module)
-        W = _bwd_qweight(_group(group), list(Qs), dt)  # [sum n_i, k]
-        dA = at.fused_matmul_all_reduce(gz, W, group_name=group, out_dtype=dt)
+        W = _bwd_qweight(get_group(group), list(Qs), dt)  # [sum n_i, k]
+        dA = all_reduce_round(gz, W, group, dt)
         return None, dA.view(ctx.a_shape)
 
 
@@ -111,10 +111,10 @@ def column_parallel_matmul(A, Qs, group_name):
     Qs = list(Qs)
     if isinstance(A, torch.Tensor) and not plain_cpu([A]):
         # Traced (torch.compile, FakeTensor): the registered op
-        from ._torch_wq_ops import traced_cp
+        from .wq_traced import traced_cp
         return traced_cp(A, Qs, group_name)
-    _check_a(A, "A")
-    fmt = _check_weights(Qs, int(A.shape[-1]), "Bs", "A")
+    check_a(A, "A")
+    fmt = check_weights(Qs, int(A.shape[-1]), "Bs", "A")
     if torch.is_grad_enabled() and A.requires_grad:
         return list(ColumnParallelMatmulQ.apply((group_name, tuple(Qs), fmt), A))
-    return _local(A, Qs, fmt)
+    return local_matmul(A, Qs, fmt)

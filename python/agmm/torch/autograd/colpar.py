@@ -5,7 +5,7 @@ with the all-reduce of their input's gradient through agmm.
 
   forward   C_i = A @ B_i on this rank, no communication (A [..., k], the
             same on every rank; B_i [k, n_i], this rank's columns of the
-            layer's weight i), through _torch_local.local_mm: agmm's engine
+            layer's weight i), through kernels/local.py's local_mm: agmm's engine
             where it applies, torch's matmul below its bounds (decode's
             few rows), outputs advised for huge pages either way (what
             the plain-TP MLP's prefill forward gains most from: 0.38-0.43
@@ -16,13 +16,13 @@ with the all-reduce of their input's gradient through agmm.
                    One GEMM + all-reduce round (fused_matmul_all_reduce,
                    op "gemm-ar") of every dC_i side by side ([rows, sum n_i])
                    against the B_i^T stacked ([sum n_i, k], kept per weight
-                   version: _torch_groups._bwd_weight), so the reduction of
+                   version: plan_cache.backward_weight), so the reduction of
                    dA's tiles overlaps the GEMM of the next ones instead of
                    following this rank's whole share. sum n_i may differ
                    between ranks (gemm-ar gives each rank its own k,
                    none at all included).
             dB_i = A^T @ dC_i (local; one plan for every i where agmm's
-                   engine applies: _torch_local.local_mm).
+                   engine applies: kernels/local.py's local_mm).
 
 Without it a replicated input's gradient is this rank's share only; a
 stacked model must then all-reduce it itself. The backward is collective:
@@ -32,19 +32,22 @@ float32 sums once); dB_i the weights'.
 """
 import torch
 
-from ._buffers import scratch_copy, scratch_torch
-from .errors import InvalidArgument
-from ._torch_groups import _bwd_weight, _group
-from ._torch_local import local_mm
-from ._torch_dispatch import compiling, plain_cpu as _plain_cpu
+from ..._buffers import scratch_copy, scratch_torch
+from ...errors import InvalidArgument
+from ...qweight import QuantizedWeight
+from ..distributed.groups import get_group
+from ..distributed.plan_cache import backward_weight
+from ..kernels.calls import all_reduce_round
+from ..kernels.local import local_mm
+from ..kernels import wq_colpar
+from ..kernels.dispatch import compiling, plain_cpu as _plain_cpu
 
 
 def _all_reduce_matmul(gz, W, group, out_dtype):
     """fused_matmul_all_reduce(gz, W) in out_dtype (None: gz's dtype): the
     plain call for plain CPU tensors, else the registered op (a FakeTensor
     reaches its Meta kernel)."""
-    from . import torch as at  # agmm.torch imports this module
-    return at.fused_matmul_all_reduce(gz, W, group_name=group, out_dtype=out_dtype)
+    return all_reduce_round(gz, W, group, out_dtype)
 
 
 def _params_plain(ts):
@@ -62,7 +65,7 @@ class ColumnParallelMatmul(torch.autograd.Function):
             return tuple(_local(A, Bs))
         # Traced (FakeTensor, torch.compile's AOTAutograd): the op itself,
         # one node of the graph.
-        from ._torch_autograd import below_autograd
+        from .functions import below_autograd
         return tuple(below_autograd(torch.ops.agmm.column_parallel_matmul, A,
                                     list(Bs), group))
 
@@ -101,7 +104,7 @@ class ColumnParallelMatmul(torch.autograd.Function):
             dA = torch.zeros_like(A)  # no rows on any rank (A is replicated)
         elif ctx.needs_input_grad[1]:
             # [sum n_i, k]; a rank without columns adds nothing (k = 0)
-            W = _bwd_weight(_group(ctx.group), list(Bs))
+            W = backward_weight(get_group(ctx.group).cache, list(Bs))
             dA = _all_reduce_matmul(gz, W, ctx.group, A.dtype).view(A.shape)
             if dA.dtype != A.dtype:
                 dA = dA.to(A.dtype)
@@ -158,7 +161,7 @@ def cp_meta(A, Bs, group_name):
 def cp_autograd(A, Bs, group_name):
     """The op's Autograd kernel: the Function when a gradient is wanted,
     else the op below autograd (the CPU or the fake kernel)."""
-    from ._torch_autograd import below_autograd
+    from .functions import below_autograd
     Bs = list(Bs)
     if torch.is_grad_enabled() and any(t.requires_grad for t in [A] + Bs):
         return list(ColumnParallelMatmul.apply(group_name, A, *Bs))
@@ -196,10 +199,9 @@ def column_parallel_matmul(A, Bs, group_name):
     Bs = list(Bs)
     if not Bs:
         return []
-    from .qweight import QuantizedWeight
     if any(isinstance(B, QuantizedWeight) for B in Bs):
-        from . import _torch_wq_colpar  # agmm.QuantizedWeights: eager
-        return _torch_wq_colpar.column_parallel_matmul(A, Bs, group_name)
+        # agmm.QuantizedWeights: eager (kernels/wq_colpar.py)
+        return wq_colpar.column_parallel_matmul(A, Bs, group_name)
     if compiling():  # one node of torch.compile's graph
         return torch.ops.agmm.column_parallel_matmul(A, Bs, group_name)
     _check(A, Bs)

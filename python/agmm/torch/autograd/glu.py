@@ -30,8 +30,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._buffers import empty_torch
-from ._torch_dispatch import compiling
+from ..._buffers import empty_torch
+from ..kernels.dispatch import compiling
 
 BLOCK = 1 << 17  # float32 elements per block buffer (512 KiB)
 
