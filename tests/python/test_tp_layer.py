@@ -74,9 +74,10 @@ def test_decode_rows_change_every_call(nranks):
 
 @pytest.mark.parametrize("nranks,dtype", [(2, "bf16"), (3, "fp32")])
 def test_plain_calls_match_the_kernels(nranks, dtype):
-    """agmm.torch's plain calls (no grad, no epilogue: python/agmm/torch/kernels/plain.py) give
-    the CPU kernels' bits and errors, through repeats, changing rows and
-    dims, weights changed in place and a disagreeing rank."""
+    """agmm.torch's plain calls (no grad, no epilogue:
+    python/agmm/torch/kernels/plain.py) give the CPU kernels' bits and
+    errors, through repeats, changing rows and dims, weights changed in
+    place and a disagreeing rank."""
     assert HAS_AR, "agmm.torch.plan_op_available('gemm-ar') is False"
     run_world(nranks, "plain", dict(dtype=dtype), timeout=240, worker=WORKER)
 
@@ -193,9 +194,10 @@ def test_meta_kernels_under_fake_tensors(monkeypatch):
 
 def test_direct_path_only_for_plain_cpu_tensors():
     """agmm.torch's functions skip the dispatcher only for plain CPU tensors
-    outside any mode (python/agmm/torch/kernels/dispatch.py's plain_cpu); fakes, meta tensors,
-    subclasses, sparse tensors and an active dispatch mode go through
-    torch.ops.agmm.* (the Meta kernel, the mode's handler)."""
+    outside any mode (python/agmm/torch/kernels/dispatch.py's plain_cpu);
+    fakes, meta tensors, subclasses, sparse tensors and an active dispatch
+    mode go through torch.ops.agmm.* (the Meta kernel, the mode's
+    handler)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils._python_dispatch import TorchDispatchMode
     from agmm.torch.library.ops import _plain_cpu

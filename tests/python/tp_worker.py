@@ -376,7 +376,8 @@ def scenario_steps(world, args):
                 for p_, g_ in zip(ref, want):
                     p_.sub_(0.1 * g_)
             serials = [e.serial for e in __import__(
-                "agmm.torch.distributed.groups", fromlist=["_groups"])._groups["tp"].plans]
+                "agmm.torch.distributed.groups",
+                fromlist=["_groups"])._groups["tp"].plans]
             if made is None:
                 made = serials
             assert serials == made, "step %d made plans: %s -> %s" % (
@@ -386,13 +387,14 @@ def scenario_steps(world, args):
 
 
 def scenario_plain(world, args):
-    """The plain calls (python/agmm/torch/kernels/plain.py: no grad, no epilogue) against the
-    CPU kernels called by hand, bit for bit, over a sequence that takes
-    each of their paths: repeated arguments (the checks and the plan
-    lookup skipped), rows that change per call, gather/scatter dimension
-    1 of 3-D tensors, the gathered A, two weights, a weight changed in
-    place and a new weight tensor; a rank disagreeing after hits fails on
-    every rank, and the next call works; repeats make no plan."""
+    """The plain calls (python/agmm/torch/kernels/plain.py: no grad, no
+    epilogue) against the CPU kernels called by hand, bit for bit, over a
+    sequence that takes each of their paths: repeated arguments (the
+    checks and the plan lookup skipped), rows that change per call,
+    gather/scatter dimension 1 of 3-D tensors, the gathered A, two
+    weights, a weight changed in place and a new weight tensor; a rank
+    disagreeing after hits fails on every rank, and the next call works;
+    repeats make no plan."""
     from agmm.torch.kernels import fp as F
     from agmm.torch.distributed.groups import _groups
     P, me = world.size, world.rank

@@ -88,7 +88,9 @@ below it; tests/python/import_graph.py checks it, docs/design.md):
                  column_parallel_matmul (colpar.py), silu_and_mul (glu.py);
   kernels/       the CPU kernels, the code that runs agmm plans: fp.py,
                  int8.py, wq.py (QuantizedWeights, with their Functions),
-                 wq_colpar.py, local.py (one-rank local GEMMs), plain.py
+                 wq_colpar.py, local.py (one-rank local GEMMs), colpar.py
+                 (column_parallel_matmul's), glu.py (silu_and_mul's row
+                 blocks), plain.py
                  (the plain calls), epilogue.py, dispatch.py (which path a
                  call takes; torch.compile: every call a torch.ops.agmm.*
                  node), calls.py (the rounds a backward runs), wq_traced.py;

@@ -28,19 +28,20 @@ Without it a replicated input's gradient is this rank's share only; a
 stacked model must then all-reduce it itself. The backward is collective:
 every rank must run it (with A requiring grad on every rank or on none),
 as every agmm op. dA has A's dtype (the round's own epilogue rounds the
-float32 sums once); dB_i the weights'.
+float32 sums once); dB_i the weights'. The forward's local GEMMs (the
+op's CPU kernel) are kernels/colpar.py's.
 """
 import torch
 
 from ..._buffers import scratch_copy, scratch_torch
-from ...errors import InvalidArgument
 from ...qweight import QuantizedWeight
 from ..distributed.groups import get_group
 from ..distributed.plan_cache import backward_weight
 from ..kernels.calls import all_reduce_round
+from ..kernels.colpar import check, local, params_plain
 from ..kernels.local import local_mm
 from ..kernels import wq_colpar
-from ..kernels.dispatch import compiling, plain_cpu as _plain_cpu
+from ..kernels.dispatch import compiling
 
 
 def _all_reduce_matmul(gz, W, group, out_dtype):
@@ -50,19 +51,13 @@ def _all_reduce_matmul(gz, W, group, out_dtype):
     return all_reduce_round(gz, W, group, out_dtype)
 
 
-def _params_plain(ts):
-    """_plain_cpu with nn.Parameters taken as the plain tensors they hold."""
-    return _plain_cpu([t.detach() if isinstance(t, torch.nn.Parameter) else t
-                       for t in ts])
-
-
 class ColumnParallelMatmul(torch.autograd.Function):
     @staticmethod
     def forward(ctx, group, A, *Bs):
         ctx.group = group
         ctx.save_for_backward(A, *Bs)
-        if _params_plain([A] + list(Bs)):
-            return tuple(_local(A, Bs))
+        if params_plain([A] + list(Bs)):
+            return tuple(local(A, Bs))
         # Traced (FakeTensor, torch.compile's AOTAutograd): the op itself,
         # one node of the graph.
         from .functions import below_autograd
@@ -72,7 +67,7 @@ class ColumnParallelMatmul(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *gys):
         A, *Bs = ctx.saved_tensors
-        if not _params_plain([A] + list(Bs) + [g for g in gys if g is not None]):
+        if not params_plain([A] + list(Bs) + [g for g in gys if g is not None]):
             return _traced_backward(ctx, A, Bs, gys)
         dt = Bs[0].dtype
         k = int(A.shape[-1])
@@ -146,18 +141,6 @@ def _traced_backward(ctx, A, Bs, gys):
     return (None, dA, *dBs)
 
 
-def cp_kernel(A, Bs, group_name):
-    """torch.ops.agmm.column_parallel_matmul's CPU kernel: the local
-    GEMMs (no communication)."""
-    _check(A, list(Bs))
-    return _local(A, list(Bs))
-
-
-def cp_meta(A, Bs, group_name):
-    lead = list(A.shape[:-1])
-    return [A.new_empty(lead + [int(B.shape[1])]) for B in Bs]
-
-
 def cp_autograd(A, Bs, group_name):
     """The op's Autograd kernel: the Function when a gradient is wanted,
     else the op below autograd (the CPU or the fake kernel)."""
@@ -167,30 +150,6 @@ def cp_autograd(A, Bs, group_name):
         return list(ColumnParallelMatmul.apply(group_name, A, *Bs))
     return below_autograd(torch.ops.agmm.column_parallel_matmul, A, Bs,
                           group_name)
-
-
-def _check(A, Bs):
-    for i, B in enumerate(Bs):
-        if B.dim() != 2 or int(B.shape[0]) != int(A.shape[-1]) or B.dtype != A.dtype:
-            raise InvalidArgument(
-                "Bs[%d]: %s %s (expected [k=%d, n] %s: A's last dimension and "
-                "dtype)" % (i, list(B.shape), B.dtype, int(A.shape[-1]), A.dtype))
-
-
-def _local(A, Bs):
-    """[A @ B_i], each [..., n_i] in A's dtype (local_mm on A's rows; torch's
-    matmul for tensors that are not plain CPU ones, a FakeTensor while
-    tracing, say; a layer's weights, nn.Parameters, are taken as the
-    plain tensors they hold)."""
-    k = int(A.shape[-1])
-    lead = list(A.shape[:-1])
-    if A.numel() == 0:  # no rows or no k (reshape(-1, 0) is ambiguous)
-        return [A.new_zeros(lead + [int(B.shape[1])]) for B in Bs]
-    a2 = A.reshape(-1, k)
-    if not _params_plain([A] + list(Bs)):
-        return [(a2 @ B).view(lead + [int(B.shape[1])]) for B in Bs]
-    outs = local_mm(a2, list(Bs), A.dtype, keep=True)
-    return [c.view(lead + [int(B.shape[1])]) for c, B in zip(outs, Bs)]
 
 
 def column_parallel_matmul(A, Bs, group_name):
@@ -204,8 +163,8 @@ def column_parallel_matmul(A, Bs, group_name):
         return wq_colpar.column_parallel_matmul(A, Bs, group_name)
     if compiling():  # one node of torch.compile's graph
         return torch.ops.agmm.column_parallel_matmul(A, Bs, group_name)
-    _check(A, Bs)
+    check(A, Bs)
     if not (torch.is_grad_enabled() and
             any(t.requires_grad for t in [A] + Bs)):
-        return _local(A, Bs)
+        return local(A, Bs)
     return list(ColumnParallelMatmul.apply(group_name, A, *Bs))

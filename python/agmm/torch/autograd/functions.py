@@ -37,7 +37,7 @@ import torch
 from ..._buffers import scratch_copy, scratch_torch
 from ..kernels.epilogue import apply_epilogue, epilogue_backward
 from ..kernels.fp import allgather_ints, reduce_core
-from ..distributed.groups import DT, as_rows, get_group
+from ..distributed.groups import DT, as_rows, get_group, meta_world
 from ..distributed.plan_cache import backward_weight, reduce_key
 from ..kernels.dispatch import plain_cpu
 from ..kernels.calls import all_gather_round, all_reduce_round, reduce_scatter_round

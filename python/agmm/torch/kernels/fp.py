@@ -2,9 +2,9 @@
 fused_all_gather_matmul (op "ag-gemm"), fused_matmul_reduce_scatter
 ("gemm-rs") and fused_matmul_all_reduce ("gemm-ar"), each with the
 epilogue (bias, activation, output dtype) applied once to its final result
-by kernels/epilogue.py's apply_epilogue. python/agmm/torch/__init__.py's module doc has the
-contract; the *_core functions are the 2-D rounds the autograd's backward
-also calls.
+by kernels/epilogue.py's apply_epilogue. python/agmm/torch/__init__.py's
+module doc has the contract; the *_core functions are the 2-D rounds
+the autograd's backward also calls.
 """
 import struct
 

@@ -1,20 +1,20 @@
 """torch.ops.agmm: the schemas, and each op's CPU kernel (kernels/fp.py,
-kernels/int8.py, autograd/colpar.py), Autograd kernel (the fp ops: autograd/functions.py)
-and fake kernel (shapes and dtypes only, no communication: FakeTensor and
-torch.compile's tracing; register_fake on torch 2, the Meta key on 1.13).
+kernels/int8.py, autograd/colpar.py), Autograd kernel (the fp ops:
+autograd/functions.py) and fake kernel (shapes and dtypes only, no
+communication: FakeTensor and torch.compile's tracing; register_fake on
+torch 2, the Meta key on 1.13), registered when agmm.torch imports this
+module; the QuantizedWeight ops' (wq_ops.py) with them.
 """
-import os
-
 import torch
 
-from ...errors import InvalidArgument
 from ..kernels.dispatch import needs_grad, plain_cpu
 from ..autograd.functions import (AllGatherMatmul, MatmulAllReduce, MatmulReduceScatter,
                                   backward_round, backward_round_fake, below_autograd)
 from ..kernels.epilogue import activation_name, c_cols, default_out, not_gated, out_dtype
 from ..kernels.fp import (norm_dim, per_weight, ag_kernel, ar_kernel, row_split,
                           rs_kernel)
-from ..autograd.colpar import cp_autograd, cp_kernel, cp_meta
+from ..autograd.colpar import cp_autograd
+from ..kernels.colpar import cp_kernel
 from ..distributed.groups import meta_world
 from ..kernels.int8 import int8_out_dtypes, scaled_ag_kernel, scaled_rs_kernel
 
@@ -170,6 +170,11 @@ def _ar_meta(A, B, reduce_op, group_name, bias=None, activation=None,
              out_dtype=None):
     return A.new_empty(_reduce_meta_shape(A, B, None, group_name),
                        dtype=_out(out_dtype, A))
+
+
+def cp_meta(A, Bs, group_name):
+    lead = list(A.shape[:-1])
+    return [A.new_empty(lead + [int(B.shape[1])]) for B in Bs]
 
 
 def _scaled_ag_meta(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,

@@ -27,12 +27,9 @@ plain_cpu), through kernels/wq_traced.py. Forward only: under tracing a
 call whose input needs a gradient raises agmm.Unsupported (the input's
 gradient with a QuantizedWeight is eager's: kernels/wq.py).
 """
-import torch
-
-from ...errors import InvalidArgument, Unsupported
-from ...qweight import QuantizedWeight, by_op_id
+from ...qweight import by_op_id
 from ..kernels.epilogue import (activation_name, c_cols, default_out, not_gated,
-                              out_dtype)
+                                out_dtype)
 from ..kernels.fp import norm_dim, per_weight, row_split
 from ..kernels import wq, wq_colpar
 from ..distributed.groups import meta_world
