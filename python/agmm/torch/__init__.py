@@ -85,9 +85,10 @@ below it; tests/python/import_graph.py checks it, docs/design.md):
                  kernels (ops.py, wq_ops.py), torch.ops.symm_mem.* under
                  agmm (symm.py, torch 2.6);
   autograd/      torch.autograd.Functions of the fp ops (functions.py),
-                 column_parallel_matmul (colpar.py), silu_and_mul (glu.py);
+                 column_parallel_matmul (colpar.py), silu_and_mul (glu.py),
+                 the ops with QuantizedWeights (wq.py);
   kernels/       the CPU kernels, the code that runs agmm plans: fp.py,
-                 int8.py, wq.py (QuantizedWeights, with their Functions),
+                 int8.py, wq.py (QuantizedWeights),
                  wq_colpar.py, local.py (one-rank local GEMMs), colpar.py
                  (column_parallel_matmul's), glu.py (silu_and_mul's row
                  blocks), plain.py
@@ -100,7 +101,8 @@ below it; tests/python/import_graph.py checks it, docs/design.md):
 An agmm.QuantizedWeight (int4/int8, grouped scales) may stand for any
 weight of the three fp ops (the all-gather op: every weight of the call,
 one format): agmm's weight kernels, the input's and bias's gradients from
-the dequantized weight, none for the weight (kernels/wq.py); under
+the dequantized weight, none for the weight (kernels/wq.py,
+autograd/wq.py); under
 tracing (torch.compile, FakeTensor) the forward is torch.ops.agmm.*_wq,
 which take the weights by their op_id and have fake kernels
 (library/wq_ops.py).
@@ -127,7 +129,7 @@ from .kernels.dispatch import needs_grad, plain_cpu
 from .kernels.fp import plan_op_available
 from .kernels.int8 import int8_out_dtype, int8_out_dtypes
 from .kernels import plain as _plain
-from .kernels import wq as _wq
+from .autograd import wq as _wq
 from .autograd.glu import silu_and_mul
 from .autograd import colpar as _colpar
 from .library import ops as _ops  # registers torch.ops.agmm.*
@@ -170,7 +172,7 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
         if plain_cpu(ts) and not needs_grad(ts):
             return _plain.ag_plain(A_shard, Bs, int(gather_dim),
                                          _name(group_name), return_A)
-    if any(isinstance(B, _QW) for B in Bs):  # agmm.QuantizedWeights: kernels/wq.py
+    if any(isinstance(B, _QW) for B in Bs):  # QuantizedWeights: autograd/wq.py
         return _wq.fused_all_gather_matmul(
             A_shard, Bs, int(gather_dim), _name(group_name), return_A, bias,
             activation, out_dtype)
@@ -207,7 +209,7 @@ def fused_matmul_reduce_scatter(A, B, reduce_op="sum", scatter_dim=0,
         if not needs_grad([A, B, bias]):  # inference: _plain.py
             return _plain.rs_plain(*args, **kw)
         return _ops.rs_autograd(*args, plain=True, **kw)
-    if isinstance(B, _QW):  # an agmm.QuantizedWeight: kernels/wq.py
+    if isinstance(B, _QW):  # an agmm.QuantizedWeight: autograd/wq.py
         return _wq.fused_matmul_reduce(
             "gemm-rs", "fused_matmul_reduce_scatter", A, B, *args[2:], **kw)
     return torch.ops.agmm.fused_matmul_reduce_scatter(*args, **kw)
@@ -227,7 +229,7 @@ def fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None, bias=None,
         if not needs_grad([A, B, bias]) and plan_op_available("gemm-ar"):
             return _plain.ar_plain(*args, **kw)
         return _ops.ar_autograd(*args, plain=True, **kw)
-    if isinstance(B, _QW):  # an agmm.QuantizedWeight: kernels/wq.py
+    if isinstance(B, _QW):  # an agmm.QuantizedWeight: autograd/wq.py
         return _wq.fused_matmul_reduce(
             "gemm-ar", "fused_matmul_all_reduce", A, B, args[2], None, args[3],
             **kw)

@@ -40,7 +40,7 @@ from ..distributed.plan_cache import backward_weight
 from ..kernels.calls import all_reduce_round
 from ..kernels.colpar import check, local, params_plain
 from ..kernels.local import local_mm
-from ..kernels import wq_colpar
+from . import wq as _wq
 from ..kernels.dispatch import compiling
 
 
@@ -159,8 +159,8 @@ def column_parallel_matmul(A, Bs, group_name):
     if not Bs:
         return []
     if any(isinstance(B, QuantizedWeight) for B in Bs):
-        # agmm.QuantizedWeights: eager (kernels/wq_colpar.py)
-        return wq_colpar.column_parallel_matmul(A, Bs, group_name)
+        # agmm.QuantizedWeights: eager (wq.py)
+        return _wq.column_parallel_matmul(A, Bs, group_name)
     if compiling():  # one node of torch.compile's graph
         return torch.ops.agmm.column_parallel_matmul(A, Bs, group_name)
     check(A, Bs)

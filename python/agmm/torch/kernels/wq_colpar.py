@@ -2,18 +2,17 @@
 (issue 48 item 5): the forward local, agmm's weight kernels (the "wq"
 engine) on this process's one-rank plan at every row count; the backward's
 dA all-reduced in one gemm-ar round against the dequantized weights, as
-for tensors. The checks, the format and the dequantized W^T are
-kernels/wq.py's (the fused ops' quantized path); traced, the forward is
-torch.ops.agmm.column_parallel_matmul_wq (library/wq_ops.py), as there.
+for tensors. Here: the one-rank plans and the forward's local GEMMs
+(local_matmul); the Function and the call are autograd/wq.py's, the
+checks, the format and the dequantized W^T kernels/wq.py's; traced, the
+forward is torch.ops.agmm.column_parallel_matmul_wq (library/wq_ops.py),
+as there.
 """
 import torch
 
 from ..._lib import SCHEDULES
-from ..distributed.groups import DT, as_rows, get_group
-from .calls import all_reduce_round
+from ..distributed.groups import DT, as_rows
 from .plain import rows_array
-from .dispatch import plain_cpu
-from .wq import _bwd_qweight, check_a, check_weights
 
 # (ids of the QuantizedWeights, shape key) -> ([weak references], plan): a
 # plan lives as long as its weights do (closed at the next miss after one
@@ -71,50 +70,3 @@ def local_matmul(A, Qs, fmt):
         p.run(a2, out=outs if len(outs) > 1 else outs[0], schedule="fused",
               m_rows=[m])
     return [c.view(lead + [int(q.n)]) for c, q in zip(outs, Qs)]
-
-
-class ColumnParallelMatmulQ(torch.autograd.Function):
-    """ColumnParallelMatmul (autograd/colpar.py) with QuantizedWeights: dA = sum
-    over ranks of sum_i dC_i @ W_i^T in one gemm-ar round against the
-    dequantized W_i^T stacked; no gradient for the weights."""
-
-    @staticmethod
-    def forward(ctx, info, A):
-        group, Qs, fmt = info
-        ctx.info = info
-        ctx.a_shape = list(A.shape)
-        ctx.a_dtype = A.dtype
-        return tuple(local_matmul(A, Qs, fmt))
-
-    @staticmethod
-    def backward(ctx, *gys):
-        group, Qs, _ = ctx.info
-        dt = ctx.a_dtype
-        rows = 1
-        for s in ctx.a_shape[:-1]:
-            rows *= s
-        if rows == 0:  # A is the same on every rank: every rank is here
-            return None, torch.zeros(ctx.a_shape, dtype=dt)
-        gz = torch.cat([(gy if gy is not None else
-                         torch.zeros(ctx.a_shape[:-1] + [int(q.n)], dtype=dt))
-                        .reshape(rows, int(q.n)).to(dt)
-                        for gy, q in zip(gys, Qs)], 1).contiguous()
-        W = _bwd_qweight(get_group(group), list(Qs), dt)  # [sum n_i, k]
-        dA = all_reduce_round(gz, W, group, dt)
-        return None, dA.view(ctx.a_shape)
-
-
-def column_parallel_matmul(A, Qs, group_name):
-    """agmm.torch.column_parallel_matmul with QuantizedWeights Qs: the
-    forward local (agmm's weight kernels on a one-rank plan, at every row
-    count), the backward's dA all-reduced as for tensors."""
-    Qs = list(Qs)
-    if isinstance(A, torch.Tensor) and not plain_cpu([A]):
-        # Traced (torch.compile, FakeTensor): the registered op
-        from .wq_traced import traced_cp
-        return traced_cp(A, Qs, group_name)
-    check_a(A, "A")
-    fmt = check_weights(Qs, int(A.shape[-1]), "Bs", "A")
-    if torch.is_grad_enabled() and A.requires_grad:
-        return list(ColumnParallelMatmulQ.apply((group_name, tuple(Qs), fmt), A))
-    return local_matmul(A, Qs, fmt)
