@@ -4,7 +4,7 @@ dispatch.plain_cpu): each weight by its op_id through
 torch.ops.agmm.*_wq (library/wq_ops.py registers them; these only call
 them, through the dispatcher). Forward only: under tracing a call whose
 input needs a gradient raises agmm.Unsupported (the input's gradient with
-a QuantizedWeight is eager's: wq.py).
+a QuantizedWeight is eager's: autograd/wq.py).
 """
 import torch
 

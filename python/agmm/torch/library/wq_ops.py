@@ -25,7 +25,7 @@ functions call these ops when their tensors are not plain CPU ones
 (FakeTensor, a dispatch mode, Dynamo tracing: kernels/dispatch.py's
 plain_cpu), through kernels/wq_traced.py. Forward only: under tracing a
 call whose input needs a gradient raises agmm.Unsupported (the input's
-gradient with a QuantizedWeight is eager's: kernels/wq.py).
+gradient with a QuantizedWeight is eager's: autograd/wq.py).
 """
 from ...qweight import by_op_id
 from ..kernels.epilogue import (activation_name, c_cols, default_out, not_gated,
