@@ -125,9 +125,10 @@ from .distributed.groups import (DEFAULT_GROUP, group_plans, register_group,
                                  unregister_group)
 from .distributed.plan_cache import PLAN_CACHE_SIZE
 from .kernels.epilogue import ACTIVATIONS
-from .kernels.dispatch import needs_grad, plain_cpu
+from .kernels.dispatch import needs_grad as _needs_grad, plain_cpu as _plain_cpu
 from .kernels.fp import plan_op_available
-from .kernels.int8 import int8_out_dtype, int8_out_dtypes
+from .kernels.int8 import (int8_out_dtype as _int8_out_dtype,
+                           int8_out_dtypes as _int8_out_dtypes)
 from .kernels import plain as _plain
 from .autograd import wq as _wq
 from .autograd.glu import silu_and_mul
@@ -169,7 +170,7 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
     Bs = list(Bs)
     if bias is None and activation is None and out_dtype is None:
         ts = [A_shard] + Bs  # the inference call without an epilogue
-        if plain_cpu(ts) and not needs_grad(ts):
+        if _plain_cpu(ts) and not _needs_grad(ts):
             return _plain.ag_plain(A_shard, Bs, int(gather_dim),
                                          _name(group_name), return_A)
     if any(isinstance(B, _QW) for B in Bs):  # QuantizedWeights: autograd/wq.py
@@ -186,8 +187,8 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
               ["" if a is None else a for a in acts],
               out_dtypes=_list_or_none(out_dtype, nw))
     ts = [A_shard] + Bs + (kw["biases"] or [])
-    if plain_cpu(ts):
-        if not needs_grad(ts):  # inference: _plain.py
+    if _plain_cpu(ts):
+        if not _needs_grad(ts):  # inference: kernels/plain.py
             return _plain.ag_plain(*args, **kw)
         return _ops.ag_autograd(*args, plain=True, **kw)
     return torch.ops.agmm.fused_all_gather_matmul(*args, **kw)
@@ -205,8 +206,8 @@ def fused_matmul_reduce_scatter(A, B, reduce_op="sum", scatter_dim=0,
     torch.ops.agmm.fused_matmul_reduce_scatter (differentiable)."""
     args = (A, B, str(reduce_op), int(scatter_dim), _name(group_name))
     kw = dict(bias=bias, activation=activation, out_dtype=out_dtype)
-    if plain_cpu([A, B, bias]):
-        if not needs_grad([A, B, bias]):  # inference: _plain.py
+    if _plain_cpu([A, B, bias]):
+        if not _needs_grad([A, B, bias]):  # inference: kernels/plain.py
             return _plain.rs_plain(*args, **kw)
         return _ops.rs_autograd(*args, plain=True, **kw)
     if isinstance(B, _QW):  # an agmm.QuantizedWeight: autograd/wq.py
@@ -225,8 +226,8 @@ def fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None, bias=None,
     (plan_op_available("gemm-ar"))."""
     args = (A, B, str(reduce_op), _name(group_name))
     kw = dict(bias=bias, activation=activation, out_dtype=out_dtype)
-    if plain_cpu([A, B, bias]):
-        if not needs_grad([A, B, bias]) and plan_op_available("gemm-ar"):
+    if _plain_cpu([A, B, bias]):
+        if not _needs_grad([A, B, bias]) and plan_op_available("gemm-ar"):
             return _plain.ar_plain(*args, **kw)
         return _ops.ar_autograd(*args, plain=True, **kw)
     if isinstance(B, _QW):  # an agmm.QuantizedWeight: autograd/wq.py
@@ -264,7 +265,7 @@ def fused_all_gather_scaled_matmul(A_shard, Bs, A_scale, B_scales, gather_dim=0,
     per weight, float32 or bfloat16 (converted after the round). Calls
     torch.ops.agmm.fused_all_gather_scaled_matmul."""
     Bs, B_scales = list(Bs), list(B_scales)
-    outs = int8_out_dtypes(out_dtypes, len(Bs)) if len(Bs) else []
+    outs = _int8_out_dtypes(out_dtypes, len(Bs)) if len(Bs) else []
     return torch.ops.agmm.fused_all_gather_scaled_matmul(
         A_shard, Bs, A_scale, B_scales, int(gather_dim),
         _name(group_name), outs,
@@ -282,7 +283,7 @@ def fused_scaled_matmul_reduce_scatter(A, B, A_scale, B_scale, reduce_op="sum",
     the ranks divide it, as torch requires; else the first ones one more).
     out_dtype: None/float32 or bfloat16. Calls
     torch.ops.agmm.fused_scaled_matmul_reduce_scatter."""
-    int8_out_dtype(out_dtype, "out_dtype")
+    _int8_out_dtype(out_dtype, "out_dtype")
     return torch.ops.agmm.fused_scaled_matmul_reduce_scatter(
         A, B, A_scale, B_scale, str(reduce_op), int(scatter_dim),
         _name(group_name), out_dtype)
