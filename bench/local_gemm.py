@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""agmm.torch's local GEMMs (python/agmm/_torch_local.py: the backward's
+"""agmm.torch's local GEMMs (python/agmm/torch/kernels/local.py: the backward's
 weight gradients through a one-rank agmm plan) against torch's matmul, side
 by side (docs/history/, "Zen 4 again"):
 
@@ -41,7 +41,7 @@ import time
 
 def run_proc(idx, args, q):
     import torch
-    import agmm._torch_local as L
+    import agmm.torch.kernels.local as L
     L.LOCAL_MIN_FLOP = L.LOCAL_MIN_DIM = 0  # both paths at every size: what sets the bounds
     if not args.inner:  # a plan from the warm call (a shape's first): its path is what is timed
         L.LOCAL_SIGHTINGS = 1
@@ -193,7 +193,7 @@ def main():
         return 1
     for pr in procs:
         pr.join()
-    import agmm._torch_local as L
+    import agmm.torch.kernels.local as L
     import torch
     torch.set_num_threads(1)
     L.LOCAL_MIN_FLOP, L.LOCAL_SIGHTINGS = 0, 1

@@ -154,7 +154,7 @@ def reference(op, W, r, out):
             t0 = time.perf_counter_ns()
             A_ag[r] @ W
             return (time.perf_counter_ns() - t0) / 1e3
-        from agmm import _torch_wq_colpar as wc
+        from agmm.torch.kernels import wq_colpar as wc
         plan = [p for refs, p in wc._local_plans.values() if refs[0]() is W][0]
         return c_round(plan, A_ag[r], [torch.empty((r, W.n), dtype=od)], [r], True)
     plan = at.group_plans()[-1]

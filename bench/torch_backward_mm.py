@@ -10,7 +10,7 @@ the output gradient g [rows, i_r]:
   dW fresh     x.t() @ g          (a fresh [h, i_r] output, as autograd's)
   dW advised   the same into an output advised for huge pages and made
                new each call (agmm._buffers.empty_torch, what
-               _torch_local.local_mm writes into)
+               kernels/local.py's local_mm writes into)
   fresh alone  torch.empty(h, i_r).zero_(): the first touch of the pages
 
     PYTHONPATH=build/python bench/torch_backward_mm.py [--hidden 4096]

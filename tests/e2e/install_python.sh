@@ -17,7 +17,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 pydir=$(sed -n 's/^AGMM_INSTALL_PYTHONDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
 [ -n "$pydir" ] || fail "AGMM_INSTALL_PYTHONDIR not in $build/CMakeCache.txt"
 [ -f "$tmp/prefix/$pydir/agmm/__init__.py" ] || fail "no agmm package in $tmp/prefix/$pydir"
-[ -f "$tmp/prefix/$pydir/agmm/torch.py" ] || fail "agmm/torch.py not installed"
+# Every Python file of the source package (agmm.torch's subpackages too).
+srcpy=$(cd "$(dirname "$0")/../../python" && pwd)
+[ -f "$srcpy/agmm/torch/__init__.py" ] || fail "no python/agmm/torch/__init__.py"
+for f in $(cd "$srcpy" && find agmm -name '*.py' | sort); do
+    [ -f "$tmp/prefix/$pydir/$f" ] || fail "$f not installed"
+done
 echo "installed: $pydir/agmm: $(ls "$tmp/prefix/$pydir/agmm" | tr '\n' ' ')"
 
 # Moved: nothing in the package may point at the old prefix or the build.

@@ -92,12 +92,16 @@ version=$(sed -n 's/^project(agmm VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.t
 whl=$tmp/wheels/agmm-$version-py3-none-$plat.whl
 ls "$tmp/wheels"
 [ -f "$whl" ] || fail "no $(basename "$whl")"
-"$py" - "$whl" <<'PY' || fail "the wheel's contents"
-import sys, zipfile
+"$py" - "$whl" "$src/python" <<'PY' || fail "the wheel's contents"
+import os, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 names = set(z.namelist())
-for need in ("agmm/__init__.py", "agmm/torch.py", "agmm/_libpath.py",
-             "agmm/libagmm.so.0.1"):
+# Every Python file of the source package (agmm.torch's subpackages too).
+ours = sorted(os.path.relpath(os.path.join(d, f), sys.argv[2])
+              for d, _, fs in os.walk(os.path.join(sys.argv[2], "agmm"))
+              for f in fs if f.endswith(".py"))
+assert "agmm/torch/__init__.py" in ours, ours
+for need in ours + ["agmm/_libpath.py", "agmm/libagmm.so.0.1"]:
     assert need in names, "%s not in the wheel" % need
 assert z.read("agmm/libagmm.so.0.1")[:4] == b"\x7fELF", "not an ELF library"
 wheel = z.read([n for n in names if n.endswith(".dist-info/WHEEL")][0]).decode()

@@ -76,7 +76,7 @@ def case(world, mode, backend, grad, h, i, m, weights="dense"):
     fn, seen = recording(backend)
     compiled = torch.compile(compiled_mod, backend=fn, fullgraph=True)
     want = run(eager)
-    from agmm._torch_groups import _groups
+    from agmm.torch.distributed.groups import _groups
     made = []
     for rep in range(3):  # then the compiled graphs again
         s0 = _groups["tp"].serial
@@ -91,7 +91,8 @@ def case(world, mode, backend, grad, h, i, m, weights="dense"):
     assert breaks == 0, (mode, backend, dict(counters["graph_break"]))
     ops = {"sp": ["agmm.fused_all_gather_matmul", "agmm.fused_matmul_reduce_scatter"],
            "tp": ["agmm.column_parallel_matmul", "agmm.fused_matmul_all_reduce"]}[mode]
-    # QuantizedWeights: the ops that take them by op_id (_torch_wq_ops)
+    # QuantizedWeights: the ops that take them by op_id
+    # (python/agmm/torch/library/wq_ops.py)
     wq = "_wq" if weights != "dense" else ""
     for op in ops:
         assert any(s.startswith(op + wq + ".") or s == op + wq for s in seen), \

@@ -55,7 +55,7 @@ def main():
         raise AssertionError("an unregistered group ran")
     except agmm.InvalidArgument as ex:
         assert "register_group" in str(ex), ex
-    from agmm._torch_groups import _groups
+    from agmm.torch.distributed.groups import _groups
     at.register_group(sub.group_name, _groups["default"].world)  # the same ranks
     A, (C,) = ops.fused_all_gather_matmul(shards[me], [Bs[0]], 0, sub.group_name)
     assert torch.equal(A, torch.cat(shards))

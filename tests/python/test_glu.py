@@ -1,5 +1,5 @@
-"""agmm.torch.silu_and_mul (python/agmm/_torch_glu.py): forward and both
-gradients bit for bit those of torch's expression
+"""agmm.torch.silu_and_mul (python/agmm/torch/autograd/glu.py, its row
+blocks python/agmm/torch/kernels/glu.py): forward and both gradients bit for bit those of torch's expression
 (silu(gate.float()) * up.float()).to(gate.dtype) under autograd, at row
 counts that span several blocks and end in a partial one, in bf16, fp16
 and float32 (where a careless block copy would overwrite gate), 1-D and
@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
-import agmm._torch_glu as glu  # noqa: E402
+import agmm.torch.kernels.glu as glu  # noqa: E402
 from agmm.torch import silu_and_mul  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""agmm.torch's local GEMMs (python/agmm/_torch_local.py): the backward's
+"""agmm.torch's local GEMMs (python/agmm/torch/kernels/local.py): the backward's
 weight gradients through a one-rank agmm plan, against float32 products,
 with a new second operand on every call, the small and float32 cases left
 to torch, a forked child's own world, and nothing left in /dev/shm by a
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 torch = pytest.importorskip("torch")
-import agmm._torch_local as L  # noqa: E402
+import agmm.torch.kernels.local as L  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -147,7 +147,7 @@ def test_nothing_left_behind():
     # leaves the parent's world alone.
     if not L.engine_available():
         pytest.skip("libagmm without oneDNN: no local plans")
-    code = ("import torch, os, sys, agmm._torch_local as L\n"
+    code = ("import torch, os, sys, agmm.torch.kernels.local as L\n"
             "L.LOCAL_MIN_FLOP, L.LOCAL_SIGHTINGS = 0, 1\n"
             "x = torch.randn(256, 256).bfloat16()\n"
             "L.local_mm(x, [x], torch.bfloat16)\n"

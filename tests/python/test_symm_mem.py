@@ -1,5 +1,5 @@
 """torch.ops.symm_mem.fused_all_gather_matmul / fused_matmul_reduce_scatter
-on CPU tensors run agmm's kernels (python/agmm/_torch_symm.py) at 2 ranks
+on CPU tensors run agmm's kernels (python/agmm/torch/library/symm.py) at 2 ranks
 (symm_worker.py). Registered by tests/CMakeLists.txt only where the
 interpreter's torch defines the ops (torch 2.6, Debian 13).
 """

@@ -74,9 +74,10 @@ def test_decode_rows_change_every_call(nranks):
 
 @pytest.mark.parametrize("nranks,dtype", [(2, "bf16"), (3, "fp32")])
 def test_plain_calls_match_the_kernels(nranks, dtype):
-    """agmm.torch's plain calls (no grad, no epilogue: _torch_plain.py) give
-    the CPU kernels' bits and errors, through repeats, changing rows and
-    dims, weights changed in place and a disagreeing rank."""
+    """agmm.torch's plain calls (no grad, no epilogue:
+    python/agmm/torch/kernels/plain.py) give the CPU kernels' bits and
+    errors, through repeats, changing rows and dims, weights changed in
+    place and a disagreeing rank."""
     assert HAS_AR, "agmm.torch.plan_op_available('gemm-ar') is False"
     run_world(nranks, "plain", dict(dtype=dtype), timeout=240, worker=WORKER)
 
@@ -117,7 +118,7 @@ def test_column_parallel_input_grad_is_all_reduced(nranks, uneven):
 def test_column_parallel_bad_weights_fail_before_any_world():
     """A weight whose rows or dtype do not match A's last dimension is an
     InvalidArgument naming it, before any group is looked up."""
-    from agmm import _torch_groups
+    from agmm.torch.distributed import groups as _torch_groups
     before = set(_torch_groups._groups)
     x = torch.zeros(3, 8)
     for Bs, words in (([torch.zeros(8, 4), torch.zeros(7, 4)], "Bs[1]: [7, 4]"),
@@ -138,7 +139,7 @@ def test_meta_kernels_under_fake_tensors(monkeypatch):
     monkeypatch.setenv("RANK", "3")
     for key in ("AGMM_WORLD_SIZE", "AGMM_RANK"):
         monkeypatch.delenv(key, raising=False)
-    from agmm import _torch_groups
+    from agmm.torch.distributed import groups as _torch_groups
     assert "default" not in _torch_groups._groups
     with FakeTensorMode():
         a = torch.empty(6, 5, 32, dtype=torch.bfloat16)
@@ -193,12 +194,13 @@ def test_meta_kernels_under_fake_tensors(monkeypatch):
 
 def test_direct_path_only_for_plain_cpu_tensors():
     """agmm.torch's functions skip the dispatcher only for plain CPU tensors
-    outside any mode (_torch_ops._plain_cpu); fakes, meta tensors,
-    subclasses, sparse tensors and an active dispatch mode go through
-    torch.ops.agmm.* (the Meta kernel, the mode's handler)."""
+    outside any mode (python/agmm/torch/kernels/dispatch.py's plain_cpu);
+    fakes, meta tensors, subclasses, sparse tensors and an active dispatch
+    mode go through torch.ops.agmm.* (the Meta kernel, the mode's
+    handler)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils._python_dispatch import TorchDispatchMode
-    from agmm._torch_ops import _plain_cpu
+    from agmm.torch.library.ops import _plain_cpu
 
     class Sub(torch.Tensor):
         pass
@@ -247,7 +249,7 @@ def test_direct_path_only_for_plain_cpu_tensors():
      ["activations", "1 for 2 weights"]),
 ])
 def test_bad_epilogue_arguments_fail_before_any_world(call, words):
-    from agmm import _torch_groups
+    from agmm.torch.distributed import groups as _torch_groups
     with pytest.raises(agmm.InvalidArgument) as e:
         call()
     for w in words:

@@ -317,7 +317,7 @@ def _caching(world):
     # column_parallel_matmul's local plans: one per weights, kept while
     # they live (6 layers in turn: no plan made in the second pass), a
     # plan of a weight gone closed at the next new plan.
-    from agmm import _torch_wq_colpar
+    from agmm.torch.kernels import wq_colpar as _torch_wq_colpar
     layers = [_qw(600 + i, 80, 24, 4, 32, True) for i in range(6)]
     outs = [at.column_parallel_matmul(a, [q_], group_name="tp")[0] for q_ in layers]
     plans = dict(_torch_wq_colpar._local_plans)

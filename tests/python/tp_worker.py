@@ -192,7 +192,7 @@ def case_rs(P, me, c, dtype, tol):
     b = rnd(40, (n,), dtype) if c["bias"] else None
     rows = split(M, P)
     G = rnd(50 + me, (rows[me], n) if sd == 0 else (2, rows[me], n), torch.float32)
-    if c.get("no_grad"):  # the plain calls (_torch_plain.py)
+    if c.get("no_grad"):  # the plain calls (python/agmm/torch/kernels/plain.py)
         with torch.no_grad():
             C = at.fused_matmul_reduce_scatter(A, B, scatter_dim=sd,
                                                group_name="tp", bias=b,
@@ -229,7 +229,7 @@ def case_ar(P, me, c, dtype, tol):
     B = rnd(70 + me, (kl[me], n), dtype)
     b = rnd(80, (n,), dtype) if c["bias"] else None
     G = rnd(90, (M, n), torch.float32)
-    if c.get("no_grad"):  # the plain calls (_torch_plain.py)
+    if c.get("no_grad"):  # the plain calls (python/agmm/torch/kernels/plain.py)
         with torch.no_grad():
             C = at.fused_matmul_all_reduce(A, B, group_name="tp", bias=b,
                                            activation=c["act"])
@@ -376,7 +376,8 @@ def scenario_steps(world, args):
                 for p_, g_ in zip(ref, want):
                     p_.sub_(0.1 * g_)
             serials = [e.serial for e in __import__(
-                "agmm._torch_groups", fromlist=["_groups"])._groups["tp"].plans]
+                "agmm.torch.distributed.groups",
+                fromlist=["_groups"])._groups["tp"].plans]
             if made is None:
                 made = serials
             assert serials == made, "step %d made plans: %s -> %s" % (
@@ -386,15 +387,16 @@ def scenario_steps(world, args):
 
 
 def scenario_plain(world, args):
-    """The plain calls (_torch_plain.py: no grad, no epilogue) against the
-    CPU kernels called by hand, bit for bit, over a sequence that takes
-    each of their paths: repeated arguments (the checks and the plan
-    lookup skipped), rows that change per call, gather/scatter dimension
-    1 of 3-D tensors, the gathered A, two weights, a weight changed in
-    place and a new weight tensor; a rank disagreeing after hits fails on
-    every rank, and the next call works; repeats make no plan."""
-    from agmm import _torch_fp as F
-    from agmm._torch_groups import _groups
+    """The plain calls (python/agmm/torch/kernels/plain.py: no grad, no
+    epilogue) against the CPU kernels called by hand, bit for bit, over a
+    sequence that takes each of their paths: repeated arguments (the
+    checks and the plan lookup skipped), rows that change per call,
+    gather/scatter dimension 1 of 3-D tensors, the gathered A, two
+    weights, a weight changed in place and a new weight tensor; a rank
+    disagreeing after hits fails on every rank, and the next call works;
+    repeats make no plan."""
+    from agmm.torch.kernels import fp as F
+    from agmm.torch.distributed.groups import _groups
     P, me = world.size, world.rank
     dtype = DT[args.get("dtype", "fp32")]
     # The baseline schedule: a round's GEMM calls are then the same
@@ -418,14 +420,14 @@ def scenario_plain(world, args):
     def serials():
         return [e.serial for e in _groups["tp"].plans]
     # Plan lookups of the plain calls: a repeat must not make one.
-    import agmm._torch_plain as TP
+    import agmm.torch.kernels.plain as TP
     lookups = [0]
-    real_lookup = TP._cached_plan
+    real_lookup = TP.ag_plan
 
     def counted(*a, **kw):
         lookups[0] += 1
         return real_lookup(*a, **kw)
-    TP._cached_plan = counted
+    TP.ag_plan = counted
     try:
         k, n = 24, 16
         B1, B2 = rnd(7, (k, n), dtype), rnd(8, (k, 8), dtype)
@@ -529,7 +531,7 @@ def scenario_plain(world, args):
                 kern(A, W, "sum", "tp")
             same(got, want, "%s after W += 1" % op)
     finally:
-        TP._cached_plan = real_lookup
+        TP.ag_plan = real_lookup
         at.unregister_group("tp")
 
 
@@ -543,18 +545,18 @@ def scenario_decode(world, args):
     rank whose rows disagree after the fast path's hits raises
     InvalidArgument on every rank, and the next call works."""
     import random
-    from agmm import _torch_fp as F
-    from agmm import _torch_groups as TG
+    from agmm.torch.kernels import fp as F
+    from agmm.torch.distributed import plan_cache as TG
     P, me = world.size, world.rank
     dt = torch.bfloat16
     at.register_group("tp", world, schedule="baseline")
     made = [0]
-    real_make = TG._Group.make
+    real_make = TG.PlanCache.make
 
     def counted(self, *a, **kw):
         made[0] += 1
         return real_make(self, *a, **kw)
-    TG._Group.make = counted
+    TG.PlanCache.make = counted
     try:
         k, n, hi = 64, 32, 9
         kr = 32  # each rank's k of the reduce ops
@@ -620,7 +622,7 @@ def scenario_decode(world, args):
                 got = fn(A, W, group_name="tp")
                 assert got.shape[0] == (2 if op == "rs" else 2 * P), got.shape
     finally:
-        TG._Group.make = real_make
+        TG.PlanCache.make = real_make
         at.unregister_group("tp")
 
 

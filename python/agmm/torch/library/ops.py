@@ -1,23 +1,22 @@
-"""torch.ops.agmm: the schemas, and each op's CPU kernel (_torch_fp,
-_torch_int8, _torch_colpar), Autograd kernel (the fp ops: _torch_autograd)
-and fake kernel (shapes and dtypes only, no communication: FakeTensor and
-torch.compile's tracing; register_fake on torch 2, the Meta key on 1.13).
+"""torch.ops.agmm: the schemas, and each op's CPU kernel (kernels/fp.py,
+kernels/int8.py, autograd/colpar.py), Autograd kernel (the fp ops:
+autograd/functions.py) and fake kernel (shapes and dtypes only, no
+communication: FakeTensor and torch.compile's tracing; register_fake on
+torch 2, the Meta key on 1.13), registered when agmm.torch imports this
+module; the QuantizedWeight ops' (wq_ops.py) with them.
 """
-import os
-
 import torch
 
-from .errors import InvalidArgument
-from ._torch_dispatch import plain_cpu
-from ._torch_autograd import (AllGatherMatmul, MatmulAllReduce, MatmulReduceScatter,
-                              backward_round, backward_round_fake, below_autograd,
-                              _needs_grad)
-from ._torch_epilogue import activation_name, c_cols, default_out, not_gated, out_dtype
-from ._torch_fp import (_dim, _per_weight, ag_kernel, ar_kernel, row_split,
-                        rs_kernel)
-from ._torch_colpar import cp_autograd, cp_kernel, cp_meta
-from ._torch_groups import DEFAULT_GROUP, _groups
-from ._torch_int8 import _out_dtypes, _scaled_ag_impl, _scaled_rs_impl
+from ..kernels.dispatch import needs_grad, plain_cpu
+from ..autograd.functions import (AllGatherMatmul, MatmulAllReduce, MatmulReduceScatter,
+                                  backward_round, backward_round_fake, below_autograd)
+from ..kernels.epilogue import activation_name, c_cols, default_out, not_gated, out_dtype
+from ..kernels.fp import (norm_dim, per_weight, ag_kernel, ar_kernel, row_split,
+                          rs_kernel)
+from ..autograd.colpar import cp_autograd
+from ..kernels.colpar import cp_kernel
+from ..distributed.groups import meta_world
+from ..kernels.int8 import int8_out_dtypes, scaled_ag_kernel, scaled_rs_kernel
 
 _EPI = "Tensor? bias=None, str? activation=None, ScalarType? out_dtype=None"
 SCHEMAS = {
@@ -52,12 +51,12 @@ SCHEMAS = {
 _plain_cpu = plain_cpu  # (the name tests and callers know)
 
 
-def _ag_autograd(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
+def ag_autograd(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
                  activations=None, out_dtypes=None, plain=None):
     Bs = list(Bs)
     nw = len(Bs)
-    bl = _per_weight(biases, nw, "biases") if nw else []
-    if not _needs_grad([A_shard] + Bs + bl):
+    bl = per_weight(biases, nw, "biases") if nw else []
+    if not needs_grad([A_shard] + Bs + bl):
         if plain or (plain is None and _plain_cpu([A_shard] + Bs + bl)):
             return ag_kernel(A_shard, Bs, gather_dim, group_name, return_A,
                              biases, activations, out_dtypes)
@@ -66,13 +65,13 @@ def _ag_autograd(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None
                               biases=biases, activations=activations,
                               out_dtypes=out_dtypes)
     acts = tuple(activation_name(a, "activations[%d]" % i) for i, a in
-                 enumerate(_per_weight(activations, nw, "activations")))
+                 enumerate(per_weight(activations, nw, "activations")))
     dts = tuple(out_dtype(d, "out_dtypes[%d]" % i, default_out(A_shard)) for i, d in
-                enumerate(_per_weight(out_dtypes, nw, "out_dtypes")))
+                enumerate(per_weight(out_dtypes, nw, "out_dtypes")))
     # gather_dim first and the other leading dims folded into rows, by
     # differentiable views: the Function sees 2-D rows.
     nd = A_shard.dim()
-    gd = _dim(gather_dim, nd, "gather_dim")
+    gd = norm_dim(gather_dim, nd, "gather_dim")
     a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
     lead = [int(s) for s in a.shape[:-1]]
     out = AllGatherMatmul.apply((group_name, return_A, acts, dts),
@@ -94,9 +93,9 @@ def rows_per(lead):
     return r
 
 
-def _rs_autograd(A, B, reduce_op, scatter_dim, group_name, bias=None,
+def rs_autograd(A, B, reduce_op, scatter_dim, group_name, bias=None,
                  activation=None, out_dtype=None, plain=None):
-    if not _needs_grad([A, B, bias]) or reduce_op != "sum":
+    if not needs_grad([A, B, bias]) or reduce_op != "sum":
         if plain or (plain is None and _plain_cpu([A, B, bias])):
             return rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias,
                              activation, out_dtype)
@@ -109,9 +108,9 @@ def _rs_autograd(A, B, reduce_op, scatter_dim, group_name, bias=None,
          _out(out_dtype, A)), A, B, bias)
 
 
-def _ar_autograd(A, B, reduce_op, group_name, bias=None, activation=None,
+def ar_autograd(A, B, reduce_op, group_name, bias=None, activation=None,
                  out_dtype=None, plain=None):
-    if not _needs_grad([A, B, bias]) or reduce_op != "sum":
+    if not needs_grad([A, B, bias]) or reduce_op != "sum":
         if plain or (plain is None and _plain_cpu([A, B, bias])):
             return ar_kernel(A, B, reduce_op, group_name, bias, activation,
                              out_dtype)
@@ -128,30 +127,12 @@ def _out(dt, A):
 
 
 # ---------------------------------------------------------------- Meta
-def meta_world(group_name):
-    """(size, rank) of a group without communicating: a registered group's
-    world, else (the default group before first use) the launcher's
-    environment (AGMM_WORLD_SIZE/AGMM_RANK, else WORLD_SIZE/RANK)."""
-    name = DEFAULT_GROUP if group_name is None else group_name
-    g = _groups.get(name)
-    if g is not None:
-        return g.world.size, g.world.rank
-    env = os.environ
-    size = env.get("AGMM_WORLD_SIZE", env.get("WORLD_SIZE"))
-    rank = env.get("AGMM_RANK", env.get("RANK"))
-    if name != DEFAULT_GROUP or size is None or rank is None:
-        raise InvalidArgument("group_name %r: the Meta kernel needs the group's "
-                              "size: register it (agmm.torch.register_group) or "
-                              "set WORLD_SIZE and RANK" % (name,))
-    return int(size), int(rank)
-
-
 def _ag_meta_shapes(A_shard, Bs, gather_dim, group_name):
     """Gathered along gather_dim: every rank's shard the size of this one's
     (shapes cannot be exchanged while tracing)."""
     P, _ = meta_world(group_name)
     nd = A_shard.dim()
-    gd = _dim(gather_dim, nd, "gather_dim")
+    gd = norm_dim(gather_dim, nd, "gather_dim")
     shape = list(A_shard.shape)
     shape[gd] *= P
     return shape, [shape[:-1] + [int(B.shape[1])] for B in Bs]
@@ -161,11 +142,11 @@ def _ag_meta(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
              activations=None, out_dtypes=None):
     Bs = list(Bs)
     a_shape, c_shapes = _ag_meta_shapes(A_shard, Bs, gather_dim, group_name)
-    acts = [activation_name(a) for a in _per_weight(activations, len(Bs),
+    acts = [activation_name(a) for a in per_weight(activations, len(Bs),
                                                       "activations")]
     c_shapes = [s[:-1] + [c_cols(s[-1], a)] for s, a in zip(c_shapes, acts)]
     dts = [out_dtype(d, default=default_out(A_shard))
-           for d in _per_weight(out_dtypes, len(Bs), "out_dtypes")]
+           for d in per_weight(out_dtypes, len(Bs), "out_dtypes")]
     A_g = A_shard.new_empty(a_shape) if return_A else None
     return A_g, [A_shard.new_empty(s, dtype=d) for s, d in zip(c_shapes, dts)]
 
@@ -174,7 +155,7 @@ def _reduce_meta_shape(A, B, dim, group_name):
     shape = list(A.shape[:-1]) + [int(B.shape[1])]
     if dim is not None:
         P, rank = meta_world(group_name)
-        dd = _dim(dim, A.dim(), "scatter_dim")
+        dd = norm_dim(dim, A.dim(), "scatter_dim")
         shape[dd] = row_split(shape[dd], P)[rank]
     return shape
 
@@ -191,39 +172,44 @@ def _ar_meta(A, B, reduce_op, group_name, bias=None, activation=None,
                        dtype=_out(out_dtype, A))
 
 
+def cp_meta(A, Bs, group_name):
+    lead = list(A.shape[:-1])
+    return [A.new_empty(lead + [int(B.shape[1])]) for B in Bs]
+
+
 def _scaled_ag_meta(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
                     out_dtypes, return_A=True):
     Bs = list(Bs)
     a_shape, c_shapes = _ag_meta_shapes(A_shard, Bs, gather_dim, group_name)
-    dts = _out_dtypes(out_dtypes, len(Bs))
+    dts = int8_out_dtypes(out_dtypes, len(Bs))
     A_g = A_shard.new_empty(a_shape) if return_A else None
     return A_g, [A_shard.new_empty(s, dtype=d) for s, d in zip(c_shapes, dts)]
 
 
 def _scaled_rs_meta(A, B, A_scale, B_scale, reduce_op, scatter_dim, group_name,
                     out_dtype=None):
-    from ._torch_int8 import _out_dtype
+    from ..kernels.int8 import int8_out_dtype
     return A.new_empty(_reduce_meta_shape(A, B, scatter_dim, group_name),
-                       dtype=_out_dtype(out_dtype, "out_dtype"))
+                       dtype=int8_out_dtype(out_dtype, "out_dtype"))
 
 
 # --------------------------------------------------------- registration
 KERNELS = {
-    "fused_all_gather_matmul": (ag_kernel, _ag_autograd, _ag_meta),
-    "fused_matmul_reduce_scatter": (rs_kernel, _rs_autograd, _rs_meta),
-    "fused_matmul_all_reduce": (ar_kernel, _ar_autograd, _ar_meta),
+    "fused_all_gather_matmul": (ag_kernel, ag_autograd, _ag_meta),
+    "fused_matmul_reduce_scatter": (rs_kernel, rs_autograd, _rs_meta),
+    "fused_matmul_all_reduce": (ar_kernel, ar_autograd, _ar_meta),
     "column_parallel_matmul": (cp_kernel, cp_autograd, cp_meta),
     "backward_round": (backward_round, None, backward_round_fake),
-    "fused_all_gather_scaled_matmul": (_scaled_ag_impl, None, _scaled_ag_meta),
-    "fused_scaled_matmul_reduce_scatter": (_scaled_rs_impl, None, _scaled_rs_meta),
+    "fused_all_gather_scaled_matmul": (scaled_ag_kernel, None, _scaled_ag_meta),
+    "fused_scaled_matmul_reduce_scatter": (scaled_rs_kernel, None, _scaled_rs_meta),
 }
 # The fake kernels: torch.library.register_fake where torch has it (2.4+:
 # FakeTensor and torch.compile's tracing call it, and it serves the Meta
 # key too), else (1.13) the Meta key itself, which FakeTensor calls.
-# The QuantizedWeight ops (_torch_wq_ops: CPU and fake kernels only).
-from . import _torch_wq_ops  # noqa: E402
-SCHEMAS.update(_torch_wq_ops.SCHEMAS)
-KERNELS.update({_n: (_c, None, _f) for _n, (_c, _f) in _torch_wq_ops.KERNELS.items()})
+# The QuantizedWeight ops (library/wq_ops.py: CPU and fake kernels only).
+from . import wq_ops  # noqa: E402
+SCHEMAS.update(wq_ops.SCHEMAS)
+KERNELS.update({_n: (_c, None, _f) for _n, (_c, _f) in wq_ops.KERNELS.items()})
 _register_fake = getattr(torch.library, "register_fake", None)
 _lib_def = torch.library.Library("agmm", "DEF")
 for _name, _schema in SCHEMAS.items():

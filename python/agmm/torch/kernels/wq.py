@@ -21,29 +21,30 @@ a weight tensor B, and run agmm's own weight kernels (the "wq" engine).
             backward computes it, with B the weight dequantized
             (QuantizedWeight.dequantize: float32, one rounding of the
             exact value, then A's dtype), held transposed per group
-            beside the fp ops' B^T (_torch_groups bwd_weights: at most
+            beside the fp ops' B^T (plan_cache.PlanCache.kept_weight: at most
             PLAN_CACHE_SIZE entries; k * n * A's element size bytes per
             weight, made at the first backward that needs it).
   tracing   under torch.compile, FakeTensor or a dispatch mode a call
-            runs torch.ops.agmm.*_wq (_torch_wq_ops: the weights by their
+            runs torch.ops.agmm.*_wq (library/wq_ops.py: the weights by their
             op_id, fake kernels for the shapes), forward only: an input
             that needs a gradient there raises agmm.Unsupported.
+Here: the kernels (ag_kernel, reduce_kernel), the checks and the
+dequantized W^T (bwd_qweight); the Functions and the calls agmm.torch's
+functions make are autograd/wq.py's.
 """
 import torch
 
-from .errors import InvalidArgument, Unsupported
-from .qweight import QuantizedWeight
-from ._torch_dispatch import plain_cpu
-from ._torch_epilogue import (activation_name, apply_epilogue, check_bias, default_out,
-                              epilogue_backward, not_gated)
-from ._torch_epilogue import out_dtype as _out_dt
-from ._torch_fp import (_MAX_LEAD, _allgather_ints, _dim, _fp_tensor, _per_weight,
-                        ag_agree, ag_run, ag_views, lib_epilogue, plan_op_available,
-                        reduce_agree, reduce_core)
-from . import _lib
-from ._torch_groups import (_DT, PLAN_CACHE_SIZE, _cached_plan, _group, _reduce_plan,
-                            ag_key, as_rows, reduce_key, split_rows)
-from ._torch_plain import _reduce_args, rows_array, rows_hit
+from ...errors import InvalidArgument, Unsupported
+from ...qweight import QuantizedWeight
+from .epilogue import (activation_name, apply_epilogue, check_bias, default_out,
+                       not_gated)
+from .epilogue import out_dtype as _out_dt
+from .fp import (_MAX_LEAD, norm_dim, _fp_tensor, per_weight, ag_agree, ag_run,
+                 ag_views, lib_epilogue, plan_op_available, reduce_agree)
+from ... import _lib
+from ..distributed.groups import DT, as_rows, get_group, split_rows
+from ..distributed.plan_cache import ag_key, ag_plan, reduce_key, reduce_plan
+from .plain import _reduce_args, rows_array, rows_hit
 
 
 def is_qweight(x):
@@ -51,7 +52,7 @@ def is_qweight(x):
 
 
 # ------------------------------------------------------------ checks
-def _check_a(A, what):
+def check_a(A, what):
     if isinstance(A, torch.Tensor) and A.dtype == torch.int8:
         raise InvalidArgument(
             "%s: torch.int8 with a QuantizedWeight (weight-only quantization "
@@ -72,7 +73,7 @@ def _fmt_text(f):
         f[0], "all of k" if f[2] else f[1], "asymmetric" if f[3] else "symmetric")
 
 
-def _check_weights(Qs, k, what, a_what):
+def check_weights(Qs, k, what, a_what):
     """Every weight a QuantizedWeight of k rows, one format: the format."""
     for i, q in enumerate(Qs):
         name = "%s[%d]" % (what, i) if len(Qs) > 1 or what == "Bs" else what
@@ -118,7 +119,7 @@ def _agreed_format(g, fmts, mine, what):
 # ------------------------------------------------ all-gather + matmul
 class _AgMemo:
     """This rank's previous all-gather call with QuantizedWeights in a group
-    (as _torch_plain._Memo for tensors): the arguments its checks passed
+    (as kernels/plain.py's _Memo for tensors): the arguments its checks passed
     for (`args`, weak references to the weights: QuantizedWeights have no
     version to compare), what they derived, and the shape all-gather's
     bytes with the plan entry they led to."""
@@ -132,16 +133,16 @@ def _hashable(v):
 
 def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
               activations=None, out_dtypes=None):
-    """_torch_fp.ag_kernel with QuantizedWeights Qs. A call with the
+    """kernels/fp.py's ag_kernel with QuantizedWeights Qs. A call with the
     arguments of this rank's previous one in the group (no bias) skips the
     checks, and one whose shape all-gather repeats the previous bytes while
     that plan is still the group's most recently used skips the plan
-    lookup (_torch_plain.py's reasoning: every rank received the same
+    lookup (kernels/plain.py's reasoning: every rank received the same
     bytes and holds the same cache)."""
     import ctypes
     import struct
-    from ._lib import SCHEDULES
-    g = _group(group_name)
+    from ..._lib import SCHEDULES
+    g = get_group(group_name)
     m = args = None
     if (biases is None or all(b is None for b in biases)) and \
             isinstance(A_shard, torch.Tensor):
@@ -151,27 +152,27 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
         if 0 <= gdn < nd - 1:  # else the checks below refuse it
             args = (shape[:gdn] + shape[gdn + 1:], A_shard.dtype, gdn,
                     bool(return_A), _hashable(activations), _hashable(out_dtypes))
-            m = g.memo.get("ag-wq")
+            m = g.cache.memo.get("ag-wq")
             if m is None or m.args != args or len(m.refs) != len(Qs) or \
                     not all(r() is q for r, q in zip(m.refs, Qs)):
                 m = None
     if m is None:
-        _check_a(A_shard, "A_shard")
-        gd = _dim(gather_dim, A_shard.dim(), "gather_dim")
+        check_a(A_shard, "A_shard")
+        gd = norm_dim(gather_dim, A_shard.dim(), "gather_dim")
         if len(Qs) < 1:
             raise InvalidArgument("Bs: an empty list (at least one weight)")
         k = int(A_shard.shape[-1])
-        fmt = _check_weights(Qs, k, "Bs", "A_shard")
+        fmt = check_weights(Qs, k, "Bs", "A_shard")
         nw = len(Qs)
-        biases = _per_weight(biases, nw, "biases")
+        biases = per_weight(biases, nw, "biases")
         acts = [activation_name(a, "activations[%d]" % i)
-                for i, a in enumerate(_per_weight(activations, nw, "activations"))]
+                for i, a in enumerate(per_weight(activations, nw, "activations"))]
         dts = [_out_dt(d, "out_dtypes[%d]" % i, default_out(A_shard))
-               for i, d in enumerate(_per_weight(out_dtypes, nw, "out_dtypes"))]
+               for i, d in enumerate(per_weight(out_dtypes, nw, "out_dtypes"))]
         for i, (q, b) in enumerate(zip(Qs, biases)):
             check_bias(b, q.n, "biases[%d]" % i)
         lib = lib_epilogue(biases, acts, dts)
-        code, dtype = _DT[A_shard.dtype]
+        code, dtype = DT[A_shard.dtype]
         ns = [int(q.n) for q in Qs]
         rest = [int(s) for i, s in enumerate(A_shard.shape[:-1]) if i != gd]
         rps = 1
@@ -190,11 +191,11 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
         mm.epi = None if lib is not None else (biases, acts, dts)
         mm.out = torch.float32 if lib is None else \
             {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[lib[1]]
-        mm.sched = SCHEDULES.get(g.options.get("schedule", "auto"))
+        mm.sched = SCHEDULES.get(g.schedule)
         mm.raw = mm.entry = mm.rows = None
         mm.arrays = {}
         if mm.args is not None:
-            g.memo["ag-wq"] = mm
+            g.cache.memo["ag-wq"] = mm
         m = mm
         m_lib = lib
     else:
@@ -203,9 +204,9 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
     a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
     a2 = a if gd == 0 and not rest else a.reshape(-1, k)
     rows = int(a.shape[0])
-    serial = g.lookup(m.key, Qs)
+    serial = g.cache.lookup(m.key, Qs)
     raw = g.world.allgather_raw(m.st.pack(rows, *m.fixed, serial), m.buf)
-    # The previous call's plan when only the rows changed (_torch_plain's
+    # The previous call's plan when only the rows changed (kernels/plain.py's
     # reasoning, rows_hit) and they fit in it.
     slices = rows_hit(g, m, raw, m.st.size, 0)
     if slices is not None:
@@ -223,9 +224,9 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
         ag_agree(g, everyone, mine)
         slices = [o[0] for o in everyone]
         m_local = [s * m.fixed[0] for s in slices]
-        plan, m_rows = _cached_plan(g, [o[-1] for o in everyone], m_local, k, ns,
+        plan, m_rows = ag_plan(g.cache, [o[-1] for o in everyone], m_local, k, ns,
                                     dtype, Qs, key=m.key, epi=m_lib, wq=wq)
-        m.raw, m.entry, m.rows = raw, g.plans[-1], slices
+        m.raw, m.entry, m.rows = raw, g.cache.newest(), slices
     M, total = sum(m_local), sum(slices)
     if m.sched is not None and a2.numel() and a2.is_contiguous() and all(ns):
         Cs = [torch.empty((M, ni), dtype=m.out) for ni in plan.c_cols]
@@ -246,118 +247,19 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
             [ag_views(c, total, lead, gd) for c in Cs])
 
 
-def _bwd_qweight(g, Qs, dt, cols=None):
+def bwd_qweight(g, Qs, dt, cols=None):
     """cat([W_i^T]) [sum n_i, k] in dt (cols > k: zero columns up to cols),
     W_i the QuantizedWeight's dequantized values (float32, then dt), kept
-    per group beside _torch_groups._bwd_weight's B^T (the same list, the
-    same bound: PLAN_CACHE_SIZE) per the very objects, dt and cols."""
-    tag = ("wq", dt)
-    for i, item in enumerate(g.bwd_weights):
-        refs, ver, c, w = item
-        if ver == tag and c == cols and len(refs) == len(Qs) and \
-                all(r() is q for r, q in zip(refs, Qs)):
-            g.bwd_weights.append(g.bwd_weights.pop(i))
-            return w
-    import weakref
-    w = torch.cat([q.dequantize(torch.float32).t() for q in Qs], 0).to(dt)
-    if cols is not None and cols > w.shape[1]:
-        w = torch.nn.functional.pad(w, (0, cols - int(w.shape[1])))
-    w = w.contiguous()
-    g.bwd_weights.append([[weakref.ref(q) for q in Qs], tag, cols, w])
-    if len(g.bwd_weights) > PLAN_CACHE_SIZE:
-        g.bwd_weights.pop(0)
-    return w
+    in the group's plan cache beside plan_cache.backward_weight's B^T (the
+    same list, the same bound: PLAN_CACHE_SIZE) per the very objects, dt
+    and cols."""
+    def build():
+        w = torch.cat([q.dequantize(torch.float32).t() for q in Qs], 0).to(dt)
+        if cols is not None and cols > w.shape[1]:
+            w = torch.nn.functional.pad(w, (0, cols - int(w.shape[1])))
+        return w.contiguous()
 
-
-class AllGatherMatmulQ(torch.autograd.Function):
-    """AllGatherMatmul (_torch_autograd) with QuantizedWeights: dA_shard =
-    my rows of sum_r dZ_r @ W_r^T (one gemm-rs round against the
-    dequantized W^T), the biases' gradients, none for the weights."""
-
-    @staticmethod
-    def forward(ctx, info, a2, *biases):
-        group, return_A, Qs, acts, dts = info
-        nw = len(Qs)
-        plain = all(a is None for a in acts)
-        A_g, zs = ag_kernel(a2, Qs, 0, group, return_A, list(biases), None,
-                            list(dts) if plain else [torch.float32] * nw)
-        ys = zs if plain else [apply_epilogue(z, None, a, d)
-                               for z, a, d in zip(zs, acts, dts)]
-        ctx.info = info
-        ctx.bias_grad = [b is not None and b.requires_grad for b in biases]
-        ctx.save_for_backward(*[z if a is not None else None
-                                for z, a in zip(zs, acts)])
-        ctx.rows = int(a2.shape[0])
-        ctx.M = int(ys[0].shape[0])  # the gathered rows
-        ctx.a_dtype = a2.dtype
-        if A_g is not None:
-            ctx.mark_non_differentiable(A_g)
-        return (A_g, *ys)
-
-    @staticmethod
-    def backward(ctx, _gA, *gys):
-        group, _, Qs, acts, _ = ctx.info
-        zs = ctx.saved_tensors
-        dt = ctx.a_dtype
-        gzs = [epilogue_backward(z, gy, a) if gy is not None else
-               torch.zeros((ctx.M, int(q.n)))
-               for z, gy, a, q in zip(zs, gys, acts, Qs)]
-        dA = None
-        if ctx.needs_input_grad[1]:
-            g = _group(group)
-            W = _bwd_qweight(g, Qs, dt)  # [sum n_i, k]
-            gz = torch.cat([t.to(dt) for t in gzs], 1) if len(gzs) > 1 \
-                else gzs[0].to(dt)
-            gz = gz.contiguous()
-            nsum = int(W.shape[0])
-            serial = g.lookup(reduce_key("gemm-rs", (), nsum,
-                                         int(W.shape[1]), _DT[dt][1]), [W])
-            everyone = _allgather_ints(g.world, [ctx.rows, nsum, serial])
-            dA = reduce_core(g, [o[2] for o in everyone], "gemm-rs", gz, W,
-                             [o[0] for o in everyone],
-                             [o[1] for o in everyone]).to(dt)
-        dbs = [gz.sum(0, dtype=torch.float32) if want else None
-               for gz, want in zip(gzs, ctx.bias_grad)]
-        return (None, dA, *dbs)
-
-
-def fused_all_gather_matmul(A_shard, Bs, gather_dim, group_name, return_A=True,
-                            bias=None, activation=None, out_dtype=None):
-    """agmm.torch.fused_all_gather_matmul with QuantizedWeights Bs."""
-    Bs = list(Bs)
-    nw = len(Bs)
-    biases = [bias] * nw if isinstance(bias, torch.Tensor) or bias is None \
-        else list(bias)
-    if isinstance(A_shard, torch.Tensor) and not plain_cpu([A_shard] + biases):
-        # Traced (torch.compile, FakeTensor): the registered op
-        from ._torch_wq_ops import traced_ag
-        return traced_ag(A_shard, Bs, gather_dim, group_name, return_A, bias,
-                         activation, out_dtype)
-    _check_a(A_shard, "A_shard")
-    need = torch.is_grad_enabled() and any(
-        t is not None and t.requires_grad for t in [A_shard] + biases)
-    if not need:
-        return ag_kernel(A_shard, Bs, gather_dim, group_name, return_A,
-                         None if bias is None else biases, activation, out_dtype)
-    k = int(A_shard.shape[-1])
-    _check_weights(Bs, k, "Bs", "A_shard")
-    acts = tuple(activation_name(a, "activations[%d]" % i)
-                 for i, a in enumerate(_per_weight(activation, nw, "activation")))
-    dts = tuple(_out_dt(d, "out_dtypes[%d]" % i, default_out(A_shard))
-                for i, d in enumerate(_per_weight(out_dtype, nw, "out_dtype")))
-    nd = A_shard.dim()
-    gd = _dim(gather_dim, nd, "gather_dim")
-    a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
-    lead = [int(s) for s in a.shape[:-1]]
-    out = AllGatherMatmulQ.apply((group_name, return_A, tuple(Bs), acts, dts),
-                                 a.reshape(-1, k), *biases)
-    A_g, ys = out[0], list(out[1:])
-    rps = 1
-    for s in lead[1:]:
-        rps *= s
-    total = int(ys[0].shape[0]) // max(1, rps)
-    return ((ag_views(A_g, total, lead, gd) if A_g is not None else None),
-            [ag_views(y, total, lead, gd) for y in ys])
+    return g.cache.kept_weight(list(Qs), ("wq", dt), cols, build)
 
 
 # ------------------------------------------ matmul + reduce-scatter/all-reduce
@@ -370,20 +272,20 @@ class _RedMemo:
 
 def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
                   activation=None, dtype=None):
-    """_torch_fp.rs_kernel / ar_kernel with a QuantizedWeight Q (op
+    """kernels/fp.py's rs_kernel / ar_kernel with a QuantizedWeight Q (op
     "gemm-rs": dim the scatter dimension; "gemm-ar": dim None). The plan
-    takes its rows per call (_reduce_plan's per_call); repeated calls,
+    takes its rows per call (plan_cache.reduce_plan's per_call); repeated calls,
     their rows changed or not, skip the checks and the plan lookup as
     ag_kernel's do."""
     import ctypes
     import struct
     import weakref
-    from ._lib import SCHEDULES
-    g = _group(group_name)
+    from ..._lib import SCHEDULES
+    g = get_group(group_name)
     args = m = None
     if bias is None and isinstance(A, torch.Tensor):
         args = _reduce_args(A, reduce_op, dim) + (_hashable(activation), dtype)
-        m = g.memo.get(op + "-wq")
+        m = g.cache.memo.get(op + "-wq")
         if m is None or m.args != args or m.ref() is not Q:
             m = None
     if m is None:
@@ -392,23 +294,23 @@ def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
         if not plan_op_available(op):
             raise Unsupported("%s: this agmm (%s) has no plan op %r"
                               % (what, _lib.path, op))
-        _check_a(A, "A")
+        check_a(A, "A")
         act = not_gated(activation_name(activation), what)
         dt = _out_dt(dtype, default=default_out(A))
         nd = A.dim()
-        dd = _dim(dim, nd, "scatter_dim") if dim is not None else 0
+        dd = norm_dim(dim, nd, "scatter_dim") if dim is not None else 0
         if nd - 1 > _MAX_LEAD:
             raise InvalidArgument("A: %d dimensions (at most %d)"
                                   % (nd, _MAX_LEAD + 1))
         k_mine = int(A.shape[-1])
-        fmt = _check_weights([Q], k_mine, "B", "A")
+        fmt = check_weights([Q], k_mine, "B", "A")
         n = int(Q.n)
         check_bias(bias, n)
         lead = [int(d) for d in (A if dd == 0 else A.movedim(dd, 0)).shape[:-1]]
         rps = 1
         for d in lead[1:]:
             rps *= d
-        code, dtname = _DT[A.dtype]
+        code, dtname = DT[A.dtype]
         m = _RedMemo()
         m.args, m.ref = args, weakref.ref(Q)
         # C in a 16-bit dtype without bias or activation: the plan's own
@@ -424,17 +326,17 @@ def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
         m.st = struct.Struct("<%dq" % (len(m.fixed) + 3))
         m.buf = ctypes.create_string_buffer(m.st.size * g.world.size)
         m.dims = (dd, len(lead), rps, n, dtname, fmt, act, dt, lib)
-        m.sched = SCHEDULES.get(g.options.get("schedule", "auto")) if n else None
+        m.sched = SCHEDULES.get(g.schedule) if n else None
         m.raw = m.entry = m.rows = None
         m.arrays = {}
         if args is not None:
-            g.memo[op + "-wq"] = m
+            g.cache.memo[op + "-wq"] = m
     dd, nlead, rps, n, dtname, fmt, act, dt, lib = m.dims
     a = A if dd == 0 else A.movedim(dd, 0)
     a2 = as_rows(a)
     rows = int(a.shape[0])
     lead = [rows] + list(a.shape[1:-1])
-    mine = [nlead, rows] + m.fixed + [g.lookup(m.key, [Q])]
+    mine = [nlead, rows] + m.fixed + [g.cache.lookup(m.key, [Q])]
     raw = g.world.allgather_raw(m.st.pack(*mine), m.buf)
     P = g.world.size
     split = split_rows(rows, P)
@@ -457,7 +359,7 @@ def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
             else:
                 plan._run_args_tensor(a2, [c], m.sched, rows_array(m.arrays, m_rows))
         else:
-            c = plan.run(a2, out=c, schedule=g.options.get("schedule", "auto"),
+            c = plan.run(a2, out=c, schedule=g.schedule,
                          m_rows=m_rows)
     else:
         L = _MAX_LEAD + 3
@@ -465,87 +367,14 @@ def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
         everyone = [m.st.unpack_from(raw, r * sz) for r in range(P)]
         reduce_agree(g, everyone, mine, what)
         wq = _agreed_format(g, [tuple(o[L + 1:L + 5]) for o in everyone], fmt, "B")
-        plan, m_rows = _reduce_plan(g, [o[-1] for o in everyone], op, m_local,
+        plan, m_rows = reduce_plan(g.cache, [o[-1] for o in everyone], op, m_local,
                                     [o[L] for o in everyone], Q, dtname, key=m.key,
                                     wq=wq, per_call=True, out=lib)
-        m.raw, m.entry, m.rows = raw, g.plans[-1], [o[1] for o in everyone]
-        c = plan.run(a2, schedule=g.options.get("schedule", "auto"), m_rows=m_rows)
+        m.raw, m.entry, m.rows = raw, g.cache.newest(), [o[1] for o in everyone]
+        c = plan.run(a2, schedule=g.schedule, m_rows=m_rows)
     if not lib:
         c = apply_epilogue(c, bias, act, dt)
     if op == "gemm-ar":
         return c.view(lead + [n])
     c = c.view([split[g.world.rank]] + lead[1:] + [n])
     return c if dd == 0 else c.movedim(0, dd)
-
-
-class _ReduceQ(torch.autograd.Function):
-    """MatmulReduceScatter / MatmulAllReduce (_torch_autograd) with a
-    QuantizedWeight: dA from the dequantized W^T (reduce-scatter: one
-    ag-gemm round of dZ with it, padded to the largest k_local;
-    all-reduce: local), the bias's gradient, none for the weight."""
-
-    @staticmethod
-    def forward(ctx, info, A, bias):
-        op, what, Q, dim, group, act, dt = info
-        z = reduce_kernel(op, what, A, Q, "sum", dim, group, bias, None,
-                          torch.float32)
-        ctx.info = info
-        ctx.bias_grad = bias is not None and bias.requires_grad
-        ctx.a_shape = list(A.shape)
-        ctx.a_dtype = A.dtype
-        ctx.save_for_backward(z if act is not None else None)
-        return apply_epilogue(z, None, act, dt)
-
-    @staticmethod
-    def backward(ctx, gy):
-        op, _, Q, dim, group, act, _ = ctx.info
-        (z,) = ctx.saved_tensors
-        gz = epilogue_backward(z, gy, act)
-        n = int(Q.n)
-        dt = ctx.a_dtype
-        dA = None
-        if ctx.needs_input_grad[1]:
-            g = _group(group)
-            k = ctx.a_shape[-1]
-            if op == "gemm-ar":
-                from ._torch_local import local_mm
-                dA = local_mm(gz.reshape(-1, n), [_bwd_qweight(g, [Q], dt)],
-                              dt)[0].view(ctx.a_shape)
-            else:
-                from . import torch as at  # (agmm.torch imports this module)
-                nd = len(ctx.a_shape)
-                dd = dim + nd if dim < 0 else dim
-                gzm = gz if dd == 0 else gz.movedim(dd, 0)
-                kmax = max(o[0] for o in _allgather_ints(g.world, [k]))
-                Wt = _bwd_qweight(g, [Q], dt, kmax)  # [n, kmax]
-                _, (dA2,) = at.fused_all_gather_matmul(
-                    gzm.reshape(-1, n).to(dt).contiguous(), [Wt], 0, group,
-                    return_A=False, out_dtype=dt)
-                am_shape = [int(s) for s in gzm.shape[:-1]]
-                am_shape[0] = -1
-                dA = dA2[:, :k].reshape(am_shape + [k])
-                dA = dA if dd == 0 else dA.movedim(0, dd)
-                dA = dA.contiguous()
-        db = gz.reshape(-1, n).sum(0) if ctx.bias_grad else None
-        return None, dA, db
-
-
-def fused_matmul_reduce(op, what, A, B, reduce_op, dim, group_name, bias=None,
-                        activation=None, out_dtype=None):
-    """agmm.torch.fused_matmul_reduce_scatter (op "gemm-rs", dim the
-    scatter dimension) or fused_matmul_all_reduce ("gemm-ar", dim None)
-    with a QuantizedWeight B."""
-    if isinstance(A, torch.Tensor) and not plain_cpu([A, bias]):
-        # Traced (torch.compile, FakeTensor): the registered op
-        from ._torch_wq_ops import traced_reduce
-        return traced_reduce(op, A, B, reduce_op, dim, group_name, bias,
-                             activation, out_dtype)
-    _check_a(A, "A")
-    if not (torch.is_grad_enabled() and
-            any(t is not None and t.requires_grad for t in (A, bias))) \
-            or reduce_op != "sum":
-        return reduce_kernel(op, what, A, B, reduce_op, dim, group_name, bias,
-                             activation, out_dtype)
-    act = not_gated(activation_name(activation), what)
-    dt = _out_dt(out_dtype, default=default_out(A))
-    return _ReduceQ.apply((op, what, B, dim, group_name, act, dt), A, bias)

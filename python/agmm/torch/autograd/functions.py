@@ -19,7 +19,7 @@ backward runs its communication through agmm too:
                  the replicated output, is taken to be the same on every rank,
                  as Megatron's all-reduce has it)
   The local GEMMs (dB, and the all-reduce's dA) run through agmm's engine
-  on a one-rank plan where it applies (_torch_local.local_mm).
+  on a one-rank plan where it applies (kernels/local.py's local_mm).
   dZ = d(act)/dz * dC (the epilogue's activation differentiated at the
   saved pre-activation z = C + bias, float32); db = dZ summed over this
   rank's rows (the ranks' shares are not summed: that is the caller's
@@ -34,12 +34,14 @@ weights' dtype (dZ converted to it).
 """
 import torch
 
-from ._buffers import scratch_copy, scratch_torch
-from ._torch_epilogue import apply_epilogue, epilogue_backward
-from ._torch_fp import _allgather_ints, reduce_core
-from ._torch_groups import _DT, _bwd_weight, _group, as_rows, reduce_key
-from ._torch_dispatch import plain_cpu
-from ._torch_local import local_mm
+from ..._buffers import scratch_copy, scratch_torch
+from ..kernels.epilogue import apply_epilogue, epilogue_backward
+from ..kernels.fp import allgather_ints, reduce_core
+from ..distributed.groups import DT, as_rows, get_group, meta_world
+from ..distributed.plan_cache import backward_weight, reduce_key
+from ..kernels.dispatch import plain_cpu
+from ..kernels.calls import all_gather_round, all_reduce_round, reduce_scatter_round
+from ..kernels.local import local_mm
 
 
 class _BelowAutograd:
@@ -56,11 +58,6 @@ class _BelowAutograd:
 def below_autograd(fn, *args, **kwargs):
     with _BelowAutograd():
         return fn(*args, **kwargs)
-
-
-def _needs_grad(tensors):
-    return torch.is_grad_enabled() and \
-        any(t is not None and t.requires_grad for t in tensors)
 
 
 def _as_is(t, dt):
@@ -80,7 +77,7 @@ def _grad_z(zs, gys, acts, ys):
 
 def _mm(x, y, dtype):
     """x @ y in the weights' dtype (as torch's own layer would), through
-    agmm's engine where it applies (_torch_local.local_mm)."""
+    agmm's engine where it applies (kernels/local.py's local_mm)."""
     return local_mm(x, [y], dtype)[0]
 
 
@@ -93,7 +90,7 @@ class AllGatherMatmul(torch.autograd.Function):
         need_A = return_A or any(B.requires_grad for B in Bs)
         # With no activation there is nothing to keep but the outputs: the
         # op writes them in their dtypes (in the round where it can,
-        # _torch_fp.lib_epilogue), not a float32 C converted after it.
+        # kernels/fp.py's lib_epilogue), not a float32 C converted after it.
         plain = all(a is None for a in acts)
         A_g, zs = below_autograd(torch.ops.agmm.fused_all_gather_matmul, a2, Bs, 0,
                                  group, return_A=need_A, biases=biases,
@@ -144,12 +141,12 @@ class AllGatherMatmul(torch.autograd.Function):
             gz = gds[0]
         dA = None
         if ctx.needs_input_grad[1]:
-            g = _group(group)
-            W = _bwd_weight(g, Bs)  # [sum n_i, k]
-            serial = g.lookup(reduce_key("gemm-rs", (),
+            g = get_group(group)
+            W = backward_weight(g.cache, Bs)  # [sum n_i, k]
+            serial = g.cache.lookup(reduce_key("gemm-rs", (),
                                          int(W.shape[0]), int(W.shape[1]),
-                                         _DT[dt][1]), [W])
-            everyone = _allgather_ints(g.world, [ctx.rows, serial])
+                                         DT[dt][1]), [W])
+            everyone = allgather_ints(g.world, [ctx.rows, serial])
             ks = [int(W.shape[0])] * g.world.size
             dA = reduce_core(g, [o[1] for o in everyone], "gemm-rs",
                              gz, W, [o[0] for o in everyone],
@@ -195,31 +192,26 @@ def _ag_traced_backward(ctx, group, A_g, Bs, gzs, dt):
 def backward_round(gz, Bs, kind, group_name, out_dtype):
     """torch.ops.agmm.backward_round's CPU kernel: the round of a traced
     backward against the weights' B^T kept per weight version
-    (_torch_groups._bwd_weight), so that a compiled backward finds the
+    (plan_cache.backward_weight), so that a compiled backward finds the
     same plan every step (a B^T made in the graph would be a new tensor,
     and a new plan, each step). kind "ag": [my rows of sum_r gz_r @ W_r]
     (fused_matmul_reduce_scatter, W = the B_i^T stacked); "rs": [gather(gz),
     gather(gz) @ B^T] (fused_all_gather_matmul); "cp": [sum_r gz_r @ W_r]
     (fused_matmul_all_reduce). Outputs in out_dtype."""
-    from . import torch as at  # (agmm.torch imports this module)
-    W = _bwd_weight(_group(group_name), list(Bs))
+    W = backward_weight(get_group(group_name).cache, list(Bs))
     if kind == "ag":
-        return [at.fused_matmul_reduce_scatter(gz, W, group_name=group_name,
-                                               out_dtype=out_dtype)]
+        return [reduce_scatter_round(gz, W, group_name, out_dtype)]
     if kind == "rs":
-        g_all, (d,) = at.fused_all_gather_matmul(gz, [W], group_name=group_name,
-                                                 return_A=True, out_dtype=out_dtype)
+        g_all, (d,) = all_gather_round(gz, W, group_name, True, out_dtype)
         return [g_all, d]
     if kind == "cp":
-        return [at.fused_matmul_all_reduce(gz, W, group_name=group_name,
-                                           out_dtype=out_dtype)]
+        return [all_reduce_round(gz, W, group_name, out_dtype)]
     raise ValueError("backward_round: kind %r" % (kind,))
 
 
 def backward_round_fake(gz, Bs, kind, group_name, out_dtype):
-    from ._torch_fp import row_split
-    from ._torch_ops import meta_world
-    from ._torch_epilogue import out_dtype as _out_dtype
+    from ..kernels.fp import row_split
+    from ..kernels.epilogue import out_dtype as _out_dtype
     out_dtype = _out_dtype(out_dtype)  # (a ScalarType code on torch 1.13)
     P, rank = meta_world(group_name)
     rows, k = int(gz.shape[0]), int(Bs[0].shape[0])
@@ -268,12 +260,12 @@ class MatmulReduceScatter(_ReduceBase):
         dt = B.dtype
         if not plain_cpu([A, B, z, y, gy]):
             return _rs_traced_backward(ctx, group, A, B, gzm, dd, dt)
-        g = _group(group)
+        g = get_group(group)
         k = int(A.shape[-1])
         # One ag-gemm round has one column count: with uneven k_local the
         # ranks pad B_r^T with zero columns to the largest k.
-        kmax = max(o[0] for o in _allgather_ints(g.world, [k]))
-        Bt = _bwd_weight(g, [B], kmax)  # [n, kmax]
+        kmax = max(o[0] for o in allgather_ints(g.world, [k]))
+        Bt = backward_weight(g.cache, [B], kmax)  # [n, kmax]
         want_A, want_B = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         dA = dB = None
         if want_A or want_B:
@@ -338,8 +330,8 @@ class MatmulAllReduce(_ReduceBase):
                 if ctx.needs_input_grad[1] else None
             dB = (as_rows(A).t() @ g2).to(dt) if ctx.needs_input_grad[2] else None
             return None, dA, dB, (gz2.sum(0) if ctx.bias_grad else None)
-        # B^T contiguous, kept per weight (_bwd_weight) for the local GEMM.
-        dA = _mm(gz2, _bwd_weight(_group(group), [B]), dt).view(
+        # B^T contiguous, kept per weight (backward_weight) for the local GEMM.
+        dA = _mm(gz2, backward_weight(get_group(group).cache, [B]), dt).view(
             list(A.shape)).to(A.dtype) if ctx.needs_input_grad[1] else None
         dB = _mm(as_rows(A).t(), gz2, dt) if ctx.needs_input_grad[2] else None
         db = gz2.sum(0) if ctx.bias_grad else None

@@ -1,13 +1,13 @@
 """agmm.torch's W8A8 int8 ops (issue 22): the CPU kernels of
 fused_all_gather_scaled_matmul and fused_scaled_matmul_reduce_scatter
-(python/agmm/torch.py's module doc has the contract)."""
+(python/agmm/torch/__init__.py's module doc has the contract)."""
 import struct
 
 import torch
 
-from .errors import InvalidArgument
-from ._torch_groups import (_group, as_rows, _cached_plan, _reduce_plan, _flat_scale,
-                            ag_key, check_tensor, reduce_key)
+from ...errors import InvalidArgument
+from ..distributed.groups import as_rows, check_tensor, get_group
+from ..distributed.plan_cache import ag_key, ag_plan, flat_scale, reduce_key, reduce_plan
 
 # How a scale tensor's shape lays out its values: per row/column, one for
 # the tensor, or either (one row/column: both read the same).
@@ -74,7 +74,7 @@ def _resolve_mode(kinds, what):
     return "channel" if found == {_CHANNEL} else "tensor"
 
 
-def _out_dtype(dt, what):
+def int8_out_dtype(dt, what):
     if dt is None:
         return torch.float32
     if isinstance(dt, int) and not isinstance(dt, bool):
@@ -86,7 +86,7 @@ def _out_dtype(dt, what):
     return dt
 
 
-def _out_dtypes(out_dtypes, count):
+def int8_out_dtypes(out_dtypes, count):
     if out_dtypes is None:
         return [torch.float32] * count
     if isinstance(out_dtypes, (torch.dtype, int)):
@@ -95,7 +95,7 @@ def _out_dtypes(out_dtypes, count):
     if len(out_dtypes) != count:
         raise InvalidArgument("out_dtypes: %d for %d weights"
                               % (len(out_dtypes), count))
-    return [_out_dtype(d, "out_dtypes[%d]" % i) for i, d in enumerate(out_dtypes)]
+    return [int8_out_dtype(d, "out_dtypes[%d]" % i) for i, d in enumerate(out_dtypes)]
 
 
 def _int8_tensor(x, what, dims=None):
@@ -104,9 +104,9 @@ def _int8_tensor(x, what, dims=None):
                  "agmm.quantize makes them)", dims)
 
 
-def _scaled_ag_impl(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
+def scaled_ag_kernel(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
                     out_dtypes, return_A=True):
-    g = _group(group_name)
+    g = get_group(group_name)
     world = g.world
     _int8_tensor(A_shard, "A_shard")
     nd = A_shard.dim()
@@ -125,7 +125,7 @@ def _scaled_ag_impl(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
         if B.shape[0] != k:
             raise InvalidArgument("Bs[%d]: shape %s (expected [k=%d, n])"
                                   % (i, list(B.shape), k))
-    outs = _out_dtypes(out_dtypes, len(Bs))
+    outs = int8_out_dtypes(out_dtypes, len(Bs))
     akind = _a_scale_kind(A_shard, A_scale)
     bkinds = [_b_scale_kind(B, S, "B_scales[%d]" % i)
               for i, (B, S) in enumerate(zip(Bs, B_scales))]
@@ -147,7 +147,7 @@ def _scaled_ag_impl(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
     # are resolved from every rank's); its serial goes last.
     key = ag_key(k, ns, "int8", ("kinds", akind, tuple(bkinds)))
     mine = [int(lead[0]), rows_per_slice, k, nw] + ns + pad + [akind] + bkinds + \
-        pad + [g.lookup(key, Bs)]
+        pad + [g.cache.lookup(key, Bs)]
     blob = struct.pack("<%dq" % len(mine), *mine)
     everyone = [struct.unpack("<%dq" % len(mine), b) for b in world.allgather(blob)]
     for r, other in enumerate(everyone):
@@ -165,11 +165,11 @@ def _scaled_ag_impl(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
     if sum(m_local) == 0:
         raise InvalidArgument("fused_all_gather_scaled_matmul: every rank's "
                               "shard is empty")
-    plan, m_rows = _cached_plan(g, [o[-1] for o in everyone], m_local, k, ns,
+    plan, m_rows = ag_plan(g.cache, [o[-1] for o in everyone], m_local, k, ns,
                                 "int8", Bs, B_scales, (a_mode, w_mode), key)
-    res = plan.run(a2, a_scale=_flat_scale(A_scale),
+    res = plan.run(a2, a_scale=flat_scale(A_scale),
                    a_gathered=True if return_A else None, m_rows=m_rows,
-                   schedule=g.options.get("schedule", "auto"))
+                   schedule=g.schedule)
     A_g = None
     if return_A:
         (A_g, _), res = res
@@ -181,9 +181,9 @@ def _scaled_ag_impl(A_shard, Bs, A_scale, B_scales, gather_dim, group_name,
     return A_g, Cs
 
 
-def _scaled_rs_impl(A, B, A_scale, B_scale, reduce_op, scatter_dim, group_name,
+def scaled_rs_kernel(A, B, A_scale, B_scale, reduce_op, scatter_dim, group_name,
                     out_dtype):
-    g = _group(group_name)
+    g = get_group(group_name)
     world = g.world
     if reduce_op != "sum":
         raise InvalidArgument("reduce_op: %r (allowed: \"sum\")" % (reduce_op,))
@@ -197,7 +197,7 @@ def _scaled_rs_impl(A, B, A_scale, B_scale, reduce_op, scatter_dim, group_name,
     if B.shape[0] != k_mine:
         raise InvalidArgument("B: shape %s (expected [k_local=%d, n], A's last "
                               "dimension)" % (list(B.shape), k_mine))
-    out = _out_dtype(out_dtype, "out_dtype")
+    out = int8_out_dtype(out_dtype, "out_dtype")
     akind = _a_scale_kind(A, A_scale)
     bkind = _b_scale_kind(B, B_scale, "B_scale")
     n = int(B.shape[1])
@@ -211,7 +211,7 @@ def _scaled_rs_impl(A, B, A_scale, B_scale, reduce_op, scatter_dim, group_name,
         total *= d
     key = reduce_key("gemm-rs", [total], k_mine, n, "int8", ("kinds", akind, bkind))
     mine = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + \
-        [n, k_mine, akind, bkind, g.lookup(key, [B])]
+        [n, k_mine, akind, bkind, g.cache.lookup(key, [B])]
     blob = struct.pack("<%dq" % len(mine), *mine)
     everyone = [struct.unpack("<%dq" % len(mine), b) for b in world.allgather(blob)]
     for r, other in enumerate(everyone):
@@ -228,17 +228,17 @@ def _scaled_rs_impl(A, B, A_scale, B_scale, reduce_op, scatter_dim, group_name,
     rows_per_slice = 1
     for d in lead[1:]:
         rows_per_slice *= d
-    from ._lib import fn
+    from ..._lib import fn
     split = [int(fn.agmm_k_split(lead[0], P, r)) for r in range(P)]
     m_local = [sl * rows_per_slice for sl in split]
     if sum(k_local) == 0 or sum(m_local) == 0:
         raise InvalidArgument("fused_scaled_matmul_reduce_scatter: an empty "
                               "product (rows %d, k %d)" % (sum(m_local),
                                                            sum(k_local)))
-    plan = _reduce_plan(g, [o[L + 3] for o in everyone], "gemm-rs", m_local,
+    plan = reduce_plan(g.cache, [o[L + 3] for o in everyone], "gemm-rs", m_local,
                         k_local, B, "int8", B_scale, (a_mode, w_mode), key)
-    c = plan.run(as_rows(A), a_scale=_flat_scale(A_scale),
-                 schedule=g.options.get("schedule", "auto"))
+    c = plan.run(as_rows(A), a_scale=flat_scale(A_scale),
+                 schedule=g.schedule)
     c = c.view([split[world.rank]] + lead[1:] + [n])
     return c if out == torch.float32 else c.to(out)
 

@@ -1,7 +1,8 @@
 """Which path a call of agmm.torch takes: plain_cpu(tensors) says whether
 the tensors are plain CPU tensors outside any tracing (the direct paths:
 the CPU kernels called without the dispatcher, agmm's own memory and
-plans in the backwards), and compiling() whether torch.compile (Dynamo)
+plans in the backwards), needs_grad(tensors) whether autograd records a
+call on them, and compiling() whether torch.compile (Dynamo)
 is tracing the caller, where every call goes to torch.ops.agmm.* (one
 node of the graph) and the backwards use torch ops and torch.ops.agmm.*
 only (traceable by AOTAutograd).
@@ -22,6 +23,11 @@ _tracing = torch.jit.is_tracing
 # has no torch.compile: never).
 _compiler = getattr(torch, "compiler", None)
 compiling = getattr(_compiler, "is_compiling", None) or (lambda: False)
+
+
+def needs_grad(tensors):
+    return torch.is_grad_enabled() and \
+        any(t is not None and t.requires_grad for t in tensors)
 
 
 def plain_cpu(tensors):

@@ -6,12 +6,12 @@ apply_epilogue is the ONE place that applies it in Python, on the float32
 result, for every op and its autograd (apply_epilogue_, its in-place form
 for outputs nobody else holds, in inference). The all-gather op hands its
 epilogue to the plan instead, applied inside the round, where the plan
-can take it (_torch_fp.lib_epilogue: no bias, one out dtype, no autograd).
+can take it (kernels/fp.py's lib_epilogue: no bias, one out dtype, no autograd).
 """
 
 import torch
 
-from .errors import InvalidArgument
+from ...errors import InvalidArgument
 
 # activation name -> fn(z) on a float32 tensor (differentiable by torch).
 ACTIVATIONS = {

@@ -1,6 +1,6 @@
-"""silu_and_mul(gate, up): the gated activation of a Llama MLP,
-(silu(gate.float()) * up.float()).to(gate.dtype), with its autograd, in
-row blocks.
+"""The kernels of silu_and_mul(gate, up), the gated activation of a Llama
+MLP, (silu(gate.float()) * up.float()).to(gate.dtype), forward and
+backward in row blocks (the Function and the call: autograd/glu.py).
 
 Why not torch's expression: written out, it is five tensors of the
 whole [rows, i] in float32 or 16 bits in the forward (gate.float(),
@@ -22,31 +22,32 @@ silu(gate)), on the same float32 values, so forward and gradients are bit
 for bit those of the expression (tests/python/test_glu.py checks it).
 
 Tensors that are not plain CPU tensors (FakeTensor, subclasses, other
-devices) take the expression itself, as do gate/up of different shapes
-or dtypes (torch's broadcasting and promotion, then, are the rules).
+devices) take the expression itself (plain() says which), as do gate/up
+of different shapes or dtypes (torch's broadcasting and promotion, then,
+are the rules).
 """
 import math
 
 import torch
 import torch.nn.functional as F
 
-from ._buffers import empty_torch
-from ._torch_dispatch import compiling
+from ..._buffers import empty_torch
+
 
 BLOCK = 1 << 17  # float32 elements per block buffer (512 KiB)
 
 
-def _expression(gate, up):
+def expression(gate, up):
     return (F.silu(gate.float()) * up.float()).to(gate.dtype)
 
 
-def _plain(*ts):
+def plain(*ts):
     return all(type(t) is torch.Tensor and t.is_cpu and t.dim() >= 1 for t in ts) \
         and ts[0].shape == ts[1].shape and ts[0].dtype == ts[1].dtype \
         and ts[0].is_floating_point()
 
 
-def _step(rows, n):
+def block_rows(rows, n):
     """Rows per block: about BLOCK elements, a multiple of 64 of them
     where n allows. torch's elementwise loops run whole vectors and leave
     the last few elements of a call to a scalar loop, whose float32
@@ -58,24 +59,24 @@ def _step(rows, n):
     return max(1, min(rows, max(align, BLOCK // n // align * align)))
 
 
-def _blocks(rows, n):
-    step = _step(rows, n)
+def blocks(rows, n):
+    step = block_rows(rows, n)
     for r0 in range(0, rows, step):
         yield r0, min(rows, r0 + step)
 
 
-def _rows(t):
+def flat_rows(t):
     n = int(t.shape[-1])
     return t.reshape(-1, n), n
 
 
-def _forward(gate, up):
-    g2, n = _rows(gate)
-    u2, _ = _rows(up)
+def forward(gate, up):
+    g2, n = flat_rows(gate)
+    u2, _ = flat_rows(up)
     rows = int(g2.shape[0])
     out = empty_torch((rows, n), gate.dtype)
-    buf = torch.empty((_step(rows, n), n), dtype=torch.float32)
-    for r0, r1 in _blocks(rows, n):
+    buf = torch.empty((block_rows(rows, n), n), dtype=torch.float32)
+    for r0, r1 in blocks(rows, n):
         s = buf[:r1 - r0]
         s.copy_(g2[r0:r1])
         torch.ops.aten.silu_(s)
@@ -84,16 +85,16 @@ def _forward(gate, up):
     return out.view(gate.shape)
 
 
-def _backward(gy, gate, up, want_gate, want_up):
-    g2, n = _rows(gate)
-    u2, _ = _rows(up)
+def backward(gy, gate, up, want_gate, want_up):
+    g2, n = flat_rows(gate)
+    u2, _ = flat_rows(up)
     y2 = gy.reshape(-1, n)
     rows = int(g2.shape[0])
     dgate = empty_torch((rows, n), gate.dtype) if want_gate else None
     dup = empty_torch((rows, n), up.dtype) if want_up else None
-    h = _step(rows, n)
+    h = block_rows(rows, n)
     gf, yf, t = (torch.empty((h, n), dtype=torch.float32) for _ in range(3))
-    for r0, r1 in _blocks(rows, n):
+    for r0, r1 in blocks(rows, n):
         m = r1 - r0
         g, y, tt = gf[:m], yf[:m], t[:m]
         g.copy_(g2[r0:r1])
@@ -108,32 +109,3 @@ def _backward(gy, gate, up, want_gate, want_up):
             dgate[r0:r1].copy_(y)
     return (dgate.view(gate.shape) if want_gate else None,
             dup.view(up.shape) if want_up else None)
-
-
-class _SiluAndMul(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, gate, up):
-        ctx.save_for_backward(gate, up)
-        with torch.no_grad():
-            return _forward(gate, up)
-
-    @staticmethod
-    def backward(ctx, gy):
-        gate, up = ctx.saved_tensors
-        with torch.no_grad():
-            return _backward(gy, gate, up, ctx.needs_input_grad[0],
-                             ctx.needs_input_grad[1])
-
-
-def silu_and_mul(gate, up):
-    """(silu(gate.float()) * up.float()).to(gate.dtype), differentiable,
-    the same values bit for bit, with no whole-size float32 temporary
-    (see the module's text). gate and up: tensors of one shape and dtype."""
-    if compiling() or not _plain(gate, up):  # traced: the expression
-        return _expression(gate, up)
-    if torch.is_grad_enabled() and (gate.requires_grad or up.requires_grad):
-        return _SiluAndMul.apply(gate, up)
-    return _forward(gate, up)
-
-
-__all__ = ["silu_and_mul"]

@@ -14,7 +14,7 @@ shared-memory control segment of this process only, removed when the
 world closes at exit, also at a multiprocessing child's; a process killed
 or ended by os._exit leaves it to `agmm cleanup`), and keeps the last
 LOCAL_PLANS plans by shape, each made for a capacity of rows (the next
-power of two, _torch_groups._capacity) and run with the call's rows
+power of two, plan_cache.capacity) and run with the call's rows
 (m_rows), so that a row count that changes every call (a prefill's
 tokens) does not make a plan, and prepare its weight into fresh memory,
 each time (a new plan for 4096 x 5504 bf16 cost 250-450 ms against a
@@ -63,11 +63,11 @@ import weakref
 
 import torch
 
-from . import _lib
-from ._buffers import contiguous_torch, empty_torch
-from .errors import InvalidArgument
-from ._torch_groups import _capacity, _weights_key
-from .world import World
+from ... import _lib
+from ..._buffers import contiguous_torch, empty_torch
+from ...errors import InvalidArgument
+from ..distributed.plan_cache import capacity, weights_key
+from ...world import World
 
 LOCAL_PLANS = 4
 LOCAL_SIGHTINGS = 2
@@ -119,7 +119,7 @@ def _world():
 
 
 def _plan(m, k, ns, name):
-    """The plan for up to _capacity(m) rows of [m, k] @ [k, n_i], or None
+    """The plan for up to capacity(m) rows of [m, k] @ [k, n_i], or None
     (torch's matmul, then) while its shape has come fewer than
     LOCAL_SIGHTINGS times among the last LOCAL_SEEN calls (this one
     included), or when making it would evict a plan used among them (a
@@ -127,7 +127,7 @@ def _plan(m, k, ns, name):
     every call). Its `kept`: one per weight, the key of the tensor its
     prepared weight came from, when kept; None when set from a tensor not
     to be kept."""
-    key = (_capacity(m), k, tuple(ns), name)
+    key = (capacity(m), k, tuple(ns), name)
     world = _world()
     seen = _state["seen"]
     if seen.maxlen != LOCAL_SEEN:  # (a test's or a user's setting)
@@ -156,7 +156,7 @@ def _set_weight(p, i, y, keep):
     """Set weight i of p from y, unless keep and p's weight i was set from
     this very tensor, unchanged since (same object, storage, version and
     strides: an optimizer's in-place step moves the version)."""
-    wkey = (weakref.ref(y), _weights_key([y])) if keep else None
+    wkey = (weakref.ref(y), weights_key([y])) if keep else None
     old = p.kept[i]
     if wkey is not None and old is not None and old[0]() is y and \
             old[1] == wkey[1]:

@@ -2,21 +2,20 @@
 fused_all_gather_matmul (op "ag-gemm"), fused_matmul_reduce_scatter
 ("gemm-rs") and fused_matmul_all_reduce ("gemm-ar"), each with the
 epilogue (bias, activation, output dtype) applied once to its final result
-by _torch_epilogue.apply_epilogue. python/agmm/torch.py's module doc has the
-contract; the *_core functions are the 2-D rounds the autograd's backward
-also calls.
+by kernels/epilogue.py's apply_epilogue. python/agmm/torch/__init__.py's
+module doc has the contract; the *_core functions are the 2-D rounds
+the autograd's backward also calls.
 """
 import struct
 
 import torch
 
-from . import _lib
-from .errors import InvalidArgument, Unsupported
-from ._torch_epilogue import (apply_epilogue, activation_name, check_bias, default_out,
-                              not_gated,
-                              out_dtype)
-from ._torch_groups import (_DT, as_rows, _group, _cached_plan, _reduce_plan, ag_key,
-                            check_tensor, reduce_key)
+from ... import _lib
+from ...errors import InvalidArgument, Unsupported
+from .epilogue import (apply_epilogue, activation_name, check_bias, default_out,
+                       not_gated, out_dtype)
+from ..distributed.groups import DT, as_rows, check_tensor, get_group
+from ..distributed.plan_cache import ag_key, ag_plan, reduce_key, reduce_plan
 
 _MAX_LEAD = 8  # leading dimensions of a reduce's A
 
@@ -28,11 +27,11 @@ def plan_op_available(op):
 
 
 def _fp_tensor(x, what, dims=None):
-    check_tensor(x, what, _DT, "%(what)s: %(got)s (agmm takes CPU float16, "
+    check_tensor(x, what, DT, "%(what)s: %(got)s (agmm takes CPU float16, "
                  "bfloat16 or float32)", dims)
 
 
-def _dim(d, nd, what):
+def norm_dim(d, nd, what):
     """d (may be negative) as an index among A's leading dimensions."""
     dd = d + nd if d < 0 else d
     if not 0 <= dd < nd - 1:
@@ -41,7 +40,7 @@ def _dim(d, nd, what):
     return dd
 
 
-def _per_weight(value, count, what):
+def per_weight(value, count, what):
     """One value per weight from None, one value, or a list of `count`."""
     if isinstance(value, (list, tuple)):
         if len(value) != count:
@@ -50,7 +49,7 @@ def _per_weight(value, count, what):
     return [value] * count
 
 
-def _allgather_ints(world, mine):
+def allgather_ints(world, mine):
     blob = struct.pack("<%dq" % len(mine), *mine)
     return [struct.unpack("<%dq" % len(mine), b) for b in world.allgather(blob)]
 
@@ -62,8 +61,8 @@ def ag_core(g, serials, a2, Bs, m_local, return_A, epi=None):
     [M, n_i]], or with `epi` (lib_epilogue's) C_i = the plan's epilogue's
     output). serials: every rank's plan lookup (ag_shapes)."""
     ns = [int(B.shape[1]) for B in Bs]
-    plan, m_rows = _cached_plan(g, serials, m_local, int(a2.shape[1]), ns,
-                                _DT[a2.dtype][1], Bs, epi=epi)
+    plan, m_rows = ag_plan(g.cache, serials, m_local, int(a2.shape[1]), ns,
+                                DT[a2.dtype][1], Bs, epi=epi)
     return ag_run(g, plan, m_rows, a2, return_A)
 
 
@@ -71,7 +70,7 @@ def ag_run(g, plan, m_rows, a2, return_A):
     """ag_core's round on the plan found for it (m_rows: its rows or
     None)."""
     res = plan.run(a2, a_gathered=True if return_A else None, m_rows=m_rows,
-                   schedule=g.options.get("schedule", "auto"))
+                   schedule=g.schedule)
     A_g = None
     if return_A:
         A_g, res = res
@@ -82,7 +81,7 @@ def ag_check(A_shard, Bs, gather_dim):
     """The local checks of an all-gather call's arguments (InvalidArgument
     naming the first bad one); returns gather_dim as an index."""
     _fp_tensor(A_shard, "A_shard")
-    gd = _dim(gather_dim, A_shard.dim(), "gather_dim")
+    gd = norm_dim(gather_dim, A_shard.dim(), "gather_dim")
     if len(Bs) < 1:
         raise InvalidArgument("Bs: an empty list (at least one weight)")
     k = A_shard.shape[-1]
@@ -115,7 +114,7 @@ def ag_shapes(g, A_shard, Bs, gather_dim, epi=None):
     serials), serials every rank's cached plan for the call (g.lookup;
     epi: lib_epilogue's, part of the plan's key)."""
     gd = ag_check(A_shard, Bs, gather_dim)
-    code = _DT[A_shard.dtype][0]
+    code = DT[A_shard.dtype][0]
     k = A_shard.shape[-1]
     ns = [int(B.shape[1]) for B in Bs]
     # gather_dim first, the rest of the leading dims folded into rows.
@@ -127,9 +126,9 @@ def ag_shapes(g, A_shard, Bs, gather_dim, epi=None):
         rows_per_slice *= s
     # Every rank's shape: rows, slices along gather_dim, k, ns, dtype; and
     # its cached plan's serial.
-    serial = g.lookup(ag_key(k, ns, _DT[A_shard.dtype][1], None, epi), Bs)
+    serial = g.cache.lookup(ag_key(k, ns, DT[A_shard.dtype][1], None, epi), Bs)
     mine = [lead[0], rows_per_slice, k, code, len(ns)] + ns + [serial]
-    everyone = _allgather_ints(g.world, mine)
+    everyone = allgather_ints(g.world, mine)
     ag_agree(g, everyone, mine)
     slices = [o[0] for o in everyone]
     m_local = [s * rows_per_slice for s in slices]
@@ -147,11 +146,11 @@ def ag_epilogue(Bs, biases, activations, out_dtypes, default=torch.float32):
     """Each weight's checked epilogue: (biases, activations, dtypes), one
     of each per weight (a dtype None: `default`, the op's A's dtype)."""
     nw = len(Bs)
-    biases = _per_weight(biases, nw, "biases")
+    biases = per_weight(biases, nw, "biases")
     acts = [activation_name(a, "activations[%d]" % i)
-            for i, a in enumerate(_per_weight(activations, nw, "activations"))]
+            for i, a in enumerate(per_weight(activations, nw, "activations"))]
     dts = [out_dtype(d, "out_dtypes[%d]" % i, default)
-           for i, d in enumerate(_per_weight(out_dtypes, nw, "out_dtypes"))]
+           for i, d in enumerate(per_weight(out_dtypes, nw, "out_dtypes"))]
     for i, (B, b) in enumerate(zip(Bs, biases)):
         check_bias(b, int(B.shape[1]) if isinstance(B, torch.Tensor) and B.dim() == 2
                    else -1, "biases[%d]" % i)
@@ -193,7 +192,7 @@ def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
     biases, acts, dts = ag_epilogue(Bs, biases, activations, out_dtypes,
                                     default_out(A_shard))
     epi = lib_epilogue(biases, acts, dts)
-    g = _group(group_name)
+    g = get_group(group_name)
     gd, a2, lead, m_local, slices, serials = ag_shapes(g, A_shard, Bs, gather_dim,
                                                        epi)
     A_g, Cs = ag_core(g, serials, a2, Bs, m_local, return_A, epi)
@@ -210,17 +209,17 @@ def ag_kernel(A_shard, Bs, gather_dim, group_name, return_A=True, biases=None,
 def reduce_core(g, serials, op, a2, B, m_local, k_local, key=None, out=None):
     """One round of op "gemm-rs" (this rank's m_local[rank] rows of
     sum_r A_r @ B_r) or "gemm-ar" (all sum(m_local) rows), float32, on
-    the group's plan taking its rows per call (_reduce_plan's per_call).
-    serials: every rank's g.lookup(reduce_key(op, (), ...), [B]), or
+    the group's plan taking its rows per call (plan_cache.reduce_plan's per_call).
+    serials: every rank's g.cache.lookup(reduce_key(op, (), ...), [B]), or
     with `key` (looked up instead) and `out` (the plan's out dtype name,
-    C in it: _torch_plain's) those."""
+    C in it: kernels/plain.py's) those."""
     if not plan_op_available(op):
         raise Unsupported("%s: this agmm (%s) has no plan op %r (it has %s)"
                           % ("fused_matmul_all_reduce" if op == "gemm-ar" else op,
                              _lib.path, op, ", ".join(_lib.OPS)))
-    plan, m_rows = _reduce_plan(g, serials, op, m_local, k_local, B,
-                                _DT[B.dtype][1], key=key, per_call=True, out=out)
-    return plan.run(a2, schedule=g.options.get("schedule", "auto"), m_rows=m_rows)
+    plan, m_rows = reduce_plan(g.cache, serials, op, m_local, k_local, B,
+                                DT[B.dtype][1], key=key, per_call=True, out=out)
+    return plan.run(a2, schedule=g.schedule, m_rows=m_rows)
 
 
 def reduce_shapes(g, op, A, B, reduce_op, dim, what):
@@ -233,10 +232,10 @@ def reduce_shapes(g, op, A, B, reduce_op, dim, what):
     lead = [int(d) for d in a.shape[:-1]]
     n = int(B.shape[1])
     L = _MAX_LEAD + 3  # padded: every rank sends as many bytes
-    serial = g.lookup(reduce_key(op, (), k_mine, n, _DT[A.dtype][1]), [B])
+    serial = g.cache.lookup(reduce_key(op, (), k_mine, n, DT[A.dtype][1]), [B])
     mine = [nd - 1] + lead + [0] * (_MAX_LEAD - len(lead)) + \
-        [n, _DT[A.dtype][0], k_mine, serial]
-    everyone = _allgather_ints(g.world, mine)
+        [n, DT[A.dtype][0], k_mine, serial]
+    everyone = allgather_ints(g.world, mine)
     reduce_agree(g, everyone, mine, what)
     rows_per_slice = 1
     for d in lead[1:]:
@@ -254,7 +253,7 @@ def reduce_check(A, B, reduce_op, dim):
     _fp_tensor(A, "A")
     _fp_tensor(B, "B", dims=2)
     nd = A.dim()
-    dd = _dim(dim, nd, "scatter_dim") if dim is not None else 0
+    dd = norm_dim(dim, nd, "scatter_dim") if dim is not None else 0
     k_mine = int(A.shape[-1])
     if B.shape[0] != k_mine or B.dtype != A.dtype:
         raise InvalidArgument("B: %s %s (expected [k_local=%d, n] %s: A's last "
@@ -296,7 +295,7 @@ def row_split(rows, P):
 def rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias=None,
               activation=None, out_dtype=None):
     bias, act, out_dtype = reduce_epilogue(B, bias, activation, out_dtype, A)
-    g = _group(group_name)
+    g = get_group(group_name)
     dd, a2, lead, k_local, rps, serials = reduce_shapes(
         g, "gemm-rs", A, B, reduce_op, scatter_dim, "fused_matmul_reduce_scatter")
     split = row_split(lead[0], g.world.size)
@@ -310,7 +309,7 @@ def rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias=None,
 def ar_kernel(A, B, reduce_op, group_name, bias=None, activation=None,
               out_dtype=None):
     bias, act, out_dtype = reduce_epilogue(B, bias, activation, out_dtype, A)
-    g = _group(group_name)
+    g = get_group(group_name)
     _, a2, lead, k_local, rps, serials = reduce_shapes(
         g, "gemm-ar", A, B, reduce_op, None, "fused_matmul_all_reduce")
     c = reduce_core(g, serials, "gemm-ar", a2, B,

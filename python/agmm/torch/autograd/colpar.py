@@ -5,7 +5,7 @@ with the all-reduce of their input's gradient through agmm.
 
   forward   C_i = A @ B_i on this rank, no communication (A [..., k], the
             same on every rank; B_i [k, n_i], this rank's columns of the
-            layer's weight i), through _torch_local.local_mm: agmm's engine
+            layer's weight i), through kernels/local.py's local_mm: agmm's engine
             where it applies, torch's matmul below its bounds (decode's
             few rows), outputs advised for huge pages either way (what
             the plain-TP MLP's prefill forward gains most from: 0.38-0.43
@@ -16,41 +16,39 @@ with the all-reduce of their input's gradient through agmm.
                    One GEMM + all-reduce round (fused_matmul_all_reduce,
                    op "gemm-ar") of every dC_i side by side ([rows, sum n_i])
                    against the B_i^T stacked ([sum n_i, k], kept per weight
-                   version: _torch_groups._bwd_weight), so the reduction of
+                   version: plan_cache.backward_weight), so the reduction of
                    dA's tiles overlaps the GEMM of the next ones instead of
                    following this rank's whole share. sum n_i may differ
                    between ranks (gemm-ar gives each rank its own k,
                    none at all included).
             dB_i = A^T @ dC_i (local; one plan for every i where agmm's
-                   engine applies: _torch_local.local_mm).
+                   engine applies: kernels/local.py's local_mm).
 
 Without it a replicated input's gradient is this rank's share only; a
 stacked model must then all-reduce it itself. The backward is collective:
 every rank must run it (with A requiring grad on every rank or on none),
 as every agmm op. dA has A's dtype (the round's own epilogue rounds the
-float32 sums once); dB_i the weights'.
+float32 sums once); dB_i the weights'. The forward's local GEMMs (the
+op's CPU kernel) are kernels/colpar.py's.
 """
 import torch
 
-from ._buffers import scratch_copy, scratch_torch
-from .errors import InvalidArgument
-from ._torch_groups import _bwd_weight, _group
-from ._torch_local import local_mm
-from ._torch_dispatch import compiling, plain_cpu as _plain_cpu
+from ..._buffers import scratch_copy, scratch_torch
+from ...qweight import QuantizedWeight
+from ..distributed.groups import get_group
+from ..distributed.plan_cache import backward_weight
+from ..kernels.calls import all_reduce_round
+from ..kernels.colpar import check, local, params_plain
+from ..kernels.local import local_mm
+from . import wq as _wq
+from ..kernels.dispatch import compiling
 
 
 def _all_reduce_matmul(gz, W, group, out_dtype):
     """fused_matmul_all_reduce(gz, W) in out_dtype (None: gz's dtype): the
     plain call for plain CPU tensors, else the registered op (a FakeTensor
     reaches its Meta kernel)."""
-    from . import torch as at  # agmm.torch imports this module
-    return at.fused_matmul_all_reduce(gz, W, group_name=group, out_dtype=out_dtype)
-
-
-def _params_plain(ts):
-    """_plain_cpu with nn.Parameters taken as the plain tensors they hold."""
-    return _plain_cpu([t.detach() if isinstance(t, torch.nn.Parameter) else t
-                       for t in ts])
+    return all_reduce_round(gz, W, group, out_dtype)
 
 
 class ColumnParallelMatmul(torch.autograd.Function):
@@ -58,18 +56,18 @@ class ColumnParallelMatmul(torch.autograd.Function):
     def forward(ctx, group, A, *Bs):
         ctx.group = group
         ctx.save_for_backward(A, *Bs)
-        if _params_plain([A] + list(Bs)):
-            return tuple(_local(A, Bs))
+        if params_plain([A] + list(Bs)):
+            return tuple(local(A, Bs))
         # Traced (FakeTensor, torch.compile's AOTAutograd): the op itself,
         # one node of the graph.
-        from ._torch_autograd import below_autograd
+        from .functions import below_autograd
         return tuple(below_autograd(torch.ops.agmm.column_parallel_matmul, A,
                                     list(Bs), group))
 
     @staticmethod
     def backward(ctx, *gys):
         A, *Bs = ctx.saved_tensors
-        if not _params_plain([A] + list(Bs) + [g for g in gys if g is not None]):
+        if not params_plain([A] + list(Bs) + [g for g in gys if g is not None]):
             return _traced_backward(ctx, A, Bs, gys)
         dt = Bs[0].dtype
         k = int(A.shape[-1])
@@ -101,7 +99,7 @@ class ColumnParallelMatmul(torch.autograd.Function):
             dA = torch.zeros_like(A)  # no rows on any rank (A is replicated)
         elif ctx.needs_input_grad[1]:
             # [sum n_i, k]; a rank without columns adds nothing (k = 0)
-            W = _bwd_weight(_group(ctx.group), list(Bs))
+            W = backward_weight(get_group(ctx.group).cache, list(Bs))
             dA = _all_reduce_matmul(gz, W, ctx.group, A.dtype).view(A.shape)
             if dA.dtype != A.dtype:
                 dA = dA.to(A.dtype)
@@ -143,51 +141,15 @@ def _traced_backward(ctx, A, Bs, gys):
     return (None, dA, *dBs)
 
 
-def cp_kernel(A, Bs, group_name):
-    """torch.ops.agmm.column_parallel_matmul's CPU kernel: the local
-    GEMMs (no communication)."""
-    _check(A, list(Bs))
-    return _local(A, list(Bs))
-
-
-def cp_meta(A, Bs, group_name):
-    lead = list(A.shape[:-1])
-    return [A.new_empty(lead + [int(B.shape[1])]) for B in Bs]
-
-
 def cp_autograd(A, Bs, group_name):
     """The op's Autograd kernel: the Function when a gradient is wanted,
     else the op below autograd (the CPU or the fake kernel)."""
-    from ._torch_autograd import below_autograd
+    from .functions import below_autograd
     Bs = list(Bs)
     if torch.is_grad_enabled() and any(t.requires_grad for t in [A] + Bs):
         return list(ColumnParallelMatmul.apply(group_name, A, *Bs))
     return below_autograd(torch.ops.agmm.column_parallel_matmul, A, Bs,
                           group_name)
-
-
-def _check(A, Bs):
-    for i, B in enumerate(Bs):
-        if B.dim() != 2 or int(B.shape[0]) != int(A.shape[-1]) or B.dtype != A.dtype:
-            raise InvalidArgument(
-                "Bs[%d]: %s %s (expected [k=%d, n] %s: A's last dimension and "
-                "dtype)" % (i, list(B.shape), B.dtype, int(A.shape[-1]), A.dtype))
-
-
-def _local(A, Bs):
-    """[A @ B_i], each [..., n_i] in A's dtype (local_mm on A's rows; torch's
-    matmul for tensors that are not plain CPU ones, a FakeTensor while
-    tracing, say; a layer's weights, nn.Parameters, are taken as the
-    plain tensors they hold)."""
-    k = int(A.shape[-1])
-    lead = list(A.shape[:-1])
-    if A.numel() == 0:  # no rows or no k (reshape(-1, 0) is ambiguous)
-        return [A.new_zeros(lead + [int(B.shape[1])]) for B in Bs]
-    a2 = A.reshape(-1, k)
-    if not _params_plain([A] + list(Bs)):
-        return [(a2 @ B).view(lead + [int(B.shape[1])]) for B in Bs]
-    outs = local_mm(a2, list(Bs), A.dtype, keep=True)
-    return [c.view(lead + [int(B.shape[1])]) for c, B in zip(outs, Bs)]
 
 
 def column_parallel_matmul(A, Bs, group_name):
@@ -196,14 +158,13 @@ def column_parallel_matmul(A, Bs, group_name):
     Bs = list(Bs)
     if not Bs:
         return []
-    from .qweight import QuantizedWeight
     if any(isinstance(B, QuantizedWeight) for B in Bs):
-        from . import _torch_wq_colpar  # agmm.QuantizedWeights: eager
-        return _torch_wq_colpar.column_parallel_matmul(A, Bs, group_name)
+        # agmm.QuantizedWeights: eager (wq.py)
+        return _wq.column_parallel_matmul(A, Bs, group_name)
     if compiling():  # one node of torch.compile's graph
         return torch.ops.agmm.column_parallel_matmul(A, Bs, group_name)
-    _check(A, Bs)
+    check(A, Bs)
     if not (torch.is_grad_enabled() and
             any(t.requires_grad for t in [A] + Bs)):
-        return _local(A, Bs)
+        return local(A, Bs)
     return list(ColumnParallelMatmul.apply(group_name, A, *Bs))

@@ -18,16 +18,16 @@ import importlib
 
 import torch
 
-from .errors import InvalidArgument
-from ._torch_fp import ag_kernel, rs_kernel
-from ._torch_groups import DEFAULT_GROUP, _groups
+from ...errors import InvalidArgument
+from ..kernels.fp import ag_kernel, rs_kernel
+from ..distributed.groups import DEFAULT_GROUP, registered
 
 REGISTERED = False  # set by register() when torch has the ops
 
 
 def _agmm_group(group_name):
     """The agmm group for a torch.distributed group's name."""
-    if group_name in _groups:
+    if registered(group_name):
         return group_name
     import torch.distributed as dist
     if dist.is_available() and dist.is_initialized() and \

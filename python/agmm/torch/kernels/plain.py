@@ -1,6 +1,6 @@
 """The plain calls of agmm.torch's fp ops: plain CPU tensors, no gradient
 needed (the calls of inference; a decode step makes them every step).
-They return what the CPU kernels of _torch_fp.py return, raise the same
+They return what the CPU kernels of kernels/fp.py return, raise the same
 errors and make the same collective decisions, with less Python per call
 (docs/history/, "The op's own cost"):
 
@@ -18,8 +18,8 @@ errors and make the same collective decisions, with less Python per call
     when A's rows are non-empty and contiguous.
 
 The epilogue is the plan's own where the kernel's is (no bias, one out
-dtype: _torch_fp.lib_epilogue), else applied in place on the op's fresh
-float32 outputs (_torch_epilogue.apply_epilogue_: the same values as
+dtype: kernels/fp.py's lib_epilogue), else applied in place on the op's fresh
+float32 outputs (kernels/epilogue.py's apply_epilogue_: the same values as
 apply_epilogue). Anything else (new
 arguments, a plan to make, an empty shard) takes the kernels' own steps.
 """
@@ -32,13 +32,13 @@ import torch
 _OUT_DT = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 _OUT_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
-from ._lib import SCHEDULES
-from ._torch_epilogue import apply_epilogue_, default_out
-from ._torch_fp import (_MAX_LEAD, ag_agree, ag_check, ag_epilogue, ag_run,
-                        ag_views, lib_epilogue, reduce_agree, reduce_check,
-                        reduce_core, reduce_epilogue, row_split)
-from ._torch_groups import _DT, as_rows, _cached_plan, _group, _set_weights, ag_key, \
-    reduce_key, split_rows
+from ..._lib import SCHEDULES
+from .epilogue import apply_epilogue_, default_out
+from .fp import (_MAX_LEAD, ag_agree, ag_check, ag_epilogue, ag_run,
+                 ag_views, lib_epilogue, reduce_agree, reduce_check,
+                 reduce_core, reduce_epilogue, row_split)
+from ..distributed.groups import DT, as_rows, get_group, split_rows
+from ..distributed.plan_cache import ag_key, ag_plan, reduce_key, set_weights
 
 
 _Q = struct.Struct("<q")
@@ -85,7 +85,7 @@ def rows_hit(g, m, raw, size, off):
     (the int64 at byte `off` of each `size`-byte record of `raw`), or
     None."""
     e, old = m.entry, m.raw
-    if e is None or not g.plans or g.plans[-1] is not e or old is None:
+    if e is None or g.cache.newest() is not e or old is None:
         return None
     if raw == old:
         return m.rows
@@ -112,7 +112,7 @@ def rows_array(arrays, rows):
 def _memo(g, op, args, Bs):
     """(memo, known): the group's memo of op if it was made for these
     arguments, else a new one (kept by the caller once its checks pass)."""
-    m = g.memo.get(op)
+    m = g.cache.memo.get(op)
     if m is not None and m.same_args(args, Bs):
         return m, True
     m = _Memo()
@@ -142,9 +142,9 @@ def _ag_args(A_shard, gather_dim):
 
 def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
              activations=None, out_dtypes=None):
-    """_torch_fp.ag_kernel(A_shard, Bs, gather_dim, group_name, return_A,
+    """kernels/fp.py's ag_kernel(A_shard, Bs, gather_dim, group_name, return_A,
     biases, activations, out_dtypes) for a plain CPU tensor A_shard and a
-    list Bs (the caller checked: _torch_ops._plain_cpu)."""
+    list Bs (the caller checked: kernels/dispatch.py's plain_cpu)."""
     dt = getattr(A_shard, "dtype", None)
     if biases is None and activations is None and out_dtypes is None and Bs \
             and dt in _LIB_OUT:
@@ -157,7 +157,7 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
         lib = lib_epilogue(*epi)
         if lib is not None:
             epi = None
-    g = _group(group_name)
+    g = get_group(group_name)
     m, known = _memo(g, "ag", _ag_args(A_shard, gather_dim) + (lib,), Bs)
     if not known:
         gd = ag_check(A_shard, Bs, gather_dim)
@@ -167,7 +167,7 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
         rps = 1
         for s in rest:
             rps *= s
-        code, dtype = _DT[A_shard.dtype]
+        code, dtype = DT[A_shard.dtype]
         # ag_shapes' fields: slices, rows per slice, k, dtype, weights,
         # ns..., serial
         m.fmt = struct.Struct("<%dq" % (6 + len(ns)))
@@ -176,14 +176,14 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
         m.key = ag_key(k, ns, dtype, None, lib)
         m.out = torch.float32 if lib is None else _OUT_DT[lib[1]]
         m.dims = (gd, k, ns, dtype, rest)
-        m.sched = SCHEDULES.get(g.options.get("schedule", "auto"))
+        m.sched = SCHEDULES.get(g.schedule)
         if not all(ns):
             m.sched = None  # an empty output: plan.run's own path
-        g.memo["ag"] = m
+        g.cache.memo["ag"] = m
     gd, k, ns, dtype, rest = m.dims
     a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
     a2 = a if gd == 0 and not rest else a.reshape(-1, k)
-    rows, serial = int(a.shape[0]), g.lookup(m.key, Bs)
+    rows, serial = int(a.shape[0]), g.cache.lookup(m.key, Bs)
     raw = g.world.allgather_raw(m.fmt.pack(rows, *m.fixed, serial), m.buf)
     e, slices = m.hit(g, raw)
     if e is not None:
@@ -197,11 +197,11 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
         ag_agree(g, everyone, [rows] + m.fixed + [serial])
         slices = [o[0] for o in everyone]
         m_local = [s * m.fixed[0] for s in slices]
-        plan, m_rows = _cached_plan(g, [o[-1] for o in everyone], m_local, k,
+        plan, m_rows = ag_plan(g.cache, [o[-1] for o in everyone], m_local, k,
                                     ns, dtype, Bs, epi=lib)
-        m.raw, m.entry, m.rows = raw, g.plans[-1], slices
+        m.raw, m.entry, m.rows = raw, g.cache.newest(), slices
     else:
-        _set_weights(e, Bs)
+        set_weights(e, Bs)
         plan = e.plan
         m_rows = None if m_local == plan.m_local else m_local
     M, total = sum(m_local), sum(slices)
@@ -248,9 +248,9 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
     """(c [this call's rows of C, n], lead, rows per slice, scatter index):
     the round of the reduce kernels (rs_kernel, ar_kernel) and their
     epilogue `epi` (reduce_epilogue's). The plan takes its rows per call
-    (_torch_groups._reduce_plan's per_call): a call that differs from the
+    (plan_cache.reduce_plan's per_call): a call that differs from the
     previous one in its rows only reuses its checks and its plan."""
-    g = _group(group_name)
+    g = get_group(group_name)
     # C in a 16-bit out dtype without bias or activation: the plan's own
     # rounding (the same values as apply_epilogue_'s), no pass after.
     lib = _OUT_NAMES.get(epi[2]) if epi[0] is None and epi[1] is None else None
@@ -260,7 +260,7 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
         k_mine = int(A.shape[-1])
         lead = [int(d) for d in (A if dd == 0 else A.movedim(dd, 0)).shape[:-1]]
         n = int(B.shape[1])
-        code, dtype = _DT[A.dtype]
+        code, dtype = DT[A.dtype]
         # reduce_shapes' fields: dims, lead padded, n, dtype, k, serial; the
         # rows (lead[0]) set per call
         m.fmt = struct.Struct("<%dq" % (_MAX_LEAD + 5))
@@ -272,13 +272,13 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
         for d in lead[1:]:
             rps *= d
         m.dims = (dd, k_mine, len(lead), rps, n)
-        m.sched = SCHEDULES.get(g.options.get("schedule", "auto")) if n else None
-        g.memo[op] = m
+        m.sched = SCHEDULES.get(g.schedule) if n else None
+        g.cache.memo[op] = m
     dd, k_mine, nlead, rps, n = m.dims
     a = A if dd == 0 else A.movedim(dd, 0)
     a2 = as_rows(a)
     rows = int(a.shape[0])
-    mine = [nlead, rows] + m.fixed + [g.lookup(m.key, [B])]
+    mine = [nlead, rows] + m.fixed + [g.cache.lookup(m.key, [B])]
     raw = g.world.allgather_raw(m.fmt.pack(*mine), m.buf)
     P = g.world.size
     e, everyone_rows = m.hit(g, raw, 8)
@@ -296,9 +296,9 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
             else row_split(rows * rps, P)
         c = reduce_core(g, [o[-1] for o in everyone], op, a2, B, m_local,
                         [o[_MAX_LEAD + 3] for o in everyone], m.key, lib)
-        m.raw, m.entry, m.rows = raw, g.plans[-1], [o[1] for o in everyone]
+        m.raw, m.entry, m.rows = raw, g.cache.newest(), [o[1] for o in everyone]
         return (c if lib else apply_epilogue_(c, *epi)), lead, rps, dd
-    _set_weights(e, [B])
+    set_weights(e, [B])
     plan = e.plan
     c = torch.empty((m_local[g.world.rank] if op == "gemm-rs" else rows * rps, n),
                     dtype=m.out)
@@ -309,14 +309,14 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
         else:
             plan._run_args_tensor(a2, [c], m.sched, m.rows_c(m_rows))
     else:
-        c = plan.run(a2, out=c, schedule=g.options.get("schedule", "auto"),
+        c = plan.run(a2, out=c, schedule=g.schedule,
                      m_rows=m_rows)
     return (c if lib else apply_epilogue_(c, *epi)), lead, rps, dd
 
 
 def rs_plain(A, B, reduce_op, scatter_dim, group_name, bias=None,
              activation=None, out_dtype=None):
-    """_torch_fp.rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias,
+    """kernels/fp.py's rs_kernel(A, B, reduce_op, scatter_dim, group_name, bias,
     activation, out_dtype)."""
     epi = reduce_epilogue(B, bias, activation, out_dtype, A)
     c, lead, rps, dd = _reduce_plain("gemm-rs", "fused_matmul_reduce_scatter",
@@ -330,7 +330,7 @@ def rs_plain(A, B, reduce_op, scatter_dim, group_name, bias=None,
 
 def ar_plain(A, B, reduce_op, group_name, bias=None, activation=None,
              out_dtype=None):
-    """_torch_fp.ar_kernel(A, B, reduce_op, group_name, bias, activation,
+    """kernels/fp.py's ar_kernel(A, B, reduce_op, group_name, bias, activation,
     out_dtype)."""
     epi = reduce_epilogue(B, bias, activation, out_dtype, A)
     c, lead, _, _ = _reduce_plain("gemm-ar", "fused_matmul_all_reduce", A, B,

@@ -25,8 +25,8 @@ gather_dim)), each B_i [k, n_i] multiplies it, and the op returns
 It is registered as the custom op torch.ops.agmm.fused_all_gather_matmul
 (torch.library, CPU kernel in Python; torch 1.13 allows it), and this
 module's function runs it: on plain CPU tensors (no FakeTensor, subclass
-or dispatch mode, not tracing: _torch_ops._plain_cpu) without the
-dispatcher, by the plain call of _torch_plain.py when no input needs a
+or dispatch mode, not tracing: kernels/dispatch.py's plain_cpu) without
+the dispatcher, by the plain call of kernels/plain.py when no input needs a
 gradient (the CPU kernel's results and errors, with less Python per call:
 it reuses what the previous call with the same arguments checked and
 found) or else by calling the op's Autograd kernel itself
@@ -74,55 +74,74 @@ The fp ops take bias=None, activation=None ("relu", "gelu-tanh",
 "silu_mul" and "gelu-tanh-mul": B [k, 2i] = [gate | up], C [..., i] =
 act(gate) * up, differentiable) and out_dtype=None (A's dtype; float32,
 bfloat16, float16),
-applied once to the final result (_torch_epilogue.apply_epilogue; the
-all-gather op's by its plan inside the round where it can:
-_torch_fp.lib_epilogue), and
-have autograd (_torch_autograd) and Meta kernels (_torch_ops: shapes only,
-for FakeTensor tracing). The files: _torch_groups (groups, plan caches),
-_torch_fp / _torch_int8 (CPU kernels), _torch_epilogue, _torch_autograd,
-_torch_ops (schemas and registration), _torch_dispatch (the direct path's
-probe, and torch.compile: every call then a torch.ops.agmm.* node),
-_torch_symm (agmm's CPU kernels under torch.ops.symm_mem.*, torch 2.6).
+applied once to the final result (kernels/epilogue.py's apply_epilogue;
+the all-gather op's by its plan inside the round where it can:
+kernels/fp.py's lib_epilogue), and have autograd (autograd/functions.py)
+and fake kernels (library/ops.py: shapes only, for FakeTensor tracing).
+
+The package, along PyTorch's own seams (each layer imports only the ones
+below it; tests/python/import_graph.py checks it, docs/design.md):
+  library/       torch.library: the schemas, each op's kernels and fake
+                 kernels (ops.py, wq_ops.py), torch.ops.symm_mem.* under
+                 agmm (symm.py, torch 2.6);
+  autograd/      torch.autograd.Functions of the fp ops (functions.py),
+                 column_parallel_matmul (colpar.py), silu_and_mul (glu.py),
+                 the ops with QuantizedWeights (wq.py);
+  kernels/       the CPU kernels, the code that runs agmm plans: fp.py,
+                 int8.py, wq.py (QuantizedWeights),
+                 wq_colpar.py, local.py (one-rank local GEMMs), colpar.py
+                 (column_parallel_matmul's), glu.py (silu_and_mul's row
+                 blocks), plain.py
+                 (the plain calls), epilogue.py, dispatch.py (which path a
+                 call takes; torch.compile: every call a torch.ops.agmm.*
+                 node), calls.py (the rounds a backward runs), wq_traced.py;
+  distributed/   the groups and their worlds (groups.py) and the plan
+                 cache (plan_cache.py: the one module that holds it).
 
 An agmm.QuantizedWeight (int4/int8, grouped scales) may stand for any
 weight of the three fp ops (the all-gather op: every weight of the call,
 one format): agmm's weight kernels, the input's and bias's gradients from
-the dequantized weight, none for the weight (_torch_wq); under tracing
-(torch.compile, FakeTensor) the forward is torch.ops.agmm.*_wq, which
-take the weights by their op_id and have fake kernels (_torch_wq_ops).
+the dequantized weight, none for the weight (kernels/wq.py,
+autograd/wq.py); under
+tracing (torch.compile, FakeTensor) the forward is torch.ops.agmm.*_wq,
+which take the weights by their op_id and have fake kernels
+(library/wq_ops.py).
 
 column_parallel_matmul(A, Bs, group_name=None) -> [A @ B_i] is plain
 tensor parallelism's column-parallel GEMMs on an input every rank holds
 whole: local in the forward; its backward all-reduces the input's
 gradient (Megatron's "f") in one fused_matmul_all_reduce round
-(_torch_colpar).
+(autograd/colpar.py).
 
 silu_and_mul(gate, up) -> (silu(gate.float()) * up.float()).to(gate.dtype)
 is a Llama MLP's gated activation between the two, differentiable, bit
 for bit torch's expression, with no whole-size float32 temporary
-(_torch_glu: the expression's fresh tensors cost more in page touching
+(autograd/glu.py: the expression's fresh tensors cost more in page touching
 than in arithmetic on a VM; examples/tp_mlp.py trains through it).
 """
 import torch
 
-from ._torch_groups import (DEFAULT_GROUP, PLAN_CACHE_SIZE, group_plans,
-                            register_group, unregister_group)
-from ._torch_epilogue import ACTIVATIONS
-from ._torch_fp import plan_op_available
-from ._torch_glu import silu_and_mul
-from . import _torch_colpar
-from ._torch_int8 import _out_dtype, _out_dtypes
-from . import _torch_ops  # noqa: F401 (registers torch.ops.agmm.*)
-from . import _torch_plain
-from ._torch_autograd import _needs_grad
-from . import _torch_wq
-from .qweight import QuantizedWeight as _QW
+from .distributed.groups import (DEFAULT_GROUP, group_plans, register_group,
+                                 unregister_group)
+from .distributed.plan_cache import PLAN_CACHE_SIZE
+from .kernels.epilogue import ACTIVATIONS
+from .kernels.dispatch import needs_grad as _needs_grad, plain_cpu as _plain_cpu
+from .kernels.fp import plan_op_available
+from .kernels.int8 import (int8_out_dtype as _int8_out_dtype,
+                           int8_out_dtypes as _int8_out_dtypes)
+from .kernels import plain as _plain
+from .autograd import wq as _wq
+from .autograd.glu import silu_and_mul
+from .autograd import colpar as _colpar
+from .library import ops as _ops  # registers torch.ops.agmm.*
+from .library import symm as _symm
+from ..qweight import QuantizedWeight as _QW
 
 REGISTERED_OP = True  # torch.ops.agmm.fused_all_gather_matmul exists
 # torch.ops.symm_mem.fused_all_gather_matmul / fused_matmul_reduce_scatter
-# run agmm's CPU kernels, where torch defines them (torch 2.6: _torch_symm).
-from . import _torch_symm  # noqa: E402
-SYMM_MEM_CPU = _torch_symm.register()
+# run agmm's CPU kernels, where torch defines them (torch 2.6:
+# library/symm.py).
+SYMM_MEM_CPU = _symm.register()
 
 
 def _name(group_name):
@@ -151,11 +170,11 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
     Bs = list(Bs)
     if bias is None and activation is None and out_dtype is None:
         ts = [A_shard] + Bs  # the inference call without an epilogue
-        if _torch_ops._plain_cpu(ts) and not _needs_grad(ts):
-            return _torch_plain.ag_plain(A_shard, Bs, int(gather_dim),
+        if _plain_cpu(ts) and not _needs_grad(ts):
+            return _plain.ag_plain(A_shard, Bs, int(gather_dim),
                                          _name(group_name), return_A)
-    if any(isinstance(B, _QW) for B in Bs):  # agmm.QuantizedWeights: _torch_wq
-        return _torch_wq.fused_all_gather_matmul(
+    if any(isinstance(B, _QW) for B in Bs):  # QuantizedWeights: autograd/wq.py
+        return _wq.fused_all_gather_matmul(
             A_shard, Bs, int(gather_dim), _name(group_name), return_A, bias,
             activation, out_dtype)
     nw = len(Bs)
@@ -168,10 +187,10 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
               ["" if a is None else a for a in acts],
               out_dtypes=_list_or_none(out_dtype, nw))
     ts = [A_shard] + Bs + (kw["biases"] or [])
-    if _torch_ops._plain_cpu(ts):
-        if not _needs_grad(ts):  # inference: _torch_plain.py
-            return _torch_plain.ag_plain(*args, **kw)
-        return _torch_ops._ag_autograd(*args, plain=True, **kw)
+    if _plain_cpu(ts):
+        if not _needs_grad(ts):  # inference: kernels/plain.py
+            return _plain.ag_plain(*args, **kw)
+        return _ops.ag_autograd(*args, plain=True, **kw)
     return torch.ops.agmm.fused_all_gather_matmul(*args, **kw)
 
 
@@ -187,12 +206,12 @@ def fused_matmul_reduce_scatter(A, B, reduce_op="sum", scatter_dim=0,
     torch.ops.agmm.fused_matmul_reduce_scatter (differentiable)."""
     args = (A, B, str(reduce_op), int(scatter_dim), _name(group_name))
     kw = dict(bias=bias, activation=activation, out_dtype=out_dtype)
-    if _torch_ops._plain_cpu([A, B, bias]):
-        if not _needs_grad([A, B, bias]):  # inference: _torch_plain.py
-            return _torch_plain.rs_plain(*args, **kw)
-        return _torch_ops._rs_autograd(*args, plain=True, **kw)
-    if isinstance(B, _QW):  # an agmm.QuantizedWeight: _torch_wq
-        return _torch_wq.fused_matmul_reduce(
+    if _plain_cpu([A, B, bias]):
+        if not _needs_grad([A, B, bias]):  # inference: kernels/plain.py
+            return _plain.rs_plain(*args, **kw)
+        return _ops.rs_autograd(*args, plain=True, **kw)
+    if isinstance(B, _QW):  # an agmm.QuantizedWeight: autograd/wq.py
+        return _wq.fused_matmul_reduce(
             "gemm-rs", "fused_matmul_reduce_scatter", A, B, *args[2:], **kw)
     return torch.ops.agmm.fused_matmul_reduce_scatter(*args, **kw)
 
@@ -207,12 +226,12 @@ def fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None, bias=None,
     (plan_op_available("gemm-ar"))."""
     args = (A, B, str(reduce_op), _name(group_name))
     kw = dict(bias=bias, activation=activation, out_dtype=out_dtype)
-    if _torch_ops._plain_cpu([A, B, bias]):
+    if _plain_cpu([A, B, bias]):
         if not _needs_grad([A, B, bias]) and plan_op_available("gemm-ar"):
-            return _torch_plain.ar_plain(*args, **kw)
-        return _torch_ops._ar_autograd(*args, plain=True, **kw)
-    if isinstance(B, _QW):  # an agmm.QuantizedWeight: _torch_wq
-        return _torch_wq.fused_matmul_reduce(
+            return _plain.ar_plain(*args, **kw)
+        return _ops.ar_autograd(*args, plain=True, **kw)
+    if isinstance(B, _QW):  # an agmm.QuantizedWeight: autograd/wq.py
+        return _wq.fused_matmul_reduce(
             "gemm-ar", "fused_matmul_all_reduce", A, B, args[2], None, args[3],
             **kw)
     return torch.ops.agmm.fused_matmul_all_reduce(*args, **kw)
@@ -223,7 +242,7 @@ def column_parallel_matmul(A, Bs, group_name=None):
     [..., k] the same on every rank (plain tensor parallelism's input),
     B_i [k, n_i] this rank's columns of weight i, C_i in A's dtype
     (agmm's engine on a one-rank plan where the product is large enough,
-    else torch's matmul: _torch_local.local_mm). Differentiable: the
+    else torch's matmul: kernels/local.py's local_mm). Differentiable: the
     backward returns A's whole gradient on every rank, sum over ranks of
     sum_i dC_i @ B_i^T, from one
     GEMM + all-reduce round through agmm (fused_matmul_all_reduce of the
@@ -231,7 +250,7 @@ def column_parallel_matmul(A, Bs, group_name=None):
     gradient A^T @ dC_i; every rank must run it. Without it a replicated
     input's gradient is this rank's share (the all-reduce is the
     caller's). Ranks may hold different n_i."""
-    return _torch_colpar.column_parallel_matmul(A, Bs, _name(group_name))
+    return _colpar.column_parallel_matmul(A, Bs, _name(group_name))
 
 
 def fused_all_gather_scaled_matmul(A_shard, Bs, A_scale, B_scales, gather_dim=0,
@@ -246,7 +265,7 @@ def fused_all_gather_scaled_matmul(A_shard, Bs, A_scale, B_scales, gather_dim=0,
     per weight, float32 or bfloat16 (converted after the round). Calls
     torch.ops.agmm.fused_all_gather_scaled_matmul."""
     Bs, B_scales = list(Bs), list(B_scales)
-    outs = _out_dtypes(out_dtypes, len(Bs)) if len(Bs) else []
+    outs = _int8_out_dtypes(out_dtypes, len(Bs)) if len(Bs) else []
     return torch.ops.agmm.fused_all_gather_scaled_matmul(
         A_shard, Bs, A_scale, B_scales, int(gather_dim),
         _name(group_name), outs,
@@ -264,7 +283,7 @@ def fused_scaled_matmul_reduce_scatter(A, B, A_scale, B_scale, reduce_op="sum",
     the ranks divide it, as torch requires; else the first ones one more).
     out_dtype: None/float32 or bfloat16. Calls
     torch.ops.agmm.fused_scaled_matmul_reduce_scatter."""
-    _out_dtype(out_dtype, "out_dtype")
+    _int8_out_dtype(out_dtype, "out_dtype")
     return torch.ops.agmm.fused_scaled_matmul_reduce_scatter(
         A, B, A_scale, B_scale, str(reduce_op), int(scatter_dim),
         _name(group_name), out_dtype)
