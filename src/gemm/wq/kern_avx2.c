@@ -43,10 +43,13 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
                 __m256 u[2];
                 for (int h = 0; h < 2; h++) {
                     if (int4) {
-                        __m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
-                            (const __m128i *)(p + 16 * (i / 2) + 8 * h)));
-                        x = i % 2 ? _mm256_srli_epi32(x, 4)
-                                  : _mm256_and_si256(x, mask);
+                        /* 8 words: rows 0..3 of a column at bits 0,
+                         * 8, 4, 12 (wq_internal.h) */
+                        __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128(
+                            (const __m128i *)(const void *)(p + 16 * h)));
+                        x = _mm256_and_si256(
+                            _mm256_srli_epi32(x, 8 * (i % 2) + 4 * (i / 2)),
+                            mask);
                         u[h] = _mm256_cvtepi32_ps(x);
                     } else {
                         u[h] = widen(_mm_loadl_epi64(

@@ -15,11 +15,11 @@
  * results so small that the sums underflow are outside the bound anyway.
  *
  * The weight turned into bf16 pairs in registers, per quad of 4 rows:
- *   int4: byte j of each 16-byte half holds rows 4q+0/4q+1 (or 2/3) of
- *         column j: widened to a dword, the high nibble moved to bits
- *         16..19 (shift, ternary logic), each 16-bit nibble looked up in a
- *         table of bf16(0..15) (vpermw): dword j = (bf16 lo, bf16 hi), the
- *         pair VDPBF16PS wants (low half the even row);
+ *   int4: the quad's 32 bytes zero-extended to words (vpmovzxbw): word
+ *         i's low nibble is word i of the (4q, 4q+1) pairs, its high
+ *         nibble word i of the (4q+2, 4q+3) pairs (wq_internal.h); each
+ *         looked up in a table of bf16(0..15) (vpermw; the high nibble
+ *         shifted down first): 4 instructions for two vectors of pairs;
  *   int8: rows 4q+i are 16 bytes each: widened and converted to fp32
  *         (exact), whose high 16 bits are the bf16; the even row's moved
  *         down and merged with the odd row's (shift, ternary logic).
@@ -51,8 +51,7 @@
 #define PF_BYTES 1024
 
 typedef struct consts {
-    __m512i tab;  /* word i: bf16(i) for i = 0..15 */
-    __m512i nib;  /* 0x000f000f */
+    __m512i tab;  /* word i: bf16(i mod 16) for i = 0..31 */
     __m512i high; /* 0xffff0000 */
 } consts_t;
 
@@ -62,16 +61,14 @@ quad_pairs(const uint8_t *p, int int4, int sgn, const consts_t *k, __m512i *w01,
            __m512i *w23)
 {
     if (int4) {
-        __m512i d0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
-        __m512i d1 =
-            _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 16)));
-        /* (d | d << 12) & 0x000f000f: low nibble in word 0, high in word 1 */
-        __m512i x0 = _mm512_ternarylogic_epi32(d0, _mm512_slli_epi32(d0, 12),
-                                               k->nib, 0xA8);
-        __m512i x1 = _mm512_ternarylogic_epi32(d1, _mm512_slli_epi32(d1, 12),
-                                               k->nib, 0xA8);
-        *w01 = _mm512_permutexvar_epi16(x0, k->tab);
-        *w23 = _mm512_permutexvar_epi16(x1, k->tab);
+        /* word i = byte i: its low nibble is word i of the (4q, 4q+1)
+         * pairs, its high one of the (4q+2, 4q+3) pairs (wq_internal.h);
+         * vpermw reads an index's low 5 bits, and the table repeats
+         * bf16(0..15) in both halves, so the low nibble needs no mask */
+        __m512i x = _mm512_cvtepu8_epi16(
+            _mm256_loadu_si256((const __m256i *)(const void *)p));
+        *w01 = _mm512_permutexvar_epi16(x, k->tab);
+        *w23 = _mm512_permutexvar_epi16(_mm512_srli_epi16(x, 4), k->tab);
         return;
     }
     __m512 f[4];
@@ -109,11 +106,11 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
 {
     enum { NC = 4 }; /* chains per row */
     consts_t k;
-    k.tab = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                             0x4170, 0x4160, 0x4150, 0x4140, 0x4130, 0x4120,
-                             0x4110, 0x4100, 0x40e0, 0x40c0, 0x40a0, 0x4080,
-                             0x4040, 0x4000, 0x3f80, 0x0000);
-    k.nib = _mm512_set1_epi32(0x000f000f);
+    k.tab = _mm512_set_epi16(
+        0x4170, 0x4160, 0x4150, 0x4140, 0x4130, 0x4120, 0x4110, 0x4100, 0x40e0,
+        0x40c0, 0x40a0, 0x4080, 0x4040, 0x4000, 0x3f80, 0x0000, 0x4170, 0x4160,
+        0x4150, 0x4140, 0x4130, 0x4120, 0x4110, 0x4100, 0x40e0, 0x40c0, 0x40a0,
+        0x4080, 0x4040, 0x4000, 0x3f80, 0x0000);
     k.high = _mm512_set1_epi32((int)0xffff0000u);
     for (int r = 0; r < rows; r++)
         _mm512_storeu_ps(out + r * AGMM_WQ_NP, _mm512_setzero_ps());
@@ -229,11 +226,11 @@ TARGET static void panel_many(const struct agmm_wq *w, const uint8_t *panel,
     __m512(*accm)[4] = abuf;
     __asm__("" : "+r"(wv), "+r"(accm));
     consts_t k;
-    k.tab = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                             0x4170, 0x4160, 0x4150, 0x4140, 0x4130, 0x4120,
-                             0x4110, 0x4100, 0x40e0, 0x40c0, 0x40a0, 0x4080,
-                             0x4040, 0x4000, 0x3f80, 0x0000);
-    k.nib = _mm512_set1_epi32(0x000f000f);
+    k.tab = _mm512_set_epi16(
+        0x4170, 0x4160, 0x4150, 0x4140, 0x4130, 0x4120, 0x4110, 0x4100, 0x40e0,
+        0x40c0, 0x40a0, 0x4080, 0x4040, 0x4000, 0x3f80, 0x0000, 0x4170, 0x4160,
+        0x4150, 0x4140, 0x4130, 0x4120, 0x4110, 0x4100, 0x40e0, 0x40c0, 0x40a0,
+        0x4080, 0x4040, 0x4000, 0x3f80, 0x0000);
     k.high = _mm512_set1_epi32((int)0xffff0000u);
     for (int r = 0; r < rows; r++)
         _mm512_storeu_ps(out + r * AGMM_WQ_NP, _mm512_setzero_ps());

@@ -9,7 +9,7 @@
  *
  * The weight's quad (4 rows of k) becomes one vector whose dword j holds
  * rows 4q..4q+3 of column j as bytes (vpermb, AVX512_VBMI): int4 bytes
- * duplicated, the odd ones shifted down a nibble, masked; int8 symmetric
+ * 2j, 2j + 1 duplicated, the copy shifted down a nibble, masked; int8 symmetric
  * stored values (-128..127) are moved to u + 128 (xor 0x80) for the
  * unsigned operand, and 128 x the group's sum of a_q taken off with the
  * zero term. A's 4 bytes are the instruction's own {1to16} broadcast.
@@ -45,9 +45,11 @@ quad_bytes(const uint8_t *p, int int4, int sgn, __m512i idx4, __m512i idx8)
             _mm256_loadu_si256((const __m256i *)(const void *)p));
         __m512i y = _mm512_permutexvar_epi8(idx4, x);
         __m512i hi = _mm512_srli_epi16(y, 4);
-        /* odd bytes from hi, even from y, then the low nibble */
+        /* bytes 2, 3 of a dword from hi, 0, 1 from y, then the low
+         * nibble: rows 0, 1 of column j are the low nibbles of bytes
+         * 2j, 2j + 1, rows 2, 3 their high ones (wq_internal.h) */
         __m512i v = _mm512_ternarylogic_epi32(
-            _mm512_set1_epi32((int)0xff00ff00u), hi, y, 0xCA);
+            _mm512_set1_epi32((int)0xffff0000u), hi, y, 0xCA);
         return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
     }
     __m512i v =
@@ -60,12 +62,12 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
            const int8_t *a, int64_t lda, const float *qsum, const float *sa,
            float *out)
 {
-    /* int4: dst byte 4j + {0,1} = src j, 4j + {2,3} = src 16 + j;
+    /* int4: dst byte 4j + i = src 2j + i % 2;
      * int8: dst byte 4j + i = src 16 i + j. */
     _Alignas(64) uint8_t i4[64], i8[64];
     for (int j = 0; j < 16; j++)
         for (int i = 0; i < 4; i++) {
-            i4[4 * j + i] = (uint8_t)(i < 2 ? j : 16 + j);
+            i4[4 * j + i] = (uint8_t)(2 * j + i % 2);
             i8[4 * j + i] = (uint8_t)(16 * i + j);
         }
     const __m512i idx4 = _mm512_load_si512(i4), idx8 = _mm512_load_si512(i8);

@@ -11,8 +11,8 @@ static float u_of(const struct agmm_wq *w, const uint8_t *quad, int i, int j)
     if (w->bits == 8)
         return w->symmetric ? (float)(int8_t)quad[16 * i + j]
                             : (float)quad[16 * i + j];
-    uint8_t b = quad[16 * (i / 2) + j];
-    return (float)(i % 2 ? b >> 4 : b & 0xf);
+    uint8_t b = quad[2 * j + i % 2];
+    return (float)(i / 2 ? b >> 4 : b & 0xf);
 }
 
 void agmm_wq_panel_portable(const struct agmm_wq *w, const uint8_t *panel,

@@ -105,8 +105,8 @@ static void pack_group(const agmm_wq_desc_t *d, const struct agmm_wq *w,
                 uint8_t u = u_at(d, row, col);
                 if (d->bits == 8)
                     dst[16 * i + j] = u;
-                else
-                    dst[16 * (i / 2) + j] |= (uint8_t)(i % 2 ? u << 4 : u);
+                else /* wq_internal.h: byte 2j + i%2, nibble i/2 */
+                    dst[2 * j + i % 2] |= (uint8_t)(i / 2 ? u << 4 : u);
             }
         }
 }

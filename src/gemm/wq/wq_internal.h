@@ -9,8 +9,13 @@
  *   float scale[16]   the columns' scales (bf16 scales widened, exact),
  *   float zero[16]    the value subtracted from the stored u (below),
  *   then quads(g) quads of 4 rows of k:
- *     int4: 32 bytes; byte j (0..15) holds rows 4q+0 (low nibble) and
- *           4q+1 (high) of column j, byte 16 + j rows 4q+2 and 4q+3;
+ *     int4: 32 bytes; byte 2j + t (j = 0..15, t = 0, 1) holds row
+ *           4q+t of column j in its low nibble and row 4q+2+t in its
+ *           high one: zero-extended to 32 words, word 2j + t is the low
+ *           nibble (rows 4q, 4q+1 of column j: the bf16 pair the dot
+ *           kernel multiplies) and, shifted down 4, rows 4q+2, 4q+3;
+ *           as 16 words, word j holds rows 4q+0..3 of column j at bits
+ *           0, 8, 4, 12;
  *     int8: 64 bytes; byte 16 i + j holds row 4q+i of column j.
  * The stored u: int4 symmetric u = q + 8 (0..15, zero 8), int4 and int8
  * asymmetric u = q (zero = the zero point), int8 symmetric u = q as
