@@ -253,7 +253,7 @@ size_t agmm_wq_scratch_bytes(int64_t k, int64_t group, int64_t rows)
     if (k < 1 || rows < 1) return 0;
     int64_t g = group > 0 ? group : k, ng = (k + g - 1) / g;
     int64_t chunk = rows < CHUNK_ROWS ? rows : CHUNK_ROWS;
-    return rows_bytes(chunk, ng * ((g + 3) / 4) * 4) + sums_bytes(chunk, ng);
+    return rows_bytes(chunk, ng * ((g + 7) / 8) * 8) + sums_bytes(chunk, ng);
 }
 
 /* The W4A8 kernel's rows (opt-in, kern_avx512vnni.c): the fp32 rows
@@ -264,6 +264,7 @@ size_t agmm_wq_scratch_bytes(int64_t k, int64_t group, int64_t rows)
 static void quantize_rows(const agmm_wq_t *w, int rows, float *as, int64_t kp,
                           float *asum, float *sa)
 {
+    static const int64_t swap12[4] = {0, 2, 1, 3};
     for (int r = 0; r < rows; r++) {
         const float *src = as + r * kp;
         float amax = 0;
@@ -277,7 +278,12 @@ static void quantize_rows(const agmm_wq_t *w, int rows, float *as, int64_t kp,
             for (int64_t i = g * w->gq * 4; i < (g + 1) * w->gq * 4; i++) {
                 float q = nearbyintf(src[i] / s);
                 q = q > 127 ? 127 : q < -127 ? -127 : q;
-                dst[i] = (int8_t)q; /* byte i <= float i: already read */
+                /* int4: a quad's rows 1 and 2 swapped, as the kernel
+                 * reads the weight's (kern_avx512vnni.c); byte i' <=
+                 * i + 1 lies in a float already read */
+                int64_t at =
+                    w->bits == 4 ? (i & ~(int64_t)3) | swap12[i & 3] : i;
+                dst[at] = (int8_t)q;
                 sum += q;
             }
             asum[r * w->ng + g] = sum;

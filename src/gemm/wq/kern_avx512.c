@@ -1,7 +1,7 @@
 /* The AVX-512 kernel (wq_internal.h): one panel of 16 columns is one zmm
  * of fp32. Per quad of 4 rows of k, the stored bytes are widened to 16
- * int32 (int4: the quad's 16 words by vpmovzxwd, each holding a column's
- * 4 nibbles, split with shifts and ands; int8: vpmovzxbd / vpmovsxbd),
+ * int32 (int4: the octet's 16 dwords, each holding a column's 8 nibbles,
+ * split with shifts and ands; int8: vpmovzxbd / vpmovsxbd),
  * converted to fp32 and multiplied into 4 independent sums per row of A (one
  * per row of the quad: 4 chains hide the FMA latency even for one row); at each
  * group's end the sums are added, the zero term taken off and the scale
@@ -41,15 +41,18 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
             __m512 u[4];
             if (int4) {
                 _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
-                /* dword j: rows 0..3 of column j at bits 0, 8, 4, 12 */
-                __m512i x = _mm512_cvtepu16_epi32(
-                    _mm256_loadu_si256((const __m256i *)(const void *)p));
+                /* dword j of the octet: column j's rows, row r at bit
+                 * 16 (r % 2) + 4 (r / 2); this quad's are rows 4h.. */
+                const int h = (int)(qd % 2);
+                __m512i x = _mm512_srli_epi32(
+                    _mm512_loadu_si512((const void *)(p - 32 * h)), 8 * h);
                 u[0] = _mm512_cvtepi32_ps(_mm512_and_si512(x, mask));
                 u[1] = _mm512_cvtepi32_ps(
-                    _mm512_and_si512(_mm512_srli_epi32(x, 8), mask));
+                    _mm512_and_si512(_mm512_srli_epi32(x, 16), mask));
                 u[2] = _mm512_cvtepi32_ps(
                     _mm512_and_si512(_mm512_srli_epi32(x, 4), mask));
-                u[3] = _mm512_cvtepi32_ps(_mm512_srli_epi32(x, 12));
+                u[3] = _mm512_cvtepi32_ps(
+                    _mm512_and_si512(_mm512_srli_epi32(x, 20), mask));
                 p += 32;
             } else {
                 _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
