@@ -11,11 +11,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include <string.h>
 
+#include "common/cpu.h"
 #include "common/log.h"
 #include "gemm/convert.h"
 #include "gemm/wq/wq_internal.h"
@@ -24,17 +22,6 @@
 
 static const char *const names[AGMM_WQ_KERNEL_COUNT] = {
     "portable", "avx2", "avx512", "avx512bf16", "avx512vnni"};
-
-#if defined(__x86_64__)
-/* AVX512_BF16: cpuid leaf 7, subleaf 1, EAX bit 5. */
-static int cpu_has_avx512bf16(void)
-{
-    unsigned a, b, c, d;
-    if (__get_cpuid_max(0, NULL) < 7) return 0;
-    __cpuid_count(7, 1, a, b, c, d);
-    return (a >> 5) & 1;
-}
-#endif
 
 const char *agmm_wq_kernel_kind_name(agmm_wq_kernel_t kind)
 {
@@ -57,7 +44,7 @@ int agmm_wq_kernel_supported(agmm_wq_kernel_t kind)
     case AGMM_WQ_KERNEL_AVX512_BF16:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") &&
-               __builtin_cpu_supports("avx512bw") && cpu_has_avx512bf16();
+               __builtin_cpu_supports("avx512bw") && agmm_cpu_avx512_bf16();
     case AGMM_WQ_KERNEL_AVX512_VNNI:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") &&

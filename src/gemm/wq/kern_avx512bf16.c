@@ -44,7 +44,8 @@
  * PF_BYTES ahead, as in kern_avx512.c.
  *
  * Compiled for AVX-512F/BW/BF16 by function attribute; called only when
- * the CPU has AVX512_BF16 (gemm.c: cpuid leaf 7, subleaf 1, EAX bit 5). */
+ * the CPU has AVX512_BF16 (common/cpu.h: cpuid leaf 7, subleaf 1, EAX bit
+ * 5, read once). */
 #include <string.h>
 
 #include "gemm/wq/wq_internal.h"
