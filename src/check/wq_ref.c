@@ -65,6 +65,10 @@ void agmm_wq_ref(const agmm_wq_desc_t *d, int64_t m, const float *a,
                     uq = q + 8;
                     uz = 8;
                 }
+                if (d->bits == 4) { /* a kernel may add the offset */
+                    uq += AGMM_WQ_U_OFFSET_BOUND;
+                    uz += AGMM_WQ_U_OFFSET_BOUND;
+                }
                 mag += fabs(x) * fabs(s) * (double)(abs(uq) + abs(uz));
             }
             c[i * ldc + j] = sum;

@@ -24,8 +24,12 @@ double agmm_wq_ref_value(const agmm_wq_desc_t *d, int64_t kk, int64_t j);
  *   gamma(G + groups + 4) * sum_kk |a[i][kk]| * |scale| * (|u| + |zu|)
  * with gamma(n) = n 2^-24 / (1 - n 2^-24), and u, zu the stored value and
  * zero of wq_internal.h's packed layout (int4 symmetric: q + 8 and 8;
- * int8 symmetric: q and 0; asymmetric: q and zero). With out_bf16, the
- * bf16 rounding of C is added (2^-8 |c| + the bound, relative). */
+ * int8 symmetric: q and 0; asymmetric: q and zero), both + 128 for int4
+ * (AGMM_WQ_U_OFFSET_BOUND: a kernel may multiply u + 128 and take
+ * (zero + 128) x sum of a off, as the dot kernel does; hand-made exact
+ * cases stay exact). With out_bf16, the bf16 rounding of C is added
+ * (2^-8 |c| + the bound, relative). */
+#define AGMM_WQ_U_OFFSET_BOUND 128 /* = wq_internal.h's AGMM_WQ_U_OFFSET */
 void agmm_wq_ref(const agmm_wq_desc_t *d, int64_t m, const float *a,
                  int64_t lda, double *c, double *bound, int64_t ldc,
                  int out_bf16);

@@ -34,12 +34,14 @@ def _qw(seed, k, n, bits, gs, sym):
 
 
 def _mag_weight(q):
-    """|s| (|q - z| + 2|z| + 16) per weight element, float64 [k, n]."""
+    """|s| (|q - z| + 2|z| + 16 + O) per weight element, float64 [k, n]
+    (O = 256 for int4: its kernels may sum u + 128 and zero + 128)."""
     G = q.group_size
     s = np.repeat(np.abs(q.scales.astype(np.float64)), G, axis=0)[:q.k]
     z = np.repeat(q.zero_points().astype(np.float64), G, axis=0)[:q.k]
     v = q.values().astype(np.float64)
-    return s * (np.abs(v - z) + 2 * np.abs(z) + 16)
+    off = 256.0 if q.bits == 4 else 0.0
+    return s * (np.abs(v - z) + 2 * np.abs(z) + 16 + off)
 
 
 def _acts(seed, rows, k, dtype):

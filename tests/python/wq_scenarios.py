@@ -23,10 +23,12 @@ def scenario_wq(world, args):
     qws = [agmm.quantize_weight(w32[s:s + kp], bits=bits, group_size=gs,
                                 symmetric=sym) for s, kp in parts]
     wdq = np.concatenate([q.dequantize(np.float64) for q in qws])
-    # |s| (2|z| + 16) per weight element: the zero terms the kernel sums
+    # |s| (2|z| + 16 + O) per weight element: the zero terms the kernel
+    # sums (O = 256 for int4: its kernels may sum u + 128, zero + 128)
+    u_off = 256.0 if bits == 4 else 0.0
     extra = np.concatenate([
         np.repeat(np.abs(q.scales.astype(np.float64)) *
-                  (2.0 * (q.zeros if q.zeros is not None else 0) + 16),
+                  (2.0 * (q.zeros if q.zeros is not None else 0) + 16 + u_off),
                   q.group_size, axis=0)[:q.k] for q in qws])
     with world.plan(m_local=m, k=k, n=n, dtype="fp16", op=op, tile_m=4,
                     tile_n=16, k_local=kl, bias=True, activation="none",

@@ -17,7 +17,8 @@
 #include "inputs.h"
 
 /* The dequantized weight W [K, n] (double) and, per element, the bound's
- * |s| (|q - z| + 2|z| + 16), from the rank parts. */
+ * |s| (|q - z| + 2|z| + 16 + O), from the rank parts (O = 256 for int4:
+ * check_wq.h). */
 typedef struct wq_ref {
     int64_t K, n;
     double *w, *mag;
@@ -36,6 +37,7 @@ static void add_part(const agmm_cli_t *cli, wq_ref_t *r, int64_t k0, int64_t kp,
                         .scales = s,
                         .zeros = cli->zero_point ? z : NULL};
     int64_t G = cli->group_size > 0 ? cli->group_size : kp;
+    double off = d.bits == 4 ? 2.0 * AGMM_WQ_U_OFFSET_BOUND : 0;
     for (int64_t kk = 0; kk < kp; kk++)
         for (int64_t j = 0; j < r->n; j++) {
             int64_t g = (kk / G) * r->n + j;
@@ -43,7 +45,7 @@ static void add_part(const agmm_cli_t *cli, wq_ref_t *r, int64_t k0, int64_t kp,
             double zz = cli->zero_point ? (double)z[g] : 0;
             r->w[(k0 + kk) * r->n + j] = v;
             r->mag[(k0 + kk) * r->n + j] =
-                fabs(v) + fabs((double)s[g]) * (2 * zz + 16);
+                fabs(v) + fabs((double)s[g]) * (2 * zz + 16 + off);
         }
 }
 

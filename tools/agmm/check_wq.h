@@ -3,10 +3,11 @@
  * and the weight dequantized exactly from the plain layout the ranks were
  * given (check/wq_ref.h's value, sums in double), within
  *   |c - ref| <= gamma(2 max(G, K) + 16 + P) * sum_k |a| |s| (|q - z| + 2|z|
- *                + 16) + 2^-24 |ref|,  gamma(n) = n 2^-24 / (1 - n 2^-24)
- * (G the group, K the inner dimension, P the ranks: the kernels' fp32
- * group sums, zero term and scaling, wq_ref.h's bound, with gemm-rs's and
- * gemm-ar's P fp32 partials summed; s, q, z each element's scale, stored
+ *                + 16 + O) + 2^-24 |ref|,  gamma(n) = n 2^-24 / (1 - n 2^-24)
+ * (G the group, K the inner dimension, P the ranks, O = 256 for int4 and
+ * 0 for int8: the kernels' fp32 group sums, zero term and scaling,
+ * wq_ref.h's bound (an int4 kernel may sum u + 128, zero + 128), with gemm-rs's
+ * and gemm-ar's P fp32 partials summed; s, q, z each element's scale, stored
  * value and zero point; 2^-24 |ref|: the reference's own rounding to
  * fp32), plus the epilogue's allowance (epilogue_check.h) on top; and
  * when the plan's GEMM multiplies bf16 panels of the dequantized weight
@@ -20,7 +21,8 @@
 
 /* The bound in words, for the check line and the JSON. */
 #define AGMM_WQ_BOUND_TEXT                                                     \
-    "gamma(2max(G,K)+16+P)*sum|a||s|(|q-z|+2|z|+16)+2^-24|ref|"                \
+    "gamma(2max(G,K)+16+P)*sum|a||s|(|q-z|+2|z|+16+O)+2^-24|ref|"              \
+    "[O=256 int4, 0 int8]"                                                     \
     "[+(2^-8+2^-23)*sum|a||s||q-z| with bf16 panels]"
 
 /* This rank's outputs of round `round` (every weight; gemm-rs: its rows).

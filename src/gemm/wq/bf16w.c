@@ -7,13 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cpu.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "gemm/wq/bf16w.h"
-
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 
 #define CHUNK_ROWS 32
 
@@ -23,19 +20,6 @@ static const char *const names[AGMM_BF16W_COUNT] = {"portable", "avx512-fma",
 const char *agmm_bf16w_kernel_name(agmm_bf16w_kernel_t kind)
 {
     return (unsigned)kind < AGMM_BF16W_COUNT ? names[kind] : NULL;
-}
-
-/* AVX512_BF16: cpuid leaf 7 subleaf 1, EAX bit 5 (and the OS saving zmm
- * state, which AVX-512F's check by the compiler's runtime covers). */
-static int has_avx512_bf16(void)
-{
-#if defined(__x86_64__)
-    unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
-    return (a >> 5) & 1;
-#else
-    return 0;
-#endif
 }
 
 int agmm_bf16w_kernel_supported(agmm_bf16w_kernel_t kind)
@@ -49,7 +33,8 @@ int agmm_bf16w_kernel_supported(agmm_bf16w_kernel_t kind)
         return __builtin_cpu_supports("avx512f");
     case AGMM_BF16W_AVX512_BF16:
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && has_avx512_bf16();
+        /* AVX-512F's check covers the OS saving zmm state */
+        return __builtin_cpu_supports("avx512f") && agmm_cpu_avx512_bf16();
 #endif
     default:
         return 0;

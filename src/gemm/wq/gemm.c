@@ -11,11 +11,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include <string.h>
 
+#include "common/cpu.h"
 #include "common/log.h"
 #include "gemm/convert.h"
 #include "gemm/wq/wq_internal.h"
@@ -24,17 +22,6 @@
 
 static const char *const names[AGMM_WQ_KERNEL_COUNT] = {
     "portable", "avx2", "avx512", "avx512bf16", "avx512vnni"};
-
-#if defined(__x86_64__)
-/* AVX512_BF16: cpuid leaf 7, subleaf 1, EAX bit 5. */
-static int cpu_has_avx512bf16(void)
-{
-    unsigned a, b, c, d;
-    if (__get_cpuid_max(0, NULL) < 7) return 0;
-    __cpuid_count(7, 1, a, b, c, d);
-    return (a >> 5) & 1;
-}
-#endif
 
 const char *agmm_wq_kernel_kind_name(agmm_wq_kernel_t kind)
 {
@@ -57,7 +44,7 @@ int agmm_wq_kernel_supported(agmm_wq_kernel_t kind)
     case AGMM_WQ_KERNEL_AVX512_BF16:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") &&
-               __builtin_cpu_supports("avx512bw") && cpu_has_avx512bf16();
+               __builtin_cpu_supports("avx512bw") && agmm_cpu_avx512_bf16();
     case AGMM_WQ_KERNEL_AVX512_VNNI:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") &&
@@ -253,7 +240,7 @@ size_t agmm_wq_scratch_bytes(int64_t k, int64_t group, int64_t rows)
     if (k < 1 || rows < 1) return 0;
     int64_t g = group > 0 ? group : k, ng = (k + g - 1) / g;
     int64_t chunk = rows < CHUNK_ROWS ? rows : CHUNK_ROWS;
-    return rows_bytes(chunk, ng * ((g + 3) / 4) * 4) + sums_bytes(chunk, ng);
+    return rows_bytes(chunk, ng * ((g + 7) / 8) * 8) + sums_bytes(chunk, ng);
 }
 
 /* The W4A8 kernel's rows (opt-in, kern_avx512vnni.c): the fp32 rows
@@ -264,6 +251,7 @@ size_t agmm_wq_scratch_bytes(int64_t k, int64_t group, int64_t rows)
 static void quantize_rows(const agmm_wq_t *w, int rows, float *as, int64_t kp,
                           float *asum, float *sa)
 {
+    static const int64_t swap12[4] = {0, 2, 1, 3};
     for (int r = 0; r < rows; r++) {
         const float *src = as + r * kp;
         float amax = 0;
@@ -277,7 +265,12 @@ static void quantize_rows(const agmm_wq_t *w, int rows, float *as, int64_t kp,
             for (int64_t i = g * w->gq * 4; i < (g + 1) * w->gq * 4; i++) {
                 float q = nearbyintf(src[i] / s);
                 q = q > 127 ? 127 : q < -127 ? -127 : q;
-                dst[i] = (int8_t)q; /* byte i <= float i: already read */
+                /* int4: a quad's rows 1 and 2 swapped, as the kernel
+                 * reads the weight's (kern_avx512vnni.c); byte i' <=
+                 * i + 1 lies in a float already read */
+                int64_t at =
+                    w->bits == 4 ? (i & ~(int64_t)3) | swap12[i & 3] : i;
+                dst[at] = (int8_t)q;
                 sum += q;
             }
             asum[r * w->ng + g] = sum;

@@ -43,10 +43,15 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
                 __m256 u[2];
                 for (int h = 0; h < 2; h++) {
                     if (int4) {
-                        __m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
-                            (const __m128i *)(p + 16 * (i / 2) + 8 * h)));
-                        x = i % 2 ? _mm256_srli_epi32(x, 4)
-                                  : _mm256_and_si256(x, mask);
+                        /* the octet's dwords 8h..8h+7: a column's
+                         * rows (wq_internal.h) */
+                        __m256i x = _mm256_loadu_si256(
+                            (const __m256i *)(const void *)(p - 32 * (qd % 2) +
+                                                            32 * h));
+                        x = _mm256_and_si256(
+                            _mm256_srli_epi32(
+                                x, agmm_wq_nib_shift((int)(qd % 2) * 4 + i)),
+                            mask);
                         u[h] = _mm256_cvtepi32_ps(x);
                     } else {
                         u[h] = widen(_mm_loadl_epi64(

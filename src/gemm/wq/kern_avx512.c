@@ -1,14 +1,14 @@
 /* The AVX-512 kernel (wq_internal.h): one panel of 16 columns is one zmm
  * of fp32. Per quad of 4 rows of k, the stored bytes are widened to 16
- * int32 (vpmovzxbd / vpmovsxbd), the nibbles split with an and and a
- * shift, converted to fp32 and multiplied into 4 independent sums per row
- * of A (one per row of the quad: 4 chains hide the FMA latency even for
- * one row); at each group's end the sums are added, the zero term taken
- * off and the scale applied. Up to 4 rows of A per call (20 of the 32
- * zmm registers). The panel is streamed front to back with a software
- * prefetch PF_BYTES ahead (into the next panel at its end, which is what
- * agmm_wq_gemm reads next). Compiled for AVX-512F by function attribute;
- * called only when the CPU has it (gemm.c). */
+ * int32 (int4: the octet's 16 dwords, each holding a column's 8 nibbles,
+ * split with shifts and ands; int8: vpmovzxbd / vpmovsxbd),
+ * converted to fp32 and multiplied into 4 independent sums per row of A (one
+ * per row of the quad: 4 chains hide the FMA latency even for one row); at each
+ * group's end the sums are added, the zero term taken off and the scale
+ * applied. Up to 4 rows of A per call (20 of the 32 zmm registers). The panel
+ * is streamed front to back with a software prefetch PF_BYTES ahead (into the
+ * next panel at its end, which is what agmm_wq_gemm reads next). Compiled for
+ * AVX-512F by function attribute; called only when the CPU has it (gemm.c). */
 #include "gemm/wq/wq_internal.h"
 
 #if defined(__x86_64__)
@@ -41,14 +41,18 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
             __m512 u[4];
             if (int4) {
                 _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
-                __m512i x0 =
-                    _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
-                __m512i x1 = _mm512_cvtepu8_epi32(
-                    _mm_loadu_si128((const __m128i *)(p + 16)));
-                u[0] = _mm512_cvtepi32_ps(_mm512_and_si512(x0, mask));
-                u[1] = _mm512_cvtepi32_ps(_mm512_srli_epi32(x0, 4));
-                u[2] = _mm512_cvtepi32_ps(_mm512_and_si512(x1, mask));
-                u[3] = _mm512_cvtepi32_ps(_mm512_srli_epi32(x1, 4));
+                /* dword j of the octet: column j's rows, row r at bit
+                 * 16 (r % 2) + 4 (r / 2); this quad's are rows 4h.. */
+                const int h = (int)(qd % 2);
+                __m512i x = _mm512_srli_epi32(
+                    _mm512_loadu_si512((const void *)(p - 32 * h)), 8 * h);
+                u[0] = _mm512_cvtepi32_ps(_mm512_and_si512(x, mask));
+                u[1] = _mm512_cvtepi32_ps(
+                    _mm512_and_si512(_mm512_srli_epi32(x, 16), mask));
+                u[2] = _mm512_cvtepi32_ps(
+                    _mm512_and_si512(_mm512_srli_epi32(x, 4), mask));
+                u[3] = _mm512_cvtepi32_ps(
+                    _mm512_and_si512(_mm512_srli_epi32(x, 20), mask));
                 p += 32;
             } else {
                 _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);

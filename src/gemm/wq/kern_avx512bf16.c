@@ -4,8 +4,8 @@
  * instructions of the FMA kernel (kern_avx512.c) for the same work.
  *
  * Operands, exact: A's rows are bf16 (the scratch holds them as bf16,
- * copied from a bf16 A: gemm.c), the weight's stored u (0..15, 0..255 or
- * -128..127: at most 8 significant bits) is exact in bf16, and the
+ * copied from a bf16 A: gemm.c), the weight's stored u (128 + 0..15,
+ * 0..255 or -128..127: at most 8 significant bits) is exact in bf16, and the
  * product of two bf16 is exact in fp32; VDPBF16PS rounds each of its two
  * additions to fp32 (nearest even), so a group's sum is an fp32 sum of
  * its products in some order, as wq_internal.h's "What a kernel computes"
@@ -15,11 +15,13 @@
  * results so small that the sums underflow are outside the bound anyway.
  *
  * The weight turned into bf16 pairs in registers, per quad of 4 rows:
- *   int4: byte j of each 16-byte half holds rows 4q+0/4q+1 (or 2/3) of
- *         column j: widened to a dword, the high nibble moved to bits
- *         16..19 (shift, ternary logic), each 16-bit nibble looked up in a
- *         table of bf16(0..15) (vpermw): dword j = (bf16 lo, bf16 hi), the
- *         pair VDPBF16PS wants (low half the even row);
+ *   int4: per octet (two quads, 64 bytes: wq_internal.h), pair i of
+ *         every column is (dword >> 4i) & 0x000f000f; or'ed with
+ *         0x43004300 each nibble u becomes bf16(128 + u) (exact: 128..143
+ *         need 8 significant bits), so the group's sum is of a (u + 128)
+ *         and the zero term takes off (zero + 128) x asum: 7 shift or
+ *         logic instructions for four vectors of pairs, no shuffle (the
+ *         lookup of bf16(u) by vpermw measured 2.4x slower at one row);
  *   int8: rows 4q+i are 16 bytes each: widened and converted to fp32
  *         (exact), whose high 16 bits are the bf16; the even row's moved
  *         down and merged with the odd row's (shift, ternary logic).
@@ -30,16 +32,20 @@
  * row's bits do not depend on the rows it is computed with (a plan's
  * fused and baseline calls, tiles coalesced in any order). Up to 4 rows
  * at a time in registers: 16 sums, 4 weight vectors and the constants
- * fill the 32; a call of more than 8 rows (up to AGMM_WQ_RB_DOT, 32)
- * converts each quad once into an L1 buffer that its blocks of 4 rows
- * read (panel_many), with the same sums in the same order. At each
+ * fill the 32; more rows go in blocks of 4, each converting the weight
+ * again (int4: the conversion is 7 cheap instructions an octet, and
+ * blocks measured 1.2-1.4x faster than a buffer at 16 and 32 rows);
+ * an int8 call of more than 8 rows (up to AGMM_WQ_RB_DOT, 32) converts
+ * each quad once into an L1 buffer that its blocks of 4 rows read
+ * (panel_many), with the same sums in the same order. At each
  * group's end the chains are added, the zero term taken off and the
  * scale applied into `out` (which holds the running total: it is zeroed
  * first). The panel is streamed front to back with a software prefetch
  * PF_BYTES ahead, as in kern_avx512.c.
  *
  * Compiled for AVX-512F/BW/BF16 by function attribute; called only when
- * the CPU has AVX512_BF16 (gemm.c: cpuid leaf 7, subleaf 1, EAX bit 5). */
+ * the CPU has AVX512_BF16 (common/cpu.h: cpuid leaf 7, subleaf 1, EAX bit
+ * 5, read once). */
 #include <string.h>
 
 #include "gemm/wq/wq_internal.h"
@@ -51,29 +57,33 @@
 #define PF_BYTES 1024
 
 typedef struct consts {
-    __m512i tab;  /* word i: bf16(i) for i = 0..15 */
     __m512i nib;  /* 0x000f000f */
+    __m512i off;  /* 0x43004300: bf16(128) in both words */
     __m512i high; /* 0xffff0000 */
 } consts_t;
 
-/* A quad's two bf16-pair vectors: rows (4q+0, 4q+1) and (4q+2, 4q+3). */
+/* An int4 octet's four bf16-pair vectors, v[i] the rows (2i, 2i+1) of
+ * every column as bf16(128 + u) (wq_internal.h): (x >> 4i) & 0x000f000f
+ * | 0x43004300, one shift and one ternary logic op each. */
 TARGET static inline __attribute__((always_inline)) void
-quad_pairs(const uint8_t *p, int int4, int sgn, const consts_t *k, __m512i *w01,
+oct_pairs(const uint8_t *p, const consts_t *k, __m512i *v)
+{
+    __m512i x = _mm512_loadu_si512((const void *)p);
+    v[0] = _mm512_ternarylogic_epi32(x, k->nib, k->off, 0xEA);
+    v[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(x, 4), k->nib, k->off,
+                                     0xEA);
+    v[2] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(x, 8), k->nib, k->off,
+                                     0xEA);
+    v[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(x, 12), k->nib, k->off,
+                                     0xEA);
+}
+
+/* An int8 quad's two bf16-pair vectors: rows (4q+0, 4q+1) and (4q+2,
+ * 4q+3). */
+TARGET static inline __attribute__((always_inline)) void
+quad_pairs(const uint8_t *p, int sgn, const consts_t *k, __m512i *w01,
            __m512i *w23)
 {
-    if (int4) {
-        __m512i d0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
-        __m512i d1 =
-            _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p + 16)));
-        /* (d | d << 12) & 0x000f000f: low nibble in word 0, high in word 1 */
-        __m512i x0 = _mm512_ternarylogic_epi32(d0, _mm512_slli_epi32(d0, 12),
-                                               k->nib, 0xA8);
-        __m512i x1 = _mm512_ternarylogic_epi32(d1, _mm512_slli_epi32(d1, 12),
-                                               k->nib, 0xA8);
-        *w01 = _mm512_permutexvar_epi16(x0, k->tab);
-        *w23 = _mm512_permutexvar_epi16(x1, k->tab);
-        return;
-    }
     __m512 f[4];
     for (int i = 0; i < 4; i++) {
         __m128i b = _mm_loadu_si128((const __m128i *)(p + 16 * i));
@@ -109,11 +119,8 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
 {
     enum { NC = 4 }; /* chains per row */
     consts_t k;
-    k.tab = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                             0x4170, 0x4160, 0x4150, 0x4140, 0x4130, 0x4120,
-                             0x4110, 0x4100, 0x40e0, 0x40c0, 0x40a0, 0x4080,
-                             0x4040, 0x4000, 0x3f80, 0x0000);
     k.nib = _mm512_set1_epi32(0x000f000f);
+    k.off = _mm512_set1_epi32(0x43004300);
     k.high = _mm512_set1_epi32((int)0xffff0000u);
     for (int r = 0; r < rows; r++)
         _mm512_storeu_ps(out + r * AGMM_WQ_NP, _mm512_setzero_ps());
@@ -123,6 +130,8 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
     for (int64_t g = 0; g < w->ng; g++) {
         __m512 s = _mm512_loadu_ps((const float *)p);
         __m512 z = _mm512_loadu_ps((const float *)p + AGMM_WQ_NP);
+        if (int4) /* the values are u + 128 */
+            z = _mm512_add_ps(z, _mm512_set1_ps((float)AGMM_WQ_U_OFFSET));
         p += 2 * AGMM_WQ_NP * sizeof(float);
         int64_t quads = agmm_wq_quads(w, g);
         __m512 acc[4][NC];
@@ -137,8 +146,12 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
                 _mm_prefetch((const char *)p + PF_BYTES + 64, _MM_HINT_T0);
             }
             __m512i v[4];
-            quad_pairs(p, int4, sgn, &k, &v[0], &v[1]);
-            quad_pairs(p + qb, int4, sgn, &k, &v[2], &v[3]);
+            if (int4) {
+                oct_pairs(p, &k, v);
+            } else {
+                quad_pairs(p, sgn, &k, &v[0], &v[1]);
+                quad_pairs(p + qb, sgn, &k, &v[2], &v[3]);
+            }
             p += 2 * qb;
             for (int r = 0; r < rows; r++) {
                 const uint16_t *ar = ag + r * lda + qd * 4;
@@ -146,10 +159,10 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
                     acc[r][i] = dot_pair(acc[r][i], ar + 2 * i, v[i]);
             }
         }
-        if (qd < quads) { /* an odd last quad */
+        if (qd < quads) { /* an odd last quad (int8 only) */
             _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
             __m512i v[2];
-            quad_pairs(p, int4, sgn, &k, &v[0], &v[1]);
+            quad_pairs(p, sgn, &k, &v[0], &v[1]);
             p += qb;
             for (int r = 0; r < rows; r++) {
                 const uint16_t *ar = ag + r * lda + qd * 4;
@@ -206,15 +219,14 @@ block_rows(const __m512i *wv, int64_t nq, const int rows, const uint16_t *ag,
             accm[r][c] = acc[r][c];
 }
 
-/* More than 8 rows: each group's quads are converted once, QCHUNK at a
- * time, into an L1 buffer (4 KiB) that every block of 4 rows then reads,
+/* int8, more than 8 rows: each group's quads are converted once, QCHUNK
+ * at a time, into an L1 buffer (4 KiB) that every block of 4 rows then reads,
  * instead of converting them again per block (the conversion is as many
  * instructions as the dots of 4 rows). The sums of all rows live in accm
  * between chunks. Same arithmetic as panel_rows, row by row. Measured
  * (bench/wq_decode.c, K = N = 4096, shared machine): int8 at M 16 / 32
- * 4.2-4.4 / 7.4 ms against 4.7 / 8.4-8.6 converting per block, int4 the
- * same within noise, and int8 at M 8 slower (3.2 against 2.8-2.9 ms):
- * hence 5..8 rows as two blocks. */
+ * 4.2-4.4 / 7.4 ms against 4.7 / 8.4-8.6 converting per block, and at
+ * M 8 slower (3.2 against 2.8-2.9 ms): hence 5..8 rows as two blocks. */
 #define QCHUNK 32 /* even: quad pairs start at the group's start */
 TARGET static void panel_many(const struct agmm_wq *w, const uint8_t *panel,
                               int rows, const uint16_t *a, int64_t lda,
@@ -229,16 +241,13 @@ TARGET static void panel_many(const struct agmm_wq *w, const uint8_t *panel,
     __m512(*accm)[4] = abuf;
     __asm__("" : "+r"(wv), "+r"(accm));
     consts_t k;
-    k.tab = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                             0x4170, 0x4160, 0x4150, 0x4140, 0x4130, 0x4120,
-                             0x4110, 0x4100, 0x40e0, 0x40c0, 0x40a0, 0x4080,
-                             0x4040, 0x4000, 0x3f80, 0x0000);
     k.nib = _mm512_set1_epi32(0x000f000f);
+    k.off = _mm512_set1_epi32(0x43004300);
     k.high = _mm512_set1_epi32((int)0xffff0000u);
     for (int r = 0; r < rows; r++)
         _mm512_storeu_ps(out + r * AGMM_WQ_NP, _mm512_setzero_ps());
     const uint8_t *p = panel;
-    const int int4 = w->bits == 4, sgn = w->bits == 8 && w->symmetric;
+    const int sgn = w->symmetric;
     const size_t qb = w->quad_bytes;
     for (int64_t g = 0; g < w->ng; g++) {
         __m512 s = _mm512_loadu_ps((const float *)p);
@@ -254,9 +263,8 @@ TARGET static void panel_many(const struct agmm_wq *w, const uint8_t *panel,
 #pragma GCC unroll 2
             for (int64_t q = 0; q < nq; q++) {
                 _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
-                if (!int4)
-                    _mm_prefetch((const char *)p + PF_BYTES + 32, _MM_HINT_T0);
-                quad_pairs(p, int4, sgn, &k, &wv[2 * q], &wv[2 * q + 1]);
+                _mm_prefetch((const char *)p + PF_BYTES + 32, _MM_HINT_T0);
+                quad_pairs(p, sgn, &k, &wv[2 * q], &wv[2 * q + 1]);
                 p += qb;
             }
             for (int rb = 0; rb < rows; rb += 4) {
@@ -293,11 +301,11 @@ TARGET void agmm_wq_panel_avx512bf16(const struct agmm_wq *w,
                                      const uint16_t *a, int64_t lda,
                                      const float *asum, float *out)
 {
-    if (rows > 8) {
+    if (rows > 8 && w->bits == 8) {
         panel_many(w, panel, rows, a, lda, asum, out);
         return;
     }
-    if (rows > 4) { /* two blocks: measured faster than the buffer */
+    if (rows > 4) { /* blocks of 4: measured faster than the buffer */
         panel_rows(w, panel, 4, a, lda, asum, out);
         agmm_wq_panel_avx512bf16(w, panel, rows - 4, a + 4 * lda, lda,
                                  asum + 4 * w->ng, out + 4 * AGMM_WQ_NP);

@@ -8,8 +8,9 @@
  * i.e. G <= 128 whatever the values).
  *
  * The weight's quad (4 rows of k) becomes one vector whose dword j holds
- * rows 4q..4q+3 of column j as bytes (vpermb, AVX512_VBMI): int4 bytes
- * duplicated, the odd ones shifted down a nibble, masked; int8 symmetric
+ * rows 4q..4q+3 of column j as bytes: int4 from the octet's dword j
+ * with shifts and a select, in the order rows 0, 2, 1, 3 (A's bytes are
+ * stored in that order too); int8 by vpermb (AVX512_VBMI); int8 symmetric
  * stored values (-128..127) are moved to u + 128 (xor 0x80) for the
  * unsigned operand, and 128 x the group's sum of a_q taken off with the
  * zero term. A's 4 bytes are the instruction's own {1to16} broadcast.
@@ -38,16 +39,18 @@ dot4(__m512i acc, __m512i w, const int8_t *a)
 }
 
 TARGET static inline __attribute__((always_inline)) __m512i
-quad_bytes(const uint8_t *p, int int4, int sgn, __m512i idx4, __m512i idx8)
+quad_bytes(const uint8_t *p, int h, int int4, int sgn, __m512i idx8)
 {
     if (int4) {
-        __m512i x = _mm512_castsi256_si512(
-            _mm256_loadu_si256((const __m256i *)(const void *)p));
-        __m512i y = _mm512_permutexvar_epi8(idx4, x);
-        __m512i hi = _mm512_srli_epi16(y, 4);
-        /* odd bytes from hi, even from y, then the low nibble */
-        __m512i v = _mm512_ternarylogic_epi32(
-            _mm512_set1_epi32((int)0xff00ff00u), hi, y, 0xCA);
+        /* the octet's dword j: column j's rows r at bit 16 (r % 2) +
+         * 4 (r / 2), this quad's (h) 8 h higher (wq_internal.h); as
+         * bytes (r0, r2, r1, r3): the nibbles at bits 0 and 16 kept,
+         * those at 4 and 20 moved up a nibble, the high nibbles cleared;
+         * A's bytes are in the same order (gemm.c's quantize_rows) */
+        __m512i x = _mm512_srli_epi32(
+            _mm512_loadu_si512((const void *)(p - 32 * h)), 8 * h);
+        __m512i v = _mm512_ternarylogic_epi32(_mm512_set1_epi32(0x000f000f), x,
+                                              _mm512_slli_epi32(x, 4), 0xCA);
         return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
     }
     __m512i v =
@@ -60,15 +63,12 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
            const int8_t *a, int64_t lda, const float *qsum, const float *sa,
            float *out)
 {
-    /* int4: dst byte 4j + {0,1} = src j, 4j + {2,3} = src 16 + j;
-     * int8: dst byte 4j + i = src 16 i + j. */
-    _Alignas(64) uint8_t i4[64], i8[64];
+    /* int8: dst byte 4j + i = src 16 i + j. */
+    _Alignas(64) uint8_t i8[64];
     for (int j = 0; j < 16; j++)
-        for (int i = 0; i < 4; i++) {
-            i4[4 * j + i] = (uint8_t)(i < 2 ? j : 16 + j);
+        for (int i = 0; i < 4; i++)
             i8[4 * j + i] = (uint8_t)(16 * i + j);
-        }
-    const __m512i idx4 = _mm512_load_si512(i4), idx8 = _mm512_load_si512(i8);
+    const __m512i idx8 = _mm512_load_si512(i8);
     __m512 tot[AGMM_WQ_RB_VNNI];
     for (int r = 0; r < rows; r++)
         tot[r] = _mm512_setzero_ps();
@@ -90,8 +90,8 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
             _mm_prefetch((const char *)p + PF_BYTES, _MM_HINT_T0);
             if (!int4)
                 _mm_prefetch((const char *)p + PF_BYTES + 64, _MM_HINT_T0);
-            __m512i v0 = quad_bytes(p, int4, sgn, idx4, idx8);
-            __m512i v1 = quad_bytes(p + qb, int4, sgn, idx4, idx8);
+            __m512i v0 = quad_bytes(p, 0, int4, sgn, idx8);
+            __m512i v1 = quad_bytes(p + qb, 1, int4, sgn, idx8);
             p += 2 * qb;
             for (int r = 0; r < rows; r++) {
                 const int8_t *ar = ag + r * lda + qd * 4;
@@ -100,7 +100,7 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, const int rows,
             }
         }
         if (qd < quads) {
-            __m512i v0 = quad_bytes(p, int4, sgn, idx4, idx8);
+            __m512i v0 = quad_bytes(p, 0, int4, sgn, idx8); /* int8 */
             p += qb;
             for (int r = 0; r < rows; r++)
                 acc[r][0] = dot4(acc[r][0], v0, ag + r * lda + qd * 4);

@@ -14,7 +14,7 @@
  * row: 0.060 ms against 0.072 with prefetcht0 1-8 KiB ahead; the same
  * from DRAM, best of 24: 1.5 against 1.6-1.9 ms for 5504 columns).
  * Compiled by function attribute; called only when the CPU has the
- * instructions (bf16w.c checks cpuid). */
+ * instructions (bf16w.c checks them: common/cpu.h). */
 #include <string.h>
 
 #include "gemm/wq/bf16w.h"

@@ -5,14 +5,18 @@
 
 #include "gemm/wq/wq_internal.h"
 
-/* The stored u of row i of a quad, column j, as a float. */
-static float u_of(const struct agmm_wq *w, const uint8_t *quad, int i, int j)
+/* The stored u of row i of quad qd (from the group's quads q), column
+ * j, as a float. */
+static float u_of(const struct agmm_wq *w, const uint8_t *q, int64_t qd, int i,
+                  int j)
 {
+    const uint8_t *quad = q + qd * (int64_t)w->quad_bytes;
     if (w->bits == 8)
         return w->symmetric ? (float)(int8_t)quad[16 * i + j]
                             : (float)quad[16 * i + j];
-    uint8_t b = quad[16 * (i / 2) + j];
-    return (float)(i % 2 ? b >> 4 : b & 0xf);
+    const uint8_t *oct = q + (qd / 2) * 64;
+    int sh = agmm_wq_nib_shift((int)(qd % 2) * 4 + i);
+    return (float)((oct[4 * j + sh / 8] >> (sh % 8)) & 0xf);
 }
 
 void agmm_wq_panel_portable(const struct agmm_wq *w, const uint8_t *panel,
@@ -33,8 +37,7 @@ void agmm_wq_panel_portable(const struct agmm_wq *w, const uint8_t *panel,
             for (int64_t qd = 0; qd < quads; qd++)
                 for (int i = 0; i < 4; i++)
                     for (int j = 0; j < AGMM_WQ_NP; j++)
-                        acc[j] += ar[qd * 4 + i] *
-                                  u_of(w, p + qd * w->quad_bytes, i, j);
+                        acc[j] += ar[qd * 4 + i] * u_of(w, p, qd, i, j);
             for (int j = 0; j < AGMM_WQ_NP; j++) {
                 float t = acc[j];
                 if (w->has_zero) t -= z[j] * asum[r * w->ng + g];

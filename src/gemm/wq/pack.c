@@ -105,8 +105,11 @@ static void pack_group(const agmm_wq_desc_t *d, const struct agmm_wq *w,
                 uint8_t u = u_at(d, row, col);
                 if (d->bits == 8)
                     dst[16 * i + j] = u;
-                else
-                    dst[16 * (i / 2) + j] |= (uint8_t)(i % 2 ? u << 4 : u);
+                else { /* wq_internal.h: octets, dword j */
+                    int sh = agmm_wq_nib_shift((int)(qd % 2) * 4 + i);
+                    dst[-(qd % 2) * 32 + 4 * j + sh / 8] |=
+                        (uint8_t)(u << (sh % 8));
+                }
             }
         }
 }
@@ -131,7 +134,7 @@ static void geometry(struct agmm_wq *w, int64_t k, int64_t n, int bits,
     w->symmetric = symmetric != 0;
     w->has_zero = bits == 4 || !symmetric;
     w->ng = (w->k + w->group - 1) / w->group;
-    w->gq = (w->group + 3) / 4;
+    w->gq = (w->group + 7) / 8 * 2;
     w->panels = (w->n + AGMM_WQ_NP - 1) / AGMM_WQ_NP;
     w->quad_bytes = bits == 4 ? 32 : 64;
     w->panel_bytes = (group_bytes(w) + 63) / 64 * 64;

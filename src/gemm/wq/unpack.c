@@ -33,10 +33,12 @@ static void unpack_group(const struct agmm_wq *w, const uint8_t *blk,
                 for (int j = 0; j < AGMM_WQ_NP; j++)
                     v[j] = ((float)b[j] - z[j]) * s[j];
         } else {
-            const uint8_t *b = quad + 16 * (lane / 2);
-            int shift = 4 * (lane % 2);
+            const uint8_t *oct = q + (size_t)(i / 8) * 64;
+            int sh = agmm_wq_nib_shift((int)(i % 8));
             for (int j = 0; j < AGMM_WQ_NP; j++)
-                v[j] = ((float)((b[j] >> shift) & 15) - z[j]) * s[j];
+                v[j] =
+                    ((float)((oct[4 * j + sh / 8] >> (sh % 8)) & 15) - z[j]) *
+                    s[j];
         }
         if (bf16) {
             uint16_t *d = (uint16_t *)dst + row * ldd;
@@ -77,11 +79,11 @@ unpack_group_avx512(const struct agmm_wq *w, const uint8_t *blk, int64_t r0,
                 (const __m128i *)(const void *)(quad + 16 * lane));
             u = signed8 ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
         } else {
-            __m128i b = _mm_loadu_si128(
-                (const __m128i *)(const void *)(quad + 16 * (lane / 2)));
+            /* dword j of the octet: column j's 8 rows (wq_internal.h) */
+            __m512i x =
+                _mm512_loadu_si512((const void *)(q + (size_t)(i / 8) * 64));
             u = _mm512_and_si512(
-                _mm512_srli_epi32(_mm512_cvtepu8_epi32(b), 4 * (lane % 2)),
-                fifteen);
+                _mm512_srli_epi32(x, agmm_wq_nib_shift((int)(i % 8))), fifteen);
         }
         __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(u), z), s);
         if (bf16) {

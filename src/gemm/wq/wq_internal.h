@@ -9,21 +9,31 @@
  *   float scale[16]   the columns' scales (bf16 scales widened, exact),
  *   float zero[16]    the value subtracted from the stored u (below),
  *   then quads(g) quads of 4 rows of k:
- *     int4: 32 bytes; byte j (0..15) holds rows 4q+0 (low nibble) and
- *           4q+1 (high) of column j, byte 16 + j rows 4q+2 and 4q+3;
+ *     int4: 32 bytes a quad, in octets: quads 2o and 2o+1 (rows 8o..
+ *           8o+7 of the group) are 64 bytes whose dword j holds column
+ *           j's 8 rows, row r at bits 16 (r % 2) + 4 (r / 2) (agmm_wq_
+ *           nib_shift): so (dword >> 4 i) & 0x000f000f is the pair of
+ *           rows (2i, 2i+1) of every column, the bf16 pair the dot kernel
+ *           multiplies, with shifts and ands only; a group has an even
+ *           number of quads (rows padded to a multiple of 8);
  *     int8: 64 bytes; byte 16 i + j holds row 4q+i of column j.
  * The stored u: int4 symmetric u = q + 8 (0..15, zero 8), int4 and int8
  * asymmetric u = q (zero = the zero point), int8 symmetric u = q as
  * int8_t (zero 0). Rows past a group's end (its last quad) hold u = 0.
- * A group has quads(g) = ceil(rows(g) / 4) quads, rows(g) = G but for
- * the last; in the rows of A the kernels read (agmm_wq_gemm's scratch),
- * group g starts at g * 4 * gq (gq = ceil(G / 4)), padded with zeros.
+ * A group has quads(g) = ceil(rows(g) / 4) quads (int8) or 2 ceil(rows(g)
+ * / 8) (int4), rows(g) = G but for the last; in the rows of A the kernels
+ * read (agmm_wq_gemm's scratch), group g starts at g * 4 * gq (gq = 2
+ * ceil(G / 8), every format), padded with zeros.
  *
  * What a kernel computes for group g, row r and column j:
  *   acc_g = sum_i a[r][i] * u_i (fp32), then
  *   out += scale_j * (acc_g - zero_j * asum[r][g])   (zero_j = 0: no term)
  * with asum[r][g] the fp32 sum of a[r] over the group's rows: the zero
  * point is taken out of the inner loop (check/wq_ref.h's bound covers it).
+ * A kernel may multiply int4 values as u + AGMM_WQ_U_OFFSET and take
+ * the offset off with the zero term (zero_j + offset): the dot kernel
+ * does, so a nibble becomes its bf16 with an or (bf16(128 + u) is
+ * 0x4300 | u, exact); the bound covers the larger sums.
  */
 #ifndef AGMM_GEMM_WQ_INTERNAL_H
 #define AGMM_GEMM_WQ_INTERNAL_H
@@ -33,17 +43,18 @@
 
 #include "gemm/wq/wq.h"
 
-#define AGMM_WQ_NP      16 /* columns per panel */
-#define AGMM_WQ_RB      4  /* rows a kernel call does at most */
-#define AGMM_WQ_RB_DOT  32 /* rows the bf16 dot kernel's call does at most */
-#define AGMM_WQ_RB_VNNI 8  /* rows the W4A8 kernel's call does at most */
+#define AGMM_WQ_NP       16  /* columns per panel */
+#define AGMM_WQ_RB       4   /* rows a kernel call does at most */
+#define AGMM_WQ_RB_DOT   32  /* rows the bf16 dot kernel's call does at most */
+#define AGMM_WQ_RB_VNNI  8   /* rows the W4A8 kernel's call does at most */
+#define AGMM_WQ_U_OFFSET 128 /* see "What a kernel computes" */
 
 struct agmm_wq {
     int64_t k, n, group; /* group: the effective G (k when 0 was given) */
     int bits, symmetric;
     int has_zero;       /* a zero term (int4, or asymmetric) */
     int64_t ng;         /* groups: ceil(k / group) */
-    int64_t gq;         /* quads of a full group: ceil(group / 4) */
+    int64_t gq;         /* A's quads a group: 2 ceil(group / 8) */
     int64_t panels;     /* ceil(n / 16) */
     size_t quad_bytes;  /* 32 (int4) or 64 (int8) */
     size_t panel_bytes; /* one panel, a multiple of 64 */
@@ -54,7 +65,13 @@ struct agmm_wq {
 static inline int64_t agmm_wq_quads(const struct agmm_wq *w, int64_t g)
 {
     int64_t rows = g + 1 < w->ng ? w->group : w->k - g * w->group;
-    return (rows + 3) / 4;
+    return w->bits == 4 ? (rows + 7) / 8 * 2 : (rows + 3) / 4;
+}
+
+/* int4: the bit of row r (0..7) of an octet in its column's dword. */
+static inline int agmm_wq_nib_shift(int r)
+{
+    return 16 * (r % 2) + 4 * (r / 2);
 }
 
 /* One panel against `rows` (1..AGMM_WQ_RB) rows of A:
