@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/param.h"
 #include "launch.h"
 
 int agmm_launch_env(const agmm_launch_job_t *j, int r, char **env, int max,
@@ -37,12 +38,13 @@ int agmm_launch_env(const agmm_launch_job_t *j, int r, char **env, int max,
     PUT("LOCAL_WORLD_SIZE=%d", j->nranks);
     PUT("MASTER_ADDR=127.0.0.1");
     PUT("MASTER_PORT=%d", j->master_port);
-    if (!getenv("USE_LIBUV")) PUT("USE_LIBUV=0");
+    if (!agmm_param_is_set(AGMM_PARAM_EXT_USE_LIBUV))
+        PUT("%s=0", agmm_param(AGMM_PARAM_EXT_USE_LIBUV)->name);
     if (j->place.bound) {
         char cpus[4200];
         agmm_cpuset_format(&j->place.rank[r].cpus, cpus, sizeof cpus);
         PUT("AGMM_BIND_CPUS=%s", cpus);
-        if (!getenv("OMP_NUM_THREADS"))
+        if (!agmm_param_is_set(AGMM_PARAM_EXT_OMP_NUM_THREADS))
             PUT("OMP_NUM_THREADS=%d",
                 agmm_cpuset_count(&j->place.rank[r].cpus));
     }
