@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/param.h"
 
 enum { FAULT_HANG, FAULT_EXIT, FAULT_KILL, FAULT_ERROR };
 
@@ -63,7 +64,7 @@ static int parse(const char *spec)
 
 __attribute__((constructor)) static void fault_init(void)
 {
-    const char *spec = getenv("AGMM_FAULT");
+    const char *spec = agmm_param_str(AGMM_PARAM_FAULT);
     if (!spec || !*spec) return;
     if (parse(spec) != 0) {
         fprintf(stderr,

@@ -7,6 +7,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "common/param.h"
+
 double agmm_now(void)
 {
     struct timespec ts;
@@ -42,8 +44,7 @@ static int huge_block(size_t bytes)
     static _Atomic int on = -1; /* -1: not read yet */
     int v = atomic_load_explicit(&on, memory_order_relaxed);
     if (v < 0) {
-        const char *e = getenv("AGMM_HUGEPAGES");
-        v = !(e && !strcmp(e, "0"));
+        v = agmm_param_bool(AGMM_PARAM_HUGEPAGES);
         atomic_store_explicit(&on, v, memory_order_relaxed);
     }
     return v && bytes >= AGMM_HUGE_MIN;

@@ -11,6 +11,7 @@
 
 #include "agmm_ext.h"
 #include "common/log.h"
+#include "common/param.h"
 
 /* OpenBLAS's x86 core names (driver/others/dynamic.c's corename[]) whose
  * sgemm has no AVX2: SSE only, or AVX without AVX2 (Sandybridge, and the
@@ -76,7 +77,8 @@ static pthread_once_t advice_once = PTHREAD_ONCE_INIT;
 static void decide(void)
 {
     agmm_blas_advice_for(agmm_blas_kernel(), agmm_cpu_flags(),
-                         getenv("OPENBLAS_CORETYPE"), advice, sizeof advice);
+                         agmm_param_str(AGMM_PARAM_EXT_OPENBLAS_CORETYPE),
+                         advice, sizeof advice);
 }
 
 const char *agmm_blas_advice(void)

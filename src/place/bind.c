@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/param.h"
 #include "place/place.h"
 
 static agmm_cpuset_t g_share;
@@ -99,7 +100,7 @@ void agmm_bind_adopt(const agmm_cpuset_t *cpus)
 
 void agmm_bind_adopt_env(void)
 {
-    const char *s = getenv("AGMM_BIND_CPUS");
+    const char *s = agmm_param_str(AGMM_PARAM_BIND_CPUS);
     if (!s || !*s) return;
     agmm_cpuset_t share, mine;
     char why[160];

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/param.h"
 #include "place/place.h"
 
 #ifdef AGMM_HAVE_HWLOC
@@ -89,11 +90,12 @@ static agmm_status_t load_hwloc(agmm_topo_t *t)
 {
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0)
-        return agmm_error(AGMM_ERR_SYSTEM,
-                          "placement: hwloc could not read the machine%s",
-                          getenv("HWLOC_SYNTHETIC") || getenv("HWLOC_XMLFILE")
-                              ? " (check HWLOC_SYNTHETIC / HWLOC_XMLFILE)"
-                              : "");
+        return agmm_error(
+            AGMM_ERR_SYSTEM, "placement: hwloc could not read the machine%s",
+            agmm_param_is_set(AGMM_PARAM_EXT_HWLOC_SYNTHETIC) ||
+                    agmm_param_is_set(AGMM_PARAM_EXT_HWLOC_XMLFILE)
+                ? " (check HWLOC_SYNTHETIC / HWLOC_XMLFILE)"
+                : "");
     t->described = !hwloc_topology_is_thissystem(topo);
     int nnodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
     hwloc_obj_t pu = NULL;

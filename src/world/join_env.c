@@ -5,26 +5,24 @@
  * (MASTER_ADDR, MASTER_PORT and TORCHELASTIC_RUN_ID when set). A world
  * spanning hosts (LOCAL_WORLD_SIZE != WORLD_SIZE) is refused: joined
  * worlds share memory, so they are one host's. */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "common/param.h"
 #include "transport/shm/segment.h"
 
-/* The integer in variable `var` (lo..hi); AGMM_ERR_INVALID_ARG naming it. */
-static agmm_status_t env_int(const char *var, long lo, long hi, int *out)
+/* The integer in parameter `id` (lo..hi); AGMM_ERR_INVALID_ARG naming it. */
+static agmm_status_t env_int(agmm_param_id_t id, long lo, long hi, int *out)
 {
-    const char *s = getenv(var);
+    const char *var = agmm_param(id)->name, *s = agmm_param_str(id);
     if (!s || !*s)
         return agmm_error(AGMM_ERR_INVALID_ARG, "world_from_env: %s is not set",
                           var);
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < lo || v > hi)
+    long v = 0; /* out of range: LONG_MIN / LONG_MAX, outside lo..hi */
+    if (agmm_param_long(id, &v) != 1 || v < lo || v > hi)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "world_from_env: %s='%.40s' (allowed an integer "
                           "%ld..%ld)",
@@ -33,11 +31,12 @@ static agmm_status_t env_int(const char *var, long lo, long hi, int *out)
     return AGMM_OK;
 }
 
-static const char *env_needed(const char *var)
+static const char *env_needed(agmm_param_id_t id)
 {
-    const char *s = getenv(var);
+    const char *s = agmm_param_str(id);
     if (!s || !*s) {
-        agmm_error(AGMM_ERR_INVALID_ARG, "world_from_env: %s is not set", var);
+        agmm_error(AGMM_ERR_INVALID_ARG, "world_from_env: %s is not set",
+                   agmm_param(id)->name);
         return NULL;
     }
     return s;
@@ -75,19 +74,20 @@ agmm_status_t agmm_world_from_env(double timeout_s, agmm_world_t **out)
         return agmm_error(AGMM_ERR_INVALID_ARG, "world_from_env: out is NULL");
     agmm_join_opts_t o = {0};
     char job[AGMM_SEG_JOB_MAX + 1];
-    if (getenv("AGMM_RANK")) {
-        AGMM_CHECK(env_int("AGMM_WORLD_SIZE", 1, 4096, &o.size));
-        AGMM_CHECK(env_int("AGMM_RANK", 0, o.size - 1, &o.rank));
-        const char *j = env_needed("AGMM_JOB");
+    if (agmm_param_is_set(AGMM_PARAM_RANK)) {
+        AGMM_CHECK(env_int(AGMM_PARAM_WORLD_SIZE, 1, 4096, &o.size));
+        AGMM_CHECK(env_int(AGMM_PARAM_RANK, 0, o.size - 1, &o.rank));
+        const char *j = env_needed(AGMM_PARAM_JOB);
         if (!j) return AGMM_ERR_INVALID_ARG;
         AGMM_CHECK(agmm_seg_check_job(j, "world_from_env: AGMM_JOB"));
         snprintf(job, sizeof job, "%s", j);
-    } else if (getenv("RANK")) {
-        AGMM_CHECK(env_int("WORLD_SIZE", 1, 4096, &o.size));
-        AGMM_CHECK(env_int("RANK", 0, o.size - 1, &o.rank));
+    } else if (agmm_param_is_set(AGMM_PARAM_EXT_RANK)) {
+        AGMM_CHECK(env_int(AGMM_PARAM_EXT_WORLD_SIZE, 1, 4096, &o.size));
+        AGMM_CHECK(env_int(AGMM_PARAM_EXT_RANK, 0, o.size - 1, &o.rank));
         int local = 0;
-        if (getenv("LOCAL_WORLD_SIZE")) {
-            AGMM_CHECK(env_int("LOCAL_WORLD_SIZE", 1, 4096, &local));
+        if (agmm_param_is_set(AGMM_PARAM_EXT_LOCAL_WORLD_SIZE)) {
+            AGMM_CHECK(
+                env_int(AGMM_PARAM_EXT_LOCAL_WORLD_SIZE, 1, 4096, &local));
             if (local != o.size)
                 return agmm_error(AGMM_ERR_UNSUPPORTED,
                                   "world_from_env: LOCAL_WORLD_SIZE=%d but "
@@ -95,13 +95,14 @@ agmm_status_t agmm_world_from_env(double timeout_s, agmm_world_t **out)
                                   "processes of one host",
                                   local, o.size);
         }
-        const char *addr = env_needed("MASTER_ADDR");
+        const char *addr = env_needed(AGMM_PARAM_EXT_MASTER_ADDR);
         if (!addr) return AGMM_ERR_INVALID_ARG;
-        const char *port = env_needed("MASTER_PORT");
+        const char *port = env_needed(AGMM_PARAM_EXT_MASTER_PORT);
         if (!port) return AGMM_ERR_INVALID_ARG;
         int p;
-        AGMM_CHECK(env_int("MASTER_PORT", 1, 65535, &p));
-        torch_job(addr, port, getenv("TORCHELASTIC_RUN_ID"), job);
+        AGMM_CHECK(env_int(AGMM_PARAM_EXT_MASTER_PORT, 1, 65535, &p));
+        torch_job(addr, port,
+                  agmm_param_str(AGMM_PARAM_EXT_TORCHELASTIC_RUN_ID), job);
     } else {
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "world_from_env: AGMM_RANK is not set (set "
@@ -109,11 +110,11 @@ agmm_status_t agmm_world_from_env(double timeout_s, agmm_world_t **out)
                           "WORLD_SIZE, MASTER_ADDR and MASTER_PORT as torchrun "
                           "does)");
     }
-    if (!(timeout_s > 0) && getenv("AGMM_TIMEOUT_S")) {
-        const char *s = getenv("AGMM_TIMEOUT_S");
-        char *end;
-        double t = strtod(s, &end);
-        if (*end || end == s || !(t > 0) || t > 1e6)
+    if (!(timeout_s > 0) && agmm_param_is_set(AGMM_PARAM_TIMEOUT_S)) {
+        const char *s = agmm_param_str(AGMM_PARAM_TIMEOUT_S);
+        double t = 0;
+        if (agmm_param_double(AGMM_PARAM_TIMEOUT_S, &t) != 1 || !(t > 0) ||
+            t > 1e6)
             return agmm_error(AGMM_ERR_INVALID_ARG,
                               "world_from_env: AGMM_TIMEOUT_S='%.40s' (allowed "
                               "seconds, 0 < t <= 1e6)",

@@ -1,15 +1,15 @@
 /* Is this process started by an MPI launcher? Built with or without MPI,
  * so the tool can say "this agmm was built without MPI" under mpirun. */
-#include <stdlib.h>
-
 #include "agmm.h"
+#include "common/param.h"
 
 int agmm_mpi_launcher_detected(void)
 {
     /* OpenMPI (mpirun/orterun), PMI-1/2 (MPICH hydra, Slurm), PMIx. */
-    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                                 "PMIX_RANK", "MPI_LOCALNRANKS"};
+    static const agmm_param_id_t vars[] = {
+        AGMM_PARAM_EXT_OMPI_COMM_WORLD_SIZE, AGMM_PARAM_EXT_PMI_SIZE,
+        AGMM_PARAM_EXT_PMIX_RANK, AGMM_PARAM_EXT_MPI_LOCALNRANKS};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (getenv(vars[i])) return 1;
+        if (agmm_param_is_set(vars[i])) return 1;
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agmm_ext.h" /* agmm_blas_*: the BLAS in reports */
+#include "common/param.h"
 #include "placement.h"
 #include "tool.h"
 
@@ -159,8 +160,8 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
         fprintf(out, ", shared by the %d ranks on this host", sharing);
     fprintf(out, "\n");
     agmm_tool_describe_placement(cli, out);
-    const char *coretype = getenv("OPENBLAS_CORETYPE");
-    const char *l2 = getenv("OPENBLAS_L2_SIZE");
+    const char *coretype = agmm_param_str(AGMM_PARAM_EXT_OPENBLAS_CORETYPE);
+    const char *l2 = agmm_param_str(AGMM_PARAM_EXT_OPENBLAS_L2_SIZE);
     const char *advice = agmm_blas_advice(); /* NULL: the kernel suits */
     int bt = agmm_blas_threads();
     fprintf(out,

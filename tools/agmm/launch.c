@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/param.h"
 #include "placement.h"
 
 static const char usage_text[] =
@@ -212,8 +213,7 @@ int agmm_tool_launch_main(int argc, char **argv)
     }
     /* The threads a rank asks for, if the user said (OMP_NUM_THREADS): a
      * group with fewer physical cores then gets their hardware threads. */
-    const char *omp = getenv("OMP_NUM_THREADS");
-    int threads = omp ? atoi(omp) : 0;
+    int threads = (int)agmm_param_int(AGMM_PARAM_EXT_OMP_NUM_THREADS);
     char why[300];
     if (agmm_place_plan(t, j.nranks, j.bind, threads > 0 ? threads : 0,
                         &j.place, why, sizeof why)) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/param.h"
 #include "launch.h"
 
 int agmm_launch_env(const agmm_launch_job_t *j, int r, char **env, int max,
@@ -28,24 +29,28 @@ int agmm_launch_env(const agmm_launch_job_t *j, int r, char **env, int max,
             }                                                                  \
         }                                                                      \
     } while (0)
-    PUT("AGMM_RANK=%d", r);
-    PUT("AGMM_WORLD_SIZE=%d", j->nranks);
-    PUT("AGMM_JOB=%s", j->job);
-    PUT("RANK=%d", r);
-    PUT("LOCAL_RANK=%d", r);
-    PUT("WORLD_SIZE=%d", j->nranks);
-    PUT("LOCAL_WORLD_SIZE=%d", j->nranks);
-    PUT("MASTER_ADDR=127.0.0.1");
-    PUT("MASTER_PORT=%d", j->master_port);
-    if (!getenv("USE_LIBUV")) PUT("USE_LIBUV=0");
+/* The names of the parameter table's rows (common/param.h). */
+#define NAME(id) agmm_param(AGMM_PARAM_##id)->name
+    PUT("%s=%d", NAME(RANK), r);
+    PUT("%s=%d", NAME(WORLD_SIZE), j->nranks);
+    PUT("%s=%s", NAME(JOB), j->job);
+    PUT("%s=%d", NAME(EXT_RANK), r);
+    PUT("LOCAL_RANK=%d", r); /* torch's alone: agmm never reads it */
+    PUT("%s=%d", NAME(EXT_WORLD_SIZE), j->nranks);
+    PUT("%s=%d", NAME(EXT_LOCAL_WORLD_SIZE), j->nranks);
+    PUT("%s=127.0.0.1", NAME(EXT_MASTER_ADDR));
+    PUT("%s=%d", NAME(EXT_MASTER_PORT), j->master_port);
+    if (!agmm_param_is_set(AGMM_PARAM_EXT_USE_LIBUV))
+        PUT("%s=0", NAME(EXT_USE_LIBUV));
     if (j->place.bound) {
         char cpus[4200];
         agmm_cpuset_format(&j->place.rank[r].cpus, cpus, sizeof cpus);
-        PUT("AGMM_BIND_CPUS=%s", cpus);
-        if (!getenv("OMP_NUM_THREADS"))
-            PUT("OMP_NUM_THREADS=%d",
+        PUT("%s=%s", NAME(BIND_CPUS), cpus);
+        if (!agmm_param_is_set(AGMM_PARAM_EXT_OMP_NUM_THREADS))
+            PUT("%s=%d", NAME(EXT_OMP_NUM_THREADS),
                 agmm_cpuset_count(&j->place.rank[r].cpus));
     }
+#undef NAME
 #undef PUT
     return n;
 }

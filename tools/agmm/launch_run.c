@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/param.h"
 #include "launch.h"
 
 #define GRACE_S          2.0
@@ -162,7 +163,7 @@ int agmm_launch_run(agmm_launch_job_t *j, int nnodes)
     fflush(stdout);
     fflush(stderr);
 
-    if (!getenv("USE_LIBUV"))
+    if (!agmm_param_is_set(AGMM_PARAM_EXT_USE_LIBUV))
         fprintf(stderr, "agmm launch: USE_LIBUV=0 for the ranks "
                         "(torch.distributed's store without libuv; set "
                         "USE_LIBUV to choose)\n");

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/param.h"
+
 /* getopt_long's value for a row: its short letter, else 256 + its index. */
 #define OPT_VAL_BASE 256
 
@@ -320,6 +322,10 @@ static int parse_impl(int argc, char **argv, agmm_cli_t *cli, FILE *out,
     }
     if (!strcmp(c, "--version")) {
         opt_print_version(out);
+        return -1;
+    }
+    if (!strcmp(c, "--help-env")) {
+        agmm_param_print(out);
         return -1;
     }
     agmm_cmd_t cmd;

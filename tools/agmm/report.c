@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "agmm_ext.h" /* agmm_blas_* */
+#include "common/param.h"
 #include "placement.h"
 #include "tool.h" /* agmm_tool_k_part */
 
@@ -86,8 +87,8 @@ void agmm_tool_json_string(const char *s)
 
 void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
 {
-    const char *coretype = getenv("OPENBLAS_CORETYPE");
-    const char *l2 = getenv("OPENBLAS_L2_SIZE");
+    const char *coretype = agmm_param_str(AGMM_PARAM_EXT_OPENBLAS_CORETYPE);
+    const char *l2 = agmm_param_str(AGMM_PARAM_EXT_OPENBLAS_L2_SIZE);
     printf("\"ranks\":%d,\"transport\":\"%s\",\"link\":", cli->ranks,
            transport);
     if (cli->link_gbps > 0)

@@ -43,10 +43,10 @@ void agmm_cli_usage_top(FILE *out)
             "       agmm launch -n P [options] -- PROGRAM ARGS...\n"
             "                              start P ranks of PROGRAM, each on its cores\n"
             "                              (agmm launch --help)\n"
-            "       agmm --help | --version\n"
+            "       agmm --help | --help-env | --version\n"
             "\n"
             "Run 'agmm run --help', 'agmm bench --help' or 'agmm model --help' for the\n"
-            "options.\n"
+            "options, 'agmm --help-env' for the environment variables agmm reads.\n"
             "Exit codes: 0 ok, 1 check failed or a rank failed, 2 bad input.\n",
             AGMM_VERSION_STRING);
 }

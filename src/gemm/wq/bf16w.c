@@ -9,6 +9,7 @@
 
 #include "common/cpu.h"
 #include "common/log.h"
+#include "common/param.h"
 #include "common/util.h"
 #include "gemm/wq/bf16w.h"
 
@@ -46,7 +47,7 @@ static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static void read_env(void)
 {
-    const char *env = getenv("AGMM_BF16W_KERNEL");
+    const char *env = agmm_param_str(AGMM_PARAM_BF16W_KERNEL);
     if (!env || !*env) return;
     for (int k = 0; k < AGMM_BF16W_COUNT; k++)
         if (!strcmp(env, names[k])) {

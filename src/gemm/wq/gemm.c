@@ -15,6 +15,7 @@
 
 #include "common/cpu.h"
 #include "common/log.h"
+#include "common/param.h"
 #include "gemm/convert.h"
 #include "gemm/wq/wq_internal.h"
 
@@ -69,7 +70,7 @@ static void choose(void)
             chosen = (agmm_wq_kernel_t)k;
             break;
         }
-    const char *env = getenv("AGMM_WQ_KERNEL");
+    const char *env = agmm_param_str(AGMM_PARAM_WQ_KERNEL);
     if (!env || !*env) return;
     for (int k = 0; k < AGMM_WQ_KERNEL_COUNT; k++)
         if (strcmp(env, names[k]) == 0) {

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/param.h"
 #include "common/util.h"
 
 enum { ROWS_BF16 = 64, ROWS_F32 = 256, MB = 256 };
@@ -32,7 +33,7 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void read_env(void)
 {
-    const char *e = getenv("AGMM_WQ_PREFILL_ROWS");
+    const char *e = agmm_param_str(AGMM_PARAM_WQ_PREFILL_ROWS);
     if (!e || !*e) return;
     if (strcmp(e, "off") == 0) {
         g_rows = 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/param.h"
 #include "common/util.h"
 #include "gemm/dram.h"
 #include "ops/common/path_probe.h"
@@ -38,14 +39,13 @@ agmm_status_t agmm_path_bf16w_choose(agmm_plan_t *p, const probe_key_t *key,
                                      int ok, double calls)
 {
     const agmm_gemm_engine_t *bw = &agmm_gemm_engine_wq_bf16;
-    const char *env = getenv("AGMM_BF16W_AUTO");
     double mine[2] = {INFINITY, INFINITY};
     double *all = agmm_alloc(sizeof mine * (size_t)p->nranks);
     agmm_status_t st = AGMM_OK;
     if (ok && key->k > 0 && key->rows <= AGMM_BF16W_AUTO_ROWS &&
         !agmm_path_probe_overridden() && /* the tests' measurement: the two
                                             paths only */
-        !(env && !strcmp(env, "0"))) {
+        agmm_param_bool(AGMM_PARAM_BF16W_AUTO)) {
         probe_key_t kb = *key;
         kb.engine = bw->kind;
         probe_result_t rb = {{INFINITY, INFINITY}, {0, 0}, {0, 0}, {"", ""}};

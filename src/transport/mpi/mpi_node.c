@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/param.h"
 #include "transport/mpi/mpi_node.h"
 
 /* Job part of the window segments' names: the pid in the name already makes
@@ -12,15 +13,12 @@
 #define NODE_JOB "mpi"
 
 /* An OpenMPI MCA parameter as mpirun hands it to the ranks (--mca NAME V
- * becomes OMPI_MCA_NAME=V in their environment), or `dflt`. */
-static long mca_param(const char *name, long dflt)
+ * becomes OMPI_MCA_NAME=V in their environment), or its row's default. */
+static long mca_param(agmm_param_id_t id)
 {
-    char var[96];
-    snprintf(var, sizeof var, "OMPI_MCA_%s", name);
-    const char *v = getenv(var);
-    char *end;
-    long x = v ? strtol(v, &end, 10) : dflt;
-    return v && *v && !*end && x >= 0 ? x : dflt;
+    long x;
+    return agmm_param_long(id, &x) == 1 && x >= 0 ? x
+                                                  : agmm_param_default_int(id);
 }
 
 /* Rank 0, when the world spans hosts: mpirun ends a job that lost a host
@@ -31,9 +29,9 @@ static long mca_param(const char *name, long dflt)
 static void check_keepalive(agmm_world_t *w, int hosts)
 {
     if (w->rank != 0 || hosts < 2) return;
-    long t = mca_param("oob_tcp_keepalive_time", 300);
-    long i = mca_param("oob_tcp_keepalive_intvl", 20);
-    long p = mca_param("oob_tcp_keepalive_probes", 9);
+    long t = mca_param(AGMM_PARAM_EXT_OMPI_KEEPALIVE_TIME);
+    long i = mca_param(AGMM_PARAM_EXT_OMPI_KEEPALIVE_INTVL);
+    long p = mca_param(AGMM_PARAM_EXT_OMPI_KEEPALIVE_PROBES);
     double lost = (double)t + (double)i * (double)p;
     if (lost < w->timeout_s) return;
     agmm_warn("%d hosts, and mpirun notices a lost host only after %.0f s "
@@ -53,8 +51,7 @@ static void check_keepalive(agmm_world_t *w, int hosts)
  * through shared memory, relayed as across hosts). */
 static agmm_status_t split_hosts(agmm_world_t *w, MPI_Comm *out)
 {
-    const char *k = getenv("AGMM_TEST_MPI_HOST_SIZE");
-    int per = k ? atoi(k) : 0;
+    int per = (int)agmm_param_int(AGMM_PARAM_TEST_MPI_HOST_SIZE);
     if (per > 0)
         MPI_TRY(MPI_Comm_split(MPI_COMM_WORLD, w->rank / per, w->rank, out),
                 "MPI_Comm_split (test hosts)");
@@ -86,8 +83,7 @@ static agmm_status_t place_ranks(agmm_world_t *w, mpi_node_t *n, int on,
     }
     free(pairs);
     MPI_TRY(rc, "MPI_Allgather (hosts' ranks)");
-    const char *env = getenv("AGMM_MPI_RELAY");
-    int want = !(env && !strcmp(env, "0")) && n->hosts > 1 &&
+    int want = agmm_param_bool(AGMM_PARAM_MPI_RELAY) && n->hosts > 1 &&
                (on || node_size == 1) && node_size <= 64;
     MPI_TRY(
         MPI_Allreduce(&want, &n->relay, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
@@ -110,12 +106,12 @@ agmm_status_t agmm_mpi_node_init(agmm_world_t *w, mpi_state_t *s)
     MPI_TRY(MPI_Allreduce(&leader, &hosts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
             "MPI_Allreduce (hosts)");
     n->hosts = hosts;
-    if (!getenv("AGMM_TEST_MPI_HOST_SIZE")) /* test hosts are one machine */
+    /* test hosts are one machine */
+    if (!agmm_param_is_set(AGMM_PARAM_TEST_MPI_HOST_SIZE))
         check_keepalive(w, hosts);
     /* On only if every rank of the host wants it: a pair that disagreed
      * would put through shared memory into a receive posted over MPI. */
-    const char *env = getenv("AGMM_MPI_SHM");
-    int want = !(env && !strcmp(env, "0")), all = 0;
+    int want = agmm_param_bool(AGMM_PARAM_MPI_SHM), all = 0;
     MPI_TRY(MPI_Allreduce(&want, &all, 1, MPI_INT, MPI_MIN, n->comm),
             "MPI_Allreduce (same-host ranks)");
     int node_rank = n->rank, node_size = n->size, on = n->size > 1 && all;
@@ -302,8 +298,7 @@ void agmm_mpi_node_signal(mpi_state_t *s, const agmm_win_t *sigwin, int dst,
 
 void agmm_mpi_node_report(agmm_world_t *w, mpi_state_t *s)
 {
-    const char *env = getenv("AGMM_MPI_COUNTERS");
-    if (!env || strcmp(env, "1")) return;
+    if (!agmm_param_bool(AGMM_PARAM_MPI_COUNTERS)) return;
     mpi_node_t *n = &s->node;
 #define LD(x)                                                                  \
     (unsigned long long)atomic_load_explicit(&n->x, memory_order_relaxed)

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/param.h"
 #include "common/util.h"
 #include "transport/mpi/mpi.h"
 #include "transport/mpi/mpi_internal.h"
@@ -46,8 +47,7 @@ static agmm_status_t state_init(agmm_world_t *w, mpi_state_t *s)
     pthread_mutex_init(&s->lock, NULL);
     /* Test hook (tests/unit/test_recreate.c): the progress thread sleeps this
      * long before it applies each ack, so acks land late. */
-    const char *delay = getenv("AGMM_TEST_CTL_DELAY_US");
-    s->ctl_delay_us = delay ? atol(delay) : 0;
+    s->ctl_delay_us = agmm_param_int(AGMM_PARAM_TEST_CTL_DELAY_US);
     if (s->ctl_delay_us < 0 || s->ctl_delay_us > 1000000) s->ctl_delay_us = 0;
     MPI_TRY(MPI_Recv_init(s->abort_buf, REASON_MAX, MPI_CHAR, MPI_ANY_SOURCE,
                           TAG_ABORT, s->ctl, &s->active[0]),
