@@ -17,7 +17,7 @@
  *   - estimate = what prepare holds; runs of prepared rows create nothing;
  *   - two ranks' partials (the second accumulated onto the first) against
  *     agmm_reference_rs_int8 within agmm_int8_bound(2, mag);
- *   - all of it again with W as two 7-bit halves (gemm_onednn_s8.c: how
+ *   - all of it again with W as two 7-bit halves (gemm/onednn/s8.c: how
  *     INT8 runs where oneDNN's 8-bit sums saturate), forced;
  *   - refusals, and the rs oracle on hand values (run with or without
  *     oneDNN): test_gemm_int8_refuse.c. */
@@ -29,6 +29,7 @@
 #include "check.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
+#include "gemm/engine_list.h"
 #include "gemm/gemm.h"
 
 /* The cases run with INT8 forced to two 7-bit weight halves. */

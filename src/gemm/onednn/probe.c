@@ -1,4 +1,4 @@
-/* What this oneDNN can do on this CPU (gemm_onednn_pd.h), found once per
+/* What this oneDNN can do on this CPU (cpu.h), found once per
  * process by trying it, never by CPU name or flag:
  *   - bf16 and f16: does a 16 x 64 x 64 matmul get an implementation
  *     other than the reference one (ref:*)? oneDNN 2.6 has bf16 matmuls
@@ -17,15 +17,15 @@
  *     7-bit weights may still be exact (2 * 255 * 64 < 32768: oneDNN's
  *     advice for such cores): the probe tries the split's halves (0..63
  *     and -2..1) too, and where those are exact INT8 runs W as two
- *     halves (SPLIT, gemm_onednn_s8.c); where neither, int8 is refused
+ *     halves (SPLIT, s8.c); where neither, int8 is refused
  *     naming why (agmm_dn_int8_why).
  *   - accumulate: is a sum post-op's result C_old + the plain product bit
  *     for bit on a dense C (fp32; bf16 where native)? Where it is not,
  *     accumulate goes through the engine's own addition (DENSE_ADD,
- *     gemm_onednn_dense.c), as on a strided C, so that gemm-rs's and
+ *     dense.c), as on a strided C, so that gemm-rs's and
  *     gemm-ar's sums keep their fixed order.
  * Each probe runs at one OpenMP thread on the calling thread; the engine
- * is made first (agmm_dn_engine). */
+ * is made first (agmm_dn_engine, cpu.c). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -34,8 +34,7 @@
 #include <string.h>
 
 #include "gemm/engine.h"
-#include "gemm/gemm_onednn.h"
-#include "gemm/gemm_onednn_pd.h"
+#include "gemm/onednn/cpu.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_bf16, g_f16;
