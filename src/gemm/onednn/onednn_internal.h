@@ -2,7 +2,9 @@
  * files give one another, in the order they build on each other (a file
  * calls only the files of the sections above its own, so their calls form
  * no loop):
- *   cpu.c, probe.c  the CPU engine and what it can do (cpu.h);
+ *   compat.c        oneDNN 2.x against 3.x (compat.h);
+ *   cpu.c, probe.c  the CPU engine and what it can do (cpu.h; probe.c
+ *                   calls cpu.c);
  *   pd.c            the matmul primitive descriptors with the GEMM
  *                   attributes (engine.h) mapped onto oneDNN's, the weight
  *                   layout and source;
