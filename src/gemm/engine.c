@@ -105,16 +105,17 @@ agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
                           engine, (long long)s->k, (long long)s->ncols,
                           (long long)s->ldw, (long long)s->lda,
                           (long long)s->ldc, (long long)s->ld_a_scale);
-    if (ss &&
-        (ss->k != s->k || ss->ncols != s->ncols || ss->ldw != s->ldw ||
-         sa->w_dtype != a->w_dtype || sa->a_dtype != a->a_dtype ||
-         !sa->bias != !a->bias || !sa->w_scale != !a->w_scale ||
-         (int8 && !sa->s8_as_u8 != !a->s8_as_u8) || sa->wq_bits != a->wq_bits ||
-         sa->wq_group != a->wq_group || !sa->wq_asym != !a->wq_asym))
+    if (ss && (ss->k != s->k || ss->ncols != s->ncols || ss->ldw != s->ldw ||
+               sa->w_dtype != a->w_dtype || sa->a_dtype != a->a_dtype ||
+               !sa->bias != !a->bias || !sa->w_scale != !a->w_scale ||
+               (int8 && (!sa->s8_as_u8 != !a->s8_as_u8 ||
+                         !sa->s8_split != !a->s8_split)) ||
+               sa->wq_bits != a->wq_bits || sa->wq_group != a->wq_group ||
+               !sa->wq_asym != !a->wq_asym))
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: %s: share: the shared prep's k, ncols, ldw, "
-                          "dtypes, bias, w_scale, s8_as_u8 or quantization "
-                          "differ",
+                          "dtypes, bias, w_scale, s8_as_u8, s8_split or "
+                          "quantization differ",
                           engine);
     return AGMM_OK;
 }

@@ -116,6 +116,11 @@ typedef struct agmm_gemm_attr {
      * 0: the engine's). A prep made with share takes its base's parts. */
     int64_t part_cols;
     int64_t part_buf_rows;
+    /* INT8 on the oneDNN engine as two 7-bit weight halves (the way it
+     * runs on cores without VNNI, onednn/s8.c) even where its 8-bit sums
+     * are exact (nonzero: the tests' way to run that path anywhere), or
+     * only where needed (0). */
+    int s8_split;
 } agmm_gemm_attr_t;
 /* Zero everything, then the two dtypes and c_dtype = FP32. */
 void agmm_gemm_attr_init(agmm_gemm_attr_t *attr, agmm_dtype_t a_dtype,
@@ -222,8 +227,9 @@ typedef struct agmm_gemm_engine {
 /* For engines: the checks every engine makes of shape and attr (dtypes
  * valid, a_dtype FP32 or w_dtype, act valid, positive sizes, strides;
  * INT8 only as a_dtype = w_dtype = INT8 with a_scale and w_scale, C not
- * INT8), and of share against them (INT8: s8_as_u8 too). Logs "gemm: <engine>:
- * ..." once and returns the status; AGMM_OK when fine. */
+ * INT8), and of share against them (INT8: s8_as_u8 and s8_split too).
+ * Logs "gemm: <engine>: ..." once and returns the status; AGMM_OK when
+ * fine. */
 agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
                               const agmm_gemm_attr_t *attr,
                               const agmm_gemm_shape_t *share_shape,
@@ -234,11 +240,5 @@ agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
 uint64_t agmm_gemm_engine_created(void);
 /* For engines: count one creation. Thread-safe. */
 void agmm_gemm_engine_count_creation(void);
-
-/* Tests: INT8 on the oneDNN engine as two 7-bit weight halves (the way
- * it runs on cores without VNNI, onednn/s8.c) even where its 8-bit
- * sums are exact (nonzero), or only where needed (0, the default). Set
- * before the preps it is for are made; a no-op without oneDNN. */
-void agmm_gemm_force_int8_split(int on);
 
 #endif /* AGMM_GEMM_ENGINE_H */

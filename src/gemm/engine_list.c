@@ -24,12 +24,6 @@ static const agmm_gemm_entry_t list[] = {
      NULL},
 };
 
-const agmm_gemm_entry_t *agmm_gemm_engine_list(int *count)
-{
-    *count = (int)(sizeof list / sizeof list[0]);
-    return list;
-}
-
 static int applies(const agmm_gemm_entry_t *e, const agmm_gemm_request_t *r)
 {
     if (r->kind == AGMM_GEMM_ENGINE_AUTO ? !(e->caps & AGMM_GEMM_CAP_AUTO)
@@ -87,10 +81,3 @@ int agmm_gemm_engine_available(agmm_gemm_engine_kind_t kind)
 {
     return agmm_gemm_engine_get(kind) != NULL;
 }
-
-#ifndef AGMM_HAVE_ONEDNN
-void agmm_gemm_force_int8_split(int on)
-{
-    (void)on;
-} /* the oneDNN engine's test hook: nothing to split without it */
-#endif

@@ -45,9 +45,6 @@ typedef struct agmm_gemm_entry {
     int (*cpu_ok)(void);
 } agmm_gemm_entry_t;
 
-/* The list, in order, and its length. */
-const agmm_gemm_entry_t *agmm_gemm_engine_list(int *count);
-
 /* The first entry's engine that applies to r, or NULL: none (not built
  * in, or nothing serves that dtype / weight format). */
 const agmm_gemm_engine_t *agmm_gemm_engine_find(const agmm_gemm_request_t *r);

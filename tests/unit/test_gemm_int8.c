@@ -152,6 +152,7 @@ static void attr_of(const case_t *cs, int u8, agmm_gemm_attr_t *at)
     at->act = cs->relu ? AGMM_GEMM_ACT_RELU : AGMM_GEMM_ACT_NONE;
     at->c_dtype = cs->c_dtype;
     at->s8_as_u8 = u8;
+    at->s8_split = g_split; /* the 7-bit halves forced (engine.h) */
 }
 
 /* m rows through prep into a fresh C; 1 when every element is as
@@ -425,11 +426,9 @@ int main(void)
     /* Again with W as two 7-bit halves (how INT8 runs on a core whose
      * 16-bit pair sums saturate: no VNNI), forced where it is not needed:
      * the same bits. */
-    agmm_gemm_force_int8_split(1);
     g_split = 1;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         test_case(e, &cases[i]);
     test_rs_engine(e);
-    agmm_gemm_force_int8_split(0);
     CHECK_DONE("test_gemm_int8");
 }

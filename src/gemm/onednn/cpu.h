@@ -41,7 +41,7 @@ int agmm_dn_sum_exact(agmm_dtype_t dt);
 /* INT8 on this oneDNN and CPU: NONE (refused: agmm_dn_int8_why says
  * why; "" otherwise), EXACT (its s8 x s8 and u8 x s8 sums are exact),
  * SPLIT (exact only for weights in -64..63: W multiplied as two halves,
- * s8.c). (agmm_gemm_force_int8_split, engine.h, makes EXACT read SPLIT.) */
+ * s8.c; attr.s8_split, engine.h, asks for the halves where EXACT). */
 enum { AGMM_DN_S8_NONE = 0, AGMM_DN_S8_EXACT = 1, AGMM_DN_S8_SPLIT = 2 };
 int agmm_dn_int8_mode(void);
 const char *agmm_dn_int8_why(void);

@@ -87,7 +87,9 @@ agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
     cfg->c_dt = int8 ? dnnl_s32 : dn_dtype(a->c_dtype);
     cfg->lda = int8 ? s->k : s->lda;
     cfg->ldc = int8 ? s->ncols : s->ldc;
-    cfg->s8_split = int8 && agmm_dn_int8_mode() == AGMM_DN_S8_SPLIT;
+    /* attr.s8_split (engine.h) forces the halves where 8 bits are exact */
+    cfg->s8_split =
+        int8 && (agmm_dn_int8_mode() == AGMM_DN_S8_SPLIT || a->s8_split);
     return AGMM_OK;
 }
 

@@ -27,7 +27,6 @@
  * Each probe runs at one OpenMP thread on the calling thread; the engine
  * is made first (agmm_dn_engine, cpu.c). */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +41,6 @@ static pthread_once_t g_sum_once = PTHREAD_ONCE_INIT;
 static int g_sum_exact[2]; /* [fp32, bf16] */
 static pthread_once_t g_s8_once = PTHREAD_ONCE_INIT;
 static int g_s8_mode; /* AGMM_DN_S8_* */
-static _Atomic int g_force_split;
 static char g_s8_why[160];
 
 /* Does a 16 x 64 x 64 matmul of dtype `dt` (C f32) get an implementation
@@ -310,15 +308,7 @@ static void probe_s8(void)
 int agmm_dn_int8_mode(void)
 {
     pthread_once(&g_s8_once, probe_s8);
-    if (g_s8_mode == AGMM_DN_S8_EXACT &&
-        atomic_load_explicit(&g_force_split, memory_order_relaxed))
-        return AGMM_DN_S8_SPLIT;
     return g_s8_mode;
-}
-
-void agmm_gemm_force_int8_split(int on)
-{
-    atomic_store_explicit(&g_force_split, on, memory_order_relaxed);
 }
 
 const char *agmm_dn_int8_why(void)
