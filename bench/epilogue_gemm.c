@@ -29,6 +29,7 @@
 #include "common/util.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
+#include "gemm/engine_list.h"
 #include "gemm/epilogue.h"
 #include "gemm/gemm.h"
 

@@ -8,7 +8,7 @@
  *
  * PARTS=both (oneDNN) times every row count twice, side by side: on a prep
  * made as one range and on one the engine split into column parts
- * (gemm_onednn_cols.c), and prints parts / whole.
+ * (src/gemm/onednn/cols.c), and prints parts / whole.
  *
  * usage: [ENGINE=openblas|onednn] [DTYPE=fp32|bf16|fp16] [PARTS=both] \
  *        agmm_tile_gemm [M K N [ROUNDS [ROWS...]]]
@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
+#include "gemm/engine_list.h"
 #include "gemm/gemm.h"
 
 #define MAXV 16
@@ -107,14 +108,13 @@ int main(int argc, char **argv)
     agmm_gemm_prep_t *prep[2] = {NULL, NULL};
     void *scratch[2] = {NULL, NULL};
     for (int p = 0; p < np; p++) {
-        if (np == 2) agmm_gemm_engine_set_parts(p ? 0 : -1, 0);
+        if (np == 2) attr.part_cols = p ? 0 : -1; /* engine.h */
         if (e->prepare(&shape, &attr, NULL, &prep[p]) != AGMM_OK ||
             e->load(prep[p], &wop) != AGMM_OK)
             return 1;
         size_t sb = e->scratch_bytes(prep[p]);
         scratch[p] = sb ? agmm_alloc(sb) : NULL;
     }
-    agmm_gemm_engine_set_parts(0, 0);
     for (int r = -1; r < rounds; r++) /* round -1 warms up */
         for (int v = 0; v < nv; v++)
             for (int p = 0; p < np; p++) {

@@ -1,8 +1,9 @@
-/* The engine registry: which engines are built, the process-wide count
- * of engine primitives created (the "nothing is created in a round"
- * check of tests/unit/test_gemm_engine.c and agmm_plan_gemm_info), and what
- * every engine shares of the attributes: their names, their initialiser
- * and the checks of shape, attr and share. */
+/* What the engines call back into (engine.h), apart from the list that
+ * chooses them (engine_list.c): the process-wide count of engine
+ * primitives created (the "nothing is created in a round" check of
+ * tests/unit/test_gemm_engine.c and agmm_plan_gemm_info), and what every
+ * engine shares of the attributes: their names, their initialiser and the
+ * checks of shape, attr and share. */
 #include "gemm/engine.h"
 
 #include <stdatomic.h>
@@ -10,9 +11,6 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#ifdef AGMM_HAVE_ONEDNN
-#include "gemm/gemm_onednn.h"
-#endif
 
 /* Bumped by prepare() on the plan owner's thread, read by anyone: its own
  * cache line, relaxed (a count, ordering nothing). */
@@ -28,69 +26,6 @@ void agmm_gemm_engine_count_creation(void)
 uint64_t agmm_gemm_engine_created(void)
 {
     return atomic_load_explicit(&created.n, memory_order_relaxed);
-}
-
-void agmm_gemm_engine_set_parts(int64_t cols, int64_t buf_rows)
-{
-#ifdef AGMM_HAVE_ONEDNN
-    agmm_dn_set_parts(cols, buf_rows);
-#else
-    (void)cols;
-    (void)buf_rows;
-#endif
-}
-
-const agmm_gemm_engine_t *agmm_gemm_engine_get(agmm_gemm_engine_kind_t kind)
-{
-    switch (kind) {
-    case AGMM_GEMM_ENGINE_AUTO:
-#ifdef AGMM_HAVE_ONEDNN
-        return &agmm_gemm_engine_onednn;
-#else
-        return &agmm_gemm_engine_openblas;
-#endif
-    case AGMM_GEMM_ENGINE_ONEDNN:
-#ifdef AGMM_HAVE_ONEDNN
-        return &agmm_gemm_engine_onednn;
-#else
-        return NULL;
-#endif
-    case AGMM_GEMM_ENGINE_OPENBLAS:
-        return &agmm_gemm_engine_openblas;
-    case AGMM_GEMM_ENGINE_WQ:
-        return &agmm_gemm_engine_wq;
-    }
-    return NULL;
-}
-
-const agmm_gemm_engine_t *agmm_gemm_engine_of_desc(const agmm_plan_desc_t *d)
-{
-    if (d->weight_dtype != AGMM_WDTYPE_SAME)
-        return agmm_gemm_engine_get(AGMM_GEMM_ENGINE_WQ);
-    /* bf16w (issue 48): wq with an unquantized (bf16) weight is agmm's
-     * bf16-weight kernel (wq/engine_bf16w.c); desc.c allows bf16 only. */
-    if (d->gemm_engine == AGMM_GEMM_ENGINE_WQ) return &agmm_gemm_engine_wq_bf16;
-    return agmm_gemm_engine_get(d->gemm_engine);
-}
-
-const char *agmm_gemm_engine_name(agmm_gemm_engine_kind_t kind)
-{
-    switch (kind) {
-    case AGMM_GEMM_ENGINE_AUTO:
-        return "auto";
-    case AGMM_GEMM_ENGINE_ONEDNN:
-        return "onednn";
-    case AGMM_GEMM_ENGINE_OPENBLAS:
-        return "openblas";
-    case AGMM_GEMM_ENGINE_WQ:
-        return "wq";
-    }
-    return "invalid";
-}
-
-int agmm_gemm_engine_available(agmm_gemm_engine_kind_t kind)
-{
-    return agmm_gemm_engine_get(kind) != NULL;
 }
 
 const char *agmm_gemm_act_name(agmm_gemm_act_t act)
@@ -170,23 +105,17 @@ agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
                           engine, (long long)s->k, (long long)s->ncols,
                           (long long)s->ldw, (long long)s->lda,
                           (long long)s->ldc, (long long)s->ld_a_scale);
-    if (ss &&
-        (ss->k != s->k || ss->ncols != s->ncols || ss->ldw != s->ldw ||
-         sa->w_dtype != a->w_dtype || sa->a_dtype != a->a_dtype ||
-         !sa->bias != !a->bias || !sa->w_scale != !a->w_scale ||
-         (int8 && !sa->s8_as_u8 != !a->s8_as_u8) || sa->wq_bits != a->wq_bits ||
-         sa->wq_group != a->wq_group || !sa->wq_asym != !a->wq_asym))
+    if (ss && (ss->k != s->k || ss->ncols != s->ncols || ss->ldw != s->ldw ||
+               sa->w_dtype != a->w_dtype || sa->a_dtype != a->a_dtype ||
+               !sa->bias != !a->bias || !sa->w_scale != !a->w_scale ||
+               (int8 && (!sa->s8_as_u8 != !a->s8_as_u8 ||
+                         !sa->s8_split != !a->s8_split)) ||
+               sa->wq_bits != a->wq_bits || sa->wq_group != a->wq_group ||
+               !sa->wq_asym != !a->wq_asym))
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: %s: share: the shared prep's k, ncols, ldw, "
-                          "dtypes, bias, w_scale, s8_as_u8 or quantization "
-                          "differ",
+                          "dtypes, bias, w_scale, s8_as_u8, s8_split or "
+                          "quantization differ",
                           engine);
     return AGMM_OK;
 }
-
-#ifndef AGMM_HAVE_ONEDNN
-void agmm_gemm_force_int8_split(int on)
-{
-    (void)on;
-} /* nothing to split */
-#endif

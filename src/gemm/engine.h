@@ -26,9 +26,13 @@
  *   destroy.
  * Errors are logged once, where they are detected (agmm_error).
  *
- * Engines: gemm_onednn.c + gemm_onednn_pd.c (when built with AGMM_ONEDNN),
+ * Engines, each an entry of the list that chooses them (engine_list.h):
+ * onednn/ (when built with AGMM_ONEDNN; its table is onednn/cols.c),
  * gemm_openblas.c (with epilogue.c for the attributes), wq/engine.c
- * (agmm's int4 / int8 weight kernels, gemm/wq: quantized weights only). The
+ * (agmm's int4 / int8 weight kernels, gemm/wq: quantized weights only) and
+ * wq/engine_bf16w.c (agmm's bf16-weight kernel). What they all call back
+ * into is here and in engine.c: the attributes' initialiser and names, the
+ * checks of shape, attr and share, the count of creations. The
  * test oracles are apart from them: check/gemm_ref.c is plain
  * double-accumulating loops; check/reference.c (agmm_reference, the
  * all-gather-GEMM oracle of `agmm run` and the tests) shares one thing with the
@@ -105,6 +109,18 @@ typedef struct agmm_gemm_attr {
     int wq_bits;
     int64_t wq_group;
     int wq_asym;
+    /* Options of the oneDNN engine (other engines ignore them): its column
+     * parts (onednn/cols.c): parts of part_cols columns whenever a range
+     * is wider (> 0), the engine's own choice (0, what agmm_gemm_attr_init
+     * sets), or never (< 0), through a buffer of part_buf_rows rows (> 0;
+     * 0: the engine's). A prep made with share takes its base's parts. */
+    int64_t part_cols;
+    int64_t part_buf_rows;
+    /* INT8 on the oneDNN engine as two 7-bit weight halves (the way it
+     * runs on cores without VNNI, onednn/s8.c) even where its 8-bit sums
+     * are exact (nonzero: the tests' way to run that path anywhere), or
+     * only where needed (0). */
+    int s8_split;
 } agmm_gemm_attr_t;
 /* Zero everything, then the two dtypes and c_dtype = FP32. */
 void agmm_gemm_attr_init(agmm_gemm_attr_t *attr, agmm_dtype_t a_dtype,
@@ -165,7 +181,7 @@ typedef struct agmm_gemm_engine {
      * the accumulate / c_dtype passes need. Both count the fp32 bias and
      * w_scale copies (ncols*4 each) as weight bytes; oneDNN's INT8 also
      * the u8s8 compensation (ncols*4) and, per worker, the int32 sums and
-     * the A pass (gemm_onednn_s8.c). share != 0: no weight
+     * the A pass (onednn/s8.c). share != 0: no weight
      * bytes (see prepare). Refuses what prepare refuses. */
     agmm_status_t (*estimate)(const agmm_gemm_shape_t *shape,
                               const agmm_gemm_attr_t *attr, int share,
@@ -211,47 +227,18 @@ typedef struct agmm_gemm_engine {
 /* For engines: the checks every engine makes of shape and attr (dtypes
  * valid, a_dtype FP32 or w_dtype, act valid, positive sizes, strides;
  * INT8 only as a_dtype = w_dtype = INT8 with a_scale and w_scale, C not
- * INT8), and of share against them (INT8: s8_as_u8 too). Logs "gemm: <engine>:
- * ..." once and returns the status; AGMM_OK when fine. */
+ * INT8), and of share against them (INT8: s8_as_u8 and s8_split too).
+ * Logs "gemm: <engine>: ..." once and returns the status; AGMM_OK when
+ * fine. */
 agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
                               const agmm_gemm_attr_t *attr,
                               const agmm_gemm_shape_t *share_shape,
                               const agmm_gemm_attr_t *share_attr);
-
-/* The engine of `kind` (AUTO: oneDNN when built, else OpenBLAS), or NULL
- * when it is not built in. */
-const agmm_gemm_engine_t *agmm_gemm_engine_get(agmm_gemm_engine_kind_t kind);
-
-/* The engine a plan description runs: WQ for a quantized weight
- * (desc.weight_dtype != SAME), wq_bf16 for gemm_engine WQ with an
- * unquantized weight, else desc.gemm_engine's (NULL: not built). */
-const agmm_gemm_engine_t *agmm_gemm_engine_of_desc(const agmm_plan_desc_t *d);
 
 /* Primitives (or other engine objects costing a creation) made so far in
  * this process, over every engine: constant while rounds run. */
 uint64_t agmm_gemm_engine_created(void);
 /* For engines: count one creation. Thread-safe. */
 void agmm_gemm_engine_count_creation(void);
-
-/* Test hook for the oneDNN engine's column parts (gemm_onednn_cols.c):
- * parts of `cols` columns whenever a range is wider (> 0), the engine's
- * own choice (0, the default), or never (< 0); through a buffer of
- * buf_rows rows (> 0; 0: the engine's). Set before preparing; a prep keeps
- * what it was made with. Nothing without oneDNN. */
-void agmm_gemm_engine_set_parts(int64_t cols, int64_t buf_rows);
-
-/* Tests: INT8 on the oneDNN engine as two 7-bit weight halves (the way
- * it runs on cores without VNNI, gemm_onednn_s8.c) even where its 8-bit
- * sums are exact (nonzero), or only where needed (0, the default). Set
- * before the preps it is for are made; a no-op without oneDNN. */
-void agmm_gemm_force_int8_split(int on);
-
-extern const agmm_gemm_engine_t agmm_gemm_engine_openblas;
-extern const agmm_gemm_engine_t agmm_gemm_engine_wq;
-/* The wq engine for an unquantized bf16 weight (wq/engine_bf16w.c). */
-extern const agmm_gemm_engine_t agmm_gemm_engine_wq_bf16;
-#ifdef AGMM_HAVE_ONEDNN
-extern const agmm_gemm_engine_t agmm_gemm_engine_onednn;
-#endif
 
 #endif /* AGMM_GEMM_ENGINE_H */

@@ -1,7 +1,8 @@
 /* The GEMM attributes' epilogue as a pass over a finished tile, for
- * engines that cannot fuse it: fp32 sums (gemm_openblas.c) and exact
- * int32 ones (INT8, gemm_onednn_s8.c): the formula of agmm_gemm_attr_t
- * (engine.h) after the product, in one order for both. */
+ * engines that cannot fuse it: fp32 sums (gemm_openblas.c, wq/engine.c,
+ * wq/engine_bf16w.c, through agmm_gemm_epilogue_run) and exact int32 ones
+ * (INT8, onednn/s8.c): the formula of agmm_gemm_attr_t (engine.h) after
+ * the product, in one order for both. */
 #ifndef AGMM_GEMM_EPILOGUE_H
 #define AGMM_GEMM_EPILOGUE_H
 
@@ -59,5 +60,30 @@ void agmm_gemm_epilogue_glu(const agmm_gemm_attr_t *attr, int64_t m,
                             int64_t ncols, const float *acc, int64_t ldacc,
                             const float *bias_gate, const float *bias_up,
                             void *c, int64_t ldc);
+
+/* An engine's plain product (fp32 sums, no attribute) of rows r0 ..
+ * r0 + m - 1 of its call into out (row stride ldo). */
+typedef agmm_status_t (*agmm_gemm_product_fn)(void *ctx, int64_t r0, int64_t m,
+                                              float *out, int64_t ldo);
+
+/* Does a call of attr put its product through a scratch buffer (an
+ * accumulate, whose C_old must survive the product; a bf16 / fp16 C)
+ * rather than into C? */
+int agmm_gemm_epilogue_via_scratch(const agmm_gemm_attr_t *attr);
+
+/* A call of m rows (epilogue_run.c) for an engine whose kernel computes
+ * the plain product (OpenBLAS, wq's quantized and bf16-weight kernels):
+ * without via_scratch, fn writes C (fp32) and the pass runs in place when
+ * there is anything to do (a scale, bias or act); with it, fn writes buf
+ * (chunk x ncols fp32, the worker's scratch) chunk rows at a time and the
+ * pass takes each chunk into C, adding C_old once to the finished
+ * product. a_scale: row i's at a_scale[i * ld_a_scale] (ld_a_scale 0 or
+ * 1: contiguous), or NULL; w_scale, bias: [ncols] or NULL. */
+agmm_status_t agmm_gemm_epilogue_run(const agmm_gemm_attr_t *attr, int64_t m,
+                                     int64_t ncols, agmm_gemm_product_fn fn,
+                                     void *ctx, float *buf, int64_t chunk,
+                                     const float *a_scale, int64_t ld_a_scale,
+                                     const float *w_scale, const float *bias,
+                                     void *c, int64_t ldc);
 
 #endif /* AGMM_GEMM_EPILOGUE_H */

@@ -11,11 +11,13 @@
  * coalesces).
  *
  * Attributes (engine.h): sgemm computes the plain product; every
- * attribute is the pass of epilogue.c over it. With fp32 C and no
- * accumulate that pass runs in place on C; with accumulate or a bf16/fp16
- * C the product goes to the worker's scratch (CHUNK rows at a time) and
- * the pass adds / converts it into C, so C_old is added once to the
- * finished sum (sgemm's beta = 1 would add it before the later K panels). */
+ * attribute is the pass of epilogue.c over it, run by
+ * agmm_gemm_epilogue_run (epilogue_run.c, as for the wq engines). With fp32 C
+ * and no accumulate that pass runs in place on C; with accumulate or a
+ * bf16/fp16 C the product goes to the worker's scratch (CHUNK rows at a time)
+ * and the pass adds / converts it into C, so C_old is added once to the
+ * finished sum (sgemm's beta = 1 would add it panel by panel, inside the
+ * k sum). */
 #include <cblas.h>
 #include <stdio.h>
 #include <string.h>
@@ -131,14 +133,6 @@ static const char *ob_why_not_native(agmm_dtype_t dt)
                                    : "OpenBLAS multiplies fp32 only";
 }
 
-/* The product goes through the scratch when C_old must survive it
- * (accumulate: sgemm's beta would add C_old panel by panel, inside the k
- * sum) or C is not fp32. */
-static int via_scratch(const agmm_gemm_attr_t *a)
-{
-    return a->accumulate || a->c_dtype != AGMM_DTYPE_FP32;
-}
-
 /* The checks and sizes prepare and estimate share. */
 static agmm_status_t ob_sizes(const agmm_gemm_shape_t *s,
                               const agmm_gemm_attr_t *a,
@@ -169,7 +163,7 @@ static agmm_status_t ob_sizes(const agmm_gemm_shape_t *s,
     *wbytes = shared ? 0
                      : (uint64_t)s->k * vec + (a->bias ? vec : 0) +
                            (a->w_scale ? vec : 0);
-    *sbytes = via_scratch(a) ? (uint64_t)*chunk * vec : 0;
+    *sbytes = agmm_gemm_epilogue_via_scratch(a) ? (uint64_t)*chunk * vec : 0;
     return AGMM_OK;
 }
 
@@ -268,6 +262,22 @@ static agmm_status_t ob_load_bias(agmm_gemm_prep_t *p, const float *bias)
     return AGMM_OK;
 }
 
+/* The plain product of rows r0.. of a call (agmm_gemm_product_fn). */
+typedef struct {
+    const agmm_gemm_prep_t *p;
+    const float *a;
+} ob_call_t;
+
+static agmm_status_t ob_product(void *ctx, int64_t r0, int64_t m, float *out,
+                                int64_t ldo)
+{
+    const ob_call_t *x = ctx;
+    const agmm_gemm_shape_t *s = &x->p->shape;
+    agmm_gemm_f32(m, s->ncols, s->k, x->a + r0 * s->lda, s->lda, x->p->w,
+                  s->ncols, out, ldo);
+    return AGMM_OK;
+}
+
 static agmm_status_t ob_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
                             const float *a_scale, void *c, void *scratch)
 {
@@ -277,26 +287,11 @@ static agmm_status_t ob_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
     if (at->a_scale && !a_scale)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: openblas: run: a_scale is NULL");
-    const float *as = at->a_scale ? a_scale : NULL;
-    int64_t lds = s->ld_a_scale > 1 ? s->ld_a_scale : 1;
-    if (!via_scratch(at)) { /* into C, then the pass in place if any */
-        agmm_gemm_f32(m, s->ncols, s->k, a, s->lda, p->w, s->ncols, c, s->ldc);
-        if (as || p->w_scale || p->bias || at->act != AGMM_GEMM_ACT_NONE)
-            agmm_gemm_epilogue(at, m, s->ncols, c, s->ldc, as, s->ld_a_scale,
-                               p->w_scale, p->bias, c, s->ldc);
-        return AGMM_OK;
-    }
-    size_t ces = agmm_dtype_size(at->c_dtype);
-    for (int64_t r0 = 0; r0 < m; r0 += p->chunk) {
-        int64_t mc = AGMM_MIN(p->chunk, m - r0);
-        agmm_gemm_f32(mc, s->ncols, s->k, (const float *)a + r0 * s->lda,
-                      s->lda, p->w, s->ncols, scratch, s->ncols);
-        agmm_gemm_epilogue(
-            at, mc, s->ncols, scratch, s->ncols, as ? as + r0 * lds : NULL,
-            s->ld_a_scale, p->w_scale, p->bias,
-            (unsigned char *)c + (size_t)(r0 * s->ldc) * ces, s->ldc);
-    }
-    return AGMM_OK;
+    ob_call_t x = {p, a};
+    return agmm_gemm_epilogue_run(at, m, s->ncols, ob_product, &x, scratch,
+                                  p->chunk, at->a_scale ? a_scale : NULL,
+                                  s->ld_a_scale, p->w_scale, p->bias, c,
+                                  s->ldc);
 }
 
 static size_t ob_scratch_bytes(const agmm_gemm_prep_t *p)

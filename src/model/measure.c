@@ -34,6 +34,7 @@
 #include "common/util.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
+#include "gemm/engine_list.h"
 #include "model/measure.h"
 
 /* THIN_COLS: the columns large calls are timed over (as the path choice's

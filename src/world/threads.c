@@ -12,7 +12,7 @@
  *     started by agmm launch also takes its share of cores from
  *     AGMM_BIND_CPUS then (place/bind.c), for its workers;
  *   - oneDNN needs nothing here: the engine sets OpenMP to one thread
- *     around each call (gemm/gemm_onednn.c). */
+ *     around each call (gemm/onednn/prep.c). */
 #include "world/world.h"
 
 #include "gemm/gemm.h"

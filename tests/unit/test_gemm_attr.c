@@ -24,6 +24,7 @@
 #include "check.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
+#include "gemm/engine_list.h"
 #include "gemm/gemm.h"
 
 enum { MMAX = 40, NVAL = 8 };
@@ -216,10 +217,20 @@ static int check_run(const data_t *d, const case_t *cs,
     return !bad;
 }
 
+/* The oneDNN engine's column parts for every attr made here (engine.h:
+ * part_cols, part_buf_rows; 0: the engine's own). */
+static int64_t g_part_cols, g_part_rows;
+
+static void attr_init(agmm_gemm_attr_t *at, agmm_dtype_t a, agmm_dtype_t w)
+{
+    agmm_gemm_attr_init(at, a, w);
+    at->part_cols = g_part_cols;
+    at->part_buf_rows = g_part_rows;
+}
+
 static void fill_attr(agmm_gemm_attr_t *at, const data_t *d, const case_t *cs)
 {
-    agmm_gemm_attr_init(
-        at, cs->a32 ? AGMM_DTYPE_FP32 : d->e->input_dtype(d->dt), d->dt);
+    attr_init(at, cs->a32 ? AGMM_DTYPE_FP32 : d->e->input_dtype(d->dt), d->dt);
     at->accumulate = cs->accumulate;
     at->bias = cs->bias;
     at->a_scale = cs->a_scale;
@@ -289,7 +300,7 @@ static void test_accumulate_bits(const agmm_gemm_engine_t *e, agmm_dtype_t dt,
     static const int64_t rows[] = {M};
     data_t d = {.e = e, .dt = dt, .s = {K, NC, NC, K, LDC}};
     agmm_gemm_attr_t plain, acc;
-    agmm_gemm_attr_init(&plain, e->input_dtype(dt), dt);
+    attr_init(&plain, e->input_dtype(dt), dt);
     acc = plain;
     acc.accumulate = 1;
     agmm_gemm_shape_t shape = {K, NC, NC, K, LDC, rows, 1, 0};
@@ -366,10 +377,10 @@ static void test_refusals(const agmm_gemm_engine_t *e)
     agmm_gemm_prep_t *prep = NULL;
     const char *name;
     if (e->kind == AGMM_GEMM_ENGINE_OPENBLAS) {
-        agmm_gemm_attr_init(&at, AGMM_DTYPE_BF16, AGMM_DTYPE_BF16);
+        attr_init(&at, AGMM_DTYPE_BF16, AGMM_DTYPE_BF16);
         name = "a_dtype bf16";
     } else {
-        agmm_gemm_attr_init(&at, AGMM_DTYPE_FP32, AGMM_DTYPE_FP32);
+        attr_init(&at, AGMM_DTYPE_FP32, AGMM_DTYPE_FP32);
         at.a_scale = 1;
         name = "a_scale";
     }
@@ -392,7 +403,7 @@ static void test_load_bias(const agmm_gemm_engine_t *e, agmm_dtype_t dt)
     enum { K = 8, NC = 12 };
     agmm_gemm_shape_t shape = {K, NC, NC, K, NC, rows, 1, 0};
     agmm_gemm_attr_t at;
-    agmm_gemm_attr_init(&at, dt, dt);
+    attr_init(&at, dt, dt);
     at.bias = 1;
     int int8 = dt == AGMM_DTYPE_INT8;
     at.a_scale = at.w_scale = int8;
@@ -455,9 +466,12 @@ int main(void)
               !strcmp(agmm_gemm_act_name(AGMM_GEMM_ACT_SILU), "silu"),
           "act names");
     /* ki 2: oneDNN again, every range in parts of 40 columns (the last
-     * shorter) through a buffer of 16 rows (gemm_onednn_cols.c). */
+     * shorter) through a buffer of 16 rows (gemm/onednn/cols.c). */
     for (int ki = 0; ki < 3; ki++) {
-        if (ki == 2) agmm_gemm_engine_set_parts(40, 16);
+        if (ki == 2) {
+            g_part_cols = 40;
+            g_part_rows = 16;
+        }
         const agmm_gemm_engine_t *e =
             agmm_gemm_engine_get(kinds[ki % 2 + ki / 2]);
         if (!e) {
@@ -485,6 +499,5 @@ int main(void)
             }
         }
     }
-    agmm_gemm_engine_set_parts(0, 0);
     CHECK_DONE("test_gemm_attr");
 }

@@ -21,6 +21,7 @@
 #include "check/gemm_ref.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
+#include "gemm/engine_list.h"
 #include "gemm/gemm.h"
 
 enum { K = 67, N = 150, LDA = K + 3, TILE = 32, ROW_OFF = 5 };

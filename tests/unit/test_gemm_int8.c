@@ -17,7 +17,7 @@
  *   - estimate = what prepare holds; runs of prepared rows create nothing;
  *   - two ranks' partials (the second accumulated onto the first) against
  *     agmm_reference_rs_int8 within agmm_int8_bound(2, mag);
- *   - all of it again with W as two 7-bit halves (gemm_onednn_s8.c: how
+ *   - all of it again with W as two 7-bit halves (gemm/onednn/s8.c: how
  *     INT8 runs where oneDNN's 8-bit sums saturate), forced;
  *   - refusals, and the rs oracle on hand values (run with or without
  *     oneDNN): test_gemm_int8_refuse.c. */
@@ -29,6 +29,7 @@
 #include "check.h"
 #include "gemm/convert.h"
 #include "gemm/engine.h"
+#include "gemm/engine_list.h"
 #include "gemm/gemm.h"
 
 /* The cases run with INT8 forced to two 7-bit weight halves. */
@@ -151,6 +152,7 @@ static void attr_of(const case_t *cs, int u8, agmm_gemm_attr_t *at)
     at->act = cs->relu ? AGMM_GEMM_ACT_RELU : AGMM_GEMM_ACT_NONE;
     at->c_dtype = cs->c_dtype;
     at->s8_as_u8 = u8;
+    at->s8_split = g_split; /* the 7-bit halves forced (engine.h) */
 }
 
 /* m rows through prep into a fresh C; 1 when every element is as
@@ -424,11 +426,9 @@ int main(void)
     /* Again with W as two 7-bit halves (how INT8 runs on a core whose
      * 16-bit pair sums saturate: no VNNI), forced where it is not needed:
      * the same bits. */
-    agmm_gemm_force_int8_split(1);
     g_split = 1;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         test_case(e, &cases[i]);
     test_rs_engine(e);
-    agmm_gemm_force_int8_split(0);
     CHECK_DONE("test_gemm_int8");
 }

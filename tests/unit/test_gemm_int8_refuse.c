@@ -12,6 +12,7 @@
 #include "agmm_ext.h"
 #include "check.h"
 #include "gemm/engine.h"
+#include "gemm/engine_list.h"
 #include "gemm/gemm.h"
 
 /* The checks every engine makes, and OpenBLAS's refusal: run always. */

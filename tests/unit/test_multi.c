@@ -183,7 +183,7 @@ static int rank_main(agmm_world_t *w, void *arg)
 
 /* oneDNN: 150 different row counts on one plan, every result right, and
  * the primitives made for them bounded (64 on demand, then powers of two:
- * at most 96 per prepared weight, gemm_onednn.c). */
+ * at most 96 per prepared weight, gemm/onednn/prep.c). */
 static int bounded_main(agmm_world_t *w, void *arg)
 {
     (void)arg;

@@ -176,7 +176,7 @@ void agmm_tool_describe(const agmm_cli_t *cli, agmm_world_t *world,
     if (agmm_plan_gemm_info(plan, &g) == AGMM_OK) {
         /* agmm's pass runs the epilogue where it says pass or mixed, and
          * on the OpenBLAS engine's calls; int8's int32 sums always go
-         * through it (scales, compensation: gemm_onednn_s8.c), epilogue
+         * through it (scales, compensation: gemm/onednn/s8.c), epilogue
          * or not. There its loops are named. */
         int epi = strcmp(g.epilogue, "none") != 0;
         int own = !strcmp(g.epilogue, "pass") || !strcmp(g.epilogue, "mixed") ||

@@ -1,7 +1,8 @@
 /* The weight-quantized engine (engine.h): agmm's own int4 / int8 weight
  * kernels (gemm/wq/wq.h, W4A16 / W8A16) behind the engine table, the
  * engine of every plan with a quantized weight (agmm_plan_desc_t
- * .weight_dtype: agmm_gemm_engine_of_desc picks it).
+ * .weight_dtype: agmm_gemm_engine_of_desc picks its entry of
+ * gemm/engine_list.c, the one with quantized weights).
  *
  * Its prepared weight is the packed weight (wq_internal.h) of its own
  * column range: prepare allocates it (agmm_wq_alloc: the geometry is
@@ -20,7 +21,8 @@
  * A call: agmm_wq_gemm over the range's columns (fp32 / bf16 / fp16 A
  * read natively: input_dtype is the user's dtype; int8 A is refused, the
  * W8A8 path being another), then, for the attributes the kernels lack,
- * the pass of epilogue.c, as the OpenBLAS engine does: with fp32 C and no
+ * the pass of epilogue.c, as the OpenBLAS engine does
+ * (agmm_gemm_epilogue_run, epilogue_run.c): with fp32 C and no
  * accumulate in place on C; with accumulate or a bf16 / fp16 C the
  * product goes to the worker's scratch (CHUNK rows at a time) and the
  * pass adds (C_old once, to the finished product) and converts into C.
@@ -86,11 +88,6 @@ static const char *wq_why_not_native(agmm_dtype_t dt)
                                  : NULL;
 }
 
-static int via_scratch(const agmm_gemm_attr_t *a)
-{
-    return a->accumulate || a->c_dtype != AGMM_DTYPE_FP32;
-}
-
 /* The checks and sizes prepare and estimate share. */
 static agmm_status_t wq_sizes(const agmm_gemm_shape_t *s,
                               const agmm_gemm_attr_t *a,
@@ -131,7 +128,8 @@ static agmm_status_t wq_sizes(const agmm_gemm_shape_t *s,
     *kbytes = agmm_wq_scratch_bytes(s->k, a->wq_group, *krows);
     uint64_t vec = (uint64_t)s->ncols * sizeof(float);
     *wbytes = shared ? 0 : (uint64_t)packed + (a->bias ? vec : 0);
-    *sbytes = *kbytes + (via_scratch(a) ? (uint64_t)*chunk * vec : 0);
+    *sbytes = *kbytes +
+              (agmm_gemm_epilogue_via_scratch(a) ? (uint64_t)*chunk * vec : 0);
     AGMM_CHECK(agmm_wq_pf_make(s, a, pf, lib));
     if (pf->bytes > *sbytes) *sbytes = pf->bytes;
     return AGMM_OK;
@@ -283,37 +281,38 @@ static agmm_status_t wq_load_bias(agmm_gemm_prep_t *p, const float *bias)
     return AGMM_OK;
 }
 
-/* agmm's own kernels for m rows. */
+/* agmm's own kernels' product of rows r0.. of a call
+ * (agmm_gemm_product_fn); their scratch first in the worker's. */
+typedef struct {
+    const agmm_gemm_prep_t *p;
+    const void *a;
+    void *scratch;
+} wq_call_t;
+
+static agmm_status_t wq_product(void *ctx, int64_t r0, int64_t m, float *out,
+                                int64_t ldo)
+{
+    const wq_call_t *x = ctx;
+    const agmm_gemm_prep_t *p = x->p;
+    const agmm_gemm_shape_t *s = &p->shape;
+    size_t aes = agmm_dtype_size(p->attr.a_dtype);
+    return agmm_wq_gemm_scratch_with(
+        p->kind, p->w, m,
+        (const unsigned char *)x->a + (size_t)(r0 * s->lda) * aes,
+        p->attr.a_dtype, s->lda, out, AGMM_DTYPE_FP32, ldo, 0, s->ncols,
+        x->scratch, p->krows);
+}
+
+/* agmm's own kernels for m rows, the product through the scratch after
+ * the kernels' own (agmm_gemm_epilogue_run). */
 static agmm_status_t run_kernels(agmm_gemm_prep_t *p, int64_t m, const void *a,
                                  void *c, void *scratch)
 {
-    const agmm_gemm_shape_t *s = &p->shape;
-    const agmm_gemm_attr_t *at = &p->attr;
-    if (m <= 0) return AGMM_OK;
-    if (!via_scratch(at)) { /* into C, then the pass in place if any */
-        AGMM_CHECK(agmm_wq_gemm_scratch_with(p->kind, p->w, m, a, at->a_dtype,
-                                             s->lda, c, AGMM_DTYPE_FP32, s->ldc,
-                                             0, s->ncols, scratch, p->krows));
-        if (p->bias || at->act != AGMM_GEMM_ACT_NONE)
-            agmm_gemm_epilogue(at, m, s->ncols, c, s->ldc, NULL, 0, NULL,
-                               p->bias, c, s->ldc);
-        return AGMM_OK;
-    }
-    size_t aes = agmm_dtype_size(at->a_dtype);
-    size_t ces = agmm_dtype_size(at->c_dtype);
+    wq_call_t x = {p, a, scratch};
     float *prod = (float *)(void *)((unsigned char *)scratch + p->kscratch);
-    for (int64_t r0 = 0; r0 < m; r0 += p->chunk) {
-        int64_t mc = AGMM_MIN(p->chunk, m - r0);
-        AGMM_CHECK(agmm_wq_gemm_scratch_with(
-            p->kind, p->w, mc,
-            (const unsigned char *)a + (size_t)(r0 * s->lda) * aes, at->a_dtype,
-            s->lda, prod, AGMM_DTYPE_FP32, s->ncols, 0, s->ncols, scratch,
-            p->krows));
-        agmm_gemm_epilogue(
-            at, mc, s->ncols, prod, s->ncols, NULL, 0, NULL, p->bias,
-            (unsigned char *)c + (size_t)(r0 * s->ldc) * ces, s->ldc);
-    }
-    return AGMM_OK;
+    return agmm_gemm_epilogue_run(&p->attr, m, p->shape.ncols, wq_product, &x,
+                                  prod, p->chunk, NULL, 0, NULL, p->bias, c,
+                                  p->shape.ldc);
 }
 
 /* The prefill path (prefill_rule.h): each block of nb columns dequantized

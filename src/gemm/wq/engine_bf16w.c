@@ -1,7 +1,8 @@
 /* The wq engine for a weight that is not quantized (bf16): agmm's own
  * bf16-weight decode kernel (gemm/wq/bf16w.h) behind the engine table.
  * agmm_gemm_engine_of_desc picks it for a plan of dtype bf16 whose
- * desc.gemm_engine is WQ and weight_dtype SAME (gemm/engine.c); it
+ * desc.gemm_engine is WQ and weight_dtype SAME (its entry in
+ * gemm/engine_list.c: kind WQ, plain weights, bf16 only); it
  * reports itself as the "wq" engine, implementation "wq:bf16 <kernel>".
  *
  * Its prepared weight is the packed bf16 weight (bf16w.h) of its column
@@ -13,9 +14,10 @@
  * A call: agmm_bf16w_gemm (A bf16 on the native path: VDPBF16PS where the
  * CPU has it; A fp32 on the f32 path: the FMA kernel, W widened exactly),
  * then the attributes the kernel lacks in the pass of epilogue.c, as the
- * quantized wq engine does: into C with fp32 C and no accumulate, else
- * into the worker's scratch (CHUNK rows at a time) and converted / added
- * into C. int8 and the a_scale / w_scale attributes are refused.
+ * quantized wq engine does (agmm_gemm_epilogue_run, epilogue_run.c): into C
+ * with fp32 C and no accumulate, else into the worker's scratch (CHUNK rows at
+ * a time) and converted / added into C. int8 and the a_scale / w_scale
+ * attributes are refused.
  *
  * cheap_tile_calls = 0: a call streams its range's whole weight whatever
  * its rows (32 rows a pass), so the fused schedule coalesces tiles. */
@@ -61,11 +63,6 @@ static const char *bw_why_not_native(agmm_dtype_t dt)
                                    "multiplies bf16 weights only";
 }
 
-static int via_scratch(const agmm_gemm_attr_t *a)
-{
-    return a->accumulate || a->c_dtype != AGMM_DTYPE_FP32;
-}
-
 static agmm_status_t bw_sizes(const agmm_gemm_shape_t *s,
                               const agmm_gemm_attr_t *a,
                               const agmm_gemm_prep_t *share, int shared,
@@ -93,7 +90,7 @@ static agmm_status_t bw_sizes(const agmm_gemm_shape_t *s,
     *wbytes = shared ? 0
                      : (uint64_t)agmm_bf16w_packed_bytes(s->k, s->ncols) +
                            (a->bias ? vec : 0);
-    *sbytes = via_scratch(a) ? (uint64_t)*chunk * vec : 0;
+    *sbytes = agmm_gemm_epilogue_via_scratch(a) ? (uint64_t)*chunk * vec : 0;
     return AGMM_OK;
 }
 
@@ -183,35 +180,32 @@ static agmm_status_t bw_load_bias(agmm_gemm_prep_t *p, const float *bias)
     return AGMM_OK;
 }
 
+/* The kernel's product of rows r0.. of a call (agmm_gemm_product_fn). */
+typedef struct {
+    const agmm_gemm_prep_t *p;
+    const void *a;
+} bw_call_t;
+
+static agmm_status_t bw_product(void *ctx, int64_t r0, int64_t m, float *out,
+                                int64_t ldo)
+{
+    const bw_call_t *x = ctx;
+    const agmm_gemm_prep_t *p = x->p;
+    size_t aes = agmm_dtype_size(p->attr.a_dtype);
+    return agmm_bf16w_gemm_with(p->kind, p->w, m,
+                                (const unsigned char *)x->a +
+                                    (size_t)(r0 * p->shape.lda) * aes,
+                                p->attr.a_dtype, p->shape.lda, out, ldo);
+}
+
 static agmm_status_t bw_run(agmm_gemm_prep_t *p, int64_t m, const void *a,
                             const float *a_scale, void *c, void *scratch)
 {
     (void)a_scale; /* refused at prepare */
-    const agmm_gemm_shape_t *s = &p->shape;
-    const agmm_gemm_attr_t *at = &p->attr;
-    if (m <= 0) return AGMM_OK;
-    if (!via_scratch(at)) {
-        AGMM_CHECK(agmm_bf16w_gemm_with(p->kind, p->w, m, a, at->a_dtype,
-                                        s->lda, c, s->ldc));
-        if (p->bias || at->act != AGMM_GEMM_ACT_NONE)
-            agmm_gemm_epilogue(at, m, s->ncols, c, s->ldc, NULL, 0, NULL,
-                               p->bias, c, s->ldc);
-        return AGMM_OK;
-    }
-    size_t aes = agmm_dtype_size(at->a_dtype);
-    size_t ces = agmm_dtype_size(at->c_dtype);
-    float *prod = scratch;
-    for (int64_t r0 = 0; r0 < m; r0 += p->chunk) {
-        int64_t mc = AGMM_MIN(p->chunk, m - r0);
-        AGMM_CHECK(agmm_bf16w_gemm_with(p->kind, p->w, mc,
-                                        (const unsigned char *)a +
-                                            (size_t)(r0 * s->lda) * aes,
-                                        at->a_dtype, s->lda, prod, s->ncols));
-        agmm_gemm_epilogue(
-            at, mc, s->ncols, prod, s->ncols, NULL, 0, NULL, p->bias,
-            (unsigned char *)c + (size_t)(r0 * s->ldc) * ces, s->ldc);
-    }
-    return AGMM_OK;
+    bw_call_t x = {p, a};
+    return agmm_gemm_epilogue_run(&p->attr, m, p->shape.ncols, bw_product, &x,
+                                  scratch, p->chunk, NULL, 0, NULL, p->bias, c,
+                                  p->shape.ldc);
 }
 
 static size_t bw_scratch_bytes(const agmm_gemm_prep_t *p)

@@ -12,8 +12,7 @@
 #include "gemm/gemm.h"
 
 #ifdef AGMM_HAVE_ONEDNN
-#include "gemm/gemm_onednn_compat.h"
-#include "gemm/gemm_onednn_pd.h"
+#include "gemm/onednn/cpu.h"
 #endif
 
 #ifdef AGMM_HAVE_OPENBLAS

@@ -10,7 +10,7 @@
  * oneDNN's primitives have fixed sizes: one per (row count, panel width)
  * given to agmm_wq_lib_make, all created there, with user scratchpads
  * (the caller's per-worker scratch); created and run at one OpenMP thread
- * on the calling thread (gemm_onednn.c's note). BLAS: any m.
+ * on the calling thread (onednn/prep.c's note). BLAS: any m.
  *
  * Threads: make and destroy on one thread; run from any number at once,
  * each with its own scratch and prod. */

@@ -34,7 +34,7 @@ static void add_count(int64_t *rows, int *n, int64_t m)
  * most rows (at most 2 * nranks + gemm_workers + 1 values, plus the
  * operation's own). A round with fewer rows (agmm_run_args_t.m_rows) may
  * call others: the engine makes them on demand, a bounded number of times
- * (gemm_onednn.c). */
+ * (gemm/onednn/prep.c). */
 static int row_counts(const agmm_plan_t *p, int64_t *rows)
 {
     int n = 0;

@@ -36,6 +36,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "gemm/convert.h"
+#include "gemm/engine_list.h"
 #include "ops/common/book.h"
 #include "ops/common/path_probe.h"
 #include "ops/common/plan_internal.h"

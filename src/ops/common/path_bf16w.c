@@ -10,6 +10,7 @@
 #include "common/param.h"
 #include "common/util.h"
 #include "gemm/dram.h"
+#include "gemm/engine_list.h"
 #include "ops/common/path_probe.h"
 #include "ops/common/plan_internal.h"
 
@@ -38,7 +39,9 @@
 agmm_status_t agmm_path_bf16w_choose(agmm_plan_t *p, const probe_key_t *key,
                                      int ok, double calls)
 {
-    const agmm_gemm_engine_t *bw = &agmm_gemm_engine_wq_bf16;
+    static const agmm_gemm_request_t bw_req = {
+        AGMM_GEMM_ENGINE_WQ, AGMM_DTYPE_BF16, AGMM_GEMM_W_PLAIN};
+    const agmm_gemm_engine_t *bw = agmm_gemm_engine_find(&bw_req);
     double mine[2] = {INFINITY, INFINITY};
     double *all = agmm_alloc(sizeof mine * (size_t)p->nranks);
     agmm_status_t st = AGMM_OK;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "gemm/engine_list.h"
 #include "ops/common/book.h"
 #include "ops/common/plan_internal.h"
 

@@ -1,4 +1,4 @@
-/* The oneDNN engine's INT8 (W8A8) path (engine.h, gemm_onednn_s8.h).
+/* The oneDNN engine's INT8 (W8A8) path (engine.h, onednn_internal.h).
  *
  * A run goes through its rows mmax (the most prepared) at a time:
  *   1. A pass (when A is not read in place): the rows copied into the
@@ -36,7 +36,7 @@
  * weight (SPLIT: two, the same size): bias and w_scale (ncols fp32 each,
  * counted by agmm_dn_vec_bytes) and, with s8_as_u8, the compensation
  * (ncols int32). */
-#include "gemm/gemm_onednn_s8.h"
+#include "gemm/onednn/onednn_internal.h"
 
 #include <string.h>
 

@@ -1,15 +1,17 @@
 /* The oneDNN engine (engine.h): oneDNN's matmul primitive on a weight
  * reordered once into the layout the primitive asks for (format_tag any).
  * This file holds one prepared column range (agmm_dn_prep_t: prepare,
- * load, run, destroy) and its primitives; gemm_onednn_cols.c the engine's
- * table, which splits wide ranges into such parts; gemm_onednn_pd.c builds the
- * descriptors with the attributes, the sizes estimate reports, and says what is
- * refused; gemm_onednn_dense.c when a strided C goes through a dense buffer.
+ * load, run, destroy) and its primitives; cols.c the engine's table,
+ * which splits wide ranges into such parts; pd.c builds the descriptors
+ * with the attributes and says what is refused; estimate.c the sizes
+ * estimate reports; dense.c when a strided C goes through a dense buffer
+ * (onednn_internal.h lists the files in the order they build on each
+ * other).
  * dtypes: bf16 and fp16 as themselves where this oneDNN has a
  * non-reference matmul for them on this CPU (probed once:
- * gemm_onednn_probe.c), else read as fp32 (tiles converted by the caller,
+ * probe.c), else read as fp32 (tiles converted by the caller,
  * the weight once here); fp32 as fp32. int8: s8 (or u8) x s8 -> s32
- * primitives and the pass of gemm_onednn_s8.c (run and load go there),
+ * primitives and the pass of s8.c (run and load go there),
  * where the probe found both variants exact; else int8 is refused.
  *
  * Primitives: one per row count the plan will call (shape->rows), all made
@@ -24,7 +26,7 @@
  * creates at most MAX_PRIMS primitives per prepared weight in its life,
  * whatever its rounds' rows.
  *
- * Attributes (engine.h): mapped onto oneDNN's in gemm_onednn_pd.c, which
+ * Attributes (engine.h): mapped onto oneDNN's in pd.c, which
  * also says what is refused. A prep made with `share` forces the base's
  * weight layout on its primitives and runs on the base's weight, bias and
  * scale memories.
@@ -49,9 +51,7 @@
 #include "common/util.h"
 #include "gemm/engine.h"
 #include "gemm/epilogue.h"
-#include "gemm/gemm_onednn.h"
-#include "gemm/gemm_onednn_pd.h"
-#include "gemm/gemm_onednn_s8.h"
+#include "gemm/onednn/onednn_internal.h"
 
 enum { ON_DEMAND = 64, POW2 = 32, MAX_PRIMS = ON_DEMAND + POW2 };
 
@@ -76,7 +76,7 @@ struct agmm_dn_prep {
     size_t scratch_given;     /* scratchpad bytes prepare told the caller of */
     /* ldc > ncols (accumulate, or a plain call that would lose AMX): C's
      * rows go through a dense buffer of `mmax` rows after the scratchpad
-     * (dense_bytes; gemm_onednn_dense.c, dn_run); ldc, act the caller's. */
+     * (dense_bytes; dense.c, agmm_dn_run); ldc, act the caller's. */
     int dense;
     agmm_gemm_act_t act;
     int64_t mmax, ldc;

@@ -1,7 +1,7 @@
-/* The oneDNN engine's building blocks (gemm_onednn_pd.h): the CPU engine
- * (what it can do: gemm_onednn_probe.c), the OpenMP guard, and the matmul
- * primitive descriptors with the GEMM attributes (engine.h) in oneDNN 2.6
- * terms (3.x the same through gemm_onednn_compat.c; where 3.x differs, it
+/* The oneDNN engine's configuration and matmul primitive descriptors
+ * (onednn_internal.h: pd.c), the weight's layout and source, and the GEMM
+ * attributes (engine.h) mapped onto oneDNN's, in oneDNN 2.6
+ * terms (3.x the same through compat.c; where 3.x differs, it
  * says so): accumulate  a sum post-op, scale 1 (oneDNN adds C_old to the
  * finished fp32 accumulator: checked bit for bit at k = 4096, fp32 and bf16, by
  * tests/unit/test_gemm_attr.c); bias        the matmul's bias (f32, 1 x ncols);
@@ -23,67 +23,18 @@
  * INT8 maps none of them: its primitives are a plain s8 (or u8) x s8 ->
  * s32 into the worker's scratch, dense A (oneDNN 2.6 picks its brgemm
  * int8 kernels only for a dense A: with lda > k it is gemm:jit), and
- * gemm_onednn_s8.c's pass does every attribute.
+ * s8.c's pass does every attribute.
  * Debian's oneDNN runs on OpenMP (libgomp), whose thread count is an ICV
  * of each thread: everything here that creates or runs is called at one
- * thread (agmm_dn_one_omp_thread), see gemm_onednn.c. */
-#include "gemm/gemm_onednn_pd.h"
+ * thread (agmm_dn_one_omp_thread, cpu.c), see prep.c. */
+#include "gemm/onednn/onednn_internal.h"
 
-#include <dnnl_debug.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "common/util.h"
 #include "gemm/convert.h"
-#include "gemm/gemm_onednn_s8.h"
-
-/* libgomp's, linked explicitly (CMakeLists.txt): declared here so agmm
- * needs no -fopenmp (clang's would bring another OpenMP runtime). */
-extern void omp_set_num_threads(int n);
-extern int omp_get_max_threads(void);
-
-static dnnl_engine_t g_engine;
-static dnnl_status_t g_engine_status = dnnl_runtime_error;
-static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;
-static void engine_init(void)
-{
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(1);
-    g_engine_status = dnnl_engine_create(&g_engine, dnnl_cpu, 0);
-    omp_set_num_threads(saved);
-}
-
-dnnl_engine_t agmm_dn_engine(void)
-{
-    pthread_once(&g_engine_once, engine_init);
-    if (g_engine_status != dnnl_success) {
-        agmm_dn_fail(g_engine_status, "CPU engine");
-        return NULL;
-    }
-    return g_engine;
-}
-
-agmm_status_t agmm_dn_fail(dnnl_status_t s, const char *what)
-{
-    return agmm_error(s == dnnl_out_of_memory   ? AGMM_ERR_NO_MEMORY
-                      : s == dnnl_unimplemented ? AGMM_ERR_UNSUPPORTED
-                                                : AGMM_ERR_SYSTEM,
-                      "gemm: oneDNN %s failed: %s", what, dnnl_status2str(s));
-}
-
-int agmm_dn_one_omp_thread(void)
-{
-    int saved = omp_get_max_threads();
-    if (saved != 1) omp_set_num_threads(1);
-    return saved;
-}
-
-void agmm_dn_restore_omp(int saved)
-{
-    if (saved != 1) omp_set_num_threads(saved);
-}
 
 static dnnl_data_type_t dn_dtype(agmm_dtype_t dt)
 {
@@ -136,7 +87,9 @@ agmm_status_t agmm_dn_config(const agmm_gemm_shape_t *s,
     cfg->c_dt = int8 ? dnnl_s32 : dn_dtype(a->c_dtype);
     cfg->lda = int8 ? s->k : s->lda;
     cfg->ldc = int8 ? s->ncols : s->ldc;
-    cfg->s8_split = int8 && agmm_dn_int8_mode() == AGMM_DN_S8_SPLIT;
+    /* attr.s8_split (engine.h) forces the halves where 8 bits are exact */
+    cfg->s8_split =
+        int8 && (agmm_dn_int8_mode() == AGMM_DN_S8_SPLIT || a->s8_split);
     return AGMM_OK;
 }
 
@@ -294,13 +247,6 @@ agmm_status_t agmm_dn_matmul_pd(const agmm_dn_cfg_t *cfg, int64_t m,
 
 /* ---------------------------------------------------- sizes and layout */
 
-size_t agmm_dn_pd_scratch(const_dnnl_primitive_desc_t pd)
-{
-    agmm_dn_cmd_t sp =
-        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    return sp ? dnnl_memory_desc_get_size(sp) : 0;
-}
-
 /* The weight layout: what oneDNN picks for the most rows. */
 agmm_status_t agmm_dn_choose_layout(const agmm_dn_cfg_t *cfg, int64_t m,
                                     agmm_dn_md_t *w_md)
@@ -329,61 +275,10 @@ int agmm_dn_is_dup(const agmm_gemm_shape_t *s, int i)
     return s->rows[i] <= 0;
 }
 
-size_t agmm_dn_align64(size_t n)
-{
-    return (n + 63) / 64 * 64;
-}
-
 uint64_t agmm_dn_vec_bytes(const agmm_dn_cfg_t *cfg)
 {
     uint64_t v = (uint64_t)cfg->shape.ncols * sizeof(float);
     return (cfg->attr.bias ? v : 0) + (cfg->attr.w_scale ? v : 0);
-}
-
-/* Builds the descriptors prepare builds (the layout's and each row
- * count's), no primitive. With share, the layout is the attr's own choice
- * (the base's is the same for the same k, ncols and dtype). */
-agmm_status_t agmm_dn_estimate(const agmm_gemm_shape_t *s,
-                               const agmm_gemm_attr_t *a, int share,
-                               uint64_t *weight_bytes, uint64_t *scratch_bytes)
-{
-    agmm_dn_cfg_t cfg;
-    AGMM_CHECK(agmm_dn_config(s, a, NULL, NULL, &cfg));
-    if (s->nrows < 1)
-        return agmm_error(AGMM_ERR_INVALID_ARG,
-                          "gemm: onednn: no row counts to prepare");
-    int dense = agmm_dn_use_dense(&cfg);
-    int saved = agmm_dn_one_omp_thread();
-    agmm_dn_md_t w_md = NULL;
-    size_t scratch = 0;
-    agmm_status_t st = agmm_dn_choose_layout(&cfg, agmm_dn_most_rows(s), &w_md);
-    for (int i = 0; i < s->nrows && st == AGMM_OK; i++) {
-        if (agmm_dn_is_dup(s, i)) continue;
-        dnnl_primitive_desc_t pd;
-        st = agmm_dn_matmul_pd(&cfg, s->rows[i], w_md, &pd);
-        if (st != AGMM_OK) break;
-        scratch = AGMM_MAX(scratch, agmm_dn_pd_scratch(pd));
-        dnnl_primitive_desc_destroy(pd);
-    }
-    agmm_dn_restore_omp(saved);
-    size_t w_size = w_md ? dnnl_memory_desc_get_size(w_md) : 0;
-    agmm_dn_md_destroy(w_md);
-    AGMM_CHECK(st);
-    int64_t mmax = agmm_dn_most_rows(s);
-    *weight_bytes = share ? 0
-                          : w_size * (cfg.s8_split ? 2 : 1) +
-                                agmm_dn_vec_bytes(&cfg) +
-                                agmm_dn_s8_weight_extra(&cfg);
-    if (a->a_dtype == AGMM_DTYPE_INT8)
-        *scratch_bytes =
-            agmm_dn_align64(scratch) + agmm_dn_s8_scratch(&cfg, mmax);
-    else
-        *scratch_bytes =
-            dense
-                ? agmm_dn_align64(scratch) +
-                      agmm_dn_dense_size(&cfg, agmm_dn_dense_rows(dense, mmax))
-                : scratch;
-    return AGMM_OK;
 }
 
 int agmm_dn_dense_source(const agmm_dn_cfg_t *cfg)

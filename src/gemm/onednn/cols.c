@@ -1,7 +1,8 @@
-/* The oneDNN engine's table (engine.h): a prepared column range is one
- * part (gemm_onednn.c), or, when it is wide, several parts of PART_COLS
- * columns side by side, each with its own weight, run one after the other
- * over all of a call's rows.
+/* The oneDNN engine's table (engine.h; its entry in the engine list,
+ * gemm/engine_list.c): a prepared column range is one part (prep.c), or,
+ * when it is wide, several parts of PART_COLS columns side by side, each
+ * with its own weight, run one after the other over all of a call's rows
+ * (attr.part_cols and part_buf_rows, engine.h, set other parts).
  *
  * Why: oneDNN 2.6's AMX brgemm matmul, on one thread, runs a wide call at
  * about half the rate of the same work in 256-column parts visited column
@@ -11,14 +12,14 @@
  * column ranges"): 2048 x 4096 x 11008 bf16, one 2048-row call 543 ms,
  * in 256-column parts 389 ms. So a range of at least 2 x PART_COLS columns
  * whose part gets an AMX implementation is split (int8 never: its own pass,
- * gemm_onednn_s8.c, works on the whole range). The choice depends on the
+ * s8.c, works on the whole range). The choice depends on the
  * shape and attributes only, not on the rows of the calls, so plans made
  * for different rows per call give the same bits; a call of few rows pays
  * one oneDNN call per part (a few microseconds each). A prep made with
  * share takes the base's parts.
  *
  * A part's C is dense (PART_COLS wide: oneDNN's brgemm takes no strided
- * C, gemm_onednn_dense.c), so a call goes through a buffer of at most
+ * C, dense.c), so a call goes through a buffer of at most
  * BUF_ROWS x PART_COLS after the largest part scratchpad, in the caller's
  * scratch:
  *   plain:              part into the buffer, copied into C;
@@ -29,29 +30,18 @@
  * Accumulate is thus C_old + the plain prep's product bit for bit, as
  * engine.h requires.
  *
- * Threads: as gemm_onednn.c (a prep is read-only after load; runs of one
+ * Threads: as prep.c (a prep is read-only after load; runs of one
  * prep on several threads each bring their own scratch).
  */
-#include <stdatomic.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "common/util.h"
 #include "gemm/engine.h"
 #include "gemm/epilogue.h"
-#include "gemm/gemm_onednn.h"
-#include "gemm/gemm_onednn_pd.h"
+#include "gemm/onednn/onednn_internal.h"
 
 enum { PART_COLS = 256, BUF_ROWS = 512, MAX_PARTS = 4096 };
-
-/* agmm_dn_set_parts: 0 is the engine's own choice */
-static _Atomic int64_t forced_cols, forced_rows;
-
-void agmm_dn_set_parts(int64_t cols, int64_t buf_rows)
-{
-    atomic_store(&forced_cols, cols);
-    atomic_store(&forced_rows, buf_rows);
-}
 
 struct agmm_gemm_prep {
     int64_t cols;  /* columns per part; 0: one part, the whole range */
@@ -71,7 +61,7 @@ struct agmm_gemm_prep {
 static int64_t choose_cols(const agmm_gemm_shape_t *s,
                            const agmm_gemm_attr_t *a)
 {
-    int64_t forced = atomic_load(&forced_cols);
+    int64_t forced = a->part_cols; /* engine.h: 0 is the engine's choice */
     if (forced < 0 || a->a_dtype == AGMM_DTYPE_INT8) return 0;
     if (forced > 0) return s->ncols > forced ? forced : 0;
     if (s->ncols < 2 * PART_COLS ||
@@ -97,12 +87,13 @@ static void part_of(const agmm_gemm_shape_t *s, const agmm_gemm_attr_t *a,
     }
 }
 
-static int64_t buffer_rows(const agmm_gemm_shape_t *s)
+static int64_t buffer_rows(const agmm_gemm_shape_t *s,
+                           const agmm_gemm_attr_t *a)
 {
     int64_t most = 1;
     for (int i = 0; i < s->nrows; i++)
         most = AGMM_MAX(most, s->rows[i]);
-    int64_t forced = atomic_load(&forced_rows);
+    int64_t forced = a->part_buf_rows;
     return AGMM_MIN(most, forced > 0 ? forced : BUF_ROWS);
 }
 
@@ -143,7 +134,7 @@ static agmm_status_t cols_estimate(const agmm_gemm_shape_t *s,
         uint64_t pw = 0, sc = 0;
         part_of(s, a, cols, j, &ps, &pa);
         ps.rows = rows;
-        ps.nrows = part_rows(s, buffer_rows(s), rows);
+        ps.nrows = part_rows(s, buffer_rows(s, a), rows);
         st = agmm_dn_estimate(&ps, &pa, share, &pw, &sc);
         w += pw;
         most = AGMM_MAX(most, sc);
@@ -151,8 +142,8 @@ static agmm_status_t cols_estimate(const agmm_gemm_shape_t *s,
     agmm_free(rows);
     AGMM_CHECK(st);
     *weight_bytes = w;
-    *scratch_bytes =
-        agmm_dn_align64(most) + buffer_bytes(buffer_rows(s), cols, a->c_dtype);
+    *scratch_bytes = agmm_dn_align64(most) +
+                     buffer_bytes(buffer_rows(s, a), cols, a->c_dtype);
     return AGMM_OK;
 }
 
@@ -187,7 +178,7 @@ static agmm_status_t cols_prepare(const agmm_gemm_shape_t *s,
     p->a_row = (size_t)s->lda * agmm_dtype_size(a->a_dtype);
     p->accumulate = a->accumulate;
     p->act = a->act;
-    p->buf_rows = cols ? buffer_rows(s) : 0;
+    p->buf_rows = cols ? buffer_rows(s, a) : 0;
     int64_t *rows = agmm_alloc((2 * (size_t)s->nrows + 1) * sizeof *rows);
     agmm_status_t st =
         rows ? AGMM_OK : agmm_error(AGMM_ERR_NO_MEMORY, "gemm: out of memory");

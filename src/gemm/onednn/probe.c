@@ -1,4 +1,4 @@
-/* What this oneDNN can do on this CPU (gemm_onednn_pd.h), found once per
+/* What this oneDNN can do on this CPU (cpu.h), found once per
  * process by trying it, never by CPU name or flag:
  *   - bf16 and f16: does a 16 x 64 x 64 matmul get an implementation
  *     other than the reference one (ref:*)? oneDNN 2.6 has bf16 matmuls
@@ -17,25 +17,23 @@
  *     7-bit weights may still be exact (2 * 255 * 64 < 32768: oneDNN's
  *     advice for such cores): the probe tries the split's halves (0..63
  *     and -2..1) too, and where those are exact INT8 runs W as two
- *     halves (SPLIT, gemm_onednn_s8.c); where neither, int8 is refused
+ *     halves (SPLIT, s8.c); where neither, int8 is refused
  *     naming why (agmm_dn_int8_why).
  *   - accumulate: is a sum post-op's result C_old + the plain product bit
  *     for bit on a dense C (fp32; bf16 where native)? Where it is not,
  *     accumulate goes through the engine's own addition (DENSE_ADD,
- *     gemm_onednn_dense.c), as on a strided C, so that gemm-rs's and
+ *     dense.c), as on a strided C, so that gemm-rs's and
  *     gemm-ar's sums keep their fixed order.
  * Each probe runs at one OpenMP thread on the calling thread; the engine
- * is made first (agmm_dn_engine). */
+ * is made first (agmm_dn_engine, cpu.c). */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gemm/engine.h"
-#include "gemm/gemm_onednn.h"
-#include "gemm/gemm_onednn_pd.h"
+#include "gemm/onednn/cpu.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_bf16, g_f16;
@@ -43,7 +41,6 @@ static pthread_once_t g_sum_once = PTHREAD_ONCE_INIT;
 static int g_sum_exact[2]; /* [fp32, bf16] */
 static pthread_once_t g_s8_once = PTHREAD_ONCE_INIT;
 static int g_s8_mode; /* AGMM_DN_S8_* */
-static _Atomic int g_force_split;
 static char g_s8_why[160];
 
 /* Does a 16 x 64 x 64 matmul of dtype `dt` (C f32) get an implementation
@@ -311,15 +308,7 @@ static void probe_s8(void)
 int agmm_dn_int8_mode(void)
 {
     pthread_once(&g_s8_once, probe_s8);
-    if (g_s8_mode == AGMM_DN_S8_EXACT &&
-        atomic_load_explicit(&g_force_split, memory_order_relaxed))
-        return AGMM_DN_S8_SPLIT;
     return g_s8_mode;
-}
-
-void agmm_gemm_force_int8_split(int on)
-{
-    atomic_store_explicit(&g_force_split, on, memory_order_relaxed);
 }
 
 const char *agmm_dn_int8_why(void)

@@ -1,14 +1,14 @@
 /* The dense buffer of the oneDNN engine: when a call's C is strided
  * (ldc > ncols), whether its rows go through a dense copy of mmax rows
- * after the scratchpad, and how (gemm_onednn_pd.h; dn_run in
- * gemm_onednn.c runs it). */
+ * after the scratchpad, and how (onednn_internal.h; agmm_dn_run in prep.c runs
+ * it); and whether a dense C gets an AMX implementation (agmm_dn_amx, the
+ * column parts' question in cols.c). */
 #include <dnnl.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "common/util.h"
-#include "gemm/gemm_onednn.h"
-#include "gemm/gemm_onednn_pd.h"
+#include "gemm/onednn/onednn_internal.h"
 
 /* The implementation oneDNN gives m rows of cfg: is it one on AMX tiles
  * (its name has "_amx")? -1: no descriptor. */

@@ -1,5 +1,5 @@
-/* The oneDNN 2.x / 3.x layer (gemm_onednn_compat.h). */
-#include "gemm/gemm_onednn_compat.h"
+/* The oneDNN 2.x / 3.x layer (compat.h). */
+#include "gemm/onednn/compat.h"
 
 #include <stdlib.h>
 

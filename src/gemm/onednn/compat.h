@@ -1,6 +1,6 @@
 /* Internal to the oneDNN engine: the thin layer where oneDNN 2.x (2.6 on)
  * and 3.x differ, so the engine's files are one code base
- * (gemm_onednn_compat.c). CMake reads the version from dnnl_version.h at
+ * (compat.c). CMake reads the version from dnnl_version.h at
  * configure time and passes its major as AGMM_DNNL_MAJOR; a header of
  * another version here is an error, not a silent mix.
  *
@@ -38,7 +38,7 @@ typedef const dnnl_memory_desc_t *agmm_dn_cmd_t;
 #define AGMM_DN_SCALES_AT_EXEC (DNNL_VERSION_MAJOR >= 3)
 
 /* oneDNN 3.x's matmul of one column (N 1) writes a strided C's rows
- * densely (3.7.2, gemm_onednn_dense.c); 2.6's writes them at their stride. */
+ * densely (3.7.2, dense.c); 2.6's writes them at their stride. */
 #define AGMM_DN_NCOL1_STRIDED_C_BROKEN (DNNL_VERSION_MAJOR >= 3)
 
 dnnl_status_t agmm_dn_md_tag(agmm_dn_md_t *md, int ndims,
