@@ -1,87 +1,20 @@
 /*
  * The checks of the `agmm` command line that one option-table row cannot
- * state (options.h): the --m-local list syntax, --schedule against --mode,
- * and opt_validate, which runs them all in order: the output paths,
- * --ranks under MPI, the link emulator and MPI, the GEMM path against the
- * engine here; the dtypes, the shapes, --bind and the cores in the files
- * options.h names (the memory check is memory_check.c, after parsing).
- * Each refusal is one line, "agmm: --option: ...".
+ * state (options.h): --schedule against --mode, and opt_validate, which
+ * runs them all in order: the output paths, --ranks under MPI, the link
+ * emulator and MPI, the GEMM path against the engine here; the dtypes, the
+ * shapes, --bind and the cores in the files options.h names (the memory
+ * check is memory_check.c, after parsing). Each refusal is one line,
+ * "agmm: --option: ...".
  */
 #include "options.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../placement.h" /* agmm_cli_check_bind */
-
-/* ------------------------------------------------------------ --m-local */
-
-/* ROWS[,ROWS...]: the list syntax; against --ranks in opt_validate.
- * --m-local and --k-local share it (`name` says which). */
-int opt_get_rows(FILE *err, const char *name, const char *arg, int64_t *dst,
-                 int *count_out)
-{
-    const char *p = arg;
-    int count = 0;
-    if (!*arg) {
-        fprintf(err,
-                "agmm: --%s: give N or a comma-separated list N,N,... (got "
-                "'')\n",
-                name);
-        return -1;
-    }
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == 0) {
-            fprintf(err,
-                    "agmm: --%s: empty value in the list; give N or N,N,... "
-                    "without empty elements (got '%s')\n",
-                    name, arg);
-            return -1;
-        }
-        if (count >= AGMM_CLI_MAX_RANKS) {
-            fprintf(err,
-                    "agmm: --%s: at most %d values (one per rank) (got "
-                    "'%.40s...')\n",
-                    name, AGMM_CLI_MAX_RANKS, arg);
-            return -1;
-        }
-        char buf[64];
-        int64_t v = 0;
-        num_result_t r;
-        if (len >= sizeof buf) {
-            r = NUM_JUNK;
-            /* A very long run of digits is out of range, anything else junk. */
-            size_t i = (p[0] == '+') ? 1 : 0;
-            while (i < len && isdigit((unsigned char)p[i]))
-                i++;
-            if (i == len) r = NUM_RANGE;
-        } else {
-            memcpy(buf, p, len);
-            buf[len] = '\0';
-            r = opt_parse_i64(buf, 0, INT64_MAX, &v);
-        }
-        if (r != NUM_OK) {
-            fprintf(err,
-                    "agmm: --%s: %seach value an integer from 0 to %" PRId64
-                    " (got '%.*s' in '%s')\n",
-                    name, opt_range_prefix(r), (int64_t)INT64_MAX,
-                    (int)(len > 40 ? 40 : len), p, arg);
-            return -1;
-        }
-        dst[count++] = v;
-        if (!comma) break;
-        p = comma + 1;
-    }
-    *count_out = count;
-    return 0;
-}
 
 /* ------------------------------------------------------------ schedule */
 

@@ -4,14 +4,15 @@
  * generated from it. Internal to tools/agmm/cli/; the public face is cli.h.
  *
  *   options.c  the table, the word lists, the defaults
- *   parse.c    getopt_long over the table; strict numbers; one error line
- *   checks.c   what one row cannot say: the --m-local list, --schedule
- *              against --mode, and opt_validate running every check in
- *              order: output paths, MPI, the link, the GEMM path, then
- *              the dtype (dtype_checks.c, gated_checks.c, wq_checks.c),
- *              the shapes and the plan (shape_checks.c), --bind
- *              (placement.c) and the cores (core_checks.c); the memory
- *              after parsing (memory_check.c)
+ *   parse.c    getopt_long over the table; one error line
+ *   numbers.c  strict numbers, the --m-local / --k-local lists
+ *   checks.c   what one row cannot say: --schedule against --mode, and
+ *              opt_validate running every check in order: output paths,
+ *              MPI, the link, the GEMM path, then the dtype
+ *              (dtype_checks.c, gated_checks.c, wq_checks.c), the shapes
+ *              and the plan (shape_checks.c), --bind (placement.c) and the
+ *              cores (core_checks.c); the memory after parsing
+ *              (memory_check.c)
  *   model_checks.c  agmm model's machine: --hosts/--ranks-per-host
  *              against --ranks, the transport, --gemm-rates
  *   usage.c    --help / --version text from the table
@@ -140,17 +141,19 @@ void opt_help_cores_gemm(FILE *out, const agmm_cli_t *resolved);
 /* "run" / "bench" / "cleanup" / "model" */
 const char *opt_cmd_name(agmm_cmd_t cmd);
 
-/* Strict numbers (parse.c): no whitespace, no junk, '+' allowed. */
+/* Strict numbers (numbers.c): no whitespace, no junk, '+' allowed. */
 typedef enum { NUM_OK, NUM_JUNK, NUM_RANGE } num_result_t;
 num_result_t opt_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
-/* Strict finite decimal double in (lo_excl, hi] (parse.c): digits or
+/* Strict decimal uint64 (numbers.c): a leading '-' is a range error. */
+num_result_t opt_parse_u64(const char *s, uint64_t *out);
+/* Strict finite decimal double in (lo_excl, hi] (numbers.c): digits or
  * ".5" first, no "inf", "nan" or hex. */
 num_result_t opt_parse_double(const char *s, double lo_excl, double hi,
                               double *out);
 /* "out of range; give " or "give ": how a refusal message starts. */
 const char *opt_range_prefix(num_result_t r);
 
-/* --m-local / --k-local N[,N...] into dst[] and *count (checks.c; `name`
+/* --m-local / --k-local N[,N...] into dst[] and *count (numbers.c; `name`
  * without dashes). Returns 0, or -1 after one error line. */
 int opt_get_rows(FILE *err, const char *name, const char *arg, int64_t *dst,
                  int *count);
