@@ -4,6 +4,8 @@
  * generated from it. Internal to tools/agmm/cli/; the public face is cli.h.
  *
  *   options.c  the table, the word lists, the defaults
+ *   defaults.c a command's starting values from the table, this host's
+ *              cores
  *   parse.c    getopt_long over the table; one error line
  *   numbers.c  strict numbers, the --m-local / --k-local lists
  *   checks.c   what one row cannot say: --schedule against --mode, and
@@ -131,7 +133,8 @@ const opt_row_t *opt_find(const char *name);
 /* The word of a choice value, or "?". */
 const char *opt_choice_name(const opt_row_t *row, int value);
 
-/* All defaults for `cmd` (the table's and the library's), usable_cores. */
+/* All defaults for `cmd` (the table's and the library's), usable_cores
+ * (defaults.c). */
 void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd);
 
 /* The --help text for one row (options.c's help_fn rows, usage.c). */
