@@ -1,4 +1,4 @@
-/* libFuzzer target: the agmm command line (tools/agmm/parse.c over the
+/* libFuzzer target: the agmm command line (tools/agmm/cli/parse.c over the
  * option table in options.c) and, for every command line it accepts, the
  * library's plan validation.
  *
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "agmm.h"
-#include "cli.h"
+#include "cli/cli.h"
 #include "tool.h"
 
 #define MAX_WORDS 64

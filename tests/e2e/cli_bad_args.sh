@@ -174,7 +174,7 @@ rows=(
     "run --link-latency-us 20             | --link-latency-us: needs --link-gbps"
     "run --transport mpi --link-gbps 1    | --link-gbps: the link emulator is part of the shared-memory"
     "bench --transport mpi --mode fused,gemm-only | --mode: gemm-only needs the shared-memory"
-    # each kind of the option table (tools/agmm/options.c) once more
+    # each kind of the option table (tools/agmm/cli/options.c) once more
     "run --help=1                         | --help: takes no value (got '--help=1')"
     "run --oversubscribe=1                | --oversubscribe: takes no value"
     "run --dtype=                         | --dtype: one of fp16, bf16, fp32, int8 (got '')"

@@ -4,7 +4,7 @@
 # and "<!-- generated: agmm model --help" markers), except for what depends on
 # the host: the resolved core defaults (ranks, usable cores) and the engine
 # `auto` picks. The help text is generated from the option table
-# (tools/agmm/options.c); when a row changes, paste the new output into
+# (tools/agmm/cli/options.c); when a row changes, paste the new output into
 # docs/cli.md (agmm run --help, agmm model --help on a 2-core host).
 #
 # usage: tests/e2e/cli_help_golden.sh AGMM_BINARY [DOCS_CLI_MD]

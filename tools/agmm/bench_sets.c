@@ -11,7 +11,7 @@
  * to fp32), so swapping weights in one plan would rewrite the prepared
  * copy before each round, and the round would read what was just written
  * (from cache) besides paying the reorder. L plans cost L prepared weights
- * and L plans' windows (main.c's memory check counts them); the source
+ * and L plans' windows (cli/memory_check.c counts them); the source
  * weight is filled and prepared one set at a time in the tool's buffer. */
 #include "bench_sets.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "agmm.h"
-#include "cli.h"
+#include "tool.h"
 
 int agmm_tool_cleanup(const agmm_cli_t *cli)
 {

@@ -7,12 +7,6 @@
 
 #include "agmm_ext.h"
 
-int agmm_tool_has_epilogue(const agmm_cli_t *cli)
-{
-    return cli->bias || cli->activation != AGMM_ACT_NONE ||
-           cli->out_dtype != AGMM_DTYPE_FP32;
-}
-
 int agmm_tool_ref_epilogue(const agmm_tool_rank_t *t, int i, int64_t rows,
                            int64_t n, float *ref, float *raw, float *pre)
 {

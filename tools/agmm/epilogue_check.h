@@ -8,9 +8,6 @@
 
 #include "tool.h"
 
-/* Is there an epilogue to check (a bias, an activation, a 16-bit C)? */
-int agmm_tool_has_epilogue(const agmm_cli_t *cli);
-
 /* Weight i's reference ref ([rows, n] fp32, the product or sum) becomes
  * the epilogue's result (agmm_reference_epilogue with t's bias of weight
  * i and the activation; a gated one packs it into [rows, n / 2]); raw

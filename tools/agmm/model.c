@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "agmm_model.h"
-#include "cli.h"
+#include "cli/cli.h"
 #include "common/log.h"
 #include "model_report.h"
 #include "tool.h"

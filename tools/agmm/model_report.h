@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "agmm_model.h"
-#include "cli.h"
+#include "cli/cli.h"
 #include "model/measure.h"
 
 /* Where one of the machine's numbers came from. */

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "place/place.h"
 
 /* This machine's topology, loaded once per process (NULL: hwloc failed,

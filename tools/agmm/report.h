@@ -2,7 +2,7 @@
 #ifndef AGMM_TOOL_REPORT_H
 #define AGMM_TOOL_REPORT_H
 
-#include "cli.h"
+#include "cli/cli.h"
 
 typedef struct agmm_tool_report {
     int failed_rank; /* the rank that failed first, -1: none known */

@@ -1,7 +1,8 @@
-/* Shared pieces of the agmm tool's commands: the plan description and
- * per-rank sizes the options ask for, starting the ranks (forked, or the
- * MPI world), each rank's plan and inputs, the round arguments, tracing,
- * and the commands themselves (run.c, bench.c). */
+/* The running side of the agmm tool: starting the ranks (forked, or the
+ * MPI world) and the command each runs (dispatch.c), each rank's plan,
+ * inputs and round arguments (rank.c), tracing (trace.c), the header
+ * (describe.c) and the commands themselves (run.c, bench.c, model.c,
+ * cleanup.c). The description and shapes they share: cli/desc.h. */
 #ifndef AGMM_TOOL_H
 #define AGMM_TOOL_H
 
@@ -9,7 +10,8 @@
 #include <time.h>
 
 #include "agmm.h"
-#include "cli.h"
+#include "cli/cli.h"
+#include "cli/desc.h"
 
 static inline double agmm_tool_now(void)
 {
@@ -24,42 +26,6 @@ extern volatile sig_atomic_t agmm_tool_stop;
  * aborted because the launcher was interrupted. */
 int agmm_tool_stopped(void);
 
-/* The plan description the options ask for. */
-void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *desc);
-/* Does the operation reduce partials over a split of k (gemm-rs, gemm-ar:
- * each rank has [M, K_r] of A and its own W_r)? */
-/* The bits of a quantized weight (--weight-dtype int8: 8, int4: 4), or 0. */
-static inline int agmm_tool_wq_bits(const agmm_cli_t *cli)
-{
-    return cli->weight_dtype == AGMM_WDTYPE_INT8   ? 8
-           : cli->weight_dtype == AGMM_WDTYPE_INT4 ? 4
-                                                   : 0;
-}
-
-static inline int agmm_tool_split_k(const agmm_cli_t *cli)
-{
-    return cli->op == AGMM_OP_GEMM_RS || cli->op == AGMM_OP_GEMM_AR;
-}
-/* Per rank r: its inner-dimension part (gemm-rs, gemm-ar; else k), the
- * elements of its A (gemm-rs, gemm-ar: [M, K_r]; else [m_local[r], k]), the
- * rows of its C (gemm-rs: m_local[r]; else M), and its weight's input
- * stream id (the rows of a round: agmm_tool_round_rs_rows). */
-int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r);
-/* One rank's GEMM flops per round (mean over ranks; tool.c). */
-double agmm_tool_flop_per_rank(const agmm_cli_t *cli);
-int64_t agmm_tool_a_elems(const agmm_cli_t *cli, int r);
-int64_t agmm_tool_c_rows(const agmm_cli_t *cli, int r);
-/* C's columns for a weight of n columns: n, or n / 2 with a gated
- * activation (agmm.h: [gate | up] halves of W make one column of C). */
-int64_t agmm_tool_c_cols(const agmm_cli_t *cli, int64_t n);
-int64_t agmm_tool_w_id(const agmm_cli_t *cli, int r);
-/* int8: the rows of rank r's A (ag-gemm m_local[r], gemm-rs/-ar M), its A
- * scales (per row: those rows; --a-scale tensor: 1), weight i's scales
- * (per column: its columns; --w-scale tensor: 1); 0 for other dtypes. */
-int64_t agmm_tool_a_rows(const agmm_cli_t *cli, int r);
-int64_t agmm_tool_a_scales(const agmm_cli_t *cli, int r);
-int64_t agmm_tool_w_scales(const agmm_cli_t *cli, int i);
-
 /* Start the ranks on the chosen transport and run the command on each;
  * returns the process exit code. */
 int agmm_tool_launch(const agmm_cli_t *cli);
@@ -68,12 +34,6 @@ int agmm_tool_launch(const agmm_cli_t *cli);
  * start MPI, parse the options (only rank 0 prints), run the command on
  * the MPI world, finish. Returns the process exit code. */
 int agmm_tool_mpi_main(int argc, char **argv, agmm_cli_t *cli);
-
-/* Memory one rank of the tool needs besides the plan (main.c). */
-uint64_t agmm_tool_bytes_per_rank(const agmm_cli_t *cli);
-/* 0 if the plan and the tool fit the available memory of the ranks on this
- * host, else 2 with one line on `err` (main.c). */
-int agmm_tool_check_memory(const agmm_cli_t *cli, FILE *err);
 
 /* Per-rank state every command sets up the same way: the plan with its
  * weight, this rank's shard and its output. */
@@ -121,15 +81,6 @@ int agmm_tool_setup(agmm_world_t *world, const agmm_cli_t *cli,
  * of every rank (t->m_rows). */
 void agmm_tool_round_args(agmm_tool_rank_t *t, agmm_schedule_t schedule,
                           int round, agmm_run_args_t *args);
-/* Rank r's rows in round `round` (--m-local-per-round, else --m-local). */
-int64_t agmm_tool_round_rows(const agmm_cli_t *cli, int round, int r);
-/* gemm-rs, gemm-ar: the rows of C in round `round` (*M: every rank's;
- * A_r's are the first *M rows of its [m_total, K_r] inputs) and rank r's
- * part of them (*rows from *row0; gemm-ar: all *M from 0). */
-void agmm_tool_round_rs_rows(const agmm_cli_t *cli, int round, int r,
-                             int64_t *M, int64_t *row0, int64_t *rows);
-/* The input stream id of weight i of rank r (i = 0: agmm_tool_w_id). */
-int64_t agmm_tool_w_id_i(const agmm_cli_t *cli, int r, int i);
 /* Set weight i of t's inputs as weight plan_i of `plan` (int8: with its
  * scales, agmm_plan_set_weight_scaled), and its bias with --bias. */
 agmm_status_t agmm_tool_set_weight(const agmm_tool_rank_t *t, agmm_plan_t *plan,
@@ -152,7 +103,13 @@ void agmm_tool_trace_print(const agmm_tool_rank_t *t, int per_round);
 int agmm_tool_run(agmm_world_t *world, const agmm_cli_t *cli);
 int agmm_tool_bench(agmm_world_t *world, const agmm_cli_t *cli);
 
-/* How long this process's agmm_plan_create took (tool.c; the header and
+/* The commands that start no ranks; they return the exit code.
+ * `agmm cleanup`: remove this user's leftover segments (cleanup.c). */
+int agmm_tool_cleanup(const agmm_cli_t *cli);
+/* `agmm model`: predict one round (model.c). */
+int agmm_tool_model(const agmm_cli_t *cli);
+
+/* How long this process's agmm_plan_create took (rank.c; the header and
  * --json compare the GEMM path's measurement with it). */
 extern double agmm_tool_create_ms;
 

@@ -1,7 +1,8 @@
 /*
  * Parsing the `agmm` command line from the option table (options.h):
  * getopt_long's table is built from the rows, each value is read by its
- * row's kind with strict number rules, and every refusal is one line
+ * row's kind with strict number rules (numbers.c), and every refusal is
+ * one line
  * "agmm: --option: what is allowed (got 'X')". See cli.h and docs/cli.md.
  */
 #ifndef _GNU_SOURCE
@@ -10,11 +11,8 @@
 
 #include "options.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,68 +30,6 @@ static const opt_row_t *row_of_val(int val)
             return r;
     }
     return NULL;
-}
-
-/* ------------------------------------------------------------ numbers */
-
-/* Strict decimal int64 in [lo, hi]: no whitespace, no junk, '+' allowed. */
-num_result_t opt_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-    if (!s || !*s || isspace((unsigned char)s[0])) return NUM_JUNK;
-    /* The sign must be followed by a digit (strtoll would skip spaces). */
-    const char *d = (s[0] == '+' || s[0] == '-') ? s + 1 : s;
-    if (!isdigit((unsigned char)*d)) return NUM_JUNK;
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end != '\0') return NUM_JUNK;
-    if (errno == ERANGE) return NUM_RANGE;
-    if (v < lo || v > hi) return NUM_RANGE;
-    *out = (int64_t)v;
-    return NUM_OK;
-}
-
-/* Strict decimal uint64: a leading '-' is a range error. */
-static num_result_t parse_u64(const char *s, uint64_t *out)
-{
-    if (!s || !*s || isspace((unsigned char)s[0])) return NUM_JUNK;
-    const char *d = (s[0] == '+' || s[0] == '-') ? s + 1 : s;
-    if (!isdigit((unsigned char)*d)) return NUM_JUNK;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || *end != '\0') return NUM_JUNK;
-    if (s[0] == '-') return NUM_RANGE;
-    if (errno == ERANGE) return NUM_RANGE;
-    *out = (uint64_t)v;
-    return NUM_OK;
-}
-
-/* Strict finite double in (lo_excl, hi]. */
-num_result_t opt_parse_double(const char *s, double lo_excl, double hi,
-                              double *out)
-{
-    if (!s || !*s || isspace((unsigned char)s[0])) return NUM_JUNK;
-    const char *d = (s[0] == '+' || s[0] == '-') ? s + 1 : s;
-    /* Digits or ".5"; rejects "inf", "nan", "0x1p3". */
-    if (!(isdigit((unsigned char)d[0]) ||
-          (d[0] == '.' && isdigit((unsigned char)d[1]))))
-        return NUM_JUNK;
-    if (d[0] == '0' && (d[1] == 'x' || d[1] == 'X')) return NUM_JUNK;
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0') return NUM_JUNK;
-    if (!isfinite(v)) return NUM_RANGE;
-    if (errno == ERANGE && (v > 1.0 || v < -1.0)) return NUM_RANGE;
-    if (!(v > lo_excl) || v > hi) return NUM_RANGE;
-    *out = v;
-    return NUM_OK;
-}
-
-const char *opt_range_prefix(num_result_t r)
-{
-    return r == NUM_RANGE ? "out of range; give " : "give ";
 }
 
 /* ------------------------------------------------------------ values */
@@ -156,7 +92,7 @@ static int get_value(FILE *err, const opt_row_t *row, const char *arg,
     }
     case OPTK_UINT64: {
         uint64_t v = 0;
-        num_result_t r = parse_u64(arg, &v);
+        num_result_t r = opt_parse_u64(arg, &v);
         if (r != NUM_OK) {
             fprintf(err,
                     "agmm: --%s: %sa decimal integer from 0 to %" PRIu64

@@ -1,17 +1,16 @@
 /*
  * The option table of the `agmm` tool (see options.h). Adding an option is
  * adding a row here (and its field in cli.h): getopt_long's table, the
- * parsing, the range messages, the default and the --help entry follow.
- * Defaults the library also has (sizes, tiles, dtype, weights, engine) are
- * read from agmm_plan_desc_init(); the rest are the tool's own.
+ * parsing, the range messages, the default (defaults.c sets it) and the
+ * --help entry follow. Defaults the library also has (sizes, tiles, dtype,
+ * weights, engine) are read from agmm_plan_desc_init(); the rest are the
+ * tool's own.
  */
 #include "options.h"
 
 #include <ctype.h>
 #include <limits.h>
-#include <sched.h>
 #include <string.h>
-#include <unistd.h>
 
 /* CHOICE fields are enums stored through an int. */
 _Static_assert(sizeof(agmm_dtype_t) == sizeof(int), "enum field size");
@@ -458,79 +457,4 @@ const char *opt_cmd_name(agmm_cmd_t cmd)
            : cmd == AGMM_CMD_CLEANUP ? "cleanup"
            : cmd == AGMM_CMD_MODEL   ? "model"
                                      : "run";
-}
-
-static int online_cores(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) return 1;
-    if (n > INT_MAX) return INT_MAX;
-    return (int)n;
-}
-
-/* The cores this process may run on: its CPU affinity, which taskset,
- * cgroup cpusets, Slurm and MPI binding all set (at most the online ones;
- * the online count if the affinity cannot be read). */
-static int usable_cores(void)
-{
-    int online = online_cores();
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return online;
-    int n = CPU_COUNT(&set);
-    return n < 1 ? 1 : n < online ? n : online;
-}
-
-/* Every field not in the table (and every "given" flag) starts at zero;
- * the --m-local default goes to m_local[0] (validation fills the rest). */
-void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd)
-{
-    agmm_plan_desc_t lib;
-    agmm_plan_desc_init(&lib);
-    memset(cli, 0, sizeof *cli);
-    cli->cmd = cmd;
-    for (int i = 0; i < opt_count; i++) {
-        const opt_row_t *r = &opt_table[i];
-        if (r->field == OPT_NO_FIELD) continue;
-        void *f = (char *)cli + r->field;
-        int64_t d = r->def[cmd == AGMM_CMD_BENCH];
-        switch (r->kind) {
-        case OPTK_INT64:
-        case OPTK_ROWS:
-            if (r->from_lib)
-                memcpy(&d, (const char *)&lib + r->lib_field, sizeof d);
-            memcpy(f, &d, sizeof d);
-            break;
-        case OPTK_CHOICE:
-        case OPTK_INT:
-        case OPTK_FLAG:
-        case OPTK_COUNT: {
-            int v = (int)d;
-            if (r->from_lib)
-                memcpy(&v, (const char *)&lib + r->lib_field, sizeof v);
-            memcpy(f, &v, sizeof v);
-            break;
-        }
-        case OPTK_LIST: {
-            unsigned v = (unsigned)d;
-            memcpy(f, &v, sizeof v);
-            break;
-        }
-        case OPTK_UINT64: {
-            uint64_t v = (uint64_t)d;
-            memcpy(f, &v, sizeof v);
-            break;
-        }
-        case OPTK_DOUBLE:
-            memcpy(f, &r->ddef, sizeof r->ddef);
-            break;
-        case OPTK_PATH:
-        case OPTK_WORD:
-        case OPTK_HELP:
-        case OPTK_VERSION:
-            break;
-        }
-    }
-    cli->usable_cores = usable_cores();
-    cli->online_cores = online_cores();
 }

@@ -10,7 +10,7 @@
 #include <inttypes.h>
 
 #include "agmm_ext.h"
-#include "tool.h"
+#include "desc.h"
 
 int opt_check_wq(const agmm_cli_t *cli, FILE *err)
 {

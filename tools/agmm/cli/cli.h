@@ -11,8 +11,10 @@
  * exits the process. Every error is one line on `err`, starting "agmm: " and
  * naming the option. See docs/cli.md.
  *
- * Implemented by options.c (the option table), parse.c, checks.c and
- * usage.c; options.h describes the table.
+ * Implemented by options.c (the option table), parse.c, checks.c (with
+ * the checks options.h lists) and usage.c; options.h describes the table.
+ * What the parsed options describe (the plan description, the per-rank
+ * shapes) is desc.h.
  */
 #ifndef AGMM_CLI_H
 #define AGMM_CLI_H
@@ -177,13 +179,6 @@ int agmm_cli_parse(int argc, char **argv, agmm_cli_t *cli, FILE *out,
  * must equal it if given; the core budget and defaults count ranks_here. */
 int agmm_cli_parse_mpi(int argc, char **argv, agmm_cli_t *cli, FILE *out,
                        FILE *err, int world_size, int ranks_here);
-
-/* `agmm cleanup`: remove this user's leftover segments (cleanup.c);
- * returns the exit code. */
-int agmm_tool_cleanup(const agmm_cli_t *cli);
-
-/* `agmm model`: predict one round (model.c); returns the exit code. */
-int agmm_tool_model(const agmm_cli_t *cli);
 
 /* Whether the command line runs on MPI: --transport mpi, or no --transport
  * and an MPI launcher detected. Looks at argv only (before MPI starts). */

@@ -1,16 +1,25 @@
 /*
  * The option table of the `agmm` tool: one row per option, and everything
  * else (getopt_long's table, parsing, range messages, defaults, --help) is
- * generated from it. Internal to tools/agmm/; the public face is cli.h.
+ * generated from it. Internal to tools/agmm/cli/; the public face is cli.h.
  *
  *   options.c  the table, the word lists, the defaults
- *   parse.c    getopt_long over the table; strict numbers; one error line
- *   checks.c   what one row cannot say: the --m-local list, cross-option
- *              checks, core budget, output paths, memory (memory_check.c)
- *              and the dtype (dtype_checks.c)
+ *   defaults.c a command's starting values from the table, this host's
+ *              cores
+ *   parse.c    getopt_long over the table; one error line
+ *   numbers.c  strict numbers, the --m-local / --k-local lists
+ *   checks.c   what one row cannot say: --schedule against --mode, and
+ *              opt_validate running every check in order: output paths,
+ *              MPI, the link, the GEMM path, then the dtype
+ *              (dtype_checks.c, gated_checks.c, wq_checks.c), the shapes
+ *              and the plan (shape_checks.c), --bind (placement.c) and the
+ *              cores (core_checks.c); the memory after parsing
+ *              (memory_check.c)
  *   model_checks.c  agmm model's machine: --hosts/--ranks-per-host
  *              against --ranks, the transport, --gemm-rates
  *   usage.c    --help / --version text from the table
+ *   desc.c     the plan description and shapes of the parsed options
+ *              (desc.h), which the checks and every command use
  *
  * Names are unique except where a command has its own row of a name
  * (agmm model's --transport, --link-gbps, --link-latency-us: another
@@ -124,7 +133,8 @@ const opt_row_t *opt_find(const char *name);
 /* The word of a choice value, or "?". */
 const char *opt_choice_name(const opt_row_t *row, int value);
 
-/* All defaults for `cmd` (the table's and the library's), usable_cores. */
+/* All defaults for `cmd` (the table's and the library's), usable_cores
+ * (defaults.c). */
 void opt_defaults(agmm_cli_t *cli, agmm_cmd_t cmd);
 
 /* The --help text for one row (options.c's help_fn rows, usage.c). */
@@ -134,17 +144,19 @@ void opt_help_cores_gemm(FILE *out, const agmm_cli_t *resolved);
 /* "run" / "bench" / "cleanup" / "model" */
 const char *opt_cmd_name(agmm_cmd_t cmd);
 
-/* Strict numbers (parse.c): no whitespace, no junk, '+' allowed. */
+/* Strict numbers (numbers.c): no whitespace, no junk, '+' allowed. */
 typedef enum { NUM_OK, NUM_JUNK, NUM_RANGE } num_result_t;
 num_result_t opt_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
-/* Strict finite decimal double in (lo_excl, hi] (parse.c): digits or
+/* Strict decimal uint64 (numbers.c): a leading '-' is a range error. */
+num_result_t opt_parse_u64(const char *s, uint64_t *out);
+/* Strict finite decimal double in (lo_excl, hi] (numbers.c): digits or
  * ".5" first, no "inf", "nan" or hex. */
 num_result_t opt_parse_double(const char *s, double lo_excl, double hi,
                               double *out);
 /* "out of range; give " or "give ": how a refusal message starts. */
 const char *opt_range_prefix(num_result_t r);
 
-/* --m-local / --k-local N[,N...] into dst[] and *count (checks.c; `name`
+/* --m-local / --k-local N[,N...] into dst[] and *count (numbers.c; `name`
  * without dashes). Returns 0, or -1 after one error line. */
 int opt_get_rows(FILE *err, const char *name, const char *arg, int64_t *dst,
                  int *count);
@@ -163,6 +175,30 @@ int opt_check_gated(const agmm_cli_t *cli, FILE *err);
 /* --weight-dtype, --group-size, --zero-point against the rest (wq_checks.c):
  * one line and 2, or 0. */
 int opt_check_wq(const agmm_cli_t *cli, FILE *err);
+
+/* --n (the weights) and --m-local-per-round, then --m-local against
+ * --ranks, M and the byte counts, --k-local (shape_checks.c): 0 or 2 after
+ * one error line. opt_check_weights sets n, n_count, n_sum;
+ * opt_check_rows fills m_local[] for every rank and m_total. */
+int opt_check_weights(agmm_cli_t *cli, FILE *err);
+int opt_check_rows(agmm_cli_t *cli, FILE *err);
+/* The library's check of the description (agmm_plan_desc_check, quietly;
+ * shape_checks.c), once the cores are resolved: 0 or 2 after one line. */
+int opt_check_plan(const agmm_cli_t *cli, FILE *err);
+/* The core budget and the idle-core warnings, after agmm_cli_resolve_cores
+ * (core_checks.c): 0, or 2 after one error line (bench over budget
+ * without --oversubscribe); warnings do not fail. */
+int opt_check_cores(const agmm_cli_t *cli, FILE *err);
+
+/* a * b of two counts >= 0 into *out: 0, or -1 if negative or over
+ * INT64_MAX (shape_checks.c, core_checks.c). */
+static inline int opt_mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    if (a < 0 || b < 0) return -1;
+    if (a != 0 && b > INT64_MAX / a) return -1;
+    *out = a * b;
+    return 0;
+}
 
 /* The cross-option checks after all options were read (checks.c):
  * returns 0 or 2 after one error line; warnings do not fail. */
