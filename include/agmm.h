@@ -581,6 +581,18 @@ void agmm_plan_desc_init(agmm_plan_desc_t *desc);
  * nranks < 1 or r outside 0..nranks-1 (no message). */
 int64_t agmm_k_split(int64_t k, int nranks, int r);
 
+/* Rank `rank`'s part of the inner dimension under a description, the one
+ * definition the library, the agmm tool, the cost model and the Python
+ * package share: its A's columns and its W's rows are k's [*k0, *k0 +
+ * *k_len). AG_GEMM: all of k (k0 0, k_len k). GEMM_RS, GEMM_AR:
+ * k_local[rank], or agmm_k_split's part when k_local is NULL, k0 the sum of
+ * the parts of the ranks before it. Reads only op, k, nranks and k_local
+ * (agmm_plan_desc_check checks the parts add up to k); needs no world.
+ * AGMM_ERR_INVALID_ARG (with a message) for a NULL pointer, nranks < 1,
+ * rank outside 0..nranks-1, k < 0 or an op that is not valid. */
+agmm_status_t agmm_plan_desc_k_part(const agmm_plan_desc_t *desc, int rank,
+                                    int64_t *k0, int64_t *k_len);
+
 /* The default split of a host's cores into each rank's workers, what the
  * agmm tool and the Python package use when not told: comm_workers = 1 if
  * 2 x ranks_per_host <= usable_cores, else 0; gemm_workers = max(1,

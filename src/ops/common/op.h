@@ -32,6 +32,10 @@ typedef struct agmm_operation {
      * its A's columns (every rank's k for an operation that gathers rows;
      * a split of k for one that reduces partials). Pure, any thread. */
     int64_t (*k_part)(const agmm_plan_desc_t *d, int r);
+    /* 1: the ranks' parts are a split of k (rank r's are the columns after
+     * the parts of ranks 0..r-1: agmm_plan_desc_k_part); 0: every rank's
+     * part is all of k. */
+    int splits_k;
     /* The tile signal cells of the plan's signal window (plan_internal.h:
      * the cells before bulk[]), from the plan's geometry. */
     int64_t (*tile_cells)(const struct agmm_plan *p);

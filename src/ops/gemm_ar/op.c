@@ -87,6 +87,7 @@ const agmm_operation_t agmm_op_gemm_ar = {
     .max_weights = 1,
     .check_desc = ar_check_desc,
     .k_part = ar_k_part,
+    .splits_k = 1,
     .tile_cells = ar_tile_cells,
     .window_bytes = ar_window_bytes,
     /* 0: the window also holds gemm-rs's slots, where each peer gets its

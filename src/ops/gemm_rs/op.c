@@ -133,6 +133,7 @@ const agmm_operation_t agmm_op_gemm_rs = {
     .max_weights = 1,
     .check_desc = rs_check_desc,
     .k_part = rs_k_part,
+    .splits_k = 1,
     .tile_cells = rs_tile_cells,
     .window_bytes = rs_window_bytes,
     .replicated_window = 0, /* each peer gets its own partials */
