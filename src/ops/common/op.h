@@ -80,10 +80,11 @@ typedef struct agmm_operation {
     void (*set_rows)(struct agmm_plan *p, const int64_t *m_rows);
     void (*copy_a)(struct agmm_plan *p, const void *a_local, void *out,
                    float *out_scale);
-    /* Rows of this rank's A ([a_rows, k_part]) and C ([c_rows, n]) in a
-     * call whose rows are `m` (nranks counts) summing to M. */
-    void (*call_rows)(const struct agmm_plan *p, const int64_t *m, int64_t M,
-                      int64_t *a_rows, int64_t *c_rows);
+    /* Rows of rank `rank`'s A ([a_rows, k_part]) and C ([c_rows, n]) in a
+     * call whose rows are `m` (nranks counts) summing to M. Pure (the
+     * descriptor's query, pd.c, calls it without a plan). */
+    void (*call_rows)(int rank, const int64_t *m, int64_t M, int64_t *a_rows,
+                      int64_t *c_rows);
     /* The two schedules: one round on this rank. */
     agmm_status_t (*fused)(struct agmm_round *round);
     agmm_status_t (*baseline)(struct agmm_round *round);

@@ -21,7 +21,10 @@
 #include "agmm_ext.h" /* agmm.h, and agmm_part_t, agmm_blas_threads */
 #include "common/util.h"
 #include "gemm/engine.h"
+#include "ops/common/desc.h"
 #include "ops/common/op.h"
+#include "ops/common/path.h"
+#include "ops/common/plan_book.h"
 #include "transport/transport.h"
 #include "world/world.h"
 
@@ -50,19 +53,6 @@ typedef enum { SIG_TILE, SIG_BULK, SIG_ACK, SIG_ROWS } agmm_sig_kind_t;
 /* The receive sets of a plan (AGMM_TP_CAP_POSTED_RECEIVES): one per
  * schedule, so a round arms only the receives it will use. */
 enum { AGMM_RSET_TILES = 0, AGMM_RSET_SHARDS = 1 };
-
-/* How a plan's GEMM path was chosen (path.c): by "forced", "only",
- * "measured" or "cached"; for the last two, both candidates [native, f32]
- * (INT8: [s8 x s8, u8 x s8] on its one path)
- * with the slowest rank's predicted GEMM time of a round, this rank's rate
- * and the implementation the probe ran; the time spent measuring. */
-typedef struct agmm_path_choice {
-    const char *by;
-    int n;
-    double round_us[2], gflops[2];
-    char impl[2][64];
-    double ms;
-} agmm_path_choice_t;
 
 /* Buffers an operation books for itself (op.h: book), by index. */
 enum { AGMM_OP_BUFS = 4 };
@@ -381,52 +371,10 @@ void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
 uint32_t agmm_plan_item_count(const agmm_plan_t *p, int64_t global_tile,
                               int64_t col_block);
 
-/* FNV-1a over the description fields every rank must agree on (desc.c). */
-uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d);
-
-/* A checked description's weight count (n_list's, else 1) and weight
- * i's activation (activations[i], else activation). */
-int agmm_desc_weights(const agmm_plan_desc_t *d);
-agmm_activation_t agmm_desc_activation(const agmm_plan_desc_t *d, int i);
-
-/* (plan_book.c) The geometry of rank `rank`'s plan from a checked
- * description: every count and per-rank array, in p->layout (agmm_free).
- * book: every buffer of that plan, into b (the engine's share from its
- * estimate). */
-agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
-                                 int rank);
-agmm_status_t agmm_plan_book(agmm_plan_t *p, struct agmm_book *b);
 /* (plan.c) A call's rows (m_rows, NULL: the plan's most) into m_local,
  * tiles, row_off and M, closed up in rank order: the part of an
  * operation's set_rows every operation shares (win_off is its own). */
 void agmm_plan_take_rows(agmm_plan_t *p, const int64_t *m_rows);
-/* The GEMM path p's engine calls take (p->path, gemm_dtype, native,
- * gemm_esize), before the booking. */
-void agmm_plan_set_path(agmm_plan_t *p, agmm_gemm_path_t path);
-/* The most any rank's plan books (0 on overflow or failure); with_engine
- * 0: the engine's share by a model that cannot fail (desc_check's
- * overflow check, which must not build engine objects). */
-uint64_t agmm_plan_bytes_booked(const agmm_plan_desc_t *d, int with_engine);
-
-/* (path.c) The GEMM paths. has_native: does engine e read dtype dt
- * itself. gemm_dtype: what the engine reads on a path. check: the
- * description's gemm_path (a forced path the engine lacks: UNSUPPORTED).
- * choose: p->path and p->choice for a plan with its geometry (ok 0: the
- * geometry failed: it only takes part in the collective; collective for
- * AUTO with a 16-bit dtype: one allgather). decide: the path index (0
- * native, 1 f32) whose slowest rank is fastest, from nranks pairs of
- * predicted times. set_probe: a test replaces the measurement (per rank
- * and path, the call and conversion times in us; NULL: measure). */
-int agmm_path_has_native(const agmm_gemm_engine_t *e, agmm_dtype_t dt);
-agmm_dtype_t agmm_path_gemm_dtype(agmm_dtype_t dt, agmm_gemm_path_t path);
-agmm_status_t agmm_path_check(const agmm_plan_desc_t *d,
-                              const agmm_gemm_engine_t *e);
-agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
-                               int ok);
-int agmm_path_decide(const double *round_us, int nranks);
-typedef agmm_status_t (*agmm_path_probe_fn)(int rank, int f32, double *call_us,
-                                            double *conv_us);
-void agmm_path_set_probe(agmm_path_probe_fn fn);
 
 /* Is `p` a live plan (created, not destroyed)? */
 int agmm_plan_is_live(const agmm_plan_t *p);

@@ -158,7 +158,7 @@ static agmm_status_t check_args(agmm_plan_t *p, const char *fn,
     }
     for (int r = 0; st == AGMM_OK && r < p->nranks; r++)
         M += m[r];
-    if (st == AGMM_OK) op->call_rows(p, m, M, &a_rows, &c_rows);
+    if (st == AGMM_OK) op->call_rows(p->rank, m, M, &a_rows, &c_rows);
     if (st != AGMM_OK) {
     } else if (a->a_gathered && !op->returns_a) {
         snprintf(what, sizeof what,

@@ -72,10 +72,10 @@ static agmm_status_t ar_declare_puts(agmm_plan_t *p)
 
 /* A is every row of the call over this rank's part of k; C is every row
  * of the call. */
-static void ar_call_rows(const agmm_plan_t *p, const int64_t *m, int64_t M,
-                         int64_t *a_rows, int64_t *c_rows)
+static void ar_call_rows(int rank, const int64_t *m, int64_t M, int64_t *a_rows,
+                         int64_t *c_rows)
 {
-    (void)p;
+    (void)rank;
     (void)m;
     *a_rows = M;
     *c_rows = M;

@@ -120,11 +120,11 @@ static agmm_status_t rs_declare_puts(agmm_plan_t *p)
 }
 
 /* A is every row over this rank's part of k; C is this rank's rows. */
-static void rs_call_rows(const agmm_plan_t *p, const int64_t *m, int64_t M,
-                         int64_t *a_rows, int64_t *c_rows)
+static void rs_call_rows(int rank, const int64_t *m, int64_t M, int64_t *a_rows,
+                         int64_t *c_rows)
 {
     *a_rows = M;
-    *c_rows = m[p->rank];
+    *c_rows = m[rank];
 }
 
 const agmm_operation_t agmm_op_gemm_rs = {
