@@ -36,7 +36,7 @@ typedef struct agmm_operation {
      * the parts of ranks 0..r-1: agmm_plan_desc_k_part); 0: every rank's
      * part is all of k. */
     int splits_k;
-    /* The tile signal cells of the plan's signal window (plan_internal.h:
+    /* The tile signal cells of the plan's signal window (plan.h:
      * the cells before bulk[]), from the plan's geometry. */
     int64_t (*tile_cells)(const struct agmm_plan *p);
     /* Bytes of the receive window. */
@@ -56,7 +56,7 @@ typedef struct agmm_operation {
      * on its GEMM calls (the engine's attributes, or a pass right after
      * each call: gemm_plan.c), which write the user's C; 0: its calls
      * make fp32 and the operation applies agmm_plan_epilogue_rows itself
-     * (plan_internal.h), e.g. once after a reduction. An operation that
+     * (epilogue_rows.h), e.g. once after a reduction. An operation that
      * accumulates (below) keeps it 0: a bias or activation must not be
      * applied to a partial. */
     int epilogue_in_gemm;

@@ -36,8 +36,10 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ops/common/book.h"
+#include "ops/common/path.h"
 #include "ops/common/path_probe.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
+#include "ops/common/plan_book.h"
 
 /* ------------------------------------------------------------ memory */
 

@@ -13,8 +13,12 @@
 
 #include "common/log.h"
 #include "ops/common/book.h"
+#include "ops/common/desc.h"
+#include "ops/common/gemm_plan.h"
+#include "ops/common/path.h"
 #include "ops/common/pd.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
+#include "ops/common/plan_book.h"
 
 /* ------------------------------------------------------------ registry */
 

@@ -8,7 +8,12 @@
 
 #include "common/log.h"
 #include "ops/common/book.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/desc.h"
+#include "ops/common/gemm_plan.h"
+#include "ops/common/path.h"
+#include "ops/common/plan.h"
+#include "ops/common/plan_book.h"
+#include "ops/common/stage.h"
 
 /* The layout arrays, one allocation: nine per-rank int64 arrays (four of
  * P + 1), two per weight, then the segments (at most one per group plus

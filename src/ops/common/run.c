@@ -9,7 +9,10 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/auto.h"
+#include "ops/common/plan.h"
+#include "ops/common/round.h"
+#include "ops/common/stage.h"
 #include "trace/trace.h"
 
 /* ack[r] = value on every peer: every worker of this rank has finished

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "ops/common/book.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
+#include "ops/common/stage.h"
 
 /* The most rows of this rank's A over calls. */
 static int64_t a_rows_max(const agmm_plan_t *p)
