@@ -43,7 +43,8 @@
  *     return static strings, never NULL (an out-of-range enum value gets
  *     a placeholder name), or 0 for an invalid value (agmm_dtype_size);
  *   - queries of an object (agmm_world_rank/size, agmm_plan_rows,
- *     agmm_plan_row_offset, agmm_trace_rounds, agmm_plan_bytes_per_rank)
+ *     agmm_plan_row_offset, agmm_trace_rounds, agmm_plan_bytes_per_rank,
+ *     agmm_plan_pd_desc, agmm_plan_pd_bytes_per_rank, agmm_plan_pd_tiles)
  *     return the value, or a documented sentinel (-1 or 0) for a NULL,
  *     destroyed or invalid argument, without necessarily recording a
  *     message;
