@@ -43,7 +43,8 @@
  *     return static strings, never NULL (an out-of-range enum value gets
  *     a placeholder name), or 0 for an invalid value (agmm_dtype_size);
  *   - queries of an object (agmm_world_rank/size, agmm_plan_rows,
- *     agmm_plan_row_offset, agmm_trace_rounds, agmm_plan_bytes_per_rank)
+ *     agmm_plan_row_offset, agmm_trace_rounds, agmm_plan_bytes_per_rank,
+ *     agmm_plan_pd_desc, agmm_plan_pd_bytes_per_rank, agmm_plan_pd_tiles)
  *     return the value, or a documented sentinel (-1 or 0) for a NULL,
  *     destroyed or invalid argument, without necessarily recording a
  *     message;
@@ -581,6 +582,18 @@ void agmm_plan_desc_init(agmm_plan_desc_t *desc);
  * nranks < 1 or r outside 0..nranks-1 (no message). */
 int64_t agmm_k_split(int64_t k, int nranks, int r);
 
+/* Rank `rank`'s part of the inner dimension under a description, the one
+ * definition the library, the agmm tool, the cost model and the Python
+ * package share: its A's columns and its W's rows are k's [*k0, *k0 +
+ * *k_len). AG_GEMM: all of k (k0 0, k_len k). GEMM_RS, GEMM_AR:
+ * k_local[rank], or agmm_k_split's part when k_local is NULL, k0 the sum of
+ * the parts of the ranks before it. Reads only op, k, nranks and k_local
+ * (agmm_plan_desc_check checks the parts add up to k); needs no world.
+ * AGMM_ERR_INVALID_ARG (with a message) for a NULL pointer, nranks < 1,
+ * rank outside 0..nranks-1, k < 0 or an op that is not valid. */
+agmm_status_t agmm_plan_desc_k_part(const agmm_plan_desc_t *desc, int rank,
+                                    int64_t *k0, int64_t *k_len);
+
 /* The default split of a host's cores into each rank's workers, what the
  * agmm tool and the Python package use when not told: comm_workers = 1 if
  * 2 x ranks_per_host <= usable_cores, else 0; gemm_workers = max(1,
@@ -603,6 +616,39 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *desc);
  * or 0 if the description is invalid, names an engine not built in, or
  * the count overflows. */
 uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *desc);
+
+/* A plan descriptor (as oneDNN's primitive descriptor): a description
+ * checked once, without a world (the checks of agmm_plan_desc_check), with
+ * its own copy of the description and its arrays, answering what a plan of
+ * it would be before (or without) creating one. agmm_plan_create makes one
+ * from its description. */
+typedef struct agmm_plan_pd agmm_plan_pd_t;
+
+/* Checks desc as agmm_plan_desc_check does (the same failures and
+ * messages) and makes its descriptor; AGMM_ERR_INVALID_ARG for a NULL out,
+ * AGMM_ERR_NO_MEMORY. *out NULL on failure. */
+agmm_status_t agmm_plan_pd_create(const agmm_plan_desc_t *desc,
+                                  agmm_plan_pd_t **out);
+void agmm_plan_pd_destroy(agmm_plan_pd_t *pd);
+
+/* Queries of a descriptor (NULL: the sentinel, no message).
+ * desc: its checked description (valid until it is destroyed; a rank's
+ * part of k is agmm_plan_desc_k_part of it).
+ * bytes_per_rank: agmm_plan_bytes_per_rank of its description.
+ * call_rows: the rows of rank `rank`'s A ([a_rows, k part]) and C
+ * ([c_rows, n_i]) in a call of agmm_plan_run_args with m_rows (NULL: the
+ * plan's m_local, as agmm_plan_run), AGMM_ERR_INVALID_ARG (with a message)
+ * for a rank outside 0..nranks-1, an m_rows[r] outside 0..m_local[r] or a
+ * NULL output, AGMM_ERR_UNSUPPORTED for m_rows on an operation that takes
+ * none.
+ * tiles: rank `rank`'s row tiles at the plan's rows (ceil(m_local[rank] /
+ * tile_m)); rank -1: every rank's, summed. -1 for another rank. */
+const agmm_plan_desc_t *agmm_plan_pd_desc(const agmm_plan_pd_t *pd);
+uint64_t agmm_plan_pd_bytes_per_rank(const agmm_plan_pd_t *pd);
+agmm_status_t agmm_plan_pd_call_rows(const agmm_plan_pd_t *pd, int rank,
+                                     const int64_t *m_rows, int64_t *a_rows,
+                                     int64_t *c_rows);
+int64_t agmm_plan_pd_tiles(const agmm_plan_pd_t *pd, int rank);
 
 typedef struct agmm_plan agmm_plan_t;
 

@@ -40,6 +40,16 @@ from .errors import BadState, InvalidArgument, check, missing
 __all__ = ["Plan", "GemmInfo", "ScheduleInfo", "default_workers", "dtype_name"]
 
 
+def _k_part(desc, rank):
+    """Rank `rank`'s part of k under `desc` (agmm_plan_desc_k_part: the
+    library's one definition of the split)."""
+    k0, kp = ctypes.c_int64(), ctypes.c_int64()
+    check(_lib.fn.agmm_plan_desc_k_part(ctypes.byref(desc), int(rank),
+                                        ctypes.byref(k0), ctypes.byref(kp)),
+          "plan k part")
+    return kp.value
+
+
 class Plan:
     """A plan of `world` (collective: every rank passes the same arguments).
 
@@ -186,8 +196,7 @@ class Plan:
         self._h = h.value
         M = sum(self.m_local)
         if d.op in (_lib.OPS["gemm-rs"], _lib.OPS["gemm-ar"]):
-            kp = (list(self._klocal) if self._klocal is not None else
-                  [_lib.fn.agmm_k_split(self.k, P, r) for r in range(P)])
+            kp = [_k_part(desc, r) for r in range(P)]
             self.k_local = kp
             self.a_shape = (M, kp[self.rank])
             self.w_shape = (kp[self.rank], self.n)

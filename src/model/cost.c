@@ -123,16 +123,19 @@ agmm_status_t mdl_layout_build(const agmm_model_machine_t *m,
     L->tiles = L->rows + P;
     L->row_off = L->rows + 2 * P;
     L->kpart = L->rows + 3 * P;
-    int rs = d->op != AGMM_OP_AG_GEMM;
     L->uniform = 1;
     for (int r = 0; r < P; r++) {
+        int64_t k0;
         L->rows[r] = d->m_local[r];
         L->tiles[r] = (L->rows[r] + d->tile_m - 1) / d->tile_m;
         L->row_off[r] = L->M;
         L->M += L->rows[r];
         if (L->tiles[r] > L->tmax) L->tmax = L->tiles[r];
-        L->kpart[r] =
-            rs ? (d->k_local ? d->k_local[r] : agmm_k_split(d->k, P, r)) : d->k;
+        agmm_status_t st = agmm_plan_desc_k_part(d, r, &k0, &L->kpart[r]);
+        if (st != AGMM_OK) {
+            mdl_layout_free(L);
+            return st;
+        }
         if (L->rows[r] != L->rows[0] || L->kpart[r] != L->kpart[0])
             L->uniform = 0;
     }

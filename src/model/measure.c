@@ -140,11 +140,10 @@ static double flops(int64_t rows, int64_t k, int64_t cols)
  * largest part of it. */
 static int64_t gemm_k(const agmm_plan_desc_t *d)
 {
-    if (d->op == AGMM_OP_AG_GEMM) return d->k;
-    int64_t most = 0;
+    int64_t most = 0, k0, kp;
     for (int r = 0; r < d->nranks; r++)
-        most = AGMM_MAX(most, d->k_local ? d->k_local[r]
-                                         : agmm_k_split(d->k, d->nranks, r));
+        if (agmm_plan_desc_k_part(d, r, &k0, &kp) == AGMM_OK)
+            most = AGMM_MAX(most, kp);
     return AGMM_MAX(most, 1);
 }
 

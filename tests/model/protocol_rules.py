@@ -7,7 +7,7 @@ A state is a flat tuple of immutable parts:
                     allocated, else (blocks, cells). blocks[g] is the round
                     whose rows of global tile g are there (0: none yet);
                     cells are the signal cells, laid out as in
-                    ops/common/plan_internal.h: tile cells, bulk[src], ack[p],
+                    ops/common/plan.h: tile cells, bulk[src], ack[p],
                     rows[src]; with relay one more, the rank's ready cell.
                     gemm-rs (op "rs"): blocks[s * maxT + t] is the round of
                     source s's partial of the owner's tile t (its slot), and

@@ -15,7 +15,7 @@
 #include "api_desc.h"
 #include "check.h"
 #include "common/log.h"
-#include "ops/common/plan_internal.h" /* agmm_plan_busy */
+#include "ops/common/plan.h" /* agmm_plan_busy */
 
 /* ------------------------------------- one rank misuses a live plan */
 

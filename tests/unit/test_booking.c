@@ -18,7 +18,8 @@
 #include "check.h"
 #include "gemm/gemm.h"
 #include "ops/common/book.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
+#include "ops/common/plan_book.h"
 
 typedef struct shape {
     int P;

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "agmm_ext.h"
-#include "ops/common/plan_internal.h" /* agmm_path_set_probe */
+#include "ops/common/path.h" /* agmm_path_set_probe */
 #include "rank_check.h"
 
 /* The variant the injected measurement makes faster (main sets it before

@@ -19,7 +19,8 @@
 #include "agmm_ext.h"
 #include "check.h"
 #include "gemm/gemm.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/path.h"
+#include "ops/common/plan.h"
 
 enum { P = 2, K = 96, N = 80 };
 static const int64_t m_local[P] = {40, 24};

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "agmm_ext.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
 #include "ops/common/schedule.h"
 #include "rank_check.h"
 

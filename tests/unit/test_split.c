@@ -1,6 +1,7 @@
 /* The default splits of include/agmm.h: agmm_k_split's parts sum to k and
- * differ by at most one, the first ranks larger; agmm_default_workers'
- * rule on hand-computed cases; bad input refused. */
+ * differ by at most one, the first ranks larger; agmm_plan_desc_k_part's
+ * part and offset of each rank for every operation, given or split;
+ * agmm_default_workers' rule on hand-computed cases; bad input refused. */
 #include <stdint.h>
 
 #include "agmm.h"
@@ -26,6 +27,49 @@ static void k_split_sums(void)
     CHECK(agmm_k_split(10, 0, 0) == -1, "nranks 0");
     CHECK(agmm_k_split(10, 2, 2) == -1, "r = nranks");
     CHECK(agmm_k_split(10, 2, -1) == -1, "r < 0");
+}
+
+static void desc_k_part(void)
+{
+    int64_t m[3] = {4, 4, 4}, given[3] = {5, 0, 2}, k0, kp;
+    agmm_plan_desc_t d;
+    agmm_plan_desc_init(&d);
+    d.nranks = 3;
+    d.m_local = m;
+    d.k = 7;
+    d.n = 8;
+    static const agmm_op_t ops[] = {AGMM_OP_AG_GEMM, AGMM_OP_GEMM_RS,
+                                    AGMM_OP_GEMM_AR};
+    for (int o = 0; o < 3; o++)
+        for (int g = 0; g < 2; g++) {
+            d.op = ops[o];
+            d.k_local = g && d.op != AGMM_OP_AG_GEMM ? given : NULL;
+            int64_t off = 0;
+            for (int r = 0; r < 3; r++) {
+                int64_t want = d.op == AGMM_OP_AG_GEMM ? 7
+                               : d.k_local             ? given[r]
+                                                       : agmm_k_split(7, 3, r);
+                agmm_status_t st = agmm_plan_desc_k_part(&d, r, &k0, &kp);
+                CHECK(st == AGMM_OK && kp == want &&
+                          k0 == (d.op == AGMM_OP_AG_GEMM ? 0 : off),
+                      "op %d given %d rank %d: %s, k0 %lld part %lld", o, g, r,
+                      agmm_status_str(st), (long long)k0, (long long)kp);
+                off += want;
+            }
+        }
+    d.op = AGMM_OP_GEMM_RS;
+    d.k_local = NULL;
+    CHECK(agmm_plan_desc_k_part(NULL, 0, &k0, &kp) == AGMM_ERR_INVALID_ARG,
+          "NULL desc");
+    CHECK(agmm_plan_desc_k_part(&d, 0, NULL, &kp) == AGMM_ERR_INVALID_ARG,
+          "NULL k0");
+    CHECK(agmm_plan_desc_k_part(&d, 3, &k0, &kp) == AGMM_ERR_INVALID_ARG,
+          "rank = nranks");
+    CHECK(agmm_plan_desc_k_part(&d, -1, &k0, &kp) == AGMM_ERR_INVALID_ARG,
+          "rank < 0");
+    d.op = (agmm_op_t)99;
+    CHECK(agmm_plan_desc_k_part(&d, 0, &k0, &kp) == AGMM_ERR_INVALID_ARG,
+          "bad op");
 }
 
 static void default_workers(void)
@@ -61,6 +105,7 @@ static void default_workers(void)
 int main(void)
 {
     k_split_sums();
+    desc_k_part();
     default_workers();
     CHECK_DONE("test_split");
 }

@@ -6,7 +6,8 @@
 #ifndef AGMM_OPS_AG_GEMM_H
 #define AGMM_OPS_AG_GEMM_H
 
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
+#include "ops/common/round.h"
 
 /* (fused.c) Rows of a round at or below which a GEMM worker of an engine
  * with cheap calls, its share all arrived, makes one call over them (one

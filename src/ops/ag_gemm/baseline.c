@@ -11,6 +11,8 @@
 #include "common/fault.h"
 #include "common/log.h"
 #include "ops/ag_gemm/ag_gemm.h"
+#include "ops/common/gemm_plan.h"
+#include "ops/common/round.h"
 #include "ops/common/schedule.h"
 #include "ops/common/workers.h"
 #include "trace/trace.h"

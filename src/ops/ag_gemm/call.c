@@ -34,6 +34,7 @@
 
 #include "common/log.h"
 #include "ops/ag_gemm/ag_gemm.h"
+#include "ops/common/round.h"
 #include "ops/common/schedule.h"
 #include "trace/trace.h"
 

@@ -56,10 +56,10 @@ static agmm_status_t ag_declare_puts(agmm_plan_t *p)
 }
 
 /* A is this rank's rows of the call; C is every row. */
-static void ag_call_rows(const agmm_plan_t *p, const int64_t *m, int64_t M,
-                         int64_t *a_rows, int64_t *c_rows)
+static void ag_call_rows(int rank, const int64_t *m, int64_t M, int64_t *a_rows,
+                         int64_t *c_rows)
 {
-    *a_rows = m[p->rank];
+    *a_rows = m[rank];
     *c_rows = M;
 }
 

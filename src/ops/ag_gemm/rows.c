@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "gemm/convert.h"
 #include "ops/ag_gemm/ag_gemm.h"
+#include "ops/common/claims.h"
 
 static int64_t tile_rows(const agmm_plan_t *p, int src, int64_t t)
 {

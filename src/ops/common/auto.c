@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/auto.h"
+#include "ops/common/plan.h"
 
 const char *agmm_schedule_name(agmm_schedule_t s)
 {

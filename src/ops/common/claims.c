@@ -1,4 +1,4 @@
-/* Conversion claims (plan_internal.h: agmm_plan_claim_tiles): the GEMM
+/* Conversion claims (claims.h: agmm_plan_claim_tiles): the GEMM
  * workers of one rank share the work of bringing tiles into the engine's
  * input (converting them to fp32 into g32, or copying them beside the
  * others), so that each tile is filled once per round, by one thread,
@@ -9,8 +9,9 @@
  * release, and it wakes a sleeping waiter) and read after an acquire of it
  * (the check below or the wait). Values are epochs and only grow, so a
  * claim of round e - 1 never satisfies round e. */
+#include "ops/common/claims.h"
 #include "common/log.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
 
 agmm_status_t agmm_plan_claim_tiles(agmm_plan_t *p, int64_t g0, int64_t g1,
                                     uint64_t epoch, agmm_tile_fill_fn fill,

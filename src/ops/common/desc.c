@@ -1,14 +1,19 @@
 /* Plan descriptions: defaults, the common checks (each operation checks
  * its own fields: op.h), the cross-rank hash, and the operation names. No
- * world, no plan: pure functions of a description (plan.c creates plans
- * from them; plan_book.c books their memory). */
+ * world, no plan: pure functions of a description (the descriptor, pd.c,
+ * runs the checks once and then books; plan.c creates plans from it). */
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
+#include "agmm_ext.h" /* agmm_activation_gate */
 #include "common/log.h"
+#include "common/util.h"
+#include "gemm/engine.h"
 #include "gemm/engine_list.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/desc.h"
+#include "ops/common/op.h"
+#include "ops/common/path.h"
 /* -------------------------------------------------------- description */
 
 const char *agmm_op_name(agmm_op_t op)
@@ -242,7 +247,7 @@ static agmm_status_t check_epilogue(const agmm_plan_desc_t *d)
     return AGMM_OK;
 }
 
-agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
+agmm_status_t agmm_desc_check(const agmm_plan_desc_t *d)
 {
     if (!d) return agmm_error(AGMM_ERR_INVALID_ARG, "plan: desc is NULL");
     if (d->nranks < 1)
@@ -333,10 +338,6 @@ agmm_status_t agmm_plan_desc_check(const agmm_plan_desc_t *d)
                           "plan: timeout_s %g (allowed: finite seconds; <= 0 "
                           "for the world's default)",
                           d->timeout_s);
-    if (agmm_plan_bytes_booked(d, 0) == 0)
-        return agmm_error(AGMM_ERR_TOO_LARGE,
-                          "plan: the bytes booked per rank exceed 2^62 (or "
-                          "overflow 64 bits)");
     return AGMM_OK;
 }
 

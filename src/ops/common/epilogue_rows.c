@@ -1,9 +1,10 @@
-/* The plan's epilogue as a pass over finished fp32 rows (plan_internal.h:
+/* The plan's epilogue as a pass over finished fp32 rows (epilogue_rows.h:
  * agmm_plan_epilogue_rows), with the GEMM engines' own pass
  * (gemm/epilogue.c), so that an operation that applies the epilogue after
  * its reduction rounds exactly as a GEMM call with the attributes would. */
+#include "ops/common/epilogue_rows.h"
 #include "gemm/epilogue.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
 
 void agmm_plan_epilogue_rows(const agmm_plan_t *p, int w, const float *src,
                              int64_t rows, void *dst)

@@ -6,7 +6,7 @@
 
 #include "common/log.h"
 #include "gemm/epilogue.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
 
 /* The segments with an engine call (none on an empty inner part). */
 static int nsegs(const agmm_plan_t *p)

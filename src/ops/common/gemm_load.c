@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/gemm_plan.h"
+#include "ops/common/plan.h"
 
 /* gemm_plan.c's: the segments with an engine call (none on an empty inner
  * part), a gated segment, and whether the calls carry the epilogue. */

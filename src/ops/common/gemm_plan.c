@@ -19,7 +19,8 @@
 
 #include "common/log.h"
 #include "gemm/epilogue.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/gemm_plan.h"
+#include "ops/common/plan.h"
 #include "ops/common/schedule.h"
 
 static void add_count(int64_t *rows, int *n, int64_t m)
@@ -118,7 +119,7 @@ int agmm_plan_segments(const agmm_plan_t *p, agmm_gemm_seg_t *seg, int *seg_off)
 }
 
 /* Is segment sg's weight gated (its columns of C pair W's gate and up
- * columns: plan_internal.h)? */
+ * columns: plan.h)? */
 static int seg_glu(const agmm_plan_t *p, const agmm_gemm_seg_t *sg)
 {
     return p->glu >> sg->w & 1u;

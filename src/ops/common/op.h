@@ -32,7 +32,11 @@ typedef struct agmm_operation {
      * its A's columns (every rank's k for an operation that gathers rows;
      * a split of k for one that reduces partials). Pure, any thread. */
     int64_t (*k_part)(const agmm_plan_desc_t *d, int r);
-    /* The tile signal cells of the plan's signal window (plan_internal.h:
+    /* 1: the ranks' parts are a split of k (rank r's are the columns after
+     * the parts of ranks 0..r-1: agmm_plan_desc_k_part); 0: every rank's
+     * part is all of k. */
+    int splits_k;
+    /* The tile signal cells of the plan's signal window (plan.h:
      * the cells before bulk[]), from the plan's geometry. */
     int64_t (*tile_cells)(const struct agmm_plan *p);
     /* Bytes of the receive window. */
@@ -52,7 +56,7 @@ typedef struct agmm_operation {
      * on its GEMM calls (the engine's attributes, or a pass right after
      * each call: gemm_plan.c), which write the user's C; 0: its calls
      * make fp32 and the operation applies agmm_plan_epilogue_rows itself
-     * (plan_internal.h), e.g. once after a reduction. An operation that
+     * (epilogue_rows.h), e.g. once after a reduction. An operation that
      * accumulates (below) keeps it 0: a bias or activation must not be
      * applied to a partial. */
     int epilogue_in_gemm;
@@ -76,10 +80,11 @@ typedef struct agmm_operation {
     void (*set_rows)(struct agmm_plan *p, const int64_t *m_rows);
     void (*copy_a)(struct agmm_plan *p, const void *a_local, void *out,
                    float *out_scale);
-    /* Rows of this rank's A ([a_rows, k_part]) and C ([c_rows, n]) in a
-     * call whose rows are `m` (nranks counts) summing to M. */
-    void (*call_rows)(const struct agmm_plan *p, const int64_t *m, int64_t M,
-                      int64_t *a_rows, int64_t *c_rows);
+    /* Rows of rank `rank`'s A ([a_rows, k_part]) and C ([c_rows, n]) in a
+     * call whose rows are `m` (nranks counts) summing to M. Pure (the
+     * descriptor's query, pd.c, calls it without a plan). */
+    void (*call_rows)(int rank, const int64_t *m, int64_t M, int64_t *a_rows,
+                      int64_t *c_rows);
     /* The two schedules: one round on this rank. */
     agmm_status_t (*fused)(struct agmm_round *round);
     agmm_status_t (*baseline)(struct agmm_round *round);

@@ -12,7 +12,7 @@
 #include "gemm/dram.h"
 #include "gemm/engine_list.h"
 #include "ops/common/path_probe.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
 
 /* bf16w (issue 48): for a bf16 plan on the AUTO engine whose calls take
  * at most AGMM_BF16W_AUTO_ROWS rows (decode), agmm's own bf16-weight

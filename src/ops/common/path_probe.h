@@ -1,6 +1,7 @@
-/* The GEMM path probe of path.c, shared with path_bf16w.c (the bf16w
- * candidate, issue 48): the key a measurement is cached under, its
- * result, the measurement itself and the per-process cache. */
+/* The GEMM path probe (path_probe.c), shared by path.c and path_bf16w.c
+ * (the bf16w candidate, issue 48): the key a measurement is cached under,
+ * its result, the measurement itself, the per-process cache and the tests'
+ * hook; and path_bf16w.c's candidate, which path.c calls. */
 #ifndef AGMM_OPS_COMMON_PATH_PROBE_H
 #define AGMM_OPS_COMMON_PATH_PROBE_H
 
@@ -9,6 +10,7 @@
 
 #include "agmm.h"
 #include "gemm/engine.h"
+#include "ops/common/path.h"
 
 typedef struct probe_key {
     agmm_gemm_engine_kind_t engine;
@@ -35,7 +37,9 @@ agmm_status_t agmm_path_probe(const agmm_gemm_engine_t *e,
 /* The per-process cache (mutex-guarded): 1 and *out when found. */
 int agmm_path_cache_find(const probe_key_t *k, probe_result_t *out);
 void agmm_path_cache_add(const probe_key_t *k, const probe_result_t *r);
-/* Is the tests' probe hook set (agmm_path_set_probe)? */
+/* The tests' probe hook (agmm_path_set_probe, path.h), or NULL; is it
+ * set? */
+agmm_path_probe_fn agmm_path_probe_hook(void);
 int agmm_path_probe_overridden(void);
 
 /* path_bf16w.c: the bf16w candidate for a bf16 AUTO-engine plan (its

@@ -1,6 +1,9 @@
-/* Plan lifecycle: collective create (from the geometry and memory booking
- * of plan_book.c) and destroy, the weight, and the registry of live plans
- * (so a destroyed plan is refused instead of crashing). */
+/* Plan lifecycle: collective create and destroy, the weight, and the
+ * registry of live plans (so a destroyed plan is refused instead of
+ * crashing). Create is: the descriptor (pd.c: the checks and the booking's
+ * bound, once, no world), the ranks' agreement on it, this rank's geometry
+ * and the path measurement (path.c, the only collective part of it), the
+ * booking (plan_book.c), the allocation, the windows and the engines. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -10,7 +13,12 @@
 
 #include "common/log.h"
 #include "ops/common/book.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/desc.h"
+#include "ops/common/gemm_plan.h"
+#include "ops/common/path.h"
+#include "ops/common/pd.h"
+#include "ops/common/plan.h"
+#include "ops/common/plan_book.h"
 
 /* ------------------------------------------------------------ registry */
 
@@ -106,13 +114,15 @@ static void plan_free_local(agmm_plan_t *p)
  * agreement: the geometry, the path, the booking, the local buffers and
  * the engine. `book` keeps the windows' sizes for the collective
  * allocation. */
-static agmm_status_t plan_local(agmm_plan_t *p, const agmm_plan_desc_t *d,
+static agmm_status_t plan_local(agmm_plan_t *p, const agmm_plan_pd_t *pd,
                                 agmm_book_t *book)
 {
+    const agmm_plan_desc_t *d = agmm_plan_pd_desc(pd);
     agmm_status_t st = agmm_plan_geometry(p, d, p->world->rank);
     /* Collective where it measures (every rank takes part, failed or
      * not: path.c). */
-    agmm_status_t st2 = agmm_path_choose(p, d, st == AGMM_OK);
+    agmm_status_t st2 =
+        agmm_path_choose(p, d, agmm_plan_pd_bound(pd), st == AGMM_OK);
     AGMM_CHECK(st);
     AGMM_CHECK(st2);
     agmm_plan_set_path(p, p->path);
@@ -142,13 +152,11 @@ static agmm_status_t alloc_windows(agmm_plan_t *p, const agmm_book_t *b)
     return st;
 }
 
-agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
-                               agmm_plan_t **out)
+/* A plan of a descriptor on world w. */
+static agmm_status_t create(agmm_world_t *w, const agmm_plan_pd_t *pd,
+                            agmm_plan_t **out)
 {
-    if (!w || !out)
-        return agmm_error(AGMM_ERR_INVALID_ARG, "plan_create: NULL argument");
-    *out = NULL;
-    AGMM_CHECK(agmm_plan_desc_check(d));
+    const agmm_plan_desc_t *d = agmm_plan_pd_desc(pd);
     if (d->nranks != w->size)
         return agmm_error(AGMM_ERR_MISMATCH,
                           "plan_create: the plan is for %d ranks but the "
@@ -177,7 +185,7 @@ agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
      * or the other ranks would wait for us: agree on success first. */
     agmm_book_t book;
     agmm_book_init(&book);
-    st = plan_local(p, d, &book);
+    st = plan_local(p, pd, &book);
     int ok = st == AGMM_OK, *oks = calloc((size_t)w->size, sizeof ok);
     agmm_status_t st2 =
         oks ? agmm_world_allgather(w, &ok, oks, sizeof ok) : AGMM_ERR_NO_MEMORY;
@@ -213,6 +221,19 @@ fail_windows:
     agmm_tp_win_free(w, &p->recv_win);
 fail_local:
     plan_free_local(p);
+    return st;
+}
+
+agmm_status_t agmm_plan_create(agmm_world_t *w, const agmm_plan_desc_t *d,
+                               agmm_plan_t **out)
+{
+    if (!w || !out)
+        return agmm_error(AGMM_ERR_INVALID_ARG, "plan_create: NULL argument");
+    *out = NULL;
+    agmm_plan_pd_t *pd = NULL;
+    AGMM_CHECK(agmm_plan_pd_create(d, &pd));
+    agmm_status_t st = create(w, pd, out);
+    agmm_plan_pd_destroy(pd);
     return st;
 }
 
@@ -455,6 +476,11 @@ int64_t agmm_plan_row_offset(const agmm_plan_t *p, int r)
 {
     if (!p || !agmm_plan_is_live(p) || r < 0 || r > p->nranks) return -1;
     return __atomic_load_n(&p->row_off[r], __ATOMIC_RELAXED);
+}
+
+uint64_t agmm_plan_bytes_held(const agmm_plan_t *p)
+{
+    return p && agmm_plan_is_live(p) ? p->bytes_held : 0;
 }
 
 int agmm_plan_weights(const agmm_plan_t *p)

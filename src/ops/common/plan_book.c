@@ -1,14 +1,20 @@
-/* A plan's geometry and its memory booking (book.h): every count and
- * per-rank array of a plan computed from its description, and every buffer
- * it then holds, booked once. plan.c allocates from the booking;
- * agmm_plan_bytes_per_rank adds it up on a plan that only has its
- * geometry (no windows, no engine), so the estimate is the allocation. */
+/* A plan's geometry and its memory booking (plan_book.h, book.h): every
+ * count and per-rank array of a plan computed from its description, and
+ * every buffer it then holds, booked once. plan.c allocates from the
+ * booking; the descriptor (pd.c: agmm_plan_bytes_per_rank) adds it up on a
+ * plan that only has its geometry (no windows, no engine), so the estimate
+ * is the allocation. */
 #include <string.h>
 
 #include "common/log.h"
 #include "gemm/engine_list.h"
 #include "ops/common/book.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/desc.h"
+#include "ops/common/gemm_plan.h"
+#include "ops/common/path.h"
+#include "ops/common/plan.h"
+#include "ops/common/plan_book.h"
+#include "ops/common/stage.h"
 
 /* The layout arrays, one allocation: nine per-rank int64 arrays (four of
  * P + 1), two per weight, then the segments (at most one per group plus
@@ -285,18 +291,4 @@ static uint64_t most_over_ranks(const agmm_plan_desc_t *d, int with_engine)
 uint64_t agmm_plan_bytes_booked(const agmm_plan_desc_t *d, int with_engine)
 {
     return most_over_ranks(d, with_engine);
-}
-
-uint64_t agmm_plan_bytes_per_rank(const agmm_plan_desc_t *d)
-{
-    agmm_log_mute(1);
-    uint64_t bytes =
-        agmm_plan_desc_check(d) == AGMM_OK ? most_over_ranks(d, 1) : 0;
-    agmm_log_mute(0);
-    return bytes;
-}
-
-uint64_t agmm_plan_bytes_held(const agmm_plan_t *p)
-{
-    return p && agmm_plan_is_live(p) ? p->bytes_held : 0;
 }

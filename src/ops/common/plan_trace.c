@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
 #include "trace/trace.h"
 
 /* An upper bound of the events one worker records in one round, from the

@@ -1,5 +1,5 @@
 /* The steps of a round that every schedule of every operation takes (see
- * plan_internal.h): the wait for a peer's ack of the previous round, one
+ * round.h): the wait for a peer's ack of the previous round, one
  * put with its signal, the rows agreement of a call with its own rows,
  * and the abort on a failure only this rank saw.
  * They run on whichever worker (or the round's caller) takes the step. */
@@ -7,7 +7,8 @@
 
 #include "common/fault.h"
 #include "common/log.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
+#include "ops/common/round.h"
 #include "trace/trace.h"
 
 agmm_status_t agmm_round_wait_ack(const agmm_round_t *x, int q, double deadline)

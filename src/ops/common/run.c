@@ -9,7 +9,10 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/auto.h"
+#include "ops/common/plan.h"
+#include "ops/common/round.h"
+#include "ops/common/stage.h"
 #include "trace/trace.h"
 
 /* ack[r] = value on every peer: every worker of this rank has finished
@@ -158,7 +161,7 @@ static agmm_status_t check_args(agmm_plan_t *p, const char *fn,
     }
     for (int r = 0; st == AGMM_OK && r < p->nranks; r++)
         M += m[r];
-    if (st == AGMM_OK) op->call_rows(p, m, M, &a_rows, &c_rows);
+    if (st == AGMM_OK) op->call_rows(p->rank, m, M, &a_rows, &c_rows);
     if (st != AGMM_OK) {
     } else if (a->a_gathered && !op->returns_a) {
         snprintf(what, sizeof what,

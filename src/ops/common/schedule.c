@@ -1,8 +1,8 @@
 /* The work partition (schedule.h) and the count of the items computed
- * (plan_internal.h: the schedule test's hook). */
+ * (schedule.h: the schedule test's hook). */
 #include "ops/common/schedule.h"
 
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
 
 int agmm_busy_gemm_workers(int G, int64_t col_blocks)
 {

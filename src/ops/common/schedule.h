@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "agmm.h"
+
 typedef struct agmm_worker_share {
     int64_t j0, j1; /* column blocks [j0, j1) */
     int rg, gr;     /* row group rg of gr */
@@ -37,5 +39,14 @@ static inline int agmm_source_order(int rank, int nranks, int i)
 
 /* GEMM workers that get items for a plan with this many column blocks. */
 int agmm_busy_gemm_workers(int G, int64_t col_blocks);
+
+/* (schedule.c) Count the items (tiles [t0,t1) of src) x (column blocks
+ * [j0,j1)). */
+void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
+                           int64_t j0, int64_t j1);
+
+/* Test hook: how often item (global tile, block) was computed. */
+uint32_t agmm_plan_item_count(const agmm_plan_t *p, int64_t global_tile,
+                              int64_t col_block);
 
 #endif

@@ -9,13 +9,14 @@
 #include <string.h>
 
 #include "ops/common/book.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
+#include "ops/common/stage.h"
 
 /* The most rows of this rank's A over calls. */
 static int64_t a_rows_max(const agmm_plan_t *p)
 {
     int64_t a_rows = 0, c_rows = 0;
-    p->op->call_rows(p, p->m_max, p->M_max, &a_rows, &c_rows);
+    p->op->call_rows(p->rank, p->m_max, p->M_max, &a_rows, &c_rows);
     return a_rows;
 }
 

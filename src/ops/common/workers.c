@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
+#include "ops/common/round.h"
 #include "place/place.h"
 #include "trace/trace.h"
 #include "transport/transport.h"

@@ -25,7 +25,8 @@
 #ifndef AGMM_OPS_GEMM_AR_AR_H
 #define AGMM_OPS_GEMM_AR_AR_H
 
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
+#include "ops/common/round.h"
 
 extern const agmm_operation_t agmm_op_gemm_rs; /* ops/gemm_rs/op.c */
 

@@ -15,6 +15,7 @@
  * Threads: all on the round's caller after gemm-rs's workers joined; a
  * failure aborts the world in the round driver (run.c). */
 #include "common/log.h"
+#include "ops/common/round.h"
 #include "ops/gemm_ar/ar.h"
 #include "ops/gemm_rs/tiles.h"
 

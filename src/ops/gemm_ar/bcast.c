@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "ops/common/round.h"
 #include "ops/common/schedule.h"
 #include "ops/gemm_ar/ar.h"
 #include "trace/trace.h"

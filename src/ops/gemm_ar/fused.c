@@ -56,6 +56,7 @@
  * and copy (of stale partials); gemm-only (no COMM) computes every tile
  * and nobody puts, waits, reduces or copies. */
 #include "common/log.h"
+#include "ops/common/round.h"
 #include "ops/common/schedule.h"
 #include "ops/common/workers.h"
 #include "ops/gemm_ar/ar.h"

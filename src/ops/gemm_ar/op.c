@@ -72,10 +72,10 @@ static agmm_status_t ar_declare_puts(agmm_plan_t *p)
 
 /* A is every row of the call over this rank's part of k; C is every row
  * of the call. */
-static void ar_call_rows(const agmm_plan_t *p, const int64_t *m, int64_t M,
-                         int64_t *a_rows, int64_t *c_rows)
+static void ar_call_rows(int rank, const int64_t *m, int64_t M, int64_t *a_rows,
+                         int64_t *c_rows)
 {
-    (void)p;
+    (void)rank;
     (void)m;
     *a_rows = M;
     *c_rows = M;
@@ -87,6 +87,7 @@ const agmm_operation_t agmm_op_gemm_ar = {
     .max_weights = 1,
     .check_desc = ar_check_desc,
     .k_part = ar_k_part,
+    .splits_k = 1,
     .tile_cells = ar_tile_cells,
     .window_bytes = ar_window_bytes,
     /* 0: the window also holds gemm-rs's slots, where each peer gets its

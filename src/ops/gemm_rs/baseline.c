@@ -21,6 +21,8 @@
  * which GEMM worker 0's thread (the caller's) issues, waits for (quiet)
  * and follows with the reduction. */
 #include "common/log.h"
+#include "ops/common/gemm_plan.h"
+#include "ops/common/round.h"
 #include "ops/common/schedule.h"
 #include "ops/common/workers.h"
 #include "ops/gemm_rs/tiles.h"

@@ -34,6 +34,7 @@
 #include <stdio.h>
 
 #include "common/log.h"
+#include "ops/common/round.h"
 #include "ops/common/schedule.h"
 #include "ops/gemm_rs/tiles.h"
 #include "trace/trace.h"

@@ -57,6 +57,8 @@
  * reductions (of stale partials); without COMM (gemm-only) they compute
  * every tile and nobody puts, waits for a peer or reduces. */
 #include "common/log.h"
+#include "ops/common/gemm_plan.h"
+#include "ops/common/round.h"
 #include "ops/common/schedule.h"
 #include "ops/common/workers.h"
 #include "ops/gemm_rs/tiles.h"

@@ -120,11 +120,11 @@ static agmm_status_t rs_declare_puts(agmm_plan_t *p)
 }
 
 /* A is every row over this rank's part of k; C is this rank's rows. */
-static void rs_call_rows(const agmm_plan_t *p, const int64_t *m, int64_t M,
-                         int64_t *a_rows, int64_t *c_rows)
+static void rs_call_rows(int rank, const int64_t *m, int64_t M, int64_t *a_rows,
+                         int64_t *c_rows)
 {
     *a_rows = M;
-    *c_rows = m[p->rank];
+    *c_rows = m[rank];
 }
 
 const agmm_operation_t agmm_op_gemm_rs = {
@@ -133,6 +133,7 @@ const agmm_operation_t agmm_op_gemm_rs = {
     .max_weights = 1,
     .check_desc = rs_check_desc,
     .k_part = rs_k_part,
+    .splits_k = 1,
     .tile_cells = rs_tile_cells,
     .window_bytes = rs_window_bytes,
     .replicated_window = 0, /* each peer gets its own partials */

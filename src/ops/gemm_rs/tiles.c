@@ -4,6 +4,9 @@
 
 #include "common/log.h"
 #include "gemm/convert.h"
+#include "ops/common/claims.h"
+#include "ops/common/epilogue_rows.h"
+#include "ops/common/round.h"
 #include "ops/common/schedule.h"
 #include "ops/gemm_rs/tiles.h"
 #include "trace/trace.h"

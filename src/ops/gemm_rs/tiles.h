@@ -18,7 +18,8 @@
 #ifndef AGMM_OPS_GEMM_RS_TILES_H
 #define AGMM_OPS_GEMM_RS_TILES_H
 
-#include "ops/common/plan_internal.h"
+#include "ops/common/plan.h"
+#include "ops/common/round.h"
 #include "ops/common/schedule.h"
 #include "ops/common/workers.h"
 

@@ -41,9 +41,10 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
 
 int64_t agmm_tool_k_part(const agmm_cli_t *cli, int r)
 {
-    if (!agmm_tool_split_k(cli)) return cli->k;
-    if (cli->k_local_count > 0) return cli->k_local[r];
-    return agmm_k_split(cli->k, cli->ranks, r);
+    agmm_plan_desc_t d;
+    int64_t k0, kp;
+    agmm_tool_desc(cli, &d);
+    return agmm_plan_desc_k_part(&d, r, &k0, &kp) == AGMM_OK ? kp : -1;
 }
 
 /* One rank's GEMM flops per round, the mean over ranks: 2*M*K*N for

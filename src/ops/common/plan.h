@@ -1,19 +1,25 @@
-/* The plan: what every schedule shares (layout, windows, signals, the
- * prepared weights, conversion claims), and the pieces every operation is
- * built from. Internal to the ops layer.
+/* The plan object: what every schedule shares (layout, windows, signals,
+ * the prepared weights, conversion claims), the signal window's layout,
+ * the inline queries of a plan, and plan.c's lifecycle helpers (the rows of
+ * a call, the live registry, the busy flag). Internal to the ops layer.
  *
- * ops/common/ holds what an operation is built from and never names one:
- * plan lifecycle (plan.c), descriptions (desc.c), the epilogue pass of
- * finished rows (epilogue_rows.c), the default splits of k and of cores
- * (split.c), the memory booking (book.c, plan_book.c), the engine side
- * of a plan (gemm_plan.c, gemm_load.c, gemm_info.c), the GEMM path
- * (path.c), int8 A staged with its scales (stage.c), the round driver and
- * its steps (run.c, round.c), workers and the work partition (workers.c,
- * schedule.c), conversion claims (claims.c), AGMM_SCHEDULE_AUTO (auto.c)
- * and the trace hookup (plan_trace.c). Each operation is a folder of ops/
- * (ag_gemm/, gemm_rs/, gemm_ar/), one agmm_operation_t (op.h) in list.c. */
-#ifndef AGMM_OPS_PLAN_INTERNAL_H
-#define AGMM_OPS_PLAN_INTERNAL_H
+ * ops/common/ holds what an operation is built from and never names one,
+ * each concern with its own header, included only where used: the plan
+ * object (plan.h, plan.c), the descriptor (pd.h, pd.c), descriptions
+ * (desc.h, desc.c), the default splits of k and of cores (split.c), the
+ * geometry and memory booking (plan_book.h, plan_book.c, book.h, book.c),
+ * the GEMM path (path.h: path_rules.c, path.c; path_probe.h:
+ * path_probe.c, path_bf16w.c), the engine side of a plan (gemm_plan.h:
+ * gemm_plan.c, gemm_load.c; gemm_info.c), int8 A staged with its scales
+ * (stage.h, stage.c), the epilogue pass of finished rows
+ * (epilogue_rows.h, epilogue_rows.c), a round and its steps (round.h,
+ * round.c; the driver run.c), workers and the work partition (workers.h,
+ * workers.c, schedule.h, schedule.c), conversion claims (claims.h,
+ * claims.c), AGMM_SCHEDULE_AUTO (auto.h, auto.c) and the trace hookup
+ * (plan_trace.c). Each operation is a folder of ops/ (ag_gemm/, gemm_rs/,
+ * gemm_ar/), one agmm_operation_t (op.h) in list.c. */
+#ifndef AGMM_OPS_PLAN_H
+#define AGMM_OPS_PLAN_H
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -22,6 +28,7 @@
 #include "common/util.h"
 #include "gemm/engine.h"
 #include "ops/common/op.h"
+#include "ops/common/path.h"
 #include "transport/transport.h"
 #include "world/world.h"
 
@@ -50,19 +57,6 @@ typedef enum { SIG_TILE, SIG_BULK, SIG_ACK, SIG_ROWS } agmm_sig_kind_t;
 /* The receive sets of a plan (AGMM_TP_CAP_POSTED_RECEIVES): one per
  * schedule, so a round arms only the receives it will use. */
 enum { AGMM_RSET_TILES = 0, AGMM_RSET_SHARDS = 1 };
-
-/* How a plan's GEMM path was chosen (path.c): by "forced", "only",
- * "measured" or "cached"; for the last two, both candidates [native, f32]
- * (INT8: [s8 x s8, u8 x s8] on its one path)
- * with the slowest rank's predicted GEMM time of a round, this rank's rate
- * and the implementation the probe ran; the time spent measuring. */
-typedef struct agmm_path_choice {
-    const char *by;
-    int n;
-    double round_us[2], gflops[2];
-    char impl[2][64];
-    double ms;
-} agmm_path_choice_t;
 
 /* Buffers an operation books for itself (op.h: book), by index. */
 enum { AGMM_OP_BUFS = 4 };
@@ -259,62 +253,6 @@ static inline double agmm_plan_deadline_second_hop(const agmm_plan_t *p)
     return now + 2.0 * (agmm_plan_deadline(p) - now);
 }
 
-/* (claims.c) Fill global tiles [g0, g1) of the plan's layout once per
- * round, by one thread of this rank: a worker that needs them claims each
- * tile nobody has claimed for `epoch` yet (CAS on claimed[g]) and calls
- * fill(ctx, g) for it, then publishes converted[g] = epoch (release);
- * tiles another worker claimed are waited for (acquire). A timed-out wait
- * names (src, g - base) as "conversion of tile". */
-typedef void (*agmm_tile_fill_fn)(void *ctx, int64_t g);
-agmm_status_t agmm_plan_claim_tiles(agmm_plan_t *p, int64_t g0, int64_t g1,
-                                    uint64_t epoch, agmm_tile_fill_fn fill,
-                                    void *ctx, int src, int64_t base);
-
-/* The engine side of the plan (gemm_plan.c). segments: the column
- * segments of the plan's worker groups and weights (part of the layout,
- * before booking; seg may be NULL to count them). estimate: the engine's
- * bytes for every segment's prepared weight and each worker's scratch,
- * as prepare will allocate them. prepare: the engine for every segment
- * and row count. load: weight i's values into its segments. */
-int agmm_plan_segments(const agmm_plan_t *p, agmm_gemm_seg_t *seg,
-                       int *seg_off);
-agmm_status_t agmm_plan_engine_estimate(const agmm_plan_t *p, uint64_t *weights,
-                                        uint64_t *scratch);
-agmm_status_t agmm_plan_engine_prepare(agmm_plan_t *p);
-/* Weight i; w_scale: INT8's [n_i] per-column scales, else NULL. A
- * quantized plan's: w, w_scale, zeros its plain layout's q, scales, zeros. */
-agmm_status_t agmm_plan_engine_load_i(agmm_plan_t *p, int i, const void *w,
-                                      const float *w_scale,
-                                      const uint8_t *zeros);
-/* Weight i's bias (p->bias) into the segments whose engine call adds it
- * (engine load_bias), after agmm_plan_set_bias copied it. */
-agmm_status_t agmm_plan_engine_load_bias(agmm_plan_t *p, int i);
-/* Bytes of the engine's prepared weights of this plan (as allocated). */
-uint64_t agmm_plan_engine_bytes(const agmm_plan_t *p);
-void agmm_plan_engine_free(agmm_plan_t *p);
-
-/* C rows [r0, r0 + m) (global rows, of c) over the columns of worker share
- * s, from m rows `a` in gemm_dtype (leading dimension: the engine's lda,
- * agmm_plan_lda), for every weight: c[i] is weight i's output ([rows,
- * n_i]; elements of out_dtype with the epilogue for an operation whose
- * GEMM calls carry it, op.h epilogue_in_gemm, else fp32). INT8: a_scale
- * is the rows' scales (stride: agmm_plan_gemm's shape, 1, or row_bytes /
- * 4 when they are in the rows: agmm_plan_row_scales), else NULL. */
-struct agmm_worker_share;
-agmm_status_t agmm_plan_gemm_all(agmm_plan_t *p,
-                                 const struct agmm_worker_share *s, int64_t r0,
-                                 int64_t m, const void *a, const float *a_scale,
-                                 void *const *c);
-/* The same for a plan of one weight: C = A @ W, and (an operation that
- * accumulates, op.h) C += A @ W; c fp32 (the operation's calls carry no
- * epilogue). */
-agmm_status_t agmm_plan_gemm(agmm_plan_t *p, const struct agmm_worker_share *s,
-                             int64_t r0, int64_t m, const void *a,
-                             const float *a_scale, float *c);
-agmm_status_t agmm_plan_gemm_acc(agmm_plan_t *p,
-                                 const struct agmm_worker_share *s, int64_t r0,
-                                 int64_t m, const void *a, const float *a_scale,
-                                 float *c);
 /* Bytes between the rows the engine reads: the window's rows when read in
  * place (native), else g32's fp32 rows. */
 static inline size_t agmm_plan_gemm_row_bytes(const agmm_plan_t *p)
@@ -331,16 +269,6 @@ static inline const float *agmm_plan_row_scales(const agmm_plan_t *p,
                                                p->scale_off)
                : NULL;
 }
-/* (stage.c) INT8: the bytes booked for staging this rank's A (0 when not
- * INT8), and the round's A as the schedules read it: the rows packed with
- * their scales into a_stage (scales_in_rows), or a_local with its scales
- * (a per-tensor scale expanded into a_stage). a_rows: this call's rows of
- * A. Not INT8: a_local, NULL. */
-struct agmm_book;
-void agmm_plan_book_stage(agmm_plan_t *p, struct agmm_book *b);
-void agmm_plan_stage_a(agmm_plan_t *p, const void *a_local,
-                       const float *a_scale, int64_t a_rows, const void **a,
-                       const float **scales);
 
 /* The first column of weight i in the weights side by side (sum of n_w
  * before it): where its bias starts in p->bias. */
@@ -358,75 +286,10 @@ static inline int64_t agmm_plan_out_cols(const agmm_plan_t *p, int i)
     return p->glu >> i & 1u ? p->n_w[i] / 2 : p->n_w[i];
 }
 
-/* (epilogue_rows.c) The plan's epilogue as a pass over finished fp32 rows,
- * for an operation that applies it itself (op.h: epilogue_in_gemm 0, e.g.
- * after a reduction, once, on the rows' owner): for `rows` rows of weight
- * w's n_w[w] columns, src fp32 (row stride n_w[w]) and dst in out_dtype
- * (the same stride in its elements):
- *   dst[i,j] = out_dtype(act(src[i,j] + bias[j]))
- * in the order of epilogue.h (each step one fp32 operation, one rounding
- * to nearest even at the end): the same bits as a GEMM call with the
- * attributes, whatever thread or tile runs it. src == dst is allowed when
- * out_dtype is FP32; src is only read. Nothing to do (no epilogue, src
- * == dst) returns at once. Any thread; the bias must not change while it
- * runs (set_bias is never concurrent with a round). */
-void agmm_plan_epilogue_rows(const agmm_plan_t *p, int w, const float *src,
-                             int64_t rows, void *dst);
-
-/* Count the items (tiles [t0,t1) of src) x (column blocks [j0,j1)). */
-void agmm_plan_count_items(agmm_plan_t *p, int src, int64_t t0, int64_t t1,
-                           int64_t j0, int64_t j1);
-
-/* Test hook: how often item (global tile, block) was computed. */
-uint32_t agmm_plan_item_count(const agmm_plan_t *p, int64_t global_tile,
-                              int64_t col_block);
-
-/* FNV-1a over the description fields every rank must agree on (desc.c). */
-uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d);
-
-/* A checked description's weight count (n_list's, else 1) and weight
- * i's activation (activations[i], else activation). */
-int agmm_desc_weights(const agmm_plan_desc_t *d);
-agmm_activation_t agmm_desc_activation(const agmm_plan_desc_t *d, int i);
-
-/* (plan_book.c) The geometry of rank `rank`'s plan from a checked
- * description: every count and per-rank array, in p->layout (agmm_free).
- * book: every buffer of that plan, into b (the engine's share from its
- * estimate). */
-agmm_status_t agmm_plan_geometry(agmm_plan_t *p, const agmm_plan_desc_t *d,
-                                 int rank);
-agmm_status_t agmm_plan_book(agmm_plan_t *p, struct agmm_book *b);
 /* (plan.c) A call's rows (m_rows, NULL: the plan's most) into m_local,
  * tiles, row_off and M, closed up in rank order: the part of an
  * operation's set_rows every operation shares (win_off is its own). */
 void agmm_plan_take_rows(agmm_plan_t *p, const int64_t *m_rows);
-/* The GEMM path p's engine calls take (p->path, gemm_dtype, native,
- * gemm_esize), before the booking. */
-void agmm_plan_set_path(agmm_plan_t *p, agmm_gemm_path_t path);
-/* The most any rank's plan books (0 on overflow or failure); with_engine
- * 0: the engine's share by a model that cannot fail (desc_check's
- * overflow check, which must not build engine objects). */
-uint64_t agmm_plan_bytes_booked(const agmm_plan_desc_t *d, int with_engine);
-
-/* (path.c) The GEMM paths. has_native: does engine e read dtype dt
- * itself. gemm_dtype: what the engine reads on a path. check: the
- * description's gemm_path (a forced path the engine lacks: UNSUPPORTED).
- * choose: p->path and p->choice for a plan with its geometry (ok 0: the
- * geometry failed: it only takes part in the collective; collective for
- * AUTO with a 16-bit dtype: one allgather). decide: the path index (0
- * native, 1 f32) whose slowest rank is fastest, from nranks pairs of
- * predicted times. set_probe: a test replaces the measurement (per rank
- * and path, the call and conversion times in us; NULL: measure). */
-int agmm_path_has_native(const agmm_gemm_engine_t *e, agmm_dtype_t dt);
-agmm_dtype_t agmm_path_gemm_dtype(agmm_dtype_t dt, agmm_gemm_path_t path);
-agmm_status_t agmm_path_check(const agmm_plan_desc_t *d,
-                              const agmm_gemm_engine_t *e);
-agmm_status_t agmm_path_choose(agmm_plan_t *p, const agmm_plan_desc_t *d,
-                               int ok);
-int agmm_path_decide(const double *round_us, int nranks);
-typedef agmm_status_t (*agmm_path_probe_fn)(int rank, int f32, double *call_us,
-                                            double *conv_us);
-void agmm_path_set_probe(agmm_path_probe_fn fn);
 
 /* Is `p` a live plan (created, not destroyed)? */
 int agmm_plan_is_live(const agmm_plan_t *p);
@@ -438,63 +301,5 @@ agmm_status_t agmm_plan_enter(agmm_plan_t *p, const char *who);
 void agmm_plan_leave(agmm_plan_t *p);
 /* Test hook: is a call in progress on `p`? */
 int agmm_plan_busy(const agmm_plan_t *p);
-
-/* One round of a plan, as every worker of the rank sees it (read-only). */
-typedef struct agmm_round {
-    agmm_plan_t *p;
-    const void *a; /* this rank's A (INT8: staged, stage.c) */
-    /* INT8 operations whose scales do not travel in the rows: this rank's
-     * A scales, one per row of a (a per-tensor scale expanded); else NULL. */
-    const float *a_scale;
-    void *c;         /* cs[0] */
-    void *const *cs; /* this rank's outputs, one per weight (out_dtype) */
-    uint64_t epoch;
-    int comm_workers, gemm_workers;
-    int phases; /* AGMM_PHASE_*: all for a real round */
-} agmm_round_t;
-
-/* Which phases of a schedule a round runs: both for a real round, one of
- * them for the benchmark parts (agmm_plan_run_part). */
-enum { AGMM_PHASE_COMM = 1, AGMM_PHASE_GEMM = 2, AGMM_PHASE_ALL = 3 };
-
-/* (round.c) The steps of a round every schedule takes.
- * wait_ack: wait until peer q has acknowledged round x->epoch - 1 (it no
- * longer reads what this rank put into its windows then), as every put of
- * round x->epoch must before it lands.
- * put: one put of round x->epoch to peer q: wait for q's ack, the fault
- * hook (fault.h), then `bytes` from `src` to q's receive window at
- * `dst_off` followed by its signal cell `sig_off` raised to the epoch
- * (release), traced as tiles [t0, t1) of kind `tsig` (AGMM_TSIG_*).
- * fail: a failure that only this rank saw (not a timeout or an abort,
- * which the wait reported already) aborts the world, so that peers are
- * told at once instead of waiting for our puts or acks until their
- * timeout; the reason names the rank and `doing`. Returns st. */
-agmm_status_t agmm_round_wait_ack(const agmm_round_t *x, int q,
-                                  double deadline);
-agmm_status_t agmm_round_put(const agmm_round_t *x, int q, size_t dst_off,
-                             const void *src, size_t bytes, size_t sig_off,
-                             int64_t t0, int64_t t1, int tsig);
-agmm_status_t agmm_world_fail(agmm_world_t *w, agmm_status_t st,
-                              const char *doing);
-/* The rows agreement of an operation with rows per call (round.c).
- * send_rows: this rank's rows cell on peer q raised to `rows` of round
- * x->epoch (agmm_rows_signal), after q's ack of the previous round.
- * check_rows: waits for src's rows cell of the round and compares its
- * count with `want`; another count (or an older round) is logged and
- * aborts the world with "rank R expected <what> <want> rows from rank S
- * in round E but rank S <verb> N (the ranks passed different m_rows)"
- * (AGMM_ERR_MISMATCH): the operation's `what` ("", "partials of its")
- * and `verb` ("has", "sends"). */
-agmm_status_t agmm_round_send_rows(const agmm_round_t *x, int q, int64_t rows);
-agmm_status_t agmm_round_check_rows(const agmm_round_t *x, int src,
-                                    int64_t want, const char *what,
-                                    const char *verb);
-
-/* AGMM_SCHEDULE_AUTO (auto.c): the schedule the next auto round runs, and
- * recording its time (collective while measuring: allgathers the slowest
- * rank's time). */
-agmm_schedule_t agmm_auto_next(agmm_plan_t *p);
-agmm_status_t agmm_auto_record(agmm_plan_t *p, agmm_schedule_t ran,
-                               double seconds);
 
 #endif
