@@ -35,7 +35,6 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "gemm/engine_list.h"
 #include "ops/common/book.h"
 #include "ops/common/path.h"
 #include "ops/common/path_probe.h"

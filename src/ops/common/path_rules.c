@@ -4,6 +4,7 @@
  * path, and a description's gemm_path checked against them (a step of
  * the descriptor, desc.c). Calls nothing of a plan; path.c measures. */
 #include "common/log.h"
+#include "gemm/engine_list.h"
 #include "ops/common/path.h"
 
 const char *agmm_gemm_path_name(agmm_gemm_path_t path)
