@@ -56,6 +56,11 @@ class PlanCache:
         """The cached entries, least recently used first (a copy)."""
         return list(self._plans)
 
+    @property
+    def made(self):
+        """How many plans this cache has made (its last serial)."""
+        return self._serial
+
     def newest(self):
         """The most recently used entry (None: the cache is empty)."""
         return self._plans[-1] if self._plans else None
