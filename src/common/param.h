@@ -46,7 +46,7 @@ X(MPI_COUNTERS, "AGMM_MPI_COUNTERS", BOOL, "0", LIB,                           \
   "1: each MPI rank prints its transport counters at the end")                 \
 X(WQ_KERNEL, "AGMM_WQ_KERNEL", STR, "-", LIB,                                  \
   "quantized-weight kernel: avx2, avx512, avx512bf16 or avx512vnni "           \
-  "(unset: the best portable)")                                                \
+  "(unset: chosen by measurement)")                                            \
 X(WQ_PREFILL_ROWS, "AGMM_WQ_PREFILL_ROWS", STR, "-", LIB,                      \
   "rows from which quantized weights take the prefill path (off or 0: "        \
   "never)")                                                                    \
