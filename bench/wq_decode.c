@@ -86,13 +86,16 @@ int main(int argc, char **argv)
     static const format_t formats[] = {{"int8 sym G128", 8, 1, 128},
                                        {"int4 sym G128", 4, 1, 128},
                                        {"int4 asym G128", 4, 0, 128}};
-    static const int64_t ms[] = {1, 8, 16, 32};
+    static const int64_t ms[] = {1, 2, 8, 16, 32};
     double dram = smoke ? 0 : agmm_dram_read_gbps();
+    /* the sets rotated stream 3 x the LLC, or the probe's buffer where the
+     * OS does not say the LLC's size (VMs without sysfs cache entries) */
     size_t llc = agmm_dram_llc_bytes();
-    printf("wq_decode: K %lld N %lld, kernel %s, 1 thread, LLC %zu MiB, "
+    size_t stream = llc ? 3 * llc : agmm_dram_probe_bytes();
+    printf("wq_decode: K %lld N %lld, kernel %s, 1 thread, LLC %zu MiB%s, "
            "DRAM read %.2f GB/s (probe %s)\n",
-           (long long)K, (long long)N, agmm_wq_kernel_name(), llc >> 20, dram,
-           agmm_dram_probe_isa());
+           (long long)K, (long long)N, agmm_wq_kernel_name(), llc >> 20,
+           llc ? "" : " (unknown)", dram, agmm_dram_probe_isa());
     for (int bits = 4; bits <= 8; bits += 4)
         for (int i = 0; !smoke && i < AGMM_WQ_SELECT_ROWS; i++) {
             int64_t rows;
@@ -138,7 +141,7 @@ int main(int argc, char **argv)
         do {
             if (agmm_wq_pack(&d, &sets[nsets]) != AGMM_OK) return 1;
             bytes = agmm_wq_bytes(sets[nsets++]);
-        } while (nsets < MAX_SETS && !smoke && bytes * (size_t)nsets < 3 * llc);
+        } while (nsets < MAX_SETS && !smoke && bytes * (size_t)nsets < stream);
         if (smoke && nsets < 2 && agmm_wq_pack(&d, &sets[nsets]) == AGMM_OK)
             nsets++;
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {

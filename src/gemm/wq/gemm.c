@@ -295,6 +295,24 @@ static void panels(const agmm_wq_t *w, agmm_wq_panel_fn fn, int dot, int rows,
     int rb_rows = dot == 2 ? AGMM_WQ_RB_VNNI
                   : dot    ? AGMM_WQ_RB_DOT
                            : AGMM_WQ_RB;
+#if defined(__x86_64__)
+    /* the dot kernel at one row: two panels side by side, 8 chains for the
+     * core (kern_avx512bf16.c; 4 panels and 2 x 2 rows measured slower) */
+    int64_t pend = (n1 + AGMM_WQ_NP - 1) / AGMM_WQ_NP;
+    for (int64_t p = n0 / AGMM_WQ_NP; dot == 1 && rows == 1 && p < pend;) {
+        int np = pend - p < 2 ? 1 : 2;
+        agmm_wq_panels_avx512bf16(w, w->data + (size_t)p * w->panel_bytes, np,
+                                  1, (const uint16_t *)(const void *)as, kp,
+                                  asum, out);
+        for (int j = 0; j < np; j++, p++) {
+            int64_t j0 = p * AGMM_WQ_NP;
+            int64_t c0 = j0 > n0 ? j0 : n0;
+            int64_t c1 = j0 + AGMM_WQ_NP < n1 ? j0 + AGMM_WQ_NP : n1;
+            store(out + j * AGMM_WQ_NP, 1, c, c_dtype, ldc, r0, j0, c0, c1);
+        }
+        if (p == pend) return;
+    }
+#endif
     for (int64_t p = n0 / AGMM_WQ_NP; p * AGMM_WQ_NP < n1; p++) {
         const uint8_t *panel = w->data + (size_t)p * w->panel_bytes;
         int64_t j0 = p * AGMM_WQ_NP;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "gemm/convert.h"
 #include "gemm/wq/wq_internal.h"
 
@@ -171,13 +172,15 @@ agmm_status_t agmm_wq_alloc(int64_t k, int64_t n, int bits, int64_t group,
     if (!w) return agmm_error(AGMM_ERR_NO_MEMORY, "agmm_wq_alloc: no memory");
     geometry(w, k, n, bits, group, symmetric);
     size_t total = w->panel_bytes * (size_t)w->panels;
-    w->data = aligned_alloc(64, total);
+    /* on huge pages where the kernel grants them (agmm_alloc), as the bf16
+     * weights: a decode call streams the whole weight, and on 4 KiB pages
+     * its TLB misses held the int4 kernel to 15-20 GB/s from DRAM */
+    w->data = agmm_alloc(total); /* zeroed, 64-byte aligned */
     if (!w->data) {
         free(w);
         return agmm_error(AGMM_ERR_NO_MEMORY,
                           "agmm_wq_alloc: no memory for %zu bytes", total);
     }
-    memset(w->data, 0, total);
     *out = w;
     return AGMM_OK;
 }
@@ -235,7 +238,7 @@ agmm_status_t agmm_wq_pack(const agmm_wq_desc_t *d, agmm_wq_t **out)
 void agmm_wq_free(agmm_wq_t *w)
 {
     if (!w) return;
-    free(w->data);
+    agmm_free(w->data);
     free(w);
 }
 

@@ -102,6 +102,13 @@ void agmm_wq_panel_avx512(const struct agmm_wq *w, const uint8_t *panel,
 void agmm_wq_panel_avx512bf16(const struct agmm_wq *w, const uint8_t *panel,
                               int rows, const uint16_t *a, int64_t lda,
                               const float *asum, float *out);
+/* The same over npan consecutive panels, out [npan][rows][16], each
+ * panel's bits agmm_wq_panel_avx512bf16's: 2 panels of one row run side
+ * by side (8 chains: at one row 4 leave the core waiting on the
+ * instruction's latency), any other case panel by panel. */
+void agmm_wq_panels_avx512bf16(const struct agmm_wq *w, const uint8_t *panel,
+                               int npan, int rows, const uint16_t *a,
+                               int64_t lda, const float *asum, float *out);
 /* The W4A8 kernel (kern_avx512vnni.c, opt-in): 1..AGMM_WQ_RB_VNNI rows
  * of A quantized to int8 (the scratch layout's positions, row stride lda
  * bytes), qsum [rows][ng] their groups' sums of a_q (exact), sa [rows]
