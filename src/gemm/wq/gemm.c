@@ -290,26 +290,35 @@ static void panels(const agmm_wq_t *w, agmm_wq_panel_fn fn, int dot, int rows,
 {
     const float *sa = NULL; /* dot == 2: the W4A8 kernel, sa after asum */
     if (dot == 2) sa = asum + rows * w->ng;
-    float out[AGMM_WQ_RB_DOT > AGMM_WQ_RB ? AGMM_WQ_RB_DOT * AGMM_WQ_NP
-                                          : AGMM_WQ_RB * AGMM_WQ_NP];
+    float out[AGMM_WQ_PANELS_DOT * AGMM_WQ_RB_DOT * AGMM_WQ_NP];
     int rb_rows = dot == 2 ? AGMM_WQ_RB_VNNI
                   : dot    ? AGMM_WQ_RB_DOT
                            : AGMM_WQ_RB;
 #if defined(__x86_64__)
-    /* the dot kernel at one row: two panels side by side, 8 chains for the
-     * core (kern_avx512bf16.c; 4 panels and 2 x 2 rows measured slower) */
+    /* the dot kernel over several panels a call (kern_avx512bf16.c): int4
+     * at any rows (up to 4 panels), int8 at one row (2) */
+    int many = dot != 1       ? 1
+               : w->bits == 4 ? AGMM_WQ_PANELS_DOT
+               : rows == 1    ? 2
+                              : 1;
     int64_t pend = (n1 + AGMM_WQ_NP - 1) / AGMM_WQ_NP;
-    for (int64_t p = n0 / AGMM_WQ_NP; dot == 1 && rows == 1 && p < pend;) {
-        int np = pend - p < 2 ? 1 : 2;
-        agmm_wq_panels_avx512bf16(w, w->data + (size_t)p * w->panel_bytes, np,
-                                  1, (const uint16_t *)(const void *)as, kp,
-                                  asum, out);
-        for (int j = 0; j < np; j++, p++) {
-            int64_t j0 = p * AGMM_WQ_NP;
-            int64_t c0 = j0 > n0 ? j0 : n0;
-            int64_t c1 = j0 + AGMM_WQ_NP < n1 ? j0 + AGMM_WQ_NP : n1;
-            store(out + j * AGMM_WQ_NP, 1, c, c_dtype, ldc, r0, j0, c0, c1);
+    for (int64_t p = n0 / AGMM_WQ_NP; many > 1 && p < pend;) {
+        int np = pend - p < many ? (int)(pend - p) : many;
+        for (int rb = 0; rb < rows; rb += AGMM_WQ_RB_DOT) {
+            int nr = rows - rb < AGMM_WQ_RB_DOT ? rows - rb : AGMM_WQ_RB_DOT;
+            agmm_wq_panels_avx512bf16(
+                w, w->data + (size_t)p * w->panel_bytes, np, nr,
+                (const uint16_t *)(const void *)as + rb * kp, kp,
+                asum + rb * w->ng, out);
+            for (int j = 0; j < np; j++) {
+                int64_t j0 = (p + j) * AGMM_WQ_NP;
+                int64_t c0 = j0 > n0 ? j0 : n0;
+                int64_t c1 = j0 + AGMM_WQ_NP < n1 ? j0 + AGMM_WQ_NP : n1;
+                store(out + j * nr * AGMM_WQ_NP, nr, c, c_dtype, ldc, r0 + rb,
+                      j0, c0, c1);
+            }
         }
+        p += np;
         if (p == pend) return;
     }
 #endif

@@ -26,25 +26,31 @@
  *         (exact), whose high 16 bits are the bf16; the even row's moved
  *         down and merged with the odd row's (shift, ternary logic).
  * A's pair (a[4q], a[4q+1]) is one 32-bit broadcast from the scratch.
- * Per row of A: 4 chains of sums (two quads at a time: the rows 0/1 and
- * 2/3 pairs of the even and of the odd quad), which hide the
- * instruction's latency at one row; the same 4 whatever the rows, so a
- * row's bits do not depend on the rows it is computed with (a plan's
- * fused and baseline calls, tiles coalesced in any order). Up to 4 rows
- * at a time in registers: 16 sums, 4 weight vectors and the constants
- * fill the 32; more rows go in blocks of 4, each converting the weight
- * again (int4: the conversion is 7 cheap instructions an octet, and
- * blocks measured 1.2-1.4x faster than a buffer at 16 and 32 rows);
- * an int8 call of more than 8 rows (up to AGMM_WQ_RB_DOT, 32) converts
- * each quad once into an L1 buffer that its blocks of 4 rows read
- * (panel_many), with the same sums in the same order. At each
- * group's end the chains are added, the zero term taken off and the
- * scale applied into `out` (which holds the running total: it is zeroed
- * first). The panel is streamed front to back with a software prefetch
- * 4 KiB ahead into L2 (prefetcht2; 1 KiB into L1 measured 1.1-1.3x slower
- * at 2-8 rows from DRAM on Zen 5). At one row two panels run side by
- * side (agmm_wq_panels_avx512bf16: 8 chains; 1.3-1.5x at one row from
- * DRAM, where 4 chains leave the core waiting on the instruction).
+ * int4 (int4_block): per panel and row 2 chains of sums (an octet's pairs
+ * 0 and 2 into one, 1 and 3 into the other), whatever the rows and the
+ * panels beside it, so a row's bits do not depend on the rows or columns
+ * it is computed with (a plan's fused and baseline calls, tiles coalesced
+ * in any order). Several panels a call (agmm_wq_panels_avx512bf16): one
+ * row runs 4 panels side by side (8 chains hide the instruction's
+ * latency), more rows blocks of 4 rows x 2 panels (16 sums), each A pair
+ * broadcast into a register once for both panels and each octet's pair
+ * vectors made once for the 4 rows; each block converts the weight again
+ * (7 cheap instructions an octet). Measured on Zen 5 from DRAM (K = N =
+ * 4096, one thread): 1.2-1.35x panel_rows' 4 chains a row at 2-32 rows,
+ * 0.75-0.84 of VDPBF16PS at 8-32 rows, equal at one row.
+ * int8 (panel_rows): per row 4 chains (two quads at a time: the rows 0/1
+ * and 2/3 pairs of the even and of the odd quad), the same 4 whatever the
+ * rows; up to 4 rows at a time in registers (16 sums, 4 weight vectors
+ * and the constants fill the 32), more in blocks of 4 converting again;
+ * at one row 2 panels side by side (8 chains: 1.3-1.5x from DRAM); a
+ * call of more than 8 rows (up to AGMM_WQ_RB_DOT, 32) converts each quad
+ * once into an L1 buffer that its blocks of 4 rows read (panel_many),
+ * with the same sums in the same order.
+ * At each group's end the chains are added, the zero term taken off and
+ * the scale applied into `out` (the running total). The panels are
+ * streamed front to back with a software prefetch 4 KiB ahead into L2
+ * (prefetcht2; 1 KiB into L1 measured 1.1-1.3x slower at 2-8 rows from
+ * DRAM on Zen 5).
  *
  * Compiled for AVX-512F/BW/BF16 by function attribute; called only when
  * the CPU has AVX512_BF16 (common/cpu.h: cpuid leaf 7, subleaf 1, EAX bit
@@ -117,7 +123,7 @@ dot_pair(__m512 acc, const uint16_t *a, __m512i w)
     return acc;
 }
 
-/* npan panels (pstride bytes apart) against `rows` rows: per panel and
+/* int8: npan panels (pstride bytes apart) against `rows` rows: per panel and
  * row the same 4 chains in the same order whatever npan (so the bits do
  * not depend on it); npan x rows <= 4. out: [npan][rows][16]. Several
  * panels at one row give the core 4 x npan independent chains and
@@ -134,8 +140,8 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, size_t pstride,
     k.high = _mm512_set1_epi32((int)0xffff0000u);
     for (int r = 0; r < npan * rows; r++)
         _mm512_storeu_ps(out + r * AGMM_WQ_NP, _mm512_setzero_ps());
-    const uint8_t *p = panel; /* panel 0's; panel j's is p + j * pstride */
-    const int int4 = w->bits == 4, sgn = w->bits == 8 && w->symmetric;
+    const uint8_t *p = panel;     /* panel 0's; panel j's is p + j * pstride */
+    const int sgn = w->symmetric; /* int8 only (int4: int4_block) */
     const size_t qb = w->quad_bytes;
     for (int64_t g = 0; g < w->ng; g++) {
         __m512 s[4], z[4];
@@ -143,9 +149,6 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, size_t pstride,
             const float *pj = (const float *)(const void *)(p + j * pstride);
             s[j] = _mm512_loadu_ps(pj);
             z[j] = _mm512_loadu_ps(pj + AGMM_WQ_NP);
-            if (int4) /* the values are u + 128 */
-                z[j] = _mm512_add_ps(z[j],
-                                     _mm512_set1_ps((float)AGMM_WQ_U_OFFSET));
         }
         p += 2 * AGMM_WQ_NP * sizeof(float);
         int64_t quads = agmm_wq_quads(w, g);
@@ -159,16 +162,10 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, size_t pstride,
             for (int j = 0; j < npan; j++) {
                 const uint8_t *pj = p + j * pstride;
                 _mm_prefetch((const char *)pj + PF_BYTES, PF_HINT);
-                if (!int4) {
-                    _mm_prefetch((const char *)pj + PF_BYTES + 64, PF_HINT);
-                }
+                _mm_prefetch((const char *)pj + PF_BYTES + 64, PF_HINT);
                 __m512i v[4];
-                if (int4) {
-                    oct_pairs(pj, &k, v);
-                } else {
-                    quad_pairs(pj, sgn, &k, &v[0], &v[1]);
-                    quad_pairs(pj + qb, sgn, &k, &v[2], &v[3]);
-                }
+                quad_pairs(pj, sgn, &k, &v[0], &v[1]);
+                quad_pairs(pj + qb, sgn, &k, &v[2], &v[3]);
                 for (int r = 0; r < rows; r++) {
                     const uint16_t *ar = ag + r * lda + qd * 4;
                     for (int i = 0; i < 4; i++)
@@ -178,7 +175,7 @@ panel_rows(const struct agmm_wq *w, const uint8_t *panel, size_t pstride,
             }
             p += 2 * qb;
         }
-        if (qd < quads) { /* an odd last quad (int8 only) */
+        if (qd < quads) { /* an odd last quad */
             for (int j = 0; j < npan; j++) {
                 const uint8_t *pj = p + j * pstride;
                 _mm_prefetch((const char *)pj + PF_BYTES, PF_HINT);
@@ -323,12 +320,20 @@ TARGET static void panel_many(const struct agmm_wq *w, const uint8_t *panel,
     }
 }
 
+TARGET static void int4_panels(const struct agmm_wq *w, const uint8_t *panel,
+                               int npan, int rows, const uint16_t *a,
+                               int64_t lda, const float *asum, float *out);
+
 TARGET void agmm_wq_panel_avx512bf16(const struct agmm_wq *w,
                                      const uint8_t *panel, int rows,
                                      const uint16_t *a, int64_t lda,
                                      const float *asum, float *out)
 {
-    if (rows > 8 && w->bits == 8) {
+    if (w->bits == 4) {
+        int4_panels(w, panel, 1, rows, a, lda, asum, out);
+        return;
+    }
+    if (rows > 8) {
         panel_many(w, panel, rows, a, lda, asum, out);
         return;
     }
@@ -353,11 +358,156 @@ TARGET void agmm_wq_panel_avx512bf16(const struct agmm_wq *w,
         break;
     }
 }
+/* int4, any rows: npan panels (pstride bytes apart) against `rows` rows
+ * (npan x rows x 2 sums in registers, <= 16), out [npan][rows][16]. Per
+ * panel and row 2 chains: pairs 0 and 2 of an octet into the first, 1
+ * and 3 into the second, whatever npan and rows (so a row's bits do not
+ * depend on them). A's pair is broadcast once into a register for the
+ * npan panels, each octet's pair vectors made once for the rows: at 4
+ * rows x 2 panels a load feeds 1.8 VDPBF16PS (the memory-operand
+ * broadcast of panel_rows: 1), the limit on a core that issues two of
+ * them a cycle. */
+TARGET static inline __attribute__((always_inline)) void
+int4_block(const struct agmm_wq *w, const uint8_t *panel, size_t pstride,
+           const int npan, const int rows, const uint16_t *a, int64_t lda,
+           const float *asum, float *out)
+{
+    consts_t k;
+    k.nib = _mm512_set1_epi32(0x000f000f);
+    k.off = _mm512_set1_epi32(0x43004300);
+    const uint8_t *p = panel; /* panel 0's; panel j's is p + j * pstride */
+    for (int64_t g = 0; g < w->ng; g++) {
+        const uint8_t *head = p; /* the group's scales and zeros */
+        p += 2 * AGMM_WQ_NP * sizeof(float);
+        const int64_t octs = agmm_wq_quads(w, g) / 2;
+        __m512 acc[4][4][2]; /* [panel][row][chain] */
+        for (int j = 0; j < npan; j++)
+            for (int r = 0; r < rows; r++)
+                acc[j][r][0] = acc[j][r][1] = _mm512_setzero_ps();
+        const uint16_t *ag = a + g * w->gq * 4;
+        for (int64_t o = 0; rows == 1 && o < octs; o++, p += 64) {
+            /* one row: panel by panel, A's pair from memory (loads are
+             * not the limit here; 4 x 4 pair vectors would spill) */
+            const uint16_t *ar = ag + o * 8;
+            for (int j = 0; j < npan; j++) {
+                __m512i v[4];
+                _mm_prefetch((const char *)p + j * pstride + PF_BYTES, PF_HINT);
+                oct_pairs(p + j * pstride, &k, v);
+                for (int i = 0; i < 4; i++)
+                    acc[j][0][i & 1] =
+                        dot_pair(acc[j][0][i & 1], ar + 2 * i, v[i]);
+            }
+        }
+        for (int64_t o = 0; rows > 1 && o < octs; o++, p += 64) {
+            __m512i v[4][4];
+            for (int j = 0; j < npan; j++) {
+                _mm_prefetch((const char *)p + j * pstride + PF_BYTES, PF_HINT);
+                oct_pairs(p + j * pstride, &k, v[j]);
+            }
+            for (int r = 0; r < rows; r++) {
+                const uint16_t *ar = ag + r * lda + o * 8;
+                for (int i = 0; i < 4; i++) {
+                    int32_t pr;
+                    memcpy(&pr, ar + 2 * i, sizeof pr);
+                    __m512bh b = (__m512bh)_mm512_set1_epi32(pr);
+                    for (int j = 0; j < npan; j++)
+                        acc[j][r][i & 1] = _mm512_dpbf16_ps(acc[j][r][i & 1], b,
+                                                            (__m512bh)v[j][i]);
+                }
+            }
+        }
+        for (int j = 0; j < npan; j++) {
+            const float *hj = (const float *)(const void *)(head + j * pstride);
+            __m512 sc = _mm512_loadu_ps(hj);
+            /* the values are u + 128 */
+            __m512 z = _mm512_add_ps(_mm512_loadu_ps(hj + AGMM_WQ_NP),
+                                     _mm512_set1_ps((float)AGMM_WQ_U_OFFSET));
+            for (int r = 0; r < rows; r++) {
+                __m512 t = _mm512_add_ps(acc[j][r][0], acc[j][r][1]);
+                if (w->has_zero)
+                    t = _mm512_fnmadd_ps(z, _mm512_set1_ps(asum[r * w->ng + g]),
+                                         t);
+                float *o = out + (j * rows + r) * AGMM_WQ_NP;
+                __m512 prev = g ? _mm512_loadu_ps(o) : _mm512_setzero_ps();
+                _mm512_storeu_ps(o, _mm512_fmadd_ps(sc, t, prev));
+            }
+        }
+    }
+}
+
+/* int4: rows in blocks of 4 over pairs of panels (one row: 4 panels). */
+TARGET static void int4_panels(const struct agmm_wq *w, const uint8_t *panel,
+                               int npan, int rows, const uint16_t *a,
+                               int64_t lda, const float *asum, float *out)
+{
+    const size_t ps = w->panel_bytes;
+    for (int j0 = 0; j0 < npan;) {
+        int left = npan - j0;
+        const uint8_t *pj = panel + (size_t)j0 * ps;
+        if (rows == 1 && left >= 4) {
+            int4_block(w, pj, ps, 4, 1, a, lda, asum, out + j0 * AGMM_WQ_NP);
+            j0 += 4;
+            continue;
+        }
+        int np = left >= 2 ? 2 : 1;
+        for (int rb = 0; rb < rows; rb += 4) {
+            int nr = rows - rb < 4 ? rows - rb : 4;
+            const uint16_t *ab = a + rb * lda;
+            const float *sb = asum + rb * w->ng;
+            /* out [npan][rows][16]: block (j0.., rb..) written panel by
+             * panel through a [np][nr][16] view */
+            float tmp[2 * 4 * AGMM_WQ_NP];
+#define INT4_CASE(NP, NR) int4_block(w, pj, ps, NP, NR, ab, lda, sb, tmp)
+            if (np == 2) {
+                switch (nr) {
+                case 1:
+                    INT4_CASE(2, 1);
+                    break;
+                case 2:
+                    INT4_CASE(2, 2);
+                    break;
+                case 3:
+                    INT4_CASE(2, 3);
+                    break;
+                default:
+                    INT4_CASE(2, 4);
+                    break;
+                }
+            } else {
+                switch (nr) {
+                case 1:
+                    INT4_CASE(1, 1);
+                    break;
+                case 2:
+                    INT4_CASE(1, 2);
+                    break;
+                case 3:
+                    INT4_CASE(1, 3);
+                    break;
+                default:
+                    INT4_CASE(1, 4);
+                    break;
+                }
+            }
+#undef INT4_CASE
+            for (int j = 0; j < np; j++)
+                memcpy(out + ((j0 + j) * rows + rb) * AGMM_WQ_NP,
+                       tmp + j * nr * AGMM_WQ_NP,
+                       sizeof(float) * (size_t)nr * AGMM_WQ_NP);
+        }
+        j0 += np;
+    }
+}
+
 TARGET void agmm_wq_panels_avx512bf16(const struct agmm_wq *w,
                                       const uint8_t *panel, int npan, int rows,
                                       const uint16_t *a, int64_t lda,
                                       const float *asum, float *out)
 {
+    if (w->bits == 4) {
+        int4_panels(w, panel, npan, rows, a, lda, asum, out);
+        return;
+    }
     const size_t ps = w->panel_bytes;
     if (npan == 2 && rows == 1) {
         panel_rows(w, panel, ps, 2, 1, a, lda, asum, out);

@@ -43,11 +43,12 @@
 
 #include "gemm/wq/wq.h"
 
-#define AGMM_WQ_NP       16  /* columns per panel */
-#define AGMM_WQ_RB       4   /* rows a kernel call does at most */
-#define AGMM_WQ_RB_DOT   32  /* rows the bf16 dot kernel's call does at most */
-#define AGMM_WQ_RB_VNNI  8   /* rows the W4A8 kernel's call does at most */
-#define AGMM_WQ_U_OFFSET 128 /* see "What a kernel computes" */
+#define AGMM_WQ_NP         16 /* columns per panel */
+#define AGMM_WQ_RB         4  /* rows a kernel call does at most */
+#define AGMM_WQ_RB_DOT     32 /* rows the bf16 dot kernel's call does at most */
+#define AGMM_WQ_PANELS_DOT 4  /* panels its multi-panel call does at most */
+#define AGMM_WQ_RB_VNNI    8  /* rows the W4A8 kernel's call does at most */
+#define AGMM_WQ_U_OFFSET   128 /* see "What a kernel computes" */
 
 struct agmm_wq {
     int64_t k, n, group; /* group: the effective G (k when 0 was given) */
@@ -102,10 +103,11 @@ void agmm_wq_panel_avx512(const struct agmm_wq *w, const uint8_t *panel,
 void agmm_wq_panel_avx512bf16(const struct agmm_wq *w, const uint8_t *panel,
                               int rows, const uint16_t *a, int64_t lda,
                               const float *asum, float *out);
-/* The same over npan consecutive panels, out [npan][rows][16], each
- * panel's bits agmm_wq_panel_avx512bf16's: 2 panels of one row run side
- * by side (8 chains: at one row 4 leave the core waiting on the
- * instruction's latency), any other case panel by panel. */
+/* The same over npan (1..AGMM_WQ_PANELS_DOT) consecutive panels, out
+ * [npan][rows][16], each panel's bits agmm_wq_panel_avx512bf16's: int4
+ * runs panels side by side at any rows (A's pairs broadcast once for
+ * them), int8 2 panels at one row (8 chains: at one row 4 leave the core
+ * waiting on the instruction's latency), any other case panel by panel. */
 void agmm_wq_panels_avx512bf16(const struct agmm_wq *w, const uint8_t *panel,
                                int npan, int rows, const uint16_t *a,
                                int64_t lda, const float *asum, float *out);
