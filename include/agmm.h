@@ -220,8 +220,14 @@ typedef enum agmm_gemm_engine_kind {
     AGMM_GEMM_ENGINE_WQ = 3,
 } agmm_gemm_engine_kind_t;
 
-/* "auto", "onednn", "openblas", "wq" ("invalid" for anything else). */
+/* "auto", "onednn", "openblas", "wq" ("invalid" for anything else): the
+ * kinds are 0, 1, ... up to the first named "invalid", built in or not
+ * (agmm_gemm_engine_available). The CLI's and the Python package's engine
+ * words are these names. */
 const char *agmm_gemm_engine_name(agmm_gemm_engine_kind_t kind);
+/* The kind agmm_gemm_engine_name calls `name` (exactly, case included),
+ * or -1 for NULL or any other string ("invalid" too). */
+int agmm_gemm_engine_from_name(const char *name);
 
 /* How the engine multiplies a 16-bit dtype (docs/performance.md, "GEMM
  * paths"). Which is fastest depends on the CPU and the shape (bf16's dot

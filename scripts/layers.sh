@@ -27,6 +27,9 @@
 #      of src/, include/, tools/ and python/ holding tracked files, and
 #      names in backquotes each such file: in its folder's row as
 #      `name.c`, or in a parent folder's row as `sub/name.c`.
+# The call rule (no circle of src/ files that call each other across
+# folders, inside ops/common or inside gemm/) needs the build's object
+# files: scripts/call_cycles.py checks it (ctest -R unit_layers_no_call_cycle).
 # Prints the folder edges (with -v) and exits non-zero on a broken rule.
 set -euo pipefail
 cd "$(dirname "$0")/../src"

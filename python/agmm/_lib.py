@@ -79,7 +79,7 @@ STATUS = {name: i for i, name in enumerate(STATUS_NAMES)}
 
 DTYPES = {"fp16": 0, "bf16": 1, "fp32": 2, "int8": 3}
 WEIGHTS = {"shared": 0, "per-rank": 1}
-ENGINES = {"auto": 0, "onednn": 1, "openblas": 2, "wq": 3}
+# ENGINES (agmm_gemm_engine_kind_t's names) is the library's: below.
 WDTYPES = {"same": 0, "int8": 1, "int4": 2}     # agmm_wdtype_t
 PATHS = {"auto": 0, "native": 1, "f32": 2}
 SCHEDULES = {"fused": 0, "baseline": 1, "auto": 2}
@@ -221,6 +221,8 @@ _PROTOS = {
     "agmm_last_error": (c_char_p, []),
     "agmm_version": (c_char_p, []),
     "agmm_dtype_size": (c_size_t, [c_int]),
+    "agmm_gemm_engine_name": (c_char_p, [c_int]),
+    "agmm_gemm_engine_from_name": (c_int, [c_char_p]),
     "agmm_gemm_engine_available": (c_int, [c_int]),
     "agmm_gemm_path_available": (c_int, [c_int, c_int, c_int]),
     "agmm_world_rank": (c_int, [P]),
@@ -316,3 +318,19 @@ fn = _Funcs()
 def text(b):
     """A C string (bytes or None) as str."""
     return b.decode("utf-8", "replace") if b else ""
+
+
+def _engines():
+    """{name: kind} of the GEMM engine kinds, in kind order: the library's
+    names (agmm_gemm_engine_name of 0, 1, ... until "invalid"), as the
+    CLI's --gemm-engine words."""
+    out = {}
+    for kind in range(64):
+        name = text(fn.agmm_gemm_engine_name(kind))
+        if name == "invalid":
+            break
+        out[name] = kind
+    return out
+
+
+ENGINES = _engines()  # {"auto": 0, "onednn": 1, "openblas": 2, "wq": 3}

@@ -5,6 +5,7 @@
 #include "gemm/engine_list.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #define ALL_DTYPES                                                             \
     ((1u << AGMM_DTYPE_FP16) | (1u << AGMM_DTYPE_BF16) |                       \
@@ -75,6 +76,14 @@ const char *agmm_gemm_engine_name(agmm_gemm_engine_kind_t kind)
     if ((unsigned)kind >= sizeof kind_names / sizeof kind_names[0])
         return "invalid";
     return kind_names[kind];
+}
+
+int agmm_gemm_engine_from_name(const char *name)
+{
+    for (size_t k = 0; name && k < sizeof kind_names / sizeof kind_names[0];
+         k++)
+        if (kind_names[k] && !strcmp(name, kind_names[k])) return (int)k;
+    return -1;
 }
 
 int agmm_gemm_engine_available(agmm_gemm_engine_kind_t kind)

@@ -1,4 +1,4 @@
-/* The CBLAS binding (gemm_openblas.c): fp32 sgemm on the calling thread
+/* The CBLAS binding (blas.c): fp32 sgemm on the calling thread
  * and the BLAS's thread setting, used by the OpenBLAS engine (engine.h)
  * and by the reference all-gather-GEMM (check/reference.c). OpenBLAS by
  * default; any CBLAS can be swapped in at build time (CMakeLists.txt). The

@@ -1,6 +1,5 @@
-/* The OpenBLAS/CBLAS engine (engine.h) and the CBLAS binding the
- * reference uses. AGMM_HAVE_OPENBLAS is defined by the build when the CBLAS
- * is OpenBLAS, which can also name its kernel and set its thread count.
+/* The OpenBLAS/CBLAS engine (engine.h), over the CBLAS binding (blas.c,
+ * gemm.h).
  *
  * Its prepared weight is the fp32 copy of its column range (converted once
  * per set_weight); a run converts nothing of A: the schedules hand it
@@ -18,11 +17,10 @@
  * and the pass adds / converts it into C, so C_old is added once to the
  * finished sum (sgemm's beta = 1 would add it panel by panel, inside the
  * k sum). */
-#include <cblas.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "agmm.h"
+#include "agmm_ext.h" /* agmm_blas_name, agmm_blas_kernel (blas.c) */
 #include "common/log.h"
 #include "common/util.h"
 #include "gemm/blas_advice.h"
@@ -30,70 +28,6 @@
 #include "gemm/engine.h"
 #include "gemm/epilogue.h"
 #include "gemm/gemm.h"
-
-#ifdef AGMM_HAVE_OPENBLAS
-/* Declared by OpenBLAS's cblas.h on most installs; repeated for those that
- * don't. */
-extern char *openblas_get_corename(void);
-extern char *openblas_get_config(void);
-extern void openblas_set_num_threads(int num_threads);
-extern int openblas_get_num_threads(void);
-#endif
-
-void agmm_gemm_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                   const float *b, int64_t ldb, float *c, int64_t ldc)
-{
-    if (m <= 0 || n <= 0) return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n,
-                (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
-}
-
-void agmm_blas_init(void)
-{
-#ifdef AGMM_HAVE_OPENBLAS
-    openblas_set_num_threads(1);
-#endif
-}
-
-const char *agmm_blas_name(void)
-{
-#ifdef AGMM_HAVE_OPENBLAS
-    static char name[96];
-    if (!name[0]) {
-        /* openblas_get_config(): "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." */
-        const char *cfg = openblas_get_config();
-        int words = 0, i = 0;
-        for (; cfg[i] && i < (int)sizeof name - 1; i++) {
-            if (cfg[i] == ' ' && ++words == 2) break;
-            name[i] = cfg[i];
-        }
-        name[i] = 0;
-    }
-    return name;
-#else
-    return AGMM_BLAS_NAME;
-#endif
-}
-
-const char *agmm_blas_kernel(void)
-{
-#ifdef AGMM_HAVE_OPENBLAS
-    return openblas_get_corename();
-#else
-    return "unknown";
-#endif
-}
-
-int agmm_blas_threads(void)
-{
-#ifdef AGMM_HAVE_OPENBLAS
-    return openblas_get_num_threads();
-#else
-    return -1;
-#endif
-}
-
-/* ------------------------------------------------------------- engine */
 
 /* Rows per sgemm call when the product goes through the scratch: its
  * size is CHUNK (or the most rows prepared, when fewer) x ncols fp32. */

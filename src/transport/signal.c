@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -31,15 +30,6 @@
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the futex word is the low half of the 64-bit epoch: little-endian only"
 #endif
-
-double agmm_deadline(const agmm_world_t *w, double timeout_s)
-{
-    /* NaN or infinity would make the wait endless: the default instead. */
-    if (!(timeout_s > 0) || isinf(timeout_s))
-        timeout_s =
-            w->timeout_s > 0 && !isinf(w->timeout_s) ? w->timeout_s : 60.0;
-    return agmm_now() + timeout_s;
-}
 
 static _Atomic uint32_t *sleepers_of(const _Atomic uint64_t *sig)
 {

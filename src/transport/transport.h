@@ -19,11 +19,13 @@
 #ifndef AGMM_TRANSPORT_H
 #define AGMM_TRANSPORT_H
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "agmm.h"
+#include "common/util.h"
 
 typedef struct agmm_win {
     size_t offset; /* same on every rank (symmetric) */
@@ -295,8 +297,17 @@ static inline _Atomic uint64_t *agmm_win_signal(const agmm_win_t *win,
     return (_Atomic uint64_t *)(void *)(win->local + off);
 }
 
-/* The deadline for a wait starting now with `timeout_s` (<= 0: world's). */
-double agmm_deadline(const agmm_world_t *w, double timeout_s);
+/* The deadline for a wait starting now with `timeout_s` (<= 0: world's).
+ * Inline, as a read of the world's field: world/ and the backends make
+ * deadlines, signal.c's waits take them (no file calls the other for it). */
+static inline double agmm_deadline(const agmm_world_t *w, double timeout_s)
+{
+    /* NaN or infinity would make the wait endless: the default instead. */
+    if (!(timeout_s > 0) || isinf(timeout_s))
+        timeout_s =
+            w->timeout_s > 0 && !isinf(w->timeout_s) ? w->timeout_s : 60.0;
+    return agmm_now() + timeout_s;
+}
 
 /* Collective, for backends' win_alloc: check that every rank allocates the
  * same window (same `key`, e.g. offset or id, and same size). Defined by

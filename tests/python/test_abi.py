@@ -71,6 +71,22 @@ def test_structs_and_enums_match_the_header(tmp_path):
     assert not diff, "python/agmm/_lib.py vs include/agmm.h (package, C): %s" % diff
 
 
+def test_engine_words_are_the_librarys():
+    """_lib.ENGINES is made from agmm_gemm_engine_name at import (kinds 0,
+    1, ... until "invalid"), each name parsing back with
+    agmm_gemm_engine_from_name; a word it lacks is refused as before."""
+    from agmm._plan_desc import code_of
+    assert list(_lib.ENGINES.items()) == [("auto", 0), ("onednn", 1),
+                                          ("openblas", 2), ("wq", 3)]
+    for name, kind in _lib.ENGINES.items():
+        assert _lib.fn.agmm_gemm_engine_from_name(name.encode()) == kind
+    assert _lib.fn.agmm_gemm_engine_from_name(b"mkl") == -1
+    with pytest.raises(agmm.InvalidArgument) as e:
+        code_of("mkl", _lib.ENGINES, "gemm_engine")
+    assert e.value.args[0] == \
+        "gemm_engine: 'mkl' (allowed: auto, onednn, openblas, wq)", e.value
+
+
 def test_package_loads_the_build_trees_library():
     assert os.path.exists(agmm.library_path())
     assert agmm.__version__ == _lib.text(_lib.fn.agmm_version())

@@ -38,6 +38,39 @@ static void test_status_strings(void)
     CHECK(!strcmp(agmm_dtype_name((agmm_dtype_t)42), "invalid"), "dtype 42");
 }
 
+/* The engine kinds' names (agmm_gemm_engine_name) and back
+ * (agmm_gemm_engine_from_name): the CLI's and Python's engine words. */
+static void test_engine_names(void)
+{
+    static const char *const want[] = {"auto", "onednn", "openblas", "wq"};
+    int k = 0;
+    for (; strcmp(agmm_gemm_engine_name((agmm_gemm_engine_kind_t)k),
+                  "invalid") != 0;
+         k++) {
+        const char *name = agmm_gemm_engine_name((agmm_gemm_engine_kind_t)k);
+        CHECK(k < 4 && !strcmp(name, want[k]), "engine kind %d is named %s", k,
+              name);
+        CHECK(agmm_gemm_engine_from_name(name) == k, "%s parses as %d, not %d",
+              name, agmm_gemm_engine_from_name(name), k);
+    }
+    CHECK(k == 4, "%d engine kinds named, agmm.h lists 4", k);
+    CHECK(
+        !strcmp(agmm_gemm_engine_name((agmm_gemm_engine_kind_t)-1), "invalid"),
+        "engine kind -1");
+    CHECK(agmm_gemm_engine_from_name("auto") == AGMM_GEMM_ENGINE_AUTO &&
+              agmm_gemm_engine_from_name("onednn") == AGMM_GEMM_ENGINE_ONEDNN &&
+              agmm_gemm_engine_from_name("openblas") ==
+                  AGMM_GEMM_ENGINE_OPENBLAS &&
+              agmm_gemm_engine_from_name("wq") == AGMM_GEMM_ENGINE_WQ,
+          "a name parses as another kind than agmm.h's");
+    static const char *const bad[] = {"invalid", "",     "ONEDNN",
+                                      "onednn ", "open", "mkl"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(agmm_gemm_engine_from_name(bad[i]) == -1, "'%s' parses as %d",
+              bad[i], agmm_gemm_engine_from_name(bad[i]));
+    CHECK(agmm_gemm_engine_from_name(NULL) == -1, "NULL parses");
+}
+
 /* One field of a good description made bad, and the status it must get. */
 typedef struct bad_desc {
     const char *what;
@@ -410,6 +443,7 @@ int main(void)
 {
     agmm_log_set_quiet(1);
     test_status_strings();
+    test_engine_names();
     test_desc_check();
     test_no_world();
 

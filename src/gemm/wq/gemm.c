@@ -1,21 +1,20 @@
-/* agmm_wq_gemm (wq.h): the arguments, the rows of A in fp32 (the
- * scratch; bf16 for the dot kernel), the walk over panels and row blocks,
- * the stores into C; and which kernel variant runs (CPU features,
- * AGMM_WQ_KERNEL, and per row count select.c's measurement between the
- * FMA and the dot kernel).
+/* A wq GEMM on a given kernel variant (agmm_wq_gemm_with and
+ * agmm_wq_gemm_scratch_with, wq.h): the arguments, the rows of A in fp32
+ * (the scratch; bf16 for the dot kernel), the walk over panels and row
+ * blocks, the stores into C; and the variants' names and which of them
+ * this CPU runs. Which variant a call runs is select.c's (agmm_wq_gemm
+ * and agmm_wq_gemm_scratch are there): it measures through this file.
  *
  * Order of work: for each 32-row chunk of A (one chunk when M <= 32: the
  * decode case), for each panel of 16 columns in [n0, n1), for each block
  * of up to 4 rows, the kernel: the panel is streamed from DRAM by the
  * first block and re-read from L1/L2 by the others. */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/cpu.h"
 #include "common/log.h"
-#include "common/param.h"
 #include "gemm/convert.h"
 #include "gemm/wq/wq_internal.h"
 
@@ -56,65 +55,6 @@ int agmm_wq_kernel_supported(agmm_wq_kernel_t kind)
     default:
         return 0;
     }
-}
-
-static agmm_wq_kernel_t chosen = AGMM_WQ_KERNEL_PORTABLE;
-static int forced; /* AGMM_WQ_KERNEL named a variant this CPU runs */
-static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
-
-static void choose(void)
-{
-    /* avx512vnni (W4A8) changes results: only when named */
-    for (int k = AGMM_WQ_KERNEL_AVX512_BF16; k >= 0; k--)
-        if (agmm_wq_kernel_supported((agmm_wq_kernel_t)k)) {
-            chosen = (agmm_wq_kernel_t)k;
-            break;
-        }
-    const char *env = agmm_param_str(AGMM_PARAM_WQ_KERNEL);
-    if (!env || !*env) return;
-    for (int k = 0; k < AGMM_WQ_KERNEL_COUNT; k++)
-        if (strcmp(env, names[k]) == 0) {
-            if (agmm_wq_kernel_supported((agmm_wq_kernel_t)k)) {
-                chosen = (agmm_wq_kernel_t)k;
-                forced = 1;
-            } else
-                agmm_warn("AGMM_WQ_KERNEL=%s: this CPU cannot run it, "
-                          "using %s",
-                          env, names[chosen]);
-            return;
-        }
-    agmm_warn("AGMM_WQ_KERNEL=%s: not portable, avx2, avx512, avx512bf16 or "
-              "avx512vnni, using %s",
-              env, names[chosen]);
-}
-
-agmm_wq_kernel_t agmm_wq_kernel(void)
-{
-    pthread_once(&chosen_once, choose);
-    return chosen;
-}
-
-const char *agmm_wq_kernel_name(void)
-{
-    return names[agmm_wq_kernel()];
-}
-
-agmm_wq_kernel_t agmm_wq_kernel_for(int bits, agmm_dtype_t a_dtype,
-                                    int64_t rows)
-{
-    return agmm_wq_kernel_for_rows(bits, a_dtype, &rows, 1);
-}
-
-agmm_wq_kernel_t agmm_wq_kernel_for_rows(int bits, agmm_dtype_t a_dtype,
-                                         const int64_t *rows, int nrows)
-{
-    agmm_wq_kernel_t k = agmm_wq_kernel();
-    if (k != AGMM_WQ_KERNEL_AVX512_BF16) return k;
-    /* The dot kernel multiplies bf16 A only (fp32 / fp16 rows rounded to
-     * bf16 would change results): the FMA kernel for the others. */
-    if (a_dtype != AGMM_DTYPE_BF16) return AGMM_WQ_KERNEL_AVX512;
-    if (forced) return k;
-    return agmm_wq_dot_wins(bits, rows, nrows) ? k : AGMM_WQ_KERNEL_AVX512;
 }
 
 static agmm_wq_panel_fn panel_fn(agmm_wq_kernel_t kind)
@@ -428,17 +368,6 @@ agmm_status_t agmm_wq_gemm_with(agmm_wq_kernel_t kind, const agmm_wq_t *w,
                     0);
 }
 
-agmm_status_t agmm_wq_gemm_scratch(const agmm_wq_t *w, int64_t m, const void *a,
-                                   agmm_dtype_t a_dtype, int64_t lda, void *c,
-                                   agmm_dtype_t c_dtype, int64_t ldc,
-                                   int64_t n0, int64_t n1, void *scratch,
-                                   int64_t scratch_rows)
-{
-    return agmm_wq_gemm_scratch_with(
-        agmm_wq_kernel_for(w ? w->bits : 0, a_dtype, m), w, m, a, a_dtype, lda,
-        c, c_dtype, ldc, n0, n1, scratch, scratch_rows);
-}
-
 agmm_status_t agmm_wq_gemm_scratch_with(
     agmm_wq_kernel_t kind, const agmm_wq_t *w, int64_t m, const void *a,
     agmm_dtype_t a_dtype, int64_t lda, void *c, agmm_dtype_t c_dtype,
@@ -451,13 +380,4 @@ agmm_status_t agmm_wq_gemm_scratch_with(
                           scratch, (long long)scratch_rows);
     return gemm_run(kind, w, m, a, a_dtype, lda, c, c_dtype, ldc, n0, n1,
                     scratch, scratch_rows);
-}
-
-agmm_status_t agmm_wq_gemm(const agmm_wq_t *w, int64_t m, const void *a,
-                           agmm_dtype_t a_dtype, int64_t lda, void *c,
-                           agmm_dtype_t c_dtype, int64_t ldc, int64_t n0,
-                           int64_t n1)
-{
-    return agmm_wq_gemm_with(agmm_wq_kernel_for(w ? w->bits : 0, a_dtype, m), w,
-                             m, a, a_dtype, lda, c, c_dtype, ldc, n0, n1);
 }

@@ -1,4 +1,10 @@
-/* Which of the FMA kernel (avx512, kern_avx512.c) and the dot kernel
+/* Which kernel variant a call runs (wq.h): the best this CPU runs, or the
+ * one AGMM_WQ_KERNEL names (agmm_wq_kernel); per plan, between the FMA
+ * and the dot kernel, by measurement (agmm_wq_kernel_for_rows); and the
+ * calls that run the chosen variant (agmm_wq_gemm, agmm_wq_gemm_scratch:
+ * gemm.c runs a given one, and the measurement times it there).
+ *
+ * Which of the FMA kernel (avx512, kern_avx512.c) and the dot kernel
  * (avx512bf16, kern_avx512bf16.c) runs a call of bf16 A, per row count:
  * measured once per process and weight bits, at the first query (a
  * plan's prepare, through agmm_wq_kernel_for: plan creation pays it, not
@@ -23,12 +29,15 @@
  * (agmm_wq_select_info reports it): paid once per process, by the first
  * plan with a weight of those bits and bf16 A.
  *
- * Threads: pthread_once per bits; the tables are read-only after it. */
+ * Threads: pthread_once per bits, and once for agmm_wq_kernel; the tables
+ * are read-only after it. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/log.h"
+#include "common/param.h"
 #include "gemm/wq/wq_internal.h"
 
 #define SEL_K    2048
@@ -155,7 +164,9 @@ static double estimate(const double *t, int64_t rows)
     return t[AGMM_WQ_SELECT_ROWS - 1] * (double)rows / 8.0;
 }
 
-int agmm_wq_dot_wins(int bits, const int64_t *rows, int nrows)
+/* 1 when the dot kernel is the faster over calls of these row counts of
+ * bf16 A on a weight of `bits`; 0 when this CPU cannot run it. */
+static int dot_wins(int bits, const int64_t *rows, int nrows)
 {
     const table_t *t = table_of(bits);
     if (!t || !t->measured) return 0;
@@ -179,4 +190,87 @@ int agmm_wq_select_info(int bits, int i, int64_t *rows, double *fma_s,
     *dot_s = t->dot_s[i];
     *took_s = t->took_s;
     return 1;
+}
+
+/* ------------------------------------------ the variant a call runs */
+
+static agmm_wq_kernel_t chosen = AGMM_WQ_KERNEL_PORTABLE;
+static int forced; /* AGMM_WQ_KERNEL named a variant this CPU runs */
+static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
+
+static void choose(void)
+{
+    /* avx512vnni (W4A8) changes results: only when named */
+    for (int k = AGMM_WQ_KERNEL_AVX512_BF16; k >= 0; k--)
+        if (agmm_wq_kernel_supported((agmm_wq_kernel_t)k)) {
+            chosen = (agmm_wq_kernel_t)k;
+            break;
+        }
+    const char *env = agmm_param_str(AGMM_PARAM_WQ_KERNEL);
+    if (!env || !*env) return;
+    for (int k = 0; k < AGMM_WQ_KERNEL_COUNT; k++)
+        if (strcmp(env, agmm_wq_kernel_kind_name((agmm_wq_kernel_t)k)) == 0) {
+            if (agmm_wq_kernel_supported((agmm_wq_kernel_t)k)) {
+                chosen = (agmm_wq_kernel_t)k;
+                forced = 1;
+            } else
+                agmm_warn("AGMM_WQ_KERNEL=%s: this CPU cannot run it, "
+                          "using %s",
+                          env, agmm_wq_kernel_kind_name(chosen));
+            return;
+        }
+    agmm_warn("AGMM_WQ_KERNEL=%s: not portable, avx2, avx512, avx512bf16 or "
+              "avx512vnni, using %s",
+              env, agmm_wq_kernel_kind_name(chosen));
+}
+
+agmm_wq_kernel_t agmm_wq_kernel(void)
+{
+    pthread_once(&chosen_once, choose);
+    return chosen;
+}
+
+const char *agmm_wq_kernel_name(void)
+{
+    return agmm_wq_kernel_kind_name(agmm_wq_kernel());
+}
+
+agmm_wq_kernel_t agmm_wq_kernel_for(int bits, agmm_dtype_t a_dtype,
+                                    int64_t rows)
+{
+    return agmm_wq_kernel_for_rows(bits, a_dtype, &rows, 1);
+}
+
+agmm_wq_kernel_t agmm_wq_kernel_for_rows(int bits, agmm_dtype_t a_dtype,
+                                         const int64_t *rows, int nrows)
+{
+    agmm_wq_kernel_t k = agmm_wq_kernel();
+    if (k != AGMM_WQ_KERNEL_AVX512_BF16) return k;
+    /* The dot kernel multiplies bf16 A only (fp32 / fp16 rows rounded to
+     * bf16 would change results): the FMA kernel for the others. */
+    if (a_dtype != AGMM_DTYPE_BF16) return AGMM_WQ_KERNEL_AVX512;
+    if (forced) return k;
+    return dot_wins(bits, rows, nrows) ? k : AGMM_WQ_KERNEL_AVX512;
+}
+
+/* The calls whose variant is chosen here (gemm.c runs a given one). */
+
+agmm_status_t agmm_wq_gemm_scratch(const agmm_wq_t *w, int64_t m, const void *a,
+                                   agmm_dtype_t a_dtype, int64_t lda, void *c,
+                                   agmm_dtype_t c_dtype, int64_t ldc,
+                                   int64_t n0, int64_t n1, void *scratch,
+                                   int64_t scratch_rows)
+{
+    return agmm_wq_gemm_scratch_with(
+        agmm_wq_kernel_for(w ? w->bits : 0, a_dtype, m), w, m, a, a_dtype, lda,
+        c, c_dtype, ldc, n0, n1, scratch, scratch_rows);
+}
+
+agmm_status_t agmm_wq_gemm(const agmm_wq_t *w, int64_t m, const void *a,
+                           agmm_dtype_t a_dtype, int64_t lda, void *c,
+                           agmm_dtype_t c_dtype, int64_t ldc, int64_t n0,
+                           int64_t n1)
+{
+    return agmm_wq_gemm_with(agmm_wq_kernel_for(w ? w->bits : 0, a_dtype, m), w,
+                             m, a, a_dtype, lda, c, c_dtype, ldc, n0, n1);
 }

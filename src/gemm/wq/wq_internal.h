@@ -85,10 +85,6 @@ typedef void (*agmm_wq_panel_fn)(const struct agmm_wq *w, const uint8_t *panel,
 void agmm_wq_panel_portable(const struct agmm_wq *w, const uint8_t *panel,
                             int rows, const float *a, int64_t lda,
                             const float *asum, float *out);
-/* 1 when the dot kernel (avx512bf16) is the faster over calls of these
- * row counts of bf16 A on a weight of `bits`, by the measurement made
- * once per process and bits (select.c); 0 when this CPU cannot run it. */
-int agmm_wq_dot_wins(int bits, const int64_t *rows, int nrows);
 
 #if defined(__x86_64__)
 void agmm_wq_panel_avx2(const struct agmm_wq *w, const uint8_t *panel, int rows,

@@ -44,12 +44,25 @@ static const opt_choice_t k_wdtypes[] = {{"same", AGMM_WDTYPE_SAME},
                                          {NULL, 0}};
 static const opt_choice_t k_groups[] = {
     {"128", 128}, {"64", 64}, {"32", 32}, {"0", 0}, {NULL, 0}};
-static const opt_choice_t k_engines[] = {
-    {"onednn", AGMM_GEMM_ENGINE_ONEDNN},
-    {"openblas", AGMM_GEMM_ENGINE_OPENBLAS},
-    {"wq", AGMM_GEMM_ENGINE_WQ},
-    {"auto", AGMM_GEMM_ENGINE_AUTO},
-    {NULL, 0}};
+/* --gemm-engine's words: the library's names of the engine kinds
+ * (agmm_gemm_engine_name, kinds 1, 2, ... until "invalid"), then auto's
+ * (kind 0) last; made at the first use. */
+static const opt_choice_t *engine_choices(void)
+{
+    static opt_choice_t words[8];
+    if (!words[0].name) {
+        int n = 0;
+        for (int k = AGMM_GEMM_ENGINE_AUTO + 1; n < 6; k++) {
+            const char *name =
+                agmm_gemm_engine_name((agmm_gemm_engine_kind_t)k);
+            if (!strcmp(name, "invalid")) break;
+            words[n++] = (opt_choice_t){name, k};
+        }
+        words[n] = (opt_choice_t){agmm_gemm_engine_name(AGMM_GEMM_ENGINE_AUTO),
+                                  AGMM_GEMM_ENGINE_AUTO};
+    }
+    return words;
+}
 static const opt_choice_t k_paths[] = {{"auto", AGMM_GEMM_PATH_AUTO},
                                        {"native", AGMM_GEMM_PATH_NATIVE},
                                        {"f32", AGMM_GEMM_PATH_F32},
@@ -231,7 +244,7 @@ const opt_row_t opt_table[] = {
      .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
      .help = "a quantized W is asymmetric (uint8 zero points)"},
     {.name = "gemm-engine", .kind = OPTK_CHOICE, .field = F(gemm_engine), NOSET,
-     .choices = k_engines, .accept = engine_built_in, LIB(gemm_engine), .cmds = OPT_FOR_PROBLEM,
+     .choices_fn = engine_choices, .accept = engine_built_in, LIB(gemm_engine), .cmds = OPT_FOR_PROBLEM,
      .section = SEC_PROBLEM, .label = "--gemm-engine E",
      .help = "{choices}: the tile GEMM library;\n"
              "wq: agmm's own kernels (quantized or bf16 W); auto is\n"
@@ -444,9 +457,14 @@ const opt_row_t *opt_find(const char *name)
     return NULL;
 }
 
+const opt_choice_t *opt_choices(const opt_row_t *row)
+{
+    return row->choices_fn ? row->choices_fn() : row->choices;
+}
+
 const char *opt_choice_name(const opt_row_t *row, int value)
 {
-    for (const opt_choice_t *c = row->choices; c && c->name; c++)
+    for (const opt_choice_t *c = opt_choices(row); c && c->name; c++)
         if (c->value == value) return c->name;
     return "?";
 }

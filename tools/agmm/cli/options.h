@@ -99,6 +99,9 @@ typedef struct opt_row {
     const char *unit;
     /* OPTK_CHOICE/LIST: the words, NULL-terminated */
     const opt_choice_t *choices;
+    /* OPTK_CHOICE, instead of choices: makes the words (at the first use)
+     * from the library's names, so that the tool lists none itself */
+    const opt_choice_t *(*choices_fn)(void);
     /* OPTK_CHOICE: refuses a value (one error line; returns nonzero) */
     int (*accept)(FILE *err, const char *arg, int value);
     int flag_value; /* OPTK_FLAG */
@@ -129,6 +132,9 @@ extern const int opt_count;
 
 /* The row of a long name, or NULL. */
 const opt_row_t *opt_find(const char *name);
+
+/* The row's words: its choices, or those its choices_fn makes. */
+const opt_choice_t *opt_choices(const opt_row_t *row);
 
 /* The word of a choice value, or "?". */
 const char *opt_choice_name(const opt_row_t *row, int value);

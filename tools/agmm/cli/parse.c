@@ -34,7 +34,7 @@ static const opt_row_t *row_of_val(int val)
 
 /* ------------------------------------------------------------ values */
 
-/* One word of row->choices (CHOICE), or a comma-separated set of them
+/* One word of opt_choices(row) (CHOICE), or a comma-separated set of them
  * (LIST, values OR-ed). Prints "agmm: --opt: one of a, b, c (got 'x')" or
  * "agmm: --opt: a comma-separated list of a, b, c (got 'x')". */
 static int get_words(FILE *err, const opt_row_t *row, const char *arg, int *out)
@@ -44,15 +44,16 @@ static int get_words(FILE *err, const opt_row_t *row, const char *arg, int *out)
     const char *p = arg;
     for (;;) {
         size_t len = list ? strcspn(p, ",") : strlen(p);
-        const opt_choice_t *c = row->choices;
+        const opt_choice_t *const words = opt_choices(row);
+        const opt_choice_t *c = words;
         while (c->name &&
                !(strlen(c->name) == len && !strncmp(p, c->name, len)))
             c++;
         if (!c->name) {
             fprintf(err, "agmm: --%s: %s", row->name,
                     list ? "a comma-separated list of " : "one of ");
-            for (c = row->choices; c->name; c++)
-                fprintf(err, "%s%s", c == row->choices ? "" : ", ", c->name);
+            for (c = words; c->name; c++)
+                fprintf(err, "%s%s", c == words ? "" : ", ", c->name);
             fprintf(err, " (got '%s')\n", arg);
             return -1;
         }

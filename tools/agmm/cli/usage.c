@@ -56,9 +56,15 @@ void opt_print_version(FILE *out)
     fprintf(out, "agmm %s\n", AGMM_VERSION_STRING);
     fprintf(out, "all-gather + GEMM, GEMM + reduce-scatter, GEMM + all-reduce with\n"
                  "communication/computation overlap, on CPUs\n");
-    fprintf(out, "gemm engines: %sopenblas\n",
-            agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN) ? "onednn "
-                                                                : "");
+    /* the engines of plain weights built in, by the library's names (wq,
+     * agmm's own kernels, always is and takes only quantized or bf16 W) */
+    fputs("gemm engines:", out);
+    static const agmm_gemm_engine_kind_t plain[] = {AGMM_GEMM_ENGINE_ONEDNN,
+                                                    AGMM_GEMM_ENGINE_OPENBLAS};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        if (agmm_gemm_engine_available(plain[i]))
+            fprintf(out, " %s", agmm_gemm_engine_name(plain[i]));
+    fputc('\n', out);
 }
 
 /* ------------------------------------------------------------ cores */
@@ -178,7 +184,7 @@ static void print_default(FILE *out, const opt_row_t *r, const agmm_cli_t *d)
                          "fused,baseline" */
         unsigned v, n = 0;
         memcpy(&v, f, sizeof v);
-        for (const opt_choice_t *c = r->choices; c->name; c++)
+        for (const opt_choice_t *c = opt_choices(r); c->name; c++)
             if (c->value != 0 && ((unsigned)c->value & ~v) == 0)
                 fprintf(out, "%s%s", n++ ? "," : "", c->name);
         break;
@@ -214,16 +220,18 @@ static void print_text(FILE *out, const opt_row_t *r, const char *text,
         } else if (IS("{def}")) {
             print_default(out, r, d);
         } else if (IS("{choices}")) {
-            for (const opt_choice_t *c = r->choices; c->name; c++)
-                fprintf(out, "%s%s", c == r->choices ? "" : " | ", c->name);
+            const opt_choice_t *const words = opt_choices(r);
+            for (const opt_choice_t *c = words; c->name; c++)
+                fprintf(out, "%s%s", c == words ? "" : " | ", c->name);
         } else if (IS("{cmd}")) {
             fputs(opt_cmd_name(cmd), out);
         } else if (IS("{auto_rounds}")) {
             fprintf(out, "%d", 2 * AGMM_AUTO_TRIALS);
         } else if (IS("{auto_engine}")) {
-            fputs(agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN)
-                      ? "onednn"
-                      : "openblas",
+            fputs(agmm_gemm_engine_name(
+                      agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN)
+                          ? AGMM_GEMM_ENGINE_ONEDNN
+                          : AGMM_GEMM_ENGINE_OPENBLAS),
                   out);
         } else {
             fwrite(p, 1, len, out); /* not a template: as written */
