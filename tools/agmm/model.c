@@ -7,7 +7,10 @@
  * shared memory), every rate given on the command line winning over a
  * measured one and a measured one over the model's default. With a GEMM
  * rate given nothing is measured: no GEMM runs, no process is forked, no
- * segment is opened. Output: model_print.c.
+ * segment is opened. The weight-streaming floor (dram_gbs): --dram-gbs,
+ * else measured with the rates (the DRAM probe's rate when ranks per host
+ * x --weight-sets weights outgrow the cache), else none. Output:
+ * model_print.c.
  */
 #include <string.h>
 
