@@ -1,9 +1,9 @@
 /*
  * `agmm model`'s output (model_report.h): a short header (the machine,
  * the problem, the GEMM engine and path, each rate with where it came
- * from, the weight-streaming floor), then the two schedules, their ratio and the last tile's arrival;
- * or, with --json, one object (docs/cli.md, "agmm model", lists its
- * members).
+ * from, the weight-streaming floor), then the two schedules, their ratio and
+ * the last tile's arrival; or, with --json, one object (docs/cli.md, "agmm
+ * model", lists its members).
  */
 #include <inttypes.h>
 #include <math.h>
