@@ -92,7 +92,7 @@ def agmm_path(build, agmm):
 # "machine" and takes back as options (--call-us, --copy-gbs, ...): a time
 # per event (_us) or a bandwidth (_gbs).
 MACHINE_KEYS = ("call_us", "copy_gbs", "reduce_gbs", "convert_gbs", "msg_us",
-                "round_us", "peer_us", "tile_us")
+                "round_us", "peer_us", "tile_us", "dram_gbs")
 
 
 def machine_options(machine, rates, slow=1.0):

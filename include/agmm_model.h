@@ -106,6 +106,17 @@ typedef struct agmm_model_machine {
      * not pay it (one bulk put per peer, in peer_us). Appended last to
      * keep the layout of the fields before it (docs/model.md). */
     double tile_us;
+    /* The weight-streaming floor, GB/s (1e9 bytes/s), >= 0; 0: none (the
+     * weight stays in the caches). When > 0 every GEMM call takes at least
+     * the bytes of weight it reads (its columns x its k of the prepared
+     * weight: packed values and group scales and zero points for a
+     * quantized one) over this rate, per GEMM worker: a rank's weight that
+     * does not fit the last-level cache with the other ranks' of its host
+     * streams from DRAM on every call (ag-gemm's fused schedule reads it
+     * once per tile, its baseline once per round). agmm_model_measure sets
+     * it to this host's probe (gemm/dram.h) when the weight streams, else
+     * 0. Appended last, as tile_us (docs/model.md). */
+    double dram_gbs;
 } agmm_model_machine_t;
 
 /* Defaults for everything but the rates and shape: one host, shm, no
@@ -148,10 +159,13 @@ agmm_status_t agmm_model_predict(const agmm_model_machine_t *m,
                                  const agmm_plan_desc_t *desc,
                                  agmm_model_result_t *out);
 
-/* Fill m's GEMM rates (the row counts `desc`'s rounds call, on its engine,
- * dtype and path), copy, reduce and convert rates by timing them on this
- * host, in about `budget_s` seconds (<= 0: 1 s); the rest of m is left as
- * given. Local: no world, no ranks. */
+/* Fill m's GEMM rates (the row counts `desc`'s rounds call, on the engine
+ * and path a plan of desc would run: a quantized weight's wq engine, agmm's
+ * bf16-weight kernel where a bf16 plan would pick it), copy, reduce and
+ * convert rates by timing them on this host, in about `budget_s` seconds
+ * (<= 0: 1 s), and dram_gbs (the DRAM read rate when the weight of
+ * m->ranks_per_host ranks outgrows the last-level cache, else 0); the rest
+ * of m is left as given. Local: no world, no ranks. */
 agmm_status_t agmm_model_measure(agmm_model_machine_t *m,
                                  const agmm_plan_desc_t *desc, double budget_s);
 

@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/util.h"
+#include "gemm/wq/bf16w.h"
+#include "gemm/wq/wq.h"
 #include "model/model.h"
 
 double mdl_rate(const agmm_model_machine_t *m, int64_t rows)
@@ -23,14 +26,38 @@ double mdl_rate(const agmm_model_machine_t *m, int64_t rows)
     return r[i - 1].gflops + f * (r[i].gflops - r[i - 1].gflops);
 }
 
+double mdl_weight_bytes(const agmm_plan_desc_t *d, int64_t k, int64_t cols)
+{
+    if (k < 1 || cols < 1) return 0;
+    double elems = (double)k * (double)cols;
+    if (d->weight_dtype != AGMM_WDTYPE_SAME) {
+        int bits = d->weight_dtype == AGMM_WDTYPE_INT4 ? 4 : 8;
+        size_t b = agmm_wq_packed_bytes(k, cols, bits, d->group_size);
+        return b > 0 ? (double)b : elems * bits / 8; /* a bad geometry */
+    }
+    if (d->gemm_engine == AGMM_GEMM_ENGINE_WQ && d->dtype == AGMM_DTYPE_BF16)
+        return (double)agmm_bf16w_packed_bytes(k, cols);
+    int f32 =
+        d->dtype == AGMM_DTYPE_FP32 ||
+        (d->gemm_path == AGMM_GEMM_PATH_F32 && d->dtype != AGMM_DTYPE_INT8);
+    return elems * (f32 ? 4.0 : (double)agmm_dtype_size(d->dtype));
+}
+
 double mdl_gemm_s(const mdl_layout_t *L, const mdl_share_t *s, int64_t rows,
                   int64_t k)
 {
     if (rows <= 0 || !s->busy) return 0;
     double rate = mdl_rate(L->m, rows) * 1e9, t = 0;
-    for (int i = 0; i < s->nseg; i++)
-        t += L->m->call_us * 1e-6 +
-             2.0 * (double)rows * (double)s->seg_cols[i] * (double)k / rate;
+    double dram = L->m->dram_gbs * 1e9;
+    for (int i = 0; i < s->nseg; i++) {
+        double c = L->m->call_us * 1e-6 + 2.0 * (double)rows *
+                                              (double)s->seg_cols[i] *
+                                              (double)k / rate;
+        /* the weight streams from DRAM: at least its bytes over the rate */
+        if (dram > 0)
+            c = AGMM_MAX(c, mdl_weight_bytes(L->d, k, s->seg_cols[i]) / dram);
+        t += c;
+    }
     return L->cpu * t;
 }
 

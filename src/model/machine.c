@@ -35,6 +35,7 @@ void agmm_model_machine_init(agmm_model_machine_t *m)
     m->relay = 0;
     m->cores_per_host = 0;
     m->tile_us = 3.2;
+    m->dram_gbs = 0.0;
 }
 
 static int finite_at_least(double v, double lo)
@@ -107,6 +108,7 @@ agmm_status_t agmm_model_check(const agmm_model_machine_t *m,
         {"round_us", m->round_us, 0},
         {"peer_us", m->peer_us, 0},
         {"tile_us", m->tile_us, 0},
+        {"dram_gbs", m->dram_gbs, 0},
         {"link_gbps", m->link_gbps, 0},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {

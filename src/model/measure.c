@@ -33,9 +33,12 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "gemm/convert.h"
+#include "gemm/dram.h"
 #include "gemm/engine.h"
 #include "gemm/engine_list.h"
 #include "model/measure.h"
+#include "model/model.h"
+#include "ops/common/path_probe.h"
 
 /* THIN_COLS: the columns large calls are timed over (as the path choice's
  * probe: 256). */
@@ -55,6 +58,8 @@ typedef struct gemm_bench {
     agmm_gemm_prep_t *prep;
     void *w, *a, *c, *scratch;
     float *ones;
+    float *wq_scales;  /* a quantized weight's group scales (ones) */
+    uint8_t *wq_zeros; /* and its zero points (attr.wq_asym; zeros) */
 } gemm_bench_t;
 
 static void bench_close(gemm_bench_t *b)
@@ -65,6 +70,8 @@ static void bench_close(gemm_bench_t *b)
     agmm_free(b->a);
     agmm_free(b->c);
     agmm_free(b->ones);
+    agmm_free(b->wq_scales);
+    agmm_free(b->wq_zeros);
     memset(b, 0, sizeof *b);
 }
 
@@ -93,16 +100,31 @@ static agmm_status_t bench_open(gemm_bench_t *b, const agmm_gemm_engine_t *e,
     b->a =
         agmm_alloc((size_t)(b->max_rows * k) * agmm_dtype_size(attr->a_dtype));
     b->c = agmm_alloc((size_t)(b->max_rows * cols) * sizeof(float));
-    if (!b->ones || !b->w || !b->a || !b->c) {
+    /* a quantized weight's plain layout: q in w (at most a byte per
+     * element, within w's), a scale (and a zero point) per group */
+    int64_t groups =
+        attr->wq_bits ? AGMM_DIV_UP(k, attr->wq_group > 0 ? attr->wq_group : k)
+                      : 0;
+    if (groups) {
+        b->wq_scales = agmm_alloc(sizeof(float) * (size_t)(groups * cols));
+        if (attr->wq_asym) b->wq_zeros = agmm_alloc((size_t)(groups * cols));
+    }
+    if (!b->ones || !b->w || !b->a || !b->c || (groups && !b->wq_scales) ||
+        (groups && attr->wq_asym && !b->wq_zeros)) {
         bench_close(b);
         return agmm_error(AGMM_ERR_NO_MEMORY,
                           "model: out of memory for the GEMM measurement");
     }
     for (int64_t i = 0; i < most; i++)
         b->ones[i] = 1.0f;
+    for (int64_t i = 0; i < groups * cols; i++)
+        b->wq_scales[i] = 1.0f;
     agmm_status_t st = e->prepare(&shape, attr, NULL, &b->prep);
-    agmm_gemm_operand_t op = {
-        .w = b->w, .bias = NULL, .w_scale = attr->w_scale ? b->ones : NULL};
+    agmm_gemm_operand_t op = {.w = b->w,
+                              .bias = NULL,
+                              .w_scale = attr->w_scale ? b->ones : NULL,
+                              .wq_scales = b->wq_scales,
+                              .wq_zeros = b->wq_zeros};
     if (st == AGMM_OK) st = e->load(b->prep, &op);
     if (st == AGMM_OK && e->scratch_bytes(b->prep) > 0 &&
         !(b->scratch = agmm_alloc(e->scratch_bytes(b->prep))))
@@ -162,11 +184,19 @@ static int64_t worker_cols(const agmm_plan_desc_t *d)
     return AGMM_MIN(AGMM_DIV_UP(blocks, groups) * tn, total);
 }
 
-static void path_attr(agmm_gemm_attr_t *attr, agmm_dtype_t dt, int f32)
+/* The attributes of d's calls on a path, as the plan's (its quantized
+ * weight's bits, group and zero points too: ops/common/gemm_plan.c). */
+static void path_attr(agmm_gemm_attr_t *attr, const agmm_plan_desc_t *d,
+                      int f32)
 {
+    agmm_dtype_t dt = d->dtype;
     int int8 = dt == AGMM_DTYPE_INT8;
     agmm_gemm_attr_init(attr, f32 && !int8 ? AGMM_DTYPE_FP32 : dt, dt);
     attr->a_scale = attr->w_scale = int8; /* unit scales, s8 x s8 */
+    agmm_wdtype_t wd = d->weight_dtype;
+    attr->wq_bits = wd == AGMM_WDTYPE_INT8 ? 8 : wd == AGMM_WDTYPE_INT4 ? 4 : 0;
+    attr->wq_group = attr->wq_bits ? d->group_size : 0;
+    attr->wq_asym = attr->wq_bits && d->weight_zero_point;
 }
 
 /* Seconds to convert `rows` rows of k 16-bit values to fp32 (best of a
@@ -211,7 +241,7 @@ static agmm_status_t choose_path(const agmm_gemm_engine_t *e,
     for (int p = 0; p < 2; p++) {
         agmm_gemm_attr_t attr;
         gemm_bench_t b;
-        path_attr(&attr, d->dtype, p);
+        path_attr(&attr, d, p);
         AGMM_CHECK(bench_open(&b, e, &attr, k, cols, &rows, 1));
         agmm_status_t st = bench_time(&b, rows, deadline, &t[p]);
         bench_close(&b);
@@ -310,13 +340,14 @@ static agmm_status_t sweep(agmm_model_machine_t *m, const agmm_gemm_engine_t *e,
     return AGMM_OK;
 }
 
-/* The engine's fixed cost of a call: 1 row x 16 columns x 16. */
+/* The engine's fixed cost of a call: 1 row x 16 columns x 16 (a
+ * quantized weight: x its group, at least 16). */
 static agmm_status_t call_cost(const agmm_gemm_engine_t *e,
                                const agmm_gemm_attr_t *attr, double *us)
 {
-    int64_t one = 1;
+    int64_t one = 1, k = AGMM_MAX((int64_t)16, attr->wq_group);
     gemm_bench_t b;
-    AGMM_CHECK(bench_open(&b, e, attr, 16, 16, &one, 1));
+    AGMM_CHECK(bench_open(&b, e, attr, k, 16, &one, 1));
     double s = 0;
     agmm_status_t st = bench_time(&b, 1, INFINITY, &s);
     bench_close(&b);
@@ -349,6 +380,78 @@ static size_t tile_bytes(const agmm_plan_desc_t *d)
     return (size_t)b / 64 * 64;
 }
 
+/* ------------------------------------------------------------ engine */
+
+/* Columns of a rank's weights side by side. */
+static int64_t rank_cols(const agmm_plan_desc_t *d)
+{
+    if (!d->n_list || d->n_weights < 1) return d->n;
+    int64_t n = 0;
+    for (int i = 0; i < d->n_weights; i++)
+        n += d->n_list[i];
+    return n;
+}
+
+/* A bf16 plan on the AUTO engine whose calls are few rows races agmm's
+ * bf16-weight kernel against the engine's native path, the weight
+ * streamed from memory (ops/common/path_bf16w.c): the same measurement
+ * (and its per-process cache) here, so the rates are the engine's a plan
+ * of d runs. *e and *f32 become the bf16-weight kernel's (native) when it
+ * is the faster. */
+static agmm_status_t choose_bf16w(const agmm_plan_desc_t *d, int64_t k,
+                                  const agmm_gemm_engine_t **e, int *f32,
+                                  agmm_model_measure_info_t *info)
+{
+    static const agmm_gemm_request_t bw_req = {
+        AGMM_GEMM_ENGINE_WQ, AGMM_DTYPE_BF16, AGMM_GEMM_W_PLAIN};
+    if (d->dtype != AGMM_DTYPE_BF16 || d->gemm_engine != AGMM_GEMM_ENGINE_AUTO)
+        return AGMM_OK;
+    int64_t mmax = 0;
+    for (int r = 0; r < d->nranks; r++)
+        mmax = AGMM_MAX(mmax, d->m_local[r]);
+    probe_key_t key = {(*e)->kind, d->dtype, k, rank_cols(d),
+                       AGMM_MIN(d->tile_m, AGMM_MAX(mmax, 1))};
+    const agmm_gemm_engine_t *bw = agmm_gemm_engine_find(&bw_req);
+    if (!bw || !agmm_path_bf16w_applies(&key)) return AGMM_OK;
+    double us[2];
+    AGMM_CHECK(agmm_path_bf16w_measure(*e, &key, us, NULL));
+    if (us[0] < us[1]) { /* a tie: the engine's, as the plan */
+        *e = bw;
+        *f32 = 0;
+        info->engine_by = "auto: agmm's bf16-weight kernel measured faster "
+                          "from memory";
+    }
+    return AGMM_OK;
+}
+
+/* ------------------------------------------------------------ DRAM */
+
+/* m->dram_gbs: this host's DRAM read rate (gemm/dram.h) when the prepared
+ * weights of a host's ranks (m->ranks_per_host x `sets` of the slowest
+ * rank's, on the engine and path measured: `sets` weights a rank uses in
+ * turn, as a model's layers) outgrow its last-level cache, else 0.
+ * When sysfs names no cache, the cache is taken as a quarter of the
+ * probe's buffer (64 MiB: the probe reads 4 x the cache, at least 256 MiB,
+ * to be sure it streams; a weight past the largest cache it allows for
+ * streams too). */
+static void dram_floor(agmm_model_machine_t *m, const agmm_plan_desc_t *d,
+                       int sets, agmm_model_measure_info_t *info)
+{
+    agmm_plan_desc_t rd = *d;
+    rd.gemm_engine = info->engine;
+    rd.gemm_path = info->path;
+    info->weight_bytes = mdl_weight_bytes(&rd, gemm_k(d), rank_cols(d));
+    info->llc_bytes = (int64_t)agmm_dram_llc_bytes();
+    info->cache_bytes = info->llc_bytes > 0
+                            ? info->llc_bytes
+                            : (int64_t)(agmm_dram_probe_bytes() / 4);
+    info->weight_sets = AGMM_MAX(sets, 1);
+    double host = info->weight_bytes * (double)AGMM_MAX(m->ranks_per_host, 1) *
+                  (double)info->weight_sets;
+    info->streams = host > (double)info->cache_bytes;
+    m->dram_gbs = info->streams ? agmm_dram_read_gbps() : 0;
+}
+
 /* ------------------------------------------------------------ measure */
 
 agmm_status_t agmm_model_measure_info(agmm_model_machine_t *m,
@@ -356,16 +459,20 @@ agmm_status_t agmm_model_measure_info(agmm_model_machine_t *m,
                                       double budget_s,
                                       agmm_model_measure_info_t *info_out)
 {
+    return agmm_model_measure_sets(m, d, budget_s, 1, info_out);
+}
+
+agmm_status_t agmm_model_measure_sets(agmm_model_machine_t *m,
+                                      const agmm_plan_desc_t *d,
+                                      double budget_s, int weight_sets,
+                                      agmm_model_measure_info_t *info_out)
+{
     if (!m || !d)
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "model: measure: machine or description is NULL");
     AGMM_CHECK(agmm_plan_desc_check(d));
-    if (d->weight_dtype != AGMM_WDTYPE_SAME)
-        return agmm_error(AGMM_ERR_UNSUPPORTED,
-                          "model: measure: weight_dtype %s: quantized weights "
-                          "are not modelled",
-                          agmm_wdtype_name(d->weight_dtype));
-    const agmm_gemm_engine_t *e = agmm_gemm_engine_get(d->gemm_engine);
+    /* The engine a plan of d runs (a quantized weight: wq's). */
+    const agmm_gemm_engine_t *e = agmm_gemm_engine_of_desc(d);
     if (!e)
         return agmm_error(AGMM_ERR_UNSUPPORTED,
                           "model: measure: gemm engine %s is not built in",
@@ -388,12 +495,17 @@ agmm_status_t agmm_model_measure_info(agmm_model_machine_t *m,
     while (cols > MIN_COLS && (double)k * (double)cols * 4 > BUF_CAP)
         cols = AGMM_MAX(MIN_COLS, cols / 2);
     int f32 = d->dtype == AGMM_DTYPE_FP32 || d->gemm_path == AGMM_GEMM_PATH_F32;
-    if (d->gemm_path == AGMM_GEMM_PATH_AUTO && int16 && native)
+    int quant = d->weight_dtype != AGMM_WDTYPE_SAME;
+    if (quant) { /* the wq kernels read the dtype: AUTO is native (path.c) */
+        info.engine_by = "a quantized weight: the wq kernels";
+    } else if (d->gemm_path == AGMM_GEMM_PATH_AUTO && int16 && native) {
         AGMM_CHECK(choose_path(e, d, k, cols, t0 + 0.15 * budget_s, &f32));
-    else if (int16 && !native)
+        AGMM_CHECK(choose_bf16w(d, k, &e, &f32, &info));
+    } else if (int16 && !native) {
         f32 = 1;
+    }
     agmm_gemm_attr_t attr;
-    path_attr(&attr, d->dtype, f32);
+    path_attr(&attr, d, f32);
     AGMM_CHECK(call_cost(e, &attr, &m->call_us));
 
     int64_t row_cap = (int64_t)(BUF_CAP / ((double)k * 4));
@@ -426,6 +538,7 @@ agmm_status_t agmm_model_measure_info(agmm_model_machine_t *m,
     }
     info.engine = e->kind;
     info.path = f32 ? AGMM_GEMM_PATH_F32 : AGMM_GEMM_PATH_NATIVE;
+    dram_floor(m, d, weight_sets, &info);
     info.k = k;
     info.cols = cols;
     info.seconds = agmm_now() - t0;

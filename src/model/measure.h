@@ -29,12 +29,33 @@ typedef struct agmm_model_measure_info {
      * on two, 1: the calling thread alone; measure_mem.c). */
     int64_t mem_bytes;
     int mem_cpus;
+    /* Why the engine is not desc's AUTO one, or NULL: a quantized weight's
+     * wq kernels, or agmm's bf16-weight kernel measured faster from memory
+     * (as a plan picks it: ops/common/path_bf16w.c). */
+    const char *engine_by;
+    /* The weight-streaming floor (dram_gbs, agmm_model.h): the bytes of one
+     * rank's prepared weight (the slowest rank's k), the last-level cache
+     * sysfs names (0: none), the cache assumed (that, or a quarter of the
+     * DRAM probe's buffer), the weights each rank uses in turn, and
+     * whether ranks_per_host x weight_sets such weights outgrow it (then
+     * m->dram_gbs is the probe's rate). */
+    double weight_bytes;
+    int64_t llc_bytes, cache_bytes;
+    int weight_sets;
+    int streams;
 } agmm_model_measure_info_t;
 
 /* agmm_model_measure, and (info non-NULL) what it timed. */
 agmm_status_t agmm_model_measure_info(agmm_model_machine_t *m,
                                       const agmm_plan_desc_t *desc,
                                       double budget_s,
+                                      agmm_model_measure_info_t *info);
+/* The same for ranks that each use `weight_sets` (>= 1) weights in turn,
+ * one a round (`agmm bench --weight-sets`, a model's layers): the weight
+ * streams when ranks_per_host x weight_sets of them outgrow the cache. */
+agmm_status_t agmm_model_measure_sets(agmm_model_machine_t *m,
+                                      const agmm_plan_desc_t *desc,
+                                      double budget_s, int weight_sets,
                                       agmm_model_measure_info_t *info);
 
 /* The row counts to time for desc (measure_rows.c), sorted, at most

@@ -60,9 +60,17 @@ int64_t mdl_tile_rows(const mdl_layout_t *L, int r, int64_t t);
 
 /* Seconds of one GEMM block: `rows` rows of inner dimension `k` over
  * worker share `s` (one call per segment): sum over segments of call_us +
- * 2 rows cols k / rate(rows). 0 for 0 rows. */
+ * 2 rows cols k / rate(rows), each at least the segment's weight bytes
+ * (mdl_weight_bytes) over dram_gbs when that is > 0. 0 for 0 rows. */
 double mdl_gemm_s(const mdl_layout_t *L, const mdl_share_t *s, int64_t rows,
                   int64_t k);
+/* Bytes of the prepared weight one call of inner dimension `k` over
+ * `cols` columns reads, by d's weight_dtype, engine and path: a quantized
+ * weight's packed values with their group scales and zero points
+ * (agmm_wq_packed_bytes), agmm's bf16-weight kernel's packed blocks
+ * (engine wq, weight_dtype same), else k x cols elements of what the
+ * engine reads (fp32 on the f32 path or for fp32, else the dtype's). */
+double mdl_weight_bytes(const agmm_plan_desc_t *d, int64_t k, int64_t cols);
 /* GFLOP/s of one call of `rows` rows: the machine's rates interpolated
  * linearly in log(rows), clamped to the first and last. */
 double mdl_rate(const agmm_model_machine_t *m, int64_t rows);

@@ -7,7 +7,10 @@
  * shared memory), every rate given on the command line winning over a
  * measured one and a measured one over the model's default. With a GEMM
  * rate given nothing is measured: no GEMM runs, no process is forked, no
- * segment is opened. Output: model_print.c.
+ * segment is opened. The weight-streaming floor (dram_gbs): --dram-gbs,
+ * else measured with the rates (the DRAM probe's rate when ranks per host
+ * x --weight-sets weights outgrow the cache), else none. Output:
+ * model_print.c.
  */
 #include <string.h>
 
@@ -31,11 +34,16 @@ static void pick(double *field, model_src_t *src, int given, double value,
 }
 
 /* The engine AUTO stands for here, and the path when nothing measures it:
- * the one given; fp32 inputs: f32; int8: native; bf16/fp16 with auto:
- * native when the engine reads the dtype natively here, else f32. */
+ * the one given; fp32 inputs: f32; int8: native; a quantized weight: the wq
+ * engine, native; bf16/fp16 with auto: native when the engine reads the
+ * dtype natively here, else f32. */
 static void resolve_unmeasured(model_report_t *r)
 {
     agmm_plan_desc_t *d = &r->desc;
+    if (d->weight_dtype != AGMM_WDTYPE_SAME) {
+        d->gemm_engine = AGMM_GEMM_ENGINE_WQ;
+        r->engine_by = "a quantized weight: the wq kernels";
+    }
     if (d->gemm_engine == AGMM_GEMM_ENGINE_AUTO)
         d->gemm_engine = agmm_gemm_engine_available(AGMM_GEMM_ENGINE_ONEDNN)
                              ? AGMM_GEMM_ENGINE_ONEDNN
@@ -43,7 +51,9 @@ static void resolve_unmeasured(model_report_t *r)
     if (d->dtype == AGMM_DTYPE_FP32) {
         d->gemm_path = AGMM_GEMM_PATH_F32;
         r->path_by = "the only one";
-    } else if (d->dtype == AGMM_DTYPE_INT8) {
+    } else if (d->dtype == AGMM_DTYPE_INT8 ||
+               (d->weight_dtype != AGMM_WDTYPE_SAME &&
+                d->gemm_path == AGMM_GEMM_PATH_AUTO)) {
         d->gemm_path = AGMM_GEMM_PATH_NATIVE;
         r->path_by = "the only one";
     } else if (d->gemm_path != AGMM_GEMM_PATH_AUTO) {
@@ -76,15 +86,18 @@ int agmm_tool_model(const agmm_cli_t *cli)
     r.measured = cli->n_gemm_rates == 0;
     model_src_t fallback = MODEL_SRC_DEFAULT;
     if (r.measured) {
-        if (agmm_model_measure_info(m, &r.desc, cli->measure_budget_s,
-                                    &r.info) != AGMM_OK)
+        if (agmm_model_measure_sets(m, &r.desc, cli->measure_budget_s,
+                                    cli->weight_sets, &r.info) != AGMM_OK)
             return 1; /* the library printed why */
         r.desc.gemm_engine = r.info.engine;
         r.desc.gemm_path = r.info.path;
+        int quant = r.desc.weight_dtype != AGMM_WDTYPE_SAME;
+        r.engine_by = r.info.engine_by;
         r.path_by =
             r.desc.dtype == AGMM_DTYPE_FP32 || r.desc.dtype == AGMM_DTYPE_INT8
                 ? "the only one"
             : cli->gemm_path != AGMM_GEMM_PATH_AUTO ? "--gemm-path"
+            : quant                                 ? "the only one"
             : agmm_gemm_path_available(r.info.engine, r.desc.dtype,
                                        AGMM_GEMM_PATH_NATIVE)
                 ? "auto: measured here"
@@ -119,6 +132,8 @@ int agmm_tool_model(const agmm_cli_t *cli)
          MODEL_SRC_DEFAULT);
     pick(&m->tile_us, &r.src[MODEL_TILE], cli->tile_us_set, cli->tile_us,
          MODEL_SRC_DEFAULT);
+    pick(&m->dram_gbs, &r.src[MODEL_DRAM], cli->dram_gbs_set, cli->dram_gbs,
+         fallback);
 
     /* What the option checks let through and the model still refuses is
      * bad input too: one line, exit 2. */

@@ -1,9 +1,9 @@
 /*
  * `agmm model`'s output (model_report.h): a short header (the machine,
  * the problem, the GEMM engine and path, each rate with where it came
- * from), then the two schedules, their ratio and the last tile's arrival;
- * or, with --json, one object (docs/cli.md, "agmm model", lists its
- * members).
+ * from, the weight-streaming floor), then the two schedules, their ratio and
+ * the last tile's arrival; or, with --json, one object (docs/cli.md, "agmm
+ * model", lists its members).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -85,7 +85,42 @@ static void print_machine(FILE *out, const model_report_t *r)
                 agmm_dtype_name(r->desc.dtype), path_word(&r->desc),
                 r->path_by);
     if (r->measured && r->info.impl[0]) fprintf(out, ", %s", r->info.impl);
+    if (r->desc.weight_dtype != AGMM_WDTYPE_SAME)
+        fprintf(out, "; weight %s, group %lld%s",
+                agmm_wdtype_name(r->desc.weight_dtype),
+                (long long)r->desc.group_size,
+                r->desc.weight_zero_point ? ", zero points" : "");
+    if (r->engine_by) fprintf(out, " [engine: %s]", r->engine_by);
     fputc('\n', out);
+}
+
+/* "dram floor: 29.8 GB/s (measured): weight 90.2 MB per rank x 2 ranks
+ * > cache 32 MB: streams" (agmm_model_machine_t.dram_gbs). */
+static void print_floor(FILE *out, const model_report_t *r)
+{
+    const agmm_model_measure_info_t *i = &r->info;
+    model_src_t src = r->src[MODEL_DRAM];
+    if (r->m.dram_gbs > 0)
+        fprintf(out, "dram floor: %.3g GB/s (%s)", r->m.dram_gbs,
+                model_src_name(src));
+    else
+        fprintf(out, "dram floor: none (%s)", model_src_name(src));
+    if (!r->measured || src == MODEL_SRC_GIVEN) {
+        fputs(r->m.dram_gbs > 0 ? ": every GEMM call at least its weight "
+                                  "bytes over it\n"
+                                : "\n",
+              out);
+        return;
+    }
+    fprintf(out, ": weight %.3g MB per rank x %d rank%s",
+            i->weight_bytes * 1e-6, r->m.ranks_per_host,
+            r->m.ranks_per_host == 1 ? "" : "s");
+    if (i->weight_sets > 1) fprintf(out, " x %d sets", i->weight_sets);
+    fprintf(out, " %s cache %.3g MB (%s)",
+            i->streams ? ">" : "<=", (double)i->cache_bytes * 1e-6,
+            i->llc_bytes > 0 ? "the last level's"
+                             : "assumed: sysfs lists none");
+    fputs(i->streams ? ": streams from DRAM\n" : ": stays in the cache\n", out);
 }
 
 /* "copy 9.8 GB/s (measured)" */
@@ -145,6 +180,7 @@ static void print_rates(FILE *out, const model_report_t *r)
     print_rate(out, "peer", m->peer_us, "us", r->src[MODEL_PEER], ", ");
     print_rate(out, "tile", m->tile_us, "us", r->src[MODEL_TILE], ", ");
     fputc('\n', out);
+    print_floor(out, r);
 }
 
 static void print_sched(FILE *out, const char *name,
@@ -240,7 +276,8 @@ static void json_machine(FILE *out, const model_report_t *r)
         {"call_us", m->call_us},       {"copy_gbs", m->copy_gbs},
         {"reduce_gbs", m->reduce_gbs}, {"convert_gbs", m->convert_gbs},
         {"msg_us", m->msg_us},         {"round_us", m->round_us},
-        {"peer_us", m->peer_us},       {"tile_us", m->tile_us}};
+        {"peer_us", m->peer_us},       {"tile_us", m->tile_us},
+        {"dram_gbs", m->dram_gbs}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         fprintf(out, ",\"%s\":", f[i].key);
         jnum(out, f[i].v);
@@ -259,14 +296,17 @@ static void json_problem(FILE *out, const model_report_t *r)
             cli->m_total, cli->k, cli->n_sum);
     json_list(out, "n_list", cli->n_list, cli->n_count);
     if (d->k_local) json_list(out, "k_local", d->k_local, cli->ranks);
-    fprintf(
-        out,
-        ",\"tile_m\":%" PRId64 ",\"tile_n\":%" PRId64
-        ",\"dtype\":\"%s\",\"out_dtype\":\"%s\",\"gemm_engine\":\"%s\","
-        "\"gemm_path\":\"%s\",\"comm_workers\":%d,\"gemm_workers\":%d}",
-        cli->tile_m, cli->tile_n, agmm_dtype_name(cli->dtype),
-        agmm_dtype_name(cli->out_dtype), agmm_gemm_engine_name(d->gemm_engine),
-        agmm_gemm_path_name(d->gemm_path), d->comm_workers, d->gemm_workers);
+    fprintf(out,
+            ",\"tile_m\":%" PRId64 ",\"tile_n\":%" PRId64
+            ",\"dtype\":\"%s\",\"out_dtype\":\"%s\",\"gemm_engine\":\"%s\","
+            "\"gemm_path\":\"%s\",\"comm_workers\":%d,\"gemm_workers\":%d,"
+            "\"weight_dtype\":\"%s\",\"group_size\":%lld,\"zero_point\":%s}",
+            cli->tile_m, cli->tile_n, agmm_dtype_name(cli->dtype),
+            agmm_dtype_name(cli->out_dtype),
+            agmm_gemm_engine_name(d->gemm_engine),
+            agmm_gemm_path_name(d->gemm_path), d->comm_workers, d->gemm_workers,
+            agmm_wdtype_name(d->weight_dtype), (long long)d->group_size,
+            d->weight_zero_point ? "true" : "false");
 }
 
 static void json_rates(FILE *out, const model_report_t *r)
@@ -288,18 +328,31 @@ static void json_rates(FILE *out, const model_report_t *r)
         [MODEL_CALL] = "call_us",      [MODEL_COPY] = "copy_gbs",
         [MODEL_REDUCE] = "reduce_gbs", [MODEL_CONVERT] = "convert_gbs",
         [MODEL_MSG] = "msg_us",        [MODEL_ROUND] = "round_us",
-        [MODEL_PEER] = "peer_us",      [MODEL_TILE] = "tile_us"};
+        [MODEL_PEER] = "peer_us",      [MODEL_TILE] = "tile_us",
+        [MODEL_DRAM] = "dram_gbs"};
     fprintf(out, "],\"sources\":{\"gemm\":\"%s\"",
             r->measured ? "measured" : "given");
     for (int i = 0; i < MODEL_NSRC; i++)
         fprintf(out, ",\"%s\":\"%s\"", keys[i], model_src_name(r->src[i]));
     fputc('}', out);
-    if (r->measured)
+    if (r->measured) {
         fprintf(out,
                 ",\"measure\":{\"k\":%" PRId64 ",\"cols\":%" PRId64
                 ",\"min_cols\":%" PRId64 ",\"skipped\":%d,\"impl\":\"%s\"}",
                 r->info.k, r->info.cols, r->info.min_cols, r->info.skipped,
                 r->info.impl);
+        fputs(",\"dram_floor\":{\"dram_gbs\":", out);
+        jnum(out, r->m.dram_gbs);
+        fputs(",\"weight_bytes_per_rank\":", out);
+        jnum(out, r->info.weight_bytes);
+        fprintf(out,
+                ",\"llc_bytes\":%" PRId64 ",\"cache_bytes\":%" PRId64
+                ",\"weight_sets\":%d,\"streams\":%s}",
+                r->info.llc_bytes, r->info.cache_bytes, r->info.weight_sets,
+                r->info.streams ? "true" : "false");
+    } else {
+        fputs(",\"dram_floor\":null", out);
+    }
 }
 
 void model_print_json(const model_report_t *r, FILE *out)

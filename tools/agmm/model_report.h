@@ -27,6 +27,7 @@ enum {
     MODEL_ROUND,
     MODEL_PEER,
     MODEL_TILE,
+    MODEL_DRAM,
     MODEL_NSRC
 };
 
@@ -40,6 +41,9 @@ typedef struct model_report {
     /* path: how it was resolved ("--gemm-path", "measured", "only one",
      * "native here") */
     const char *path_by;
+    /* engine: why not desc's AUTO one (a quantized weight, the bf16-weight
+     * kernel measured faster), or NULL */
+    const char *engine_by;
     model_src_t src[MODEL_NSRC];
 } model_report_t;
 

@@ -48,5 +48,17 @@ int agmm_path_probe_overridden(void);
  * calls. May set p->engine to the wq engine and p->path to native. */
 agmm_status_t agmm_path_bf16w_choose(agmm_plan_t *p, const probe_key_t *key,
                                      int ok, double calls);
+/* The candidate's parts, which the model's measurement calls too
+ * (src/model/measure.c), so that it picks the engine a plan picks:
+ * applies: key's calls are few rows (at most 32), no test hook replaces
+ * the probe, AGMM_BF16W_AUTO is on. measure: one call of key's rows over
+ * all key's columns, us, [0] agmm's bf16-weight kernel, [1] engine
+ * `native`'s native path, each measured with the weight streamed from
+ * memory when it outgrows the largest cache, or found in the per-process
+ * cache; *ms (when not NULL) grows by the time spent measuring. */
+int agmm_path_bf16w_applies(const probe_key_t *key);
+agmm_status_t agmm_path_bf16w_measure(const agmm_gemm_engine_t *native,
+                                      const probe_key_t *key, double call_us[2],
+                                      double *ms);
 
 #endif /* AGMM_OPS_COMMON_PATH_PROBE_H */

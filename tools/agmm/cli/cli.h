@@ -153,11 +153,12 @@ typedef struct agmm_cli {
     agmm_model_rate_t gemm_rates[AGMM_MODEL_MAX_RATES];
     int n_gemm_rates;
     /* --call-us, --copy-gbs, --reduce-gbs, --convert-gbs, --msg-us,
-     * --round-us, --peer-us, --tile-us and whether each was given */
+     * --round-us, --peer-us, --tile-us, --dram-gbs and whether each was
+     * given */
     double call_us, copy_gbs, reduce_gbs, convert_gbs, msg_us, round_us,
-        peer_us, tile_us;
+        peer_us, tile_us, dram_gbs;
     int call_us_set, copy_gbs_set, reduce_gbs_set, convert_gbs_set, msg_us_set,
-        round_us_set, peer_us_set, tile_us_set;
+        round_us_set, peer_us_set, tile_us_set, dram_gbs_set;
     double measure_budget_s; /* --measure-budget (seconds) */
 } agmm_cli_t;
 

@@ -230,18 +230,18 @@ const opt_row_t opt_table[] = {
      .help = "int8: W's scales, {choices}: one per column (output\n"
              "channel) or one per weight (default {def})"},
     {.name = "weight-dtype", .kind = OPTK_CHOICE, .field = F(weight_dtype), NOSET,
-     .choices = k_wdtypes, LIB(weight_dtype), .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .choices = k_wdtypes, LIB(weight_dtype), .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM,
      .label = "--weight-dtype T",
      .help = "{choices}: W's dtype (default {def}:\n"
              "--dtype's); int8/int4: made in fp32, quantized with\n"
              "group scales, run by agmm's own int4/int8 kernels"},
     {.name = "group-size", .kind = OPTK_CHOICE, .field = F(group_size),
      .set_field = F(group_size_set), .choices = k_groups, .def = {128, 128},
-     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM, .label = "--group-size G",
+     .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM, .label = "--group-size G",
      .help = "{choices}: rows of k per scale of a\n"
              "quantized W (default {def}; 0: all of the rank's k)"},
     {.name = "zero-point", .kind = OPTK_FLAG, .field = F(zero_point), NOSET, .flag_value = 1,
-     .cmds = OPT_FOR_ALL, .section = SEC_PROBLEM,
+     .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM,
      .help = "a quantized W is asymmetric (uint8 zero points)"},
     {.name = "gemm-engine", .kind = OPTK_CHOICE, .field = F(gemm_engine), NOSET,
      .choices_fn = engine_choices, .accept = engine_built_in, LIB(gemm_engine), .cmds = OPT_FOR_PROBLEM,
@@ -390,6 +390,13 @@ const opt_row_t opt_table[] = {
      .cmds = OPT_FOR_MODEL, .section = SEC_RATES, .label = "--tile-us US",
      .help = "fused: one signalled tile put and its wait, per\n"
              "(tile, peer)"},
+    {.name = "dram-gbs", .kind = OPTK_DOUBLE, .field = F(dram_gbs), .set_field = F(dram_gbs_set),
+     .dmin = 0, .dmax = 1000000, .min_incl = 1, .unit = "GB/s", .cmds = OPT_FOR_MODEL,
+     .section = SEC_RATES, .label = "--dram-gbs B",
+     .help = "the weight-streaming floor: each GEMM call takes at\n"
+             "least its weight bytes over B GB/s (0: none; default:\n"
+             "this host's DRAM rate when the weight outgrows the\n"
+             "last-level cache, measured)"},
     {.name = "measure-budget", .kind = OPTK_DOUBLE, .field = F(measure_budget_s), NOSET,
      .dmin = 0, .dmax = 60, .unit = "seconds", .ddef = 1, .cmds = OPT_FOR_MODEL,
      .section = SEC_RATES, .label = "--measure-budget S",
@@ -401,11 +408,15 @@ const opt_row_t opt_table[] = {
      .label = "--timeout SECONDS",
      .help = "per-wait timeout, > {min} and <= {max} (default {def})"},
     {.name = "weight-sets", .kind = OPTK_INT, .field = F(weight_sets), NOSET, .min = 1,
-     .max = AGMM_CLI_MAX_WEIGHT_SETS, .def = {1, 1}, .cmds = OPT_FOR_BENCH,
+     .max = AGMM_CLI_MAX_WEIGHT_SETS, .def = {1, 1}, .cmds = OPT_FOR_BENCH | OPT_FOR_MODEL,
      .section = SEC_RUN, .label = "--weight-sets L",
-     .help = "L distinct weights (a plan each), used in turn, one\n"
-            "per timed call, so rounds read their weight from DRAM\n"
-            "as a model's layers do; {min} to {max} (default {def})"},
+     .help = "L distinct weights per rank, used in turn (a model's\n"
+             "layers): the weight streams from DRAM (the floor) when\n"
+             "ranks per host x L of them outgrow the last-level\n"
+             "cache; {min} to {max} (default {def})",
+     .help_bench = "L distinct weights (a plan each), used in turn, one\n"
+                   "per timed call, so rounds read their weight from DRAM\n"
+                   "as a model's layers do; {min} to {max} (default {def})"},
     {.name = "rounds", .kind = OPTK_INT, .field = F(rounds), NOSET, .min = 1,
      .max = CLI_MAX_COUNT, .def = {1, 20}, .cmds = OPT_FOR_ALL, .section = SEC_RUN,
      .label = "--rounds R", .help = "rounds, >= {min} (default {def})"},
