@@ -178,6 +178,11 @@ rows=(
     "--bind none                                   | --bind: not an option of agmm model"
     "--copy-gbs -1                                 | --copy-gbs: "
     "--tile-us -1                                  | --tile-us: "
+    "--weight-dtype int3                           | --weight-dtype: one of same, int8, int4"
+    "--weight-dtype int4 --group-size 48           | --group-size: "
+    "--zero-point                                  | --zero-point: only with --weight-dtype int8 or int4"
+    "--weight-dtype int4 --dtype int8              | --weight-dtype int4: with --dtype fp32, bf16 or fp16"
+    "--weight-dtype int4 --dram-gbs -1             | --dram-gbs: "
 )
 for row in "${rows[@]}"; do
     args=${row%%|*}

@@ -80,24 +80,8 @@ timeout 60 "$AGMM" "${GIVEN[@]}" >"$TMP/nout" 2>"$TMP/err"
 check 'grep -qx "dram floor: none (default)" "$TMP/nout"' \
       "no floor when nothing is measured: $(grep '^dram' "$TMP/nout")"
 
-# Bad input: exit 2, one line naming the option, nothing on stdout.
-rows=(
-    "--weight-dtype int3                   | --weight-dtype: one of same, int8, int4"
-    "--weight-dtype int4 --group-size 48   | --group-size: "
-    "--zero-point                          | --zero-point: only with --weight-dtype int8 or int4"
-    "--weight-dtype int4 --dtype int8      | --weight-dtype int4: with --dtype fp32, bf16 or fp16"
-    "--weight-dtype int4 --dram-gbs -1     | --dram-gbs: "
-)
-for row in "${rows[@]}"; do
-    args=${row%%|*}
-    want=${row#*| }
-    # shellcheck disable=SC2086 # the row's words are the arguments
-    timeout 30 "$AGMM" model $args --gemm-gflops 10 >"$TMP/bout" 2>"$TMP/berr"
-    rc=$?
-    n=$(wc -l <"$TMP/berr")
-    check '[ $rc -eq 2 ] && [ "$n" -eq 1 ] && [ ! -s "$TMP/bout" ] && grep -qF -- "agmm: $want" "$TMP/berr"' \
-          "model $args: exit $rc, $n line(s): $(cat "$TMP/berr")"
-done
+# Bad input (a quantized weight's options, --dram-gbs): model_cli.sh's
+# table of refused rows.
 
 echo "model_wq: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
