@@ -78,9 +78,14 @@ uint64_t agmm_dn_vec_bytes(const agmm_dn_cfg_t *cfg);
 /* The weight the reorder reads (its source desc is dense, ncols apart,
  * exactly when agmm_dn_dense_source): w itself, or a dense copy of its
  * columns in *copy (the caller frees it): converted to fp32 when w_dtype
- * is not the compute dtype, copied as they are for INT8 with ldw != ncols
- * (oneDNN 2.6 has no s8 reorder into the brgemm layout from a strided
- * source: "unimplemented"). */
+ * is not the compute dtype, copied as they are for any ldw != ncols (and
+ * for INT8's split). Only a dense source reaches oneDNN's own reorder into
+ * the brgemm layout (brgemm_matmul_copy_reorder_t); from a strided one
+ * oneDNN 2.6 has none for s8 ("unimplemented"), and oneDNN 3.7 falls back
+ * to its generic jit:uni reorder, which into bf16's pair layout
+ * (BA16a64b2a) with an odd K leaves the last row of K zero for most
+ * columns (measured on AMD Zen 5: K 67, 73 of 150 columns; the dense
+ * source gives every element). The copy lives for the load only. */
 int agmm_dn_dense_source(const agmm_dn_cfg_t *cfg);
 agmm_status_t agmm_dn_weight_source(const agmm_dn_cfg_t *cfg, const void *w,
                                     void **copy, const void **src);

@@ -284,9 +284,8 @@ uint64_t agmm_dn_vec_bytes(const agmm_dn_cfg_t *cfg)
 int agmm_dn_dense_source(const agmm_dn_cfg_t *cfg)
 {
     const agmm_gemm_attr_t *a = &cfg->attr;
-    return a->w_dtype != a->a_dtype ||
-           (a->w_dtype == AGMM_DTYPE_INT8 &&
-            (cfg->shape.ldw != cfg->shape.ncols || cfg->s8_split));
+    return a->w_dtype != a->a_dtype || cfg->shape.ldw != cfg->shape.ncols ||
+           cfg->s8_split;
 }
 
 agmm_status_t agmm_dn_weight_source(const agmm_dn_cfg_t *cfg, const void *w,
