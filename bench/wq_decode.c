@@ -88,14 +88,15 @@ int main(int argc, char **argv)
                                        {"int4 asym G128", 4, 0, 128}};
     static const int64_t ms[] = {1, 2, 8, 16, 32};
     double dram = smoke ? 0 : agmm_dram_read_gbps();
-    /* the sets rotated stream 3 x the LLC, or the probe's buffer where the
-     * OS does not say the LLC's size (VMs without sysfs cache entries) */
-    size_t llc = agmm_dram_llc_bytes();
-    size_t stream = llc ? 3 * llc : agmm_dram_probe_bytes();
+    /* the sets rotated stream 3 x the LLC (assumed where the OS lists
+     * none: VMs without sysfs cache entries) */
+    int assumed;
+    size_t llc = agmm_dram_cache_bytes(&assumed), stream = 3 * llc;
     printf("wq_decode: K %lld N %lld, kernel %s, 1 thread, LLC %zu MiB%s, "
            "DRAM read %.2f GB/s (probe %s)\n",
            (long long)K, (long long)N, agmm_wq_kernel_name(), llc >> 20,
-           llc ? "" : " (unknown)", dram, agmm_dram_probe_isa());
+           assumed ? " (assumed: the OS lists none)" : "", dram,
+           agmm_dram_probe_isa());
     for (int bits = 4; bits <= 8; bits += 4)
         for (int i = 0; !smoke && i < AGMM_WQ_SELECT_ROWS; i++) {
             int64_t rows;

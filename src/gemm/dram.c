@@ -55,6 +55,13 @@ size_t agmm_dram_probe_bytes(void)
     return b > MIN_BYTES ? b : MIN_BYTES;
 }
 
+size_t agmm_dram_cache_bytes(int *assumed)
+{
+    size_t llc = agmm_dram_llc_bytes();
+    if (assumed) *assumed = llc == 0;
+    return llc ? llc : agmm_dram_probe_bytes() / 4;
+}
+
 /* ------------------------------------------------------------- loops */
 
 /* Each returns a sum of the buffer's words (kept by a volatile): 8

@@ -23,6 +23,12 @@
 size_t agmm_dram_llc_bytes(void);
 /* The buffer the probe reads: max(4 x agmm_dram_llc_bytes(), 256 MiB). */
 size_t agmm_dram_probe_bytes(void);
+/* The cache a weight must outgrow to stream from DRAM: the largest cache
+ * (agmm_dram_llc_bytes), or where the OS lists none (VMs without sysfs
+ * cache entries) a quarter of the probe's buffer, the largest cache the
+ * probe allows for (64 MiB); *assumed (may be NULL) is 1 then, else 0.
+ * One rule for the bench's "fits the cache" and the model's DRAM floor. */
+size_t agmm_dram_cache_bytes(int *assumed);
 /* The loop's name: "zmm", "ymm" or "scalar". */
 const char *agmm_dram_probe_isa(void);
 /* Measured GB/s (1e9 bytes) one core reads from DRAM: the first call

@@ -430,10 +430,8 @@ static agmm_status_t choose_bf16w(const agmm_plan_desc_t *d, int64_t k,
  * weights of a host's ranks (m->ranks_per_host x `sets` of the slowest
  * rank's, on the engine and path measured: `sets` weights a rank uses in
  * turn, as a model's layers) outgrow its last-level cache, else 0.
- * When sysfs names no cache, the cache is taken as a quarter of the
- * probe's buffer (64 MiB: the probe reads 4 x the cache, at least 256 MiB,
- * to be sure it streams; a weight past the largest cache it allows for
- * streams too). */
+ * When sysfs names no cache, the cache is agmm_dram_cache_bytes'
+ * assumption (a quarter of the probe's buffer, 64 MiB), as the bench's. */
 static void dram_floor(agmm_model_machine_t *m, const agmm_plan_desc_t *d,
                        int sets, agmm_model_measure_info_t *info)
 {
@@ -442,9 +440,7 @@ static void dram_floor(agmm_model_machine_t *m, const agmm_plan_desc_t *d,
     rd.gemm_path = info->path;
     info->weight_bytes = mdl_weight_bytes(&rd, gemm_k(d), rank_cols(d));
     info->llc_bytes = (int64_t)agmm_dram_llc_bytes();
-    info->cache_bytes = info->llc_bytes > 0
-                            ? info->llc_bytes
-                            : (int64_t)(agmm_dram_probe_bytes() / 4);
+    info->cache_bytes = (int64_t)agmm_dram_cache_bytes(NULL);
     info->weight_sets = AGMM_MAX(sets, 1);
     double host = info->weight_bytes * (double)AGMM_MAX(m->ranks_per_host, 1) *
                   (double)info->weight_sets;

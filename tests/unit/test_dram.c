@@ -38,6 +38,13 @@ int main(void)
     size_t llc = agmm_dram_llc_bytes();
     CHECK(llc == sysfs_llc(), "llc %zu, sysfs says %zu", llc, sysfs_llc());
     size_t probe = agmm_dram_probe_bytes();
+    int assumed = -1;
+    size_t cache = agmm_dram_cache_bytes(&assumed);
+    CHECK(llc ? cache == llc && assumed == 0
+              : cache == probe / 4 && assumed == 1 &&
+                    cache >= ((size_t)64 << 20),
+          "cache %zu (assumed %d) for an LLC of %zu and a probe of %zu", cache,
+          assumed, llc, probe);
     CHECK(probe >= ((size_t)256 << 20) && probe >= 4 * llc,
           "probe buffer %zu for an LLC of %zu", probe, llc);
 

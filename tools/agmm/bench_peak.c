@@ -53,7 +53,8 @@ int agmm_bench_peak_measure(agmm_tool_rank_t *t, agmm_bench_peak_t *pk)
         pk->dram_gbps = agmm_dram_read_gbps();
         pk->dram_isa = agmm_dram_probe_isa();
         pk->dram_probe_mib = (double)agmm_dram_probe_bytes() / (1 << 20);
-        pk->llc_mib = (double)agmm_dram_llc_bytes() / (1 << 20);
+        pk->llc_mib =
+            (double)agmm_dram_cache_bytes(&pk->llc_assumed) / (1 << 20);
     }
     return agmm_world_barrier(t->world, 0) == AGMM_OK ? 0 : 1;
 }
@@ -78,10 +79,12 @@ void agmm_bench_peak_text(const agmm_bench_peak_t *pk, agmm_dtype_t dtype)
                pk->vnni_gops);
     printf("; measured on rank 0; of_peak = GEMM rate per GEMM core / peak\n");
     printf("dram: %.1f GB/s read per core (a %s read loop over %.0f MiB, the "
-           "largest cache %.0f MiB; measured on rank 0); weight GB/s = weight "
-           "bytes a rank holds / round, of_dram = that / the DRAM rate\n",
+           "largest cache %.0f MiB%s; measured on rank 0); weight GB/s = "
+           "weight bytes a rank holds / round, of_dram = that / the DRAM "
+           "rate\n",
            pk->dram_gbps, pk->dram_isa ? pk->dram_isa : "none",
-           pk->dram_probe_mib, pk->llc_mib);
+           pk->dram_probe_mib, pk->llc_mib,
+           pk->llc_assumed ? ", assumed: the OS lists none" : "");
 }
 
 void agmm_bench_peak_json(const agmm_bench_peak_t *pk)
@@ -96,7 +99,7 @@ void agmm_bench_peak_json(const agmm_bench_peak_t *pk)
                pk->each[i].instr ? pk->each[i].instr : "", pk->each[i].gflops);
     printf("],\"peak_vnni_gops_per_core\":%.3f", pk->vnni_gops);
     printf(",\"dram_read_gbps_per_core\":%.3f,\"dram_probe\":{\"isa\":\"%s\","
-           "\"bytes_mib\":%.1f,\"llc_mib\":%.1f}",
+           "\"bytes_mib\":%.1f,\"llc_mib\":%.1f,\"llc_assumed\":%s}",
            pk->dram_gbps, pk->dram_isa ? pk->dram_isa : "", pk->dram_probe_mib,
-           pk->llc_mib);
+           pk->llc_mib, pk->llc_assumed ? "true" : "false");
 }

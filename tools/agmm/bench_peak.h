@@ -31,6 +31,8 @@ typedef struct agmm_bench_peak {
     double dram_gbps;
     const char *dram_isa;           /* the read loop: "zmm", "ymm", "scalar" */
     double dram_probe_mib, llc_mib; /* the buffer it read; the LLC */
+    int llc_assumed; /* 1: the OS lists no cache, llc_mib is assumed
+                        (agmm_dram_cache_bytes) */
 } agmm_bench_peak_t;
 
 /* Collective: rank 0 times the peaks (src/gemm/peak.h) between two

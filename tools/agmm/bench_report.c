@@ -299,12 +299,12 @@ void agmm_bench_print_text(const agmm_tool_rank_t *t, const stats_t *st,
             snprintf(hint, sizeof hint, "--weight-sets %d streams from DRAM",
                      l);
         printf("weights: %d set%s x %d rank%s = %.1f MiB fit the %.0f MiB "
-               "last-level cache: rounds read the cache, not DRAM (%s)\n",
+               "last-level cache%s: rounds read the cache, not DRAM (%s)\n",
                cli->weight_sets, cli->weight_sets == 1 ? "" : "s",
                ranks_here(cli), ranks_here(cli) == 1 ? "" : "s",
                weight_bytes(cli) * cli->weight_sets * ranks_here(cli) /
                    (1 << 20),
-               pk->llc_mib, hint);
+               pk->llc_mib, pk->llc_assumed ? " (assumed)" : "", hint);
     }
     printf("%-10s %10s %10s %10s %10s %10s %16s %8s %11s %8s\n", "mode",
            "min_ms", "median_ms", "mean_ms", "max_ms", "stdev_ms",
