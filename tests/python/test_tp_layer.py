@@ -72,6 +72,16 @@ def test_decode_rows_change_every_call(nranks):
     run_world(nranks, "decode", {}, timeout=240, worker=WORKER)
 
 
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_deep_models_keep_their_plans(nranks):
+    """12 layers' weights called in turn make their plans once (no bound
+    by count by default); dropped weights' plans are closed at the next
+    creation; plan_cache_size bounds the plans kept, and a bad one is
+    refused by name."""
+    assert HAS_AR, "agmm.torch.plan_op_available('gemm-ar') is False"
+    run_world(nranks, "layers", {}, timeout=240, worker=WORKER)
+
+
 @pytest.mark.parametrize("nranks,dtype", [(2, "bf16"), (3, "fp32")])
 def test_plain_calls_match_the_kernels(nranks, dtype):
     """agmm.torch's plain calls (no grad, no epilogue:

@@ -626,7 +626,89 @@ def scenario_decode(world, args):
         at.unregister_group("tp")
 
 
+def scenario_layers(world, args):
+    """A model deeper than any small plan cache (issue 48's per-call cost):
+    12 layers' weights (int4 QuantizedWeights through gemm-ar, bf16 tensors
+    through the all-gather op), called in turn step after step, make their
+    plans in the first step and none after; weights dropped on every rank
+    have their plans closed at the next creation; a group with
+    plan_cache_size=3 keeps at most 3 plans (and remakes them: correct,
+    but made again); a bad plan_cache_size is refused by name."""
+    import gc
+    from agmm.torch.distributed import plan_cache as TG
+    P, me = world.size, world.rank
+    dt = torch.bfloat16
+    made = [0]
+    real_make = TG.PlanCache.make
+
+    def counted(self, *a, **kw):
+        made[0] += 1
+        return real_make(self, *a, **kw)
+
+    def layer_calls(Qs, Ws, rows, seed):
+        for i, (Q, W) in enumerate(zip(Qs, Ws)):
+            A = rnd(seed + 10 * i + me, (P * rows, kr), dt)
+            got = at.fused_matmul_all_reduce(A, Q, group_name="tp")
+            full = sum(rnd(seed + 10 * i + r, (P * rows, kr), dt).float() @
+                       torch.from_numpy(qs_of[r][i].dequantize())
+                       for r in range(P))
+            close(got.float(), full, 2e-2, "ar int4 layer %d rows %d" % (i, rows))
+            X = rnd(seed + 500 + 10 * i + me, (rows, k), dt)
+            _, (c,) = at.fused_all_gather_matmul(X, [W], group_name="tp",
+                                                 return_A=False)
+            xs = torch.cat([rnd(seed + 500 + 10 * i + r, (rows, k), dt)
+                            for r in range(P)]).float()
+            close(c.float(), xs @ W.float(), 2e-2, "ag bf16 layer %d" % i)
+
+    TG.PlanCache.make = counted
+    try:
+        k, n, kr, L = 48, 16, 32, 12
+        # every rank's int4 weights, made here as their ranks make them
+        qs_of = [[agmm.quantize_weight(rnd(4000 + 100 * r + i, (kr, n), dt).float(),
+                                       bits=4, group_size=32) for i in range(L)]
+                 for r in range(P)]
+        Qs = qs_of[me]
+        Ws = [rnd(6000 + i, (k, n), dt) for i in range(L)]
+        at.register_group("tp", world)
+        layer_calls(Qs, Ws, 2, 100)
+        first = made[0]
+        assert first >= 2 * L, "%d plans for %d layers x 2 ops" % (first, L)
+        for step, rows in enumerate([1, 2, 1]):
+            layer_calls(Qs, Ws, rows, 200 + 1000 * step)
+        assert made[0] == first, \
+            "%d plans made after the first step (%d layers)" % (made[0] - first, L)
+        held = len(at.group_plans("tp"))
+        assert held >= 2 * L, "%d plans held for %d layers x 2 ops" % (held, L)
+        # half the layers dropped on every rank: closed at the next creation
+        del Qs[L // 2:], Ws[L // 2:]
+        for r in range(P):
+            del qs_of[r][L // 2:]
+        gc.collect()
+        Wnew = rnd(7000, (k, n), dt)
+        X = rnd(7100 + me, (1, k), dt)
+        at.fused_all_gather_matmul(X, [Wnew], group_name="tp", return_A=False)
+        now = len(at.group_plans("tp"))
+        assert now == held - L + 1, \
+            "%d plans after dropping %d layers' weights (held %d)" % (now, L // 2, held)
+        at.unregister_group("tp")
+        # a bound: at most 3 plans, each call still right
+        at.register_group("tp", world, plan_cache_size=3)
+        for rows in (1, 2):
+            layer_calls(Qs[:3], Ws[:3], rows, 300 + rows)
+            assert len(at.group_plans("tp")) <= 3, len(at.group_plans("tp"))
+        at.unregister_group("tp")
+        for bad in (0, -1, 2.5, "8"):
+            try:
+                at.register_group("bad", world, plan_cache_size=bad)
+                raise AssertionError("plan_cache_size=%r accepted" % (bad,))
+            except agmm.InvalidArgument as e:
+                assert "plan_cache_size" in str(e), str(e)
+    finally:
+        TG.PlanCache.make = real_make
+
+
 SCENARIOS = {"grads": scenario_grads, "trace": scenario_trace, "decode": scenario_decode,
+             "layers": scenario_layers,
              "steps": scenario_steps, "plain": scenario_plain}
 
 

@@ -40,9 +40,11 @@ With per-call rows (agmm_plan_run_args) one plan serves every row count
 up to its capacity (each rank's largest rows so far, rounded up to a power
 of two) and is replaced by a larger one when a call needs more. Several
 weights share one plan and one gather. return_A: the library fills
-A_gathered in the same round (agmm_run_args_t.a_gathered). Plans are
-created, reused and
-evicted (least recently used, beyond PLAN_CACHE_SIZE per group)
+A_gathered in the same round (agmm_run_args_t.a_gathered). A plan lives
+as long as its weights: it is closed at the group's next plan creation
+after they are gone on every rank, or, where register_group was given a
+plan_cache_size (PLAN_CACHE_SIZE, None, by default: no bound), when it is
+the least recently used beyond it. Plans are created, reused and closed
 identically on every rank because every rank makes the same calls in the
 same order; the cache is closed with the group (unregister_group, or the
 world's close()).

@@ -41,13 +41,22 @@ class _Group:
 def register_group(name, world, **plan_options):
     """Make `world` (an agmm.World) the group `name` for the op. Plan
     options (tile_m, tile_n, comm_workers, gemm_workers, gemm_engine,
-    timeout; see agmm.Plan) apply to the group's plans, and `schedule`
-    ("auto", the default, "fused" or "baseline") to its rounds."""
+    timeout; see agmm.Plan) apply to the group's plans, `schedule`
+    ("auto", the default, "fused" or "baseline") to its rounds, and
+    `plan_cache_size` (None, the default: no bound; else at least 1) bounds
+    how many plans the group keeps (the least recently used beyond it are
+    closed: a bound below the weights a step uses remakes plans every
+    call). Every rank must pass the same options."""
     bad = set(plan_options) - {"tile_m", "tile_n", "comm_workers", "gemm_workers",
-                               "gemm_engine", "timeout", "schedule"}
+                               "gemm_engine", "timeout", "schedule",
+                               "plan_cache_size"}
     if bad:
         raise InvalidArgument("register_group: unknown option(s) %s"
                               % ", ".join(sorted(bad)))
+    size = plan_options.get("plan_cache_size")
+    if size is not None and (type(size) is not int or size < 1):
+        raise InvalidArgument("register_group: plan_cache_size %r (allowed: "
+                              "None, or an int of at least 1)" % (size,))
     if not isinstance(world, World):
         raise InvalidArgument("register_group: %r is not an agmm.World" % (world,))
     if name in _groups:

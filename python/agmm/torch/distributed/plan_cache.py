@@ -11,7 +11,15 @@ import weakref
 
 import torch
 
-PLAN_CACHE_SIZE = 8
+# The default bound of a group's cache, by count (register_group's
+# plan_cache_size): None, no bound. A plan lives as long as its weights:
+# a deep model's layers, each called in turn, never make a plan again (a
+# bound below their number closes and remakes, i.e. prepares or packs
+# again, a plan at every call: 2.6-2.9 ms a call for 256 x 256 weights,
+# tens of ms for a layer's). A plan whose weights are gone on every rank is
+# closed at the group's next plan creation (PlanCache.make).
+PLAN_CACHE_SIZE = None
+_GATHER_MAX = 1024  # bytes of one World.allgather
 
 
 class _Entry:
@@ -19,12 +27,13 @@ class _Entry:
     the very weight tensors it was made for (a new tensor never hits, even
     at a freed one's address), the weights' versions last set (wkey) and
     the group's creation serial (the same plan has the same serial on
-    every rank)."""
-    __slots__ = ("key", "refs", "plan", "wkey", "serial")
+    every rank); live until the cache closes it."""
+    __slots__ = ("key", "refs", "plan", "wkey", "serial", "live")
 
     def __init__(self, key, tensors, plan, serial):
         self.key, self.plan, self.serial, self.wkey = key, plan, serial, None
         self.refs = [weakref.ref(t) for t in tensors]
+        self.live = True
 
     def made_for(self, key, tensors):
         return self.key == key and len(self.refs) == len(tensors) and \
@@ -33,11 +42,14 @@ class _Entry:
 
 class PlanCache:
     """One group's cache: plans made through `world` with the group's plan
-    options (`schedule` is the rounds' own, not a plan's)."""
+    options (`schedule` is the rounds' own, not a plan's; plan_cache_size
+    the cache's bound by count, None for none)."""
 
     def __init__(self, world, options):
         self._world = world
-        self._options = {k: v for k, v in options.items() if k != "schedule"}
+        self._options = {k: v for k, v in options.items()
+                         if k not in ("schedule", "plan_cache_size")}
+        self._limit = options.get("plan_cache_size", PLAN_CACHE_SIZE)
         # Least recently used first. Every rank's list holds the same
         # plans in the same order: plans are made, reused (a hit only when
         # every rank's hit is the same serial, agreed through the call's
@@ -46,10 +58,11 @@ class PlanCache:
         self._serial = 0
         # Backward weights (B^T, contiguous; several B_i^T stacked) per the
         # source weights, kept so that the backward's plans see the same
-        # tensor object every step; at most PLAN_CACHE_SIZE.
+        # tensor object every step; as long as their sources live.
         self._bwd = []
-        # Per op, this rank's previous plain call (kernels/plain.py's
-        # _Memo): the plain calls' own, dropped with the plans.
+        # Per op and weights, this rank's previous plain call with them
+        # (kernels/plain.py's _Memo; memo_get, memo_put): the plain calls'
+        # own, dropped with the plans.
         self.memo = {}
 
     def entries(self):
@@ -67,18 +80,53 @@ class PlanCache:
 
     def close(self):
         while self._plans:
-            self._plans.pop(0).plan.close()
+            self._forget(self._plans[0])
         self._bwd.clear()
         self.memo.clear()
 
-    def lookup(self, key, tensors):
+    def _forget(self, e):
+        """Collective (every rank closes the same entries in the same
+        order): close e's plan and take it out."""
+        self._plans.remove(e)
+        e.live = False
+        e.plan.close()
+
+    def lookup(self, key, tensors, hint=None):
         """Local: this rank's serial of the plan made for key and these
         tensors (-1: none); pass it through the call's all-gather to
-        agreed()."""
+        agreed(). hint: the entry a memo found last time for this call
+        (tried first: a deep model's layers each have theirs)."""
+        if hint is not None and hint.live and hint.made_for(key, tensors):
+            return hint.serial
         for e in reversed(self._plans):  # a step's plan: the last, often
             if e.made_for(key, tensors):
                 return e.serial
         return -1
+
+    def touch(self, e):
+        """e, a memo's entry that every rank reuses (a hit decided on the
+        call's all-gathered bytes, the same on every rank), moved to most
+        recently used, as agreed() moves the entry it returns; False if e
+        has been closed."""
+        if not e.live:
+            return False
+        if self._plans[-1] is not e:
+            self._plans.remove(e)
+            self._plans.append(e)
+        return True
+
+    def memo_get(self, key):
+        """This rank's memo of a plain call (kernels/plain.py's _Memo,
+        kernels/wq.py's) for key: the op and the ids of its weights; the
+        caller checks that the weights are these very objects."""
+        return self.memo.get(key)
+
+    def memo_put(self, key, m):
+        """Keep memo m for key. Bounded: past 4 per plan (at least 64), all
+        are dropped (each call then checks once again and memos anew)."""
+        if len(self.memo) >= 4 * max(16, len(self._plans)):
+            self.memo.clear()
+        self.memo[key] = m
 
     def agreed(self, serials):
         """The entry every rank hit (the same serial on every rank), moved
@@ -93,27 +141,54 @@ class PlanCache:
         raise AssertionError("agreed serial %d not in the cache" % s0)
 
     def make(self, key, tensors, **plan_args):
-        """Collective: a new plan, cached as most recently used; the least
-        recently used beyond PLAN_CACHE_SIZE are closed."""
+        """Collective: a new plan, cached as most recently used; first the
+        plans whose weights are gone on every rank are closed, and after
+        it the least recently used beyond the group's bound (if any)."""
+        self._close_dead()
         opts = dict(self._options)
         opts.update(plan_args)
         plan = self._world.plan(**opts)
         self._serial += 1
         e = _Entry(key, tensors, plan, self._serial)
         self._plans.append(e)
-        while len(self._plans) > PLAN_CACHE_SIZE:
-            self._plans.pop(0).plan.close()
+        while self._limit is not None and len(self._plans) > self._limit:
+            self._forget(self._plans[0])
         return e
+
+    def _close_dead(self):
+        """Collective (inside make): close the entries that some weight of
+        which is gone on every rank. Whether a weight is gone is local (a
+        rank's garbage collector may be behind), so the ranks agree on it
+        first: each gathers a bit per entry (every rank's list is the same
+        entries in the same order), and an entry is closed where every
+        rank's bit is set; on any other rank it is closed at a later
+        creation."""
+        n = len(self._plans)
+        if n == 0:
+            return
+        mine = bytearray((n + 7) // 8)
+        for i, e in enumerate(self._plans):
+            if any(r() is None for r in e.refs):
+                mine[i // 8] |= 1 << (i % 8)
+        every = bytearray(b"\xff" * len(mine))
+        for c0 in range(0, len(mine), _GATHER_MAX):
+            chunk = bytes(mine[c0:c0 + _GATHER_MAX])
+            for part in self._world.allgather(chunk):
+                for j, b in enumerate(part):
+                    every[c0 + j] &= b
+        dead = [e for i, e in enumerate(self._plans)
+                if every[i // 8] >> (i % 8) & 1]
+        for e in dead:
+            self._forget(e)
 
     def drop(self, e):
         """Collective (an agreed entry): close it and forget it."""
-        self._plans.remove(e)
-        e.plan.close()
+        self._forget(e)
 
     def kept_weight(self, sources, tag, cols, build, refill=False):
         """The tensor kept for these very `sources` (weights), `tag` and
-        `cols`, else build() kept as most recently used (at most
-        PLAN_CACHE_SIZE kept). refill: tag is the sources' versions, and a
+        `cols`, else build() kept as most recently used (as long as its
+        sources live; at most the group's bound, if it has one). refill: tag is the sources' versions, and a
         kept tensor whose sources moved (changed in place: an optimizer
         step) is refilled in place (copy_ of build()), so that the
         backward's plan made for it is kept and only sets its weight
@@ -130,8 +205,12 @@ class PlanCache:
                 self._bwd.append(self._bwd.pop(i))
                 return w
         w = build()
+        # Local: a kept tensor is only looked up by this rank (a plan made
+        # for a new one is every rank's miss, agreed in the call).
+        self._bwd = [item for item in self._bwd
+                     if all(r() is not None for r in item[0])]
         self._bwd.append([[weakref.ref(s) for s in sources], tag, cols, w])
-        if len(self._bwd) > PLAN_CACHE_SIZE:
+        if self._limit is not None and len(self._bwd) > self._limit:
             self._bwd.pop(0)
         return w
 

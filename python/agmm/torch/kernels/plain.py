@@ -50,7 +50,9 @@ _LIB_OUT = {torch.float32: lambda nw: None,
 
 
 class _Memo:
-    """This rank's previous plain call of one op in a group: the arguments
+    """This rank's previous plain call of one op with these weights in a
+    group (`mkey`: the op and the weights' ids; a deep model's layers each
+    keep theirs): the arguments
     the checks depend on (`args`, weak references to the weights and their
     versions), what the checks derived from them (`fmt`: the shape
     all-gather's format, `fixed`: its fields that depend on the arguments
@@ -59,7 +61,8 @@ class _Memo:
     name, which it reports, or empty outputs), and the all-gather's bytes
     with the plan entry and rows they led to."""
     __slots__ = ("args", "refs", "versions", "fmt", "buf", "fixed", "key",
-                 "dims", "sched", "raw", "rows", "entry", "arrays", "out")
+                 "dims", "sched", "raw", "rows", "entry", "arrays", "out",
+                 "mkey")
 
     def same_args(self, args, Bs):
         return args == self.args and len(Bs) == len(self.refs) and \
@@ -70,8 +73,8 @@ class _Memo:
         """(entry, rows): the previous call's plan entry if `raw` repeats
         its bytes but for each rank's rows (the field at byte `off` of its
         record; a decode step's rows change every call) and the entry is
-        still the group's most recently used, with every rank's rows; else
-        (None, None). The caller checks the rows against the plan."""
+        still cached (rows_hit), with every rank's rows; else (None,
+        None). The caller checks the rows against the plan."""
         rows = rows_hit(g, self, raw, self.fmt.size, off)
         return (None, None) if rows is None else (self.entry, rows)
 
@@ -83,18 +86,26 @@ def rows_hit(g, m, raw, size, off):
     """_Memo.hit's test for any memo m with .entry, .raw (the bytes of the
     call that found the entry) and .rows (their rows): every rank's rows
     (the int64 at byte `off` of each `size`-byte record of `raw`), or
-    None."""
+    None. A hit needs the entry still cached and the same bytes but for
+    the rows, serials included: every rank received the same bytes, and
+    a rank whose memo misses takes the full path, whose agreed() finds the
+    same entry from the same serials; either way the entry becomes the
+    most recently used (touch), so the caches stay the same on every
+    rank."""
     e, old = m.entry, m.raw
-    if e is None or g.cache.newest() is not e or old is None:
+    if e is None or not e.live or old is None:
         return None
     if raw == old:
-        return m.rows
-    end = off + 8
-    for b in range(0, len(raw), size):
-        if raw[b:b + off] != old[b:b + off] or \
-                raw[b + end:b + size] != old[b + end:b + size]:
-            return None
-    return [_Q.unpack_from(raw, b + off)[0] for b in range(0, len(raw), size)]
+        rows = m.rows
+    else:
+        end = off + 8
+        for b in range(0, len(raw), size):
+            if raw[b:b + off] != old[b:b + off] or \
+                    raw[b + end:b + size] != old[b + end:b + size]:
+                return None
+        rows = [_Q.unpack_from(raw, b + off)[0] for b in range(0, len(raw), size)]
+    g.cache.touch(e)  # as the full path's lookup would (every rank alike)
+    return rows
 
 
 def rows_array(arrays, rows):
@@ -112,10 +123,12 @@ def rows_array(arrays, rows):
 def _memo(g, op, args, Bs):
     """(memo, known): the group's memo of op if it was made for these
     arguments, else a new one (kept by the caller once its checks pass)."""
-    m = g.cache.memo.get(op)
+    mkey = (op,) + tuple(id(B) for B in Bs)
+    m = g.cache.memo_get(mkey)
     if m is not None and m.same_args(args, Bs):
         return m, True
     m = _Memo()
+    m.mkey = mkey
     m.args, m.refs = args, [weakref.ref(B) for B in Bs]
     m.versions = [B._version for B in Bs]
     m.raw = m.entry = m.rows = None
@@ -179,11 +192,11 @@ def ag_plain(A_shard, Bs, gather_dim, group_name, return_A, biases=None,
         m.sched = SCHEDULES.get(g.schedule)
         if not all(ns):
             m.sched = None  # an empty output: plan.run's own path
-        g.cache.memo["ag"] = m
+        g.cache.memo_put(m.mkey, m)
     gd, k, ns, dtype, rest = m.dims
     a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
     a2 = a if gd == 0 and not rest else a.reshape(-1, k)
-    rows, serial = int(a.shape[0]), g.cache.lookup(m.key, Bs)
+    rows, serial = int(a.shape[0]), g.cache.lookup(m.key, Bs, m.entry)
     raw = g.world.allgather_raw(m.fmt.pack(rows, *m.fixed, serial), m.buf)
     e, slices = m.hit(g, raw)
     if e is not None:
@@ -273,12 +286,12 @@ def _reduce_plain(op, what, A, B, reduce_op, dim, group_name, epi):
             rps *= d
         m.dims = (dd, k_mine, len(lead), rps, n)
         m.sched = SCHEDULES.get(g.schedule) if n else None
-        g.cache.memo[op] = m
+        g.cache.memo_put(m.mkey, m)
     dd, k_mine, nlead, rps, n = m.dims
     a = A if dd == 0 else A.movedim(dd, 0)
     a2 = as_rows(a)
     rows = int(a.shape[0])
-    mine = [nlead, rows] + m.fixed + [g.cache.lookup(m.key, [B])]
+    mine = [nlead, rows] + m.fixed + [g.cache.lookup(m.key, [B], m.entry)]
     raw = g.world.allgather_raw(m.fmt.pack(*mine), m.buf)
     P = g.world.size
     e, everyone_rows = m.hit(g, raw, 8)

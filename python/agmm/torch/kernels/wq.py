@@ -21,9 +21,10 @@ a weight tensor B, and run agmm's own weight kernels (the "wq" engine).
             backward computes it, with B the weight dequantized
             (QuantizedWeight.dequantize: float32, one rounding of the
             exact value, then A's dtype), held transposed per group
-            beside the fp ops' B^T (plan_cache.PlanCache.kept_weight: at most
-            PLAN_CACHE_SIZE entries; k * n * A's element size bytes per
-            weight, made at the first backward that needs it).
+            beside the fp ops' B^T (plan_cache.PlanCache.kept_weight: as
+            long as the QuantizedWeight lives, within the group's bound if
+            it has one; k * n * A's element size bytes per weight, made at
+            the first backward that needs it).
   tracing   under torch.compile, FakeTensor or a dispatch mode a call
             runs torch.ops.agmm.*_wq (library/wq_ops.py: the weights by their
             op_id, fake kernels for the shapes), forward only: an input
@@ -118,7 +119,7 @@ def _agreed_format(g, fmts, mine, what):
 
 # ------------------------------------------------ all-gather + matmul
 class _AgMemo:
-    """This rank's previous all-gather call with QuantizedWeights in a group
+    """This rank's previous all-gather call with these QuantizedWeights in a group
     (as kernels/plain.py's _Memo for tensors): the arguments its checks passed
     for (`args`, weak references to the weights: QuantizedWeights have no
     version to compare), what they derived, and the shape all-gather's
@@ -152,7 +153,7 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
         if 0 <= gdn < nd - 1:  # else the checks below refuse it
             args = (shape[:gdn] + shape[gdn + 1:], A_shard.dtype, gdn,
                     bool(return_A), _hashable(activations), _hashable(out_dtypes))
-            m = g.cache.memo.get("ag-wq")
+            m = g.cache.memo_get(("ag-wq",) + tuple(id(q) for q in Qs))
             if m is None or m.args != args or len(m.refs) != len(Qs) or \
                     not all(r() is q for r, q in zip(m.refs, Qs)):
                 m = None
@@ -195,7 +196,7 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
         mm.raw = mm.entry = mm.rows = None
         mm.arrays = {}
         if mm.args is not None:
-            g.cache.memo["ag-wq"] = mm
+            g.cache.memo_put(("ag-wq",) + tuple(id(q) for q in Qs), mm)
         m = mm
         m_lib = lib
     else:
@@ -204,7 +205,7 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
     a = A_shard if gd == 0 else A_shard.movedim(gd, 0)
     a2 = a if gd == 0 and not rest else a.reshape(-1, k)
     rows = int(a.shape[0])
-    serial = g.cache.lookup(m.key, Qs)
+    serial = g.cache.lookup(m.key, Qs, m.entry)
     raw = g.world.allgather_raw(m.st.pack(rows, *m.fixed, serial), m.buf)
     # The previous call's plan when only the rows changed (kernels/plain.py's
     # reasoning, rows_hit) and they fit in it.
@@ -251,7 +252,7 @@ def bwd_qweight(g, Qs, dt, cols=None):
     """cat([W_i^T]) [sum n_i, k] in dt (cols > k: zero columns up to cols),
     W_i the QuantizedWeight's dequantized values (float32, then dt), kept
     in the group's plan cache beside plan_cache.backward_weight's B^T (the
-    same list, the same bound: PLAN_CACHE_SIZE) per the very objects, dt
+    same list, kept as long as the objects live) per the very objects, dt
     and cols."""
     def build():
         w = torch.cat([q.dequantize(torch.float32).t() for q in Qs], 0).to(dt)
@@ -264,7 +265,7 @@ def bwd_qweight(g, Qs, dt, cols=None):
 
 # ------------------------------------------ matmul + reduce-scatter/all-reduce
 class _RedMemo:
-    """This rank's previous reduce call of `op` with a QuantizedWeight in a
+    """This rank's previous reduce call of `op` with this QuantizedWeight in a
     group (as _AgMemo)."""
     __slots__ = ("args", "ref", "st", "buf", "fixed", "key", "dims", "sched",
                  "raw", "entry", "rows", "arrays")
@@ -285,7 +286,7 @@ def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
     args = m = None
     if bias is None and isinstance(A, torch.Tensor):
         args = _reduce_args(A, reduce_op, dim) + (_hashable(activation), dtype)
-        m = g.cache.memo.get(op + "-wq")
+        m = g.cache.memo_get((op + "-wq", id(Q)))
         if m is None or m.args != args or m.ref() is not Q:
             m = None
     if m is None:
@@ -330,13 +331,13 @@ def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
         m.raw = m.entry = m.rows = None
         m.arrays = {}
         if args is not None:
-            g.cache.memo[op + "-wq"] = m
+            g.cache.memo_put((op + "-wq", id(Q)), m)
     dd, nlead, rps, n, dtname, fmt, act, dt, lib = m.dims
     a = A if dd == 0 else A.movedim(dd, 0)
     a2 = as_rows(a)
     rows = int(a.shape[0])
     lead = [rows] + list(a.shape[1:-1])
-    mine = [nlead, rows] + m.fixed + [g.cache.lookup(m.key, [Q])]
+    mine = [nlead, rows] + m.fixed + [g.cache.lookup(m.key, [Q], m.entry)]
     raw = g.world.allgather_raw(m.st.pack(*mine), m.buf)
     P = g.world.size
     split = split_rows(rows, P)
