@@ -156,8 +156,8 @@ class PlanCache:
         return e
 
     def _close_dead(self):
-        """Collective (inside make): close the entries that some weight of
-        which is gone on every rank. Whether a weight is gone is local (a
+        """Collective (inside make): close the entries one of whose weights
+        is gone on every rank. Whether a weight is gone is local (a
         rank's garbage collector may be behind), so the ranks agree on it
         first: each gathers a bit per entry (every rank's list is the same
         entries in the same order), and an entry is closed where every
@@ -188,11 +188,12 @@ class PlanCache:
     def kept_weight(self, sources, tag, cols, build, refill=False):
         """The tensor kept for these very `sources` (weights), `tag` and
         `cols`, else build() kept as most recently used (as long as its
-        sources live; at most the group's bound, if it has one). refill: tag is the sources' versions, and a
-        kept tensor whose sources moved (changed in place: an optimizer
-        step) is refilled in place (copy_ of build()), so that the
-        backward's plan made for it is kept and only sets its weight
-        again; else another tag is another tensor."""
+        sources live; at most the group's bound, if it has one). refill:
+        tag is the sources' versions, and a kept tensor whose sources
+        moved (changed in place: an optimizer step) is refilled in place
+        (copy_ of build()), so that the backward's plan made for it is
+        kept and only sets its weight again; else another tag is another
+        tensor."""
         for i, item in enumerate(self._bwd):
             refs, ver, c, w = item
             if c == cols and len(refs) == len(sources) and \
