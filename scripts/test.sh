@@ -4,7 +4,7 @@
 #   AGMM_TEST_EXCLUDE   a CTest regular expression of tests to leave out
 #                       (scripts/debian13.sh leaves out the suites that only
 #                       repeat there what Debian 12 checks with the same code)
-#   AGMM_TEST_JOBS      tests run at once (default 1; tests marked RUN_SERIAL
+#   AGMM_TEST_JOBS      tests run at once (default 2; tests marked RUN_SERIAL
 #                       always run alone)
 #   AGMM_TEST_SOURCE=0  leave out the tests that read only the source tree
 #                       (label "source": the protocol model, the layer and
@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${AGMM_BUILD_DIR:-build}
-args=(--output-on-failure --timeout 600 -j"${AGMM_TEST_JOBS:-1}")
+args=(--output-on-failure --timeout 600 -j"${AGMM_TEST_JOBS:-2}")
 [ -z "${AGMM_TEST_EXCLUDE:-}" ] || args+=(-E "$AGMM_TEST_EXCLUDE")
 [ "${AGMM_TEST_SOURCE:-1}" = 1 ] || args+=(-LE source)
 scripts/build.sh

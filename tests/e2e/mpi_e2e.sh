@@ -10,10 +10,16 @@
 # With TEST_RECREATE (tests/unit/test_recreate.c): an abort's reason reaches
 # the peer's message.
 #
-# usage: tests/e2e/mpi_e2e.sh AGMM_BINARY [TEST_RECREATE]
+# usage: tests/e2e/mpi_e2e.sh AGMM_BINARY [TEST_RECREATE] [PART]
+# PART: "checked" (the checked runs, relaying, bench, trace, bad command
+# lines: no timing asserted, so CTest runs them beside other tests),
+# "failures" (the killed, stopped and faulty ranks, each asserted to end
+# within a limit: CTest runs them alone), or "all" (the default).
 set -u
 AGMM=$(readlink -f "$1")
 RECREATE=${2:+$(readlink -f "$2")}
+PART=${3:-all}
+case $PART in all | checked | failures) ;; *) echo "FAIL: PART $PART: one of all, checked, failures"; exit 2 ;; esac
 command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/install-deps.sh)"; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # No CMA single copy (ptrace may be restricted in containers).
@@ -59,6 +65,7 @@ mpi() { # mpi NP ARGS...
     rc=$?
 }
 
+if [ "$PART" != failures ]; then
 # --- checked runs: "NP | ARGS"
 runs=(
     "2 | --m-local 300,77 --k 96 --n 70 --tile-m 32 --tile-n 32 --rounds 3"
@@ -264,6 +271,9 @@ timeout 60 "$AGMM" run --transport mpi --m-local 40 --k 32 --n 32 --tile-m 8 >"$
 rc=$?
 if [ "$rc" -eq 0 ] && grep -q "1 ranks (mpi)\|1 rank (mpi)" "$TMP/out"; then ok; else bad "agmm run --transport mpi (singleton, exit $rc)"; fi
 
+fi # checked
+
+if [ "$PART" != checked ]; then
 # --- a rank killed (KILL) or stuck (STOP) mid-run: non-zero exit, a message,
 # within --timeout (3 s) plus launcher slack; never a hang.
 # With "hosts" of 2 (relaying on, 4 ranks) a dead or stuck relay also ends
@@ -405,6 +415,7 @@ for f in $(ls /dev/shm 2>/dev/null | grep '^agmm:[0-9]*:mpi:'); do
     kill -0 "$pid" 2>/dev/null || left="$left $f"
 done
 if [ -z "$left" ]; then ok; else bad "segments left in /dev/shm:$left"; fi
+fi # failures
 
-echo "mpi_e2e: $pass passed, $fail failed"
+echo "mpi_e2e ($PART): $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
