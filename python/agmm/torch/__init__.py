@@ -170,15 +170,17 @@ def fused_all_gather_matmul(A_shard, Bs, gather_dim=0, group_name=None,
     in A_shard, Bs and the biases); group_name None: the default group (the
     world from the environment)."""
     Bs = list(Bs)
+    # QuantizedWeights first: autograd/wq.py makes its own dispatch check
+    # (plain_cpu: a few us a call at decode), so none is made here.
+    if any(isinstance(B, _QW) for B in Bs):
+        return _wq.fused_all_gather_matmul(
+            A_shard, Bs, int(gather_dim), _name(group_name), return_A, bias,
+            activation, out_dtype)
     if bias is None and activation is None and out_dtype is None:
         ts = [A_shard] + Bs  # the inference call without an epilogue
         if _plain_cpu(ts) and not _needs_grad(ts):
             return _plain.ag_plain(A_shard, Bs, int(gather_dim),
                                          _name(group_name), return_A)
-    if any(isinstance(B, _QW) for B in Bs):  # QuantizedWeights: autograd/wq.py
-        return _wq.fused_all_gather_matmul(
-            A_shard, Bs, int(gather_dim), _name(group_name), return_A, bias,
-            activation, out_dtype)
     nw = len(Bs)
     if isinstance(bias, torch.Tensor):
         bias = [bias] * nw
@@ -208,13 +210,13 @@ def fused_matmul_reduce_scatter(A, B, reduce_op="sum", scatter_dim=0,
     torch.ops.agmm.fused_matmul_reduce_scatter (differentiable)."""
     args = (A, B, str(reduce_op), int(scatter_dim), _name(group_name))
     kw = dict(bias=bias, activation=activation, out_dtype=out_dtype)
+    if isinstance(B, _QW):  # an agmm.QuantizedWeight: autograd/wq.py
+        return _wq.fused_matmul_reduce(
+            "gemm-rs", "fused_matmul_reduce_scatter", A, B, *args[2:], **kw)
     if _plain_cpu([A, B, bias]):
         if not _needs_grad([A, B, bias]):  # inference: kernels/plain.py
             return _plain.rs_plain(*args, **kw)
         return _ops.rs_autograd(*args, plain=True, **kw)
-    if isinstance(B, _QW):  # an agmm.QuantizedWeight: autograd/wq.py
-        return _wq.fused_matmul_reduce(
-            "gemm-rs", "fused_matmul_reduce_scatter", A, B, *args[2:], **kw)
     return torch.ops.agmm.fused_matmul_reduce_scatter(*args, **kw)
 
 
@@ -228,14 +230,14 @@ def fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None, bias=None,
     (plan_op_available("gemm-ar"))."""
     args = (A, B, str(reduce_op), _name(group_name))
     kw = dict(bias=bias, activation=activation, out_dtype=out_dtype)
-    if _plain_cpu([A, B, bias]):
-        if not _needs_grad([A, B, bias]) and plan_op_available("gemm-ar"):
-            return _plain.ar_plain(*args, **kw)
-        return _ops.ar_autograd(*args, plain=True, **kw)
     if isinstance(B, _QW):  # an agmm.QuantizedWeight: autograd/wq.py
         return _wq.fused_matmul_reduce(
             "gemm-ar", "fused_matmul_all_reduce", A, B, args[2], None, args[3],
             **kw)
+    if _plain_cpu([A, B, bias]):
+        if not _needs_grad([A, B, bias]) and plan_op_available("gemm-ar"):
+            return _plain.ar_plain(*args, **kw)
+        return _ops.ar_autograd(*args, plain=True, **kw)
     return torch.ops.agmm.fused_matmul_all_reduce(*args, **kw)
 
 

@@ -33,6 +33,10 @@ Here: the kernels (ag_kernel, reduce_kernel), the checks and the
 dequantized W^T (bwd_qweight); the Functions and the calls agmm.torch's
 functions make are autograd/wq.py's.
 """
+import ctypes
+import struct
+import weakref
+
 import torch
 
 from ...errors import InvalidArgument, Unsupported
@@ -43,6 +47,7 @@ from .epilogue import out_dtype as _out_dt
 from .fp import (_MAX_LEAD, norm_dim, _fp_tensor, per_weight, ag_agree, ag_run,
                  ag_views, lib_epilogue, plan_op_available, reduce_agree)
 from ... import _lib
+from ..._lib import SCHEDULES
 from ..distributed.groups import DT, as_rows, get_group, split_rows
 from ..distributed.plan_cache import ag_key, ag_plan, reduce_key, reduce_plan
 from .plain import _reduce_args, rows_array, rows_hit
@@ -140,9 +145,6 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
     that plan is still the group's most recently used skips the plan
     lookup (kernels/plain.py's reasoning: every rank received the same
     bytes and holds the same cache)."""
-    import ctypes
-    import struct
-    from ..._lib import SCHEDULES
     g = get_group(group_name)
     m = args = None
     if (biases is None or all(b is None for b in biases)) and \
@@ -179,7 +181,6 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
         rps = 1
         for s in rest:
             rps *= s
-        import weakref
         mm = _AgMemo()
         mm.args = args  # None: not kept (a bias, or no tensor A)
         mm.refs = [weakref.ref(q) for q in Qs]
@@ -278,10 +279,6 @@ def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
     takes its rows per call (plan_cache.reduce_plan's per_call); repeated calls,
     their rows changed or not, skip the checks and the plan lookup as
     ag_kernel's do."""
-    import ctypes
-    import struct
-    import weakref
-    from ..._lib import SCHEDULES
     g = get_group(group_name)
     args = m = None
     if bias is None and isinstance(A, torch.Tensor):
