@@ -66,7 +66,9 @@ def measured_rates(agmm_bin):
 
 def weight_bytes(layer):
     n = 0
-    for w in (layer.w_gate, layer.w_up, layer.w_down):
+    for w in (layer.w_gate_up, layer.w_gate, layer.w_up, layer.w_down):
+        if w is None:  # quantized "tp": w_gate_up instead of w_gate, w_up
+            continue
         n += w.nbytes if hasattr(w, "nbytes") and not torch.is_tensor(w) \
             else w.numel() * w.element_size()
     return n

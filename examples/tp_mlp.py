@@ -16,7 +16,10 @@ Two forms (TPMLP(mode=...)):
         [M, h]. Its backward gives every rank the whole dx: the sum over
         ranks of each rank's d gate @ W_gate^T + d up @ W_up^T, which
         column_parallel_matmul's backward makes in one GEMM + all-reduce
-        round (Megatron's "f", overlapped), so layers stack.
+        round (Megatron's "f", overlapped), so layers stack. With quantized
+        weights gate and up are one weight [gate | up] and one call,
+        column_parallel_matmul(activation="silu_mul"): in inference
+        SiLU(gate) * up is its GEMM's epilogue (a layer in two calls).
 Rank r holds columns [i_lo(r), i_hi(r)) of W_gate and W_up ([h, i]) and
 those rows of W_down ([i, h]); i is split as agmm_k_split splits (the
 first i % P ranks one more; the "sp" form needs i a multiple of the
@@ -64,7 +67,9 @@ def split(n, P):
 
 class TPMLP(torch.nn.Module):
     """This rank's part of the MLP: w_gate, w_up [h, i_r], w_down [i_r, h]
-    (slices of full weights given, else random)."""
+    (slices of full weights given, else random); with quantized weights
+    in the "tp" form w_gate_up [h, 2 i_r] = [gate | up] instead of w_gate
+    and w_up (None), one call with SiLU(gate) * up in its epilogue."""
 
     def __init__(self, hidden, inter, rank, size, mode="sp", group_name="tp",
                  dtype=torch.bfloat16, full=None, weights="dense"):
@@ -87,10 +92,15 @@ class TPMLP(torch.nn.Module):
         if weights not in WEIGHTS:
             raise ValueError("weights: %r (allowed: %s)"
                              % (weights, ", ".join(WEIGHTS)))
+        self.w_gate_up = None
         if WEIGHTS[weights]:
             # Inference weights: plain attributes, not Parameters.
             self.w_gate, self.w_up, self.w_down = quantized_shard(
-                full, rank, size, WEIGHTS[weights])
+                full, rank, size, WEIGHTS[weights], fuse=mode == "tp")
+            if mode == "tp":
+                # One weight [gate | up] (the same values: a group's scale
+                # is per column), SiLU(gate) * up in its GEMM's epilogue.
+                self.w_gate_up, self.w_gate, self.w_up = self.w_gate, None, None
             return
         self.w_gate = torch.nn.Parameter(wg[:, lo:hi].to(dtype).contiguous())
         self.w_up = torch.nn.Parameter(wu[:, lo:hi].to(dtype).contiguous())
@@ -118,6 +128,15 @@ class TPMLP(torch.nn.Module):
             return at.fused_matmul_reduce_scatter(act, self.w_down,
                                                   group_name=self.group)
         # x: [M, h], the same on every rank; its gradient all-reduced.
+        if self.w_gate_up is not None:
+            # Quantized: gate and up in one call, SiLU(gate) * up in its
+            # epilogue in inference (with autograd: the product, then
+            # silu_and_mul), so the layer is two calls.
+            (act,) = at.column_parallel_matmul(x, [self.w_gate_up],
+                                               group_name=self.group,
+                                               activation="silu_mul")
+            return at.fused_matmul_all_reduce(act, self.w_down,
+                                              group_name=self.group)
         gate, up = at.column_parallel_matmul(x, [self.w_gate, self.w_up],
                                              group_name=self.group)
         act = at.silu_and_mul(gate, up)
@@ -130,19 +149,24 @@ def group_for(k_parts):
     return 128 if all(k % 128 == 0 for k in k_parts[:-1]) else None
 
 
-def quantized_shard(full, rank, size, bits):
+def quantized_shard(full, rank, size, bits, fuse=False):
     """This rank's w_gate, w_up [h, i_r] and w_down [i_r, h] as
     agmm.QuantizedWeights (symmetric; groups along k: h for gate and up,
-    the rank's i_r for down)."""
+    the rank's i_r for down); fuse: (w_gate_up [h, 2 i_r] = [gate | up],
+    None, w_down), the same values (scales are per column)."""
     wg, wu, wd = full
     parts = split(wg.shape[1], size)
     lo, hi = parts[rank]
     h = wg.shape[0]
     g_in = 128 if h % 128 == 0 else None   # gate, up: all of h on a rank
     g_down = group_for([b - a for a, b in parts])
+    down = agmm.quantize_weight(wd[lo:hi].float(), bits=bits, group_size=g_down)
+    if fuse:
+        gu = torch.cat([wg[:, lo:hi], wu[:, lo:hi]], 1).float()
+        return agmm.quantize_weight(gu, bits=bits, group_size=g_in), None, down
     return (agmm.quantize_weight(wg[:, lo:hi].float(), bits=bits, group_size=g_in),
             agmm.quantize_weight(wu[:, lo:hi].float(), bits=bits, group_size=g_in),
-            agmm.quantize_weight(wd[lo:hi].float(), bits=bits, group_size=g_down))
+            down)
 
 
 def dequantized_full(full, size, bits):

@@ -332,7 +332,7 @@ def test_decode_bf16_runs_agmms_kernel(monkeypatch, m):
     x = torch.randn(m, k, generator=g).bfloat16()
     ws = [torch.randn(k, n, generator=g).bfloat16() for n in (70, 100)]
     outs = L.local_mm(x, ws, torch.bfloat16, keep=True)
-    key = (tuple(id(w) for w in ws), k, (70, 100))
+    key = (tuple(id(w) for w in ws), k, (70, 100), None)  # no activation
     assert key in L._decode_plans, "no decode plan"
     info = L._decode_plans[key][2].gemm_info()
     assert info.engine == "wq" and info.impl.startswith("wq:bf16"), info

@@ -3,7 +3,8 @@
 the exactly dequantized product within check_wq.h's bound, the input's
 gradient against torch autograd in float64, int4 G 32 symmetric and int8
 asymmetric over all of k, bf16 and float32 A, 1 and 33 rows and an empty
-shard; refusals by name, tracing refused, the plan cache, silu_mul."""
+shard; refusals by name, tracing refused, the plan cache, silu_mul,
+column_parallel_matmul's activation= (fused in the local plans' epilogue)."""
 import pytest
 
 from conftest import run_world

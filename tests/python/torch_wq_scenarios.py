@@ -359,6 +359,101 @@ def _gated(world):
     _check(a.grad, ref, 1e-4 * (1 + ref.abs()), "gated dA")
 
 
+def _colpar_act(world):
+    """column_parallel_matmul(activation=): in inference the one-rank
+    plans' epilogue (QuantizedWeights at any rows, bf16 weights at up to
+    32 rows: kernels/local.py's decode plans) from the float32 sums, C
+    rounded once; the gated ones over [gate | up] halves; with a gradient
+    the products then the activation, dA through them; bad activations
+    and odd gated widths refused by name."""
+    from agmm.torch.kernels import local as local_k
+    from agmm.torch.kernels import wq_colpar
+    me = world.rank
+    F = torch.nn.functional
+    fns = {"silu_mul": F.silu, "gelu_tanh_mul":
+           lambda z: F.gelu(z, approximate="tanh")}
+    L = 1.13  # |act'| <= L for SiLU and GELU (tanh), 1 for ReLU
+    k, i = 1024, 512  # the bf16 weight: k x 2i >= 2^20, the decode kernel's
+    qs = [_qw(900 + me, k, 2 * i, 4, 32, True), _qw(910 + me, k, 2 * i, 8, None, False)]
+    wb = _acts(920 + me, k, 2 * i, torch.bfloat16) * (1 / 32)
+    cases = [(q, torch.from_numpy(q.dequantize(np.float64)), [q]) for q in qs]
+    cases.append((wb, wb.double(), None))
+    for W, w64, qparts in cases:
+        for act in ("silu_mul", "gelu_tanh_mul", "relu"):
+            for m in (1, 5, 33):
+                A = _acts(930 + m, m, k, torch.bfloat16)
+                a64 = A.double()
+                what = "cp activation %s %s rows %d" % (
+                    act, "bf16" if qparts is None else "int%d" % W.bits, m)
+                with torch.no_grad():
+                    (C,) = at.column_parallel_matmul(A, [W], group_name="tp",
+                                                     activation=act)
+                    (P,) = at.column_parallel_matmul(A, [W], group_name="tp")
+                fused = qparts is not None or m <= local_k.DECODE_ROWS
+                z = a64 @ w64
+                if act == "relu":
+                    ref = z.clamp_min(0)
+                    e = _fwd_bound(a64, qparts, z, 1, torch.bfloat16) \
+                        if qparts else OUT_U[torch.bfloat16] * (a64.abs() @ w64.abs())
+                    bound = e + OUT_U[torch.bfloat16] * (ref.abs() + e)
+                else:
+                    g, u = z[:, :i], z[:, i:]
+                    ag = fns[act](g)
+                    ref = ag * u
+                    if qparts:
+                        e = _fwd_bound(a64, qparts, z, 1, torch.bfloat16)
+                    else:  # bf16 weights: fp32 sums of k exact products
+                        e = (_gamma(k + 4) + OUT_U[torch.bfloat16]) * (a64.abs() @ w64.abs())
+                    eg, eu = e[:, :i], e[:, i:]
+                    bound = L * eg * (u.abs() + eu) + (ag.abs() + L * eg) * eu
+                    bound = bound + OUT_U[torch.bfloat16] * (ref.abs() + bound)
+                _check(C, ref, bound + 1e-30, what)
+                # the same values as the products, then the activation, where
+                # no agmm kernel takes the activation (torch's matmul: bf16
+                # above 32 rows)
+                if not fused:
+                    after = (F.silu(P[:, :i].float()) * P[:, i:].float()).to(P.dtype) \
+                        if act == "silu_mul" else None
+                    if after is not None:
+                        assert torch.equal(C, after), what
+        # the epilogue plans exist (their keys end with the activation)
+        if qparts is not None:
+            assert any(kk[-1] == "gelu-tanh-mul" and id(W) in kk[0]
+                       for kk in wq_colpar._local_plans), "no QuantizedWeight plan with the activation"
+        else:
+            assert any(kk[-1] == "silu-mul" and id(W) in kk[0]
+                       for kk in local_k._decode_plans), "no bf16 decode plan with the activation"
+    # a gradient: the products, then the activation (differentiable); dA
+    # is all-reduced: the sum over ranks of each rank's weights' share
+    q = qs[0]
+    w64s = [torch.from_numpy(_qw(900 + r, k, 2 * i, 4, 32, True).dequantize(np.float64))
+            for r in range(world.size)]
+    A = _acts(950, 3, k, torch.float32)
+    a = A.clone().requires_grad_(True)
+    (C,) = at.column_parallel_matmul(a, [q], group_name="tp", activation="silu_mul")
+    assert C.requires_grad and C.shape == (3, i)
+    gy = _acts(951, 3, i, torch.float32)
+    C.backward(gy)
+    a64 = A.double().requires_grad_(True)
+    for w64 in w64s:
+        z = a64 @ w64
+        (F.silu(z[:, :i]) * z[:, i:] * gy.double()).sum().backward()
+    ref = a64.grad
+    # A's gradient through the activation's gradient, summed over 2i columns
+    # of W in fp32: a relative 1e-4 of its magnitude
+    _check(a.grad, ref, 1e-4 * (1 + ref.abs()) + 1e-4 * float(ref.abs().max()),
+           "cp activation dA")
+    _refused(lambda: at.column_parallel_matmul(A, [q], group_name="tp",
+                                               activation="tanh"),
+             agmm.InvalidArgument, "activation", "'tanh'", "silu-mul")
+    _refused(lambda: at.column_parallel_matmul(
+        A, [_qw(960, k, 7, 4, 32, True)], group_name="tp", activation="silu_mul"),
+        agmm.InvalidArgument, "Bs[0]", "7 columns", "even")
+    _refused(lambda: at.column_parallel_matmul(
+        A.bfloat16(), [torch.ones(k, 9, dtype=torch.bfloat16)], group_name="tp",
+        activation="gelu_tanh_mul"), agmm.InvalidArgument, "Bs[0]", "9 columns")
+
+
 def _epilogues(world):
     """3-D A gathered along dim 1, a bias with its gradient, an activation,
     out_dtype float32 from bf16 A; the reduce-scatter with bias and
@@ -493,6 +588,7 @@ def scenario_torch_wq(world, args):
             _two_weights(world)
             _caching(world)
             _gated(world)
+            _colpar_act(world)
     finally:
         at.unregister_group("tp")
 

@@ -241,7 +241,7 @@ def fused_matmul_all_reduce(A, B, reduce_op="sum", group_name=None, bias=None,
     return torch.ops.agmm.fused_matmul_all_reduce(*args, **kw)
 
 
-def column_parallel_matmul(A, Bs, group_name=None):
+def column_parallel_matmul(A, Bs, group_name=None, activation=None):
     """[C_i] = [A @ B_i for B_i in Bs] on this rank, no communication: A
     [..., k] the same on every rank (plain tensor parallelism's input),
     B_i [k, n_i] this rank's columns of weight i, C_i in A's dtype
@@ -253,7 +253,21 @@ def column_parallel_matmul(A, Bs, group_name=None):
     dC_i side by side against the B_i^T stacked), and each B_i's own
     gradient A^T @ dC_i; every rank must run it. Without it a replicated
     input's gradient is this rank's share (the all-reduce is the
-    caller's). Ranks may hold different n_i."""
+    caller's). Ranks may hold different n_i.
+
+    activation: None, or one activation for every C_i: "relu",
+    "gelu-tanh", "gelu-erf", "silu", or a gated one, "silu_mul" or
+    "gelu_tanh_mul" (or with hyphens), for which each B_i's n_i columns are [gate | up]
+    halves and C_i = act(A @ gate_i) * (A @ up_i) [..., n_i / 2] (a
+    Llama MLP's gate and up in one call). In inference on agmm's decode
+    kernels (QuantizedWeights; bf16 weights at up to 32 rows) it is the
+    GEMM's epilogue: from the float32 sums, rounded once, the [rows, n_i]
+    product never written. Elsewhere (a gradient wanted, torch.compile,
+    other dtypes or rows) C_i is the product in A's dtype, then the
+    activation (silu_and_mul for "silu_mul"), differentiable."""
+    if activation is not None:
+        return _colpar.column_parallel_matmul_act(A, Bs, _name(group_name),
+                                                  activation)
     return _colpar.column_parallel_matmul(A, Bs, _name(group_name))
 
 

@@ -38,7 +38,9 @@ from ...qweight import QuantizedWeight
 from ..distributed.groups import get_group
 from ..distributed.plan_cache import backward_weight
 from ..kernels.calls import all_reduce_round
-from ..kernels.colpar import check, local, params_plain
+from ..kernels.colpar import check, local, local_act, params_plain
+from ..kernels.epilogue import ACTIVATIONS, GATED, activation_name
+from ...errors import InvalidArgument
 from ..kernels.local import local_mm
 from . import wq as _wq
 from ..kernels.dispatch import compiling
@@ -168,3 +170,44 @@ def column_parallel_matmul(A, Bs, group_name):
             any(t.requires_grad for t in [A] + Bs)):
         return local(A, Bs)
     return list(ColumnParallelMatmul.apply(group_name, A, *Bs))
+
+
+def _after(C, act):
+    """act applied to a product C in its dtype (differentiable, traceable):
+    silu_and_mul for "silu-mul" (no whole float32 temporary), else the
+    activation on float32, rounded back."""
+    if act == "silu-mul":
+        from .glu import silu_and_mul
+        i = int(C.shape[-1]) // 2
+        return silu_and_mul(C[..., :i], C[..., i:])
+    return ACTIVATIONS[act](C.float()).to(C.dtype)
+
+
+def column_parallel_matmul_act(A, Bs, group_name, activation):
+    """column_parallel_matmul with one activation on every C_i (agmm.torch's
+    text): in the local GEMMs' epilogue where agmm's decode kernels run
+    them in inference (QuantizedWeights; bf16 weights at up to
+    DECODE_ROWS rows), else the products, then the activation."""
+    act = activation_name(activation)
+    Bs = list(Bs)
+    if act is None:
+        return column_parallel_matmul(A, Bs, group_name)
+    if act in GATED:
+        for i, B in enumerate(Bs):
+            n = int(B.n) if isinstance(B, QuantizedWeight) else \
+                int(B.shape[-1]) if isinstance(B, torch.Tensor) and B.dim() == 2 \
+                else 0
+            if n % 2:
+                raise InvalidArgument(
+                    "Bs[%d]: %d columns with activation %r (a gated activation "
+                    "takes [gate | up] halves: an even count)" % (i, n, act))
+    if Bs and not compiling():
+        if all(isinstance(B, QuantizedWeight) for B in Bs):
+            got = _wq.column_parallel_matmul_fused(A, Bs, act)
+        elif not any(isinstance(B, QuantizedWeight) for B in Bs):
+            got = local_act(A, Bs, act)
+        else:
+            got = None
+        if got is not None:
+            return got
+    return [_after(C, act) for C in column_parallel_matmul(A, Bs, group_name)]

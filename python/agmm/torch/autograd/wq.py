@@ -215,6 +215,20 @@ class ColumnParallelMatmulQ(torch.autograd.Function):
         return None, dA.view(ctx.a_shape)
 
 
+def column_parallel_matmul_fused(A, Qs, act):
+    """[act(A @ W_i)] with act in the one-rank plan's epilogue
+    (kernels/wq_colpar.py) for QuantizedWeights Qs, or None where it does
+    not apply (a gradient wanted, or A traced): the caller then applies
+    act after the products."""
+    Qs = list(Qs)
+    if not isinstance(A, torch.Tensor) or not plain_cpu([A]) or \
+            (torch.is_grad_enabled() and A.requires_grad):
+        return None
+    check_a(A, "A")
+    fmt = check_weights(Qs, int(A.shape[-1]), "Bs", "A")
+    return local_matmul(A, Qs, fmt, act)
+
+
 def column_parallel_matmul(A, Qs, group_name):
     """agmm.torch.column_parallel_matmul with QuantizedWeights Qs: the
     forward local (agmm's weight kernels on a one-rank plan, at every row

@@ -6,8 +6,9 @@ the op's Autograd kernel are autograd/colpar.py's.
 import torch
 
 from ...errors import InvalidArgument
-from .dispatch import plain_cpu
-from .local import local_mm
+from .dispatch import needs_grad, plain_cpu
+from .epilogue import c_cols
+from .local import _decode_mm, decode_applies, local_mm
 
 
 def params_plain(ts):
@@ -45,3 +46,29 @@ def cp_kernel(A, Bs, group_name):
     GEMMs (no communication)."""
     check(A, list(Bs))
     return local(A, list(Bs))
+
+
+def local_act(A, Bs, act):
+    """[act(A @ B_i)] with act in the GEMM's epilogue (agmm.torch's
+    column_parallel_matmul(activation=)), or None where no agmm kernel
+    takes it: only agmm's bf16-weight decode kernel does among the
+    tensor paths (local_mm's decode case: plain CPU tensors, no gradient
+    wanted, bf16, 1..DECODE_ROWS rows); the caller then applies act
+    after the products."""
+    Bs = list(Bs)
+    if not isinstance(A, torch.Tensor) or not params_plain([A] + Bs) or \
+            needs_grad([A] + Bs):
+        return None
+    check(A, Bs)
+    k = int(A.shape[-1])
+    lead = list(A.shape[:-1])
+    rows = 1
+    for d in lead:
+        rows *= int(d)
+    ns = [int(B.shape[1]) for B in Bs]
+    if A.numel() == 0 or not decode_applies(rows, k, ns, A.dtype, Bs):
+        return None
+    # the weights themselves (their plan is kept per object, as local's)
+    with torch.no_grad():
+        outs = _decode_mm(A.reshape(-1, k), Bs, rows, k, ns, act)
+    return [c.view(lead + [c_cols(n, act)]) for c, n in zip(outs, ns)]

@@ -179,11 +179,13 @@ def engine_available():
 _decode_plans = {}
 
 
-def _decode_mm(x, ys, m, k, ns):
-    """[x @ y for y in ys], bf16, m <= DECODE_ROWS rows, on agmm's
+def _decode_mm(x, ys, m, k, ns, act=None):
+    """[act(x @ y) for y in ys], bf16, m <= DECODE_ROWS rows, on agmm's
     bf16-weight kernel: the plan of these very weight tensors (module
-    comment), their versions checked every call."""
-    key = (tuple(id(y) for y in ys), k, tuple(ns))
+    comment), their versions checked every call; act (an activation name
+    of epilogue.py, or None) in the plan's epilogue, from the float32
+    sums (a gated one: n / 2 columns)."""
+    key = (tuple(id(y) for y in ys), k, tuple(ns), act)
     vers = [y._version for y in ys]
     got = _decode_plans.get(key)
     p = None
@@ -201,15 +203,29 @@ def _decode_mm(x, ys, m, k, ns):
             _decode_plans.pop(kk)[2].close()
         p = _world().plan(DECODE_ROWS, k, list(ns), dtype="bf16",
                           out_dtype="bf16", gemm_engine="wq", comm_workers=0,
-                          gemm_workers=max(1, torch.get_num_threads()))
+                          gemm_workers=max(1, torch.get_num_threads()),
+                          activation=act or "none")
         for i, y in enumerate(ys):
             p.set_weight(contiguous_torch(y), i)
         _decode_plans[key] = ([weakref.ref(y) for y in ys], vers, p)
-    outs = [empty_torch((m, n), torch.bfloat16) for n in ns]
+    outs = [empty_torch((m, n), torch.bfloat16) for n in p.c_cols]
     p.run(contiguous_torch(x.to(torch.bfloat16)),
           out=outs if len(outs) > 1 else outs[0], schedule="fused",
           m_rows=[m])
     return outs
+
+
+def decode_applies(m, k, ns, dtype, ys, keep=True):
+    """Whether local_mm runs [m, k] @ ys on agmm's bf16-weight decode
+    kernel (_decode_mm): bf16 weights kept, 1..DECODE_ROWS rows, each
+    weight at least DECODE_MIN_WEIGHT elements, AGMM_LOCAL_GEMM not
+    "torch"."""
+    use = os.environ.get("AGMM_LOCAL_GEMM", "agmm")
+    if use not in ("agmm", "torch"):
+        raise InvalidArgument("AGMM_LOCAL_GEMM: %r (allowed: agmm, torch)" % (use,))
+    return use == "agmm" and dtype == torch.bfloat16 and \
+        0 < m <= DECODE_ROWS and keep and \
+        all(y.dtype == dtype for y in ys) and k * min(ns) >= DECODE_MIN_WEIGHT
 
 
 def local_mm(x, ys, dtype, keep=False):
@@ -224,13 +240,9 @@ def local_mm(x, ys, dtype, keep=False):
     calls; never for a buffer written outside torch's knowledge."""
     m, k = int(x.shape[0]), int(x.shape[1])
     ns = [int(y.shape[1]) for y in ys]
-    use = os.environ.get("AGMM_LOCAL_GEMM", "agmm")
-    if use not in ("agmm", "torch"):
-        raise InvalidArgument("AGMM_LOCAL_GEMM: %r (allowed: agmm, torch)" % (use,))
-    if use == "agmm" and dtype == torch.bfloat16 and 0 < m <= DECODE_ROWS \
-            and keep and all(y.dtype == dtype for y in ys) and \
-            k * min(ns) >= DECODE_MIN_WEIGHT:
+    if decode_applies(m, k, ns, dtype, ys, keep):
         return _decode_mm(x, ys, m, k, ns)
+    use = os.environ.get("AGMM_LOCAL_GEMM", "agmm")
     name = _DTYPES.get(dtype) if use == "agmm" and engine_available() else None
     if name is None or min([m, k] + ns) < LOCAL_MIN_DIM or \
             2.0 * m * k * sum(ns) < LOCAL_MIN_FLOP:
