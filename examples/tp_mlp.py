@@ -16,10 +16,11 @@ Two forms (TPMLP(mode=...)):
         [M, h]. Its backward gives every rank the whole dx: the sum over
         ranks of each rank's d gate @ W_gate^T + d up @ W_up^T, which
         column_parallel_matmul's backward makes in one GEMM + all-reduce
-        round (Megatron's "f", overlapped), so layers stack. With quantized
-        weights gate and up are one weight [gate | up] and one call,
-        column_parallel_matmul(activation="silu_mul"): in inference
-        SiLU(gate) * up is its GEMM's epilogue (a layer in two calls).
+        round (Megatron's "f", overlapped), so layers stack.
+With quantized weights gate and up are one weight [gate | up] and one call
+in both forms, activation="silu_mul" (fused_all_gather_matmul's;
+column_parallel_matmul's in inference): SiLU(gate) * up is its GEMM's
+epilogue, a layer two calls.
 Rank r holds columns [i_lo(r), i_hi(r)) of W_gate and W_up ([h, i]) and
 those rows of W_down ([i, h]); i is split as agmm_k_split splits (the
 first i % P ranks one more; the "sp" form needs i a multiple of the
@@ -68,8 +69,8 @@ def split(n, P):
 class TPMLP(torch.nn.Module):
     """This rank's part of the MLP: w_gate, w_up [h, i_r], w_down [i_r, h]
     (slices of full weights given, else random); with quantized weights
-    in the "tp" form w_gate_up [h, 2 i_r] = [gate | up] instead of w_gate
-    and w_up (None), one call with SiLU(gate) * up in its epilogue."""
+    w_gate_up [h, 2 i_r] = [gate | up] instead of w_gate and w_up (None),
+    one call with SiLU(gate) * up in its epilogue."""
 
     def __init__(self, hidden, inter, rank, size, mode="sp", group_name="tp",
                  dtype=torch.bfloat16, full=None, weights="dense"):
@@ -95,12 +96,11 @@ class TPMLP(torch.nn.Module):
         self.w_gate_up = None
         if WEIGHTS[weights]:
             # Inference weights: plain attributes, not Parameters.
-            self.w_gate, self.w_up, self.w_down = quantized_shard(
-                full, rank, size, WEIGHTS[weights], fuse=mode == "tp")
-            if mode == "tp":
-                # One weight [gate | up] (the same values: a group's scale
-                # is per column), SiLU(gate) * up in its GEMM's epilogue.
-                self.w_gate_up, self.w_gate, self.w_up = self.w_gate, None, None
+            # One weight [gate | up] (the same values as two: a group's
+            # scale is per column), SiLU(gate) * up in its GEMM's epilogue.
+            self.w_gate_up, _, self.w_down = quantized_shard(
+                full, rank, size, WEIGHTS[weights], fuse=True)
+            self.w_gate = self.w_up = None
             return
         self.w_gate = torch.nn.Parameter(wg[:, lo:hi].to(dtype).contiguous())
         self.w_up = torch.nn.Parameter(wu[:, lo:hi].to(dtype).contiguous())
@@ -108,6 +108,14 @@ class TPMLP(torch.nn.Module):
 
     def forward(self, x):
         dt = self.dtype
+        if self.mode == "sp" and self.w_gate_up is not None:
+            # Quantized: one gather, one weight [gate | up], SiLU(gate) *
+            # up in the round's epilogue (differentiable in x).
+            _, (act,) = at.fused_all_gather_matmul(
+                x, [self.w_gate_up], group_name=self.group, return_A=False,
+                activation="silu_mul", out_dtype=dt)
+            return at.fused_matmul_reduce_scatter(act, self.w_down,
+                                                  group_name=self.group)
         if self.mode == "sp":
             # x: this rank's rows [m_r, h]; one gather, two GEMMs.
             # In inference the op's outputs are in the weights' dtype, with
