@@ -50,7 +50,10 @@
  * the scale applied into `out` (the running total). The panels are
  * streamed front to back with a software prefetch 4 KiB ahead into L2
  * (prefetcht2; 1 KiB into L1 measured 1.1-1.3x slower at 2-8 rows from
- * DRAM on Zen 5).
+ * DRAM on Zen 5); int4's last 4 KiB of a panel prefetch the start of the
+ * panel its next block streams (int4_block: 0.84-0.87x the time at one
+ * row from DRAM, bench/wq_decode.c, 8 pairs). PF_BYTES and PF_HINT may be
+ * given at compile time (-D) to measure others.
  *
  * Compiled for AVX-512F/BW/BF16 by function attribute; called only when
  * the CPU has AVX512_BF16 (common/cpu.h: cpuid leaf 7, subleaf 1, EAX bit
@@ -62,9 +65,13 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#define TARGET   __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#ifndef PF_BYTES
 #define PF_BYTES 4096
-#define PF_HINT  _MM_HINT_T2
+#endif
+#ifndef PF_HINT
+#define PF_HINT _MM_HINT_T2
+#endif
 
 typedef struct consts {
     __m512i nib;  /* 0x000f000f */
@@ -376,6 +383,12 @@ int4_block(const struct agmm_wq *w, const uint8_t *panel, size_t pstride,
     k.nib = _mm512_set1_epi32(0x000f000f);
     k.off = _mm512_set1_epi32(0x43004300);
     const uint8_t *p = panel; /* panel 0's; panel j's is p + j * pstride */
+    /* Within a panel's last PF_BYTES the prefetch goes to the panel npan
+     * further on (the next block's panel j, which the caller streams
+     * next: panels are consecutive in w->data) rather than into panel
+     * j + 1, which this block is streaming already; prefetches do not
+     * fault, so past the weight's end they are dropped. */
+    const size_t pf_skip = (size_t)(npan - 1) * pstride;
     for (int64_t g = 0; g < w->ng; g++) {
         const uint8_t *head = p; /* the group's scales and zeros */
         p += 2 * AGMM_WQ_NP * sizeof(float);
@@ -389,9 +402,13 @@ int4_block(const struct agmm_wq *w, const uint8_t *panel, size_t pstride,
             /* one row: panel by panel, A's pair from memory (loads are
              * not the limit here; 4 x 4 pair vectors would spill) */
             const uint16_t *ar = ag + o * 8;
+            const uint8_t *pf =
+                p + PF_BYTES +
+                ((size_t)(p - panel) + PF_BYTES >= w->panel_bytes ? pf_skip
+                                                                  : 0);
             for (int j = 0; j < npan; j++) {
                 __m512i v[4];
-                _mm_prefetch((const char *)p + j * pstride + PF_BYTES, PF_HINT);
+                _mm_prefetch((const char *)pf + j * pstride, PF_HINT);
                 oct_pairs(p + j * pstride, &k, v);
                 for (int i = 0; i < 4; i++)
                     acc[j][0][i & 1] =
@@ -400,8 +417,12 @@ int4_block(const struct agmm_wq *w, const uint8_t *panel, size_t pstride,
         }
         for (int64_t o = 0; rows > 1 && o < octs; o++, p += 64) {
             __m512i v[4][4];
+            const uint8_t *pf =
+                p + PF_BYTES +
+                ((size_t)(p - panel) + PF_BYTES >= w->panel_bytes ? pf_skip
+                                                                  : 0);
             for (int j = 0; j < npan; j++) {
-                _mm_prefetch((const char *)p + j * pstride + PF_BYTES, PF_HINT);
+                _mm_prefetch((const char *)pf + j * pstride, PF_HINT);
                 oct_pairs(p + j * pstride, &k, v[j]);
             }
             for (int r = 0; r < rows; r++) {
