@@ -419,10 +419,12 @@ def _colpar_act(world):
         # the epilogue plans exist (their keys end with the activation)
         if qparts is not None:
             assert any(kk[-1] == "gelu-tanh-mul" and id(W) in kk[0]
-                       for kk in wq_colpar._local_plans), "no QuantizedWeight plan with the activation"
+                       for kk in wq_colpar._local_plans), \
+                "no QuantizedWeight plan with the activation"
         else:
             assert any(kk[-1] == "silu-mul" and id(W) in kk[0]
-                       for kk in local_k._decode_plans), "no bf16 decode plan with the activation"
+                       for kk in local_k._decode_plans), \
+                "no bf16 decode plan with the activation"
     # a gradient: the products, then the activation (differentiable); dA
     # is all-reduced: the sum over ranks of each rank's weights' share
     q = qs[0]

@@ -257,9 +257,9 @@ def column_parallel_matmul(A, Bs, group_name=None, activation=None):
 
     activation: None, or one activation for every C_i: "relu",
     "gelu-tanh", "gelu-erf", "silu", or a gated one, "silu_mul" or
-    "gelu_tanh_mul" (or with hyphens), for which each B_i's n_i columns are [gate | up]
-    halves and C_i = act(A @ gate_i) * (A @ up_i) [..., n_i / 2] (a
-    Llama MLP's gate and up in one call). In inference on agmm's decode
+    "gelu_tanh_mul" (or with hyphens), for which each B_i's n_i columns
+    are [gate | up] halves and C_i = act(A @ gate_i) * (A @ up_i)
+    [..., n_i / 2] (a Llama MLP's gate and up in one call). In inference on agmm's decode
     kernels (QuantizedWeights; bf16 weights at up to 32 rows) it is the
     GEMM's epilogue: from the float32 sums, rounded once, the [rows, n_i]
     product never written. Elsewhere (a gradient wanted, torch.compile,
