@@ -365,6 +365,22 @@ TARGET void agmm_wq_panel_avx512bf16(const struct agmm_wq *w,
         break;
     }
 }
+/* Where int4_block prefetches for panel 0 at p (panel j's: + j * pstride):
+ * PF_BYTES ahead, except within a panel's last PF_BYTES, where it goes
+ * pf_skip = (npan - 1) panels further, to the start of the panel npan on
+ * (the next block's panel j, which the caller streams next: panels are
+ * consecutive in w->data; with more than 4 rows the same panels come
+ * again first, from L2) rather than into panel j + 1, which this block
+ * is streaming already. Prefetches do not fault: past the weight's end
+ * they are dropped. */
+static inline const uint8_t *pf_at(const struct agmm_wq *w,
+                                   const uint8_t *panel, const uint8_t *p,
+                                   size_t pf_skip)
+{
+    size_t ahead = (size_t)(p - panel) + PF_BYTES;
+    return p + PF_BYTES + (ahead >= w->panel_bytes ? pf_skip : 0);
+}
+
 /* int4, any rows: npan panels (pstride bytes apart) against `rows` rows
  * (npan x rows x 2 sums in registers, <= 16), out [npan][rows][16]. Per
  * panel and row 2 chains: pairs 0 and 2 of an octet into the first, 1
@@ -383,12 +399,7 @@ int4_block(const struct agmm_wq *w, const uint8_t *panel, size_t pstride,
     k.nib = _mm512_set1_epi32(0x000f000f);
     k.off = _mm512_set1_epi32(0x43004300);
     const uint8_t *p = panel; /* panel 0's; panel j's is p + j * pstride */
-    /* Within a panel's last PF_BYTES the prefetch goes to the panel npan
-     * further on (the next block's panel j, which the caller streams
-     * next: panels are consecutive in w->data) rather than into panel
-     * j + 1, which this block is streaming already; prefetches do not
-     * fault, so past the weight's end they are dropped. */
-    const size_t pf_skip = (size_t)(npan - 1) * pstride;
+    const size_t pf_skip = (size_t)(npan - 1) * pstride; /* pf_at's */
     for (int64_t g = 0; g < w->ng; g++) {
         const uint8_t *head = p; /* the group's scales and zeros */
         p += 2 * AGMM_WQ_NP * sizeof(float);
@@ -402,10 +413,7 @@ int4_block(const struct agmm_wq *w, const uint8_t *panel, size_t pstride,
             /* one row: panel by panel, A's pair from memory (loads are
              * not the limit here; 4 x 4 pair vectors would spill) */
             const uint16_t *ar = ag + o * 8;
-            const uint8_t *pf =
-                p + PF_BYTES +
-                ((size_t)(p - panel) + PF_BYTES >= w->panel_bytes ? pf_skip
-                                                                  : 0);
+            const uint8_t *pf = pf_at(w, panel, p, pf_skip);
             for (int j = 0; j < npan; j++) {
                 __m512i v[4];
                 _mm_prefetch((const char *)pf + j * pstride, PF_HINT);
@@ -417,10 +425,7 @@ int4_block(const struct agmm_wq *w, const uint8_t *panel, size_t pstride,
         }
         for (int64_t o = 0; rows > 1 && o < octs; o++, p += 64) {
             __m512i v[4][4];
-            const uint8_t *pf =
-                p + PF_BYTES +
-                ((size_t)(p - panel) + PF_BYTES >= w->panel_bytes ? pf_skip
-                                                                  : 0);
+            const uint8_t *pf = pf_at(w, panel, p, pf_skip);
             for (int j = 0; j < npan; j++) {
                 _mm_prefetch((const char *)pf + j * pstride, PF_HINT);
                 oct_pairs(p + j * pstride, &k, v[j]);
