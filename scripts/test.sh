@@ -13,9 +13,12 @@
 #                       (-DAGMM_ONEDNN=OFF, into <build dir>-noonednn: what a
 #                       machine without libdnnl-dev gets) and runs its unit
 #                       and end-to-end tests, two at a time; the network
-#                       namespace, fault, stress, screenshot and pip tests
-#                       and the source-only ones are left to the main build
-#                       (they do not touch the GEMM engine).
+#                       namespace, fault, stress, screenshot and pip tests,
+#                       the killed, stopped and faulty MPI ranks
+#                       (e2e_mpi_one_host_failures), the launcher's and the
+#                       tool's signal tests and the source-only ones are
+#                       left to the main build (what they check is not the
+#                       GEMM engine's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${AGMM_BUILD_DIR:-build}
@@ -29,5 +32,5 @@ if [ "${AGMM_TEST_NOONEDNN:-0}" = 1 ]; then
     AGMM_BUILD_DIR=$dir-noonednn scripts/build.sh -DAGMM_ONEDNN=OFF
     (cd "$dir-noonednn" &&
         ctest --output-on-failure --timeout 600 -j2 -LE source \
-            -E 'e2e_mpi_netns|e2e_mpi_net_faults|e2e_faults|e2e_stress|e2e_trace_svg_screenshot|e2e_pip_install')
+            -E 'e2e_mpi_netns|e2e_mpi_net_faults|e2e_mpi_one_host_failures|e2e_faults|e2e_stress|e2e_launch_ranks_env_signals|e2e_tool_signals|e2e_trace_svg_screenshot|e2e_pip_install')
 fi

@@ -72,9 +72,10 @@ check_leftovers() { # what
     fi
 }
 
-# check_run WHAT RC SECONDS LIMIT PATTERN: non-zero, in time, message.
+# check_run WHAT RC SECONDS LIMIT PATTERN [ERR]: non-zero, in time, message
+# (in ERR, default $TMP/err).
 check_run() {
-    local what=$1 rc=$2 secs=$3 limit=$4 pattern=$5
+    local what=$1 rc=$2 secs=$3 limit=$4 pattern=$5 err=${6:-$TMP/err}
     injected=$((injected + 1))
     if [ "$rc" -eq 0 ]; then
         bad "$what: exit 0"
@@ -86,10 +87,10 @@ check_run() {
     else
         ok
     fi
-    if grep -qE -- "$pattern" "$TMP/err"; then
+    if grep -qE -- "$pattern" "$err"; then
         ok
     else
-        bad "$what: stderr lacks /$pattern/: $(head -c 600 "$TMP/err" | tr '\n' '~')"
+        bad "$what: stderr lacks /$pattern/: $(head -c 600 "$err" | tr '\n' '~')"
     fi
     check_leftovers "$what"
     echo "  $what: exit $rc after ${secs}s"
@@ -106,38 +107,72 @@ cases=(
     "kill  | rank RANK was killed by signal 9"
     "error | rank RANK: AGMM_FAULT: injected error"
 )
+# fault_run ID FAULT OP SCHED COMM_CORES: one run with AGMM_FAULT=FAULT;
+# its stdout, stderr, exit status and seconds in $TMP/ID.{out,err,rc,secs}.
+fault_run() {
+    local id=$1 start rc
+    start=$(date +%s)
+    AGMM_FAULT="$2" timeout 120 "$AGMM" "${BASE[@]}" --op "$3" --schedule "$4" --rounds $ROUNDS \
+        --comm-cores "$5" --gemm-cores 1 >"$TMP/$id.out" 2>"$TMP/$id.err" </dev/null
+    rc=$?
+    echo $rc >"$TMP/$id.rc"
+    echo $(($(date +%s) - start)) >"$TMP/$id.secs"
+}
+
+# Every case's checks, once its run is over: ended in time naming the
+# rank, no leftovers, and the fault fired (the hook says so) at the chosen
+# put.
+check_fault() { # id what mode rank after pattern
+    local id=$1 what=$2 mode=$3 rank=$4 after=$5 pattern=$6
+    check_run "$what" "$(cat "$TMP/$id.rc")" "$(cat "$TMP/$id.secs")" $((TIMEOUT + GRACE + SLACK)) \
+        "${pattern//RANK/$rank}" "$TMP/$id.err"
+    if [ "$mode" = error ] ||
+        grep -q "rank $rank: AGMM_FAULT: $mode before put $((after + 1))\$" "$TMP/$id.err"; then
+        ok
+    else
+        bad "$what: the hook did not report firing at put $((after + 1))"
+    fi
+}
+
+# The cases of one operation. Those that fail fast run one after the
+# other, each checked as it ends. A hung rank's run spends its seconds idle
+# (its peers wait out --timeout), so an operation's hang cases, both
+# schedules, then run side by side (4 runs of 3 ranks at TRIALS 2) and are
+# checked once all have ended: the leftover checks then cover the batch.
+# Each run's time is still its own, against the same limit.
 for op in ag-gemm gemm-rs gemm-ar; do
-for sched in fused baseline; do
-  puts=$PUTS
-  [ $sched = baseline ] && puts=$BULK_PUTS
-  for row in "${cases[@]}"; do
-    mode=${row%%|*}
-    mode=${mode// /}
-    pattern=${row#*| }
-    for ((trial = 0; trial < TRIALS; trial++)); do
+  hangs=()
+  for sched in fused baseline; do
+    puts=$PUTS
+    [ $sched = baseline ] && puts=$BULK_PUTS
+    for row in "${cases[@]}"; do
+      mode=${row%%|*}
+      mode=${mode// /}
+      pattern=${row#*| }
+      for ((trial = 0; trial < TRIALS; trial++)); do
         rank=$((RANDOM % RANKS))
         after=$(((RANDOM * 32768 + RANDOM) % puts))
         # Half the trials put from a comm thread, half from the GEMM thread.
-        cores=(--comm-cores $((trial % 2)) --gemm-cores 1)
         what="--op $op --schedule $sched mode=$mode rank=$rank after_puts=$after comm-cores=$((trial % 2))"
-        start=$(date +%s)
-        AGMM_FAULT="rank=$rank,after_puts=$after,mode=$mode" \
-            timeout 120 "$AGMM" "${BASE[@]}" --op $op --schedule $sched --rounds $ROUNDS "${cores[@]}" \
-            >"$TMP/out" 2>"$TMP/err" </dev/null
-        rc=$?
-        secs=$(($(date +%s) - start))
-        check_run "$what" $rc $secs $((TIMEOUT + GRACE + SLACK)) \
-            "${pattern//RANK/$rank}"
-        # The fault fired (the hook says so), at the chosen put.
-        if [ "$mode" = error ] ||
-            grep -q "rank $rank: AGMM_FAULT: $mode before put $((after + 1))\$" "$TMP/err"; then
-            ok
+        id="$op.$sched.$mode.$trial"
+        if [ "$mode" = hang ]; then
+            hangs+=("$id|$what|$mode|$rank|$after|$sched|$((trial % 2))|$pattern")
         else
-            bad "$what: the hook did not report firing at put $((after + 1))"
+            fault_run "$id" "rank=$rank,after_puts=$after,mode=$mode" $op $sched $((trial % 2))
+            check_fault "$id" "$what" $mode $rank $after "$pattern"
         fi
+      done
     done
   done
-done
+  for h in "${hangs[@]}"; do
+    IFS='|' read -r id what mode rank after sched comm pattern <<<"$h"
+    fault_run "$id" "rank=$rank,after_puts=$after,mode=$mode" $op $sched $comm &
+  done
+  wait
+  for h in "${hangs[@]}"; do
+    IFS='|' read -r id what mode rank after sched comm pattern <<<"$h"
+    check_fault "$id" "$what" "$mode" "$rank" "$after" "$pattern"
+  done
 done
 
 # start_long: an agmm run that would last minutes, in the background; sets

@@ -319,32 +319,69 @@ faults=(
     "error | agmm: rank 1: AGMM_FAULT: injected error before put 18"
     "hang  | agmm: rank [02]: timed out"
 )
+# A failed job spends most of its seconds waiting (mpirun's start and
+# teardown, the peers' --timeout), not on the CPU, so two run side by side
+# (both schedules of a case; two of the relay's), each into its own files,
+# and are checked once both have ended, each against its own time. Not
+# more: under TSan, 8 jobs at once (24 ranks on 2 cores) made the ranks'
+# start-up all-gathers of control data outlast --timeout 3.
+# fault_job ID NP ARGS...: mpirun NP ARGS in the background; its output,
+# exit status and seconds in $TMP/ID.{out,err,rc,took}.
+fault_job() {
+    local id=$1 np=$2
+    shift 2
+    (
+        start=$(date +%s)
+        timeout $((LIMIT + 40)) mpirun --oversubscribe -np "$np" "$@" \
+            >"$TMP/$id.out" 2>"$TMP/$id.err" </dev/null
+        echo $? >"$TMP/$id.rc"
+        echo $(($(date +%s) - start)) >"$TMP/$id.took"
+    ) &
+}
+# fault_result ID: its files become $TMP/out and $TMP/err (what
+# launcher_says and bad read); sets rc and took.
+fault_result() {
+    cp "$TMP/$1.out" "$TMP/out"
+    cp "$TMP/$1.err" "$TMP/err"
+    rc=$(cat "$TMP/$1.rc")
+    took=$(cat "$TMP/$1.took")
+}
 for op in ag-gemm gemm-rs gemm-ar; do
-for sched in fused baseline; do
   for row in "${faults[@]}"; do
     mode=${row%%|*}
     mode=${mode// /}
     want=${row#*| }
-    start=$(date +%s)
-    timeout $((LIMIT + 40)) mpirun --oversubscribe -np 3 -x AGMM_FAULT="rank=1,after_puts=17,mode=$mode" \
-        "$AGMM" run --oversubscribe --m-local 64 --k 32 --n 32 --tile-m 8 --rounds 50 \
-        --timeout 3 --op $op --schedule $sched >"$TMP/out" 2>"$TMP/err" </dev/null
-    rc=$?
-    took=$(($(date +%s) - start))
-    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le "$LIMIT" ] && launcher_says "$want" &&
-        { [ "$mode" = error ] || grep -q "agmm: rank 1: AGMM_FAULT: $mode before put 18" "$TMP/err"; }; then
-        ok
-    else
-        bad "AGMM_FAULT mode=$mode --op $op --schedule $sched under mpirun: exit $rc after ${took}s, want non-zero within $LIMIT s and /$want/"
-    fi
+    for sched in fused baseline; do
+      fault_job "$op.$sched.$mode" 3 -x AGMM_FAULT="rank=1,after_puts=17,mode=$mode" \
+          "$AGMM" run --oversubscribe --m-local 64 --k 32 --n 32 --tile-m 8 --rounds 50 \
+          --timeout 3 --op $op --schedule $sched
+    done
+    wait
+    for sched in fused baseline; do
+      fault_result "$op.$sched.$mode"
+      if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le "$LIMIT" ] && launcher_says "$want" &&
+          { [ "$mode" = error ] || grep -q "agmm: rank 1: AGMM_FAULT: $mode before put 18" "$TMP/err"; }; then
+          ok
+      else
+          bad "AGMM_FAULT mode=$mode --op $op --schedule $sched under mpirun: exit $rc after ${took}s, want non-zero within $LIMIT s and /$want/"
+      fi
+    done
   done
-done
 done
 
 # The same modes in a relay's forwards (progress thread): "hosts" of 2,
 # rank 2 has no rows of its own, so past its first round's acks its puts
 # are the tiles of rank 0 it forwards to rank 3.
-for row in "${faults[@]}"; do
+for i in 0 2; do
+  for row in "${faults[@]:i:2}"; do
+    mode=${row%%|*}
+    mode=${mode// /}
+    fault_job "relay.$mode" 4 -x AGMM_TEST_MPI_HOST_SIZE=2 -x AGMM_FAULT="rank=2,after_puts=17,mode=$mode" \
+        "$AGMM" run --oversubscribe --m-local 64,64,0,64 --k 32 --n 32 --tile-m 8 --rounds 50 \
+        --timeout 3 --schedule fused
+  done
+  wait
+  for row in "${faults[@]:i:2}"; do
     mode=${row%%|*}
     mode=${mode// /}
     want=${row#*| }
@@ -354,13 +391,7 @@ for row in "${faults[@]}"; do
     # first to time out. The relay must then say its own progress thread
     # is stuck rather than blame a peer alone.
     want=${want//\[02\]/[0-3]}
-    start=$(date +%s)
-    timeout $((LIMIT + 40)) mpirun --oversubscribe -np 4 -x AGMM_TEST_MPI_HOST_SIZE=2 \
-        -x AGMM_FAULT="rank=2,after_puts=17,mode=$mode" \
-        "$AGMM" run --oversubscribe --m-local 64,64,0,64 --k 32 --n 32 --tile-m 8 --rounds 50 \
-        --timeout 3 --schedule fused >"$TMP/out" 2>"$TMP/err" </dev/null
-    rc=$?
-    took=$(($(date +%s) - start))
+    fault_result "relay.$mode"
     if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le "$LIMIT" ] && launcher_says "$want" &&
         { [ "$mode" = error ] || grep -q "agmm: rank 2: AGMM_FAULT: $mode before put 18" "$TMP/err"; } &&
         { [ "$mode" != hang ] || ! grep -q "agmm: rank 2: timed out" "$TMP/err" ||
@@ -369,6 +400,7 @@ for row in "${faults[@]}"; do
     else
         bad "AGMM_FAULT mode=$mode in a relay's forwards: exit $rc after ${took}s, want non-zero within $LIMIT s and /$want/"
     fi
+  done
 done
 
 # --- every abort message carries its reason: rank 1 aborts while rank 0
