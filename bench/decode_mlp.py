@@ -41,7 +41,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 
-FORMATS = {"bf16": "dense", "int8": "int8", "int4": "int4"}
+FORMATS = {"bf16": "dense", "int8": "int8", "int4": "int4",
+           "int8a8": "int8-a8", "int4a8": "int4-a8"}  # a8: W8A8 / W4A8
 
 
 def split(n, P):

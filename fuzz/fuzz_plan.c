@@ -8,9 +8,11 @@
  * covers its largest buffers (all-gather: gathered rows and the fp32
  * weight; gemm-rs: the partial C, the receive slots and the weight of the
  * largest inner part; several weights: each weight; int8: one byte a
- * weight element). The op and the k_local split (or NULL), then the
- * weights, then INT8's scale layouts come last, so older corpus inputs
- * keep the all-gather of one weight. */
+ * weight element; int8 / int4 weights: a byte or half a byte). The op and
+ * the k_local split (or NULL), then the weights, then INT8's scale
+ * layouts, then the quantized weight's fields (weight_dtype, group_size,
+ * weight_zero_point, a_quant) come last, so older corpus inputs keep the
+ * all-gather of one plain weight. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,6 +80,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     take(&data, &size, sc, sizeof sc);
     d.a_scale = (agmm_scale_t)sc[0];
     d.w_scale = (agmm_scale_t)sc[1];
+    /* A quantized weight (last, so older inputs keep a plain one): any
+     * value of each field. */
+    int32_t wq[3] = {0, 0, 0};
+    take(&data, &size, wq, sizeof wq);
+    take(&data, &size, &d.group_size, sizeof d.group_size);
+    d.weight_dtype = (agmm_wdtype_t)wq[0];
+    d.weight_zero_point = wq[1];
+    d.a_quant = (agmm_aquant_t)wq[2];
 
     agmm_status_t st = agmm_plan_desc_check(&d);
     uint64_t bytes = agmm_plan_bytes_per_rank(&d);
@@ -102,10 +112,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         /* The weight: fp32, except bf16 kept as bf16 (oneDNN); several
          * weights: every one of them. */
-        long double wbytes = d.dtype == AGMM_DTYPE_BF16   ? 2
-                             : d.dtype == AGMM_DTYPE_INT8 ? 1
-                                                          : 4,
+        long double wbytes = d.weight_dtype == AGMM_WDTYPE_INT4   ? 0.5
+                             : d.weight_dtype == AGMM_WDTYPE_INT8 ? 1
+                             : d.dtype == AGMM_DTYPE_BF16         ? 2
+                             : d.dtype == AGMM_DTYPE_INT8         ? 1
+                                                                  : 4,
                     nsum = 0;
+        if ((unsigned)d.weight_dtype > AGMM_WDTYPE_INT4)
+            fail("accepted an invalid weight_dtype");
+        if ((unsigned)d.a_quant > AGMM_AQUANT_INT8 ||
+            (d.a_quant == AGMM_AQUANT_INT8 &&
+             d.weight_dtype == AGMM_WDTYPE_SAME))
+            fail("accepted a_quant without a quantized weight");
+        if (d.weight_dtype != AGMM_WDTYPE_SAME &&
+            ((d.group_size != 0 && d.group_size != 32 && d.group_size != 64 &&
+              d.group_size != 128) ||
+             (unsigned)d.weight_zero_point > 1))
+            fail("accepted a bad group_size or weight_zero_point");
         if (d.dtype == AGMM_DTYPE_INT8 &&
             ((unsigned)d.a_scale > AGMM_SCALE_TENSOR ||
              (unsigned)d.w_scale > AGMM_SCALE_TENSOR))

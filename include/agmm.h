@@ -202,6 +202,23 @@ typedef enum agmm_wdtype {
 /* "same", "int8", "int4" ("invalid" for anything else). */
 const char *agmm_wdtype_name(agmm_wdtype_t w);
 
+/* How a plan with quantized weights multiplies A (agmm_plan_desc_t.a_quant).
+ * NONE (the default): A as given, fp32 / bf16 / fp16 (W4A16, W8A16).
+ * INT8: each row of A quantized to int8 before its product, a scale per
+ * row (max |a| / 127; a zero row scale 1), values a / scale rounded to
+ * nearest even, then the int8 dot with the weight (W4A8, W8A8 in
+ * groups: VPDPBUSD where the CPU has AVX512_VNNI and AVX512_VBMI, else a
+ * portable loop with the same bits). Exact integer sums per group; C
+ * differs from NONE's by A's rounding to int8 (docs/design.md, "Quantized
+ * weights in plans"). Every call of such a plan, whatever its rows,
+ * quantizes A: a row's result does not depend on the rows beside it. */
+typedef enum agmm_aquant {
+    AGMM_AQUANT_NONE = 0,
+    AGMM_AQUANT_INT8 = 1,
+} agmm_aquant_t;
+/* "none", "int8" ("invalid" for anything else). */
+const char *agmm_aquant_name(agmm_aquant_t q);
+
 typedef enum agmm_weights {
     AGMM_WEIGHTS_SHARED = 0,   /* the same W on every rank */
     AGMM_WEIGHTS_PER_RANK = 1, /* rank r has its own W_r (column shard) */
@@ -576,6 +593,10 @@ typedef struct agmm_plan_desc {
     agmm_wdtype_t weight_dtype;
     int64_t group_size;
     int weight_zero_point;
+    /* a_quant: AGMM_AQUANT_NONE (0, the default) or INT8 (A quantized per
+     * row to int8 for the product: W4A8 / W8A8 in groups; agmm_aquant_t).
+     * INT8 needs weight_dtype INT8 or INT4. */
+    agmm_aquant_t a_quant;
 } agmm_plan_desc_t;
 
 /* Most weights per plan (agmm_plan_desc_t.n_weights). */

@@ -81,6 +81,7 @@ DTYPES = {"fp16": 0, "bf16": 1, "fp32": 2, "int8": 3}
 WEIGHTS = {"shared": 0, "per-rank": 1}
 # ENGINES (agmm_gemm_engine_kind_t's names) is the library's: below.
 WDTYPES = {"same": 0, "int8": 1, "int4": 2}     # agmm_wdtype_t
+AQUANTS = {"none": 0, "int8": 1}                 # agmm_aquant_t
 PATHS = {"auto": 0, "native": 1, "f32": 2}
 SCHEDULES = {"fused": 0, "baseline": 1, "auto": 2}
 OPS = {"ag-gemm": 0, "gemm-rs": 1, "gemm-ar": 2}
@@ -121,6 +122,7 @@ class PlanDescC(_c.Structure):
         ("weight_dtype", c_int),       # agmm_wdtype_t (quantized weights)
         ("group_size", c_int64),
         ("weight_zero_point", c_int),
+        ("a_quant", c_int),            # agmm_aquant_t
     ]
 
 

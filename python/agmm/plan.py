@@ -87,7 +87,11 @@ class Plan:
               quantized weight (agmm.QuantizedWeight, or float weights
               quantized by set_weight) run by agmm's own kernels (the "wq"
               engine); with group_size (32, 64, 128 (the default), or None /
-              -1: all of the rank's k) and zero_point (True: asymmetric)
+              -1: all of the rank's k) and zero_point (True: asymmetric);
+              a_quant "none" (the default: A as given, W4A16 / W8A16) or
+              "int8": each row of A quantized to int8 (scale max |a| /
+              127) for the int8 dot, W4A8 / W8A8 in groups (agmm.h's
+              agmm_aquant_t)
     tile_m, tile_n, comm_workers, gemm_workers, gemm_engine ("auto",
     "onednn", "openblas"), timeout (seconds per wait), k_local: as in
     agmm_plan_desc_t; None keeps agmm_plan_desc_init's default, except the
@@ -99,7 +103,8 @@ class Plan:
                  gemm_workers=None, gemm_engine="auto", timeout=None,
                  k_local=None, gemm_path="auto", a_scale=None, w_scale=None,
                  bias=False, activation="none", out_dtype="fp32",
-                 weight_dtype="same", group_size=128, zero_point=False):
+                 weight_dtype="same", group_size=128, zero_point=False,
+                 a_quant="none"):
         self._h = None
         self.world = world
         P = world.size
@@ -189,6 +194,8 @@ class Plan:
             self.zero_point = bool(zero_point)
             d.group_size = self.group_size or 0
             d.weight_zero_point = int(self.zero_point)
+        self.a_quant = a_quant
+        d.a_quant = _name(a_quant, _lib.AQUANTS, "a_quant")
         self._desc = desc
         h = ctypes.c_void_p()
         check(_lib.fn.agmm_plan_create(world.handle, ctypes.byref(desc),

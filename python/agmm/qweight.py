@@ -90,6 +90,13 @@ def _check_bits(bits):
     return int(bits)
 
 
+def _check_a_quant(a_quant):
+    if a_quant not in ("none", "int8"):
+        raise InvalidArgument("a_quant: %r (allowed: 'none', 'int8')"
+                              % (a_quant,))
+    return a_quant
+
+
 def _group(group_size, k):
     """G for group_size (None or -1: all of k)."""
     if group_size is None or group_size == -1:
@@ -166,18 +173,26 @@ class QuantizedWeight:
     `scales` float32 [ceil(k/G), n], `zeros` uint8 [ceil(k/G), n] or None
     (symmetric), `group_size` G, `k`, `n`, `bits`, `symmetric`.
 
-    QuantizedWeight(q, scales, zeros=None, bits=4, group_size=128, k=None)
-    takes the parts already in the plain layout (NumPy arrays or CPU torch
+    QuantizedWeight(q, scales, zeros=None, bits=4, group_size=128, k=None,
+    a_quant="none") takes the parts already in the plain layout (NumPy arrays or CPU torch
     tensors; scales float32, float16 or bfloat16, stored as float32,
     exactly; k defaults to q's rows, twice them for int4) and checks them:
     dtypes, shapes, finite scales, int4 zeros <= 15, an odd k's padding
     nibbles 0 (a symmetric int8 -128 is accepted: exact, as in int8 plans;
     quantize_weight never makes it). The arrays are kept, not copied, when they are already the
     layout's NumPy dtype. quantize_weight, from_gptq and from_awq make one.
+
+    a_quant: how agmm's torch ops multiply it, "none" (A as given: W4A16 /
+    W8A16, the default) or "int8" (each row of A quantized to int8, scale
+    max |a| / 127, then the int8 dot: W4A8 / W8A8 in groups, about twice
+    the multiply rate at a few rows and more, within A's int8 rounding;
+    agmm.Plan's a_quant). The weight's bytes are the same either way.
     """
 
-    def __init__(self, q, scales, zeros=None, bits=4, group_size=128, k=None):
+    def __init__(self, q, scales, zeros=None, bits=4, group_size=128, k=None,
+                 a_quant="none"):
         bits = _check_bits(bits)
+        a_quant = _check_a_quant(a_quant)
         q = _numpy(q, "q")
         scales = _numpy(scales, "scales")
         if zeros is not None:
@@ -235,6 +250,7 @@ class QuantizedWeight:
                                   % (rows - 1, c, int(q[-1, c] >> 4), k))
         self.bits, self.group_size, self.k, self.n = bits, g, k, n
         self.symmetric = symmetric
+        self.a_quant = a_quant
         self.q, self.scales, self.zeros = q, scales, zeros
         # The number that stands for this object in torch.ops.agmm.*_wq
         # calls (traced graphs: _torch_wq_ops), unique in the process.
@@ -296,15 +312,16 @@ class QuantizedWeight:
 
     def __repr__(self):
         return ("QuantizedWeight(bits=%d, k=%d, n=%d, group_size=%d, %s, "
-                "q %s %s, nbytes=%d)"
+                "%sq %s %s, nbytes=%d)"
                 % (self.bits, self.k, self.n, self.group_size,
                    "symmetric" if self.symmetric else "asymmetric",
+                   "a_quant=int8, " if self.a_quant == "int8" else "",
                    self.q.dtype, tuple(self.q.shape), self.nbytes))
 
     # -- checkpoint layouts
     @classmethod
     def from_gptq(cls, qweight, qzeros, scales, bits=4, group_size=128,
-                  g_idx=None, sym=None):
+                  g_idx=None, sym=None, a_quant="none"):
         """A GPTQ layer (AutoGPTQ / transformers, the "v1" checkpoint
         format) in the plain layout. qweight int32 [k*bits/32, n], packed
         along k, low bits first (row (32/bits)*r + t in bits
@@ -319,7 +336,8 @@ class QuantizedWeight:
         The result is asymmetric (zeros uint8), or symmetric (q - 8 in
         -8..7; int8: q - 128) when every zero is 2^(bits-1) and sym is not
         False (sym=True requires it; int8 only when no q is 0, -128 being
-        outside the symmetric range, unless sym=True)."""
+        outside the symmetric range, unless sym=True). a_quant as in the
+        constructor."""
         bits = _check_bits(bits)
         per = 32 // bits
         mask = (1 << bits) - 1
@@ -342,17 +360,19 @@ class QuantizedWeight:
         zs = (qz[:, :, None] >> shifts[None, None, :]) & mask
         zs = ((zs.reshape(ng, n) + 1) & mask).astype(np.uint8)
         sc = _scales(scales, (ng, n))
-        return _build(vals, zs, sc, bits, g, k, sym)
+        return _build(vals, zs, sc, bits, g, k, sym, a_quant)
 
     @classmethod
-    def from_awq(cls, qweight, qzeros, scales, bits=4, group_size=128):
+    def from_awq(cls, qweight, qzeros, scales, bits=4, group_size=128,
+                 a_quant="none"):
         """An AWQ layer (llm-awq / AutoAWQ "GEMM" format) in the plain
         layout: qweight int32 [k, n/8], packed along n in AWQ's interleaved
         order (nibble p, bits 4p..4p+3, of qweight[kk, c] holds column
         8c + AWQ_ORDER[p], AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)); qzeros
         int32 [groups, n/8], packed the same way, the zero points
         themselves (not minus one); scales float16 [groups, n]. Always
-        asymmetric. bits: 4 only (AWQ's GEMM format is 4-bit)."""
+        asymmetric. bits: 4 only (AWQ's GEMM format is 4-bit). a_quant as
+        in the constructor."""
         bits = _check_bits(bits)
         if bits != 4:
             raise InvalidArgument("bits: %d (from_awq: 4 only, AWQ's GEMM "
@@ -370,7 +390,7 @@ class QuantizedWeight:
         vals = _awq_unpack(qw)
         zs = _awq_unpack(qz)
         sc = _scales(scales, (ng, n))
-        return _build(vals, zs, sc, 4, g, k, False)
+        return _build(vals, zs, sc, 4, g, k, False, a_quant)
 
 
 def _int32(x, what):
@@ -421,7 +441,7 @@ def _awq_unpack(packed):
     return nib.reshape(packed.shape[0], -1).astype(np.uint8)
 
 
-def _build(vals, zs, scales, bits, g, k, sym):
+def _build(vals, zs, scales, bits, g, k, sym, a_quant="none"):
     """A QuantizedWeight of unsigned values [k, n] with zeros [ng, n]."""
     mid = 1 << (bits - 1)
     all_mid = bool((zs == mid).all())
@@ -435,9 +455,9 @@ def _build(vals, zs, scales, bits, g, k, sym):
     if sym:
         signed = (vals.astype(np.int16) - mid).astype(np.int8)
         q = pack_int4(signed) if bits == 4 else signed
-        return QuantizedWeight(q, scales, None, bits, g, k)
+        return QuantizedWeight(q, scales, None, bits, g, k, a_quant)
     q = pack_int4(vals) if bits == 4 else vals
-    return QuantizedWeight(q, scales, zs, bits, g, k)
+    return QuantizedWeight(q, scales, zs, bits, g, k, a_quant)
 
 
 # ------------------------------------------------------------- quantizer
@@ -476,7 +496,7 @@ def _weight_float32(w):
     return np.ascontiguousarray(w, dtype=np.float32)
 
 
-def quantize_weight(w, bits=4, group_size=128, symmetric=True):
+def quantize_weight(w, bits=4, group_size=128, symmetric=True, a_quant="none"):
     """QuantizedWeight of w [k, n] (k input features by n output features:
     agmm's layout, not nn.Linear.weight's [n, k]; pass `linear.weight.t()`
     for that). w: a NumPy float32 or float16 array (or uint16 bf16 bits),
@@ -485,8 +505,10 @@ def quantize_weight(w, bits=4, group_size=128, symmetric=True):
     is accepted too, rounded to float32 first.) The
     arithmetic is in the module doc: float32, in that order, rint half to
     even, as the C quantizer. Non-finite values raise InvalidArgument
-    naming the first (row, column)."""
+    naming the first (row, column). a_quant: how agmm's torch ops multiply
+    it (QuantizedWeight's: "none", or "int8" for W4A8 / W8A8)."""
     bits = _check_bits(bits)
+    a_quant = _check_a_quant(a_quant)
     w = _weight_float32(w)
     k, n = w.shape
     g = _group(group_size, k)
@@ -506,7 +528,7 @@ def quantize_weight(w, bits=4, group_size=128, symmetric=True):
             q = np.where(s == 0, f32(0), np.clip(q, qmin, qmax))
             qi = q.astype(np.int8)
             qout = pack_int4(qi) if bits == 4 else qi
-            return QuantizedWeight(qout, scales, None, bits, g, k)
+            return QuantizedWeight(qout, scales, None, bits, g, k, a_quant)
         top = f32(15 if bits == 4 else 255)
         hi = np.maximum(wg.max(axis=1), f32(0))
         lo = np.minimum(wg.min(axis=1), f32(0))
@@ -518,4 +540,5 @@ def quantize_weight(w, bits=4, group_size=128, symmetric=True):
         q = np.clip(np.rint(w / s) + z, f32(0), top)
         q = np.where(s == 0, f32(0), q).astype(np.uint8)
     qout = pack_int4(q) if bits == 4 else q
-    return QuantizedWeight(qout, scales, zero.astype(np.uint8), bits, g, k)
+    return QuantizedWeight(qout, scales, zero.astype(np.uint8), bits, g, k,
+                           a_quant)

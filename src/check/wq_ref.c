@@ -79,3 +79,56 @@ void agmm_wq_ref(const agmm_wq_desc_t *d, int64_t m, const float *a,
             }
         }
 }
+
+void agmm_wq_ref_quantize_a(int64_t m, int64_t k, const float *a, int64_t lda,
+                            double *aq, int64_t ldq)
+{
+    for (int64_t i = 0; i < m; i++) {
+        const float *src = a + i * lda;
+        float amax = 0;
+        for (int64_t kk = 0; kk < k; kk++)
+            amax = fabsf(src[kk]) > amax ? fabsf(src[kk]) : amax;
+        float s = amax > 0 ? amax / 127.0f : 1.0f;
+        for (int64_t kk = 0; kk < k; kk++) {
+            float q = nearbyintf(src[kk] / s);
+            q = q > 127 ? 127 : q < -127 ? -127 : q;
+            aq[i * ldq + kk] = (double)q * (double)s;
+        }
+    }
+}
+
+void agmm_wq_ref_a8(const agmm_wq_desc_t *d, int64_t m, const float *a,
+                    int64_t lda, double *c, double *bound, int64_t ldc,
+                    int out_bf16)
+{
+    int64_t g = group_rows(d), ng = (d->k + g - 1) / g;
+    double nn = (double)(ng + 4), u = ldexp(1.0, -24);
+    double gamma = nn * u / (1 - nn * u);
+    double *aq = malloc(((size_t)d->k + 1) * sizeof(double));
+    if (!aq) abort(); /* a test's oracle */
+    for (int64_t i = 0; i < m; i++) {
+        agmm_wq_ref_quantize_a(1, d->k, a + i * lda, lda, aq, d->k);
+        for (int64_t j = 0; j < d->n; j++) {
+            double sum = 0, mag = 0;
+            for (int64_t kk = 0; kk < d->k; kk++) {
+                int q, zero;
+                q_zero(d, kk, j, &q, &zero);
+                double s = scale_of(d, (kk / g) * d->n + j);
+                sum += aq[kk] * (double)(q - zero) * s;
+                int uq = q, uz = zero;
+                if (d->symmetric) { /* int4: q + 8 and 8; int8: q + 128 */
+                    uz = d->bits == 4 ? 8 : 128;
+                    uq = q + uz;
+                }
+                mag += fabs(aq[kk]) * fabs(s) * (double)(abs(uq) + abs(uz));
+            }
+            c[i * ldc + j] = sum;
+            if (bound) {
+                double b = gamma * mag;
+                if (out_bf16) b += ldexp(1.0, -8) * (fabs(sum) + b);
+                bound[i * ldc + j] = b;
+            }
+        }
+    }
+    free(aq);
+}

@@ -34,4 +34,25 @@ void agmm_wq_ref(const agmm_wq_desc_t *d, int64_t m, const float *a,
                  int64_t lda, double *c, double *bound, int64_t ldc,
                  int out_bf16);
 
+/* A's rows as the A8 kernels take them (wq.h's A8 variants, a plan's
+ * a_quant INT8): row i of a [m, k] (fp32, stride lda) quantized with the
+ * library's float steps (sa = max |a| / 127, 1 for a zero row; q =
+ * nearbyint(a / sa) within -127..127), aq[i][kk] = q x sa in double
+ * (exact), stride ldq. The same integers as the library's, so a product's
+ * reference is exact in A's quantization. */
+void agmm_wq_ref_quantize_a(int64_t m, int64_t k, const float *a, int64_t lda,
+                            double *aq, int64_t ldq);
+
+/* agmm_wq_ref for an A8 kernel: c from A quantized as
+ * agmm_wq_ref_quantize_a does, and the bound of an A8 kernel's steps
+ * (exact int32 group sums; one rounding taking the zero term off, one
+ * adding each scaled group, one for the row's scale):
+ *   gamma(groups + 4) * sum_kk |aq[i][kk]| * |scale| * (|u| + |zu|)
+ * with u, zu the unsigned operand and its zero (int4: the nibble and its
+ * zero, 8 when symmetric; int8 symmetric q + 128 and 128; asymmetric q
+ * and the zero point); out_bf16 as agmm_wq_ref. */
+void agmm_wq_ref_a8(const agmm_wq_desc_t *d, int64_t m, const float *a,
+                    int64_t lda, double *c, double *bound, int64_t ldc,
+                    int out_bf16);
+
 #endif /* AGMM_CHECK_WQ_REF_H */

@@ -111,7 +111,7 @@ agmm_status_t agmm_gemm_check(const char *engine, const agmm_gemm_shape_t *s,
                (int8 && (!sa->s8_as_u8 != !a->s8_as_u8 ||
                          !sa->s8_split != !a->s8_split)) ||
                sa->wq_bits != a->wq_bits || sa->wq_group != a->wq_group ||
-               !sa->wq_asym != !a->wq_asym))
+               !sa->wq_asym != !a->wq_asym || !sa->wq_a8 != !a->wq_a8))
         return agmm_error(AGMM_ERR_INVALID_ARG,
                           "gemm: %s: share: the shared prep's k, ncols, ldw, "
                           "dtypes, bias, w_scale, s8_as_u8, s8_split or "

@@ -109,6 +109,10 @@ typedef struct agmm_gemm_attr {
     int wq_bits;
     int64_t wq_group;
     int wq_asym;
+    /* wq_a8 (with wq_bits): A quantized per row to int8 for the product
+     * (agmm_plan_desc_t.a_quant INT8, W4A8 / W8A8 in groups): every call
+     * on the wq engine's int8-dot kernels (gemm/wq/wq.h), no prefill path. */
+    int wq_a8;
     /* Options of the oneDNN engine (other engines ignore them): its column
      * parts (onednn/cols.c): parts of part_cols columns whenever a range
      * is wider (> 0), the engine's own choice (0, what agmm_gemm_attr_init

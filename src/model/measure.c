@@ -197,6 +197,7 @@ static void path_attr(agmm_gemm_attr_t *attr, const agmm_plan_desc_t *d,
     attr->wq_bits = wd == AGMM_WDTYPE_INT8 ? 8 : wd == AGMM_WDTYPE_INT4 ? 4 : 0;
     attr->wq_group = attr->wq_bits ? d->group_size : 0;
     attr->wq_asym = attr->wq_bits && d->weight_zero_point;
+    attr->wq_a8 = attr->wq_bits && d->a_quant == AGMM_AQUANT_INT8;
 }
 
 /* Seconds to convert `rows` rows of k 16-bit values to fp32 (best of a

@@ -101,6 +101,8 @@ rows=(
     "run --weight-dtype int4 --group-size 48 | --group-size: one of 128, 64, 32, 0 (got '48')"
     "run --group-size 32                  | --group-size: only with --weight-dtype int8 or int4"
     "run --zero-point                     | --zero-point: only with --weight-dtype int8 or int4"
+    "run --a-quant int8                   | --a-quant int8: only with --weight-dtype int8 or int4"
+    "run --weight-dtype int4 --a-quant int4 | --a-quant: one of none, int8 (got 'int4')"
     "run --weight-dtype int4 --dtype int8 | --weight-dtype int4: with --dtype fp32, bf16 or fp16"
     "run --weight-dtype int8 --gemm-engine openblas | --gemm-engine openblas: a quantized weight runs on agmm's wq kernels"
     "run --weight-dtype int4 --op gemm-rs --ranks 2 --k 1000 --group-size 32 --k-local 40,960 | --group-size 32: rank 0's k part is 40"

@@ -11,7 +11,10 @@ computed with torch:
             the same output gradient, within the backward GEMM's bound:
             W rounded once to A's dtype (bf16 2^-8, fp32 2^-24), fp32
             sums of sum n_i * P terms, dA rounded once to A's dtype;
-  refusals  by name (agmm.InvalidArgument / agmm.Unsupported).
+  refusals  by name (agmm.InvalidArgument / agmm.Unsupported);
+  a_quant   QuantizedWeights with a_quant="int8" (W4A8): against A
+            quantized per row as the library does (_quant_rows), within
+            the A8 kernels' tighter bound, and off A unquantized's product.
 """
 import numpy as np
 import torch
@@ -560,6 +563,105 @@ def _two_weights(world):
                "two weights dA (%d used)" % used)
 
 
+def _quant_rows(a32):
+    """A's rows [rows, k] (float32) as the A8 kernels take them (a_quant
+    int8: agmm.h's agmm_aquant_t): scale max |a| / 127 (1 for a zero row),
+    rint(a / scale) within -127..127, the float32 steps of the C library
+    (so the same integers), the values q x scale in float64."""
+    a32 = np.ascontiguousarray(a32, dtype=np.float32)
+    amax = np.abs(a32).max(axis=1) if a32.shape[1] else \
+        np.zeros(a32.shape[0], np.float32)
+    s = np.where(amax > 0, amax / np.float32(127), np.float32(1)).astype(np.float32)
+    q = np.clip(np.rint(a32 / s[:, None]), -127, 127)
+    return torch.from_numpy(q.astype(np.float64) * s.astype(np.float64)[:, None])
+
+
+def _a8_check(C, aq, a_plain, qs, P, what):
+    """C (fp32) against aq @ W within the A8 kernels' bound (exact integer
+    group sums, a few fp32 roundings: gamma(groups + 4 + P) of the
+    magnitudes, O = 256: int8 symmetric's q + 128 too), and off the product
+    of A unquantized by more than that somewhere (the check can tell)."""
+    w64 = torch.cat([torch.from_numpy(q.dequantize(np.float64)) for q in qs])
+    ref = aq @ w64
+    ng = max(q.groups for q in qs)
+    mw = torch.from_numpy(np.concatenate([_mag_weight(q) + (
+        256.0 * np.repeat(np.abs(q.scales.astype(np.float64)), q.group_size,
+                          axis=0)[:q.k] if q.bits == 8 else 0) for q in qs]))
+    e = _gamma(ng + 4 + P) * (aq.abs() @ mw) + U * ref.abs() + 1e-30
+    _check(C, ref, e, what + " C (a_quant int8)")
+    if C.numel():
+        plain = a_plain @ w64
+        assert bool(((C.double() - plain).abs() > e).any()), \
+            "%s: every element within the A8 bound of A unquantized's " \
+            "product (the check cannot tell)" % what
+
+
+def _a8(world):
+    """QuantizedWeights with a_quant="int8" (W4A8 / W8A8 in groups) on
+    every op, fp32 A and C: within the A8 kernels' bound of A quantized as
+    the library does, and off A unquantized's product; bf16 A in the
+    column-parallel decode path within that bound plus C's rounding;
+    refusals by name."""
+    P, me = world.size, world.rank
+    for bits, gs, sym in ((4, 32, True), (8, 64, True), (4, 128, False)):
+        def qw(seed, k, n):
+            w = np.random.default_rng(seed).standard_normal((k, n)).astype(np.float32)
+            return agmm.quantize_weight(w, bits=bits, group_size=gs,
+                                        symmetric=sym, a_quant="int8")
+        tag = "a8 int%d g%d %s" % (bits, gs, "sym" if sym else "asym")
+        k, n = 128, 40
+        # all-gather + matmul: each gathered row quantized over all of k
+        m_local = [3, 1]
+        qs = [qw(1000 + r, k, n) for r in range(P)]
+        shards = [_acts(1100 + r, m_local[r], k, torch.float32) for r in range(P)]
+        full = torch.cat(shards)
+        _, (C,) = at.fused_all_gather_matmul(shards[me], [qs[me]], group_name="tp",
+                                             return_A=False)
+        _a8_check(C, _quant_rows(full.numpy()), full.double(), [qs[me]], 1,
+                  tag + " ag")
+        # gemm-rs / gemm-ar: each rank quantizes its own k part of a row
+        k_local = (128, 64)  # rank 0's a multiple of every G here
+        offs = [0, 128, 192]
+        qs = [qw(1200 + r, k_local[r], n) for r in range(P)]
+        A_full = _acts(1300, 5, sum(k_local), torch.float32)
+        aq = torch.cat([_quant_rows(A_full[:, offs[r]:offs[r + 1]].numpy())
+                        for r in range(P)], 1)
+        a = A_full[:, offs[me]:offs[me + 1]].contiguous()
+        C = at.fused_matmul_all_reduce(a, qs[me], group_name="tp")
+        _a8_check(C, aq, A_full.double(), qs, P, tag + " gemm-ar")
+        C = at.fused_matmul_reduce_scatter(a, qs[me], group_name="tp")
+        rows = slice(0, 3) if me == 0 else slice(3, 5)
+        _a8_check(C, aq[rows], A_full.double()[rows], qs, P, tag + " gemm-rs")
+        # column_parallel_matmul (the decode path at few rows): fp32, then
+        # bf16 A and C (its rounding on top)
+        q = qw(1400 + me, k, n)
+        for m in (1, 5):
+            A = _acts(1500 + m, m, k, torch.float32)
+            (C,) = at.column_parallel_matmul(A, [q], group_name="tp")
+            _a8_check(C, _quant_rows(A.numpy()), A.double(), [q], 1,
+                      tag + " colpar rows %d" % m)
+            Ab = A.to(torch.bfloat16)
+            (Cb,) = at.column_parallel_matmul(Ab, [q], group_name="tp")
+            aq = _quant_rows(Ab.float().numpy())
+            w64 = torch.from_numpy(q.dequantize(np.float64))
+            ref = aq @ w64
+            e = _gamma(q.groups + 5) * (aq.abs() @ torch.from_numpy(
+                _mag_weight(q) + 256.0 * np.repeat(np.abs(q.scales.astype(
+                    np.float64)), q.group_size, axis=0)[:q.k])) + U * ref.abs()
+            _check(Cb, ref, e + OUT_U[torch.bfloat16] * (ref.abs() + e),
+                   tag + " colpar bf16 rows %d" % m)
+    _refused(lambda: agmm.quantize_weight(np.ones((32, 8), np.float32),
+                                          a_quant="int4"),
+             agmm.InvalidArgument, "a_quant", "int4")
+    # the ranks must agree: rank 0's weight a_quant int8, rank 1's none
+    w = np.random.default_rng(7).standard_normal((64, 16)).astype(np.float32)
+    q = agmm.quantize_weight(w, bits=4, group_size=32,
+                             a_quant="int8" if me == 0 else "none")
+    _refused(lambda: at.fused_all_gather_matmul(
+        _acts(1600, 2, 64, torch.float32), [q], group_name="tp"),
+        agmm.InvalidArgument, "a_quant int8", "agree")
+
+
 def scenario_torch_wq(world, args):
     at.register_group("tp", world)
     try:
@@ -591,6 +693,7 @@ def scenario_torch_wq(world, args):
             _caching(world)
             _gated(world)
             _colpar_act(world)
+            _a8(world)
     finally:
         at.unregister_group("tp")
 

@@ -137,7 +137,7 @@ static void run_case(const weight_t *wt, int64_t m, agmm_dtype_t adt,
     float *c = malloc(sizeof(float) * (size_t)(m * ldc + 1));
     for (int kind = 0; kind < AGMM_WQ_KERNEL_COUNT; kind++) {
         if (!agmm_wq_kernel_supported((agmm_wq_kernel_t)kind) ||
-            kind == AGMM_WQ_KERNEL_AVX512_VNNI) /* W4A8: vnni_case */
+            agmm_wq_kernel_is_a8((agmm_wq_kernel_t)kind)) /* a8_cases */
             continue;
         const char *name = agmm_wq_kernel_kind_name((agmm_wq_kernel_t)kind);
         for (int64_t i = 0; i < m * ldc; i++) {
@@ -325,67 +325,80 @@ static void dot_subnormal_case(void)
     weight_free(&wt);
 }
 
-/* The opt-in W4A8 kernel: A quantized per row as the kernel does (sa =
- * max |a| / 127, a / sa rounded to nearest even), the oracle run on those
- * integers, times sa; within the oracle's bound times sa and one more
- * rounding (the final product by sa). */
-static void vnni_case(const weight_t *wt, int64_t m, agmm_dtype_t adt, int id)
+/* The A8 variants (W4A8 / W8A8 in groups: a plan's a_quant INT8, or
+ * named): each this CPU runs against check/wq_ref.h's A8 oracle (A
+ * quantized per row with the library's float steps, so the same
+ * integers) within its bound (the kernels' few roundings: tight); the
+ * VNNI kernel and the portable loop the same bits; and the bound tight
+ * enough to tell: some element of every case is outside it against the
+ * product of A unquantized (a kernel that skipped A's rounding fails). */
+static void a8_case(const weight_t *wt, int64_t m, agmm_dtype_t adt, int id)
 {
     const agmm_wq_desc_t *d = &wt->d;
     int64_t k = d->k, n = d->n, lda = k + 3, ldc = n + 2;
     agmm_wq_t *w = NULL;
     CHECK(agmm_wq_pack(d, &w) == AGMM_OK, "pack");
+    if (!w) return;
     float *ax = malloc(sizeof(float) * (size_t)(m * lda + 1));
-    float *aq = malloc(sizeof(float) * (size_t)(m * lda + 1));
-    float *sa = malloc(sizeof(float) * (size_t)(m + 1));
     void *a = make_a(adt, m, k, lda, 0, id, ax);
-    for (int64_t i = 0; i < m; i++) {
-        float amax = 0;
-        for (int64_t kk = 0; kk < k; kk++)
-            amax =
-                fabsf(ax[i * lda + kk]) > amax ? fabsf(ax[i * lda + kk]) : amax;
-        sa[i] = amax > 0 ? amax / 127.0f : 1.0f;
-        for (int64_t kk = 0; kk < lda; kk++) {
-            float q = nearbyintf(ax[i * lda + kk] / sa[i]);
-            aq[i * lda + kk] = q > 127 ? 127 : q < -127 ? -127 : q;
-        }
-    }
     double *ref = malloc(sizeof(double) * (size_t)(m * ldc + 1));
     double *bnd = malloc(sizeof(double) * (size_t)(m * ldc + 1));
-    agmm_wq_ref(d, m, aq, lda, ref, bnd, ldc, 0);
+    double *plain = malloc(sizeof(double) * (size_t)(m * ldc + 1));
+    agmm_wq_ref_a8(d, m, ax, lda, ref, bnd, ldc, 0);
+    agmm_wq_ref(d, m, ax, lda, plain, NULL, ldc, 0);
     float *c = malloc(sizeof(float) * (size_t)(m * ldc + 1));
-    CHECK(agmm_wq_gemm_with(AGMM_WQ_KERNEL_AVX512_VNNI, w, m, a, adt, lda, c,
-                            AGMM_DTYPE_FP32, ldc, 0, n) == AGMM_OK,
-          "vnni gemm");
-    int64_t bad = 0;
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double want = ref[i * ldc + j] * sa[i];
-            double tol = bnd[i * ldc + j] * sa[i] + 0x1p-23 * fabs(want);
-            if (!(fabs(c[i * ldc + j] - want) <= tol) && bad++ < 3)
-                CHECK(0,
-                      "vnni bits %d sym %d G %lld k %lld m %lld a %s: "
-                      "C[%lld][%lld] = %.9g, want %.9g (bound %.3g)",
-                      d->bits, d->symmetric, (long long)d->group, (long long)k,
-                      (long long)m, agmm_dtype_name(adt), (long long)i,
-                      (long long)j, (double)c[i * ldc + j], want, tol);
-        }
-    CHECK(bad == 0, "vnni: %lld wrong elements", (long long)bad);
+    float *first = malloc(sizeof(float) * (size_t)(m * ldc + 1));
+    int runs = 0;
+    static const agmm_wq_kernel_t kinds[2] = {AGMM_WQ_KERNEL_PORTABLE_A8,
+                                              AGMM_WQ_KERNEL_AVX512_VNNI};
+    for (int v = 0; v < 2; v++) {
+        if (!agmm_wq_kernel_supported(kinds[v])) continue;
+        const char *name = agmm_wq_kernel_kind_name(kinds[v]);
+        CHECK(agmm_wq_gemm_with(kinds[v], w, m, a, adt, lda, c, AGMM_DTYPE_FP32,
+                                ldc, 0, n) == AGMM_OK,
+              "%s gemm", name);
+        int64_t bad = 0, apart = 0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double x = c[i * ldc + j], want = ref[i * ldc + j];
+                double tol = bnd[i * ldc + j];
+                apart += !(fabs(x - plain[i * ldc + j]) <= tol);
+                if (!(fabs(x - want) <= tol) && bad++ < 3)
+                    CHECK(0,
+                          "%s bits %d sym %d G %lld k %lld m %lld a %s: "
+                          "C[%lld][%lld] = %.9g, want %.9g (bound %.3g)",
+                          name, d->bits, d->symmetric, (long long)d->group,
+                          (long long)k, (long long)m, agmm_dtype_name(adt),
+                          (long long)i, (long long)j, x, want, tol);
+                if (runs && c[i * ldc + j] != first[i * ldc + j] && bad++ < 3)
+                    CHECK(0, "%s C[%lld][%lld] = %.9g, portable-a8 %.9g", name,
+                          (long long)i, (long long)j, x,
+                          (double)first[i * ldc + j]);
+            }
+        CHECK(bad == 0, "%s: %lld wrong elements", name, (long long)bad);
+        CHECK(apart > 0,
+              "%s bits %d k %lld m %lld: every element within the A8 bound "
+              "of unquantized A's product (the check cannot tell)",
+              name, d->bits, (long long)k, (long long)m);
+        memcpy(first, c, sizeof(float) * (size_t)(m * ldc));
+        runs++;
+    }
+    CHECK(runs >= 1, "no A8 variant ran");
     free(c);
+    free(first);
     free(ref);
     free(bnd);
+    free(plain);
     free(a);
     free(ax);
-    free(aq);
-    free(sa);
     agmm_wq_free(w);
 }
 
-static void vnni_cases(void)
+static void a8_cases(void)
 {
-    if (!agmm_wq_kernel_supported(AGMM_WQ_KERNEL_AVX512_VNNI)) return;
     static const int64_t ks[] = {7, 100, 129, 300};
-    static const int64_t ms[] = {1, 3, 8, 9, 17, 33};
+    /* 1 and 2 rows: the VNNI kernel's panels side by side (n 33: 3 panels) */
+    static const int64_t ms[] = {1, 2, 3, 8, 9, 17, 33};
     static const int64_t gs[] = {0, 32, 128};
     static const agmm_dtype_t adts[] = {AGMM_DTYPE_FP32, AGMM_DTYPE_BF16,
                                         AGMM_DTYPE_FP16};
@@ -395,15 +408,18 @@ static void vnni_cases(void)
             for (int sym = 0; sym < 2; sym++)
                 for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++) {
                     id++;
-                    weight_t w = random_weight(ks[ki], id % 2 ? 33 : 16, bits,
+                    weight_t w = random_weight(ks[ki], id % 2 ? 33 : 64, bits,
                                                sym, gs[gi], 0, id);
-                    vnni_case(&w, ms[id % 6], adts[id % 3], id);
+                    a8_case(&w, ms[id % 7], adts[id % 3], id);
                     weight_free(&w);
                 }
-    /* never chosen unless named */
-    CHECK(agmm_wq_kernel() != AGMM_WQ_KERNEL_AVX512_VNNI ||
-              getenv("AGMM_WQ_KERNEL"),
-          "avx512vnni chosen by default");
+    /* never chosen unless named or asked for */
+    CHECK(!agmm_wq_kernel_is_a8(agmm_wq_kernel()) || getenv("AGMM_WQ_KERNEL"),
+          "an A8 variant chosen by default");
+    CHECK(agmm_wq_kernel_is_a8(agmm_wq_kernel_a8()) &&
+              agmm_wq_kernel_supported(agmm_wq_kernel_a8()),
+          "agmm_wq_kernel_a8: %s",
+          agmm_wq_kernel_kind_name(agmm_wq_kernel_a8()));
 }
 
 /* agmm_wq_kernel_for against the measurement it follows. */
@@ -572,7 +588,7 @@ int main(int argc, char **argv)
     random_cases();
     dot_cases();
     dot_subnormal_case();
-    vnni_cases();
+    a8_cases();
     selection();
     refusals();
     CHECK_DONE("test_wq_gemm");

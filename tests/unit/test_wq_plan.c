@@ -14,6 +14,15 @@
  * check/wq_ref.h (the dequantized weight exactly, the sums in double)
  * widened for the reduction, the epilogue and the bf16 rounding, against
  * a reference computed here from the plain layout the ranks were given.
+ * With a_quant INT8 (W4A8 / W8A8 in groups: two of the formats), A is
+ * quantized per row as the library does (check/wq_ref.h; each rank's k
+ * part for gemm-rs and gemm-ar), the reference uses those values and the
+ * bound is the A8 kernels' (gamma(groups + 4 + P)), tight enough that
+ * fp32 C is off the product of A unquantized somewhere; the impl names an
+ * A8 kernel, and no prefill path. AGMM_WQ_KERNEL naming an A8 variant
+ * (ctest unit_wq_plans_a8_portable: portable-a8, the fallback of a CPU
+ * without VNNI) runs those plans only (it would change the others'
+ * results), each on that kernel.
  * Then the refusals, by name: the description's fields, set_weight on a
  * quantized plan, set_weight_quantized on a plain one, missing zeros. */
 #include <math.h>
@@ -33,13 +42,13 @@ typedef struct quant {
     int64_t group;
     int asym;
     agmm_dtype_t dtype; /* A's */
+    int a8;             /* a_quant INT8 */
 } quant_t;
 
 static const quant_t quants[] = {
-    {4, 32, 0, AGMM_DTYPE_BF16},
-    {4, 128, 1, AGMM_DTYPE_FP32},
-    {8, 0, 0, AGMM_DTYPE_FP16},
-    {8, 32, 1, AGMM_DTYPE_BF16},
+    {4, 32, 0, AGMM_DTYPE_BF16, 0}, {4, 128, 1, AGMM_DTYPE_FP32, 0},
+    {8, 0, 0, AGMM_DTYPE_FP16, 0},  {8, 32, 1, AGMM_DTYPE_BF16, 0},
+    {4, 32, 0, AGMM_DTYPE_BF16, 1}, {8, 0, 0, AGMM_DTYPE_FP32, 1},
 };
 enum { NQ = sizeof quants / sizeof quants[0] };
 
@@ -77,6 +86,8 @@ typedef struct problem {
     part_t part[PMAX]; /* ag-gemm: part[0] is the whole weight */
     int nparts;
     float *a;    /* [M, k], exactly representable in the A dtype */
+    double *aq;  /* [M, k] A as the plan multiplies it (a8: quantized) */
+    int64_t ng;  /* the most groups of a k part */
     double *wq;  /* [k, N] the dequantized weight */
     double *mag; /* [k, N] |value| + |scale| (2 zero + 16): wq_ref.h's
                     |scale| (|u| + |zu|) at most */
@@ -140,10 +151,22 @@ static int make_problem(const cfg_t *cf, int64_t rows, problem_t *pb)
                 double s = fabs((double)pt->s[(kk / G) * N + j]);
                 double z = cf->q.asym ? pt->z[(kk / G) * N + j] : 0;
                 pb->wq[(pt->k0 + kk) * N + j] = v;
-                pb->mag[(pt->k0 + kk) * N + j] = fabs(v) + s * (2 * z + 16);
+                /* a8, int8 symmetric: the kernels multiply q + 128 */
+                double o8 =
+                    cf->q.a8 && cf->q.bits == 8 && !cf->q.asym ? 256 : 0;
+                pb->mag[(pt->k0 + kk) * N + j] =
+                    fabs(v) + s * (2 * z + 16 + o8);
             }
+        pb->ng = ng > pb->ng ? ng : pb->ng;
     }
     free(w);
+    pb->aq = malloc(sizeof(double) * (size_t)(M * k + 1));
+    if (!pb->aq) return 4;
+    for (int64_t e = 0; e < M * k; e++)
+        pb->aq[e] = pb->a[e];
+    for (int r = 0; cf->q.a8 && r < pb->nparts; r++) /* per k part */
+        agmm_wq_ref_quantize_a(M, pb->part[r].kp, pb->a + pb->part[r].k0, k,
+                               pb->aq + pb->part[r].k0, k);
     return bad ? 3 : 0;
 }
 
@@ -155,6 +178,7 @@ static void free_problem(problem_t *pb)
         free(pb->part[r].z);
     }
     free(pb->a);
+    free(pb->aq);
     free(pb->wq);
     free(pb->mag);
     free(pb->bias);
@@ -177,6 +201,7 @@ static void fill_desc(const cfg_t *cf, const problem_t *pb, agmm_plan_desc_t *d)
     d->weight_dtype = cf->q.bits == 4 ? AGMM_WDTYPE_INT4 : AGMM_WDTYPE_INT8;
     d->group_size = cf->q.group;
     d->weight_zero_point = cf->q.asym;
+    d->a_quant = cf->q.a8 ? AGMM_AQUANT_INT8 : AGMM_AQUANT_NONE;
     d->timeout_s = 30;
 }
 
@@ -206,18 +231,36 @@ static void *rank_a(const cfg_t *cf, const problem_t *pb, int r)
  * unit_wq_plans_prefill_path) makes every call take the path. */
 static double g_wround, g_gamma = 1;
 
+/* AGMM_WQ_KERNEL when it names an A8 variant (main: the a8 plans only),
+ * else NULL. */
+static const char *a8_named(void)
+{
+    const char *e = getenv("AGMM_WQ_KERNEL");
+    return e && (!strcmp(e, "portable-a8") || !strcmp(e, "avx512vnni")) ? e
+                                                                        : NULL;
+}
+
 /* Row i's column j of A @ W in double, and the bound's sum (S: gamma S
  * is the bound, the weight rounding's term included). */
 static double dot(const problem_t *pb, int64_t i, int64_t j, double *S)
 {
-    const float *ai = pb->a + i * pb->k;
+    const double *ai = pb->aq + i * pb->k;
     double pre = 0, wr = g_wround / g_gamma;
     *S = 0;
     for (int64_t kk = 0; kk < pb->k; kk++) {
-        pre += (double)ai[kk] * pb->wq[kk * N + j];
-        *S += fabs((double)ai[kk]) *
+        pre += ai[kk] * pb->wq[kk * N + j];
+        *S += fabs(ai[kk]) *
               (pb->mag[kk * N + j] + wr * fabs(pb->wq[kk * N + j]));
     }
+    return pre;
+}
+
+/* The same with A unquantized (a8: what the check must tell apart). */
+static double dot_plain(const problem_t *pb, int64_t i, int64_t j)
+{
+    double pre = 0;
+    for (int64_t kk = 0; kk < pb->k; kk++)
+        pre += (double)pb->a[i * pb->k + kk] * pb->wq[kk * N + j];
     return pre;
 }
 
@@ -240,7 +283,9 @@ static double glu_ref(const problem_t *pb, int64_t i, int64_t j, double gamma,
 }
 
 /* C (rows [r0, r0 + rows) of the whole, out dtype) against the reference:
- * epi 0 A @ W, 1 silu(A @ W + b) in bf16, 2 the gated silu-mul in bf16. */
+ * epi 0 A @ W, 1 silu(A @ W + b) in bf16, 2 the gated silu-mul in bf16.
+ * a8, epi 0: also some element off A unquantized's product by more than
+ * the bound (else 1: the check could not tell). */
 static int compare(const cfg_t *cf, const problem_t *pb, int epi, const void *c,
                    int64_t r0, int64_t rows, int rank)
 {
@@ -250,11 +295,13 @@ static int compare(const cfg_t *cf, const problem_t *pb, int epi, const void *c,
     if (!got) return 1;
     agmm_convert_to_fp32(out, c, got, (size_t)(rows * nc));
     int64_t k = pb->k, G = cf->q.group ? cf->q.group : k;
-    double n = 2.0 * (double)(G > k ? G : k) + 16 + cf->nranks;
+    double n = cf->q.a8 ? (double)pb->ng + 4 + cf->nranks /* A8 kernels */
+                        : 2.0 * (double)(G > k ? G : k) + 16 + cf->nranks;
     double gamma = n * 0x1p-24 / (1 - n * 0x1p-24);
     g_gamma = gamma;
     double slope = epi ? agmm_activation_max_slope(AGMM_ACT_SILU) : 1;
     int bad = 0;
+    int64_t apart = 0;
     for (int64_t i = 0; i < rows && !bad; i++)
         for (int64_t j = 0; j < nc && !bad; j++) {
             double S, pre = dot(pb, r0 + i, j, &S);
@@ -268,6 +315,7 @@ static int compare(const cfg_t *cf, const problem_t *pb, int epi, const void *c,
                 e = slope * e + 8 * 0x1p-24 * (1 + fabs(x)) + 0x1p-8 * fabs(x);
             }
             double g = got[i * nc + j];
+            if (!epi) apart += !(fabs(g - dot_plain(pb, r0 + i, j)) <= e);
             if (!(fabs(g - x) <= e)) {
                 fprintf(stderr,
                         "rank %d: C[%lld,%lld] = %.9g, want %.9g (bound "
@@ -276,6 +324,13 @@ static int compare(const cfg_t *cf, const problem_t *pb, int epi, const void *c,
                 bad = 1;
             }
         }
+    if (!bad && cf->q.a8 && !epi && rows > 0 && apart == 0) {
+        fprintf(stderr,
+                "rank %d: a8: every element within the bound of A "
+                "unquantized's product\n",
+                rank);
+        bad = 1;
+    }
     free(got);
     return bad;
 }
@@ -316,19 +371,27 @@ static int one(agmm_world_t *w, const cfg_t *cf, int64_t rows, int epi)
         (agmm_plan_gemm_info(plan, &gi) != AGMM_OK ||
          gi.engine != AGMM_GEMM_ENGINE_WQ || strcmp(gi.name, "wq") ||
          (has_k && strncmp(gi.impl, "wq:", 3)) ||
-         (cf->q.dtype != AGMM_DTYPE_FP32 && gi.path != AGMM_GEMM_PATH_NATIVE)))
+         (cf->q.dtype != AGMM_DTYPE_FP32 && gi.path != AGMM_GEMM_PATH_NATIVE) ||
+         (has_k && cf->q.a8 &&
+          (strncmp(gi.impl, "wq:avx512vnni ", 14) &&
+           strncmp(gi.impl, "wq:portable-a8 ", 15))) ||
+         (cf->q.a8 && strstr(gi.impl, "prefill")) ||
+         (has_k && a8_named() &&
+          (strncmp(gi.impl + 3, a8_named(), strlen(a8_named())) ||
+           gi.impl[3 + strlen(a8_named())] != ' '))))
         late = 14;
     /* AGMM_WQ_PREFILL_ROWS=1: every call of fp32 A takes the prefill
      * path (the CBLAS sgemm at least is always there), and the impl names
      * it; bf16 A takes it where oneDNN or OpenBLAS's sbgemm is (not
      * Debian 12's OpenBLAS: a build without oneDNN keeps the kernels). */
     const char *pf = getenv("AGMM_WQ_PREFILL_ROWS");
-    if (!bad && !late && has_k && pf && strcmp(pf, "1") == 0 &&
+    if (!bad && !late && has_k && pf && strcmp(pf, "1") == 0 && !cf->q.a8 &&
         cf->q.dtype == AGMM_DTYPE_FP32 && !strstr(gi.impl, "; prefill >= 1 "))
         late = 14;
     /* A rank without a k part (no impl) sums the others' partials: it
      * allows the rounding wherever they could have taken the path. */
-    g_wround = !bad && (strstr(gi.impl, "bf16 panels") ||
+    g_wround = !bad && !cf->q.a8 && /* a8: never the prefill path */
+                       (strstr(gi.impl, "bf16 panels") ||
                         (!has_k && cf->q.dtype == AGMM_DTYPE_BF16))
                    ? 0x1p-8 + 0x1p-23
                    : 0;
@@ -396,6 +459,7 @@ static int call_refusals(agmm_world_t *w, const cfg_t *cf)
     if (plan) agmm_plan_destroy(plan);
     plan = NULL;
     d.weight_dtype = AGMM_WDTYPE_SAME;
+    d.a_quant = AGMM_AQUANT_NONE;
     if (!bad && agmm_plan_create(w, &d, &plan) != AGMM_OK) bad = 35;
     if (!bad &&
         (agmm_plan_set_weight_quantized(plan, 0, pb.part[0].q, pb.part[0].s,
@@ -417,11 +481,11 @@ static int rank_main(agmm_world_t *w, void *arg)
             int e = one(w, cf, rows[ri], epi);
             if (e) {
                 fprintf(stderr,
-                        "test_wq_plan: rank %d of %d: %s int%d g%lld %s, A "
-                        "%s, rows %lld, %s: code %d\n",
+                        "test_wq_plan: rank %d of %d: %s int%d g%lld %s%s, "
+                        "A %s, rows %lld, %s: code %d\n",
                         agmm_world_rank(w), cf->nranks, agmm_op_name(cf->op),
                         cf->q.bits, (long long)cf->q.group,
-                        cf->q.asym ? "asym" : "sym",
+                        cf->q.asym ? "asym" : "sym", cf->q.a8 ? " a8" : "",
                         agmm_dtype_name(cf->q.dtype), (long long)rows[ri],
                         epi == 2 ? "bias+silu-mul+bf16"
                         : epi    ? "bias+silu+bf16"
@@ -465,6 +529,8 @@ static void desc_refusals(void)
         {"openblas", "gemm_engine openblas", AGMM_ERR_UNSUPPORTED},
         {"k split", "group_size 32", AGMM_ERR_INVALID_ARG},
         {"wq engine, plain fp16 W", "gemm_engine wq", AGMM_ERR_UNSUPPORTED},
+        {"a_quant 5", "a_quant", AGMM_ERR_INVALID_ARG},
+        {"a_quant int8, plain W", "a_quant int8", AGMM_ERR_UNSUPPORTED},
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         d = base;
@@ -493,6 +559,13 @@ static void desc_refusals(void)
             d.weight_dtype = AGMM_WDTYPE_SAME;
             d.gemm_engine = AGMM_GEMM_ENGINE_WQ;
             d.dtype = AGMM_DTYPE_FP16;
+            break;
+        case 7:
+            d.a_quant = (agmm_aquant_t)5;
+            break;
+        case 8:
+            d.weight_dtype = AGMM_WDTYPE_SAME;
+            d.a_quant = AGMM_AQUANT_INT8;
             break;
         }
         agmm_status_t st = agmm_plan_desc_check(&d);
@@ -530,6 +603,9 @@ static void desc_refusals(void)
     CHECK(!strcmp(agmm_wdtype_name(AGMM_WDTYPE_INT4), "int4") &&
               !strcmp(agmm_wdtype_name(AGMM_WDTYPE_SAME), "same") &&
               !strcmp(agmm_wdtype_name((agmm_wdtype_t)9), "invalid") &&
+              !strcmp(agmm_aquant_name(AGMM_AQUANT_INT8), "int8") &&
+              !strcmp(agmm_aquant_name(AGMM_AQUANT_NONE), "none") &&
+              !strcmp(agmm_aquant_name((agmm_aquant_t)3), "invalid") &&
               !strcmp(agmm_gemm_engine_name(AGMM_GEMM_ENGINE_WQ), "wq"),
           "names");
 }
@@ -542,6 +618,7 @@ int main(void)
     for (int o = 0; o < 3; o++)
         for (int np = 1; np <= PMAX; np++)
             for (int qi = 0; qi < NQ; qi++) {
+                if (a8_named() && !quants[qi].a8) continue;
                 cfg_t cf = {ops[o], np, quants[qi]};
                 agmm_launch_opts_t lo = {0};
                 lo.nranks = np;
@@ -550,14 +627,15 @@ int main(void)
                 int code = -1;
                 agmm_status_t st = agmm_launch(&lo, rank_main, &cf, &code);
                 CHECK(st == AGMM_OK && code == 0,
-                      "%s, %d rank(s), int%d g%lld %s: exit code %d (100 + "
+                      "%s, %d rank(s), int%d g%lld %s%s: exit code %d (100 + "
                       "what: 10 inputs, 11-13 plan, weight, bias, 14 "
                       "gemm_info, 15 bytes held != booked, 16 run, 17 wrote "
                       "past C, 18-19 off the oracle (fused, baseline), 30-37 "
                       "the call refusals)",
                       agmm_op_name(ops[o]), np, quants[qi].bits,
                       (long long)quants[qi].group,
-                      quants[qi].asym ? "asym" : "sym", code);
+                      quants[qi].asym ? "asym" : "sym",
+                      quants[qi].a8 ? " a8" : "", code);
             }
     CHECK_DONE("test_wq_plan");
 }

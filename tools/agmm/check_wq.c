@@ -37,7 +37,12 @@ static void add_part(const agmm_cli_t *cli, wq_ref_t *r, int64_t k0, int64_t kp,
                         .scales = s,
                         .zeros = cli->zero_point ? z : NULL};
     int64_t G = cli->group_size > 0 ? cli->group_size : kp;
-    double off = d.bits == 4 ? 2.0 * AGMM_WQ_U_OFFSET_BOUND : 0;
+    /* O: int4's offset; with --a-quant int8 also int8 symmetric's (the
+     * A8 kernels multiply q + 128 and take 128 x the sum of a_q off) */
+    double off =
+        d.bits == 4 || (cli->a_quant == AGMM_AQUANT_INT8 && !cli->zero_point)
+            ? 2.0 * AGMM_WQ_U_OFFSET_BOUND
+            : 0;
     for (int64_t kk = 0; kk < kp; kk++)
         for (int64_t j = 0; j < r->n; j++) {
             int64_t g = (kk / G) * r->n + j;
@@ -129,6 +134,34 @@ static float *round_a(const agmm_tool_rank_t *t, int round, int64_t *M)
     return a;
 }
 
+/* The round's A [M, K] in double as the plan's GEMM multiplies it: a
+ * exactly, or with --a-quant int8 quantized per row as the library does
+ * (check/wq_ref.h), over the whole row (ag-gemm) or each rank's k part
+ * (gemm-rs, gemm-ar: each rank quantizes its own part). */
+static double *round_a_as_used(const agmm_tool_rank_t *t, const float *a,
+                               int64_t M)
+{
+    const agmm_cli_t *cli = t->cli;
+    int64_t K = cli->k;
+    double *ad = malloc(sizeof(double) * (size_t)(M * K) + 1);
+    if (!ad) return NULL;
+    if (cli->a_quant != AGMM_AQUANT_INT8) {
+        for (int64_t e = 0; e < M * K; e++)
+            ad[e] = a[e];
+        return ad;
+    }
+    if (!agmm_tool_split_k(cli)) {
+        agmm_wq_ref_quantize_a(M, K, a, K, ad, K);
+        return ad;
+    }
+    for (int p = 0, k0 = 0; p < cli->ranks; p++) {
+        int64_t kp = agmm_tool_k_part(cli, p);
+        agmm_wq_ref_quantize_a(M, kp, a + k0, K, ad + k0, K);
+        k0 += (int)kp;
+    }
+    return ad;
+}
+
 /* The bf16 rounding of the weight's values where the plan's GEMM
  * multiplies bf16 panels of them (check_wq.h), else 0. A rank without a
  * k part (gemm-rs, gemm-ar: no "wq:" impl) sums the others' partials: it
@@ -154,7 +187,9 @@ int agmm_tool_check_wq(const agmm_tool_rank_t *t, int round,
     *bad_weight = 0;
     *worst = 0;
     int64_t M, row0 = 0, rows;
-    float *a = round_a(t, round, &M);
+    float *af = round_a(t, round, &M);
+    double *a = af ? round_a_as_used(t, af, M) : NULL;
+    free(af);
     rows = M;
     if (cli->op == AGMM_OP_GEMM_RS)
         agmm_tool_round_rs_rows(cli, round, t->rank, &M, &row0, &rows);
@@ -175,12 +210,12 @@ int agmm_tool_check_wq(const agmm_tool_rank_t *t, int round,
         rc = !ref || !before || (epi && (!raw || !pre)) ||
              ref_weight(t, i, n, &r);
         for (int64_t e = 0; rc == 0 && e < rows * n; e++) {
-            const float *ai = a + (row0 + e / n) * K;
+            const double *ai = a + (row0 + e / n) * K;
             double sum = 0, S = 0, W = 0;
             for (int64_t kk = 0; kk < K; kk++) {
-                sum += (double)ai[kk] * r.w[kk * n + e % n];
-                S += fabs((double)ai[kk]) * r.mag[kk * n + e % n];
-                W += fabs((double)ai[kk] * r.w[kk * n + e % n]);
+                sum += ai[kk] * r.w[kk * n + e % n];
+                S += fabs(ai[kk]) * r.mag[kk * n + e % n];
+                W += fabs(ai[kk] * r.w[kk * n + e % n]);
             }
             ref[e] = (float)sum;
             before[e] = gamma * S + wround * W + 0x1p-24 * fabs(sum) + 1e-30;

@@ -86,10 +86,11 @@ static void print_machine(FILE *out, const model_report_t *r)
                 r->path_by);
     if (r->measured && r->info.impl[0]) fprintf(out, ", %s", r->info.impl);
     if (r->desc.weight_dtype != AGMM_WDTYPE_SAME)
-        fprintf(out, "; weight %s, group %lld%s",
+        fprintf(out, "; weight %s, group %lld%s%s",
                 agmm_wdtype_name(r->desc.weight_dtype),
                 (long long)r->desc.group_size,
-                r->desc.weight_zero_point ? ", zero points" : "");
+                r->desc.weight_zero_point ? ", zero points" : "",
+                r->desc.a_quant == AGMM_AQUANT_INT8 ? ", A int8" : "");
     if (r->engine_by) fprintf(out, " [engine: %s]", r->engine_by);
     fputc('\n', out);
 }
@@ -296,17 +297,18 @@ static void json_problem(FILE *out, const model_report_t *r)
             cli->m_total, cli->k, cli->n_sum);
     json_list(out, "n_list", cli->n_list, cli->n_count);
     if (d->k_local) json_list(out, "k_local", d->k_local, cli->ranks);
-    fprintf(out,
-            ",\"tile_m\":%" PRId64 ",\"tile_n\":%" PRId64
-            ",\"dtype\":\"%s\",\"out_dtype\":\"%s\",\"gemm_engine\":\"%s\","
-            "\"gemm_path\":\"%s\",\"comm_workers\":%d,\"gemm_workers\":%d,"
-            "\"weight_dtype\":\"%s\",\"group_size\":%lld,\"zero_point\":%s}",
-            cli->tile_m, cli->tile_n, agmm_dtype_name(cli->dtype),
-            agmm_dtype_name(cli->out_dtype),
-            agmm_gemm_engine_name(d->gemm_engine),
-            agmm_gemm_path_name(d->gemm_path), d->comm_workers, d->gemm_workers,
-            agmm_wdtype_name(d->weight_dtype), (long long)d->group_size,
-            d->weight_zero_point ? "true" : "false");
+    fprintf(
+        out,
+        ",\"tile_m\":%" PRId64 ",\"tile_n\":%" PRId64
+        ",\"dtype\":\"%s\",\"out_dtype\":\"%s\",\"gemm_engine\":\"%s\","
+        "\"gemm_path\":\"%s\",\"comm_workers\":%d,\"gemm_workers\":%d,"
+        "\"weight_dtype\":\"%s\",\"group_size\":%lld,\"zero_point\":%s,"
+        "\"a_quant\":\"%s\"}",
+        cli->tile_m, cli->tile_n, agmm_dtype_name(cli->dtype),
+        agmm_dtype_name(cli->out_dtype), agmm_gemm_engine_name(d->gemm_engine),
+        agmm_gemm_path_name(d->gemm_path), d->comm_workers, d->gemm_workers,
+        agmm_wdtype_name(d->weight_dtype), (long long)d->group_size,
+        d->weight_zero_point ? "true" : "false", agmm_aquant_name(d->a_quant));
 }
 
 static void json_rates(FILE *out, const model_report_t *r)

@@ -120,9 +120,11 @@ void agmm_tool_json_header(const agmm_cli_t *cli, const char *transport)
         printf("]");
     }
     if (agmm_tool_wq_bits(cli)) /* a quantized weight */
-        printf(",\"weight_dtype\":\"%s\",\"group_size\":%d,\"zero_point\":%s",
+        printf(",\"weight_dtype\":\"%s\",\"group_size\":%d,\"zero_point\":%s,"
+               "\"a_quant\":\"%s\"",
                agmm_wdtype_name(cli->weight_dtype), cli->group_size,
-               cli->zero_point ? "true" : "false");
+               cli->zero_point ? "true" : "false",
+               agmm_aquant_name(cli->a_quant));
     printf(",\"bias\":%s,\"activation\":\"%s\",\"out_dtype\":\"%s\"",
            cli->bias ? "true" : "false", agmm_activation_name(cli->activation),
            agmm_dtype_name(cli->out_dtype));

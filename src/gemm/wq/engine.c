@@ -16,7 +16,9 @@
  *
  * The kernel variant: one per prep, for all its calls (variant(): with
  * AVX512_BF16 and bf16 A, the FMA or the dot kernel by select.c's
- * measurement over the plan's row counts), named in impl.
+ * measurement over the plan's row counts; with attr.wq_a8 an A8 variant,
+ * agmm_wq_kernel_a8, and no prefill path: every row is quantized as
+ * the plan says), named in impl.
  *
  * A call: agmm_wq_gemm over the range's columns (fp32 / bf16 / fp16 A
  * read natively: input_dtype is the user's dtype; int8 A is refused, the
@@ -130,7 +132,12 @@ static agmm_status_t wq_sizes(const agmm_gemm_shape_t *s,
     *wbytes = shared ? 0 : (uint64_t)packed + (a->bias ? vec : 0);
     *sbytes = *kbytes +
               (agmm_gemm_epilogue_via_scratch(a) ? (uint64_t)*chunk * vec : 0);
-    AGMM_CHECK(agmm_wq_pf_make(s, a, pf, lib));
+    if (!a->wq_a8) /* A8: the kernels at every row count */
+        AGMM_CHECK(agmm_wq_pf_make(s, a, pf, lib));
+    else {
+        memset(pf, 0, sizeof *pf);
+        if (lib) *lib = NULL;
+    }
     if (pf->bytes > *sbytes) *sbytes = pf->bytes;
     return AGMM_OK;
 }
@@ -166,6 +173,7 @@ static agmm_wq_kernel_t variant(const agmm_gemm_shape_t *s,
                                 const agmm_gemm_attr_t *a)
 {
     static const int64_t dflt[2] = {1, 32};
+    if (a->wq_a8) return agmm_wq_kernel_a8();
     if (s->nrows > 0 && s->rows)
         return agmm_wq_kernel_for_rows(a->wq_bits, a->a_dtype, s->rows,
                                        s->nrows);

@@ -21,7 +21,7 @@
 #define CHUNK_ROWS 32
 
 static const char *const names[AGMM_WQ_KERNEL_COUNT] = {
-    "portable", "avx2", "avx512", "avx512bf16", "avx512vnni"};
+    "portable", "avx2", "avx512", "avx512bf16", "avx512vnni", "portable-a8"};
 
 const char *agmm_wq_kernel_kind_name(agmm_wq_kernel_t kind)
 {
@@ -32,6 +32,7 @@ int agmm_wq_kernel_supported(agmm_wq_kernel_t kind)
 {
     switch (kind) {
     case AGMM_WQ_KERNEL_PORTABLE:
+    case AGMM_WQ_KERNEL_PORTABLE_A8:
         return 1;
 #if defined(__x86_64__)
     case AGMM_WQ_KERNEL_AVX2:
@@ -184,7 +185,7 @@ size_t agmm_wq_scratch_bytes(int64_t k, int64_t group, int64_t rows)
     return rows_bytes(chunk, ng * ((g + 7) / 8) * 8) + sums_bytes(chunk, ng);
 }
 
-/* The W4A8 kernel's rows (opt-in, kern_avx512vnni.c): the fp32 rows
+/* The A8 kernels' rows (kern_avx512vnni.c, kern_a8_portable.c): the fp32 rows
  * load_rows wrote, quantized in place to int8 (row r's bytes at r x kp,
  * over fp32 rows already read), sa[r] = max |a| / 127 (1 for a zero
  * row), a_q = a / sa rounded to nearest even (within -127..127), and
@@ -206,8 +207,8 @@ static void quantize_rows(const agmm_wq_t *w, int rows, float *as, int64_t kp,
             for (int64_t i = g * w->gq * 4; i < (g + 1) * w->gq * 4; i++) {
                 float q = nearbyintf(src[i] / s);
                 q = q > 127 ? 127 : q < -127 ? -127 : q;
-                /* int4: a quad's rows 1 and 2 swapped, as the kernel
-                 * reads the weight's (kern_avx512vnni.c); byte i' <=
+                /* int4: a quad's rows 1 and 2 swapped, as the VNNI
+                 * kernel reads the weight's (kern_avx512vnni.c); byte i' <=
                  * i + 1 lies in a float already read */
                 int64_t at =
                     w->bits == 4 ? (i & ~(int64_t)3) | swap12[i & 3] : i;
@@ -220,24 +221,29 @@ static void quantize_rows(const agmm_wq_t *w, int rows, float *as, int64_t kp,
 }
 
 /* Columns [n0, n1) of `rows` rows (C's from r0) loaded in the scratch
- * (as, kp elements a row, and asum): on the dot kernel (bf16 rows) or fn
- * (fp32 rows), in blocks of its rows per call. A row's bits do not depend
- * on the block it is in (both kernels). */
+ * (as, kp elements a row, and asum): dot 0 on fn (fp32 rows), 1 on the
+ * dot kernel (bf16 rows), 2 and 3 on the A8 kernels (int8 rows: VNNI,
+ * portable), in blocks of its rows per call. A row's bits do not depend
+ * on the block it is in (every kernel). */
 static void panels(const agmm_wq_t *w, agmm_wq_panel_fn fn, int dot, int rows,
                    const float *as, int64_t kp, const float *asum, void *c,
                    agmm_dtype_t c_dtype, int64_t ldc, int64_t r0, int64_t n0,
                    int64_t n1)
 {
-    const float *sa = NULL; /* dot == 2: the W4A8 kernel, sa after asum */
-    if (dot == 2) sa = asum + rows * w->ng;
+    const float *sa = NULL; /* dot >= 2: the A8 kernels, sa after asum */
+    if (dot >= 2) sa = asum + rows * w->ng;
     float out[AGMM_WQ_PANELS_DOT * AGMM_WQ_RB_DOT * AGMM_WQ_NP];
-    int rb_rows = dot == 2 ? AGMM_WQ_RB_VNNI
+    int rb_rows = dot >= 2 ? AGMM_WQ_RB_VNNI
                   : dot    ? AGMM_WQ_RB_DOT
                            : AGMM_WQ_RB;
 #if defined(__x86_64__)
     /* the dot kernel over several panels a call (kern_avx512bf16.c): int4
-     * at any rows (up to 4 panels), int8 at one row (2) */
-    int many = dot != 1       ? 1
+     * at any rows (up to 4 panels), int8 at one row (2); the VNNI kernel
+     * 4 panels at one row, 2 at two (kern_avx512vnni.c) */
+    int many = dot == 2       ? (rows == 1   ? 4
+                                 : rows == 2 ? 2
+                                             : 1)
+               : dot != 1     ? 1
                : w->bits == 4 ? AGMM_WQ_PANELS_DOT
                : rows == 1    ? 2
                               : 1;
@@ -246,10 +252,15 @@ static void panels(const agmm_wq_t *w, agmm_wq_panel_fn fn, int dot, int rows,
         int np = pend - p < many ? (int)(pend - p) : many;
         for (int rb = 0; rb < rows; rb += AGMM_WQ_RB_DOT) {
             int nr = rows - rb < AGMM_WQ_RB_DOT ? rows - rb : AGMM_WQ_RB_DOT;
-            agmm_wq_panels_avx512bf16(
-                w, w->data + (size_t)p * w->panel_bytes, np, nr,
-                (const uint16_t *)(const void *)as + rb * kp, kp,
-                asum + rb * w->ng, out);
+            if (dot == 2) /* rows <= 2: one block */
+                agmm_wq_panels_avx512vnni(
+                    w, w->data + (size_t)p * w->panel_bytes, np, nr,
+                    (const int8_t *)(const void *)as, kp, asum, sa, out);
+            else
+                agmm_wq_panels_avx512bf16(
+                    w, w->data + (size_t)p * w->panel_bytes, np, nr,
+                    (const uint16_t *)(const void *)as + rb * kp, kp,
+                    asum + rb * w->ng, out);
             for (int j = 0; j < np; j++) {
                 int64_t j0 = (p + j) * AGMM_WQ_NP;
                 int64_t c0 = j0 > n0 ? j0 : n0;
@@ -269,8 +280,13 @@ static void panels(const agmm_wq_t *w, agmm_wq_panel_fn fn, int dot, int rows,
         int64_t c1 = j0 + AGMM_WQ_NP < n1 ? j0 + AGMM_WQ_NP : n1;
         for (int rb = 0; rb < rows; rb += rb_rows) {
             int nr = rows - rb < rb_rows ? rows - rb : rb_rows;
+            if (dot == 3)
+                agmm_wq_panel_portable_a8(
+                    w, panel, nr, (const int8_t *)(const void *)as + rb * kp,
+                    kp, asum + rb * w->ng, sa + rb, out);
+            else
 #if defined(__x86_64__)
-            if (dot == 2)
+                if (dot == 2)
                 agmm_wq_panel_avx512vnni(
                     w, panel, nr, (const int8_t *)(const void *)as + rb * kp,
                     kp, asum + rb * w->ng, sa + rb, out);
@@ -303,11 +319,12 @@ static agmm_status_t gemm_run(agmm_wq_kernel_t kind, const agmm_wq_t *w,
                               : "(invalid)");
     if (m == 0 || n0 == n1) return AGMM_OK;
     agmm_wq_panel_fn fn = panel_fn(kind);
-    int dot = 0;  /* the dot kernel (else fn) */
-    int vnni = 0; /* the W4A8 kernel */
+    int dot = 0; /* the dot kernel (else fn) */
+    /* an A8 kernel: panels' dot 2 (VNNI) or 3 (portable) */
+    int a8 = kind == AGMM_WQ_KERNEL_PORTABLE_A8 ? 3 : 0;
 #if defined(__x86_64__)
     dot = kind == AGMM_WQ_KERNEL_AVX512_BF16 && a_dtype == AGMM_DTYPE_BF16;
-    vnni = kind == AGMM_WQ_KERNEL_AVX512_VNNI;
+    if (kind == AGMM_WQ_KERNEL_AVX512_VNNI) a8 = 2;
 #endif
     int64_t kp = w->ng * w->gq * 4;
     int64_t most = scratch ? srows : m; /* rows the scratch holds */
@@ -330,10 +347,10 @@ static agmm_status_t gemm_run(agmm_wq_kernel_t kind, const agmm_wq_t *w,
     }
     for (int64_t r0 = 0; r0 < m; r0 += chunk) {
         int rows = m - r0 < chunk ? (int)(m - r0) : chunk;
-        if (vnni) {
+        if (a8) {
             load_rows(w, a, a_dtype, lda, r0, rows, as, kp, asum);
             quantize_rows(w, rows, as, kp, asum, asum + rows * w->ng);
-            panels(w, fn, 2, rows, as, kp, asum, c, c_dtype, ldc, r0, n0, n1);
+            panels(w, fn, a8, rows, as, kp, asum, c, c_dtype, ldc, r0, n0, n1);
         } else if (!dot) {
             load_rows(w, a, a_dtype, lda, r0, rows, as, kp, asum);
             panels(w, fn, 0, rows, as, kp, asum, c, c_dtype, ldc, r0, n0, n1);

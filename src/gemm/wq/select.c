@@ -200,7 +200,7 @@ static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
 static void choose(void)
 {
-    /* avx512vnni (W4A8) changes results: only when named */
+    /* the A8 variants (W4A8) change results: only when named */
     for (int k = AGMM_WQ_KERNEL_AVX512_BF16; k >= 0; k--)
         if (agmm_wq_kernel_supported((agmm_wq_kernel_t)k)) {
             chosen = (agmm_wq_kernel_t)k;
@@ -219,8 +219,8 @@ static void choose(void)
                           env, agmm_wq_kernel_kind_name(chosen));
             return;
         }
-    agmm_warn("AGMM_WQ_KERNEL=%s: not portable, avx2, avx512, avx512bf16 or "
-              "avx512vnni, using %s",
+    agmm_warn("AGMM_WQ_KERNEL=%s: not portable, avx2, avx512, avx512bf16, "
+              "avx512vnni or portable-a8, using %s",
               env, agmm_wq_kernel_kind_name(chosen));
 }
 
@@ -228,6 +228,15 @@ agmm_wq_kernel_t agmm_wq_kernel(void)
 {
     pthread_once(&chosen_once, choose);
     return chosen;
+}
+
+agmm_wq_kernel_t agmm_wq_kernel_a8(void)
+{
+    agmm_wq_kernel_t k = agmm_wq_kernel();
+    if (forced && agmm_wq_kernel_is_a8(k)) return k;
+    return agmm_wq_kernel_supported(AGMM_WQ_KERNEL_AVX512_VNNI)
+               ? AGMM_WQ_KERNEL_AVX512_VNNI
+               : AGMM_WQ_KERNEL_PORTABLE_A8;
 }
 
 const char *agmm_wq_kernel_name(void)

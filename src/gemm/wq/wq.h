@@ -117,23 +117,39 @@ typedef enum agmm_wq_kernel {
     /* AVX-512 BF16 (VDPBF16PS) for bf16 A; fp32 / fp16 A (and a chunk of
      * rows with a subnormal value) run AVX512's FMA kernel */
     AGMM_WQ_KERNEL_AVX512_BF16 = 3,
-    /* opt-in only (never chosen unless named: it changes results): W4A8,
-     * A quantized per row to int8 (scale max |a| / 127, round to nearest
-     * even), VPDPBUSD (AVX512_VNNI, and VBMI); any A dtype */
+    /* The A8 variants (agmm_wq_kernel_is_a8: W4A8 / W8A8 in groups, A
+     * quantized per row to int8, scale max |a| / 127, rounded to nearest
+     * even; any A dtype): never chosen for a plain call (they change
+     * results), run where a plan asks (agmm_wq_kernel_a8) or named.
+     * VPDPBUSD (AVX512_VNNI, and VBMI), and the portable loop with the
+     * same bits (exact integer sums, the same float steps). */
     AGMM_WQ_KERNEL_AVX512_VNNI = 4,
+    AGMM_WQ_KERNEL_PORTABLE_A8 = 5,
     AGMM_WQ_KERNEL_COUNT
 } agmm_wq_kernel_t;
+
+/* Is the variant an A8 one (A quantized to int8)? */
+static inline int agmm_wq_kernel_is_a8(agmm_wq_kernel_t kind)
+{
+    return kind == AGMM_WQ_KERNEL_AVX512_VNNI ||
+           kind == AGMM_WQ_KERNEL_PORTABLE_A8;
+}
+/* The A8 variant this CPU runs best: avx512vnni where it can, else
+ * portable-a8 (their results are the same bits); AGMM_WQ_KERNEL naming
+ * an A8 variant that this CPU runs wins. */
+agmm_wq_kernel_t agmm_wq_kernel_a8(void);
 
 /* Can this CPU run the variant? (The portable one always.) */
 int agmm_wq_kernel_supported(agmm_wq_kernel_t kind);
 /* The variant set for calls: AGMM_WQ_KERNEL (portable, avx2, avx512,
- * avx512bf16, avx512vnni) when set and supported, else the best this CPU
- * runs of the first four (avx512vnni only when named); chosen
+ * avx512bf16, avx512vnni, portable-a8) when set and supported, else the
+ * best this CPU runs of the first four (the A8 ones only when named); chosen
  * at the first call (an unknown or unsupported name is warned about once
  * and ignored). avx512vnni, when named, runs every call whatever A's dtype
  * (W4A8: results within A's int8 quantization, not wq_ref.h's bound). */
 agmm_wq_kernel_t agmm_wq_kernel(void);
-/* Its name: "portable", "avx2", "avx512", "avx512bf16" or "avx512vnni". */
+/* Its name: "portable", "avx2", "avx512", "avx512bf16", "avx512vnni" or
+ * "portable-a8". */
 const char *agmm_wq_kernel_name(void);
 /* The variant calls of these row counts of A (a_dtype) on a weight of
  * `bits` run: agmm_wq_kernel(), but when that is avx512bf16 (the dot

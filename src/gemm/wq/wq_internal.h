@@ -86,6 +86,12 @@ void agmm_wq_panel_portable(const struct agmm_wq *w, const uint8_t *panel,
                             int rows, const float *a, int64_t lda,
                             const float *asum, float *out);
 
+/* The A8 kernels' portable loop (kern_a8_portable.c): as
+ * agmm_wq_panel_avx512vnni below, the same bits on any CPU. */
+void agmm_wq_panel_portable_a8(const struct agmm_wq *w, const uint8_t *panel,
+                               int rows, const int8_t *a, int64_t lda,
+                               const float *qsum, const float *sa, float *out);
+
 #if defined(__x86_64__)
 void agmm_wq_panel_avx2(const struct agmm_wq *w, const uint8_t *panel, int rows,
                         const float *a, int64_t lda, const float *asum,
@@ -107,13 +113,19 @@ void agmm_wq_panel_avx512bf16(const struct agmm_wq *w, const uint8_t *panel,
 void agmm_wq_panels_avx512bf16(const struct agmm_wq *w, const uint8_t *panel,
                                int npan, int rows, const uint16_t *a,
                                int64_t lda, const float *asum, float *out);
-/* The W4A8 kernel (kern_avx512vnni.c, opt-in): 1..AGMM_WQ_RB_VNNI rows
+/* The W4A8 kernel (kern_avx512vnni.c, the A8 variants): 1..AGMM_WQ_RB_VNNI rows
  * of A quantized to int8 (the scratch layout's positions, row stride lda
  * bytes), qsum [rows][ng] their groups' sums of a_q (exact), sa [rows]
  * their scales. */
 void agmm_wq_panel_avx512vnni(const struct agmm_wq *w, const uint8_t *panel,
                               int rows, const int8_t *a, int64_t lda,
                               const float *qsum, const float *sa, float *out);
+/* The same over npan (1..4) consecutive panels, out [npan][rows][16],
+ * each panel's bits agmm_wq_panel_avx512vnni's: 4 panels side by side at
+ * one row, 2 at two rows, any other case panel by panel. */
+void agmm_wq_panels_avx512vnni(const struct agmm_wq *w, const uint8_t *panel,
+                               int npan, int rows, const int8_t *a, int64_t lda,
+                               const float *qsum, const float *sa, float *out);
 #endif
 
 #endif /* AGMM_GEMM_WQ_INTERNAL_H */

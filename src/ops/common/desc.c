@@ -146,7 +146,19 @@ const char *agmm_wdtype_name(agmm_wdtype_t w)
     return "invalid";
 }
 
-/* A quantized weight (weight_dtype, group_size, weight_zero_point): what
+const char *agmm_aquant_name(agmm_aquant_t q)
+{
+    switch (q) {
+    case AGMM_AQUANT_NONE:
+        return "none";
+    case AGMM_AQUANT_INT8:
+        return "int8";
+    }
+    return "invalid";
+}
+
+/* A quantized weight (weight_dtype, group_size, weight_zero_point,
+ * a_quant): what
  * the wq engine runs, and nothing else. After the operation's own checks
  * (the k split is valid). */
 static agmm_status_t check_wq(const agmm_plan_desc_t *d)
@@ -157,6 +169,16 @@ static agmm_status_t check_wq(const agmm_plan_desc_t *d)
                           "plan: weight_dtype %d is not valid (allowed: same, "
                           "int8, int4)",
                           (int)wd);
+    if (!strcmp(agmm_aquant_name(d->a_quant), "invalid"))
+        return agmm_error(AGMM_ERR_INVALID_ARG,
+                          "plan: a_quant %d is not valid (allowed: none, "
+                          "int8)",
+                          (int)d->a_quant);
+    if (wd == AGMM_WDTYPE_SAME && d->a_quant != AGMM_AQUANT_NONE)
+        return agmm_error(AGMM_ERR_UNSUPPORTED,
+                          "plan: a_quant int8 with weight_dtype same "
+                          "(allowed: none; a_quant quantizes A for int8 / "
+                          "int4 weights; int8 A and W is dtype int8)");
     if (wd == AGMM_WDTYPE_SAME) {
         if (d->gemm_engine == AGMM_GEMM_ENGINE_WQ &&
             d->dtype != AGMM_DTYPE_BF16)
@@ -391,6 +413,7 @@ uint64_t agmm_plan_desc_hash(const agmm_plan_desc_t *d)
         MIX(d->weight_dtype);
         MIX(d->group_size);
         MIX(d->weight_zero_point != 0);
+        MIX(d->a_quant);
     }
     const agmm_operation_t *op = agmm_operation(d->op);
     for (int r = 0; op && r < d->nranks; r++)

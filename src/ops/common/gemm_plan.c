@@ -174,6 +174,7 @@ static void seg_attr(const agmm_plan_t *p, const agmm_gemm_seg_t *sg, int acc,
     attr->wq_bits = wd == AGMM_WDTYPE_INT8 ? 8 : wd == AGMM_WDTYPE_INT4 ? 4 : 0;
     attr->wq_group = attr->wq_bits ? p->desc.group_size : 0;
     attr->wq_asym = attr->wq_bits && p->desc.weight_zero_point;
+    attr->wq_a8 = attr->wq_bits && p->desc.a_quant == AGMM_AQUANT_INT8;
     if (epi) epi_attr(p, sg->w, attr);
 }
 

@@ -94,6 +94,7 @@ typedef struct agmm_cli {
     agmm_wdtype_t weight_dtype;
     int group_size, group_size_set;
     int zero_point;
+    agmm_aquant_t a_quant; /* --a-quant */
     /* --comm-cores, --gemm-cores; by default (agmm_cli_resolve_cores) the
      * library's agmm_default_workers: comm 1 if 2 x ranks <= usable cores
      * else 0, GEMM max(1, usable / ranks - comm) */

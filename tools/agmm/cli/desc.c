@@ -35,6 +35,7 @@ void agmm_tool_desc(const agmm_cli_t *cli, agmm_plan_desc_t *d)
     d->weight_dtype = cli->weight_dtype;
     d->group_size = agmm_tool_wq_bits(cli) ? cli->group_size : 0;
     d->weight_zero_point = agmm_tool_wq_bits(cli) ? cli->zero_point : 0;
+    d->a_quant = cli->a_quant;
     d->k_local =
         agmm_tool_split_k(cli) && cli->k_local_count > 0 ? cli->k_local : NULL;
 }

@@ -42,6 +42,8 @@ static const opt_choice_t k_wdtypes[] = {{"same", AGMM_WDTYPE_SAME},
                                          {"int8", AGMM_WDTYPE_INT8},
                                          {"int4", AGMM_WDTYPE_INT4},
                                          {NULL, 0}};
+static const opt_choice_t k_aquants[] = {
+    {"none", AGMM_AQUANT_NONE}, {"int8", AGMM_AQUANT_INT8}, {NULL, 0}};
 static const opt_choice_t k_groups[] = {
     {"128", 128}, {"64", 64}, {"32", 32}, {"0", 0}, {NULL, 0}};
 /* --gemm-engine's words: the library's names of the engine kinds
@@ -243,6 +245,12 @@ const opt_row_t opt_table[] = {
     {.name = "zero-point", .kind = OPTK_FLAG, .field = F(zero_point), NOSET, .flag_value = 1,
      .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM,
      .help = "a quantized W is asymmetric (uint8 zero points)"},
+    {.name = "a-quant", .kind = OPTK_CHOICE, .field = F(a_quant), NOSET,
+     .choices = k_aquants, LIB(a_quant), .cmds = OPT_FOR_PROBLEM, .section = SEC_PROBLEM,
+     .label = "--a-quant Q",
+     .help = "{choices}: with a quantized W, A as given\n"
+             "(none: W4A16/W8A16, the default) or quantized per row\n"
+             "to int8 for the int8 dot (W4A8/W8A8 in groups)"},
     {.name = "gemm-engine", .kind = OPTK_CHOICE, .field = F(gemm_engine), NOSET,
      .choices_fn = engine_choices, .accept = engine_built_in, LIB(gemm_engine), .cmds = OPT_FOR_PROBLEM,
      .section = SEC_PROBLEM, .label = "--gemm-engine E",

@@ -1,6 +1,7 @@
 /*
  * The checks of the `agmm` command line about a quantized weight
- * (--weight-dtype int8|int4, --group-size, --zero-point; options.h): what
+ * (--weight-dtype int8|int4, --group-size, --zero-point, --a-quant;
+ * options.h): what
  * the library's description check would refuse (agmm.h, "Quantized
  * weights"), said in the tool's terms before any rank starts, one line
  * each, "agmm: --option: ...".
@@ -25,11 +26,14 @@ int opt_check_wq(const agmm_cli_t *cli, FILE *err)
                     agmm_dtype_name(cli->dtype));
             return 2;
         }
-        if (cli->group_size_set || cli->zero_point) {
+        if (cli->group_size_set || cli->zero_point ||
+            cli->a_quant != AGMM_AQUANT_NONE) {
             fprintf(err,
                     "agmm: --%s: only with --weight-dtype int8 or int4 (a "
                     "quantized weight; --weight-dtype is same)\n",
-                    cli->group_size_set ? "group-size" : "zero-point");
+                    cli->group_size_set ? "group-size"
+                    : cli->zero_point   ? "zero-point"
+                                        : "a-quant int8");
             return 2;
         }
         return 0;

@@ -69,14 +69,16 @@ def check_a(A, what):
 
 def _fmt(q):
     """A QuantizedWeight's format, exchanged between the ranks: (bits, G,
-    1 if G is all of the weight's k, 1 if asymmetric)."""
+    1 if G is all of the weight's k, 1 if asymmetric, 1 if A is quantized
+    to int8 for it: a_quant)."""
     return (int(q.bits), int(q.group_size), int(q.group_size == q.k),
-            int(not q.symmetric))
+            int(not q.symmetric), int(q.a_quant == "int8"))
 
 
 def _fmt_text(f):
-    return "bits %d, group %s, %s" % (
-        f[0], "all of k" if f[2] else f[1], "asymmetric" if f[3] else "symmetric")
+    return "bits %d, group %s, %s%s" % (
+        f[0], "all of k" if f[2] else f[1], "asymmetric" if f[3] else "symmetric",
+        ", a_quant int8" if f[4] else "")
 
 
 def check_weights(Qs, k, what, a_what):
@@ -107,7 +109,8 @@ def _agreed_format(g, fmts, mine, what):
     (group_size None), or one G (a rank whose G is all of its k too when
     that k is G). InvalidArgument naming `what` otherwise."""
     explicit = {f[1] for f in fmts if not f[2]}
-    ok = all(f[0] == mine[0] and f[3] == mine[3] for f in fmts)
+    ok = all(f[0] == mine[0] and f[3] == mine[3] and f[4] == mine[4]
+             for f in fmts)
     group = None
     if ok and explicit:
         group = explicit.pop()
@@ -119,7 +122,7 @@ def _agreed_format(g, fmts, mine, what):
             "agree on the weight format)" % (what, r, _fmt_text(fmts[r]),
                                              g.world.rank, _fmt_text(mine)))
     return dict(weight_dtype="int%d" % mine[0], group_size=group,
-                zero_point=bool(mine[3]))
+                zero_point=bool(mine[3]), a_quant="int8" if mine[4] else "none")
 
 
 # ------------------------------------------------ all-gather + matmul
@@ -222,7 +225,9 @@ def ag_kernel(A_shard, Qs, gather_dim, group_name, return_A=True, biases=None,
         sz = m.st.size
         everyone = [m.st.unpack_from(raw, r * sz) for r in range(g.world.size)]
         mine = [rows] + m.fixed + [serial]
-        wq = _agreed_format(g, [tuple(o[-5:-1]) for o in everyone], fmt, "Bs")
+        nf = len(fmt)  # the format's fields, just before the serial
+        wq = _agreed_format(g, [tuple(o[-1 - nf:-1]) for o in everyone], fmt,
+                            "Bs")
         ag_agree(g, everyone, mine)
         slices = [o[0] for o in everyone]
         m_local = [s * m.fixed[0] for s in slices]
@@ -364,7 +369,8 @@ def reduce_kernel(op, what, A, Q, reduce_op, dim, group_name, bias=None,
         sz = m.st.size
         everyone = [m.st.unpack_from(raw, r * sz) for r in range(P)]
         reduce_agree(g, everyone, mine, what)
-        wq = _agreed_format(g, [tuple(o[L + 1:L + 5]) for o in everyone], fmt, "B")
+        wq = _agreed_format(g, [tuple(o[L + 1:L + 1 + len(fmt)]) for o in everyone],
+                            fmt, "B")
         plan, m_rows = reduce_plan(g.cache, [o[-1] for o in everyone], op, m_local,
                                     [o[L] for o in everyone], Q, dtname, key=m.key,
                                     wq=wq, per_call=True, out=lib)

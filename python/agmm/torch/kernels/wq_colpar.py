@@ -54,6 +54,7 @@ def _local_plan(m, k, Qs, dtname, fmt, act=None):
                    comm_workers=0, gemm_workers=max(1, torch.get_num_threads()),
                    weight_dtype="int%d" % fmt[0],
                    group_size=None if fmt[2] else fmt[1], zero_point=bool(fmt[3]),
+                   a_quant="int8" if fmt[4] else "none",
                    activation=act or "none")
     p.set_weights(list(Qs))
     _local_plans[key] = ([weakref.ref(q) for q in Qs], p)
