@@ -3,7 +3,7 @@
 (examples/tp_mlp.py's TPMLP, form "tp": x [B, h] on every rank, gate and up
 local, down + all-reduce) over a stack of L layers, each layer's weights
 its own (a model's layers stream from DRAM one after the other), in each
-weight format (--weights bf16,int8,int4: tensors, or agmm.QuantizedWeights
+weight format (--weights bf16,int8,int4[,int4a8,int8a8]: tensors, or agmm.QuantizedWeights
 run by agmm's weight kernels), timed against its floor.
 
 usage: PYTHONPATH=build/python /usr/bin/python3 bench/decode_mlp.py
@@ -18,8 +18,10 @@ its own step after a barrier). The floor of a layer is
       FLOPs per rank / the peak of the instruction the kernel multiplies with)
 both measured by `agmm bench --json` on this machine before the ranks
 start (dram_read_gbps_per_core: a read loop over 8x the L3 on one core;
-the peaks of VFMADD231PS and VDPBF16PS; the floor takes the faster for
-every format: bf16 multiplies with VDPBF16PS where the CPU has it, and
+the peaks of VFMADD231PS, VDPBF16PS and VPDPBUSD; the floor takes the
+faster of the first two for every format but the a8 ones (A quantized to
+int8: the int8 dot's, VPDPBUSD): bf16 multiplies with VDPBF16PS where the
+CPU has it, and
 agmm's int4 / int8 kernels do for bf16 rows where their measurement picks
 the dot kernel, else the FMA, whose own floor is then higher: the bench
 prints each peak it measured). The report: per
@@ -53,7 +55,9 @@ def split(n, P):
 def measured_rates(agmm_bin):
     """(dram GB/s per core, [(instr, GFLOP/s per core)]) from agmm bench."""
     peaks, dram = {}, None
-    for dt in ("fp32", "bf16"):  # fp32 FMA's peak; bf16's dot where it has one
+    # fp32 FMA's peak; bf16's dot where it has one; int8's (VPDPBUSD: the
+    # a8 formats' kernel multiplies with it)
+    for dt in ("fp32", "bf16", "int8"):
         out = subprocess.run(
             [agmm_bin, "bench", "--m-local", "1", "--k", "256", "--n", "256",
              "--dtype", dt, "--rounds", "1", "--warmup", "0", "--json"],
@@ -145,7 +149,7 @@ def report(results, args, dram, peaks):
           "one core per rank" % (args.hidden, args.inter, args.ranks, args.layers))
     print("measured per core: DRAM read %.1f GB/s; peaks %s" % (
         dram, ", ".join("%s %.0f GFLOP/s" % p for p in peaks)))
-    print("%-5s %4s %10s %19s %8s %7s %9s %8s %8s" % (
+    print("%-6s %4s %10s %19s %8s %7s %9s %8s %8s" % (
         "fmt", "B", "median_ms", "[min-max]", "MB/rank", "GB/s", "floor_ms",
         "of_floor", "x_bf16"))
     base = {r["rows"]: r["median_ms"] for r in results if r["weights"] == "bf16"}
@@ -156,14 +160,18 @@ def report(results, args, dram, peaks):
         # int4 / int8 weight kernels take VDPBF16PS for bf16 rows where
         # their per-process measurement says it is faster (else the FMA:
         # the floor is then below that kernel's own, never above).
-        peak = max(g for _, g in peaks)
+        # The a8 formats (A quantized to int8) multiply with the int8 dot:
+        # its peak (VPDPBUSD, int8 ops counted as FLOPs are).
+        int8 = {i: g for i, g in peaks if "PDPBUSD" in i or "AMX" in i}
+        peak = max(int8.values()) if r["weights"].endswith("a8") and int8 \
+            else max(g for i, g in peaks if i not in int8)
         floor = max(r["weight_bytes_per_rank"] / (dram * 1e9),
                     r["flops_per_rank"] / (peak * 1e9)) * 1e3
         r.update(floor_ms=floor, of_floor=floor / r["median_ms"],
                  gbps=r["weight_bytes_per_rank"] / (r["median_ms"] * 1e6))
         x = r["median_ms"] / base[r["rows"]] if r["rows"] in base else float("nan")
         r["over_bf16"] = x
-        print("%-5s %4d %10.3f %8.3f-%-10.3f %8.1f %7.1f %9.3f %8.2f %8.2f" % (
+        print("%-6s %4d %10.3f %8.3f-%-10.3f %8.1f %7.1f %9.3f %8.2f %8.2f" % (
             r["weights"], r["rows"], r["median_ms"], r["min_ms"], r["max_ms"], mb,
             r["gbps"], floor, r["of_floor"], x))
 
