@@ -184,8 +184,8 @@ class QuantizedWeight:
 
     a_quant: how agmm's torch ops multiply it, "none" (A as given: W4A16 /
     W8A16, the default) or "int8" (each row of A quantized to int8, scale
-    max |a| / 127, then the int8 dot: W4A8 / W8A8 in groups, about twice
-    the multiply rate at a few rows and more, within A's int8 rounding;
+    max |a| / 127, then the int8 dot: W4A8 / W8A8 in groups, faster from
+    a few rows on (docs/performance.md), within A's int8 rounding;
     agmm.Plan's a_quant). The weight's bytes are the same either way.
     """
 
