@@ -55,12 +55,14 @@ def split(n, P):
 def measured_rates(agmm_bin):
     """(dram GB/s per core, [(instr, GFLOP/s per core)]) from agmm bench."""
     peaks, dram = {}, None
-    # fp32 FMA's peak; bf16's dot where it has one; int8's (VPDPBUSD: the
-    # a8 formats' kernel multiplies with it)
-    for dt in ("fp32", "bf16", "int8"):
+    # fp32 FMA's peak; bf16's dot where it has one; the a8 formats' kernel's
+    # (VPDPBUSD where it runs: an int4 weight with A quantized to int8; not
+    # --dtype int8, which needs oneDNN)
+    for extra in (["--dtype", "fp32"], ["--dtype", "bf16"],
+                  ["--dtype", "bf16", "--weight-dtype", "int4", "--a-quant", "int8"]):
         out = subprocess.run(
-            [agmm_bin, "bench", "--m-local", "1", "--k", "256", "--n", "256",
-             "--dtype", dt, "--rounds", "1", "--warmup", "0", "--json"],
+            [agmm_bin, "bench", "--m-local", "1", "--k", "256", "--n", "256"] +
+            extra + ["--rounds", "1", "--warmup", "0", "--json"],
             check=True, capture_output=True, text=True).stdout
         d = json.loads(out)
         dram = d["dram_read_gbps_per_core"] if dram is None else dram
