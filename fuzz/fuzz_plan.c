@@ -6,11 +6,11 @@
  * crash or overflow (the sanitizers watch the arithmetic); a refusal
  * records a message; an accepted description has a non-zero size that
  * covers its largest buffers (all-gather: gathered rows and the fp32
- * weight; gemm-rs: the partial C, the receive slots and the weight of the
- * largest inner part; several weights: each weight; int8: one byte a
- * weight element; int8 / int4 weights: a byte or half a byte). The op and
- * the k_local split (or NULL), then the weights, then INT8's scale
- * layouts, then the quantized weight's fields (weight_dtype, group_size,
+ * weight; gemm-rs and gemm-ar: the partial C, the receive slots and the
+ * weight of the largest inner part; several weights: each weight; int8: one
+ * byte a weight element; int8 / int4 weights: a byte or half a byte). The op
+ * and the k_local split (or NULL), then the weights, then INT8's scale layouts,
+ * then the quantized weight's fields (weight_dtype, group_size,
  * weight_zero_point, a_quant) come last, so older corpus inputs keep the
  * all-gather of one plain weight. */
 #include <math.h>
@@ -144,8 +144,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         long double n0 =
             (long double)(d.n_list ? d.n_list[0] : d.n); /* n ignored */
+        /* gemm-ar books gemm-rs's buffers and more: its rank holds the
+         * weight of its own inner part, not all of k. */
         long double need =
-            d.op == AGMM_OP_GEMM_RS
+            d.op == AGMM_OP_GEMM_RS || d.op == AGMM_OP_GEMM_AR
                 ? M * n0 * 4 + d.nranks * max_rows * n0 * 4 + kmax * n0 * wbytes
                 : M * d.k * agmm_dtype_size(d.dtype) +
                       (long double)d.k * nsum * wbytes;
