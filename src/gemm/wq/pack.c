@@ -143,7 +143,7 @@ static void geometry(struct agmm_wq *w, int64_t k, int64_t n, int bits,
 
 static int geometry_ok(int64_t k, int64_t n, int bits, int64_t group)
 {
-    return k >= 1 && n >= 1 && k <= ((int64_t)1 << 40) / n &&
+    return k >= 1 && n >= 1 && k <= AGMM_WQ_MAX_ELEMENTS / n &&
            (bits == 4 || bits == 8) &&
            (group == 0 || group == 32 || group == 64 || group == 128 ||
             group == k);

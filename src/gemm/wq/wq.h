@@ -41,6 +41,11 @@
 
 #include "agmm.h"
 
+/* The most elements (k x n) a packed weight holds (2^40: its byte
+ * counts stay far inside size_t and int64). A plan's description refuses
+ * a quantized weight beyond it (ops/common/desc.c). */
+#define AGMM_WQ_MAX_ELEMENTS ((int64_t)1 << 40)
+
 /* A packed weight (opaque; wq_internal.h). */
 typedef struct agmm_wq agmm_wq_t;
 

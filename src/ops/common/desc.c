@@ -11,6 +11,7 @@
 #include "common/util.h"
 #include "gemm/engine.h"
 #include "gemm/engine_list.h"
+#include "gemm/wq/wq.h" /* AGMM_WQ_MAX_ELEMENTS */
 #include "ops/common/desc.h"
 #include "ops/common/op.h"
 #include "ops/common/path.h"
@@ -215,6 +216,16 @@ static agmm_status_t check_wq(const agmm_plan_desc_t *d)
                           "quantized weight runs on the wq engine; allowed: "
                           "auto, wq)",
                           agmm_gemm_engine_name(d->gemm_engine), name);
+    /* Each weight within the packed layout's size (its k part is at most
+     * k: k x n is the bound of every rank's; check_weights ran first). */
+    for (int i = 0; i < (d->n_list ? d->n_weights : 1); i++) {
+        int64_t ni = d->n_list ? d->n_list[i] : d->n;
+        if (ni > 0 && d->k > AGMM_WQ_MAX_ELEMENTS / ni)
+            return agmm_error(AGMM_ERR_TOO_LARGE,
+                              "plan: weight_dtype %s of k %lld x n %lld "
+                              "elements (allowed: at most 2^40 a weight)",
+                              name, (long long)d->k, (long long)ni);
+    }
     /* GEMM_RS, GEMM_AR: each rank's weight is its k part; a group must not
      * straddle the split (every part but the last a multiple of G). */
     const agmm_operation_t *op = agmm_operation(d->op);
