@@ -86,10 +86,17 @@ void agmm_wq_ref_quantize_a(int64_t m, int64_t k, const float *a, int64_t lda,
     for (int64_t i = 0; i < m; i++) {
         const float *src = a + i * lda;
         float amax = 0;
-        for (int64_t kk = 0; kk < k; kk++)
+        int bad = 0;
+        for (int64_t kk = 0; kk < k; kk++) {
+            bad |= !isfinite(src[kk]);
             amax = fabsf(src[kk]) > amax ? fabsf(src[kk]) : amax;
+        }
         float s = amax > 0 ? amax / 127.0f : 1.0f;
         for (int64_t kk = 0; kk < k; kk++) {
+            if (bad) { /* the library's NaN row (gemm.c: quantize_rows) */
+                aq[i * ldq + kk] = NAN;
+                continue;
+            }
             float q = nearbyintf(src[kk] / s);
             q = q > 127 ? 127 : q < -127 ? -127 : q;
             aq[i * ldq + kk] = (double)q * (double)s;

@@ -39,7 +39,8 @@ void agmm_wq_ref(const agmm_wq_desc_t *d, int64_t m, const float *a,
  * library's float steps (sa = max |a| / 127, 1 for a zero row; q =
  * nearbyint(a / sa) within -127..127), aq[i][kk] = q x sa in double
  * (exact), stride ldq. The same integers as the library's, so a product's
- * reference is exact in A's quantization. */
+ * reference is exact in A's quantization. A row with a NaN or an
+ * infinity is NaN throughout, as the library makes its C row. */
 void agmm_wq_ref_quantize_a(int64_t m, int64_t k, const float *a, int64_t lda,
                             double *aq, int64_t ldq);
 

@@ -422,6 +422,61 @@ static void a8_cases(void)
           agmm_wq_kernel_kind_name(agmm_wq_kernel_a8()));
 }
 
+/* A row of A with a NaN or an infinity gives a NaN row of C on both A8
+ * variants (quantized alone it would become 0 or 127: gemm.c's
+ * quantize_rows), as the oracle's; the other rows keep their values.
+ * k 300 (3 groups of 128, the last partial) and 100 (one group of all of
+ * k), so the vector quantizer's masked tails are crossed. */
+static void a8_nonfinite(void)
+{
+    for (int t = 0; t < 2; t++) {
+        int64_t k = t ? 100 : 300, n = 33, m = 4, lda = k, ldc = n;
+        weight_t wt = random_weight(k, n, 4, t, t ? 0 : 128, 0, 9100 + t);
+        agmm_wq_t *w = NULL;
+        CHECK(agmm_wq_pack(&wt.d, &w) == AGMM_OK, "pack");
+        float *a = malloc(sizeof(float) * (size_t)(m * lda));
+        float *ax = malloc(sizeof(float) * (size_t)(m * lda));
+        free(make_a(AGMM_DTYPE_FP32, m, k, lda, 0, 9200 + t, ax));
+        memcpy(a, ax, sizeof(float) * (size_t)(m * lda));
+        a[1 * lda + k - 1] = NAN; /* the last element: a masked tail */
+        a[2 * lda + 5] = -INFINITY;
+        a[3 * lda + 17] = INFINITY;
+        double *ref = malloc(sizeof(double) * (size_t)(m * ldc));
+        double *bnd = malloc(sizeof(double) * (size_t)(m * ldc));
+        agmm_wq_ref_a8(&wt.d, m, a, lda, ref, bnd, ldc, 0);
+        float *c = malloc(sizeof(float) * (size_t)(m * ldc));
+        static const agmm_wq_kernel_t kinds[2] = {AGMM_WQ_KERNEL_PORTABLE_A8,
+                                                  AGMM_WQ_KERNEL_AVX512_VNNI};
+        for (int v = 0; v < 2; v++) {
+            if (!agmm_wq_kernel_supported(kinds[v])) continue;
+            const char *name = agmm_wq_kernel_kind_name(kinds[v]);
+            CHECK(agmm_wq_gemm_with(kinds[v], w, m, a, AGMM_DTYPE_FP32, lda, c,
+                                    AGMM_DTYPE_FP32, ldc, 0, n) == AGMM_OK,
+                  "%s gemm", name);
+            int64_t bad = 0;
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double x = c[i * ldc + j], want = ref[i * ldc + j];
+                    int ok = i ? isnan(x) && isnan(want)
+                               : fabs(x - want) <= bnd[i * ldc + j];
+                    if (!ok && bad++ < 3)
+                        CHECK(0, "%s k %lld: C[%lld][%lld] = %.9g, want %.9g",
+                              name, (long long)k, (long long)i, (long long)j, x,
+                              want);
+                }
+            CHECK(bad == 0, "%s: %lld wrong elements (rows with NaN or inf)",
+                  name, (long long)bad);
+        }
+        free(c);
+        free(ref);
+        free(bnd);
+        free(a);
+        free(ax);
+        agmm_wq_free(w);
+        weight_free(&wt);
+    }
+}
+
 /* agmm_wq_kernel_for against the measurement it follows. */
 static void selection(void)
 {
@@ -589,6 +644,7 @@ int main(int argc, char **argv)
     dot_cases();
     dot_subnormal_case();
     a8_cases();
+    a8_nonfinite();
     selection();
     refusals();
     CHECK_DONE("test_wq_gemm");

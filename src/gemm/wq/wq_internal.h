@@ -120,6 +120,11 @@ void agmm_wq_panels_avx512bf16(const struct agmm_wq *w, const uint8_t *panel,
 void agmm_wq_panel_avx512vnni(const struct agmm_wq *w, const uint8_t *panel,
                               int rows, const int8_t *a, int64_t lda,
                               const float *qsum, const float *sa, float *out);
+/* gemm.c's quantize_rows with AVX-512 (its bytes, sums and scales):
+ * `rows` fp32 rows of kp elements at as quantized in place to int8,
+ * qsum [rows][ng] and sa [rows] written. */
+void agmm_wq_quantize_avx512vnni(const struct agmm_wq *w, int rows, float *as,
+                                 int64_t kp, float *qsum, float *sa);
 /* The same over npan (1..4) consecutive panels, out [npan][rows][16],
  * each panel's bits agmm_wq_panel_avx512vnni's: 4 panels side by side at
  * one row, 2 at two rows, any other case panel by panel. */
