@@ -441,8 +441,8 @@ static void a8_nonfinite(void)
         a[1 * lda + k - 1] = NAN; /* the last element: a masked tail */
         a[2 * lda + 5] = -INFINITY;
         a[3 * lda + 17] = INFINITY;
-        double *ref = malloc(sizeof(double) * (size_t)(m * ldc));
-        double *bnd = malloc(sizeof(double) * (size_t)(m * ldc));
+        double *ref = malloc(2 * sizeof(double) * (size_t)(m * ldc));
+        double *bnd = ref + m * ldc; /* the same allocation */
         agmm_wq_ref_a8(&wt.d, m, a, lda, ref, bnd, ldc, 0);
         float *c = malloc(sizeof(float) * (size_t)(m * ldc));
         static const agmm_wq_kernel_t kinds[2] = {AGMM_WQ_KERNEL_PORTABLE_A8,
@@ -469,7 +469,6 @@ static void a8_nonfinite(void)
         }
         free(c);
         free(ref);
-        free(bnd);
         free(a);
         free(ax);
         agmm_wq_free(w);
