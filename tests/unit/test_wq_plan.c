@@ -531,6 +531,7 @@ static void desc_refusals(void)
         {"wq engine, plain fp16 W", "gemm_engine wq", AGMM_ERR_UNSUPPORTED},
         {"a_quant 5", "a_quant", AGMM_ERR_INVALID_ARG},
         {"a_quant int8, plain W", "a_quant int8", AGMM_ERR_UNSUPPORTED},
+        {"k x n over 2^40", "at most 2^40", AGMM_ERR_TOO_LARGE},
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         d = base;
@@ -567,6 +568,10 @@ static void desc_refusals(void)
             d.weight_dtype = AGMM_WDTYPE_SAME;
             d.a_quant = AGMM_AQUANT_INT8;
             break;
+        case 9: /* the packed layout's limit, one element over */
+            d.k = (int64_t)1 << 20;
+            d.n = ((int64_t)1 << 20) + 1;
+            break;
         }
         agmm_status_t st = agmm_plan_desc_check(&d);
         CHECK(st == cases[i].want && strstr(agmm_last_error(), cases[i].names),
@@ -574,6 +579,12 @@ static void desc_refusals(void)
               cases[i].what, agmm_status_str(st), agmm_last_error(),
               agmm_status_str(cases[i].want), cases[i].names);
     }
+    /* Exactly 2^40 elements is within the limit (a description's check:
+     * nothing is allocated). */
+    d = base;
+    d.k = d.n = (int64_t)1 << 20;
+    CHECK(agmm_plan_desc_check(&d) == AGMM_OK, "k x n = 2^40 refused: %s",
+          agmm_last_error());
     /* A plain bf16 W on the wq engine: agmm's bf16-weight kernel. */
     d = base;
     d.weight_dtype = AGMM_WDTYPE_SAME;

@@ -250,8 +250,7 @@ static void panels(const agmm_wq_t *w, agmm_wq_panel_fn fn, int dot, int rows,
     /* the dot kernel over several panels a call (kern_avx512bf16.c): int4
      * at any rows (up to 4 panels), int8 at one row (2); the VNNI kernel
      * 4 panels at one row, 2 at two (kern_avx512vnni.c; 2 panels of 3-8
-     * rows measured no faster than one: 0.78-0.90 ms against 0.62-0.74
-     * at 8 rows, K = N = 4096) */
+     * rows measured slower than one: its header) */
     int many = dot == 2       ? (rows == 1   ? 4
                                  : rows == 2 ? 2
                                              : 1)

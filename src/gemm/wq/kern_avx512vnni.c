@@ -31,10 +31,15 @@
  * (the weight at the DRAM read rate), 8 rows 0.55-0.57 against
  * 0.71-0.72, 16 rows 1.08-1.09 against 1.37-1.40 (0.54 of VPDPBUSD's
  * peak), int8 symmetric at 8 rows 0.56-0.59 against 0.81-0.86; the bf16
- * dot kernel (W4A16) 0.78 ms at 8 rows, 1.52 at 16. Tried and dropped:
- * 2 panels at 3-8 rows (0.78-0.90 ms at 8 rows, noisier sitting), the
- * weight's format as a constant per copy (within 5%, slower at 1 row).
- * Compiled by function attribute;
+ * dot kernel (W4A16) 0.78 ms at 8 rows, 1.52 at 16. Tried and dropped,
+ * each against this kernel in the same sitting: 2 panels at 3-8 rows,
+ * with A's dword from memory or broadcast into a register once for both
+ * (1.2-1.35x the time at 8 rows: unlike the bf16 dot kernel's, this
+ * one's {1to16} operand is not its limit); 4 quads an iteration (int8
+ * 1.4-2.3x: spills); one chain a row at 8 rows (the same: not latency);
+ * the int4 unpack left out (the same, with wrong results: it is free);
+ * A's rows padded off 4 KiB strides, the format as a constant per copy
+ * (within 5%). Compiled by function attribute;
  * called only where the CPU has AVX512_VNNI, AVX512_VBMI and AVX512_VL
  * (gemm.c: the quantizer's 16-byte stores). */
 #include <float.h>
